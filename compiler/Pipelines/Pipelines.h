@@ -1,0 +1,40 @@
+//===- Pipelines.h - The folio compile pipeline -----------------*- C++ -*-===//
+
+#ifndef FOLIO_PIPELINES_PIPELINES_H
+#define FOLIO_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::folio {
+
+/// What `folioc` and `folio-opt --folio-compile` take from the user.
+struct FolioPipelineOptions : public PassPipelineOptions<FolioPipelineOptions> {
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("Compile target: cpu, sm_80, sm_86, sm_89, sm_90a"),
+      llvm::cl::init("cpu")};
+  Option<std::string> kvCacheDtype{
+      *this, "kv-cache-dtype",
+      llvm::cl::desc("KV-cache dtype: auto (fp8_e4m3 on sm_89/sm_90a, int8 "
+                     "elsewhere), f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, "
+                     "int4, int2"),
+      llvm::cl::init("auto")};
+  Option<int64_t> blockSize{
+      *this, "block-size",
+      llvm::cl::desc("KV-cache block size in tokens (power of two, 1..256)"),
+      llvm::cl::init(16)};
+};
+
+/// Appends the whole compile pipeline, import output to serving plan, to
+/// `pm`. Phases land here as they are built: set-target now; raise, page-kv,
+/// quantize-kv, speculative and fuse follow.
+void buildFolioCompilePipeline(OpPassManager &pm,
+                               const FolioPipelineOptions &options);
+
+/// Registers `folio-compile` for folio-opt.
+void registerFolioPipelines();
+
+} // namespace mlir::folio
+
+#endif // FOLIO_PIPELINES_PIPELINES_H

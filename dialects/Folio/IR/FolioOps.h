@@ -1,0 +1,18 @@
+//===- FolioOps.h - folio dialect ops ---------------------------*- C++ -*-===//
+
+#ifndef FOLIO_IR_FOLIOOPS_H
+#define FOLIO_IR_FOLIOOPS_H
+
+#include "Folio/IR/FolioDialect.h"
+#include "Folio/IR/FolioTypes.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "Folio/IR/FolioOps.h.inc"
+
+#endif // FOLIO_IR_FOLIOOPS_H

@@ -1,0 +1,449 @@
+//===- FolioOps.td - folio dialect ops ---------------------*- tablegen -*-===//
+//
+// Tensor-level ops on the ragged token batch: T is the number of tokens
+// scheduled this step across all sequences, S the number of sequences.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_OPS_TD
+#define FOLIO_OPS_TD
+
+include "FolioTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+class Folio_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Folio_Dialect, mnemonic, traits>;
+
+def Folio_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Folio_IntTensor : RankedTensorOf<[AnySignlessInteger]>;
+
+//===----------------------------------------------------------------------===//
+// Token-wise ops
+//===----------------------------------------------------------------------===//
+
+def Folio_EmbeddingOp : Folio_Op<"embedding", [Pure]> {
+  let summary = "gathers embedding rows for token ids, optionally scaled";
+  let description = [{
+    `result[t, :] = table[ids[t], :] * scale`. The scale is Gemma's
+    sqrt(hidden) embedding multiplier; it defaults to 1.
+
+    ```mlir
+    %h = folio.embedding %table[%ids] {scale = 8.0 : f64}
+        : (tensor<32000x768xf32>, tensor<?xi32>) -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Folio_FloatTensor:$table, Folio_IntTensor:$ids,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_LinearOp : Folio_Op<"linear", [Pure]> {
+  let summary = "a matrix product with an optional bias over the last dim";
+  let description = [{
+    `result[..., n] = sum_k input[..., k] * W(k, n) + bias[n]`, where the
+    weight is stored `[K, N]` (`in_out`, the default, ONNX MatMul) or `[N, K]`
+    (`out_in`, PyTorch Linear and ONNX Gemm with transB).
+
+    ```mlir
+    %y = folio.linear %x, %w, %b
+        : (tensor<?x768xf32>, tensor<768x2304xf32>, tensor<2304xf32>)
+        -> tensor<?x2304xf32>
+    %z = folio.linear %x, %w2 {weight_layout = #folio.weight_layout<out_in>}
+        : (tensor<?x768xf32>, tensor<3072x768xf32>) -> tensor<?x3072xf32>
+    ```
+  }];
+  let arguments = (ins
+    Folio_FloatTensor:$input, Folio_FloatTensor:$weight,
+    Optional<Folio_FloatTensor>:$bias,
+    DefaultValuedAttr<Folio_WeightLayoutAttr,
+                      "::mlir::folio::WeightLayout::in_out">:$weight_layout);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_RMSNormOp : Folio_Op<"rms_norm", [Pure]> {
+  let summary = "root-mean-square normalisation over the last dim";
+  let description = [{
+    `result = input / sqrt(mean(input^2) + epsilon) * (weight + weight_offset)`.
+    `weight_offset = 1.0` expresses Gemma's `(1 + w)` form.
+
+    ```mlir
+    %n = folio.rms_norm %x, %w {epsilon = 1.0e-06 : f64}
+        : (tensor<?x768xf32>, tensor<768xf32>) -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Folio_FloatTensor:$input, Folio_FloatTensor:$weight,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_offset);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_LayerNormOp : Folio_Op<"layer_norm", [Pure]> {
+  let summary = "layer normalisation over the last dim, optional bias";
+  let description = [{
+    `result = (input - mean) / sqrt(var + epsilon) * weight + bias`.
+
+    ```mlir
+    %n = folio.layer_norm %x, %w, %b
+        : (tensor<?x768xf32>, tensor<768xf32>, tensor<768xf32>)
+        -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Folio_FloatTensor:$input, Folio_FloatTensor:$weight,
+                       Optional<Folio_FloatTensor>:$bias,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_RotaryOp : Folio_Op<"rotary", [Pure]> {
+  let summary = "rotary position embedding of query or key heads";
+  let description = [{
+    Rotates the first `rotary_dim` channels of every head of
+    `input[T, heads, head_dim]` by angles `positions[t] * inv_freq[i]`; the
+    remaining channels pass through (partial rotary: Phi, GPT-NeoX). `style`
+    pairs channels as `half_split` (i, i + rotary_dim/2) or `interleaved`
+    (2i, 2i+1). Frequencies are `base^(-2i/rotary_dim)`, rescaled by
+    `scaling`: `linear` divides positions by `scaling_factor`; `llama3`
+    needs `low_freq_factor`, `high_freq_factor`, `original_max_position`;
+    `yarn` needs `original_max_position` (and takes `beta_fast`,
+    `beta_slow`). An optional `cos_sin_cache[max_position, rotary_dim]`
+    (cos in the first half, sin in the second) replaces the computed angles
+    when the model ships its own tables.
+
+    ```mlir
+    %q2 = folio.rotary %q, %pos {rotary_dim = 64 : i64, base = 1.0e+04 : f64}
+        : (tensor<?x12x64xf32>, tensor<?xi32>) -> tensor<?x12x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Folio_FloatTensor:$input, Folio_IntTensor:$positions,
+    Optional<Folio_FloatTensor>:$cos_sin_cache,
+    I64Attr:$rotary_dim,
+    DefaultValuedAttr<Folio_RopeStyleAttr,
+                      "::mlir::folio::RopeStyle::half_split">:$style,
+    DefaultValuedAttr<F64Attr, "10000.0">:$base,
+    DefaultValuedAttr<Folio_RopeScalingAttr,
+                      "::mlir::folio::RopeScaling::none">:$scaling,
+    DefaultValuedAttr<F64Attr, "1.0">:$scaling_factor,
+    OptionalAttr<F64Attr>:$low_freq_factor,
+    OptionalAttr<F64Attr>:$high_freq_factor,
+    OptionalAttr<I64Attr>:$original_max_position,
+    OptionalAttr<F64Attr>:$beta_fast,
+    OptionalAttr<F64Attr>:$beta_slow);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions (`,` $cos_sin_cache^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_GatedMLPOp : Folio_Op<"gated_mlp", [Pure]> {
+  let summary = "down(act(gate(x)) * up(x)), the SwiGLU/GeGLU block";
+  let description = [{
+    Weights follow `weight_layout` as in `folio.linear`: with `in_out`
+    (default) gate and up are `[H, F]` and down is `[F, H]`.
+
+    ```mlir
+    %y = folio.gated_mlp %x, %wg, %wu, %wd
+        {activation = #folio.activation<silu>}
+        : (tensor<?x768xf32>, tensor<768x2048xf32>, tensor<768x2048xf32>,
+           tensor<2048x768xf32>) -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins
+    Folio_FloatTensor:$input, Folio_FloatTensor:$gate_weight,
+    Folio_FloatTensor:$up_weight, Folio_FloatTensor:$down_weight,
+    DefaultValuedAttr<Folio_ActivationAttr,
+                      "::mlir::folio::Activation::silu">:$activation,
+    DefaultValuedAttr<Folio_WeightLayoutAttr,
+                      "::mlir::folio::WeightLayout::in_out">:$weight_layout);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gate_weight `,` $up_weight `,` $down_weight attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_GatherRowsOp : Folio_Op<"gather_rows", [Pure]> {
+  let summary = "selects rows of a [T, N] tensor (the logits rows to keep)";
+  let description = [{
+    `result[r, :] = input[indices[r], :]`; the serving entry uses it to
+    compute logits only for `logits_indices`.
+
+    ```mlir
+    %last = folio.gather_rows %h[%idx]
+        : (tensor<?x768xf32>, tensor<?xi32>) -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Folio_FloatTensor:$input, Folio_IntTensor:$indices);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention and the paged KV cache
+//===----------------------------------------------------------------------===//
+
+def Folio_AttentionOp : Folio_Op<"attention", [Pure]> {
+  let summary = "logical multi-head attention over batch x sequence";
+  let description = [{
+    `query[B, Hq, S, D]`, `key[B, Hkv, L, D]`, `value[B, Hkv, L, Dv]` ->
+    `[B, Hq, S, Dv]`, where `L` includes any past tokens and query `s` sits at
+    position `L - S + s`. `Hq` must be a multiple of `Hkv` (GQA). `scale`
+    multiplies QK^T; `softcap > 0` applies `softcap * tanh(s / softcap)`;
+    `sliding_window > 0` lets a query see only the last `sliding_window`
+    keys up to itself; the optional `key_padding_mask[B, L]` (non-zero =
+    keep) carries the attention_mask input. This op exists only between the
+    raise and page-kv passes.
+
+    ```mlir
+    %o = folio.attention %q, %k, %v {scale = 0.125 : f64}
+        : (tensor<1x8x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>)
+        -> tensor<1x8x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Folio_FloatTensor:$query, Folio_FloatTensor:$key,
+                       Folio_FloatTensor:$value,
+                       Optional<RankedTensorOf<[AnySignlessInteger, I1]>>:
+                           $key_padding_mask,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "true">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$sliding_window,
+                       DefaultValuedAttr<F64Attr, "0.0">:$softcap);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $key_padding_mask^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_KVWriteOp : Folio_Op<"kv_write"> {
+  let summary = "stores this step's K and V rows into their cache slots";
+  let description = [{
+    Writes `key[T, heads, head_dim]` and `value[T, heads, head_dim]` to slot
+    `slot_mapping[t]` (block * block_size + offset; negative = padding,
+    skipped), converting or quantizing to the cache's dtype and scale layout.
+
+    ```mlir
+    folio.kv_write %cache, %k, %v, %slots
+        : !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = f16>,
+          tensor<?x2x64xf32>, tensor<?x2x64xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<Folio_KVCacheType, "the layer's cache",
+        [MemWrite<Folio_KVCacheResource>]>:$cache,
+    Folio_FloatTensor:$key, Folio_FloatTensor:$value,
+    Folio_IntTensor:$slot_mapping);
+  let assemblyFormat = [{
+    $cache `,` $key `,` $value `,` $slot_mapping attr-dict `:`
+    qualified(type($cache)) `,` type($key) `,` type($value) `,`
+    type($slot_mapping)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_PagedAttentionOp : Folio_Op<"paged_attention"> {
+  let summary = "ragged causal attention over a paged KV cache";
+  let description = [{
+    For each sequence `s`, its query tokens are
+    `query[query_start_loc[s] : query_start_loc[s+1]]` and they are the last
+    tokens of its `seq_lens[s]`-token context, whose K/V live in the blocks
+    `block_tables[s, :]`. Prefill chunks, decode tokens and speculative tokens
+    mix freely in one call. `query[T, Hq, D]` with `Hq` a multiple of the
+    cache's heads (GQA) and `D` its head_dim; the result is `[T, Hq, D]`.
+    Quantized caches are dequantized on read.
+
+    ```mlir
+    %o = folio.paged_attention %q, %cache, %bt, %lens, %qsl
+        {scale = 0.125 : f64}
+        : (tensor<?x8x64xf32>,
+           !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = f16>,
+           tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Folio_FloatTensor:$query,
+    Arg<Folio_KVCacheType, "the layer's cache",
+        [MemRead<Folio_KVCacheResource>]>:$cache,
+    Folio_IntTensor:$block_tables, Folio_IntTensor:$seq_lens,
+    Folio_IntTensor:$query_start_loc,
+    F64Attr:$scale,
+    DefaultValuedAttr<BoolAttr, "true">:$causal,
+    DefaultValuedAttr<I64Attr, "0">:$sliding_window,
+    DefaultValuedAttr<F64Attr, "0.0">:$softcap);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $cache `,` $block_tables `,` $seq_lens `,` $query_start_loc
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+def Folio_QuantizeOp : Folio_Op<"quantize", [Pure]> {
+  let summary = "quantizes a float tensor to int8/int4/int2 or fp8";
+  let description = [{
+    `result = round(input / scale) + zero_point`, saturated to the result
+    type (fp8: converted with saturation). `scale` is a scalar (rank 0,
+    per tensor) or has the input's rank with each dim equal to the input's
+    or 1 (per head, per token-head, per channel). `zero_point` (asymmetric
+    integer quantization, KIVI) has the scale's shape; fp8 takes none.
+
+    ```mlir
+    %q = folio.quantize %x, %s
+        : (tensor<?x8x64xf32>, tensor<?x8x1xf32>) -> tensor<?x8x64xi8>
+    ```
+  }];
+  let arguments = (ins Folio_FloatTensor:$input, Folio_FloatTensor:$scale,
+                       Optional<RankedTensorOf<[AnyFloat, AnySignlessInteger]>>:
+                           $zero_point);
+  let results = (outs RankedTensorOf<[AnySignlessInteger, AnyFloat]>:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $zero_point^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_DequantizeOp : Folio_Op<"dequantize", [Pure]> {
+  let summary = "the inverse of folio.quantize";
+  let description = [{
+    `result = (input - zero_point) * scale`, with the same scale and
+    zero-point shapes as `folio.quantize`.
+
+    ```mlir
+    %x = folio.dequantize %q, %s
+        : (tensor<?x8x64xi8>, tensor<?x8x1xf32>) -> tensor<?x8x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnySignlessInteger, AnyFloat]>:$input,
+                       Folio_FloatTensor:$scale,
+                       Optional<RankedTensorOf<[AnyFloat, AnySignlessInteger]>>:
+                           $zero_point);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $zero_point^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Speculative decoding
+//===----------------------------------------------------------------------===//
+
+def Folio_SpecVerifyOp : Folio_Op<"spec_verify",
+                                  [Pure, AttrSizedOperandSegments]> {
+  let summary = "lossless verification of speculative tokens";
+  let description = [{
+    For `S` sequences with `K` draft tokens each, `target_logits[S, K+1, V]`
+    are the target model's logits at the K draft positions and one past them.
+    `greedy`: accept the longest prefix of `draft_tokens[S, K]` equal to the
+    target's argmax, then emit the target's argmax at the first mismatch (or
+    the bonus token). `sample`: Leviathan/Chen rejection sampling with
+    `uniforms[S, K+1]` and per-sequence `temperatures[S]`; `draft_probs[S, K, V]`
+    are the draft's probabilities (absent: a deterministic proposer such as
+    n-gram, i.e. one-hot drafts). Results: `accepted[S]` (0..K) and
+    `tokens[S, K+1]`: the accepted drafts then the corrected/bonus token,
+    padded with -1.
+
+    ```mlir
+    %n, %toks = folio.spec_verify greedy %logits, %drafts
+        : tensor<?x5x32000xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+    ```
+  }];
+  let arguments = (ins
+    Folio_SpecVerifyModeAttr:$mode,
+    Folio_FloatTensor:$target_logits, Folio_IntTensor:$draft_tokens,
+    Optional<Folio_FloatTensor>:$draft_probs,
+    Optional<Folio_FloatTensor>:$uniforms,
+    Optional<Folio_FloatTensor>:$temperatures);
+  let results = (outs Folio_IntTensor:$accepted, Folio_IntTensor:$tokens);
+  let assemblyFormat = [{
+    $mode $target_logits `,` $draft_tokens
+    (`draft_probs` `(` $draft_probs^ `:` type($draft_probs) `)`)?
+    (`uniforms` `(` $uniforms^ `:` type($uniforms) `)`)?
+    (`temperatures` `(` $temperatures^ `:` type($temperatures) `)`)?
+    attr-dict `:` type($target_logits) `,` type($draft_tokens) `->`
+    type($accepted) `,` type($tokens)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel regions
+//===----------------------------------------------------------------------===//
+
+def Folio_KernelOp : Folio_Op<"kernel", [IsolatedFromAbove,
+                                         RecursiveMemoryEffects]> {
+  let summary = "one fused kernel: codegen works region by region";
+  let description = [{
+    The body computes the results from the entry block's arguments, which
+    mirror the operands one to one, and ends with `folio.yield`. Being
+    isolated from above, a kernel names everything it touches, so the
+    codegen can specialise and emit it alone.
+
+    ```mlir
+    %y = folio.kernel "rms_norm_linear" (%x, %w, %g)
+        : (tensor<?x768xf32>, tensor<768x768xf32>, tensor<768xf32>)
+        -> tensor<?x768xf32> {
+    ^bb0(%a: tensor<?x768xf32>, %b: tensor<768x768xf32>, %c: tensor<768xf32>):
+      %n = folio.rms_norm %a, %c
+          : (tensor<?x768xf32>, tensor<768xf32>) -> tensor<?x768xf32>
+      %r = folio.linear %n, %b
+          : (tensor<?x768xf32>, tensor<768x768xf32>) -> tensor<?x768xf32>
+      folio.yield %r : tensor<?x768xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $name `(` $inputs `)` attr-dict `:` functional-type($inputs, results)
+    $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_YieldOp : Folio_Op<"yield", [Pure, Terminator, ReturnLike,
+                                       HasParent<"KernelOp">]> {
+  let summary = "returns a kernel region's results";
+  let description = [{
+    ```mlir
+    folio.yield %r : tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$operands);
+  let assemblyFormat = "attr-dict ($operands^ `:` type($operands))?";
+}
+
+#endif // FOLIO_OPS_TD

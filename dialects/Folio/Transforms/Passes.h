@@ -1,0 +1,27 @@
+//===- Passes.h - folio passes ----------------------------------*- C++ -*-===//
+
+#ifndef FOLIO_TRANSFORMS_PASSES_H
+#define FOLIO_TRANSFORMS_PASSES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include <memory>
+
+namespace mlir::folio {
+
+/// Module attribute names written by folio-set-target.
+inline constexpr llvm::StringLiteral kTargetAttrName = "folio.target";
+inline constexpr llvm::StringLiteral kKVCacheDTypeAttrName =
+    "folio.kv_cache_dtype";
+inline constexpr llvm::StringLiteral kBlockSizeAttrName = "folio.block_size";
+
+#define GEN_PASS_DECL
+#include "Folio/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "Folio/Transforms/Passes.h.inc"
+
+} // namespace mlir::folio
+
+#endif // FOLIO_TRANSFORMS_PASSES_H

@@ -1,0 +1,74 @@
+//===- SetTarget.cpp - Record the compile configuration on the module -----===//
+
+#include "Folio/Transforms/Passes.h"
+#include "Target/Target.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#define DEBUG_TYPE "folio-set-target"
+
+namespace mlir::folio {
+#define GEN_PASS_DEF_FOLIOSETTARGETPASS
+#include "Folio/Transforms/Passes.h.inc"
+} // namespace mlir::folio
+
+using namespace mlir;
+using namespace mlir::folio;
+
+namespace {
+
+struct SetTargetPass
+    : mlir::folio::impl::FolioSetTargetPassBase<SetTargetPass> {
+  using FolioSetTargetPassBase::FolioSetTargetPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<::folio::Target> parsedTarget = ::folio::parseTarget(target);
+    if (!parsedTarget) {
+      module.emitError() << "unknown target '" << target
+                         << "'; supported: " << ::folio::supportedTargets();
+      return signalPassFailure();
+    }
+    std::optional<::folio::KVCacheDType> requested =
+        ::folio::parseKVCacheDType(kvCacheDtype);
+    if (!requested) {
+      module.emitError() << "unknown kv-cache-dtype '" << kvCacheDtype
+                         << "'; supported: "
+                         << ::folio::supportedKVCacheDTypes();
+      return signalPassFailure();
+    }
+    if (!::folio::isValidBlockSize(blockSize)) {
+      module.emitError() << "block-size must be a power of two from 1 to 256, "
+                            "got "
+                         << static_cast<int64_t>(blockSize);
+      return signalPassFailure();
+    }
+
+    Builder b(module.getContext());
+    ::folio::KVCacheDType dtype =
+        ::folio::resolveKVCacheDType(*parsedTarget, *requested);
+    NamedAttribute attrs[] = {
+        b.getNamedAttr(kTargetAttrName,
+                       b.getStringAttr(::folio::targetName(*parsedTarget))),
+        b.getNamedAttr(kKVCacheDTypeAttrName,
+                       b.getStringAttr(::folio::kvCacheDTypeName(dtype))),
+        b.getNamedAttr(kBlockSizeAttrName, b.getI64IntegerAttr(blockSize)),
+    };
+    // A module compiled for one configuration must not silently be
+    // re-targeted: its caches and kernels were specialised for it.
+    for (const NamedAttribute &attr : attrs) {
+      Attribute existing = module->getAttr(attr.getName());
+      if (existing && existing != attr.getValue()) {
+        module.emitError() << "module is already configured with "
+                           << attr.getName() << " = " << existing
+                           << "; refusing to change it to " << attr.getValue();
+        return signalPassFailure();
+      }
+    }
+    for (const NamedAttribute &attr : attrs)
+      module->setAttr(attr.getName(), attr.getValue());
+  }
+};
+
+} // namespace

@@ -1,0 +1,14 @@
+//===- folio-opt.cpp - Run folio passes on MLIR files ---------------------===//
+
+#include "RegisterAll.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  mlir::folio::registerFolioDialects(registry);
+  mlir::folio::registerFolioPassesAndPipelines();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Folio optimizer driver\n", registry));
+}
