@@ -577,3 +577,23 @@ LogicalResult KernelOp::verify() {
                          << ")";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Import
+//===----------------------------------------------------------------------===//
+
+LogicalResult ONNXNodeOp::verify() {
+  if (getOpType().empty())
+    return emitOpError("needs a non-empty op_type");
+  if (getOpset() < 1)
+    return emitOpError() << "opset must be >= 1, got " << getOpset();
+  int64_t total = getNumONNXInputs(), previous = -1;
+  for (int64_t index : getAbsentInputs()) {
+    if (index <= previous || index >= total)
+      return emitOpError() << "absent_inputs must be increasing positions "
+                              "below the node's "
+                           << total << " inputs, got " << index;
+    previous = index;
+  }
+  return success();
+}

@@ -446,4 +446,51 @@ def Folio_YieldOp : Folio_Op<"yield", [Pure, Terminator, ReturnLike,
   let assemblyFormat = "attr-dict ($operands^ `:` type($operands))?";
 }
 
+//===----------------------------------------------------------------------===//
+// Import
+//===----------------------------------------------------------------------===//
+
+def Folio_ONNXNodeOp : Folio_Op<"onnx_node", [Pure]> {
+  let summary = "one imported ONNX node, before conversion";
+  let description = [{
+    The importer turns every ONNX node into one `folio.onnx_node` that keeps
+    its op type, domain, the model's opset for that domain and its
+    attributes, without interpreting them (as torch-mlir's ONNX importer
+    does). Conversion then picks a handler by (domain, op type,
+    since-version <= opset), so supporting a new op or op version is a new
+    handler, never a change to the importer. `absent_inputs` lists the input
+    positions the node left empty (optional inputs); `operands` holds the
+    present ones in order. The op exists only between import and conversion.
+
+    ```mlir
+    %y = folio.onnx_node "Softmax"(%x)
+        {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}}
+        : (tensor<?x8x?x?xf32>) -> tensor<?x8x?x?xf32>
+    %s = folio.onnx_node "Slice"(%d, %starts, %ends, %steps)
+        {opset = 17 : i64, absent_inputs = array<i64: 3>}
+        : (tensor<?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>)
+        -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins
+    StrAttr:$op_type,
+    DefaultValuedStrAttr<StrAttr, "">:$domain,
+    I64Attr:$opset,
+    DefaultValuedStrAttr<StrAttr, "">:$node_name,
+    DefaultValuedAttr<DictionaryAttr, "{}">:$onnx_attributes,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$absent_inputs,
+    Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$outputs);
+  let assemblyFormat = [{
+    $op_type `(` $inputs `)` attr-dict `:` functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The node's input count as ONNX sees it, absent inputs included.
+    int64_t getNumONNXInputs() {
+      return getInputs().size() + getAbsentInputs().size();
+    }
+  }];
+}
+
 #endif // FOLIO_OPS_TD

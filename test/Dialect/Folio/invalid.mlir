@@ -1165,3 +1165,39 @@ func.func @yield_outside_kernel() {
   // expected-error @+1 {{'folio.yield' op expects parent op 'folio.kernel'}}
   folio.yield
 }
+
+//===----------------------------------------------------------------------===//
+// folio.onnx_node
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @onnx_node_empty_type(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'folio.onnx_node' op needs a non-empty op_type}}
+  %0 = folio.onnx_node ""(%x) {opset = 17 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @onnx_node_opset(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'folio.onnx_node' op opset must be >= 1, got 0}}
+  %0 = folio.onnx_node "Relu"(%x) {opset = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @onnx_node_absent_order(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'folio.onnx_node' op absent_inputs must be increasing positions below the node's 3 inputs, got 1}}
+  %0 = folio.onnx_node "Clip"(%x) {opset = 13 : i64, absent_inputs = array<i64: 2, 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @onnx_node_absent_range(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'folio.onnx_node' op absent_inputs must be increasing positions below the node's 2 inputs, got 5}}
+  %0 = folio.onnx_node "Clip"(%x) {opset = 13 : i64, absent_inputs = array<i64: 5>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}

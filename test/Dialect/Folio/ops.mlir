@@ -212,3 +212,14 @@ func.func @kernel(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>, %g: tensor<64xf32
   }
   return %0 : tensor<?x64xf32>
 }
+
+// CHECK-LABEL: func @onnx_node
+func.func @onnx_node(%x: tensor<?x8xf32>, %s: tensor<1xi64>, %e: tensor<1xi64>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
+  // CHECK: folio.onnx_node "Softmax"(%{{.*}}) {node_name = "/model/softmax", onnx_attributes = {axis = -1 : i64}, opset = 17 : i64} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %0 = folio.onnx_node "Softmax"(%x) {node_name = "/model/softmax", onnx_attributes = {axis = -1 : i64}, opset = 17 : i64} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  // CHECK: folio.onnx_node "Slice"(%{{.*}}, %{{.*}}, %{{.*}}) {absent_inputs = array<i64: 3, 4>, opset = 13 : i64}
+  %1 = folio.onnx_node "Slice"(%x, %s, %e) {absent_inputs = array<i64: 3, 4>, opset = 13 : i64} : (tensor<?x8xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x8xf32>
+  // CHECK: folio.onnx_node "SimplifiedLayerNormalization"(%{{.*}}) {domain = "com.microsoft", opset = 1 : i64}
+  %2 = folio.onnx_node "SimplifiedLayerNormalization"(%x) {domain = "com.microsoft", opset = 1 : i64} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %0, %1, %2 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+}
