@@ -1,0 +1,126 @@
+//===- Avx512Math.h - Vector math for the AVX-512 kernels -------*- C++ -*-===//
+//
+// Internal header: include only from translation units whose AVX-512 code is
+// entered after a runtime check. Every function carries the target
+// attribute itself, so the including file is compiled for baseline x86-64
+// and no AVX-512 instruction leaks into shared inline functions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_CODEGEN_CPU_AVX512MATH_H
+#define FOLIO_CODEGEN_CPU_AVX512MATH_H
+
+#include <cstdint>
+#include <immintrin.h>
+
+#define FOLIO_AVX512                                                           \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
+
+namespace folio::cpu::avx512 {
+
+/// Mask of the first `n` (< 16) lanes.
+FOLIO_AVX512 static inline __mmask16 tailMask(int64_t n) {
+  return __mmask16((1u << n) - 1u);
+}
+
+/// e^x with about 2 ulp error; underflows to 0 below -104, inf above 89.
+FOLIO_AVX512 static inline __m512 exp(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  x = _mm512_min_ps(x, _mm512_set1_ps(89.0f));
+  __m512 n = _mm512_roundscale_ps(
+      _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // r = x - n*ln2 in two steps (Cody-Waite) to keep r exact.
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 r2 = _mm512_mul_ps(r, r);
+  p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+/// tanh(x), accurate to a few 1e-7 absolute; odd-symmetric.
+FOLIO_AVX512 static inline __m512 tanh(__m512 x) {
+  __m512 ax = _mm512_abs_ps(x);
+  __m512 t = exp(_mm512_mul_ps(ax, _mm512_set1_ps(-2.0f)));
+  __m512 big = _mm512_div_ps(_mm512_sub_ps(_mm512_set1_ps(1.0f), t),
+                             _mm512_add_ps(_mm512_set1_ps(1.0f), t));
+  // Near zero 1 - t cancels; the Taylor series is exact to f32 there.
+  __m512 x2 = _mm512_mul_ps(ax, ax);
+  __m512 small =
+      _mm512_fnmadd_ps(_mm512_mul_ps(x2, _mm512_set1_ps(1.0f / 3.0f)), ax, ax);
+  __mmask16 isSmall = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(4e-3f), _CMP_LT_OQ);
+  __m512 r = _mm512_mask_blend_ps(isSmall, big, small);
+  // Copy the sign of x.
+  __m512i sign = _mm512_and_si512(_mm512_castps_si512(x),
+                                  _mm512_set1_epi32(int(0x80000000u)));
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
+}
+
+/// erf(x) by Abramowitz-Stegun 7.1.26 (absolute error below 1.5e-7).
+FOLIO_AVX512 static inline __m512 erf(__m512 x) {
+  __m512 ax = _mm512_abs_ps(x);
+  __m512 t = _mm512_div_ps(
+      _mm512_set1_ps(1.0f),
+      _mm512_fmadd_ps(ax, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+  __m512 p = _mm512_set1_ps(1.061405429f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+  p = _mm512_mul_ps(p, t);
+  __m512 e = exp(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(ax, ax)));
+  __m512 r = _mm512_fnmadd_ps(p, e, _mm512_set1_ps(1.0f));
+  __m512i sign = _mm512_and_si512(_mm512_castps_si512(x),
+                                  _mm512_set1_epi32(int(0x80000000u)));
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
+}
+
+/// 16 bf16 values to f32 (exact: a shift).
+FOLIO_AVX512 static inline __m512 loadBf16(const uint16_t *p) {
+  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+FOLIO_AVX512 static inline __m512 loadBf16(const uint16_t *p, __mmask16 m) {
+  __m256i h = _mm256_maskz_loadu_epi16(m, p);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/// 16 f16 values to f32 (exact).
+FOLIO_AVX512 static inline __m512 loadF16(const uint16_t *p) {
+  return _mm512_cvtph_ps(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+}
+
+FOLIO_AVX512 static inline __m512 loadF16(const uint16_t *p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+/// f32 to bf16 with round-to-nearest-even, NaN kept quiet; bit-exact with
+/// floatToBf16 in DType.h.
+FOLIO_AVX512 static inline __m256i toBf16(__m512 v) {
+  __m512i u = _mm512_castps_si512(v);
+  __m512i lsb =
+      _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i rounded =
+      _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+  __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  __m512i quiet = _mm512_or_si512(u, _mm512_set1_epi32(0x400000));
+  rounded = _mm512_mask_mov_epi32(rounded, nan, quiet);
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded, 16));
+}
+
+/// f32 to f16 with round-to-nearest-even (the hardware conversion).
+FOLIO_AVX512 static inline __m256i toF16(__m512 v) {
+  return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+} // namespace folio::cpu::avx512
+
+#endif // FOLIO_CODEGEN_CPU_AVX512MATH_H

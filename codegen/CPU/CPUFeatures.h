@@ -1,0 +1,40 @@
+//===- CPUFeatures.h - Runtime instruction-set dispatch ---------*- C++ -*-===//
+//
+// The library is compiled for baseline x86-64; AVX-512 code lives in its own
+// translation units with per-function target attributes and is only called
+// after these checks, so one binary runs on any x86-64 machine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_CODEGEN_CPU_CPUFEATURES_H
+#define FOLIO_CODEGEN_CPU_CPUFEATURES_H
+
+namespace folio::cpu {
+
+/// Instruction-set levels the kernels are written for, lowest first.
+enum class Isa { Scalar = 0, Avx512 = 1 };
+
+/// What the host supports, detected once.
+struct CPUFeatures {
+  bool avx512 = false;     ///< avx512f + bw + vl + dq: the Avx512 kernels.
+  bool avx512bf16 = false; ///< vcvtne2ps2bf16 / vdpbf16ps.
+  bool amx = false;        ///< AMX tiles (used through oneDNN only).
+};
+
+/// The host's features.
+const CPUFeatures &hostFeatures();
+
+/// The level kernels use: the best the host supports, lowered by the
+/// environment variable FOLIO_CPU_ISA=scalar or by setIsaLimit().
+Isa activeIsa();
+
+/// Caps the level kernels may use (tests compare the paths this way; a
+/// deployment can rule out AVX-512 frequency effects). Not thread-safe with
+/// kernels running concurrently.
+void setIsaLimit(Isa limit);
+
+const char *isaName(Isa isa);
+
+} // namespace folio::cpu
+
+#endif // FOLIO_CODEGEN_CPU_CPUFEATURES_H

@@ -1,0 +1,42 @@
+//===- Convert.cpp - Row conversions, portable path and dispatch ----------===//
+
+#include "codegen/CPU/Convert.h"
+#include "codegen/CPU/CPUFeatures.h"
+
+#include <cstring>
+
+namespace folio::cpu::detail {
+
+void storeRow(const float *src, void *dst, DType t, int64_t n) {
+  if (t == DType::F32) {
+    std::memcpy(dst, src, size_t(n) * 4);
+    return;
+  }
+  if (activeIsa() == Isa::Avx512)
+    return storeRowAvx512(src, dst, t, n);
+  uint16_t *d = static_cast<uint16_t *>(dst);
+  if (t == DType::BF16)
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = floatToBf16(src[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = floatToF16(src[i]);
+}
+
+void loadRow(const void *src, DType t, float *dst, int64_t n) {
+  if (t == DType::F32) {
+    std::memcpy(dst, src, size_t(n) * 4);
+    return;
+  }
+  if (activeIsa() == Isa::Avx512)
+    return loadRowAvx512(src, t, dst, n);
+  const uint16_t *s = static_cast<const uint16_t *>(src);
+  if (t == DType::BF16)
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = bf16ToFloat(s[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = f16ToFloat(s[i]);
+}
+
+} // namespace folio::cpu::detail

@@ -1,0 +1,94 @@
+//===- Gather.cpp - Embedding lookup and row gathers ----------------------===//
+
+#include "codegen/CPU/Gather.h"
+#include "codegen/CPU/Validate.h"
+
+#include <cstring>
+
+namespace folio::cpu {
+
+using namespace detail;
+
+namespace {
+
+/// Finds the first index outside [0, limit); -1 when all are valid.
+int64_t firstBadIndex(const int32_t *idx, int64_t n, int64_t limit) {
+  for (int64_t i = 0; i < n; ++i)
+    if (idx[i] < 0 || idx[i] >= limit)
+      return i;
+  return -1;
+}
+
+/// Widening loops the compiler vectorises for the baseline ISA; a gather is
+/// bound by memory, not by the conversion.
+void convertRow(const void *src, DType t, float scale, float *dst, int64_t n) {
+  if (t == DType::F32) {
+    const float *s = static_cast<const float *>(src);
+    if (scale == 1.0f)
+      std::memcpy(dst, s, size_t(n) * 4);
+    else
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = s[i] * scale;
+    return;
+  }
+  const uint16_t *s = static_cast<const uint16_t *>(src);
+  if (t == DType::BF16) {
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = bf16ToFloat(s[i]) * scale;
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = f16ToFloat(s[i]) * scale;
+}
+
+} // namespace
+
+Status embedding(const int32_t *ids, int64_t numTokens, const void *table,
+                 DType tableType, int64_t vocab, int64_t dim, float *out,
+                 float scale, ThreadPool &pool) {
+  const char *kernel = "embedding";
+  FOLIO_RETURN_IF_ERROR(checkNonNegative(kernel, "numTokens", numTokens));
+  FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "vocab", vocab));
+  FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "dim", dim));
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "ids", ids, numTokens));
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "table", table, vocab * dim));
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "out", out, numTokens * dim));
+  int64_t bad = firstBadIndex(ids, numTokens, vocab);
+  if (bad >= 0)
+    return Status::error("embedding: token id " + std::to_string(ids[bad]) +
+                         " at position " + std::to_string(bad) +
+                         " is outside the vocabulary [0, " +
+                         std::to_string(vocab) + ")");
+  size_t rowBytes = size_t(dim) * dtypeSize(tableType);
+  pool.parallelFor(numTokens, rowGrain(dim), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t)
+      convertRow(static_cast<const char *>(table) + size_t(ids[t]) * rowBytes,
+                 tableType, scale, out + t * dim, dim);
+  });
+  return Status::success();
+}
+
+Status gatherRows(const float *src, int64_t srcRows, int64_t dim,
+                  const int32_t *indices, int64_t numIndices, float *out,
+                  ThreadPool &pool) {
+  const char *kernel = "gatherRows";
+  FOLIO_RETURN_IF_ERROR(checkNonNegative(kernel, "srcRows", srcRows));
+  FOLIO_RETURN_IF_ERROR(checkNonNegative(kernel, "numIndices", numIndices));
+  FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "dim", dim));
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "src", src, srcRows * dim));
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "indices", indices, numIndices));
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "out", out, numIndices * dim));
+  int64_t bad = firstBadIndex(indices, numIndices, srcRows);
+  if (bad >= 0)
+    return Status::error("gatherRows: index " + std::to_string(indices[bad]) +
+                         " at position " + std::to_string(bad) +
+                         " is outside [0, " + std::to_string(srcRows) + ")");
+  pool.parallelFor(numIndices, rowGrain(dim), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      std::memcpy(out + i * dim, src + int64_t(indices[i]) * dim,
+                  size_t(dim) * sizeof(float));
+  });
+  return Status::success();
+}
+
+} // namespace folio::cpu

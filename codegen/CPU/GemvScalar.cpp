@@ -1,0 +1,47 @@
+//===- GemvScalar.cpp - Portable small-M kernel ---------------------------===//
+
+#include "codegen/CPU/DType.h"
+#include "codegen/CPU/Gemv.h"
+
+namespace folio::cpu::detail {
+
+namespace {
+
+template <bool Bf16> inline float weightAt(const void *w, int64_t i) {
+  if constexpr (Bf16)
+    return bf16ToFloat(static_cast<const uint16_t *>(w)[i]);
+  else
+    return static_cast<const float *>(w)[i];
+}
+
+/// Eight partial sums per output give the loop independent chains.
+template <bool Bf16> void run(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
+  for (int64_t n = nBegin; n < nEnd; ++n) {
+    int64_t rowOff = n * a.k;
+    for (int64_t m = 0; m < a.m; ++m) {
+      const float *x = a.x + m * a.k;
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      int64_t i = 0;
+      for (; i + 8 <= a.k; i += 8)
+        for (int j = 0; j < 8; ++j)
+          acc[j] += x[i + j] * weightAt<Bf16>(a.w, rowOff + i + j);
+      float s = 0;
+      for (; i < a.k; ++i)
+        s += x[i] * weightAt<Bf16>(a.w, rowOff + i);
+      for (int j = 0; j < 8; ++j)
+        s += acc[j];
+      a.y[m * a.n + n] = s + (a.bias ? a.bias[n] : 0.0f);
+    }
+  }
+}
+
+} // namespace
+
+void gemvScalar(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
+  if (a.bf16)
+    run<true>(a, nBegin, nEnd);
+  else
+    run<false>(a, nBegin, nEnd);
+}
+
+} // namespace folio::cpu::detail

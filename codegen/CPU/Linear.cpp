@@ -1,0 +1,61 @@
+//===- Linear.cpp - Dispatch between GEMV and oneDNN ----------------------===//
+
+#include "codegen/CPU/CPUFeatures.h"
+#include "codegen/CPU/Gemv.h"
+#include "codegen/CPU/PackedWeightImpl.h"
+#include "codegen/CPU/Validate.h"
+
+namespace folio::cpu {
+
+using namespace detail;
+
+namespace {
+
+Status checkLinear(const float *x, int64_t numTokens, const PackedWeight &w,
+                   float *y) {
+  if (!w.data())
+    return Status::error("linear: weight is not packed");
+  FOLIO_RETURN_IF_ERROR(checkNonNegative("linear", "numTokens", numTokens));
+  FOLIO_RETURN_IF_ERROR(checkPointer("linear", "x", x, numTokens));
+  FOLIO_RETURN_IF_ERROR(checkPointer("linear", "y", y, numTokens));
+  return Status::success();
+}
+
+} // namespace
+
+Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
+                  float *y, ThreadPool &pool) {
+  FOLIO_RETURN_IF_ERROR(checkLinear(x, numTokens, w, y));
+  if (numTokens == 0)
+    return Status::success();
+  GemvArgs a;
+  a.x = x;
+  a.m = numTokens;
+  a.k = w.inFeatures();
+  a.w = w.data();
+  a.bf16 = w.storage() == DType::BF16;
+  a.bias = w.bias();
+  a.y = y;
+  a.n = w.outFeatures();
+  void (*kernel)(const GemvArgs &, int64_t, int64_t) =
+      activeIsa() == Isa::Avx512 ? gemvAvx512 : gemvScalar;
+  // About 64 KiB of weights per chunk: enough to amortise scheduling and
+  // to let the prefetchers ramp up, small enough to balance the threads.
+  int64_t rowBytes = a.k * int64_t(dtypeSize(w.storage()));
+  int64_t grain = (65536 / rowBytes + 3) / 4 * 4;
+  pool.parallelFor(a.n, grain > 4 ? grain : 4,
+                   [&](int64_t b, int64_t e) { kernel(a, b, e); });
+  return Status::success();
+}
+
+Status linear(const float *x, int64_t numTokens, const PackedWeight &w,
+              float *y, ThreadPool &pool) {
+  FOLIO_RETURN_IF_ERROR(checkLinear(x, numTokens, w, y));
+#ifdef FOLIO_ENABLE_DNNL
+  if (numTokens > kSmallM && w.impl->dnnl)
+    return w.impl->dnnl->run(x, numTokens, y, pool);
+#endif
+  return linearGemv(x, numTokens, w, y, pool);
+}
+
+} // namespace folio::cpu

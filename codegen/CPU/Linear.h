@@ -1,0 +1,78 @@
+//===- Linear.h - y = x W^T + b with weights packed at load -----*- C++ -*-===//
+//
+// Weights keep the PyTorch/ONNX-Gemm layout W[N, K] (row n = output n),
+// stored f32 or bf16. That one copy serves both paths:
+//  - M <= kSmallM rows (decode): a hand-written GEMV that streams W once at
+//    memory bandwidth, M rows at a time, threads splitting N;
+//  - larger M (prefill): oneDNN matmul (AMX / AVX-512), which reads the same
+//    buffer as a K x N matrix in `ba` order. Measured here with bf16 that
+//    layout runs as fast as oneDNN's own blocked layout for M >= 32 and saves
+//    a second copy of every weight.
+// Without oneDNN, or if its primitive cannot be created, the GEMV kernel
+// handles every M.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_CODEGEN_CPU_LINEAR_H
+#define FOLIO_CODEGEN_CPU_LINEAR_H
+
+#include "codegen/CPU/DType.h"
+#include "codegen/CPU/Status.h"
+#include "codegen/CPU/ThreadPool.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace folio::cpu {
+
+/// Rows up to which linear() uses the GEMV kernel even when oneDNN is there.
+constexpr int64_t kSmallM = 4;
+
+/// One linear layer's weights (and bias), prepared once at load.
+class PackedWeight {
+public:
+  PackedWeight();
+  ~PackedWeight();
+  PackedWeight(PackedWeight &&) noexcept;
+  PackedWeight &operator=(PackedWeight &&) noexcept;
+
+  /// Packs W[n, k] of `srcType` into `storage` (F32 or BF16; f16 weights must
+  /// become bf16 or f32 because oneDNN 2.6 has no f16 matmul). bias is [n]
+  /// or null. With `borrow`, when no conversion is needed the weight keeps
+  /// pointing at `data` (an mmap-ed artifact, say), which must outlive it.
+  static Status pack(const void *data, DType srcType, int64_t n, int64_t k,
+                     const float *bias, DType storage, PackedWeight &out,
+                     bool borrow = false);
+
+  int64_t outFeatures() const;
+  int64_t inFeatures() const;
+  DType storage() const;
+  const void *data() const;
+  const float *bias() const; ///< null when there is none
+  /// Whether rows beyond kSmallM go through oneDNN.
+  bool usesDnnl() const;
+  /// Bytes of weight streamed per GEMV (what a decode step must read).
+  size_t weightBytes() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl;
+  friend Status linear(const float *, int64_t, const PackedWeight &, float *,
+                       ThreadPool &);
+  friend Status linearGemv(const float *, int64_t, const PackedWeight &,
+                           float *, ThreadPool &);
+};
+
+/// y[numTokens, N] = x[numTokens, K] . W^T + bias, dispatching on numTokens
+/// as described above. x and y must not overlap.
+Status linear(const float *x, int64_t numTokens, const PackedWeight &w,
+              float *y, ThreadPool &pool = ThreadPool::global());
+
+/// The GEMV path for any numTokens (tests and benchmarks call it directly).
+Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
+                  float *y, ThreadPool &pool = ThreadPool::global());
+
+} // namespace folio::cpu
+
+#endif // FOLIO_CODEGEN_CPU_LINEAR_H

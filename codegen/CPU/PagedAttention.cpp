@@ -1,0 +1,160 @@
+//===- PagedAttention.cpp - Validation and work split ---------------------===//
+
+#include "codegen/CPU/PagedAttention.h"
+#include "codegen/CPU/AttentionTile.h"
+#include "codegen/CPU/CPUFeatures.h"
+#include "codegen/CPU/Validate.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace folio::cpu {
+
+using namespace detail;
+
+namespace {
+
+std::string seqMsg(int64_t s, const std::string &what) {
+  return "pagedAttention: sequence " + std::to_string(s) + ": " + what;
+}
+
+/// First key position sequence s reads: its first query's window start.
+int64_t firstKeyRead(int64_t seqLen, int64_t queryLen, int64_t window) {
+  int64_t firstQueryPos = seqLen - queryLen;
+  if (window <= 0 || firstQueryPos - window + 1 <= 0)
+    return 0;
+  return firstQueryPos - window + 1;
+}
+
+/// Query rows per work item: enough to share each loaded key among a few
+/// rows, few enough that long prefills split into many items.
+int64_t tileTokens(int64_t groupSize) {
+  int64_t t = 32 / groupSize;
+  return t > 0 ? t : 1;
+}
+
+} // namespace
+
+Status validatePagedAttention(const KVCacheView &cache, const RaggedBatch &b,
+                              const AttentionParams &p) {
+  const char *kernel = "pagedAttention";
+  FOLIO_RETURN_IF_ERROR(validateKVCache(cache));
+  FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "numHeads", p.numHeads));
+  if (p.numHeads % cache.numKvHeads != 0)
+    return Status::error(
+        "pagedAttention: numHeads " + std::to_string(p.numHeads) +
+        " is not a multiple of numKvHeads " + std::to_string(cache.numKvHeads));
+  if (!std::isfinite(p.scale))
+    return Status::error("pagedAttention: scale must be finite");
+  FOLIO_RETURN_IF_ERROR(
+      checkNonNegative(kernel, "slidingWindow", p.slidingWindow));
+  if (!(p.softCap >= 0.0f) || std::isinf(p.softCap))
+    return Status::error("pagedAttention: softCap must be finite and >= 0");
+  FOLIO_RETURN_IF_ERROR(checkNonNegative(kernel, "numTokens", b.numTokens));
+  FOLIO_RETURN_IF_ERROR(checkNonNegative(kernel, "numSeqs", b.numSeqs));
+  FOLIO_RETURN_IF_ERROR(
+      checkNonNegative(kernel, "maxBlocksPerSeq", b.maxBlocksPerSeq));
+  if (!b.queryStartLoc)
+    return Status::error("pagedAttention: queryStartLoc is null");
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "seqLens", b.seqLens, b.numSeqs));
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "blockTables", b.blockTables,
+                                     b.numSeqs * b.maxBlocksPerSeq));
+  if (b.queryStartLoc[0] != 0)
+    return Status::error("pagedAttention: queryStartLoc[0] must be 0");
+  if (b.queryStartLoc[b.numSeqs] != b.numTokens)
+    return Status::error("pagedAttention: queryStartLoc[numSeqs] = " +
+                         std::to_string(b.queryStartLoc[b.numSeqs]) +
+                         " but numTokens = " + std::to_string(b.numTokens));
+  for (int64_t s = 0; s < b.numSeqs; ++s) {
+    int64_t qLen = int64_t(b.queryStartLoc[s + 1]) - b.queryStartLoc[s];
+    int64_t len = b.seqLens[s];
+    if (qLen < 0)
+      return Status::error(seqMsg(s, "queryStartLoc decreases"));
+    if (len < qLen)
+      return Status::error(
+          seqMsg(s, "seqLen " + std::to_string(len) + " is shorter than its " +
+                        std::to_string(qLen) + " query tokens"));
+    if (qLen == 0)
+      continue;
+    int64_t blocks = (len + cache.blockSize - 1) / cache.blockSize;
+    if (blocks > b.maxBlocksPerSeq)
+      return Status::error(seqMsg(s, "seqLen " + std::to_string(len) +
+                                         " needs " + std::to_string(blocks) +
+                                         " blocks but block tables hold " +
+                                         std::to_string(b.maxBlocksPerSeq)));
+    // Blocks wholly outside every query's window may already be released
+    // (vLLM points them at a null block); only the ones read must be valid.
+    int64_t first = firstKeyRead(len, qLen, p.slidingWindow) / cache.blockSize;
+    const int32_t *table = b.blockTables + s * b.maxBlocksPerSeq;
+    for (int64_t i = first; i < blocks; ++i)
+      if (table[i] < 0 || table[i] >= cache.numBlocks)
+        return Status::error(
+            seqMsg(s, "block table entry " + std::to_string(i) + " = " +
+                          std::to_string(table[i]) + " is outside [0, " +
+                          std::to_string(cache.numBlocks) + ")"));
+  }
+  return Status::success();
+}
+
+Status pagedAttention(const float *q, const KVCacheView &cache,
+                      const RaggedBatch &batch, const AttentionParams &params,
+                      float *out, ThreadPool &pool) {
+  FOLIO_RETURN_IF_ERROR(validatePagedAttention(cache, batch, params));
+  int64_t rowElems = params.numHeads * cache.headDim;
+  FOLIO_RETURN_IF_ERROR(
+      checkPointer("pagedAttention", "q", q, batch.numTokens * rowElems));
+  FOLIO_RETURN_IF_ERROR(
+      checkPointer("pagedAttention", "out", out, batch.numTokens * rowElems));
+
+  AttentionTile base;
+  base.q = q;
+  base.out = out;
+  base.numHeads = params.numHeads;
+  base.headDim = cache.headDim;
+  base.groupSize = params.numHeads / cache.numKvHeads;
+  base.blockSize = cache.blockSize;
+  base.kPool = cache.k;
+  base.vPool = cache.v;
+  base.dtype = cache.dtype;
+  base.slotElements = cache.slotElements();
+  base.scale = params.scale;
+  base.softCap = params.softCap;
+  base.window = params.slidingWindow;
+
+  // Work items, the most expensive (latest query tiles) first so the
+  // dynamic schedule ends balanced.
+  struct Item {
+    int64_t seq, kvHead, tokenBegin, tokenEnd;
+  };
+  std::vector<Item> items;
+  int64_t perTile = tileTokens(base.groupSize);
+  for (int64_t s = 0; s < batch.numSeqs; ++s) {
+    int64_t qBegin = batch.queryStartLoc[s], qEnd = batch.queryStartLoc[s + 1];
+    for (int64_t end = qEnd; end > qBegin; end -= perTile) {
+      int64_t begin = end - perTile > qBegin ? end - perTile : qBegin;
+      for (int64_t h = 0; h < cache.numKvHeads; ++h)
+        items.push_back({s, h, begin, end});
+    }
+  }
+
+  void (*attend)(const AttentionTile &) =
+      activeIsa() == Isa::Avx512 ? attendTileAvx512 : attendTileScalar;
+  pool.parallelFor(int64_t(items.size()), 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const Item &it = items[size_t(i)];
+      AttentionTile tile = base;
+      int64_t qBegin = batch.queryStartLoc[it.seq];
+      int64_t qLen = batch.queryStartLoc[it.seq + 1] - qBegin;
+      tile.kvHead = it.kvHead;
+      tile.tokenBegin = it.tokenBegin;
+      tile.tokenEnd = it.tokenEnd;
+      tile.firstPos = batch.seqLens[it.seq] - qLen + (it.tokenBegin - qBegin);
+      tile.blockTable = batch.blockTables + it.seq * batch.maxBlocksPerSeq;
+      attend(tile);
+    }
+  });
+  return Status::success();
+}
+
+} // namespace folio::cpu

@@ -1,0 +1,98 @@
+//===- ReferenceAttention.cpp - Attention by the definition ---------------===//
+
+#include "codegen/CPU/Reference/Reference.h"
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+namespace folio::cpu::ref {
+
+namespace {
+
+/// One sequence's attention with keys/values fetched through `kAt`/`vAt`
+/// (position, kv head, dim) -> value.
+void attendSequence(const float *q, int64_t qBegin, int64_t qLen,
+                    int64_t seqLen, int64_t numKvHeads, int64_t headDim,
+                    const AttentionParams &p,
+                    const std::function<float(int64_t, int64_t, int64_t)> &kAt,
+                    const std::function<float(int64_t, int64_t, int64_t)> &vAt,
+                    float *out) {
+  int64_t group = p.numHeads / numKvHeads;
+  for (int64_t i = 0; i < qLen; ++i) {
+    int64_t t = qBegin + i;
+    int64_t pos = seqLen - qLen + i;
+    int64_t lo = 0;
+    if (p.slidingWindow > 0 && pos - p.slidingWindow + 1 > 0)
+      lo = pos - p.slidingWindow + 1;
+    for (int64_t h = 0; h < p.numHeads; ++h) {
+      int64_t g = h / group;
+      const float *qr = q + (t * p.numHeads + h) * headDim;
+      std::vector<double> s;
+      double mx = -INFINITY;
+      for (int64_t kp = lo; kp <= pos; ++kp) {
+        double d = 0;
+        for (int64_t e = 0; e < headDim; ++e)
+          d += double(qr[e]) * kAt(kp, g, e);
+        d *= p.scale;
+        if (p.softCap > 0)
+          d = std::tanh(d / p.softCap) * p.softCap;
+        s.push_back(d);
+        mx = std::fmax(mx, d);
+      }
+      double sum = 0;
+      for (double &v : s) {
+        v = std::exp(v - mx);
+        sum += v;
+      }
+      for (int64_t e = 0; e < headDim; ++e) {
+        double acc = 0;
+        for (int64_t kp = lo; kp <= pos; ++kp)
+          acc += s[size_t(kp - lo)] * vAt(kp, g, e);
+        out[(t * p.numHeads + h) * headDim + e] = float(acc / sum);
+      }
+    }
+  }
+}
+
+} // namespace
+
+void pagedAttention(const float *q, const KVCacheView &cache,
+                    const RaggedBatch &batch, const AttentionParams &params,
+                    float *out) {
+  for (int64_t s = 0; s < batch.numSeqs; ++s) {
+    const int32_t *table = batch.blockTables + s * batch.maxBlocksPerSeq;
+    auto at = [&](const void *pool) {
+      return [&cache, table, pool](int64_t pos, int64_t g, int64_t e) {
+        int64_t slot = int64_t(table[pos / cache.blockSize]) * cache.blockSize +
+                       pos % cache.blockSize;
+        return loadAsFloat(
+            pool, cache.dtype,
+            size_t((slot * cache.numKvHeads + g) * cache.headDim + e));
+      };
+    };
+    int64_t qBegin = batch.queryStartLoc[s];
+    attendSequence(q, qBegin, batch.queryStartLoc[s + 1] - qBegin,
+                   batch.seqLens[s], cache.numKvHeads, cache.headDim, params,
+                   at(cache.k), at(cache.v), out);
+  }
+}
+
+void denseAttention(const float *q, const float *const *k,
+                    const float *const *v, const int32_t *queryStartLoc,
+                    const int32_t *seqLens, int64_t numSeqs, int64_t numKvHeads,
+                    int64_t headDim, const AttentionParams &params,
+                    float *out) {
+  for (int64_t s = 0; s < numSeqs; ++s) {
+    auto at = [&](const float *base) {
+      return [base, numKvHeads, headDim](int64_t pos, int64_t g, int64_t e) {
+        return base[(pos * numKvHeads + g) * headDim + e];
+      };
+    };
+    int64_t qBegin = queryStartLoc[s];
+    attendSequence(q, qBegin, queryStartLoc[s + 1] - qBegin, seqLens[s],
+                   numKvHeads, headDim, params, at(k[s]), at(v[s]), out);
+  }
+}
+
+} // namespace folio::cpu::ref

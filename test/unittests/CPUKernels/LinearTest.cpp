@@ -1,0 +1,145 @@
+//===- LinearTest.cpp - PackedWeight, GEMV and the oneDNN path ------------===//
+
+#include "TestUtil.h"
+
+#include "codegen/CPU/Linear.h"
+#include "codegen/CPU/Reference/Reference.h"
+
+using namespace folio::cpu;
+using namespace folio::cpu::test;
+
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+/// Reference with the stored (rounded) weights, so only the kernel's own
+/// arithmetic differs.
+std::vector<float> expected(const std::vector<float> &x, const Shape &s,
+                            const PackedWeight &w) {
+  std::vector<float> y(size_t(s.m * s.n));
+  ref::linear(x.data(), s.m, w.data(), w.storage(), w.bias(), s.n, s.k,
+              y.data());
+  return y;
+}
+
+/// |y - ref| <= tol * sum_k |x_k w_k| + 1e-6: a bound on rounding that holds
+/// whatever the data, so the test cannot flake and still catches a wrong
+/// element (an error is of the order of the sum itself).
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 const std::vector<float> &x, const PackedWeight &w,
+                 const Shape &s, float tol, const char *what) {
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      double mag = 0;
+      for (int64_t l = 0; l < s.k; ++l)
+        mag +=
+            std::fabs(double(x[size_t(i * s.k + l)]) *
+                      loadAsFloat(w.data(), w.storage(), size_t(j * s.k + l)));
+      size_t at = size_t(i * s.n + j);
+      ASSERT_NEAR(got[at], want[at], tol * mag + 1e-6)
+          << what << " m=" << s.m << " n=" << s.n << " k=" << s.k << " at ("
+          << i << "," << j << ")";
+    }
+}
+
+const Shape kShapes[] = {{1, 1, 1},    {1, 37, 100}, {2, 64, 768},
+                         {3, 33, 17},  {4, 130, 64}, {5, 40, 31},
+                         {9, 70, 200}, {64, 96, 256}};
+
+// Tests the GEMV kernel for every M (it is also the no-oneDNN fallback),
+// f32 and bf16 weights, with and without bias, on both ISAs and pool sizes.
+TEST(Linear, GemvMatchesReference) {
+  for (Isa isa : hostIsas())
+    for (DType storage : {DType::F32, DType::BF16})
+      for (const Shape &s : kShapes) {
+        IsaScope scope(isa);
+        auto w = randomVector(size_t(s.n * s.k), 40);
+        auto bias = randomVector(size_t(s.n), 41);
+        auto x = randomVector(size_t(s.m * s.k), 42, -2, 2);
+        PackedWeight pw;
+        ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, s.n, s.k,
+                                       bias.data(), storage, pw));
+        std::vector<float> one(size_t(s.m * s.n)), four(one.size());
+        ASSERT_TRUE(linearGemv(x.data(), s.m, pw, one.data(), serialPool()));
+        ASSERT_TRUE(linearGemv(x.data(), s.m, pw, four.data(), parallelPool()));
+        EXPECT_TRUE(bitwiseEqual(one, four));
+        // f32 accumulation over k terms.
+        expectClose(one, expected(x, s, pw), x, pw, s, 1e-6f * float(s.k),
+                    isaName(isa));
+      }
+}
+
+// Tests linear()'s dispatch, including oneDNN for M > kSmallM. With bf16
+// weights oneDNN also rounds x to bf16: each product is then off by at most
+// 2^-8 relative, which is the stated tolerance.
+TEST(Linear, DispatchMatchesReference) {
+  for (DType storage : {DType::F32, DType::BF16})
+    for (const Shape &s : kShapes)
+      for (bool withBias : {false, true}) {
+        auto w = randomVector(size_t(s.n * s.k), 43);
+        auto bias = randomVector(size_t(s.n), 44);
+        auto x = randomVector(size_t(s.m * s.k), 45, -2, 2);
+        PackedWeight pw;
+        ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, s.n, s.k,
+                                       withBias ? bias.data() : nullptr,
+                                       storage, pw));
+        std::vector<float> y(size_t(s.m * s.n));
+        ASSERT_TRUE(linear(x.data(), s.m, pw, y.data()));
+        bool dnnlPath = s.m > kSmallM && pw.usesDnnl();
+        float tol = storage == DType::BF16 && dnnlPath ? 1.0f / 256.0f
+                                                       : 1e-6f * float(s.k);
+        expectClose(y, expected(x, s, pw), x, pw, s, tol, "linear");
+      }
+}
+
+// Tests that f16 and bf16 sources convert (f16 -> bf16 rounds once) and that
+// borrowing keeps the caller's buffer.
+TEST(Linear, PackConversionsAndBorrow) {
+  int64_t n = 8, k = 40;
+  auto w = randomVector(size_t(n * k), 46);
+  auto f16 = encode(w, DType::F16);
+  PackedWeight pw;
+  ASSERT_TRUE(PackedWeight::pack(f16.data(), DType::F16, n, k, nullptr,
+                                 DType::BF16, pw));
+  EXPECT_EQ(pw.storage(), DType::BF16);
+  EXPECT_EQ(pw.weightBytes(), size_t(n * k * 2));
+  for (int64_t i = 0; i < n * k; ++i)
+    ASSERT_EQ(loadAsFloat(pw.data(), DType::BF16, size_t(i)),
+              roundTo({loadAsFloat(f16.data(), DType::F16, size_t(i))},
+                      DType::BF16)[0]);
+
+  auto bf16 = encode(w, DType::BF16);
+  PackedWeight borrowed;
+  ASSERT_TRUE(PackedWeight::pack(bf16.data(), DType::BF16, n, k, nullptr,
+                                 DType::BF16, borrowed, /*borrow=*/true));
+  EXPECT_EQ(borrowed.data(), bf16.data());
+  PackedWeight moved = std::move(borrowed);
+  EXPECT_EQ(moved.data(), bf16.data());
+  auto x = randomVector(size_t(k), 47);
+  std::vector<float> y(static_cast<size_t>(n));
+  ASSERT_TRUE(linear(x.data(), 1, moved, y.data()));
+  Shape s{1, n, k};
+  expectClose(y, expected(x, s, moved), x, moved, s, 1e-5f, "borrowed");
+}
+
+TEST(Linear, EmptyAndInvalid) {
+  std::vector<float> w(12, 1.0f);
+  PackedWeight pw;
+  ASSERT_TRUE(
+      PackedWeight::pack(w.data(), DType::F32, 3, 4, nullptr, DType::F32, pw));
+  EXPECT_TRUE(linear(nullptr, 0, pw, nullptr));
+  PackedWeight empty;
+  float x[4] = {}, y[3] = {};
+  Status s = linear(x, 1, empty, y);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("not packed"), std::string::npos);
+  EXPECT_FALSE(
+      PackedWeight::pack(w.data(), DType::F32, 3, 4, nullptr, DType::F16, pw));
+  EXPECT_FALSE(
+      PackedWeight::pack(w.data(), DType::F32, 0, 4, nullptr, DType::F32, pw));
+  EXPECT_FALSE(linear(x, -1, pw, y));
+}
+
+} // namespace

@@ -1,0 +1,328 @@
+//===- PagedAttentionTest.cpp - Ragged paged attention --------------------===//
+//
+// Each case writes random K/V for every sequence into a cache whose blocks
+// are handed out in shuffled order (through kvWrite), then checks the kernel
+// against the paged reference and against dense attention on the unpaged
+// K/V, on both ISAs and with one and four threads (bitwise identical).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "codegen/CPU/KVCache.h"
+#include "codegen/CPU/PagedAttention.h"
+#include "codegen/CPU/Reference/Reference.h"
+
+#include <algorithm>
+
+using namespace folio::cpu;
+using namespace folio::cpu::test;
+
+namespace {
+
+struct Case {
+  std::vector<int32_t> seqLens;
+  std::vector<int32_t> queryLens;
+  int64_t blockSize = 16;
+  int64_t numKvHeads = 2;
+  int64_t group = 1; ///< query heads per kv head
+  int64_t headDim = 64;
+  int64_t window = 0;
+  float softCap = 0.0f;
+  DType dtype = DType::F32;
+  uint32_t seed = 1;
+};
+
+struct Scenario {
+  std::vector<uint8_t> kPool, vPool;
+  KVCacheView cache;
+  std::vector<int32_t> queryStartLoc, blockTables;
+  RaggedBatch batch;
+  AttentionParams params;
+  std::vector<float> q;
+  std::vector<std::vector<float>> denseK, denseV; // rounded to the dtype
+};
+
+void build(const Case &c, Scenario &s) {
+  int64_t numSeqs = int64_t(c.seqLens.size());
+  int64_t row = c.numKvHeads * c.headDim;
+  int64_t maxBlocks = 1, totalBlocks = 0;
+  for (int32_t len : c.seqLens) {
+    int64_t b = (len + c.blockSize - 1) / c.blockSize;
+    maxBlocks = std::max(maxBlocks, b + 1); // a spare column, left invalid
+    totalBlocks += b;
+  }
+  s.cache.numBlocks = totalBlocks + 3; // some blocks belong to no one
+  s.cache.blockSize = c.blockSize;
+  s.cache.numKvHeads = c.numKvHeads;
+  s.cache.headDim = c.headDim;
+  s.cache.dtype = c.dtype;
+  s.kPool.assign(s.cache.poolBytes(), 0);
+  s.vPool.assign(s.cache.poolBytes(), 0);
+  s.cache.k = s.kPool.data();
+  s.cache.v = s.vPool.data();
+
+  std::vector<int32_t> ids(size_t(s.cache.numBlocks));
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = int32_t(i);
+  std::mt19937 rng(c.seed);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  s.blockTables.assign(size_t(numSeqs * maxBlocks), -1);
+  size_t next = 0;
+  std::vector<int64_t> slots;
+  std::vector<float> kRows, vRows;
+  s.denseK.clear();
+  s.denseV.clear();
+  for (int64_t q = 0; q < numSeqs; ++q) {
+    int64_t len = c.seqLens[size_t(q)];
+    for (int64_t b = 0; b * c.blockSize < len; ++b)
+      s.blockTables[size_t(q * maxBlocks + b)] = ids[next++];
+    auto k = randomVector(size_t(len * row), c.seed * 100 + uint32_t(q));
+    auto v = randomVector(size_t(len * row), c.seed * 200 + uint32_t(q));
+    for (int64_t p = 0; p < len; ++p)
+      slots.push_back(
+          int64_t(s.blockTables[size_t(q * maxBlocks + p / c.blockSize)]) *
+              c.blockSize +
+          p % c.blockSize);
+    kRows.insert(kRows.end(), k.begin(), k.end());
+    vRows.insert(vRows.end(), v.begin(), v.end());
+    s.denseK.push_back(roundTo(k, c.dtype));
+    s.denseV.push_back(roundTo(v, c.dtype));
+  }
+  Status st = kvWrite(s.cache, kRows.data(), row, vRows.data(), row,
+                      slots.data(), int64_t(slots.size()));
+  ASSERT_TRUE(st) << st.message();
+
+  s.queryStartLoc = {0};
+  for (int32_t ql : c.queryLens)
+    s.queryStartLoc.push_back(s.queryStartLoc.back() + ql);
+  s.batch.numTokens = s.queryStartLoc.back();
+  s.batch.numSeqs = numSeqs;
+  s.batch.queryStartLoc = s.queryStartLoc.data();
+  s.batch.seqLens = c.seqLens.data();
+  s.batch.blockTables = s.blockTables.data();
+  s.batch.maxBlocksPerSeq = maxBlocks;
+  s.params.numHeads = c.numKvHeads * c.group;
+  s.params.scale = 1.0f / std::sqrt(float(c.headDim));
+  s.params.slidingWindow = c.window;
+  s.params.softCap = c.softCap;
+  s.q = randomVector(size_t(s.batch.numTokens * s.params.numHeads * c.headDim),
+                     c.seed * 300, -2, 2);
+}
+
+void check(const Case &c, float tol = 2e-5f) {
+  Scenario s;
+  build(c, s);
+  if (testing::Test::HasFatalFailure())
+    return;
+  size_t outSize = s.q.size();
+  std::vector<float> want(outSize), dense(outSize);
+  ref::pagedAttention(s.q.data(), s.cache, s.batch, s.params, want.data());
+  std::vector<const float *> kp, vp;
+  for (size_t i = 0; i < s.denseK.size(); ++i) {
+    kp.push_back(s.denseK[i].data());
+    vp.push_back(s.denseV[i].data());
+  }
+  ref::denseAttention(s.q.data(), kp.data(), vp.data(), s.queryStartLoc.data(),
+                      c.seqLens.data(), int64_t(c.seqLens.size()), c.numKvHeads,
+                      c.headDim, s.params, dense.data());
+  EXPECT_LE(maxAbsDiff(want, dense), 1e-6f) << "paged vs dense reference";
+  for (Isa isa : hostIsas()) {
+    IsaScope scope(isa);
+    std::vector<float> one(outSize, NAN), four(outSize, NAN);
+    Status st = pagedAttention(s.q.data(), s.cache, s.batch, s.params,
+                               one.data(), serialPool());
+    ASSERT_TRUE(st) << st.message();
+    ASSERT_TRUE(pagedAttention(s.q.data(), s.cache, s.batch, s.params,
+                               four.data(), parallelPool()));
+    EXPECT_LE(maxAbsDiff(one, want), tol) << isaName(isa);
+    EXPECT_TRUE(bitwiseEqual(one, four)) << isaName(isa);
+  }
+}
+
+TEST(PagedAttention, DecodeBatch) {
+  Case c;
+  c.seqLens = {1, 15, 16, 17, 31, 32, 33, 100};
+  c.queryLens = {1, 1, 1, 1, 1, 1, 1, 1};
+  check(c);
+}
+
+TEST(PagedAttention, PrefillOnBlockBoundaries) {
+  Case c;
+  c.seqLens = {15, 16, 17, 48};
+  c.queryLens = {15, 16, 17, 48};
+  check(c);
+}
+
+// Tests a mixed step: a prefill chunk of a longer prompt, decode tokens,
+// several (speculative) tokens, and a sequence with no query tokens.
+TEST(PagedAttention, MixedRaggedBatch) {
+  Case c;
+  c.seqLens = {70, 9, 40, 12, 1};
+  c.queryLens = {30, 1, 4, 0, 1};
+  c.group = 2;
+  check(c);
+}
+
+TEST(PagedAttention, BlockSizes) {
+  for (int64_t bs : {8, 16, 256}) {
+    Case c;
+    c.blockSize = bs;
+    c.seqLens = {int32_t(bs - 1), int32_t(bs), int32_t(bs + 1),
+                 int32_t(2 * bs + 3)};
+    c.queryLens = {3, int32_t(bs), 1, 5};
+    c.seed = uint32_t(bs);
+    SCOPED_TRACE(bs);
+    check(c);
+  }
+}
+
+TEST(PagedAttention, GqaRatios) {
+  for (int64_t g : {1, 2, 4, 8}) {
+    Case c;
+    c.group = g;
+    c.numKvHeads = 2;
+    c.headDim = 32;
+    c.seqLens = {37, 5};
+    c.queryLens = {9, 2};
+    c.seed = uint32_t(g);
+    SCOPED_TRACE(g);
+    check(c);
+  }
+}
+
+// Tests windows smaller than the context (including one inside a single
+// chunk and one that makes early blocks unread) and larger than it.
+TEST(PagedAttention, SlidingWindow) {
+  for (int64_t window : {1, 5, 17, 64, 10000}) {
+    Case c;
+    c.window = window;
+    c.seqLens = {150, 20, 3};
+    c.queryLens = {40, 1, 3};
+    c.group = 2;
+    c.seed = uint32_t(window);
+    SCOPED_TRACE(window);
+    check(c);
+  }
+}
+
+// Tests that blocks wholly outside every query's window may be invalid, as
+// vLLM frees them.
+TEST(PagedAttention, SlidingWindowSkipsFreedBlocks) {
+  Case c;
+  c.window = 16;
+  c.seqLens = {100};
+  c.queryLens = {2};
+  Scenario s;
+  build(c, s);
+  std::vector<float> before(s.q.size()), after(s.q.size());
+  ASSERT_TRUE(
+      pagedAttention(s.q.data(), s.cache, s.batch, s.params, before.data()));
+  for (int i = 0; i < 4; ++i) // keys 0..63; the first query reads from 83
+    s.blockTables[size_t(i)] = -1;
+  Status st =
+      pagedAttention(s.q.data(), s.cache, s.batch, s.params, after.data());
+  ASSERT_TRUE(st) << st.message();
+  EXPECT_TRUE(bitwiseEqual(before, after));
+}
+
+TEST(PagedAttention, SoftCap) {
+  Case c;
+  c.softCap = 5.0f;
+  c.seqLens = {50, 8};
+  c.queryLens = {20, 1};
+  c.group = 4;
+  check(c);
+}
+
+TEST(PagedAttention, NarrowCacheTypes) {
+  for (DType t : {DType::BF16, DType::F16}) {
+    Case c;
+    c.dtype = t;
+    c.seqLens = {33, 64, 7};
+    c.queryLens = {33, 1, 2};
+    c.group = 2;
+    c.headDim = 128;
+    SCOPED_TRACE(dtypeName(t));
+    check(c);
+  }
+}
+
+// Tests head sizes that are not a multiple of the 16-lane vector.
+TEST(PagedAttention, OddHeadDim) {
+  for (int64_t hd : {8, 80, 96}) {
+    Case c;
+    c.headDim = hd;
+    c.seqLens = {21};
+    c.queryLens = {4};
+    SCOPED_TRACE(hd);
+    check(c);
+  }
+}
+
+// Tests a long context: online softmax over 4096 keys, decode and a chunk.
+TEST(PagedAttention, LongContext) {
+  Case c;
+  c.seqLens = {4096, 4096};
+  c.queryLens = {1, 8};
+  c.numKvHeads = 1;
+  c.group = 4;
+  c.blockSize = 32;
+  check(c, 1e-5f);
+}
+
+TEST(PagedAttention, EmptyBatch) {
+  Case c;
+  c.seqLens = {};
+  c.queryLens = {};
+  check(c);
+  Case one;
+  one.seqLens = {1};
+  one.queryLens = {1};
+  check(one);
+}
+
+TEST(PagedAttention, RejectsInvalidInput) {
+  Case c;
+  c.seqLens = {20, 5};
+  c.queryLens = {4, 1};
+  Scenario s;
+  build(c, s);
+  std::vector<float> out(s.q.size());
+  auto run = [&]() {
+    return pagedAttention(s.q.data(), s.cache, s.batch, s.params, out.data());
+  };
+  ASSERT_TRUE(run());
+
+  s.params.numHeads = 3; // not a multiple of 2 kv heads
+  Status st = run();
+  EXPECT_FALSE(st);
+  EXPECT_NE(st.message().find("multiple"), std::string::npos);
+  s.params.numHeads = 2;
+
+  s.queryStartLoc[2] = 4; // != numTokens
+  EXPECT_FALSE(run());
+  s.queryStartLoc[2] = 5;
+
+  c.seqLens[1] = 0; // shorter than its query
+  EXPECT_FALSE(run());
+  c.seqLens[1] = 5;
+
+  int32_t saved = s.blockTables[0];
+  s.blockTables[0] = int32_t(s.cache.numBlocks);
+  st = run();
+  EXPECT_FALSE(st);
+  EXPECT_NE(st.message().find("block table"), std::string::npos);
+  s.blockTables[0] = saved;
+
+  c.seqLens[0] = 1000; // more blocks than the table holds
+  EXPECT_FALSE(run());
+  c.seqLens[0] = 20;
+
+  s.params.softCap = -1.0f;
+  EXPECT_FALSE(run());
+  s.params.softCap = 0.0f;
+  EXPECT_TRUE(run());
+}
+
+} // namespace

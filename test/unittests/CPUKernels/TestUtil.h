@@ -1,0 +1,95 @@
+//===- TestUtil.h - Helpers shared by the CPU kernel tests ------*- C++ -*-===//
+
+#ifndef FOLIO_TEST_UNITTESTS_CPUKERNELS_TESTUTIL_H
+#define FOLIO_TEST_UNITTESTS_CPUKERNELS_TESTUTIL_H
+
+#include "codegen/CPU/CPUFeatures.h"
+#include "codegen/CPU/DType.h"
+#include "codegen/CPU/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace folio::cpu::test {
+
+inline std::vector<float> randomVector(size_t n, uint32_t seed,
+                                       float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// The values of `v` after a round trip through storage type t.
+inline std::vector<float> roundTo(const std::vector<float> &v, DType t) {
+  std::vector<float> r(v.size());
+  std::vector<uint8_t> buf(v.size() * dtypeSize(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    storeFromFloat(buf.data(), t, i, v[i]);
+    r[i] = loadAsFloat(buf.data(), t, i);
+  }
+  return r;
+}
+
+/// `v` encoded in storage type t.
+inline std::vector<uint8_t> encode(const std::vector<float> &v, DType t) {
+  std::vector<uint8_t> buf(v.size() * dtypeSize(t));
+  for (size_t i = 0; i < v.size(); ++i)
+    storeFromFloat(buf.data(), t, i, v[i]);
+  return buf;
+}
+
+inline float maxAbsDiff(const std::vector<float> &a,
+                        const std::vector<float> &b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    float d = std::fabs(a[i] - b[i]);
+    if (!(d <= m)) // NaN counts as a failure
+      m = std::isnan(d) ? INFINITY : d;
+  }
+  return m;
+}
+
+inline bool bitwiseEqual(const std::vector<float> &a,
+                         const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         (a.empty() ||
+          std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+/// The instruction-set levels this host can run, lowest first.
+inline std::vector<Isa> hostIsas() {
+  std::vector<Isa> isas = {Isa::Scalar};
+  if (hostFeatures().avx512)
+    isas.push_back(Isa::Avx512);
+  return isas;
+}
+
+/// Restores the ISA limit at scope exit so tests stay independent.
+class IsaScope {
+public:
+  explicit IsaScope(Isa isa) { setIsaLimit(isa); }
+  ~IsaScope() { setIsaLimit(Isa::Avx512); }
+};
+
+/// Pools of one and of four threads: results must not depend on which.
+inline ThreadPool &serialPool() {
+  static ThreadPool pool(1);
+  return pool;
+}
+inline ThreadPool &parallelPool() {
+  static ThreadPool pool(4);
+  return pool;
+}
+
+} // namespace folio::cpu::test
+
+#endif // FOLIO_TEST_UNITTESTS_CPUKERNELS_TESTUTIL_H
