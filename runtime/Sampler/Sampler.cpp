@@ -1,0 +1,148 @@
+//===- Sampler.cpp - Tokens from a batch of logits rows -------------------===//
+
+#include "runtime/Sampler/Sampler.h"
+#include "runtime/Sampler/LogitsProcessors.h"
+#include "runtime/Sampler/Philox.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <string>
+
+using namespace folio;
+
+namespace {
+
+constexpr double kMasked = -std::numeric_limits<double>::infinity();
+
+Status checkHistory(const std::vector<TokenId> *tokens, size_t vocabSize) {
+  if (!tokens)
+    return Status::ok();
+  for (TokenId token : *tokens)
+    if (token < 0 || static_cast<size_t>(token) >= vocabSize)
+      return Status::invalidArgument("token id " + std::to_string(token) +
+                                     " is outside the vocabulary of size " +
+                                     std::to_string(vocabSize));
+  return Status::ok();
+}
+
+/// Lowest index among the largest values: a deterministic greedy choice.
+TokenId argmax(const std::vector<double> &logits) {
+  return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) -
+                              logits.begin());
+}
+
+/// Inverse-CDF draw over the unmasked tokens in token-id order.
+TokenId drawToken(const std::vector<double> &logits, double uniform) {
+  double best = *std::max_element(logits.begin(), logits.end());
+  double total = 0;
+  for (double l : logits)
+    total += std::exp(l - best);
+  double target = uniform * total;
+  double cumulative = 0;
+  size_t last = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] == kMasked)
+      continue;
+    cumulative += std::exp(logits[i] - best);
+    if (cumulative > target)
+      return static_cast<TokenId>(i);
+    last = i;
+  }
+  // Rounding left target at or above the final sum: the last live token.
+  return static_cast<TokenId>(last);
+}
+
+TokenLogprobs computeLogprobs(const std::vector<double> &logits, TokenId token,
+                              int32_t numTop) {
+  double lse = logSumExp(logits);
+  TokenLogprobs result;
+  result.logprob = static_cast<float>(logits[token] - lse);
+  size_t count = std::min<size_t>(numTop, logits.size());
+  std::vector<size_t> order(logits.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::partial_sort(order.begin(), order.begin() + count, order.end(),
+                    [&](size_t a, size_t b) {
+                      return logits[a] != logits[b] ? logits[a] > logits[b]
+                                                    : a < b;
+                    });
+  for (size_t i = 0; i < count; ++i)
+    result.top.emplace_back(static_cast<TokenId>(order[i]),
+                            static_cast<float>(logits[order[i]] - lse));
+  return result;
+}
+
+} // namespace
+
+Expected<std::vector<double>> folio::processLogits(const float *logits,
+                                                   size_t vocabSize,
+                                                   const SampleRow &row) {
+  assert(row.params && "a sample row needs sampling parameters");
+  if (vocabSize == 0)
+    return Status::invalidArgument("vocabulary size must be positive");
+  bool anyFinite = false;
+  for (size_t i = 0; i < vocabSize; ++i) {
+    if (std::isnan(logits[i]) || logits[i] == INFINITY)
+      return Status::internal("logit " + std::to_string(i) + " is " +
+                              (std::isnan(logits[i]) ? "NaN" : "+inf"));
+    anyFinite |= std::isfinite(logits[i]);
+  }
+  if (!anyFinite)
+    return Status::internal("every logit is -inf: no token can be sampled");
+  for (const std::vector<TokenId> *tokens :
+       {row.promptTokenIds, row.outputTokenIds})
+    if (Status status = checkHistory(tokens, vocabSize); !status)
+      return status;
+
+  const SamplingParams &params = *row.params;
+  std::vector<double> result(logits, logits + vocabSize);
+  static const std::vector<TokenId> kNone;
+  applyPenalties(result, params,
+                 row.promptTokenIds ? *row.promptTokenIds : kNone,
+                 row.outputTokenIds ? *row.outputTokenIds : kNone);
+  if (params.isGreedy())
+    return result;
+  applyTemperature(result, params.temperature);
+  applyMinP(result, params.minP);
+  applyTopK(result, params.topK);
+  applyTopP(result, params.topP);
+  return result;
+}
+
+Expected<SampledToken> folio::sampleRow(const float *logits, size_t vocabSize,
+                                        const SampleRow &row) {
+  Expected<std::vector<double>> processed =
+      processLogits(logits, vocabSize, row);
+  if (!processed)
+    return processed.status();
+  SampledToken result;
+  result.token =
+      row.params->isGreedy()
+          ? argmax(*processed)
+          : drawToken(*processed, philoxUniform(row.seed, row.position));
+  if (row.params->logprobs) {
+    result.hasLogprobs = true;
+    result.logprobs =
+        computeLogprobs(*processed, result.token, *row.params->logprobs);
+  }
+  return result;
+}
+
+Expected<std::vector<SampledToken>>
+folio::sampleBatch(const float *logits, size_t vocabSize,
+                   const std::vector<SampleRow> &rows) {
+  std::vector<SampledToken> tokens;
+  tokens.reserve(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Expected<SampledToken> token =
+        sampleRow(logits + r * vocabSize, vocabSize, rows[r]);
+    if (!token)
+      return Status::error(token.status().code(), "logits row " +
+                                                      std::to_string(r) + ": " +
+                                                      token.status().message());
+    tokens.push_back(*token);
+  }
+  return tokens;
+}

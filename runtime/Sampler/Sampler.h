@@ -1,0 +1,74 @@
+//===- Sampler.h - Tokens from a batch of logits rows ----------*- C++ -*-===//
+//
+// Turns the `logits[R, vocab]` output of the serving contract into one
+// token per row. Rows are independent: each carries its request's settings
+// and history, and its randomness comes from a counter-based generator
+// keyed by the request's seed and the sampled token's position. So a seeded
+// request samples the same tokens whatever shares its batch, and a
+// preempted request resamples exactly what it sampled before.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_SAMPLER_SAMPLER_H
+#define FOLIO_RUNTIME_SAMPLER_SAMPLER_H
+
+#include "runtime/Sampler/SamplingParams.h"
+#include "runtime/Support/Status.h"
+#include "runtime/Support/Types.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace folio {
+
+/// What the sampler needs to know about the request behind one logits row.
+struct SampleRow {
+  const SamplingParams *params = nullptr;
+  /// History for the penalties; may be null when no penalty is set.
+  const std::vector<TokenId> *promptTokenIds = nullptr;
+  const std::vector<TokenId> *outputTokenIds = nullptr;
+  /// The request's seed, or one the engine drew for it at admission.
+  uint64_t seed = 0;
+  /// Position of the token being sampled: keys the random draw.
+  uint64_t position = 0;
+};
+
+/// Logprobs of one sampled token under the distribution it was drawn from.
+struct TokenLogprobs {
+  float logprob = 0;
+  /// Most likely first, ties by lower token id; SamplingParams::logprobs
+  /// entries.
+  std::vector<std::pair<TokenId, float>> top;
+};
+
+struct SampledToken {
+  TokenId token = 0;
+  /// Present when the request asked for logprobs.
+  bool hasLogprobs = false;
+  TokenLogprobs logprobs;
+};
+
+/// The final logits of the distribution `row`'s token is drawn from:
+/// penalties, then (unless greedy) temperature, min-p, top-k and top-p,
+/// with masked tokens at -inf. Greedy rows keep temperature 1, so their
+/// logprobs are those of the penalised model distribution.
+/// Fails when the row has NaN or +inf or no finite logit, or a history
+/// token lies outside the vocabulary.
+Expected<std::vector<double>>
+processLogits(const float *logits, size_t vocabSize, const SampleRow &row);
+
+/// Samples one token for one row (see processLogits for failures).
+Expected<SampledToken> sampleRow(const float *logits, size_t vocabSize,
+                                 const SampleRow &row);
+
+/// Samples one token per row of `logits` ([rows.size(), vocabSize], row
+/// major). Fails, naming the row, if any row fails.
+Expected<std::vector<SampledToken>>
+sampleBatch(const float *logits, size_t vocabSize,
+            const std::vector<SampleRow> &rows);
+
+} // namespace folio
+
+#endif // FOLIO_RUNTIME_SAMPLER_SAMPLER_H
