@@ -1,6 +1,7 @@
 //===- folio-opt.cpp - Run folio passes on MLIR files ---------------------===//
 
 #include "RegisterAll.h"
+#include "TestPasses.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -9,6 +10,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::folio::registerFolioDialects(registry);
   mlir::folio::registerFolioPassesAndPipelines();
+  mlir::folio::test::registerTestPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Folio optimizer driver\n", registry));
 }

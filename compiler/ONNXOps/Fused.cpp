@@ -1,0 +1,196 @@
+//===- Fused.cpp - Fused attention, norm and rotary ops
+//--------------------===//
+//
+// The fused forms decoders arrive in: ONNX opset 23 Attention,
+// RMSNormalization and RotaryEmbedding, and ONNX Runtime's com.microsoft
+// GroupQueryAttention, RotaryEmbedding and (Skip)SimplifiedLayerNormalization.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ONNXOps/InferHelpers.h"
+
+using namespace mlir;
+using namespace mlir::folio;
+using namespace mlir::folio::infer;
+
+namespace {
+
+/// Norms: Y keeps X's shape; optional statistics keep the leading dims.
+LogicalResult inferNorm(ONNXInferenceContext &ctx, unsigned normalizedOutput) {
+  if (failed(requireFloat(ctx, 0, "input")))
+    return failure();
+  FailureOr<double> epsilon = ctx.getFloat("epsilon", 1e-5);
+  if (failed(epsilon))
+    return failure();
+  if (*epsilon < 0)
+    return ctx.emitError() << "epsilon must be >= 0, got " << *epsilon;
+  for (unsigned o = 0; o < ctx.getNumOutputs(); ++o) {
+    ctx.output(o).elementType = ctx.input(0).elementType;
+    if (o == 0 || o == normalizedOutput) {
+      ctx.output(o).dims = ctx.input(0).dims;
+      continue;
+    }
+    // mean / inv_std_var: [..., 1].
+    if (ctx.input(0).dims) {
+      Dims dims = *ctx.input(0).dims;
+      if (!dims.empty())
+        dims.back() = cst(ctx, 1);
+      ctx.output(o).dims = dims;
+    }
+  }
+  return success();
+}
+
+LogicalResult inferRMSNormalization(ONNXInferenceContext &ctx) {
+  return inferNorm(ctx, ~0u);
+}
+
+LogicalResult inferSimplifiedLayerNormalization(ONNXInferenceContext &ctx) {
+  return inferNorm(ctx, ~0u);
+}
+
+/// Outputs: output, mean, inv_std_var, input_skip_bias_sum (same as input).
+LogicalResult inferSkipSimplifiedLayerNormalization(ONNXInferenceContext &ctx) {
+  return inferNorm(ctx, /*normalizedOutput=*/3);
+}
+
+/// RotaryEmbedding, both domains: the output has the input's shape.
+LogicalResult inferRotaryEmbedding(ONNXInferenceContext &ctx) {
+  if (failed(requireFloat(ctx, 0, "input")))
+    return failure();
+  if (std::optional<int64_t> rank = ctx.input(0).getRank();
+      rank && *rank != 3 && *rank != 4)
+    return ctx.emitError() << "input must be rank 3 [batch, seq, hidden] or "
+                              "4, got rank "
+                           << *rank;
+  FailureOr<int64_t> interleaved = ctx.getInt("interleaved", 0);
+  FailureOr<int64_t> rotaryDim = ctx.getInt("rotary_embedding_dim", 0);
+  if (failed(interleaved) || failed(rotaryDim))
+    return failure();
+  if (*rotaryDim < 0 || *rotaryDim % 2 != 0)
+    return ctx.emitError() << "rotary_embedding_dim must be even and >= 0, "
+                              "got "
+                           << *rotaryDim;
+  passThrough(ctx);
+  return success();
+}
+
+/// ONNX opset-23 Attention: Q [B, Hq, S, D] or [B, S, Hq*D] (with
+/// q_num_heads), K/V likewise, optional mask and past K/V; outputs Y and
+/// optionally present K/V (and qk output, which Folio does not produce).
+LogicalResult inferAttention(ONNXInferenceContext &ctx) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(requireFloat(ctx, i, i == 0 ? "Q" : i == 1 ? "K" : "V")))
+      return failure();
+  if (ctx.getNumOutputs() > 3)
+    return ctx.emitError() << "the qk_matmul_output output is not supported";
+  const ONNXValueFacts &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
+  FailureOr<int64_t> qHeads = ctx.getInt("q_num_heads", 0);
+  FailureOr<int64_t> kvHeads = ctx.getInt("kv_num_heads", 0);
+  FailureOr<double> softcap = ctx.getFloat("softcap", 0.0);
+  if (failed(qHeads) || failed(kvHeads) || failed(softcap))
+    return failure();
+  if (*softcap < 0)
+    return ctx.emitError() << "softcap must be >= 0";
+  std::optional<int64_t> rank = q.getRank();
+  if (rank && *rank != 3 && *rank != 4)
+    return ctx.emitError() << "Q must be rank 3 or 4, got rank " << *rank;
+  if (rank == 3 && (*qHeads <= 0 || *kvHeads <= 0))
+    return ctx.emitError() << "rank-3 inputs need q_num_heads and "
+                              "kv_num_heads";
+  ONNXValueFacts &y = ctx.output(0);
+  y.elementType = q.elementType;
+  if (q.dims && v.dims && rank == 4 && v.dims->size() == 4)
+    y.dims = Dims{(*q.dims)[0], (*q.dims)[1], (*q.dims)[2], (*v.dims)[3]};
+  else if (q.dims && v.dims && rank == 3 && v.dims->size() == 3) {
+    AffineExpr vHidden = (*v.dims)[2];
+    std::optional<int64_t> c = getConstantDim(vHidden);
+    AffineExpr vHeadDim = c ? cst(ctx, *c / *kvHeads) : AffineExpr();
+    y.dims = Dims{(*q.dims)[0], (*q.dims)[1],
+                  vHeadDim ? vHeadDim * *qHeads : AffineExpr()};
+  }
+  // present = concat(past, new) along the sequence axis, [B, Hkv, P+L, D].
+  for (unsigned o = 1; o < ctx.getNumOutputs(); ++o) {
+    const ONNXValueFacts &fresh = o == 1 ? k : v;
+    unsigned pastIndex = o == 1 ? 4 : 5;
+    ONNXValueFacts &present = ctx.output(o);
+    present.elementType = fresh.elementType;
+    if (!ctx.hasInput(pastIndex) || !ctx.input(pastIndex).dims || !fresh.dims)
+      continue;
+    const Dims &past = *ctx.input(pastIndex).dims;
+    if (past.size() != 4)
+      return ctx.emitError() << "past key/value must be rank 4";
+    AffineExpr freshLen =
+        fresh.dims->size() == 4 ? (*fresh.dims)[2] : (*fresh.dims)[1];
+    Dims dims = past;
+    dims[2] = past[2] && freshLen ? past[2] + freshLen : AffineExpr();
+    present.dims = dims;
+  }
+  return success();
+}
+
+/// com.microsoft GroupQueryAttention: query [B, S, Hq*D], key/value
+/// [B, S, Hkv*D], past [B, Hkv, P, D], seqlens_k, total_sequence_length,
+/// optional cos/sin caches; outputs output and present key/value.
+LogicalResult inferGroupQueryAttention(ONNXInferenceContext &ctx) {
+  if (failed(requireFloat(ctx, 0, "query")))
+    return failure();
+  FailureOr<int64_t> numHeads = ctx.getInt("num_heads");
+  FailureOr<int64_t> kvHeads = ctx.getInt("kv_num_heads");
+  if (failed(numHeads) || failed(kvHeads))
+    return failure();
+  if (*numHeads <= 0 || *kvHeads <= 0 || *numHeads % *kvHeads != 0)
+    return ctx.emitError() << "num_heads (" << *numHeads
+                           << ") must be a positive multiple of kv_num_heads ("
+                           << *kvHeads << ")";
+  if (!ctx.hasInput(1) || !ctx.hasInput(2))
+    return ctx.emitError() << "packed QKV (no separate key and value inputs) "
+                              "is not supported";
+  if (!ctx.hasInput(5) || !ctx.hasInput(6))
+    return ctx.emitError() << "needs seqlens_k (input 5) and "
+                              "total_sequence_length (input 6)";
+  const ONNXValueFacts &q = ctx.input(0);
+  ONNXValueFacts &out = ctx.output(0);
+  out.elementType = q.elementType;
+  out.dims = q.dims;
+  for (unsigned o = 1; o < ctx.getNumOutputs(); ++o) {
+    ONNXValueFacts &present = ctx.output(o);
+    present.elementType = q.elementType;
+    unsigned pastIndex = o == 1 ? 3 : 4;
+    const ONNXValueFacts &fresh = ctx.input(o);
+    if (!ctx.hasInput(pastIndex) || !ctx.input(pastIndex).dims || !fresh.dims ||
+        fresh.dims->size() != 3)
+      continue;
+    Dims dims = *ctx.input(pastIndex).dims;
+    if (dims.size() != 4)
+      return ctx.emitError() << "past key/value must be rank 4";
+    AffineExpr freshLen = (*fresh.dims)[1];
+    dims[2] = dims[2] && freshLen ? dims[2] + freshLen : AffineExpr();
+    present.dims = dims;
+  }
+  return success();
+}
+
+} // namespace
+
+void mlir::folio::appendFusedOps(std::vector<ONNXOpSchema> &table) {
+  table.push_back({kONNXDomain, "Attention", 23, 3, 6, 1, 4, inferAttention});
+  table.push_back(
+      {kONNXDomain, "RMSNormalization", 23, 2, 2, 1, 1, inferRMSNormalization});
+  table.push_back(
+      {kONNXDomain, "RotaryEmbedding", 23, 3, 4, 1, 1, inferRotaryEmbedding});
+  // ONNX Runtime registers SimplifiedLayerNormalization in the default
+  // domain (opset 1) although it is not an ONNX op; exporters follow it.
+  table.push_back({kONNXDomain, "SimplifiedLayerNormalization", 1, 2, 2, 1, 2,
+                   inferSimplifiedLayerNormalization});
+  table.push_back({kMicrosoftDomain, "SimplifiedLayerNormalization", 1, 2, 2, 1,
+                   2, inferSimplifiedLayerNormalization});
+  table.push_back({kMicrosoftDomain, "SkipSimplifiedLayerNormalization", 1, 3,
+                   4, 1, 4, inferSkipSimplifiedLayerNormalization});
+  table.push_back({kMicrosoftDomain, "RotaryEmbedding", 1, 4, 4, 1, 1,
+                   inferRotaryEmbedding});
+  // past_key/past_value (3, 4) are optional; seqlens_k and
+  // total_sequence_length (5, 6) are checked by the handler.
+  table.push_back({kMicrosoftDomain, "GroupQueryAttention", 1, 3, 12, 1, 3,
+                   inferGroupQueryAttention});
+}

@@ -1,0 +1,214 @@
+//===- ShapeInference.cpp - Symbolic shape inference for ONNX nodes -------===//
+
+#include "ONNXOps/ShapeInference.h"
+
+#include "Folio/IR/FolioOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/AffineExprVisitor.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cctype>
+
+using namespace mlir;
+using namespace mlir::folio;
+
+AffineExpr ONNXShapeInference::getNamedDim(StringRef name) {
+  auto [it, inserted] = symbolIndex.try_emplace(name, symbolNames.size());
+  if (inserted)
+    symbolNames.push_back(name.str());
+  return getAffineSymbolExpr(it->second, context);
+}
+
+std::string ONNXShapeInference::describe(AffineExpr expr) const {
+  if (!expr)
+    return "?";
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  expr.print(os);
+  os.flush();
+  // Replace each symbol token sN with its dim name.
+  std::string out;
+  for (size_t i = 0; i < printed.size();) {
+    bool startsToken = i == 0 || !std::isalnum(printed[i - 1]);
+    if (startsToken && printed[i] == 's' && i + 1 < printed.size() &&
+        std::isdigit(printed[i + 1])) {
+      size_t j = i + 1;
+      while (j < printed.size() && std::isdigit(printed[j]))
+        ++j;
+      unsigned index = std::stoul(printed.substr(i + 1, j - i - 1));
+      out += index < symbolNames.size() ? symbolNames[index]
+                                        : printed.substr(i, j - i);
+      i = j;
+      continue;
+    }
+    out += printed[i++];
+  }
+  return out;
+}
+
+const ONNXValueFacts *ONNXShapeInference::lookup(Value value) const {
+  auto it = facts.find(value);
+  return it == facts.end() ? nullptr : it->second.get();
+}
+
+void ONNXShapeInference::setFacts(Value value, ONNXValueFacts valueFacts) {
+  facts[value] = std::make_unique<ONNXValueFacts>(std::move(valueFacts));
+}
+
+ONNXValueFacts ONNXShapeInference::factsForConstant(ElementsAttr value) const {
+  ONNXValueFacts result;
+  auto type = cast<ShapedType>(value.getType());
+  result.elementType = type.getElementType();
+  result.dims.emplace();
+  for (int64_t dim : type.getShape())
+    result.dims->push_back(getAffineConstantExpr(dim, context));
+
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense || type.getNumElements() > kMaxTrackedElements)
+    return result;
+  if (isa<IntegerType>(result.elementType) && type.getRank() <= 1) {
+    result.ints.emplace();
+    bool isBool = result.elementType.isInteger(1);
+    for (const APInt &element : dense.getValues<APInt>())
+      result.ints->push_back(getAffineConstantExpr(
+          isBool ? int64_t(element.getBoolValue()) : element.getSExtValue(),
+          context));
+  } else if (isa<FloatType>(result.elementType)) {
+    result.floats.emplace();
+    for (APFloat element : dense.getValues<APFloat>()) {
+      bool losesInfo = false;
+      element.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
+                      &losesInfo);
+      result.floats->push_back(element.convertToDouble());
+    }
+  }
+  return result;
+}
+
+ONNXValueFacts ONNXShapeInference::factsForType(Type type, ArrayAttr dimNames) {
+  ONNXValueFacts result;
+  auto shaped = dyn_cast<ShapedType>(type);
+  result.elementType = shaped ? shaped.getElementType() : type;
+  if (!shaped || !shaped.hasRank())
+    return result;
+  result.dims.emplace();
+  for (auto [i, dim] : llvm::enumerate(shaped.getShape())) {
+    StringRef name;
+    if (dimNames && i < dimNames.size())
+      if (auto str = dyn_cast<StringAttr>(dimNames[i]))
+        name = str.getValue();
+    if (!ShapedType::isDynamic(dim))
+      result.dims->push_back(getAffineConstantExpr(dim, context));
+    else if (!name.empty())
+      result.dims->push_back(getNamedDim(name));
+    else
+      result.dims->push_back(AffineExpr());
+  }
+  return result;
+}
+
+LogicalResult
+ONNXShapeInference::inferNode(StringRef domain, StringRef opType, int64_t opset,
+                              DictionaryAttr attributes,
+                              ArrayRef<const ONNXValueFacts *> inputs,
+                              unsigned numOutputs, Location loc,
+                              SmallVectorImpl<ONNXValueFacts> &results) {
+  const ONNXOpSchema *schema = lookupONNXOp(domain, opType, opset);
+  if (!schema) {
+    InFlightDiagnostic diag = emitError(loc) << "unsupported ONNX op '"
+                                             << opType << "' (domain " << domain
+                                             << ", opset " << opset << ")";
+    if (std::optional<int64_t> first = getFirstSupportedOpset(domain, opType))
+      return diag << "; Folio supports it from opset " << *first;
+    std::string supported = listSupportedONNXOps(domain);
+    if (supported.empty())
+      return diag << "; the domain is not supported (supported domains: "
+                  << llvm::join(listSupportedONNXDomains(), ", ") << ")";
+    return diag << "; supported ops in " << domain << ": " << supported;
+  }
+  if (inputs.size() < schema->minInputs || inputs.size() > schema->maxInputs)
+    return emitError(loc) << opType << " takes " << schema->minInputs
+                          << (schema->minInputs == schema->maxInputs
+                                  ? ""
+                                  : " to " + std::to_string(schema->maxInputs))
+                          << " inputs, got " << inputs.size();
+  for (unsigned i = 0; i < schema->minInputs; ++i)
+    if (!inputs[i])
+      return emitError(loc)
+             << opType << " input " << i << " is required but omitted";
+  if (numOutputs < schema->minOutputs || numOutputs > schema->maxOutputs)
+    return emitError(loc) << opType << " produces " << schema->minOutputs
+                          << (schema->minOutputs == schema->maxOutputs
+                                  ? ""
+                                  : " to " + std::to_string(schema->maxOutputs))
+                          << " outputs, got " << numOutputs;
+
+  ONNXInferenceContext ctx(*this, opType, opset, attributes, inputs, numOutputs,
+                           loc);
+  if (failed(schema->infer(ctx)))
+    return failure();
+  // Canonical forms make equal dims compare equal (past + seq - past == seq).
+  auto simplify = [&](std::optional<SmallVector<AffineExpr, 4>> &exprs) {
+    if (!exprs)
+      return;
+    for (AffineExpr &expr : *exprs)
+      if (expr)
+        expr = simplifyAffineExpr(expr, 0, symbolNames.size());
+  };
+  results.clear();
+  for (ONNXValueFacts &out : ctx.takeOutputs()) {
+    assert(out.elementType && "handler left an output without a type");
+    simplify(out.dims);
+    simplify(out.ints);
+    results.push_back(std::move(out));
+  }
+  return success();
+}
+
+LogicalResult ONNXShapeInference::run(func::FuncOp func) {
+  for (BlockArgument arg : func.getArguments())
+    setFacts(arg, factsForType(arg.getType(),
+                               func.getArgAttrOfType<ArrayAttr>(
+                                   arg.getArgNumber(), kDimNamesAttrName)));
+  WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      if (auto value = dyn_cast<ElementsAttr>(constant.getValue()))
+        setFacts(constant.getResult(), factsForConstant(value));
+      return WalkResult::advance();
+    }
+    auto node = dyn_cast<ONNXNodeOp>(op);
+    if (!node) {
+      for (Value result : op->getResults())
+        setFacts(result, factsForType(result.getType()));
+      return WalkResult::advance();
+    }
+    SmallVector<const ONNXValueFacts *> inputs(node.getNumONNXInputs(),
+                                               nullptr);
+    ArrayRef<int64_t> absent = node.getAbsentInputs();
+    unsigned next = 0;
+    for (auto [i, slot] : llvm::enumerate(inputs)) {
+      if (llvm::is_contained(absent, int64_t(i)))
+        continue;
+      Value operand = node.getInputs()[next++];
+      const ONNXValueFacts *known = lookup(operand);
+      if (!known) {
+        setFacts(operand, factsForType(operand.getType()));
+        known = lookup(operand);
+      }
+      slot = known;
+    }
+    SmallVector<ONNXValueFacts> results;
+    if (failed(inferNode(node.getDomain().empty() ? StringRef(kONNXDomain)
+                                                  : node.getDomain(),
+                         node.getOpType(), node.getOpset(),
+                         node.getOnnxAttributes(), inputs, node.getNumResults(),
+                         node.getLoc(), results)))
+      return WalkResult::interrupt();
+    for (auto [result, resultFacts] : llvm::zip(node.getResults(), results))
+      setFacts(result, std::move(resultFacts));
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}

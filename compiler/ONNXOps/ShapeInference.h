@@ -1,0 +1,70 @@
+//===- ShapeInference.h - Symbolic shape inference for ONNX nodes -*- C++ -*-=//
+//
+// Runs the op handlers over a graph in order and keeps each value's facts.
+// The importer drives it node by node while it builds the module; passes
+// re-run it over an imported function (block arguments carry their dim
+// names in `folio.dim_names`), so both see the same shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_ONNXOPS_SHAPEINFERENCE_H
+#define FOLIO_ONNXOPS_SHAPEINFERENCE_H
+
+#include "ONNXOps/OpSchema.h"
+#include "ONNXOps/ValueFacts.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir::folio {
+
+/// Argument attribute naming each dim of a function input ("" = unnamed).
+inline constexpr llvm::StringLiteral kDimNamesAttrName = "folio.dim_names";
+
+class ONNXShapeInference {
+public:
+  explicit ONNXShapeInference(MLIRContext *context) : context(context) {}
+
+  MLIRContext *getContext() const { return context; }
+
+  /// The symbol standing for a named dim: one name, one symbol.
+  AffineExpr getNamedDim(StringRef name);
+  /// "batch_size * sequence_length + 1": an expression with symbol names.
+  std::string describe(AffineExpr expr) const;
+
+  const ONNXValueFacts *lookup(Value value) const;
+  void setFacts(Value value, ONNXValueFacts facts);
+
+  /// Facts of a constant: small integer or float tensors get their values.
+  ONNXValueFacts factsForConstant(ElementsAttr value) const;
+  /// Facts from a type alone, naming dims from `dimNames` where given.
+  ONNXValueFacts factsForType(Type type, ArrayAttr dimNames = {});
+
+  /// Infers the outputs of one node. Fails with a diagnostic at `loc` when
+  /// the op is not supported at this opset or its inputs do not fit it.
+  LogicalResult inferNode(StringRef domain, StringRef opType, int64_t opset,
+                          DictionaryAttr attributes,
+                          ArrayRef<const ONNXValueFacts *> inputs,
+                          unsigned numOutputs, Location loc,
+                          SmallVectorImpl<ONNXValueFacts> &results);
+
+  /// Recomputes the facts of every value in an imported function.
+  LogicalResult run(func::FuncOp func);
+
+private:
+  MLIRContext *context;
+  llvm::StringMap<unsigned> symbolIndex;
+  std::vector<std::string> symbolNames;
+  /// Boxed so that pointers handed to handlers survive later insertions.
+  llvm::DenseMap<Value, std::unique_ptr<ONNXValueFacts>> facts;
+};
+
+} // namespace mlir::folio
+
+#endif // FOLIO_ONNXOPS_SHAPEINFERENCE_H

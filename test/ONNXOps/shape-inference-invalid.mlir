@@ -1,0 +1,123 @@
+// RUN: folio-opt %s --split-input-file --verify-diagnostics --folio-test-onnx-shapes
+
+// Tests that nodes shape inference cannot accept are refused with the op,
+// what is wrong and what is supported.
+
+func.func @unsupported_op(%x: tensor<4xf32>) {
+  // expected-error @+1 {{unsupported ONNX op 'Celu' (domain ai.onnx, opset 17); supported ops in ai.onnx: Abs, Add, And}}
+  %0 = folio.onnx_node "Celu"(%x) {opset = 17 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @too_old_for_op(%x: tensor<4xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{unsupported ONNX op 'RMSNormalization' (domain ai.onnx, opset 17); Folio supports it from opset 23}}
+  %0 = folio.onnx_node "RMSNormalization"(%x, %s) {opset = 17 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_domain(%x: tensor<4xf32>) {
+  // expected-error @+1 {{unsupported ONNX op 'Foo' (domain com.example, opset 1); the domain is not supported (supported domains: ai.onnx, com.microsoft)}}
+  %0 = folio.onnx_node "Foo"(%x) {domain = "com.example", opset = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @arity(%x: tensor<4xf32>) {
+  // expected-error @+1 {{Add takes 2 inputs, got 1}}
+  %0 = folio.onnx_node "Add"(%x) {opset = 17 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @required_input_absent(%x: tensor<4xf32>, %e: tensor<1xi64>) {
+  // expected-error @+1 {{Slice input 1 is required but omitted}}
+  %0 = folio.onnx_node "Slice"(%x, %e) {opset = 17 : i64, absent_inputs = array<i64: 1>} : (tensor<4xf32>, tensor<1xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bad_broadcast(%a: tensor<4x3xf32>, %b: tensor<5x3xf32>) {
+  // expected-error @+1 {{Add: inputs cannot be broadcast: dim 0 is 4 vs 5}}
+  %0 = folio.onnx_node "Add"(%a, %b) {opset = 17 : i64} : (tensor<4x3xf32>, tensor<5x3xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @two_minus_ones(%x: tensor<4x8xf32>) {
+  %t = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<[-1, -1]> : tensor<2xi64>}} : () -> tensor<2xi64>
+  // expected-error @+1 {{Reshape: shape has more than one -1}}
+  %0 = folio.onnx_node "Reshape"(%x, %t) {opset = 17 : i64} : (tensor<4x8xf32>, tensor<2xi64>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @bad_perm(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{Transpose: perm is not a permutation of 0..1}}
+  %0 = folio.onnx_node "Transpose"(%x) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 0>}} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @bad_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{Softmax: axis 2 is out of range for rank 2}}
+  %0 = folio.onnx_node "Softmax"(%x) {opset = 17 : i64, onnx_attributes = {axis = 2 : i64}} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @wrong_attr_type(%x: tensor<4x8xf32>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{Gather: attribute 'axis' must be an int}}
+  %0 = folio.onnx_node "Gather"(%x, %i) {opset = 17 : i64, onnx_attributes = {axis = "zero"}} : (tensor<4x8xf32>, tensor<2xi64>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_float_indices(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{Gather: indices must be integers, got 'f32'}}
+  %0 = folio.onnx_node "Gather"(%x, %x) {opset = 17 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @cast_unknown(%x: tensor<4xf32>) {
+  // expected-error @+1 {{Cast: unsupported target type 8}}
+  %0 = folio.onnx_node "Cast"(%x) {opset = 17 : i64, onnx_attributes = {to = 8 : i64}} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_inner(%a: tensor<4x8xf32>, %b: tensor<7x2xf32>) {
+  // expected-error @+1 {{MatMul: inner dims differ: 8 vs 7}}
+  %0 = folio.onnx_node "MatMul"(%a, %b) {opset = 17 : i64} : (tensor<4x8xf32>, tensor<7x2xf32>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @gqa_heads(%q: tensor<1x3x32xf32>, %k: tensor<1x3x16xf32>, %v: tensor<1x3x16xf32>, %s: tensor<1xi32>, %t: tensor<i32>) {
+  // expected-error @+1 {{GroupQueryAttention: num_heads (3) must be a positive multiple of kv_num_heads (2)}}
+  %0:3 = folio.onnx_node "GroupQueryAttention"(%q, %k, %v, %s, %t) {domain = "com.microsoft", opset = 1 : i64, absent_inputs = array<i64: 3, 4>, onnx_attributes = {num_heads = 3 : i64, kv_num_heads = 2 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x16xf32>, tensor<1x3x16xf32>, tensor<1xi32>, tensor<i32>) -> (tensor<1x3x32xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>)
+  return
+}
+
+// -----
+
+func.func @gqa_needs_lengths(%q: tensor<1x3x32xf32>, %k: tensor<1x3x16xf32>, %v: tensor<1x3x16xf32>) {
+  // expected-error @+1 {{GroupQueryAttention: needs seqlens_k (input 5) and total_sequence_length (input 6)}}
+  %0:3 = folio.onnx_node "GroupQueryAttention"(%q, %k, %v) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {num_heads = 4 : i64, kv_num_heads = 2 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x16xf32>, tensor<1x3x16xf32>) -> (tensor<1x3x32xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>)
+  return
+}

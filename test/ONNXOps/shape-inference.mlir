@@ -1,0 +1,126 @@
+// RUN: folio-opt %s --split-input-file --folio-test-onnx-shapes | FileCheck %s
+
+// Tests that the shape subgraphs exporters write (Shape -> Gather ->
+// Unsqueeze -> Concat -> Reshape) resolve to dims in terms of the inputs'
+// named symbols.
+
+// CHECK-LABEL: func @reshape_heads
+func.func @reshape_heads(%x: tensor<?x?x32xf32> {folio.dim_names = ["batch", "seq", ""]}) -> tensor<?x?x?x?xf32> {
+  // CHECK: "Shape"{{.*}}folio.test.dims = ["[3]"], folio.test.values = ["[batch, seq, 32]"]
+  %shape = folio.onnx_node "Shape"(%x) {opset = 17 : i64} : (tensor<?x?x32xf32>) -> tensor<3xi64>
+  %c0 = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<0> : tensor<i64>}} : () -> tensor<i64>
+  %c1 = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<1> : tensor<i64>}} : () -> tensor<i64>
+  // CHECK: "Gather"{{.*}}folio.test.dims = ["[]"], folio.test.values = ["[batch]"]
+  %b = folio.onnx_node "Gather"(%shape, %c0) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %s = folio.onnx_node "Gather"(%shape, %c1) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %axes = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  // CHECK: "Unsqueeze"{{.*}}folio.test.dims = ["[1]"], folio.test.values = ["[batch]"]
+  %b1 = folio.onnx_node "Unsqueeze"(%b, %axes) {opset = 17 : i64} : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %s1 = folio.onnx_node "Unsqueeze"(%s, %axes) {opset = 17 : i64} : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %heads = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<[4, 8]> : tensor<2xi64>}} : () -> tensor<2xi64>
+  // CHECK: "Concat"{{.*}}folio.test.dims = ["[4]"], folio.test.values = ["[batch, seq, 4, 8]"]
+  %target = folio.onnx_node "Concat"(%b1, %s1, %heads) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>, tensor<2xi64>) -> tensor<4xi64>
+  // CHECK: "Reshape"{{.*}}folio.test.dims = ["[batch, seq, 4, 8]"]
+  %r = folio.onnx_node "Reshape"(%x, %target) {opset = 17 : i64} : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  return %r : tensor<?x?x?x?xf32>
+}
+
+// -----
+
+// Tests that Reshape's 0 copies a dim and -1 cancels symbolic factors.
+
+// CHECK-LABEL: func @reshape_infer
+func.func @reshape_infer(%x: tensor<?x?x32xf32> {folio.dim_names = ["batch", "seq", ""]}) -> (tensor<?x?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) {
+  %t = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<[0, 0, -1, 8]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  // CHECK: "Reshape"{{.*}}folio.test.dims = ["[batch, seq, 4, 8]"]
+  %r = folio.onnx_node "Reshape"(%x, %t) {opset = 17 : i64} : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  %flat = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<[-1, 32]> : tensor<2xi64>}} : () -> tensor<2xi64>
+  // CHECK: "Reshape"{{.*}}folio.test.dims = ["[batch * seq, 32]"]
+  %f = folio.onnx_node "Reshape"(%x, %flat) {opset = 17 : i64} : (tensor<?x?x32xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %rows = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<[0, -1]> : tensor<2xi64>}} : () -> tensor<2xi64>
+  // CHECK: "Reshape"{{.*}}folio.test.dims = ["[batch, seq * 32]"]
+  %g = folio.onnx_node "Reshape"(%x, %rows) {opset = 17 : i64} : (tensor<?x?x32xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %r, %f, %g : tensor<?x?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// Tests positions computed the way exporters write them: past + Range(seq),
+// and the KV concat growing past by seq.
+
+// CHECK-LABEL: func @positions_and_kv
+func.func @positions_and_kv(%ids: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"]},
+                            %past: tensor<?x2x?x8xf32> {folio.dim_names = ["batch", "", "past", ""]},
+                            %k: tensor<?x2x?x8xf32> {folio.dim_names = ["batch", "", "seq", ""]}) -> (tensor<?xi64>, tensor<?x2x?x8xf32>) {
+  %shape = folio.onnx_node "Shape"(%ids) {opset = 17 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %pshape = folio.onnx_node "Shape"(%past) {opset = 17 : i64} : (tensor<?x2x?x8xf32>) -> tensor<4xi64>
+  %i1 = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<1> : tensor<i64>}} : () -> tensor<i64>
+  %i2 = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<2> : tensor<i64>}} : () -> tensor<i64>
+  %zero = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<0> : tensor<i64>}} : () -> tensor<i64>
+  %seq = folio.onnx_node "Gather"(%shape, %i1) {opset = 17 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %plen = folio.onnx_node "Gather"(%pshape, %i2) {opset = 17 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  // CHECK: "Add"{{.*}}folio.test.values = ["[seq + past]"]
+  %total = folio.onnx_node "Add"(%plen, %seq) {opset = 17 : i64} : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  // CHECK: "Range"{{.*}}folio.test.dims = ["[seq + past]"]
+  %r = folio.onnx_node "Range"(%zero, %total, %i1) {opset = 17 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  // CHECK: "Range"{{.*}}folio.test.dims = ["[seq]"]
+  %pos = folio.onnx_node "Range"(%plen, %total, %i1) {opset = 17 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  // CHECK: "Concat"{{.*}}folio.test.dims = ["[batch, 2, seq + past, 8]"]
+  %kv = folio.onnx_node "Concat"(%past, %k) {opset = 17 : i64, onnx_attributes = {axis = -2 : i64}} : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  return %pos, %kv : tensor<?xi64>, tensor<?x2x?x8xf32>
+}
+
+// -----
+
+// Tests broadcasting, MatMul batch dims, Transpose, Slice to the end, Split,
+// Squeeze and Where/Equal folding on tracked values.
+
+// CHECK-LABEL: func @misc
+func.func @misc(%q: tensor<?x4x?x8xf32> {folio.dim_names = ["batch", "", "seq", ""]},
+                %k: tensor<?x4x?x8xf32> {folio.dim_names = ["batch", "", "kv", ""]},
+                %m: tensor<?x1x1x?xf32> {folio.dim_names = ["batch", "", "", "kv"]}) -> (tensor<?x4x?x?xf32>, tensor<?x4x?x4xf32>, tensor<?x4x?x4xf32>, tensor<?x4x?x2xf32>, tensor<3xi64>) {
+  // CHECK: "Transpose"{{.*}}folio.test.dims = ["[batch, 4, 8, kv]"]
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<?x4x?x8xf32>) -> tensor<?x4x8x?xf32>
+  // CHECK: "MatMul"{{.*}}folio.test.dims = ["[batch, 4, seq, kv]"]
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<?x4x?x8xf32>, tensor<?x4x8x?xf32>) -> tensor<?x4x?x?xf32>
+  // CHECK: "Add"{{.*}}folio.test.dims = ["[batch, 4, seq, kv]"]
+  %a = folio.onnx_node "Add"(%s, %m) {opset = 17 : i64} : (tensor<?x4x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x4x?x?xf32>
+  %st = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<4> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %en = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<9223372036854775807> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %ax = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<3> : tensor<1xi64>}} : () -> tensor<1xi64>
+  // CHECK: "Slice"{{.*}}folio.test.dims = ["[batch, 4, seq, 4]"]
+  %hi = folio.onnx_node "Slice"(%q, %st, %en, %ax) {opset = 17 : i64} : (tensor<?x4x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x4xf32>
+  // CHECK: "Split"{{.*}}folio.test.dims = ["[batch, 4, seq, 4]", "[batch, 4, seq, 2]", "[batch, 4, seq, 2]"]
+  %p0, %p1, %p2 = folio.onnx_node "Split"(%q) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64, split = array<i64: 4, 2, 2>}} : (tensor<?x4x?x8xf32>) -> (tensor<?x4x?x4xf32>, tensor<?x4x?x2xf32>, tensor<?x4x?x2xf32>)
+  %v = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<[2, -1, 8]> : tensor<3xi64>}} : () -> tensor<3xi64>
+  %neg = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<-1> : tensor<i64>}} : () -> tensor<i64>
+  %one = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<1> : tensor<i64>}} : () -> tensor<i64>
+  // CHECK: "Equal"{{.*}}folio.test.values = ["[0, 1, 0]"]
+  %eq = folio.onnx_node "Equal"(%v, %neg) {opset = 17 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<3xi1>
+  // CHECK: "Where"{{.*}}folio.test.values = ["[2, 1, 8]"]
+  %w = folio.onnx_node "Where"(%eq, %one, %v) {opset = 17 : i64} : (tensor<3xi1>, tensor<i64>, tensor<3xi64>) -> tensor<3xi64>
+  return %a, %hi, %p0, %p2, %w : tensor<?x4x?x?xf32>, tensor<?x4x?x4xf32>, tensor<?x4x?x4xf32>, tensor<?x4x?x2xf32>, tensor<3xi64>
+}
+
+// -----
+
+// Tests that the attention scale exporters compute from a shape folds to a
+// constant: 1 / sqrt(head_dim).
+
+// CHECK-LABEL: func @sdpa_scale
+func.func @sdpa_scale(%q: tensor<?x4x?x16xf32> {folio.dim_names = ["batch", "", "seq", ""]}) -> tensor<f32> {
+  %shape = folio.onnx_node "Shape"(%q) {opset = 17 : i64} : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %st = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %en = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<9223372036854775807> : tensor<1xi64>}} : () -> tensor<1xi64>
+  // CHECK: "Slice"{{.*}}folio.test.values = ["[16]"]
+  %d = folio.onnx_node "Slice"(%shape, %st, %en) {opset = 17 : i64} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  // CHECK: "Cast"{{.*}}folio.test.values = ["[16.000000]"]
+  %f = folio.onnx_node "Cast"(%d) {opset = 17 : i64, onnx_attributes = {to = 1 : i64}} : (tensor<1xi64>) -> tensor<1xf32>
+  // CHECK: "Sqrt"{{.*}}folio.test.values = ["[4.000000]"]
+  %r = folio.onnx_node "Sqrt"(%f) {opset = 17 : i64} : (tensor<1xf32>) -> tensor<1xf32>
+  %one = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<1.0> : tensor<f32>}} : () -> tensor<f32>
+  // CHECK: "Div"{{.*}}folio.test.values = ["[0.250000]"]
+  %s = folio.onnx_node "Div"(%one, %r) {opset = 17 : i64} : (tensor<f32>, tensor<1xf32>) -> tensor<1xf32>
+  %c = folio.onnx_node "Squeeze"(%s) {opset = 17 : i64} : (tensor<1xf32>) -> tensor<f32>
+  return %c : tensor<f32>
+}
