@@ -139,11 +139,20 @@ LogicalResult checkQuantParams(Operation *op, Value data, Value scale,
 
 LogicalResult EmbeddingOp::verify() {
   Operation *op = getOperation();
-  if (failed(checkRank(op, getTable(), "table", 2, "[vocab, hidden]")) ||
-      failed(checkRank(op, getIds(), "ids", 1, "[tokens]")) ||
-      failed(checkRank(op, getResult(), "result", 2, "[tokens, hidden]")) ||
-      failed(checkDim(op, getResult(), "result", 0, getIds(), "ids", 0)) ||
-      failed(checkDim(op, getResult(), "result", 1, getTable(), "table", 1)))
+  // ids are [T] in the serving form and [B, S] as imported.
+  int64_t idsRank = tensorOf(getIds()).getRank();
+  if (failed(checkRank(op, getTable(), "table", 2, "[vocab, hidden]")))
+    return failure();
+  if (idsRank < 1)
+    return emitOpError("ids must have rank >= 1");
+  if (failed(checkRank(op, getResult(), "result", idsRank + 1,
+                       "(the ids' dims, then hidden)")))
+    return failure();
+  for (int64_t d = 0; d < idsRank; ++d)
+    if (failed(checkDim(op, getResult(), "result", d, getIds(), "ids", d)))
+      return failure();
+  if (failed(
+          checkDim(op, getResult(), "result", idsRank, getTable(), "table", 1)))
     return failure();
   if (tensorOf(getResult()).getElementType() !=
       tensorOf(getTable()).getElementType())
@@ -221,16 +230,30 @@ LogicalResult LayerNormOp::verify() {
 
 LogicalResult RotaryOp::verify() {
   Operation *op = getOperation();
-  if (failed(
-          checkRank(op, getInput(), "input", 3, "[tokens, heads, head_dim]")) ||
-      failed(checkRank(op, getPositions(), "positions", 1, "[tokens]")) ||
-      failed(checkDim(op, getPositions(), "positions", 0, getInput(), "input",
-                      0)) ||
-      failed(checkSameAsInput(op, getInput(), getResult())))
+  // [T, heads, head_dim] with positions [T] (the serving form), or the
+  // imported [B, heads, S, head_dim] with positions [B, S].
+  int64_t rank = tensorOf(getInput()).getRank();
+  if (rank != 3 && rank != 4)
+    return emitOpError() << "input must be rank 3 [tokens, heads, head_dim] "
+                            "or rank 4 [batch, heads, seq, head_dim], got rank "
+                         << rank;
+  if (rank == 3 &&
+      (failed(checkRank(op, getPositions(), "positions", 1, "[tokens]")) ||
+       failed(checkDim(op, getPositions(), "positions", 0, getInput(), "input",
+                       0))))
+    return failure();
+  if (rank == 4 &&
+      (failed(checkRank(op, getPositions(), "positions", 2, "[batch, seq]")) ||
+       failed(checkDim(op, getPositions(), "positions", 0, getInput(), "input",
+                       0)) ||
+       failed(checkDim(op, getPositions(), "positions", 1, getInput(), "input",
+                       2))))
+    return failure();
+  if (failed(checkSameAsInput(op, getInput(), getResult())))
     return failure();
 
   int64_t rotaryDim = getRotaryDim();
-  int64_t headDim = tensorOf(getInput()).getDimSize(2);
+  int64_t headDim = tensorOf(getInput()).getDimSize(rank - 1);
   if (rotaryDim <= 0 || rotaryDim % 2 != 0)
     return emitOpError() << "rotary_dim must be positive and even, got "
                          << rotaryDim;

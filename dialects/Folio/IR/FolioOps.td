@@ -117,7 +117,9 @@ def Folio_RotaryOp : Folio_Op<"rotary", [Pure]> {
   let summary = "rotary position embedding of query or key heads";
   let description = [{
     Rotates the first `rotary_dim` channels of every head of
-    `input[T, heads, head_dim]` by angles `positions[t] * inv_freq[i]`; the
+    `input[T, heads, head_dim]` (positions `[T]`), or of the imported layout
+    `input[B, heads, S, head_dim]` (positions `[B, S]`), by angles
+    `position * inv_freq[i]`; the
     remaining channels pass through (partial rotary: Phi, GPT-NeoX). `style`
     pairs channels as `half_split` (i, i + rotary_dim/2) or `interleaved`
     (2i, 2i+1). Frequencies are `base^(-2i/rotary_dim)`, rescaled by

@@ -3,6 +3,8 @@
 #ifndef FOLIO_TRANSFORMS_PASSES_H
 #define FOLIO_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -31,4 +31,19 @@ def FolioSetTargetPass : Pass<"folio-set-target", "::mlir::ModuleOp"> {
   ];
 }
 
+def FolioONNXSimplifyPass : Pass<"folio-onnx-simplify", "::mlir::func::FuncOp"> {
+  let summary = "Folds shape subgraphs and removes no-op ONNX nodes";
+  let description = [{
+    Runs symbolic shape inference over an imported function, then:
+    replaces every `folio.onnx_node` whose results are fully known (shape
+    arithmetic, constants, the 1/sqrt(d) scale) by `arith.constant`;
+    forwards nodes that do nothing for the inferred shapes (Identity, Cast to
+    the same type, Reshape/Expand/Squeeze/Unsqueeze to the same dims, an
+    identity Transpose, a single-input Concat); refines result types to the
+    inferred ones; and erases what is left unused. Raising then sees the
+    computation without the exporters' shape bookkeeping.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // FOLIO_TRANSFORMS_PASSES_TD

@@ -73,16 +73,16 @@ func.func @embedding_table_rank(%t: tensor<8xf32>, %ids: tensor<?xi32>) {
 
 // -----
 
-func.func @embedding_ids_rank(%t: tensor<8x4xf32>, %ids: tensor<1x2xi32>) {
-  // expected-error @+1 {{'folio.embedding' op ids must be rank 1 [tokens], got rank 2}}
-  %0 = folio.embedding %t[%ids] : (tensor<8x4xf32>, tensor<1x2xi32>) -> tensor<2x4xf32>
+func.func @embedding_ids_rank(%t: tensor<8x4xf32>, %ids: tensor<i32>) {
+  // expected-error @+1 {{'folio.embedding' op ids must have rank >= 1}}
+  %0 = folio.embedding %t[%ids] : (tensor<8x4xf32>, tensor<i32>) -> tensor<4xf32>
   return
 }
 
 // -----
 
 func.func @embedding_result_rank(%t: tensor<8x4xf32>, %ids: tensor<2xi32>) {
-  // expected-error @+1 {{'folio.embedding' op result must be rank 2 [tokens, hidden], got rank 3}}
+  // expected-error @+1 {{'folio.embedding' op result must be rank 2 (the ids' dims, then hidden), got rank 3}}
   %0 = folio.embedding %t[%ids] : (tensor<8x4xf32>, tensor<2xi32>) -> tensor<1x2x4xf32>
   return
 }
@@ -302,7 +302,7 @@ func.func @layer_norm_epsilon(%x: tensor<?x4xf32>, %w: tensor<4xf32>) {
 // -----
 
 func.func @rotary_input_rank(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
-  // expected-error @+1 {{'folio.rotary' op input must be rank 3 [tokens, heads, head_dim], got rank 2}}
+  // expected-error @+1 {{'folio.rotary' op input must be rank 3 [tokens, heads, head_dim] or rank 4 [batch, heads, seq, head_dim], got rank 2}}
   %0 = folio.rotary %x, %p {rotary_dim = 16 : i64} : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
   return
 }
@@ -320,6 +320,22 @@ func.func @rotary_positions_rank(%x: tensor<?x4x16xf32>, %p: tensor<1x?xi32>) {
 func.func @rotary_positions_dim(%x: tensor<3x4x16xf32>, %p: tensor<2xi32>) {
   // expected-error @+1 {{'folio.rotary' op positions dim 0 (2) does not match input dim 0 (3)}}
   %0 = folio.rotary %x, %p {rotary_dim = 16 : i64} : (tensor<3x4x16xf32>, tensor<2xi32>) -> tensor<3x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_batched_positions_rank(%x: tensor<1x4x?x16xf32>, %p: tensor<?xi64>) {
+  // expected-error @+1 {{'folio.rotary' op positions must be rank 2 [batch, seq], got rank 1}}
+  %0 = folio.rotary %x, %p {rotary_dim = 16 : i64} : (tensor<1x4x?x16xf32>, tensor<?xi64>) -> tensor<1x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_batched_positions_seq(%x: tensor<1x4x5x16xf32>, %p: tensor<1x6xi64>) {
+  // expected-error @+1 {{'folio.rotary' op positions dim 1 (6) does not match input dim 2 (5)}}
+  %0 = folio.rotary %x, %p {rotary_dim = 16 : i64} : (tensor<1x4x5x16xf32>, tensor<1x6xi64>) -> tensor<1x4x5x16xf32>
   return
 }
 

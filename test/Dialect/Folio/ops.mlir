@@ -38,6 +38,13 @@ func.func @embedding(%table: tensor<256x64xf32>, %ids: tensor<?xi32>)
   return %0, %1 : tensor<?x64xf32>, tensor<?x64xf32>
 }
 
+// CHECK-LABEL: func @embedding_batched
+func.func @embedding_batched(%table: tensor<256x64xf32>, %ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
+  // CHECK: folio.embedding %{{.*}}[%{{.*}}] : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  %0 = folio.embedding %table[%ids] : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
 // CHECK-LABEL: func @linear
 func.func @linear(%x: tensor<?x64xf32>, %w: tensor<64x192xf32>,
                   %b: tensor<192xf32>, %wt: tensor<128x64xbf16>,
@@ -82,6 +89,13 @@ func.func @rotary(%q: tensor<?x4x16xf32>, %pos: tensor<?xi32>,
   // CHECK: folio.rotary %{{.*}}, %{{.*}} {beta_fast = 3.200000e+01 : f64, beta_slow = 1.000000e+00 : f64, original_max_position = 4096 : i64, rotary_dim = 16 : i64, scaling = #folio.rope_scaling<yarn>, scaling_factor = 4.000000e+00 : f64}
   %4 = folio.rotary %q, %pos {rotary_dim = 16 : i64, scaling = #folio.rope_scaling<yarn>, scaling_factor = 4.0 : f64, original_max_position = 4096 : i64, beta_fast = 32.0 : f64, beta_slow = 1.0 : f64} : (tensor<?x4x16xf32>, tensor<?xi32>) -> tensor<?x4x16xf32>
   return %0, %1, %2, %3, %4 : tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>
+}
+
+// CHECK-LABEL: func @rotary_batched
+func.func @rotary_batched(%q: tensor<?x4x?x16xf32>, %pos: tensor<?x?xi64>) -> tensor<?x4x?x16xf32> {
+  // CHECK: folio.rotary %{{.*}}, %{{.*}} {rotary_dim = 8 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  %0 = folio.rotary %q, %pos {rotary_dim = 8 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return %0 : tensor<?x4x?x16xf32>
 }
 
 // CHECK-LABEL: func @rotary_linear_scaling

@@ -1,0 +1,71 @@
+//===- Match.cpp - Matching imported ONNX subgraphs -----------------------===//
+
+#include "ONNXOps/Match.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using namespace mlir::folio;
+
+ONNXNodeOp mlir::folio::matchONNX(Value value, StringRef opType,
+                                  StringRef domain) {
+  auto node = value.getDefiningOp<ONNXNodeOp>();
+  if (!node || node.getOpType() != opType || node.getDomain() != domain)
+    return {};
+  return node;
+}
+
+Value mlir::folio::getONNXInput(ONNXNodeOp node, unsigned index) {
+  ArrayRef<int64_t> absent = node.getAbsentInputs();
+  if (llvm::is_contained(absent, int64_t(index)))
+    return {};
+  unsigned before = llvm::count_if(
+      absent, [&](int64_t position) { return position < int64_t(index); });
+  unsigned operand = index - before;
+  if (operand >= node.getInputs().size())
+    return {};
+  return node.getInputs()[operand];
+}
+
+static DenseElementsAttr getDenseConstant(Value value) {
+  if (auto constant = value.getDefiningOp<arith::ConstantOp>())
+    return dyn_cast<DenseElementsAttr>(constant.getValue());
+  return {};
+}
+
+std::optional<double> mlir::folio::getScalarConstant(Value value) {
+  DenseElementsAttr dense = getDenseConstant(value);
+  if (!dense || (!dense.isSplat() && dense.getNumElements() != 1))
+    return std::nullopt;
+  Type element = dense.getElementType();
+  if (isa<FloatType>(element))
+    return (*dense.getValues<APFloat>().begin()).convertToDouble();
+  if (isa<IntegerType>(element))
+    return double((*dense.getValues<APInt>().begin()).getSExtValue());
+  return std::nullopt;
+}
+
+std::optional<SmallVector<int64_t>> mlir::folio::getIntConstants(Value value) {
+  DenseElementsAttr dense = getDenseConstant(value);
+  if (!dense || !isa<IntegerType>(dense.getElementType()))
+    return std::nullopt;
+  SmallVector<int64_t> values;
+  for (const APInt &v : dense.getValues<APInt>())
+    values.push_back(v.getSExtValue());
+  return values;
+}
+
+int64_t mlir::folio::getONNXIntAttr(ONNXNodeOp node, StringRef name,
+                                    int64_t defaultValue) {
+  if (auto attr = node.getOnnxAttributes().getAs<IntegerAttr>(name))
+    return attr.getInt();
+  return defaultValue;
+}
+
+double mlir::folio::getONNXFloatAttr(ONNXNodeOp node, StringRef name,
+                                     double defaultValue) {
+  if (auto attr = node.getOnnxAttributes().getAs<FloatAttr>(name))
+    return attr.getValueAsDouble();
+  return defaultValue;
+}

@@ -1,0 +1,171 @@
+//===- ONNXSimplify.cpp - Fold shape subgraphs, drop no-op ONNX nodes -----===//
+
+#include "Folio/IR/FolioOps.h"
+#include "Folio/Transforms/Passes.h"
+#include "ONNXOps/ShapeInference.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "folio-onnx-simplify"
+
+namespace mlir::folio {
+#define GEN_PASS_DEF_FOLIOONNXSIMPLIFYPASS
+#include "Folio/Transforms/Passes.h.inc"
+} // namespace mlir::folio
+
+using namespace mlir;
+using namespace mlir::folio;
+
+namespace {
+
+/// The constant a fully known value stands for, or null.
+DenseElementsAttr constantFor(const ONNXValueFacts &facts) {
+  auto type = dyn_cast<RankedTensorType>(facts.getType());
+  if (!type || !type.hasStaticShape())
+    return {};
+  Type element = type.getElementType();
+  if (facts.ints) {
+    std::optional<SmallVector<int64_t, 4>> values = facts.getConstantInts();
+    if (!values || int64_t(values->size()) != type.getNumElements())
+      return {};
+    if (element.isInteger(1)) {
+      SmallVector<bool> bits(values->begin(), values->end());
+      return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+    }
+    SmallVector<APInt> ints;
+    for (int64_t v : *values)
+      ints.push_back(APInt(element.getIntOrFloatBitWidth(), v, true));
+    return DenseElementsAttr::get(type, ints);
+  }
+  if (facts.floats && isa<FloatType>(element)) {
+    if (int64_t(facts.floats->size()) != type.getNumElements())
+      return {};
+    SmallVector<APFloat> floats;
+    for (double v : *facts.floats) {
+      APFloat value(v);
+      bool losesInfo = false;
+      value.convert(cast<FloatType>(element).getFloatSemantics(),
+                    APFloat::rmNearestTiesToEven, &losesInfo);
+      floats.push_back(value);
+    }
+    return DenseElementsAttr::get(type, floats);
+  }
+  return {};
+}
+
+bool sameDims(const ONNXValueFacts &a, const ONNXValueFacts &b) {
+  if (!a.dims || !b.dims || a.dims->size() != b.dims->size())
+    return false;
+  for (auto [x, y] : llvm::zip(*a.dims, *b.dims))
+    if (!x || !y || x != y)
+      return false;
+  return true;
+}
+
+/// The input a node merely forwards, given the inferred facts.
+Value forwardedInput(ONNXNodeOp node, ONNXShapeInference &inference) {
+  if (node.getNumResults() != 1 || node.getInputs().empty())
+    return {};
+  StringRef op = node.getOpType();
+  if (!node.getDomain().empty())
+    return {};
+  Value input = node.getInputs()[0];
+  const ONNXValueFacts *in = inference.lookup(input);
+  const ONNXValueFacts *out = inference.lookup(node.getResult(0));
+  if (!in || !out || in->elementType != out->elementType)
+    return {};
+  if (op == "Identity" || op == "Cast")
+    return input;
+  if (op == "Concat" && node.getInputs().size() == 1)
+    return input;
+  if (op == "Reshape" || op == "Expand" || op == "Squeeze" ||
+      op == "Unsqueeze" || op == "Slice" || op == "Tile")
+    return sameDims(*in, *out) ? input : Value();
+  if (op == "Transpose") {
+    auto perm = node.getOnnxAttributes().getAs<DenseI64ArrayAttr>("perm");
+    if (!perm)
+      return {};
+    for (auto [i, p] : llvm::enumerate(perm.asArrayRef()))
+      if (int64_t(i) != p)
+        return {};
+    return input;
+  }
+  return {};
+}
+
+struct ONNXSimplifyPass
+    : mlir::folio::impl::FolioONNXSimplifyPassBase<ONNXSimplifyPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    ONNXShapeInference inference(&getContext());
+    if (failed(inference.run(func)))
+      return signalPassFailure();
+
+    OpBuilder builder(&getContext());
+    SmallVector<ONNXNodeOp> nodes;
+    func.walk([&](ONNXNodeOp node) { nodes.push_back(node); });
+    for (ONNXNodeOp node : nodes) {
+      // Folding first: a folded Reshape of a shape vector is a constant.
+      bool folded = false;
+      if (node.getNumResults() == 1) {
+        const ONNXValueFacts *facts = inference.lookup(node.getResult(0));
+        DenseElementsAttr value;
+        if (node.getOpType() == "Constant" && node.getDomain().empty())
+          if (auto attr = node.getOnnxAttributes().getAs<ElementsAttr>("value"))
+            if (attr.getType() == node.getResult(0).getType())
+              value = dyn_cast<DenseElementsAttr>(attr);
+        if (!value && facts)
+          value = constantFor(*facts);
+        if (!value && node.getOpType() == "Constant" &&
+            node.getDomain().empty()) {
+          // Large constants (resources) keep their attribute as is.
+          if (auto attr =
+                  node.getOnnxAttributes().getAs<ElementsAttr>("value")) {
+            builder.setInsertionPoint(node);
+            auto constant =
+                builder.create<arith::ConstantOp>(node.getLoc(), attr);
+            node.getResult(0).replaceAllUsesWith(constant);
+            inference.setFacts(constant, inference.factsForConstant(attr));
+            folded = true;
+          }
+        }
+        if (value) {
+          builder.setInsertionPoint(node);
+          auto constant =
+              builder.create<arith::ConstantOp>(node.getLoc(), value);
+          node.getResult(0).replaceAllUsesWith(constant.getResult());
+          inference.setFacts(constant, inference.factsForConstant(value));
+          folded = true;
+        }
+      }
+      if (folded)
+        continue;
+      if (Value input = forwardedInput(node, inference)) {
+        node.getResult(0).replaceAllUsesWith(input);
+        continue;
+      }
+      // Refine types to what inference knows now (dims may have become
+      // constant after folding upstream).
+      for (Value result : node.getResults())
+        if (const ONNXValueFacts *facts = inference.lookup(result))
+          if (facts->getType() != result.getType() &&
+              !result.getUses().empty() &&
+              llvm::all_of(result.getUsers(), [](Operation *user) {
+                return isa<ONNXNodeOp>(user);
+              }))
+            result.setType(facts->getType());
+    }
+
+    // Erase what nothing uses any more, last first so chains disappear.
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : llvm::reverse(ops))
+      if ((isa<ONNXNodeOp>(op) || isa<arith::ConstantOp>(op)) &&
+          op->use_empty())
+        op->erase();
+  }
+};
+
+} // namespace

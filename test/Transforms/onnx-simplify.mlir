@@ -1,0 +1,61 @@
+// RUN: folio-opt %s --split-input-file --folio-onnx-simplify | FileCheck %s
+
+// Tests that a shape computed from static dims folds to a constant, and
+// that the Reshape it fed keeps only the data operand's producer.
+
+// CHECK-LABEL: func @fold_static_shape
+func.func @fold_static_shape(%x: tensor<2x32xf32>) -> tensor<2x4x8xf32> {
+  // CHECK-NOT: "Shape"
+  // CHECK-NOT: "Concat"
+  // CHECK: %[[T:.*]] = arith.constant dense<[2, 4, 8]> : tensor<3xi64>
+  // CHECK: folio.onnx_node "Reshape"(%{{.*}}, %[[T]])
+  %s = folio.onnx_node "Shape"(%x) {opset = 17 : i64} : (tensor<2x32xf32>) -> tensor<2xi64>
+  %i = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %b = folio.onnx_node "Gather"(%s, %i) {opset = 17 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %h = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<[4, 8]> : tensor<2xi64>}} : () -> tensor<2xi64>
+  %t = folio.onnx_node "Concat"(%b, %h) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<2xi64>) -> tensor<3xi64>
+  %r = folio.onnx_node "Reshape"(%x, %t) {opset = 17 : i64} : (tensor<2x32xf32>, tensor<3xi64>) -> tensor<2x4x8xf32>
+  return %r : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Tests that no-op nodes are forwarded: a Cast to the same type, an
+// Identity, and a Reshape whose output dims equal its input's
+// (symbolically), and that dead nodes go.
+
+// CHECK-LABEL: func @forward_noops
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x32xf32>
+func.func @forward_noops(%x: tensor<?x?x32xf32> {folio.dim_names = ["b", "s", ""]}) -> tensor<?x?x32xf32> {
+  // CHECK-NEXT: %[[N:.*]] = folio.onnx_node "Neg"(%[[X]])
+  // CHECK-NEXT: return %[[N]]
+  %c = folio.onnx_node "Cast"(%x) {opset = 17 : i64, onnx_attributes = {to = 1 : i64}} : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  %i = folio.onnx_node "Identity"(%c) {opset = 17 : i64} : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  %s = folio.onnx_node "Shape"(%i) {opset = 17 : i64} : (tensor<?x?x32xf32>) -> tensor<3xi64>
+  %r = folio.onnx_node "Reshape"(%i, %s) {opset = 17 : i64} : (tensor<?x?x32xf32>, tensor<3xi64>) -> tensor<?x?x32xf32>
+  %unused = folio.onnx_node "Exp"(%r) {opset = 17 : i64} : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  %n = folio.onnx_node "Neg"(%r) {opset = 17 : i64} : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  return %n : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Tests that a Reshape that really changes dims stays, that a Cast that
+// changes the type stays, and that the scale computed from a shape folds.
+
+// CHECK-LABEL: func @keep_real_work
+func.func @keep_real_work(%x: tensor<?x?x32xf32> {folio.dim_names = ["b", "s", ""]}) -> (tensor<?x?x4x8xf32>, tensor<?x?x32xf16>, tensor<f32>) {
+  // CHECK: arith.constant dense<[0, 0, 4, 8]> : tensor<4xi64>
+  // CHECK: folio.onnx_node "Reshape"
+  // CHECK: folio.onnx_node "Cast"
+  // CHECK-NOT: "Sqrt"
+  // CHECK: arith.constant dense<1.250000e-01> : tensor<f32>
+  %t = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<[0, 0, 4, 8]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %r = folio.onnx_node "Reshape"(%x, %t) {opset = 17 : i64} : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x4x8xf32>
+  %h = folio.onnx_node "Cast"(%x) {opset = 17 : i64, onnx_attributes = {to = 10 : i64}} : (tensor<?x?x32xf32>) -> tensor<?x?x32xf16>
+  %eight = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<64.0> : tensor<f32>}} : () -> tensor<f32>
+  %sq = folio.onnx_node "Sqrt"(%eight) {opset = 17 : i64} : (tensor<f32>) -> tensor<f32>
+  %one = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<1.0> : tensor<f32>}} : () -> tensor<f32>
+  %scale = folio.onnx_node "Div"(%one, %sq) {opset = 17 : i64} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %r, %h, %scale : tensor<?x?x4x8xf32>, tensor<?x?x32xf16>, tensor<f32>
+}
