@@ -68,6 +68,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     std::abort();
   }
   scratchDir = dir.str().str();
+  // libFuzzer has no teardown hook, but it leaves through exit().
+  std::atexit([] { llvm::sys::fs::remove_directories(scratchDir); });
   // 4 KiB of a byte pattern: enough for the seed models' external tensors.
   std::string weights(4096, '\0');
   for (size_t i = 0; i < weights.size(); ++i)
