@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 
 config.name = "FOLIO"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.folio_obj_root, "test")
 # GoogleTest sources and helper inputs are not lit tests.
@@ -18,4 +18,5 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.folio_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["folio-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(["folio-opt", "folioc"], tool_dirs)
+config.substitutions.append(("%models", os.path.join(config.folio_src_root, "models", "zoo")))
