@@ -12,6 +12,7 @@
 #include "Folio/IR/FolioDialect.h"
 #include "Folio/Transforms/Passes.h"
 #include "Pipelines/Pipelines.h"
+#include "Raise/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,6 +30,7 @@ inline void registerFolioDialects(DialectRegistry &registry) {
 
 inline void registerFolioPassesAndPipelines() {
   registerFolioPasses();
+  registerFolioRaisePasses();
   registerFolioPipelines();
   // canonicalize, cse, inline, symbol-dce, ...: what tests and pipelines use.
   registerTransformsPasses();

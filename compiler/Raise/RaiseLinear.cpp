@@ -1,0 +1,259 @@
+//===- RaiseLinear.cpp - Projections, embeddings and gated MLPs -----------===//
+
+#include "Raise/EraseDead.h"
+#include "Raise/Passes.h"
+
+#include "Folio/IR/FolioOps.h"
+#include "ONNXOps/Match.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/Debug.h"
+
+#include <cmath>
+
+#define DEBUG_TYPE "folio-raise-linear"
+
+namespace mlir::folio {
+#define GEN_PASS_DEF_FOLIORAISELINEARPASS
+#include "Raise/Passes.h.inc"
+} // namespace mlir::folio
+
+using namespace mlir;
+using namespace mlir::folio;
+
+namespace {
+
+bool isConstantOfRank(Value v, int64_t rank) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return v.getDefiningOp<arith::ConstantOp>() && type && type.getRank() == rank;
+}
+
+bool isScalar(Value v, double expected, double tolerance = 1e-6) {
+  std::optional<double> value = getScalarConstant(v);
+  return value && std::fabs(*value - expected) <= tolerance;
+}
+
+/// The other operand of a binary node when one is `known`.
+Value otherOperand(ONNXNodeOp node, Value known) {
+  if (!node || node.getInputs().size() != 2)
+    return {};
+  if (node.getInputs()[0] == known)
+    return node.getInputs()[1];
+  if (node.getInputs()[1] == known)
+    return node.getInputs()[0];
+  return {};
+}
+
+/// Recognises act(g) for the gated-MLP activations, returning g.
+std::optional<std::pair<Activation, Value>> matchActivation(Value v) {
+  // SiLU: g * Sigmoid(g).
+  if (ONNXNodeOp mul = matchONNX(v, "Mul"))
+    for (unsigned i = 0; i < 2; ++i)
+      if (ONNXNodeOp sig = matchONNX(mul.getInputs()[i], "Sigmoid"))
+        if (sig.getInputs()[0] == mul.getInputs()[1 - i])
+          return std::make_pair(Activation::silu, sig.getInputs()[0]);
+  // ONNX Gelu (opset 20).
+  if (ONNXNodeOp gelu = matchONNX(v, "Gelu")) {
+    auto approx = gelu.getOnnxAttributes().getAs<StringAttr>("approximate");
+    bool tanh = approx && approx.getValue() == "tanh";
+    return std::make_pair(tanh ? Activation::gelu_tanh : Activation::gelu,
+                          gelu.getInputs()[0]);
+  }
+  // 0.5 * g * (1 + f(g)): exact GELU with f = erf(g / sqrt(2)), tanh GELU
+  // with f = tanh(sqrt(2/pi) * (g + 0.044715 g^3)). The factors come in
+  // any association, so collect the product's leaves first.
+  ONNXNodeOp outer = matchONNX(v, "Mul");
+  if (!outer)
+    return std::nullopt;
+  SmallVector<Value> leaves;
+  std::function<void(Value, int)> collect = [&](Value x, int depth) {
+    ONNXNodeOp m = matchONNX(x, "Mul");
+    if (m && depth < 2) {
+      collect(m.getInputs()[0], depth + 1);
+      collect(m.getInputs()[1], depth + 1);
+    } else {
+      leaves.push_back(x);
+    }
+  };
+  collect(v, 0);
+  bool half = false;
+  Value onePlus, g;
+  for (Value leaf : leaves) {
+    if (isScalar(leaf, 0.5))
+      half = true;
+    else if (matchONNX(leaf, "Add") &&
+             llvm::any_of(matchONNX(leaf, "Add").getInputs(),
+                          [](Value x) { return isScalar(x, 1.0); }))
+      onePlus = leaf;
+    else
+      g = leaf;
+  }
+  if (!half || !onePlus || !g || leaves.size() != 3)
+    return std::nullopt;
+  ONNXNodeOp add = matchONNX(onePlus, "Add");
+  Value f = isScalar(add.getInputs()[0], 1.0) ? add.getInputs()[1]
+                                              : add.getInputs()[0];
+  if (ONNXNodeOp erf = matchONNX(f, "Erf")) {
+    Value arg = erf.getInputs()[0];
+    if (ONNXNodeOp div = matchONNX(arg, "Div"))
+      if (div.getInputs()[0] == g &&
+          isScalar(div.getInputs()[1], M_SQRT2, 1e-4))
+        return std::make_pair(Activation::gelu, g);
+    if (ONNXNodeOp mul = matchONNX(arg, "Mul"))
+      if (Value s = otherOperand(mul, g); s && isScalar(s, M_SQRT1_2, 1e-4))
+        return std::make_pair(Activation::gelu, g);
+    return std::nullopt;
+  }
+  if (ONNXNodeOp tanh = matchONNX(f, "Tanh")) {
+    // tanh(c * (g + 0.044715 * g^3)); c = sqrt(2/pi).
+    ONNXNodeOp scaled = matchONNX(tanh.getInputs()[0], "Mul");
+    if (!scaled)
+      return std::nullopt;
+    for (unsigned i = 0; i < 2; ++i) {
+      if (!isScalar(scaled.getInputs()[i], std::sqrt(2.0 / M_PI), 1e-4))
+        continue;
+      ONNXNodeOp inner = matchONNX(scaled.getInputs()[1 - i], "Add");
+      if (inner && otherOperand(inner, g))
+        return std::make_pair(Activation::gelu_tanh, g);
+    }
+  }
+  return std::nullopt;
+}
+
+struct RaiseLinearPass
+    : mlir::folio::impl::FolioRaiseLinearPassBase<RaiseLinearPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    OpBuilder b(&getContext());
+    SmallVector<ONNXNodeOp> nodes;
+    func.walk([&](ONNXNodeOp node) { nodes.push_back(node); });
+    for (ONNXNodeOp node : nodes) {
+      if (node->use_empty() || !node.getDomain().empty())
+        continue;
+      if (node.getOpType() == "MatMul")
+        raiseMatMul(b, node);
+      else if (node.getOpType() == "Gemm")
+        raiseGemm(b, node);
+      else if (node.getOpType() == "Gather")
+        raiseEmbedding(b, node);
+    }
+    SmallVector<LinearOp> downs;
+    func.walk([&](LinearOp op) { downs.push_back(op); });
+    for (LinearOp down : downs)
+      raiseGatedMLP(b, down);
+    eraseDeadOps(func);
+  }
+
+  /// x @ W (+ bias) with a constant [K, N] weight.
+  void raiseMatMul(OpBuilder &b, ONNXNodeOp matmul) {
+    Value x = matmul.getInputs()[0], w = matmul.getInputs()[1];
+    auto xType = dyn_cast<RankedTensorType>(x.getType());
+    if (!isConstantOfRank(w, 2) || !xType || xType.getRank() < 1)
+      return;
+    Value result = matmul.getResult(0);
+    Value bias;
+    Operation *replaced = matmul;
+    if (result.hasOneUse())
+      if (auto add = dyn_cast<ONNXNodeOp>(*result.getUsers().begin());
+          add && add.getOpType() == "Add" && add.getDomain().empty()) {
+        Value other = otherOperand(add, result);
+        auto wType = cast<RankedTensorType>(w.getType());
+        if (other && isConstantOfRank(other, 1) &&
+            cast<RankedTensorType>(other.getType()).getDimSize(0) ==
+                wType.getDimSize(1) &&
+            add.getResult(0).getType() == result.getType()) {
+          bias = other;
+          replaced = add;
+        }
+      }
+    b.setInsertionPoint(replaced);
+    auto linear = b.create<LinearOp>(
+        matmul.getLoc(), result.getType(), x, w, bias,
+        WeightLayoutAttr::get(&getContext(), WeightLayout::in_out));
+    replaced->getResult(0).replaceAllUsesWith(linear.getResult());
+  }
+
+  /// Gemm(A, B, C) with alpha = beta = 1, transA = 0 and a constant B.
+  void raiseGemm(OpBuilder &b, ONNXNodeOp gemm) {
+    Value a = getONNXInput(gemm, 0), w = getONNXInput(gemm, 1),
+          c = getONNXInput(gemm, 2);
+    if (!isConstantOfRank(w, 2) || getONNXIntAttr(gemm, "transA", 0) != 0 ||
+        getONNXFloatAttr(gemm, "alpha", 1.0) != 1.0 ||
+        getONNXFloatAttr(gemm, "beta", 1.0) != 1.0)
+      return;
+    bool transB = getONNXIntAttr(gemm, "transB", 0) != 0;
+    auto wType = cast<RankedTensorType>(w.getType());
+    int64_t n = wType.getDimSize(transB ? 0 : 1);
+    if (c && !(isConstantOfRank(c, 1) &&
+               cast<RankedTensorType>(c.getType()).getDimSize(0) == n))
+      return;
+    b.setInsertionPoint(gemm);
+    auto linear = b.create<LinearOp>(
+        gemm.getLoc(), gemm.getResult(0).getType(), a, w, c,
+        WeightLayoutAttr::get(&getContext(), transB ? WeightLayout::out_in
+                                                    : WeightLayout::in_out));
+    gemm.getResult(0).replaceAllUsesWith(linear.getResult());
+  }
+
+  /// Gather(table, ids) on axis 0, with a following scalar multiply folded
+  /// into the scale (Gemma multiplies embeddings by sqrt(hidden)).
+  void raiseEmbedding(OpBuilder &b, ONNXNodeOp gather) {
+    Value table = gather.getInputs()[0], ids = gather.getInputs()[1];
+    auto idsType = dyn_cast<RankedTensorType>(ids.getType());
+    if (!isConstantOfRank(table, 2) || getONNXIntAttr(gather, "axis", 0) != 0 ||
+        !idsType || idsType.getRank() < 1)
+      return;
+    Value result = gather.getResult(0);
+    double scale = 1.0;
+    Operation *replaced = gather;
+    if (result.hasOneUse())
+      if (auto mul = dyn_cast<ONNXNodeOp>(*result.getUsers().begin());
+          mul && mul.getOpType() == "Mul" && mul.getDomain().empty())
+        if (Value other = otherOperand(mul, result))
+          if (std::optional<double> s = getScalarConstant(other);
+              s && *s > 0 && mul.getResult(0).getType() == result.getType()) {
+            scale = *s;
+            replaced = mul;
+          }
+    b.setInsertionPoint(replaced);
+    auto embedding =
+        b.create<EmbeddingOp>(gather.getLoc(), result.getType(), table, ids,
+                              b.getF64FloatAttr(scale));
+    replaced->getResult(0).replaceAllUsesWith(embedding.getResult());
+  }
+
+  /// down(act(gate(x)) * up(x)) over bias-free linears with one layout.
+  void raiseGatedMLP(OpBuilder &b, LinearOp down) {
+    if (down.getBias())
+      return;
+    ONNXNodeOp mul = matchONNX(down.getInput(), "Mul");
+    if (!mul)
+      return;
+    for (unsigned i = 0; i < 2; ++i) {
+      std::optional<std::pair<Activation, Value>> act =
+          matchActivation(mul.getInputs()[i]);
+      if (!act)
+        continue;
+      auto gate = act->second.getDefiningOp<LinearOp>();
+      auto up = mul.getInputs()[1 - i].getDefiningOp<LinearOp>();
+      if (!gate || !up || gate.getBias() || up.getBias() ||
+          gate.getInput() != up.getInput() ||
+          gate.getWeightLayout() != down.getWeightLayout() ||
+          up.getWeightLayout() != down.getWeightLayout() ||
+          gate.getWeight().getType() != up.getWeight().getType() ||
+          down.getResult().getType() != gate.getInput().getType())
+        continue;
+      b.setInsertionPoint(down);
+      auto mlp = b.create<GatedMLPOp>(
+          down.getLoc(), down.getResult().getType(), gate.getInput(),
+          gate.getWeight(), up.getWeight(), down.getWeight(),
+          ActivationAttr::get(&getContext(), act->first),
+          down.getWeightLayoutAttr());
+      down.getResult().replaceAllUsesWith(mlp.getResult());
+      return;
+    }
+  }
+};
+
+} // namespace

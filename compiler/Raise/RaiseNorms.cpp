@@ -1,0 +1,303 @@
+//===- RaiseNorms.cpp - RMSNorm and LayerNorm subgraphs to folio ops ------===//
+
+#include "Raise/EraseDead.h"
+#include "Raise/Passes.h"
+
+#include "Folio/IR/FolioOps.h"
+#include "ONNXOps/Match.h"
+#include "ONNXOps/ShapeInference.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "folio-raise-norms"
+
+namespace mlir::folio {
+#define GEN_PASS_DEF_FOLIORAISENORMSPASS
+#include "Raise/Passes.h.inc"
+} // namespace mlir::folio
+
+using namespace mlir;
+using namespace mlir::folio;
+
+namespace {
+
+/// Both operand orders of a commutative binary node: (node, lhs, rhs) with
+/// `pred(lhs)` holding, or nullopt.
+template <typename Pred>
+std::optional<std::pair<Value, Value>> commuted(ONNXNodeOp node, Pred pred) {
+  if (!node || node.getInputs().size() != 2)
+    return std::nullopt;
+  Value a = node.getInputs()[0], b = node.getInputs()[1];
+  if (pred(a))
+    return std::make_pair(a, b);
+  if (pred(b))
+    return std::make_pair(b, a);
+  return std::nullopt;
+}
+
+/// A 1-D constant of `width` elements (a norm's weight or bias).
+bool isVectorConstant(Value v, int64_t width) {
+  if (!v.getDefiningOp<arith::ConstantOp>())
+    return false;
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && type.getRank() == 1 &&
+         (ShapedType::isDynamic(width) || type.getDimSize(0) == width);
+}
+
+/// The width of the last axis of a ranked tensor value.
+int64_t lastDim(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && type.getRank() > 0 ? type.getShape().back()
+                                    : ShapedType::kDynamic;
+}
+
+/// ReduceMean over exactly the last axis with keepdims, of `x`'s rank.
+Value matchMeanOverLastAxis(Value v) {
+  ONNXNodeOp mean = matchONNX(v, "ReduceMean");
+  if (!mean || getONNXIntAttr(mean, "keepdims", 1) != 1)
+    return {};
+  Value data = getONNXInput(mean, 0);
+  auto type = dyn_cast<RankedTensorType>(data.getType());
+  if (!type)
+    return {};
+  SmallVector<int64_t> axes;
+  if (Value axesInput = getONNXInput(mean, 1)) {
+    std::optional<SmallVector<int64_t>> given = getIntConstants(axesInput);
+    if (!given)
+      return {};
+    axes = *given;
+  } else if (auto attr =
+                 mean.getOnnxAttributes().getAs<DenseI64ArrayAttr>("axes")) {
+    axes.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
+  }
+  int64_t rank = type.getRank();
+  if (axes.size() != 1 || (axes[0] != -1 && axes[0] != rank - 1))
+    return {};
+  return data;
+}
+
+/// x^2 as Pow(x, 2) or Mul(x, x).
+Value matchSquare(Value v) {
+  if (ONNXNodeOp pow = matchONNX(v, "Pow"))
+    if (getScalarConstant(getONNXInput(pow, 1)) == 2.0)
+      return getONNXInput(pow, 0);
+  if (ONNXNodeOp mul = matchONNX(v, "Mul"))
+    if (mul.getInputs()[0] == mul.getInputs()[1])
+      return mul.getInputs()[0];
+  return {};
+}
+
+/// sqrt(mean(x^2 over the last axis) + eps) -> (x, eps); or, for
+/// LayerNorm, sqrt(var + eps) where the caller checks the centring.
+std::optional<std::pair<Value, double>> matchRootMeanSquare(Value v) {
+  ONNXNodeOp sqrt = matchONNX(v, "Sqrt");
+  if (!sqrt)
+    return std::nullopt;
+  auto add = commuted(matchONNX(sqrt.getInputs()[0], "Add"),
+                      [](Value x) { return getScalarConstant(x).has_value(); });
+  if (!add)
+    return std::nullopt;
+  double eps = *getScalarConstant(add->first);
+  Value squared = matchMeanOverLastAxis(add->second);
+  if (!squared)
+    return std::nullopt;
+  Value x = matchSquare(squared);
+  if (!x)
+    return std::nullopt;
+  return std::make_pair(x, eps);
+}
+
+/// x * 1/rms, x / rms or x * Reciprocal(rms): returns (x, rms value).
+std::optional<std::pair<Value, Value>> matchNormalized(Value v) {
+  if (ONNXNodeOp div = matchONNX(v, "Div"))
+    return std::make_pair(div.getInputs()[0], div.getInputs()[1]);
+  ONNXNodeOp mul = matchONNX(v, "Mul");
+  if (!mul)
+    return std::nullopt;
+  for (unsigned i = 0; i < 2; ++i) {
+    Value x = mul.getInputs()[i], factor = mul.getInputs()[1 - i];
+    if (ONNXNodeOp recip = matchONNX(factor, "Reciprocal"))
+      return std::make_pair(x, recip.getInputs()[0]);
+    if (ONNXNodeOp div = matchONNX(factor, "Div"))
+      if (getScalarConstant(div.getInputs()[0]) == 1.0)
+        return std::make_pair(x, div.getInputs()[1]);
+  }
+  return std::nullopt;
+}
+
+struct RaiseNormsPass
+    : mlir::folio::impl::FolioRaiseNormsPassBase<RaiseNormsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    SmallVector<ONNXNodeOp> nodes;
+    func.walk([&](ONNXNodeOp node) { nodes.push_back(node); });
+    OpBuilder b(&getContext());
+    // LayerNorm first: its (x - mean) / sqrt(mean((x - mean)^2) + eps) * w
+    // also reads as an RMSNorm of the centred value.
+    for (ONNXNodeOp node : nodes)
+      if (node.getOpType() == "Add" && node.getDomain().empty())
+        raiseDecomposedLayerNorm(b, node);
+    for (ONNXNodeOp node : nodes) {
+      if (node->use_empty())
+        continue;
+      StringRef op = node.getOpType();
+      if (op == "Mul")
+        raiseRMSNorm(b, node);
+      else if (op == "LayerNormalization" && node.getDomain().empty())
+        raiseFusedLayerNorm(b, node);
+      else if (op == "RMSNormalization" || op == "SimplifiedLayerNormalization")
+        raiseFusedRMSNorm(b, node);
+      else if (op == "SkipSimplifiedLayerNormalization")
+        raiseSkipRMSNorm(b, node);
+    }
+    eraseDeadOps(func);
+  }
+
+  /// Checks a fused norm's axis attribute names the last axis.
+  bool normalizesLastAxis(ONNXNodeOp node) {
+    auto type = dyn_cast<RankedTensorType>(node.getInputs()[0].getType());
+    int64_t axis = getONNXIntAttr(node, "axis", -1);
+    return type && (axis == -1 || axis == type.getRank() - 1);
+  }
+
+  void replace(ONNXNodeOp node, Value result, unsigned index = 0) {
+    node.getResult(index).replaceAllUsesWith(result);
+  }
+
+  /// w * (x / rms(x)), in either operand order, with Gemma's (1 + w).
+  void raiseRMSNorm(OpBuilder &b, ONNXNodeOp mul) {
+    int64_t width = lastDim(mul.getResult(0));
+    Value weight, normalized;
+    double offset = 0.0;
+    for (unsigned i = 0; i < 2 && !weight; ++i) {
+      Value w = mul.getInputs()[i];
+      if (isVectorConstant(w, width)) {
+        weight = w;
+      } else if (ONNXNodeOp add = matchONNX(w, "Add")) {
+        auto parts =
+            commuted(add, [](Value x) { return getScalarConstant(x) == 1.0; });
+        if (parts && isVectorConstant(parts->second, width)) {
+          weight = parts->second;
+          offset = 1.0;
+        }
+      }
+      normalized = mul.getInputs()[1 - i];
+    }
+    if (!weight)
+      return;
+    std::optional<std::pair<Value, Value>> scaled = matchNormalized(normalized);
+    if (!scaled)
+      return;
+    std::optional<std::pair<Value, double>> rms =
+        matchRootMeanSquare(scaled->second);
+    if (!rms || rms->first != scaled->first)
+      return;
+    Value x = scaled->first;
+    if (x.getType() != mul.getResult(0).getType())
+      return;
+    b.setInsertionPoint(mul);
+    auto norm = b.create<RMSNormOp>(mul.getLoc(), x.getType(), x, weight,
+                                    b.getF64FloatAttr(rms->second),
+                                    b.getF64FloatAttr(offset));
+    LLVM_DEBUG(llvm::dbgs() << "raised RMSNorm at " << mul.getLoc() << "\n");
+    replace(mul, norm);
+  }
+
+  /// (x - mean) / sqrt(var + eps) * w + b, var = mean((x - mean)^2).
+  void raiseDecomposedLayerNorm(OpBuilder &b, ONNXNodeOp add) {
+    int64_t width = lastDim(add.getResult(0));
+    auto biased =
+        commuted(add, [&](Value v) { return isVectorConstant(v, width); });
+    if (!biased)
+      return;
+    auto weighted = commuted(matchONNX(biased->second, "Mul"), [&](Value v) {
+      return isVectorConstant(v, width);
+    });
+    if (!weighted)
+      return;
+    ONNXNodeOp div = matchONNX(weighted->second, "Div");
+    if (!div)
+      return;
+    ONNXNodeOp centred = matchONNX(div.getInputs()[0], "Sub");
+    if (!centred)
+      return;
+    Value x = centred.getInputs()[0];
+    if (matchMeanOverLastAxis(centred.getInputs()[1]) != x)
+      return;
+    std::optional<std::pair<Value, double>> rms =
+        matchRootMeanSquare(div.getInputs()[1]);
+    if (!rms || rms->first != centred.getResult(0) ||
+        x.getType() != add.getResult(0).getType())
+      return;
+    b.setInsertionPoint(add);
+    auto norm =
+        b.create<LayerNormOp>(add.getLoc(), x.getType(), x, weighted->first,
+                              biased->first, b.getF64FloatAttr(rms->second));
+    replace(add, norm);
+  }
+
+  void raiseFusedLayerNorm(OpBuilder &b, ONNXNodeOp node) {
+    Value x = getONNXInput(node, 0), scale = getONNXInput(node, 1),
+          bias = getONNXInput(node, 2);
+    if (!normalizesLastAxis(node) || node.getNumResults() != 1 ||
+        x.getType() != node.getResult(0).getType())
+      return;
+    b.setInsertionPoint(node);
+    auto norm = b.create<LayerNormOp>(
+        node.getLoc(), x.getType(), x, scale, bias,
+        b.getF64FloatAttr(getONNXFloatAttr(node, "epsilon", 1e-5)));
+    replace(node, norm);
+  }
+
+  void raiseFusedRMSNorm(OpBuilder &b, ONNXNodeOp node) {
+    Value x = getONNXInput(node, 0), scale = getONNXInput(node, 1);
+    // inv_std_var (output 1) has no folio equivalent: leave such nodes.
+    if (!normalizesLastAxis(node) ||
+        (node.getNumResults() > 1 && !node.getResult(1).use_empty()) ||
+        x.getType() != node.getResult(0).getType())
+      return;
+    b.setInsertionPoint(node);
+    auto norm = b.create<RMSNormOp>(
+        node.getLoc(), x.getType(), x, scale,
+        b.getF64FloatAttr(getONNXFloatAttr(node, "epsilon", 1e-5)),
+        b.getF64FloatAttr(0.0));
+    replace(node, norm);
+  }
+
+  /// output = rms_norm(input + skip (+ bias)); output 3 = that sum.
+  void raiseSkipRMSNorm(OpBuilder &b, ONNXNodeOp node) {
+    Value input = getONNXInput(node, 0), skip = getONNXInput(node, 1),
+          gamma = getONNXInput(node, 2), bias = getONNXInput(node, 3);
+    for (unsigned i = 1; i < 3 && i < node.getNumResults(); ++i)
+      if (!node.getResult(i).use_empty())
+        return;
+    if (input.getType() != skip.getType() ||
+        input.getType() != node.getResult(0).getType())
+      return;
+    b.setInsertionPoint(node);
+    auto addNode = [&](Value lhs, Value rhs) {
+      return b
+          .create<ONNXNodeOp>(
+              node.getLoc(), TypeRange{lhs.getType()}, b.getStringAttr("Add"),
+              b.getStringAttr(""), b.getI64IntegerAttr(14),
+              b.getStringAttr(node.getNodeName().str() + "/skip_add"),
+              b.getDictionaryAttr({}), b.getDenseI64ArrayAttr({}),
+              ValueRange{lhs, rhs})
+          .getResult(0);
+    };
+    Value sum = addNode(input, skip);
+    if (bias)
+      sum = addNode(sum, bias);
+    auto norm = b.create<RMSNormOp>(
+        node.getLoc(), sum.getType(), sum, gamma,
+        b.getF64FloatAttr(getONNXFloatAttr(node, "epsilon", 1e-5)),
+        b.getF64FloatAttr(0.0));
+    replace(node, norm, 0);
+    if (node.getNumResults() > 3)
+      replace(node, sum, 3);
+  }
+};
+
+} // namespace
