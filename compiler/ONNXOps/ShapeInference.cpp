@@ -180,6 +180,15 @@ LogicalResult ONNXShapeInference::run(func::FuncOp func) {
     }
     auto node = dyn_cast<ONNXNodeOp>(op);
     if (!node) {
+      if (std::optional<ONNXValueFacts> inferred = inferNonONNXOp(op, *this)) {
+        // Simplify so that equal dims compare equal downstream.
+        if (inferred->dims)
+          for (AffineExpr &expr : *inferred->dims)
+            if (expr)
+              expr = simplifyAffineExpr(expr, 0, symbolNames.size());
+        setFacts(op->getResult(0), std::move(*inferred));
+        return WalkResult::advance();
+      }
       for (Value result : op->getResults())
         setFacts(result, factsForType(result.getType()));
       return WalkResult::advance();

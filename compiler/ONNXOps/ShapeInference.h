@@ -65,6 +65,11 @@ private:
   llvm::DenseMap<Value, std::unique_ptr<ONNXValueFacts>> facts;
 };
 
+/// Facts for the result of a folio op (other than onnx_node) or of the
+/// tensor/arith reshapes and casts passes insert; nullopt for other ops.
+std::optional<ONNXValueFacts> inferNonONNXOp(Operation *op,
+                                             ONNXShapeInference &engine);
+
 } // namespace mlir::folio
 
 #endif // FOLIO_ONNXOPS_SHAPEINFERENCE_H

@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -17,6 +18,13 @@ inline constexpr llvm::StringLiteral kTargetAttrName = "folio.target";
 inline constexpr llvm::StringLiteral kKVCacheDTypeAttrName =
     "folio.kv_cache_dtype";
 inline constexpr llvm::StringLiteral kBlockSizeAttrName = "folio.block_size";
+
+/// The serving entry's arguments, in order, before the per-layer caches.
+inline constexpr llvm::StringLiteral kServingArgNames[] = {
+    "tokens",       "positions",    "query_start_loc", "seq_lens",
+    "block_tables", "slot_mapping", "logits_indices"};
+/// The dim symbol page-kv gives the step's token count.
+inline constexpr llvm::StringLiteral kNumTokensDim = "num_tokens";
 
 #define GEN_PASS_DECL
 #include "Folio/Transforms/Passes.h.inc"

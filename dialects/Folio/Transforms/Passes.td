@@ -46,4 +46,40 @@ def FolioONNXSimplifyPass : Pass<"folio-onnx-simplify", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FolioPageKVPass : Pass<"folio-page-kv", "::mlir::ModuleOp"> {
+  let summary = "Turns the batch x seq graph into the ragged-token serving "
+                "entry with paged KV caches";
+  let description = [{
+    Rewrites the imported entry (`main`, after the raise passes) into
+    `forward(tokens, positions, query_start_loc, seq_lens, block_tables,
+    slot_mapping, logits_indices, caches...) -> logits[rows, vocab]`
+    (DESIGN.md, the serving contract): batch becomes 1 and the sequence the
+    T tokens of the step; each `folio.attention` becomes one
+    `folio.kv_write` of the step's new K/V rows and one
+    `folio.paged_attention`; the past/present KV inputs and outputs and the
+    attention_mask disappear; positions computed from the mask are replaced
+    by `positions`. It then proves that everything outside attention is
+    token-wise, naming the node that is not. Cache dtype is the model's;
+    block size is the module's `folio.block_size` (16 if unset).
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"main\"",
+           "The imported function to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def FolioVerifyServingContractPass
+    : Pass<"folio-verify-serving-contract", "::mlir::ModuleOp"> {
+  let summary = "Checks that the module satisfies the serving contract";
+  let description = [{
+    The phase boundary after page-kv: `forward` has the contract's
+    arguments in order with their types, one `!folio.kv_cache` per layer,
+    each written by exactly one `folio.kv_write` and read by
+    `folio.paged_attention`, returns one logits matrix, and holds no
+    `folio.attention` or KV input/output of the imported graph.
+  }];
+}
+
 #endif // FOLIO_TRANSFORMS_PASSES_TD

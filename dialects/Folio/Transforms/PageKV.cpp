@@ -1,0 +1,415 @@
+//===- PageKV.cpp - Batch x seq graph to the paged serving entry ----------===//
+
+#include "Folio/IR/FolioOps.h"
+#include "Folio/Transforms/Passes.h"
+#include "Folio/Transforms/TokenwiseCheck.h"
+#include "ONNXOps/Match.h"
+#include "ONNXOps/ShapeInference.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "folio-page-kv"
+
+namespace mlir::folio {
+#define GEN_PASS_DEF_FOLIOPAGEKVPASS
+#include "Folio/Transforms/Passes.h.inc"
+} // namespace mlir::folio
+
+using namespace mlir;
+using namespace mlir::folio;
+
+namespace {
+
+constexpr StringLiteral kNameAttr = "folio.onnx_name";
+constexpr StringLiteral kDimNamesAttr = "folio.dim_names";
+
+/// The imported entry's inputs and outputs, by role.
+struct EntryRoles {
+  BlockArgument inputIds, positionIds, attentionMask;
+  llvm::DenseSet<Value> pastArgs;
+  std::optional<unsigned> logitsResult;
+};
+
+FailureOr<EntryRoles> classify(func::FuncOp func) {
+  EntryRoles roles;
+  for (BlockArgument arg : func.getArguments()) {
+    auto name =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
+    StringRef n = name ? name.getValue() : "";
+    if (n == "input_ids")
+      roles.inputIds = arg;
+    else if (n == "position_ids")
+      roles.positionIds = arg;
+    else if (n == "attention_mask")
+      roles.attentionMask = arg;
+    else if (n.starts_with("past_key_values.") || n.starts_with("past_key.") ||
+             n.starts_with("past_value."))
+      roles.pastArgs.insert(arg);
+    else
+      return func.emitError()
+             << "input " << arg.getArgNumber() << " ('" << n
+             << "') is not part of the decoder contract; expected input_ids, "
+                "attention_mask, position_ids and past_key_values.N.key|value";
+  }
+  if (!roles.inputIds)
+    return func.emitError("the model has no 'input_ids' input");
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
+    StringRef n = name ? name.getValue() : "";
+    if (n == "logits")
+      roles.logitsResult = i;
+    else if (!n.starts_with("present"))
+      return func.emitError()
+             << "output " << i << " ('" << n
+             << "') is not part of the decoder contract; expected logits and "
+                "present.N.key|value";
+  }
+  if (!roles.logitsResult)
+    return func.emitError("the model has no 'logits' output");
+  return roles;
+}
+
+/// The step's new K (or V) rows: the second input of Concat(past, new) on
+/// the sequence axis, or the value itself for a graph without cache.
+FailureOr<Value> newRows(Value kv, const EntryRoles &roles,
+                         AttentionOp attention, StringRef what) {
+  if (ONNXNodeOp concat = matchONNX(kv, "Concat")) {
+    int64_t axis = getONNXIntAttr(concat, "axis", 0);
+    if (concat.getInputs().size() == 2 && (axis == 2 || axis == -2) &&
+        roles.pastArgs.contains(concat.getInputs()[0]))
+      return concat.getInputs()[1];
+  }
+  if (roles.pastArgs.contains(kv))
+    return attention.emitError() << what
+                                 << " comes straight from a past input with "
+                                    "no new rows";
+  return kv;
+}
+
+RankedTensorType permuted(RankedTensorType type, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+class Rewriter {
+public:
+  Rewriter(func::FuncOp func, EntryRoles roles, int64_t blockSize)
+      : func(func), roles(roles), blockSize(blockSize), b(func.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  BlockArgument addArg(Type type, StringRef name, ArrayRef<StringRef> dims);
+  Value transpose0213(Location loc, Value v);
+  Value toTokenMajor(Location loc, Value v);
+  Value fromTokenMajor(Location loc, Value v, Type originalType);
+  Value asBatchOfOne(Location loc, Value flat, Type originalType);
+  LogicalResult rewriteAttention(AttentionOp attention, unsigned layer);
+  LogicalResult replacePositions();
+  LogicalResult rewriteLogits();
+  LogicalResult dropImportedInterface();
+
+  func::FuncOp func;
+  EntryRoles roles;
+  int64_t blockSize;
+  OpBuilder b;
+  BlockArgument tokens, positions, queryStartLoc, seqLens, blockTables,
+      slotMapping, logitsIndices;
+  Value numTokens;
+  unsigned numOriginalArgs = 0, numOriginalResults = 0;
+};
+
+BlockArgument Rewriter::addArg(Type type, StringRef name,
+                               ArrayRef<StringRef> dims) {
+  unsigned index = func.getNumArguments();
+  SmallVector<Attribute> dimNames;
+  for (StringRef d : dims)
+    dimNames.push_back(b.getStringAttr(d));
+  NamedAttribute attrs[] = {
+      b.getNamedAttr(kNameAttr, b.getStringAttr(name)),
+      b.getNamedAttr(kDimNamesAttr, b.getArrayAttr(dimNames))};
+  func.insertArgument(index, type, b.getDictionaryAttr(attrs), func.getLoc());
+  return func.getArgument(index);
+}
+
+Value Rewriter::transpose0213(Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> perm = {0, 2, 1, 3};
+  return b
+      .create<ONNXNodeOp>(loc, TypeRange{permuted(type, perm)},
+                          b.getStringAttr("Transpose"), b.getStringAttr(""),
+                          b.getI64IntegerAttr(13), b.getStringAttr("page_kv"),
+                          b.getDictionaryAttr(b.getNamedAttr(
+                              "perm", b.getDenseI64ArrayAttr(perm))),
+                          b.getDenseI64ArrayAttr({}), ValueRange{v})
+      .getResult(0);
+}
+
+/// [1, H, T, D] -> [T, H, D].
+Value Rewriter::toTokenMajor(Location loc, Value v) {
+  Value t = transpose0213(loc, v); // [1, T, H, D]
+  auto type = cast<RankedTensorType>(t.getType());
+  auto unit = RankedTensorType::get(
+      {1, ShapedType::kDynamic, type.getDimSize(2), type.getDimSize(3)},
+      type.getElementType());
+  Value cast = b.create<tensor::CastOp>(loc, unit, t);
+  return b.create<tensor::CollapseShapeOp>(
+      loc, cast, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+}
+
+/// [T, H, D] -> [1, H, T, D], typed as `originalType`.
+Value Rewriter::fromTokenMajor(Location loc, Value v, Type originalType) {
+  auto type = cast<RankedTensorType>(v.getType());
+  auto unit = RankedTensorType::get(
+      {1, ShapedType::kDynamic, type.getDimSize(1), type.getDimSize(2)},
+      type.getElementType());
+  Value expanded = b.create<tensor::ExpandShapeOp>(
+      loc, unit, v, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}},
+      SmallVector<OpFoldResult>{b.getIndexAttr(1), numTokens,
+                                b.getIndexAttr(type.getDimSize(1)),
+                                b.getIndexAttr(type.getDimSize(2))});
+  Value t = transpose0213(loc, expanded);
+  if (t.getType() == originalType)
+    return t;
+  return b.create<tensor::CastOp>(loc, originalType, t);
+}
+
+/// [T] -> [1, T] of `originalType`'s element type and type.
+Value Rewriter::asBatchOfOne(Location loc, Value flat, Type originalType) {
+  auto original = cast<RankedTensorType>(originalType);
+  auto flatType = cast<RankedTensorType>(flat.getType());
+  Type element = original.getElementType();
+  if (flatType.getElementType() != element) {
+    auto widened = RankedTensorType::get(flatType.getShape(), element);
+    flat = element.getIntOrFloatBitWidth() > flatType.getElementTypeBitWidth()
+               ? b.create<arith::ExtSIOp>(loc, widened, flat).getResult()
+               : b.create<arith::TruncIOp>(loc, widened, flat).getResult();
+  }
+  auto unit = RankedTensorType::get({1, ShapedType::kDynamic}, element);
+  Value expanded = b.create<tensor::ExpandShapeOp>(
+      loc, unit, flat, SmallVector<ReassociationIndices>{{0, 1}},
+      SmallVector<OpFoldResult>{b.getIndexAttr(1), numTokens});
+  if (unit == original)
+    return expanded;
+  return b.create<tensor::CastOp>(loc, original, expanded);
+}
+
+LogicalResult Rewriter::rewriteAttention(AttentionOp attention,
+                                         unsigned layer) {
+  FailureOr<Value> k = newRows(attention.getKey(), roles, attention, "key");
+  FailureOr<Value> v = newRows(attention.getValue(), roles, attention, "value");
+  if (failed(k) || failed(v))
+    return failure();
+  auto kType = cast<RankedTensorType>(k->getType());
+  auto vType = cast<RankedTensorType>(v->getType());
+  int64_t heads = kType.getDimSize(1), headDim = kType.getDimSize(3);
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(headDim) ||
+      vType.getDimSize(1) != heads || vType.getDimSize(3) != headDim)
+    return attention.emitError()
+           << "layer " << layer
+           << ": KV heads and head_dim must be static and equal for K and V "
+              "to page the cache, got K "
+           << kType << " and V " << vType;
+
+  auto cacheType =
+      KVCacheType::get(func.getContext(), heads, headDim, blockSize,
+                       kType.getElementType(), ScaleLayout::none, 0);
+  BlockArgument cache =
+      addArg(cacheType, ("kv_cache." + Twine(layer)).str(), {});
+
+  Location loc = attention.getLoc();
+  b.setInsertionPoint(attention);
+  Value q = toTokenMajor(loc, attention.getQuery());
+  Value kRows = toTokenMajor(loc, *k);
+  Value vRows = toTokenMajor(loc, *v);
+  b.create<KVWriteOp>(loc, cache, kRows, vRows, slotMapping);
+  auto paged = b.create<PagedAttentionOp>(
+      loc, q.getType(), q, cache, blockTables, seqLens, queryStartLoc,
+      attention.getScaleAttr(), attention.getCausalAttr(),
+      attention.getSlidingWindowAttr(), attention.getSoftcapAttr());
+  Value out =
+      fromTokenMajor(loc, paged.getResult(), attention.getResult().getType());
+  attention.getResult().replaceAllUsesWith(out);
+  attention.erase();
+  return success();
+}
+
+/// Positions come from `positions`: the position_ids input, or, for graphs
+/// that compute them from attention_mask, whatever positions operand of a
+/// rotary or position embedding depends on the mask.
+LogicalResult Rewriter::replacePositions() {
+  b.setInsertionPointAfter(numTokens.getDefiningOp());
+  if (roles.positionIds) {
+    Value pos =
+        asBatchOfOne(func.getLoc(), positions, roles.positionIds.getType());
+    roles.positionIds.replaceAllUsesWith(pos);
+  }
+  if (!roles.attentionMask)
+    return success();
+  auto dependsOnMask = [&](Value v) {
+    if (v == roles.attentionMask)
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    SetVector<Operation *> slice;
+    BackwardSliceOptions options;
+    options.inclusive = true;
+    getBackwardSlice(def, &slice, options);
+    return llvm::any_of(slice, [&](Operation *op) {
+      return llvm::is_contained(op->getOperands(), roles.attentionMask);
+    });
+  };
+  SmallVector<std::pair<OpOperand *, Type>> uses;
+  func.walk([&](Operation *op) {
+    if (auto rotary = dyn_cast<RotaryOp>(op)) {
+      if (dependsOnMask(rotary.getPositions()))
+        uses.push_back(
+            {&rotary.getPositionsMutable(), rotary.getPositions().getType()});
+    } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+      if (dependsOnMask(embedding.getIds()))
+        uses.push_back(
+            {&embedding.getIdsMutable(), embedding.getIds().getType()});
+    }
+  });
+  for (auto [use, type] : uses) {
+    b.setInsertionPoint(use->getOwner());
+    use->set(asBatchOfOne(use->getOwner()->getLoc(), positions, type));
+  }
+  return success();
+}
+
+/// logits [1, T, V] -> gather_rows(logits_indices) -> [R, V].
+LogicalResult Rewriter::rewriteLogits() {
+  auto ret = cast<func::ReturnOp>(func.front().getTerminator());
+  Value logits = ret.getOperand(*roles.logitsResult);
+  auto type = dyn_cast<RankedTensorType>(logits.getType());
+  if (!type || type.getRank() != 3)
+    return func.emitError() << "logits must be rank 3 [batch, seq, vocab], got "
+                            << logits.getType();
+  b.setInsertionPoint(ret);
+  Location loc = ret.getLoc();
+  auto unit = RankedTensorType::get(
+      {1, ShapedType::kDynamic, type.getDimSize(2)}, type.getElementType());
+  Value cast = b.create<tensor::CastOp>(loc, unit, logits);
+  Value flat = b.create<tensor::CollapseShapeOp>(
+      loc, cast, SmallVector<ReassociationIndices>{{0, 1}, {2}});
+  auto rowsType = RankedTensorType::get(
+      {ShapedType::kDynamic, type.getDimSize(2)}, type.getElementType());
+  Value rows =
+      b.create<GatherRowsOp>(loc, rowsType, flat, logitsIndices).getResult();
+  b.create<func::ReturnOp>(loc, rows);
+  ret.erase();
+  return success();
+}
+
+/// Drops the imported inputs and outputs; fails naming what still uses one.
+LogicalResult Rewriter::dropImportedInterface() {
+  // Results first: present.* keep the past inputs alive through Concat.
+  SmallVector<Type> argTypes(func.getArgumentTypes());
+  func.setType(
+      FunctionType::get(func.getContext(), argTypes,
+                        func.front().getTerminator()->getOperandTypes()));
+  func.setAllResultAttrs(ArrayRef<DictionaryAttr>{b.getDictionaryAttr(
+      b.getNamedAttr(kNameAttr, b.getStringAttr("logits")))});
+
+  // Erase what became dead, last first.
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (op != func.getOperation())
+      ops.push_back(op);
+  });
+  for (Operation *op : llvm::reverse(ops))
+    if (op->use_empty() && isMemoryEffectFree(op) &&
+        !op->hasTrait<OpTrait::IsTerminator>())
+      op->erase();
+
+  llvm::BitVector drop(func.getNumArguments());
+  for (unsigned i = 0; i < numOriginalArgs; ++i) {
+    BlockArgument arg = func.getArgument(i);
+    if (!arg.use_empty()) {
+      Operation *user = *arg.getUsers().begin();
+      auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr);
+      return user->emitError()
+             << "input '" << (name ? name.getValue() : "?")
+             << "' is still used here after paging the KV cache; outside "
+                "attention masks, positions and the KV concat, a decoder "
+                "may not read it";
+    }
+    drop.set(i);
+  }
+  func.eraseArguments(drop);
+  return success();
+}
+
+LogicalResult Rewriter::run() {
+  numOriginalArgs = func.getNumArguments();
+  numOriginalResults = func.getNumResults();
+  SmallVector<AttentionOp> attentions;
+  func.walk([&](AttentionOp op) { attentions.push_back(op); });
+  if (attentions.empty())
+    return func.emitError(
+        "no folio.attention to page: run the raise passes first, or the "
+        "model's attention was not recognised");
+
+  MLIRContext *ctx = func.getContext();
+  auto i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+  auto vec = [](Type t) {
+    return RankedTensorType::get({ShapedType::kDynamic}, t);
+  };
+  tokens = addArg(vec(i32), kServingArgNames[0], {kNumTokensDim});
+  positions = addArg(vec(i32), kServingArgNames[1], {kNumTokensDim});
+  queryStartLoc = addArg(vec(i32), kServingArgNames[2], {"num_seqs_plus_1"});
+  seqLens = addArg(vec(i32), kServingArgNames[3], {"num_seqs"});
+  blockTables = addArg(
+      RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i32),
+      kServingArgNames[4], {"num_seqs", "max_blocks"});
+  slotMapping = addArg(vec(i64), kServingArgNames[5], {kNumTokensDim});
+  logitsIndices = addArg(vec(i32), kServingArgNames[6], {"num_rows"});
+
+  b.setInsertionPointToStart(&func.front());
+  numTokens = b.create<tensor::DimOp>(func.getLoc(), tokens, 0);
+  Value ids = asBatchOfOne(func.getLoc(), tokens, roles.inputIds.getType());
+  roles.inputIds.replaceAllUsesWith(ids);
+
+  for (auto [layer, attention] : llvm::enumerate(attentions))
+    if (failed(rewriteAttention(attention, layer)))
+      return failure();
+  if (failed(replacePositions()) || failed(rewriteLogits()) ||
+      failed(dropImportedInterface()))
+    return failure();
+  return checkTokenwise(func);
+}
+
+struct PageKVPass : mlir::folio::impl::FolioPageKVPassBase<PageKVPass> {
+  using FolioPageKVPassBase::FolioPageKVPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>(entry);
+    if (!func) {
+      module.emitError() << "no function '" << entry << "' to page";
+      return signalPassFailure();
+    }
+    int64_t blockSize = 16;
+    if (auto attr = module->getAttrOfType<IntegerAttr>(kBlockSizeAttrName))
+      blockSize = attr.getInt();
+    FailureOr<EntryRoles> roles = classify(func);
+    if (failed(roles) || failed(Rewriter(func, *roles, blockSize).run()))
+      return signalPassFailure();
+    SymbolTable symbols(module);
+    if (failed(symbols.rename(func, "forward")))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,104 @@
+// RUN: folio-opt %s --split-input-file --folio-page-kv --folio-verify-serving-contract | FileCheck %s
+
+// Tests one raised cached Llama-style layer becoming the serving entry:
+// the contract's arguments and one cache, kv_write of the new K/V rows (not
+// the concat with past), paged_attention, logits gathered by row, and no
+// past/present/attention_mask left.
+
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32> {folio.dim_names = ["num_tokens"], folio.onnx_name = "tokens"}
+// CHECK-SAME: %[[POS:[^:]*]]: tensor<?xi32> {folio.dim_names = ["num_tokens"], folio.onnx_name = "positions"}
+// CHECK-SAME: %[[QSL:[^:]*]]: tensor<?xi32> {{.*}}"query_start_loc"
+// CHECK-SAME: %[[LENS:[^:]*]]: tensor<?xi32> {{.*}}"seq_lens"
+// CHECK-SAME: %[[BT:[^:]*]]: tensor<?x?xi32> {{.*}}"block_tables"
+// CHECK-SAME: %[[SLOTS:[^:]*]]: tensor<?xi64> {{.*}}"slot_mapping"
+// CHECK-SAME: %[[ROWS:[^:]*]]: tensor<?xi32> {{.*}}"logits_indices"
+// CHECK-SAME: %[[CACHE:[^:]*]]: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32> {folio.dim_names = [], folio.onnx_name = "kv_cache.0"}
+// CHECK-SAME: -> (tensor<?x64xf32> {folio.onnx_name = "logits"})
+// CHECK: folio.embedding
+// CHECK: folio.rotary
+// CHECK: folio.kv_write %[[CACHE]], %{{.*}}, %{{.*}}, %[[SLOTS]] : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi64>
+// CHECK: folio.paged_attention %{{.*}}, %[[CACHE]], %[[BT]], %[[LENS]], %[[QSL]] {scale = 3.535500e-01 : f64} : (tensor<?x4x8xf32>, {{.*}}) -> tensor<?x4x8xf32>
+// CHECK-NOT: "Concat"
+// CHECK: %[[L:.*]] = folio.gather_rows %{{.*}}[%[[ROWS]]] : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
+// CHECK: return %[[L]]
+module {
+  func.func @main(%ids: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"], folio.onnx_name = "input_ids"},
+                  %mask: tensor<?x?xi64> {folio.dim_names = ["batch", "total"], folio.onnx_name = "attention_mask"},
+                  %pos: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"], folio.onnx_name = "position_ids"},
+                  %pk: tensor<?x2x?x8xf32> {folio.dim_names = ["batch", "", "past", ""], folio.onnx_name = "past_key_values.0.key"},
+                  %pv: tensor<?x2x?x8xf32> {folio.dim_names = ["batch", "", "past", ""], folio.onnx_name = "past_key_values.0.value"})
+      -> (tensor<?x?x64xf32> {folio.onnx_name = "logits"}, tensor<?x2x?x8xf32> {folio.onnx_name = "present.0.key"}, tensor<?x2x?x8xf32> {folio.onnx_name = "present.0.value"}) {
+    %table = arith.constant dense<0.5> : tensor<64x32xf32>
+    %wq = arith.constant dense<0.1> : tensor<32x32xf32>
+    %wk = arith.constant dense<0.2> : tensor<32x16xf32>
+    %wo = arith.constant dense<0.3> : tensor<32x32xf32>
+    %norm = arith.constant dense<1.0> : tensor<32xf32>
+    %head = arith.constant dense<0.4> : tensor<32x64xf32>
+    %split_q = arith.constant dense<[0, 0, 4, 8]> : tensor<4xi64>
+    %split_kv = arith.constant dense<[0, 0, 2, 8]> : tensor<4xi64>
+    %merge = arith.constant dense<[0, 0, 32]> : tensor<3xi64>
+    %h = folio.embedding %table[%ids] : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+    %x = folio.rms_norm %h, %norm : (tensor<?x?x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+    %q2 = folio.linear %x, %wq : (tensor<?x?x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+    %k2 = folio.linear %x, %wk : (tensor<?x?x32xf32>, tensor<32x16xf32>) -> tensor<?x?x16xf32>
+    %v2 = folio.linear %x, %wk : (tensor<?x?x32xf32>, tensor<32x16xf32>) -> tensor<?x?x16xf32>
+    %q4 = folio.onnx_node "Reshape"(%q2, %split_q) {opset = 17 : i64} : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x4x8xf32>
+    %k4 = folio.onnx_node "Reshape"(%k2, %split_kv) {opset = 17 : i64} : (tensor<?x?x16xf32>, tensor<4xi64>) -> tensor<?x?x2x8xf32>
+    %v4 = folio.onnx_node "Reshape"(%v2, %split_kv) {opset = 17 : i64} : (tensor<?x?x16xf32>, tensor<4xi64>) -> tensor<?x?x2x8xf32>
+    %qt = folio.onnx_node "Transpose"(%q4) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x?x4x8xf32>) -> tensor<?x4x?x8xf32>
+    %kt = folio.onnx_node "Transpose"(%k4) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x?x2x8xf32>) -> tensor<?x2x?x8xf32>
+    %vt = folio.onnx_node "Transpose"(%v4) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x?x2x8xf32>) -> tensor<?x2x?x8xf32>
+    %qr = folio.rotary %qt, %pos {rotary_dim = 8 : i64} : (tensor<?x4x?x8xf32>, tensor<?x?xi64>) -> tensor<?x4x?x8xf32>
+    %kr = folio.rotary %kt, %pos {rotary_dim = 8 : i64} : (tensor<?x2x?x8xf32>, tensor<?x?xi64>) -> tensor<?x2x?x8xf32>
+    %kc = folio.onnx_node "Concat"(%pk, %kr) {opset = 17 : i64, onnx_attributes = {axis = -2 : i64}} : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+    %vc = folio.onnx_node "Concat"(%pv, %vt) {opset = 17 : i64, onnx_attributes = {axis = -2 : i64}} : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+    %o4 = folio.attention %qr, %kc, %vc, %mask {scale = 0.35355 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x?xi64>) -> tensor<?x4x?x8xf32>
+    %ot = folio.onnx_node "Transpose"(%o4) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x4x?x8xf32>) -> tensor<?x?x4x8xf32>
+    %o3 = folio.onnx_node "Reshape"(%ot, %merge) {opset = 17 : i64} : (tensor<?x?x4x8xf32>, tensor<3xi64>) -> tensor<?x?x32xf32>
+    %o = folio.linear %o3, %wo : (tensor<?x?x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+    %r = folio.onnx_node "Add"(%h, %o) {opset = 17 : i64} : (tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+    %f = folio.rms_norm %r, %norm : (tensor<?x?x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+    %logits = folio.linear %f, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+    return %logits, %kc, %vc : tensor<?x?x64xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>
+  }
+}
+
+// -----
+
+// Tests a graph without cache whose positions come from attention_mask
+// (CumSum - 1): the computation is replaced by `positions`, the new K/V are
+// the attention's operands, and the mask input disappears.
+
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %{{[^:]*}}: tensor<?xi32> {{.*}}"tokens"
+// CHECK-SAME: %[[POS:[^:]*]]: tensor<?xi32> {{.*}}"positions"
+// CHECK-NOT: "CumSum"
+// CHECK: %[[P64:.*]] = arith.extsi %[[POS]]
+// CHECK: %[[P2:.*]] = tensor.expand_shape %[[P64]]
+// CHECK: folio.rotary %{{.*}}, %{{.*}}
+// CHECK: folio.kv_write
+// CHECK: folio.paged_attention {{.*}} {scale = 5.000000e-01 : f64, sliding_window = 8 : i64}
+module {
+  func.func @main(%ids: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"], folio.onnx_name = "input_ids"},
+                  %mask: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"], folio.onnx_name = "attention_mask"})
+      -> (tensor<?x?x16xf32> {folio.onnx_name = "logits"}) {
+    %table = arith.constant dense<0.5> : tensor<16x8xf32>
+    %split = arith.constant dense<[0, 0, 1, 8]> : tensor<4xi64>
+    %merge = arith.constant dense<[0, 0, 8]> : tensor<3xi64>
+    %one = arith.constant dense<1> : tensor<i64>
+    %axis = arith.constant dense<1> : tensor<i64>
+    %head = arith.constant dense<0.4> : tensor<8x16xf32>
+    %h = folio.embedding %table[%ids] : (tensor<16x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+    %cs = folio.onnx_node "CumSum"(%mask, %axis) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
+    %pos = folio.onnx_node "Sub"(%cs, %one) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
+    %x4 = folio.onnx_node "Reshape"(%h, %split) {opset = 17 : i64} : (tensor<?x?x8xf32>, tensor<4xi64>) -> tensor<?x?x1x8xf32>
+    %xt = folio.onnx_node "Transpose"(%x4) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x?x1x8xf32>) -> tensor<?x1x?x8xf32>
+    %r = folio.rotary %xt, %pos {rotary_dim = 8 : i64} : (tensor<?x1x?x8xf32>, tensor<?x?xi64>) -> tensor<?x1x?x8xf32>
+    %o = folio.attention %r, %r, %xt {scale = 0.5 : f64, sliding_window = 8 : i64} : (tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x1x?x8xf32>
+    %ot = folio.onnx_node "Transpose"(%o) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x1x?x8xf32>) -> tensor<?x?x1x8xf32>
+    %o3 = folio.onnx_node "Reshape"(%ot, %merge) {opset = 17 : i64} : (tensor<?x?x1x8xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+    %logits = folio.linear %o3, %head : (tensor<?x?x8xf32>, tensor<8x16xf32>) -> tensor<?x?x16xf32>
+    return %logits : tensor<?x?x16xf32>
+  }
+}
