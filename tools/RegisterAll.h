@@ -13,6 +13,7 @@
 #include "Folio/Transforms/Passes.h"
 #include "Pipelines/Pipelines.h"
 #include "Raise/Passes.h"
+#include "RaiseAttention/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +32,7 @@ inline void registerFolioDialects(DialectRegistry &registry) {
 inline void registerFolioPassesAndPipelines() {
   registerFolioPasses();
   registerFolioRaisePasses();
+  registerFolioRaiseAttentionPasses();
   registerFolioPipelines();
   // canonicalize, cse, inline, symbol-dce, ...: what tests and pipelines use.
   registerTransformsPasses();

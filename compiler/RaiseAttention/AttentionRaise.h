@@ -1,0 +1,37 @@
+//===- AttentionRaise.h - Building folio.attention ---------------*- C++
+//-*-===//
+//
+// The decomposed pattern lives in RaiseAttention.cpp; the fused opset-23
+// Attention and com.microsoft GroupQueryAttention in FusedAttention.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RAISEATTENTION_ATTENTIONRAISE_H
+#define FOLIO_RAISEATTENTION_ATTENTIONRAISE_H
+
+#include "RaiseAttention/MaskAnalysis.h"
+#include "RaiseAttention/RaiseUtils.h"
+
+namespace mlir::folio {
+
+struct AttentionContext {
+  func::FuncOp func;
+  ONNXShapeInference &inference;
+  ONNXNodeBuilder &nodes;
+  MaskAnalysis &masks;
+};
+
+/// Creates folio.attention (result `[B, Hq, S, Dv]`) and records its facts;
+/// null with a diagnostic at `anchor` if the operands do not fit.
+Value createAttention(AttentionContext &ctx, Operation *anchor, Value q,
+                      Value k, Value v, const MaskClass &mask, double scale,
+                      double softcap);
+
+/// Opset-23 `Attention`.
+LogicalResult raiseONNXAttention(AttentionContext &ctx, ONNXNodeOp node);
+/// com.microsoft `GroupQueryAttention`.
+LogicalResult raiseGroupQueryAttention(AttentionContext &ctx, ONNXNodeOp node);
+
+} // namespace mlir::folio
+
+#endif // FOLIO_RAISEATTENTION_ATTENTIONRAISE_H

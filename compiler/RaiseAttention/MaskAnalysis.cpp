@@ -1,0 +1,289 @@
+//===- MaskAnalysis.cpp - Attention masks recognised by meaning -----------===//
+
+#include "RaiseAttention/MaskAnalysis.h"
+
+#include "RaiseAttention/Evaluator.h"
+
+#include <cmath>
+#include <sstream>
+
+using namespace mlir;
+using namespace mlir::folio;
+
+namespace {
+/// One concrete input: `pad[b]` leading attention_mask zeros in row b.
+struct Config {
+  int64_t batch, past, seq;
+  SmallVector<int64_t, 2> pad;
+  /// Long configurations probe wide windows; a model whose mask cannot be
+  /// built that long (a fixed-size causal buffer) cannot run that long
+  /// either, so a failure there is not an error.
+  bool optional = false;
+};
+
+struct Run {
+  Config config;
+  int64_t queries = 0, keys = 0;
+  ConcreteTensor mask;
+  ConcreteTensor attentionMask;
+};
+
+/// Additive masks hide with -inf, finfo.min or at least -1e4 (fp16's
+/// finfo.min is -65504).
+constexpr double kHidden = -1e4;
+} // namespace
+
+static SmallVector<Config> getConfigs(bool cached) {
+  if (cached)
+    return {{1, 0, 5, {0}},          {1, 3, 4, {0}},
+            {2, 0, 6, {0, 2}},       {2, 4, 3, {0, 3}},
+            {2, 6, 1, {0, 2}},       {1, 0, 12, {0}},
+            {1, 20, 3, {0}},         {1, 300, 2, {0}, true},
+            {1, 5000, 2, {0}, true}, {1, 70000, 1, {0}, true}};
+  return {{1, 0, 5, {0}},         {2, 0, 6, {0, 2}}, {2, 0, 9, {0, 4}},
+          {1, 0, 12, {0}},        {1, 0, 23, {0}},   {1, 0, 300, {0}, true},
+          {1, 0, 1100, {0}, true}};
+}
+
+static std::string describeConfig(const Config &c, int64_t row) {
+  std::ostringstream os;
+  os << "with batch " << c.batch << ", " << c.past << " past and " << c.seq
+     << " new tokens";
+  if (row < int64_t(c.pad.size()) && c.pad[row] > 0)
+    os << " (row " << row << " left-padded by " << c.pad[row] << ")";
+  return os.str();
+}
+
+MaskAnalysis::MaskAnalysis(func::FuncOp func, ONNXShapeInference &inference)
+    : inference(inference), inputs(GraphInputs::find(func, inference)) {}
+
+FailureOr<MaskClass> MaskAnalysis::classify(Value mask, MaskForm form,
+                                            bool alsoCausal, Value query,
+                                            int64_t queryAxis, Value key,
+                                            int64_t keyAxis,
+                                            std::string &error) {
+  auto cacheKey = std::make_tuple(mask, unsigned(form), unsigned(alsoCausal));
+  if (auto it = cache.find(cacheKey); it != cache.end())
+    return it->second;
+
+  bool cached = !inputs.past.empty() && inputs.pastLen;
+  SmallVector<Run> runs;
+  for (const Config &config : getConfigs(cached)) {
+    int64_t b = config.batch, total = config.past + config.seq;
+    ONNXEvaluator evaluator(inference);
+    evaluator.bindSymbol(inputs.batch, b);
+    evaluator.bindSymbol(inputs.seq, config.seq);
+    evaluator.bindSymbol(inputs.pastLen, config.past);
+    evaluator.bindSymbol(inputs.total, total);
+    Run run;
+    run.config = config;
+    run.attentionMask =
+        ConcreteTensor::filled(ConcreteTensor::Kind::Int, {b, total}, 1);
+    for (int64_t row = 0; row < b; ++row)
+      for (int64_t j = 0; j < config.pad[row]; ++j)
+        run.attentionMask.data[row * total + j] = 0;
+    if (inputs.attentionMask)
+      evaluator.bind(inputs.attentionMask, run.attentionMask);
+    if (inputs.inputIds)
+      evaluator.bind(inputs.inputIds,
+                     ConcreteTensor::filled(ConcreteTensor::Kind::Int,
+                                            {b, config.seq}, 0));
+    if (inputs.positionIds) {
+      // As generation computes them: cumsum(mask) - 1, padding at 1.
+      ConcreteTensor pos =
+          ConcreteTensor::filled(ConcreteTensor::Kind::Int, {b, config.seq}, 0);
+      for (int64_t row = 0; row < b; ++row) {
+        int64_t sum = 0;
+        for (int64_t j = 0; j < total; ++j) {
+          double m = run.attentionMask.data[row * total + j];
+          sum += int64_t(m);
+          if (j >= config.past)
+            pos.data[row * config.seq + j - config.past] = m ? sum - 1 : 1;
+        }
+      }
+      evaluator.bind(inputs.positionIds, pos);
+    }
+    // Lengths from the shape facts; where those are lost, the model
+    // contract: queries are the new tokens, keys past + new.
+    std::optional<SmallVector<int64_t, 4>> qDims =
+        evaluator.getConcreteDims(query);
+    std::optional<SmallVector<int64_t, 4>> kDims =
+        evaluator.getConcreteDims(key);
+    run.queries = qDims && int64_t(qDims->size()) > queryAxis
+                      ? (*qDims)[queryAxis]
+                      : config.seq;
+    run.keys =
+        kDims && int64_t(kDims->size()) > keyAxis ? (*kDims)[keyAxis] : total;
+    if (form != MaskForm::None) {
+      const ConcreteTensor *value = evaluator.evaluate(mask);
+      if (!value) {
+        if (config.optional)
+          continue;
+        error = "the mask cannot be evaluated " + describeConfig(config, -1) +
+                ": " +
+                (evaluator.getErrorOp()
+                     ? "node " + describeNode(evaluator.getErrorOp()) + ": "
+                     : std::string()) +
+                evaluator.getError();
+        return failure();
+      }
+      run.mask = *value;
+      SmallVector<int64_t, 4> shape(4 - std::min<int64_t>(4, value->getRank()),
+                                    1);
+      shape.append(value->shape.begin(), value->shape.end());
+      bool fits = value->getRank() <= 4 && (shape[0] == 1 || shape[0] == b) &&
+                  (shape[2] == 1 || shape[2] == run.queries) &&
+                  (shape[3] == 1 || shape[3] == run.keys);
+      if (!fits) {
+        if (config.optional)
+          continue;
+        std::ostringstream os;
+        os << "the mask has shape [";
+        for (auto [i, d] : llvm::enumerate(value->shape))
+          os << (i ? ", " : "") << d;
+        os << "], which does not broadcast to the scores [" << b << ", heads, "
+           << run.queries << ", " << run.keys << "] "
+           << describeConfig(config, -1);
+        error = os.str();
+        return failure();
+      }
+      run.mask.shape = shape;
+      if (form == MaskForm::Additive)
+        for (double v : run.mask.data)
+          if (v != 0 && !(v <= kHidden)) {
+            std::ostringstream os;
+            os << "the mask holds " << v
+               << ", which is neither 0 (keep) nor a large negative number "
+                  "(hide)";
+            error = os.str();
+            return failure();
+          }
+    }
+    runs.push_back(std::move(run));
+  }
+
+  auto headsOf = [](const Run &run) {
+    return run.mask.getRank() == 4 ? run.mask.shape[1] : int64_t(1);
+  };
+  auto allowed = [&](const Run &run, int64_t b, int64_t h, int64_t s,
+                     int64_t l) {
+    int64_t position = run.keys - run.queries + s;
+    if (alsoCausal && l > position)
+      return false;
+    if (form == MaskForm::None)
+      return true;
+    double v = run.mask.at({b, h, s, l});
+    switch (form) {
+    case MaskForm::Additive:
+      return v == 0;
+    case MaskForm::KeepIfTrue:
+      return v != 0;
+    case MaskForm::KeepIfFalse:
+      return v == 0;
+    case MaskForm::None:
+      break;
+    }
+    return true;
+  };
+  auto keyValid = [&](const Run &run, int64_t b, int64_t l) {
+    int64_t total = run.attentionMask.shape[1];
+    return run.keys != total || run.attentionMask.data[b * total + l] != 0;
+  };
+  /// Rows of padding tokens are meaningless (and some exporters unmask
+  /// them fully), so only real queries are compared.
+  auto realQuery = [&](const Run &run, int64_t b, int64_t s) {
+    return keyValid(run, b, run.keys - run.queries + s);
+  };
+
+  // Read causality and the window off the unpadded rows.
+  bool sawFuture = false, everything = true;
+  int64_t lookback = 0;
+  std::string futureWitness;
+  for (const Run &run : runs)
+    for (int64_t b = 0; b < run.config.batch; ++b) {
+      if (run.config.pad[b] != 0)
+        continue;
+      for (int64_t h = 0; h < headsOf(run); ++h)
+        for (int64_t s = 0; s < run.queries; ++s) {
+          int64_t position = run.keys - run.queries + s;
+          for (int64_t l = 0; l < run.keys; ++l) {
+            bool a = allowed(run, b, h, s, l);
+            everything &= a;
+            if (a && l > position && !sawFuture) {
+              sawFuture = true;
+              std::ostringstream os;
+              os << describeConfig(run.config, b) << ", query " << s
+                 << " (position " << position << ") sees key " << l;
+              futureWitness = os.str();
+            }
+            if (a && l <= position)
+              lookback = std::max(lookback, position - l + 1);
+          }
+        }
+    }
+  MaskClass result;
+  if (sawFuture && !everything) {
+    error = "the mask is not causal: " + futureWitness;
+    return failure();
+  }
+  result.causal = !sawFuture;
+  // A window shows as a bounded lookback: some query must have had more
+  // keys behind it than it was allowed to see.
+  bool bounded = false;
+  if (result.causal)
+    for (const Run &run : runs)
+      bounded |= run.keys > lookback;
+  result.window = result.causal && bounded ? lookback : 0;
+
+  auto describe = [&](const MaskClass &c) {
+    std::ostringstream os;
+    os << (c.causal ? "causal" : "unmasked");
+    if (c.window > 0)
+      os << " with a sliding window of " << c.window;
+    if (c.keyPadding)
+      os << " with key padding from attention_mask";
+    return os.str();
+  };
+  std::string firstMismatch;
+  for (bool padding : {true, false}) {
+    if (padding && !inputs.attentionMask)
+      continue;
+    result.keyPadding = padding;
+    std::string mismatch;
+    for (const Run &run : runs) {
+      for (int64_t b = 0; b < run.config.batch && mismatch.empty(); ++b)
+        for (int64_t h = 0; h < headsOf(run) && mismatch.empty(); ++h)
+          for (int64_t s = 0; s < run.queries && mismatch.empty(); ++s) {
+            if (!realQuery(run, b, s))
+              continue;
+            int64_t position = run.keys - run.queries + s;
+            for (int64_t l = 0; l < run.keys; ++l) {
+              bool expected =
+                  (!result.causal || l <= position) &&
+                  (result.window == 0 || position - l < result.window) &&
+                  (!padding || keyValid(run, b, l));
+              bool actual = allowed(run, b, h, s, l);
+              if (expected == actual)
+                continue;
+              std::ostringstream os;
+              os << "the mask is not " << describe(result) << ": "
+                 << describeConfig(run.config, b) << ", query " << s
+                 << " (position " << position << ") "
+                 << (actual ? "sees" : "does not see") << " key " << l;
+              mismatch = os.str();
+              break;
+            }
+          }
+      if (!mismatch.empty())
+        break;
+    }
+    if (mismatch.empty()) {
+      cache[cacheKey] = result;
+      return result;
+    }
+    if (firstMismatch.empty())
+      firstMismatch = mismatch;
+  }
+  error = firstMismatch;
+  return failure();
+}

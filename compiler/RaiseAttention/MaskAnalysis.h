@@ -1,0 +1,66 @@
+//===- MaskAnalysis.h - Attention masks recognised by meaning ----*- C++
+//-*-===//
+//
+// The mask an attention adds to (or selects on) its scores is evaluated on a
+// few concrete (batch, past, sequence) configurations, with every token
+// real and with left padding, and compared with causal attention, a sliding
+// window and key padding from attention_mask. Whatever idiom computed it
+// (Trilu, Range/LessOrEqual, Where with -inf or finfo.min, boolean or
+// additive), only the result counts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RAISEATTENTION_MASKANALYSIS_H
+#define FOLIO_RAISEATTENTION_MASKANALYSIS_H
+
+#include "RaiseAttention/RaiseUtils.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <string>
+#include <tuple>
+
+namespace mlir::folio {
+
+/// How the mask acts on the scores.
+enum class MaskForm {
+  /// No mask: every key is visible.
+  None,
+  /// Added to the scores: 0 keeps, a large negative value hides.
+  Additive,
+  /// Where(mask, scores, -inf): true keeps.
+  KeepIfTrue,
+  /// Where(mask, -inf, scores): true hides.
+  KeepIfFalse,
+};
+
+struct MaskClass {
+  bool causal = true;
+  /// 0: no window; else a query sees the keys q - window < k <= q.
+  int64_t window = 0;
+  /// Keys where attention_mask is 0 are hidden.
+  bool keyPadding = false;
+};
+
+class MaskAnalysis {
+public:
+  MaskAnalysis(func::FuncOp func, ONNXShapeInference &inference);
+
+  /// Classifies `mask` (null for MaskForm::None), also applying causality
+  /// when `alsoCausal` (fused ops' is_causal). Query and key lengths are dim
+  /// `queryAxis` of `query` and `keyAxis` of `key`. Fails with `error` set.
+  FailureOr<MaskClass> classify(Value mask, MaskForm form, bool alsoCausal,
+                                Value query, int64_t queryAxis, Value key,
+                                int64_t keyAxis, std::string &error);
+
+  const GraphInputs &getInputs() const { return inputs; }
+
+private:
+  ONNXShapeInference &inference;
+  GraphInputs inputs;
+  llvm::DenseMap<std::tuple<Value, unsigned, unsigned>, MaskClass> cache;
+};
+
+} // namespace mlir::folio
+
+#endif // FOLIO_RAISEATTENTION_MASKANALYSIS_H

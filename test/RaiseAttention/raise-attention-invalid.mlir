@@ -1,0 +1,83 @@
+// RUN: folio-opt %s --split-input-file --verify-diagnostics --folio-raise-attention
+
+// Tests that a mask letting queries see later keys (Trilu keeping the lower
+// triangle hidden instead of the upper) is refused with the first query/key
+// pair that differs from causal attention.
+
+func.func @not_causal(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                      %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                      %k: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> tensor<?x2x?x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %shape = folio.onnx_node "Shape"(%ids) {opset = 17 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %c1 = arith.constant dense<1> : tensor<1xi64>
+  %c2 = arith.constant dense<2> : tensor<1xi64>
+  %seq = folio.onnx_node "Slice"(%shape, %c1, %c2) {opset = 17 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %sq = folio.onnx_node "Concat"(%seq, %seq) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %full = folio.onnx_node "ConstantOfShape"(%sq) {opset = 17 : i64, onnx_attributes = {value = dense<0xFF800000> : tensor<1xf32>}} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %m1 = arith.constant dense<-1> : tensor<i64>
+  // expected-error @+1 {{attention at node 'Softmax': the mask is not causal: with batch 1, 0 past and 5 new tokens, query 0 (position 0) sees key 1 (mask from node 'wrong_triangle')}}
+  %tri = folio.onnx_node "Trilu"(%full, %m1) {node_name = "wrong_triangle", opset = 17 : i64, onnx_attributes = {upper = 0 : i64}} : (tensor<?x?xf32>, tensor<i64>) -> tensor<?x?xf32>
+  %m = folio.onnx_node "Add"(%s, %tri) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = folio.onnx_node "Softmax"(%m) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = folio.onnx_node "MatMul"(%p, %k) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// Tests that an additive mask holding something other than 0 or a large
+// negative number (a bias) is refused.
+
+func.func @bias_mask(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  // expected-error @+1 {{attention at node 'Softmax': the mask holds 0.5, which is neither 0 (keep) nor a large negative number (hide) (mask from node 'Constant')}}
+  %bias = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<0.5> : tensor<3x3xf32>}} : () -> tensor<3x3xf32>
+  %m = folio.onnx_node "Add"(%s, %bias) {opset = 17 : i64} : (tensor<1x2x3x3xf32>, tensor<3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = folio.onnx_node "Softmax"(%m) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = folio.onnx_node "MatMul"(%p, %k) {opset = 17 : i64} : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// Tests that KV heads repeated with Tile along the heads axis (head h reads
+// KV head h mod 2, not h / 2) are refused.
+
+func.func @tile_repeat(%q: tensor<1x4x3x4xf32>, %k: tensor<1x2x3x4xf32>) -> tensor<1x4x3x4xf32> {
+  %reps = arith.constant dense<[1, 2, 1, 1]> : tensor<4xi64>
+  %kr = folio.onnx_node "Tile"(%k, %reps) {node_name = "tile", opset = 17 : i64} : (tensor<1x2x3x4xf32>, tensor<4xi64>) -> tensor<1x4x3x4xf32>
+  %kt = folio.onnx_node "Transpose"(%kr) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<1x4x3x4xf32>) -> tensor<1x4x4x3xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<1x4x3x4xf32>, tensor<1x4x4x3xf32>) -> tensor<1x4x3x3xf32>
+  // expected-error @+1 {{attention at node 'attn': node 'tile' repeats KV heads with Tile, which gives query head h the KV head h mod kv_heads; grouped-query attention gives it head h / (heads / kv_heads)}}
+  %p = folio.onnx_node "Softmax"(%s) {node_name = "attn", opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %o = folio.onnx_node "MatMul"(%p, %kr) {opset = 17 : i64} : (tensor<1x4x3x3xf32>, tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
+  return %o : tensor<1x4x3x4xf32>
+}
+
+// -----
+
+// Tests that a Softmax over the queries instead of the keys is refused.
+
+func.func @softmax_axis(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  // expected-error @+1 {{attention at node 'Softmax': Softmax must run over the keys (the last axis)}}
+  %p = folio.onnx_node "Softmax"(%s) {opset = 17 : i64, onnx_attributes = {axis = 2 : i64}} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = folio.onnx_node "MatMul"(%p, %k) {opset = 17 : i64} : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// Tests that scores whose keys are not a Transpose of [B, H, L, D] are
+// refused at the QK MatMul.
+
+func.func @keys_not_transposed(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  // expected-error @+1 {{attention at node 'Softmax': the keys of node 'qk' are not a Transpose of [batch, heads, keys, head_dim]}}
+  %s = folio.onnx_node "MatMul"(%q, %kt) {node_name = "qk", opset = 17 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = folio.onnx_node "Softmax"(%s) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = folio.onnx_node "MatMul"(%p, %v) {opset = 17 : i64} : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}

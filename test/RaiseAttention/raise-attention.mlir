@@ -1,0 +1,100 @@
+// RUN: folio-opt %s --split-input-file --folio-raise-attention | FileCheck %s
+
+// Tests that scores divided by a constant, masked by an additive Trilu causal
+// mask (-inf above the diagonal), become causal folio.attention with the
+// reciprocal scale, and that the mask subgraph is erased.
+
+// CHECK-LABEL: func @trilu_causal
+// CHECK-SAME: (%{{.*}}, %[[Q:.*]]: tensor<?x2x?x4xf32> {{.*}}, %[[K:.*]]: tensor<?x2x?x4xf32> {{.*}}, %[[V:.*]]: tensor<?x2x?x4xf32>
+// CHECK-NOT: "Trilu"
+// CHECK-NOT: "Softmax"
+// CHECK: %[[O:.*]] = folio.attention %[[Q]], %[[K]], %[[V]] {scale = 5.000000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @trilu_causal(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                        %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                        %k: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                        %v: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> tensor<?x2x?x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %two = arith.constant dense<2.0> : tensor<f32>
+  %sc = folio.onnx_node "Div"(%s, %two) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %shape = folio.onnx_node "Shape"(%ids) {opset = 17 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %c1 = arith.constant dense<1> : tensor<1xi64>
+  %c2 = arith.constant dense<2> : tensor<1xi64>
+  %c0 = arith.constant dense<0> : tensor<1xi64>
+  %seq = folio.onnx_node "Slice"(%shape, %c1, %c2, %c0) {opset = 17 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %sq = folio.onnx_node "Concat"(%seq, %seq) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %full = folio.onnx_node "ConstantOfShape"(%sq) {opset = 17 : i64, onnx_attributes = {value = dense<0xFF800000> : tensor<1xf32>}} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %one = arith.constant dense<1> : tensor<i64>
+  %tri = folio.onnx_node "Trilu"(%full, %one) {opset = 17 : i64, onnx_attributes = {upper = 1 : i64}} : (tensor<?x?xf32>, tensor<i64>) -> tensor<?x?xf32>
+  %m = folio.onnx_node "Add"(%sc, %tri) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = folio.onnx_node "Softmax"(%m) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = folio.onnx_node "MatMul"(%p, %v) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// Tests a boolean mask applied with Where(keep, scores, -inf) that combines
+// Range/LessOrEqual causality, a sliding window of 3 (Sub/Less) and padding
+// from attention_mask over a KV cache, on keys repeated for GQA with
+// Unsqueeze/Expand/Reshape: the window is found, attention_mask becomes the
+// key padding mask and k/v keep their 1 KV head (the cache Concat stays).
+
+// CHECK-LABEL: func @where_window_gqa
+// CHECK-SAME: %[[AM:[a-z0-9]+]]: tensor<?x?xi64> {folio.dim_names = ["batch_size", "total_sequence_length"]
+// CHECK: %[[KC:.*]] = folio.onnx_node "Concat"
+// CHECK-NOT: "Expand"
+// CHECK: folio.attention %{{.*}}, %[[KC]], %[[KC]], %[[AM]] {scale = 1.000000e+00 : f64, sliding_window = 3 : i64} : (tensor<?x2x?x4xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>, tensor<?x?xi64>) -> tensor<?x2x?x4xf32>
+func.func @where_window_gqa(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                            %am: tensor<?x?xi64> {folio.onnx_name = "attention_mask", folio.dim_names = ["batch_size", "total_sequence_length"]},
+                            %past: tensor<?x1x?x4xf32> {folio.onnx_name = "past_key_values.0.key", folio.dim_names = ["batch_size", "", "past_sequence_length", ""]},
+                            %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                            %knew: tensor<?x1x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> (tensor<?x2x?x4xf32>, tensor<?x1x?x4xf32>) {
+  %kc = folio.onnx_node "Concat"(%past, %knew) {opset = 17 : i64, onnx_attributes = {axis = 2 : i64}} : (tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %a2 = arith.constant dense<2> : tensor<1xi64>
+  %ku = folio.onnx_node "Unsqueeze"(%kc, %a2) {opset = 17 : i64} : (tensor<?x1x?x4xf32>, tensor<1xi64>) -> tensor<?x1x1x?x4xf32>
+  %kshape = folio.onnx_node "Shape"(%kc) {opset = 17 : i64} : (tensor<?x1x?x4xf32>) -> tensor<4xi64>
+  %i0 = arith.constant dense<0> : tensor<1xi64>
+  %i1 = arith.constant dense<1> : tensor<1xi64>
+  %i2 = arith.constant dense<2> : tensor<1xi64>
+  %i3 = arith.constant dense<3> : tensor<1xi64>
+  %b = folio.onnx_node "Slice"(%kshape, %i0, %i1) {opset = 17 : i64} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %l = folio.onnx_node "Slice"(%kshape, %i2, %i3) {opset = 17 : i64} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %c4 = arith.constant dense<4> : tensor<1xi64>
+  %eshape = folio.onnx_node "Concat"(%b, %i1, %i2, %l, %c4) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %ke = folio.onnx_node "Expand"(%ku, %eshape) {opset = 17 : i64} : (tensor<?x1x1x?x4xf32>, tensor<5xi64>) -> tensor<?x1x2x?x4xf32>
+  %rshape = folio.onnx_node "Concat"(%b, %i2, %l, %c4) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %kr = folio.onnx_node "Reshape"(%ke, %rshape) {opset = 17 : i64} : (tensor<?x1x2x?x4xf32>, tensor<4xi64>) -> tensor<?x2x?x4xf32>
+  %kt = folio.onnx_node "Transpose"(%kr) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  // keep = (k <= q) & (q - k < 3) & attention_mask[k], q = past + arange(S)
+  %ids_shape = folio.onnx_node "Shape"(%ids) {opset = 17 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %s0 = arith.constant dense<0> : tensor<i64>
+  %s1 = arith.constant dense<1> : tensor<i64>
+  %s2 = arith.constant dense<2> : tensor<i64>
+  %seq = folio.onnx_node "Gather"(%ids_shape, %s1) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %pshape = folio.onnx_node "Shape"(%past) {opset = 17 : i64} : (tensor<?x1x?x4xf32>) -> tensor<4xi64>
+  %plen = folio.onnx_node "Gather"(%pshape, %s2) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %qr = folio.onnx_node "Range"(%s0, %seq, %s1) {opset = 17 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %qpos = folio.onnx_node "Add"(%qr, %plen) {opset = 17 : i64} : (tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+  %amshape = folio.onnx_node "Shape"(%am) {opset = 17 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %total = folio.onnx_node "Gather"(%amshape, %s1) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %kpos = folio.onnx_node "Range"(%s0, %total, %s1) {opset = 17 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %kpos2 = folio.onnx_node "Unsqueeze"(%kpos, %i0) {opset = 17 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %qpos2 = folio.onnx_node "Unsqueeze"(%qpos, %i1) {opset = 17 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %causal = folio.onnx_node "LessOrEqual"(%kpos2, %qpos2) {opset = 17 : i64} : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %dist = folio.onnx_node "Sub"(%qpos2, %kpos2) {opset = 17 : i64} : (tensor<?x1xi64>, tensor<1x?xi64>) -> tensor<?x?xi64>
+  %w = arith.constant dense<3> : tensor<i64>
+  %near = folio.onnx_node "Less"(%dist, %w) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi1>
+  %band = folio.onnx_node "And"(%causal, %near) {opset = 17 : i64} : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %axes12 = arith.constant dense<[1, 2]> : tensor<2xi64>
+  %am4 = folio.onnx_node "Unsqueeze"(%am, %axes12) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<2xi64>) -> tensor<?x1x1x?xi64>
+  %amb = folio.onnx_node "Cast"(%am4) {opset = 17 : i64, onnx_attributes = {to = 9 : i64}} : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?xi1>
+  %keep = folio.onnx_node "And"(%band, %amb) {opset = 17 : i64} : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %ninf = arith.constant dense<0xFF800000> : tensor<f32>
+  %masked = folio.onnx_node "Where"(%keep, %s, %ninf) {opset = 17 : i64} : (tensor<?x1x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %p = folio.onnx_node "Softmax"(%masked) {opset = 17 : i64, onnx_attributes = {axis = 3 : i64}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = folio.onnx_node "MatMul"(%p, %kr) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %kc : tensor<?x2x?x4xf32>, tensor<?x1x?x4xf32>
+}
