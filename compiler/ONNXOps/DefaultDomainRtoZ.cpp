@@ -228,6 +228,19 @@ LogicalResult inferSin(ONNXInferenceContext &ctx) {
   return inferUnaryFloat(ctx, [](double x) { return std::sin(x); });
 }
 
+/// True for expressions over dims (which are >= 0) built from non-negative
+/// constants with +, * and divisions.
+bool isKnownNonNegative(AffineExpr expr) {
+  if (std::optional<int64_t> c = getConstantDim(expr))
+    return *c >= 0;
+  if (isa<AffineSymbolExpr, AffineDimExpr>(expr))
+    return true;
+  if (auto binary = dyn_cast<AffineBinaryOpExpr>(expr))
+    return isKnownNonNegative(binary.getLHS()) &&
+           isKnownNonNegative(binary.getRHS());
+  return false;
+}
+
 /// The length of data[start:end:step] along a dim, symbolically where the
 /// exporters' common forms allow (x[a:], x[:b], x[a:b]).
 AffineExpr sliceLength(ONNXInferenceContext &ctx, AffineExpr dim,
@@ -249,19 +262,29 @@ AffineExpr sliceLength(ONNXInferenceContext &ctx, AffineExpr dim,
         step > 0 ? (e - s + step - 1) / step : (s - e + (-step) - 1) / (-step);
     return cst(ctx, std::max<int64_t>(length, 0));
   }
-  if (step != 1)
+  if (step != 1 || !dim)
     return AffineExpr();
+  // A symbolic index is "from the start" when it is provably >= 0 (dims
+  // are), "from the end" when its negation is (x[:, -seq:]).
+  auto resolve = [&](AffineExpr index) -> AffineExpr {
+    if (!index)
+      return AffineExpr();
+    if (std::optional<int64_t> c = getConstantDim(index))
+      return *c < 0 ? dim + index : index;
+    if (isKnownNonNegative(index))
+      return index;
+    if (isKnownNonNegative(-index))
+      return dim + index;
+    return AffineExpr();
+  };
   // An end at or past the dim (INT64_MAX, or the dim itself) means "to the
-  // end"; a start of 0 means "from the beginning".
+  // end".
   bool toEnd = (cEnd && *cEnd >= INT_MAX) || (end && end == dim);
-  AffineExpr from = cStart == 0 ? cst(ctx, 0) : start;
-  if (!dim || !from)
+  AffineExpr from = resolve(start);
+  AffineExpr to = toEnd ? dim : resolve(end);
+  if (!from || !to)
     return AffineExpr();
-  if (toEnd)
-    return cStart && *cStart < 0 ? cst(ctx, -*cStart) : dim - from;
-  if (end && !(cEnd && *cEnd < 0))
-    return end - from;
-  return AffineExpr();
+  return to - from;
 }
 
 LogicalResult inferSlice(ONNXInferenceContext &ctx) {

@@ -124,3 +124,23 @@ func.func @sdpa_scale(%q: tensor<?x4x?x16xf32> {folio.dim_names = ["batch", "", 
   %c = folio.onnx_node "Squeeze"(%s) {opset = 17 : i64} : (tensor<1xf32>) -> tensor<f32>
   return %c : tensor<f32>
 }
+
+// -----
+
+// Tests Slice with symbolic bounds counted from the end (x[:, -seq:]), as
+// the no-position exports slice the positions they compute from the mask.
+
+// CHECK-LABEL: func @slice_from_end
+func.func @slice_from_end(%m: tensor<?x?xi64> {folio.dim_names = ["batch", "total"]},
+                          %ids: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"]}) -> tensor<?x?xi64> {
+  %shape = folio.onnx_node "Shape"(%ids) {opset = 17 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %one = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %seq = folio.onnx_node "Gather"(%shape, %one) {opset = 17 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %neg = folio.onnx_node "Neg"(%seq) {opset = 17 : i64} : (tensor<1xi64>) -> tensor<1xi64>
+  %end = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<9223372036854775807> : tensor<1xi64>}} : () -> tensor<1xi64>
+  // CHECK: "Slice"{{.*}}folio.test.dims = ["[batch, seq]"]
+  %s = folio.onnx_node "Slice"(%m, %neg, %end, %one) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?xi64>
+  // CHECK: "Slice"{{.*}}folio.test.dims = ["[batch, total - seq - 1]"]
+  %t = folio.onnx_node "Slice"(%m, %one, %neg, %one) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?xi64>
+  return %s : tensor<?x?xi64>
+}
