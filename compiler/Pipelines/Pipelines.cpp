@@ -3,23 +3,60 @@
 #include "Pipelines/Pipelines.h"
 
 #include "Folio/Transforms/Passes.h"
+#include "Raise/Passes.h"
+#include "RaiseAttention/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 
 namespace mlir::folio {
 
-void buildFolioCompilePipeline(OpPassManager &pm,
-                               const FolioPipelineOptions &options) {
+std::optional<FolioPhase> parseFolioPhase(StringRef name) {
+  return llvm::StringSwitch<std::optional<FolioPhase>>(name)
+      .Case("import", FolioPhase::Import)
+      .Case("raise", FolioPhase::Raise)
+      .Case("page-kv", FolioPhase::PageKV)
+      .Case("compile", FolioPhase::Compile)
+      .Default(std::nullopt);
+}
+
+void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
+                        FolioPhase stopAfter) {
+  if (stopAfter == FolioPhase::Import)
+    return;
+  // The configuration first: page-kv reads the block size from the module.
   FolioSetTargetPassOptions targetOptions;
   targetOptions.target = options.target;
   targetOptions.kvCacheDtype = options.kvCacheDtype;
   targetOptions.blockSize = options.blockSize;
   pm.addPass(createFolioSetTargetPass(targetOptions));
+
+  // Raise: shape bookkeeping folded away, then the patterns from the most
+  // specific inward (rotary feeds attention; attention's projections are
+  // plain linears once it is raised).
+  OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createFolioONNXSimplifyPass());
+  func.addPass(createFolioRaiseNormsPass());
+  func.addPass(createFolioRaiseRotaryPass());
+  func.addPass(createFolioRaiseAttentionPass());
+  func.addPass(createFolioRaiseLinearPass());
+  func.addPass(createFolioONNXSimplifyPass());
+  if (stopAfter == FolioPhase::Raise)
+    return;
+
+  pm.addPass(createFolioPageKVPass());
+  pm.addPass(createFolioVerifyServingContractPass());
+}
+
+void buildFolioCompilePipeline(OpPassManager &pm,
+                               const FolioPipelineOptions &options) {
+  buildFolioPipeline(pm, options, FolioPhase::Compile);
 }
 
 void registerFolioPipelines() {
   PassPipelineRegistration<FolioPipelineOptions>(
       "folio-compile",
-      "Compiles an imported model to the serving plan for a target",
+      "Compiles an imported model to the serving entry for a target",
       buildFolioCompilePipeline);
 }
 

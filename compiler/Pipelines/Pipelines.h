@@ -6,6 +6,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <optional>
+
 namespace mlir::folio {
 
 /// What `folioc` and `folio-opt --folio-compile` take from the user.
@@ -26,9 +28,18 @@ struct FolioPipelineOptions : public PassPipelineOptions<FolioPipelineOptions> {
       llvm::cl::init(16)};
 };
 
-/// Appends the whole compile pipeline, import output to serving plan, to
-/// `pm`. Phases land here as they are built: set-target now; raise, page-kv,
-/// quantize-kv, speculative and fuse follow.
+/// The points `folioc --stop-after` can stop at.
+enum class FolioPhase { Import, Raise, PageKV, Compile };
+std::optional<FolioPhase> parseFolioPhase(StringRef name);
+
+/// Appends the passes from an imported module up to and including
+/// `stopAfter`: set-target, raise (simplify, norms, rotary, attention,
+/// linear), page-kv + the serving-contract check. quantize-kv, speculative
+/// and fuse follow as they land.
+void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
+                        FolioPhase stopAfter);
+
+/// The whole pipeline (`folio-compile`).
 void buildFolioCompilePipeline(OpPassManager &pm,
                                const FolioPipelineOptions &options);
 

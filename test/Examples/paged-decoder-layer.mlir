@@ -1,8 +1,8 @@
 // RUN: folio-opt %s | folio-opt | FileCheck %s
-// RUN: folio-opt %s --folio-compile="target=sm_90a" | FileCheck %s --check-prefix=COMPILED
+// RUN: folio-opt %s --folio-set-target="target=sm_90a" | FileCheck %s --check-prefix=COMPILED
 
 // Tests that the README's example, one Llama-style decoder layer in the
-// serving contract, parses, verifies and goes through the compile pipeline.
+// serving contract, parses, verifies and takes a target configuration.
 // tokens/positions/slot_mapping are the flattened batch of this step;
 // block_tables/seq_lens/query_start_loc describe its sequences.
 

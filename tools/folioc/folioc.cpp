@@ -54,17 +54,20 @@ cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::MLIR),
 /// `--stop-after` is parsed by hand: libLLVM already registers a
 /// `-stop-after` option (for its codegen passes), and two cl::opts with one
 /// name abort at start-up.
-enum class Phase { Import, Compile };
 constexpr StringLiteral kStopAfterHelp =
     "  --stop-after=<phase>   stop after a phase and write its IR:\n"
     "                         import   ONNX nodes as folio.onnx_node, typed "
     "by symbolic shape inference\n"
+    "                         raise    norms, rotary, attention, linears as "
+    "folio ops (batch x seq layout)\n"
+    "                         page-kv  the serving entry: forward(tokens, ..., "
+    "caches) -> logits\n"
     "                         compile  the whole pipeline (default)\n";
 
 /// Removes `--stop-after=X` / `--stop-after X` from argv; nullopt (after a
 /// message) on a bad value.
-std::optional<Phase> takeStopAfter(int &argc, char **argv) {
-  Phase phase = Phase::Compile;
+std::optional<mlir::folio::FolioPhase> takeStopAfter(int &argc, char **argv) {
+  mlir::folio::FolioPhase phase = mlir::folio::FolioPhase::Compile;
   int out = 1;
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];
@@ -74,8 +77,8 @@ std::optional<Phase> takeStopAfter(int &argc, char **argv) {
       value = arg;
     } else if (arg == "--stop-after" || arg == "-stop-after") {
       if (i + 1 == argc) {
-        errs() << "folioc: error: --stop-after needs a phase (import, "
-                  "compile)\n";
+        errs() << "folioc: error: --stop-after needs a phase (import, raise, "
+                  "page-kv, compile)\n";
         return std::nullopt;
       }
       value = argv[++i];
@@ -83,16 +86,15 @@ std::optional<Phase> takeStopAfter(int &argc, char **argv) {
       argv[out++] = argv[i];
       continue;
     }
-    if (value == "import") {
-      phase = Phase::Import;
-    } else if (value == "compile") {
-      phase = Phase::Compile;
-    } else {
+    std::optional<mlir::folio::FolioPhase> parsed =
+        mlir::folio::parseFolioPhase(value);
+    if (!parsed) {
       errs() << "folioc: error: unknown phase '" << value
-             << "' for --stop-after; supported: import, compile (raise and "
-                "page-kv are not built yet)\n";
+             << "' for --stop-after; supported: import, raise, page-kv, "
+                "compile\n";
       return std::nullopt;
     }
+    phase = *parsed;
   }
   argc = out;
   return phase;
@@ -185,7 +187,7 @@ private:
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  std::optional<Phase> stopAfter = takeStopAfter(argc, argv);
+  std::optional<mlir::folio::FolioPhase> stopAfter = takeStopAfter(argc, argv);
   if (!stopAfter)
     return 1;
   registerAsmPrinterCLOptions();
@@ -234,7 +236,7 @@ int main(int argc, char **argv) {
   if (dumpImport)
     module->print(errs());
 
-  if (*stopAfter != Phase::Import) {
+  if (*stopAfter != mlir::folio::FolioPhase::Import) {
     display.phase("compile: target " + target);
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
@@ -247,7 +249,7 @@ int main(int argc, char **argv) {
     pipelineOptions.target = target.getValue();
     pipelineOptions.kvCacheDtype = kvCacheDtype.getValue();
     pipelineOptions.blockSize = blockSize.getValue();
-    mlir::folio::buildFolioCompilePipeline(pm, pipelineOptions);
+    mlir::folio::buildFolioPipeline(pm, pipelineOptions, *stopAfter);
     if (failed(pm.run(*module)))
       return 1;
   }
