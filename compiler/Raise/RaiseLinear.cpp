@@ -1,9 +1,9 @@
 //===- RaiseLinear.cpp - Projections, embeddings and gated MLPs -----------===//
 
-#include "Raise/EraseDead.h"
 #include "Raise/Passes.h"
 
 #include "Folio/IR/FolioOps.h"
+#include "ONNXOps/DeadOps.h"
 #include "ONNXOps/Match.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

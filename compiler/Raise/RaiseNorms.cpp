@@ -1,9 +1,9 @@
 //===- RaiseNorms.cpp - RMSNorm and LayerNorm subgraphs to folio ops ------===//
 
-#include "Raise/EraseDead.h"
 #include "Raise/Passes.h"
 
 #include "Folio/IR/FolioOps.h"
+#include "ONNXOps/DeadOps.h"
 #include "ONNXOps/Match.h"
 #include "ONNXOps/ShapeInference.h"
 

@@ -1,5 +1,6 @@
 //===- RaiseAttention.cpp - Attention subgraphs to folio.attention --------===//
 
+#include "ONNXOps/DeadOps.h"
 #include "RaiseAttention/AttentionRaise.h"
 #include "RaiseAttention/Passes.h"
 
@@ -237,7 +238,7 @@ struct RaiseAttentionPass
     }
     if (failed)
       return signalPassFailure();
-    eraseDeadNodes(func);
+    eraseDeadOps(func);
   }
 
   LogicalResult raiseDecomposed(AttentionContext &ctx, ONNXNodeOp softmax);

@@ -1,5 +1,6 @@
 //===- RaiseRotary.cpp - Rotary embeddings to folio.rotary ----------------===//
 
+#include "ONNXOps/DeadOps.h"
 #include "RaiseAttention/Passes.h"
 #include "RaiseAttention/RaiseUtils.h"
 #include "RaiseAttention/RotaryBuild.h"
@@ -55,7 +56,7 @@ struct RaiseRotaryPass
     }
     if (failed)
       return signalPassFailure();
-    eraseDeadNodes(func);
+    eraseDeadOps(func);
   }
 
   LogicalResult raiseDecomposed(func::FuncOp func, ONNXNodeOp add,

@@ -209,14 +209,3 @@ Value ONNXNodeBuilder::mergeHeads(Location loc, StringRef name, Value value) {
     return {};
   return create(loc, "Reshape", name, {t, constI64(loc, {0, 0, -1})});
 }
-
-void mlir::folio::eraseDeadNodes(func::FuncOp func) {
-  SmallVector<Operation *> ops;
-  func.walk([&](Operation *op) {
-    if (isa<ONNXNodeOp, arith::ConstantOp>(op))
-      ops.push_back(op);
-  });
-  for (Operation *op : llvm::reverse(ops))
-    if (op->use_empty())
-      op->erase();
-}

@@ -85,9 +85,6 @@ private:
 /// The default-domain opset the module was imported with (17 if unknown).
 int64_t getDefaultOpset(Operation *op);
 
-/// Erases onnx nodes and constants that nothing uses any more.
-void eraseDeadNodes(func::FuncOp func);
-
 } // namespace mlir::folio
 
 #endif // FOLIO_RAISEATTENTION_RAISEUTILS_H

@@ -2,6 +2,7 @@
 
 #include "Folio/IR/FolioOps.h"
 #include "Folio/Transforms/Passes.h"
+#include "ONNXOps/DeadOps.h"
 #include "ONNXOps/ShapeInference.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -158,13 +159,7 @@ struct ONNXSimplifyPass
             result.setType(facts->getType());
     }
 
-    // Erase what nothing uses any more, last first so chains disappear.
-    SmallVector<Operation *> ops;
-    func.walk([&](Operation *op) { ops.push_back(op); });
-    for (Operation *op : llvm::reverse(ops))
-      if ((isa<ONNXNodeOp>(op) || isa<arith::ConstantOp>(op)) &&
-          op->use_empty())
-        op->erase();
+    eraseDeadOps(func);
   }
 };
 

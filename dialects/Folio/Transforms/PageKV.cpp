@@ -3,6 +3,7 @@
 #include "Folio/IR/FolioOps.h"
 #include "Folio/Transforms/Passes.h"
 #include "Folio/Transforms/TokenwiseCheck.h"
+#include "ONNXOps/DeadOps.h"
 #include "ONNXOps/Match.h"
 #include "ONNXOps/ShapeInference.h"
 
@@ -322,16 +323,7 @@ LogicalResult Rewriter::dropImportedInterface() {
   func.setAllResultAttrs(ArrayRef<DictionaryAttr>{b.getDictionaryAttr(
       b.getNamedAttr(kNameAttr, b.getStringAttr("logits")))});
 
-  // Erase what became dead, last first.
-  SmallVector<Operation *> ops;
-  func.walk([&](Operation *op) {
-    if (op != func.getOperation())
-      ops.push_back(op);
-  });
-  for (Operation *op : llvm::reverse(ops))
-    if (op->use_empty() && isMemoryEffectFree(op) &&
-        !op->hasTrait<OpTrait::IsTerminator>())
-      op->erase();
+  eraseDeadOps(func);
 
   llvm::BitVector drop(func.getNumArguments());
   for (unsigned i = 0; i < numOriginalArgs; ++i) {

@@ -1,6 +1,6 @@
-//===- EraseDead.cpp - Drop what a raise left unused ----------------------===//
+//===- DeadOps.cpp - Drop what a rewrite left unused ----------------------===//
 
-#include "Raise/EraseDead.h"
+#include "ONNXOps/DeadOps.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
