@@ -14,6 +14,8 @@
 #include "Import/MLIR/ImportONNX.h"
 #include "Import/ONNX/Loader.h"
 #include "Pipelines/Pipelines.h"
+#include "Plan/LowerToPlan.h"
+#include "runtime/Plan/PlanIO.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
@@ -43,12 +45,15 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' = stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(folioCategory));
 
-enum class Emit { MLIR, Bytecode };
+enum class Emit { MLIR, Bytecode, Plan };
 cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::MLIR),
                    cl::values(clEnumValN(Emit::MLIR, "mlir",
                                          "MLIR text of the compiled module"),
                               clEnumValN(Emit::Bytecode, "mlirbc",
-                                         "MLIR bytecode of the same")),
+                                         "MLIR bytecode of the same"),
+                              clEnumValN(Emit::Plan, "plan",
+                                         "the runtime plan (.folio; the "
+                                         "default for -o *.folio)")),
                    cl::cat(folioCategory));
 
 /// `--stop-after` is parsed by hand: libLLVM already registers a
@@ -252,6 +257,26 @@ int main(int argc, char **argv) {
     mlir::folio::buildFolioPipeline(pm, pipelineOptions, *stopAfter);
     if (failed(pm.run(*module)))
       return 1;
+  }
+
+  // A plan goes to its file directly: writePlan writes atomically, and the
+  // artifact is binary, never stdout.
+  if (emit == Emit::Plan || StringRef(outputPath).ends_with(".folio")) {
+    if (outputPath == "-") {
+      errs() << "folioc: error: --emit=plan needs -o <file.folio>\n";
+      return 1;
+    }
+    llvm::Expected<::folio::plan::Plan> plan =
+        mlir::folio::lowerModuleToPlan(*module);
+    if (!plan) {
+      errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
+      return 1;
+    }
+    if (::folio::Status s = ::folio::plan::writePlan(*plan, outputPath); !s) {
+      errs() << "folioc: error: " << s.message() << "\n";
+      return 1;
+    }
+    return 0;
   }
 
   std::string error;

@@ -1,0 +1,145 @@
+//===- Engine.cpp - Runs prompts through a plan, step by step -------------===//
+
+#include "runtime/Core/Engine.h"
+
+#include <algorithm>
+
+namespace folio::core {
+
+Expected<std::unique_ptr<Engine>>
+Engine::create(std::shared_ptr<const plan::Plan> plan,
+               std::unique_ptr<exec::Executor> executor, int64_t numBlocks) {
+  if (Status s = executor->load(plan); !s)
+    return s;
+  exec::KVCacheLayout layout = executor->kvCacheLayout();
+  if (layout.numLayers == 0)
+    return Status::invalidArgument("the plan has no KV cache inputs");
+  if (Status s = executor->allocateKVCache(numBlocks); !s)
+    return s;
+  auto engine = std::unique_ptr<Engine>(new Engine());
+  engine->plan_ = plan;
+  engine->executor_ = std::move(executor);
+  engine->blockSize_ = layout.blockSize;
+  engine->vocab_ = plan->configValue("vocab", 0);
+  engine->maxPositions_ = plan->configValue("max_positions", 0);
+  KVCacheConfig config;
+  config.numBlocks = size_t(numBlocks);
+  config.blockSize = size_t(layout.blockSize);
+  config.enablePrefixCaching = false;
+  if (Status s = config.validate(); !s)
+    return s;
+  engine->kv_ = std::make_unique<KVCacheManager>(config);
+  return engine;
+}
+
+int64_t Engine::blocksFor(const std::vector<std::vector<TokenId>> &prompts,
+                          int64_t maxNewTokens, int64_t blockSize) {
+  int64_t blocks = 1;
+  for (const auto &p : prompts)
+    blocks += (int64_t(p.size()) + maxNewTokens + blockSize - 1) / blockSize;
+  return blocks;
+}
+
+Status Engine::step(std::vector<SequenceState *> &seqs,
+                    const std::vector<int64_t> &numScheduled,
+                    std::vector<float> &logits) {
+  std::vector<ScheduledSequence> scheduled;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    SequenceState &s = *seqs[i];
+    if (!kv_->allocateSlots(s.id, size_t(s.numComputed),
+                            size_t(numScheduled[i])))
+      return Status::resourceExhausted("out of KV cache blocks for sequence '" +
+                                       s.id + "'");
+    ScheduledSequence ss;
+    ss.tokens = &s.tokens;
+    ss.numComputed = s.numComputed;
+    ss.numScheduled = numScheduled[i];
+    ss.blockTable = &kv_->blockIds(s.id);
+    scheduled.push_back(ss);
+  }
+  Expected<exec::ForwardBatch> batch = buildForwardBatch(scheduled, blockSize_);
+  if (!batch)
+    return batch.status();
+  int64_t vocab = 0;
+  if (Status s = executor_->forward(*batch, logits, vocab); !s)
+    return s;
+  vocab_ = vocab;
+  for (size_t i = 0; i < seqs.size(); ++i)
+    seqs[i]->numComputed += numScheduled[i];
+  return Status::ok();
+}
+
+Expected<GenerateResult>
+Engine::generateGreedy(const std::vector<std::vector<TokenId>> &prompts,
+                       const GenerateOptions &options) {
+  if (prompts.empty())
+    return Status::invalidArgument("no prompts");
+  if (options.maxNewTokens < 1)
+    return Status::invalidArgument("max new tokens must be at least 1");
+  int64_t maxLen = options.maxModelLen ? options.maxModelLen : maxPositions_;
+  std::vector<SequenceState> states(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto &p = prompts[i];
+    std::string which = "prompt " + std::to_string(i + 1);
+    if (p.empty())
+      return Status::invalidArgument(which + " is empty");
+    for (TokenId t : p)
+      if (t < 0 || (vocab_ > 0 && t >= vocab_))
+        return Status::invalidArgument(
+            which + ": token id " + std::to_string(t) +
+            " is outside the vocabulary [0, " + std::to_string(vocab_) + ")");
+    if (maxLen > 0 && int64_t(p.size()) > maxLen)
+      return Status::invalidArgument(
+          which + " has " + std::to_string(p.size()) +
+          " tokens, more than the model's " + std::to_string(maxLen) +
+          " positions");
+    // The last new token is never fed back, so the context reaches
+    // prompt + maxNewTokens - 1 positions.
+    if (maxLen > 0 && int64_t(p.size()) + options.maxNewTokens - 1 > maxLen)
+      return Status::invalidArgument(
+          which + " (" + std::to_string(p.size()) + " tokens) plus " +
+          std::to_string(options.maxNewTokens) +
+          " new tokens exceeds the model's " + std::to_string(maxLen) +
+          " positions");
+    states[i].id = "seq" + std::to_string(i);
+    states[i].tokens = p;
+  }
+  GenerateResult result;
+  result.tokens.resize(prompts.size());
+  std::vector<SequenceState *> seqs;
+  std::vector<int64_t> counts;
+  for (SequenceState &s : states) {
+    seqs.push_back(&s);
+    counts.push_back(int64_t(s.tokens.size()));
+  }
+  std::vector<float> logits;
+  std::vector<float> kept;
+  for (int64_t stepIdx = 0; stepIdx < options.maxNewTokens; ++stepIdx) {
+    if (Status s = step(seqs, counts, logits); !s) {
+      for (SequenceState &st : states)
+        release(st);
+      return s;
+    }
+    if (options.keepLogits && stepIdx == 0)
+      kept.assign(size_t(prompts.size() * options.maxNewTokens * vocab_), 0.f);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const float *row = logits.data() + i * size_t(vocab_);
+      TokenId best = TokenId(std::max_element(row, row + vocab_) - row);
+      result.tokens[i].push_back(best);
+      seqs[i]->tokens.push_back(best);
+      counts[i] = 1;
+      if (options.keepLogits)
+        std::copy(row, row + vocab_,
+                  kept.begin() +
+                      long((i * size_t(options.maxNewTokens) + size_t(stepIdx)) *
+                           size_t(vocab_)));
+    }
+  }
+  for (SequenceState &st : states)
+    release(st);
+  result.logits = std::move(kept);
+  result.vocab = vocab_;
+  return result;
+}
+
+} // namespace folio::core

@@ -1,0 +1,90 @@
+//===- Engine.h - Runs prompts through a plan, step by step -----*- C++ -*-===//
+//
+// The engine owns an executor (with its KV cache) and a block manager. One
+// `step` runs any mix of sequences (prefills and decodes) as one ragged
+// batch: blocks are allocated for what is scheduled, the serving-contract
+// arrays built (BatchBuilder), and the plan executed. `generateGreedy` is
+// the simple loop folio-run uses: all prompts prefill together in step 0,
+// then every sequence decodes one token per step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_CORE_ENGINE_H
+#define FOLIO_RUNTIME_CORE_ENGINE_H
+
+#include "runtime/Core/BatchBuilder.h"
+#include "runtime/Executor/Executor.h"
+#include "runtime/KVCache/KVCacheManager.h"
+#include "runtime/Plan/Plan.h"
+
+#include <memory>
+#include <vector>
+
+namespace folio::core {
+
+struct GenerateOptions {
+  int64_t maxNewTokens = 16;
+  /// Longest context accepted; 0 = the plan's max_positions (unbounded when
+  /// the plan names none).
+  int64_t maxModelLen = 0;
+  /// Keep every step's logits rows ([prompts, maxNewTokens, vocab]).
+  bool keepLogits = false;
+};
+
+struct GenerateResult {
+  std::vector<std::vector<TokenId>> tokens; ///< new tokens per prompt
+  std::vector<float> logits;                ///< when keepLogits
+  int64_t vocab = 0;
+};
+
+/// One sequence as the engine tracks it between steps.
+struct SequenceState {
+  RequestId id;
+  std::vector<TokenId> tokens; ///< prompt + generated
+  int64_t numComputed = 0;
+};
+
+class Engine {
+public:
+  /// Loads `plan` into `executor`; sizes the KV cache for `numBlocks`
+  /// blocks (null block included).
+  static Expected<std::unique_ptr<Engine>>
+  create(std::shared_ptr<const plan::Plan> plan,
+         std::unique_ptr<exec::Executor> executor, int64_t numBlocks);
+
+  int64_t blockSize() const { return blockSize_; }
+  int64_t vocab() const { return vocab_; }
+  /// The plan's maximum positions, or 0 when it has none.
+  int64_t maxPositions() const { return maxPositions_; }
+
+  /// Runs `numScheduled[i]` more tokens of each `seqs[i]` as one batch and
+  /// returns the logits of each sequence's last scheduled token ([S, vocab]).
+  /// Allocates blocks as needed; advances numComputed.
+  Status step(std::vector<SequenceState *> &seqs,
+              const std::vector<int64_t> &numScheduled,
+              std::vector<float> &logits);
+
+  /// Releases a sequence's blocks.
+  void release(const SequenceState &seq) { kv_->freeRequest(seq.id); }
+
+  Expected<GenerateResult>
+  generateGreedy(const std::vector<std::vector<TokenId>> &prompts,
+                 const GenerateOptions &options);
+
+  /// Blocks needed to generate `maxNewTokens` after each prompt, plus the
+  /// null block.
+  static int64_t blocksFor(const std::vector<std::vector<TokenId>> &prompts,
+                           int64_t maxNewTokens, int64_t blockSize);
+
+private:
+  std::shared_ptr<const plan::Plan> plan_;
+  std::unique_ptr<exec::Executor> executor_;
+  std::unique_ptr<KVCacheManager> kv_;
+  int64_t blockSize_ = 16;
+  int64_t vocab_ = 0;
+  int64_t maxPositions_ = 0;
+};
+
+} // namespace folio::core
+
+#endif // FOLIO_RUNTIME_CORE_ENGINE_H

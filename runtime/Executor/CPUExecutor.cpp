@@ -1,0 +1,229 @@
+//===- CPUExecutor.cpp - Interprets a plan with the CPU kernels -----------===//
+//
+// Steps run in plan order over a table of run-time tensors indexed by value
+// slot. Shapes are whatever the inputs of this batch make them: shape
+// arithmetic steps compute on real dims, so one loaded plan serves every
+// token count. After each step the results are checked against the plan's
+// static types, which turns a lowering bug into a message naming the step
+// instead of silent garbage.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Executor/Executor.h"
+#include "runtime/Executor/StepKernel.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace folio::exec {
+namespace {
+
+struct CacheStorage {
+  cpu::KVCacheView view;
+  std::shared_ptr<void> k, v;
+};
+
+class CPUExecutor final : public Executor {
+public:
+  const char *deviceName() const override { return "cpu"; }
+
+  Status load(std::shared_ptr<const plan::Plan> p) override {
+    plan = std::move(p);
+    constants.assign(plan->values.size(), Tensor());
+    for (const plan::Constant &c : plan->constants) {
+      const plan::ValueInfo &info = plan->values[size_t(c.value)];
+      Tensor t;
+      t.type = info.type;
+      t.shape = info.dims;
+      t.data = const_cast<uint8_t *>(plan->blob.data() + c.offset);
+      constants[size_t(c.value)] = t;
+    }
+    kernels.clear();
+    states.clear();
+    for (const plan::Step &step : plan->steps) {
+      const StepKernel *k = findCPUKernel(step.kind);
+      if (!k)
+        return Status::invalidArgument(
+            "the CPU executor has no kernel for step kind '" + step.kind +
+            "' (node '" + step.name + "')");
+      int n = int(step.operands.size());
+      if (n < k->minOperands || n > k->maxOperands)
+        return Status::invalidArgument(step.kind + " '" + step.name +
+                                       "': " + std::to_string(n) +
+                                       " operands is not a valid arity");
+      std::unique_ptr<StepState> state;
+      if (k->prepare) {
+        PrepareContext ctx{step, *plan, constants};
+        if (Status s = k->prepare(ctx, state); !s)
+          return s;
+      }
+      kernels.push_back(k);
+      states.push_back(std::move(state));
+    }
+    layout = {};
+    for (const plan::Argument &a : plan->inputs) {
+      const plan::ValueInfo &v = plan->values[size_t(a.value)];
+      if (v.kind != plan::ValueInfo::Kind::KVCache)
+        continue;
+      if (v.type != plan::ElemType::F32)
+        return Status::invalidArgument(
+            std::string("KV cache '") + a.name + "' has dtype " +
+            plan::elemTypeName(v.type) +
+            "; the CPU executor supports f32 caches only so far");
+      ++layout.numLayers;
+      layout.blockSize = v.blockSize;
+      layout.bytesPerBlock += 2 * v.blockSize * v.kvHeads * v.headDim * 4;
+    }
+    return Status::ok();
+  }
+
+  KVCacheLayout kvCacheLayout() const override { return layout; }
+
+  Status allocateKVCache(int64_t numBlocks) override {
+    if (!plan)
+      return Status::invalidArgument("no plan is loaded");
+    if (numBlocks < 2)
+      return Status::invalidArgument("the KV cache needs at least 2 blocks");
+    caches.assign(plan->values.size(), nullptr);
+    storage.clear();
+    storage.reserve(plan->inputs.size());
+    for (const plan::Argument &a : plan->inputs) {
+      const plan::ValueInfo &v = plan->values[size_t(a.value)];
+      if (v.kind != plan::ValueInfo::Kind::KVCache)
+        continue;
+      CacheStorage cs;
+      cs.view.numBlocks = numBlocks;
+      cs.view.blockSize = v.blockSize;
+      cs.view.numKvHeads = v.kvHeads;
+      cs.view.headDim = v.headDim;
+      cs.view.dtype = cpu::DType::F32;
+      size_t bytes = cs.view.poolBytes();
+      for (std::shared_ptr<void> *pool : {&cs.k, &cs.v}) {
+        void *mem = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+        if (!mem)
+          return Status::resourceExhausted("cannot allocate the KV cache (" +
+                                           std::to_string(bytes) + " bytes)");
+        std::memset(mem, 0, bytes);
+        *pool = std::shared_ptr<void>(mem, [](void *m) { std::free(m); });
+      }
+      cs.view.k = cs.k.get();
+      cs.view.v = cs.v.get();
+      storage.push_back(std::move(cs));
+      caches[size_t(a.value)] = &storage.back().view;
+    }
+    return Status::ok();
+  }
+
+  Status forward(const ForwardBatch &batch, std::vector<float> &logits,
+                 int64_t &vocab) override {
+    if (!plan || caches.empty())
+      return Status::invalidArgument(
+          "forward needs a loaded plan and an allocated KV cache");
+    std::vector<Tensor> values = constants;
+    if (Status s = bindInputs(batch, values); !s)
+      return s;
+    cpu::ThreadPool &pool = cpu::ThreadPool::global();
+    for (size_t i = 0; i < plan->steps.size(); ++i) {
+      const plan::Step &step = plan->steps[i];
+      StepContext ctx{step, values, caches, states[i].get(), pool};
+      for (int32_t id : step.operands)
+        if (id >= 0 && !caches[size_t(id)] && !values[size_t(id)].data)
+          return ctx.error("an operand has no value (the plan uses a value "
+                           "before defining it)");
+      if (Status s = kernels[i]->run(ctx); !s)
+        return s;
+      if (Status s = checkResults(ctx); !s)
+        return s;
+    }
+    if (plan->outputs.size() != 1)
+      return Status::invalidArgument("the entry must return one logits tensor");
+    const Tensor &out = values[size_t(plan->outputs[0])];
+    if (out.type != plan::ElemType::F32 || out.rank() != 2)
+      return Status::internal("logits must be f32 [rows, vocab], got " +
+                              shapeString(out.shape));
+    vocab = out.shape[1];
+    logits.assign(out.as<float>(), out.as<float>() + out.numel());
+    return Status::ok();
+  }
+
+private:
+  Status bindInputs(const ForwardBatch &b, std::vector<Tensor> &values) {
+    int64_t t = int64_t(b.tokens.size());
+    int64_t s = int64_t(b.seqLens.size());
+    if (int64_t(b.positions.size()) != t ||
+        int64_t(b.slotMapping.size()) != t ||
+        int64_t(b.queryStartLoc.size()) != s + 1 ||
+        int64_t(b.blockTables.size()) != s * b.maxBlocks)
+      return Status::invalidArgument(
+          "the batch arrays disagree in length (tokens " + std::to_string(t) +
+          ", sequences " + std::to_string(s) + ")");
+    auto i32 = [](const std::vector<int32_t> &v, Shape shape) {
+      Tensor x = Tensor::allocate(ElemType::I32, std::move(shape));
+      std::memcpy(x.data, v.data(), v.size() * 4);
+      return x;
+    };
+    for (const plan::Argument &a : plan->inputs) {
+      Tensor x;
+      const std::string &n = a.name;
+      if (n == "tokens")
+        x = i32(b.tokens, {t});
+      else if (n == "positions")
+        x = i32(b.positions, {t});
+      else if (n == "query_start_loc")
+        x = i32(b.queryStartLoc, {s + 1});
+      else if (n == "seq_lens")
+        x = i32(b.seqLens, {s});
+      else if (n == "block_tables")
+        x = i32(b.blockTables, {s, b.maxBlocks});
+      else if (n == "logits_indices")
+        x = i32(b.logitsIndices, {int64_t(b.logitsIndices.size())});
+      else if (n == "slot_mapping") {
+        x = Tensor::allocate(ElemType::I64, {t});
+        std::memcpy(x.data, b.slotMapping.data(), size_t(t) * 8);
+      } else if (plan->values[size_t(a.value)].kind ==
+                 plan::ValueInfo::Kind::KVCache)
+        continue;
+      else
+        return Status::invalidArgument("the plan's input '" + n +
+                                       "' is not part of the serving contract");
+      if (x.type != plan->values[size_t(a.value)].type)
+        return Status::invalidArgument("the plan's input '" + n +
+                                       "' has an unexpected element type");
+      values[size_t(a.value)] = std::move(x);
+    }
+    return Status::ok();
+  }
+
+  Status checkResults(const StepContext &ctx) const {
+    for (int32_t id : ctx.step.results) {
+      const Tensor &t = ctx.values[size_t(id)];
+      const plan::ValueInfo &info = plan->values[size_t(id)];
+      bool ok = t.type == info.type && t.rank() == int64_t(info.dims.size());
+      for (size_t d = 0; ok && d < info.dims.size(); ++d)
+        ok = info.dims[d] < 0 || info.dims[d] == t.shape[d];
+      if (!ok)
+        return ctx.error(std::string("produced ") +
+                         plan::elemTypeName(t.type) + " " +
+                         shapeString(t.shape) + " where the plan expects " +
+                         plan::elemTypeName(info.type) + " " +
+                         shapeString(info.dims));
+    }
+    return Status::ok();
+  }
+
+  std::shared_ptr<const plan::Plan> plan;
+  std::vector<Tensor> constants;
+  std::vector<const StepKernel *> kernels;
+  std::vector<std::unique_ptr<StepState>> states;
+  std::vector<CacheStorage> storage;
+  std::vector<cpu::KVCacheView *> caches;
+  KVCacheLayout layout;
+};
+
+} // namespace
+
+std::unique_ptr<Executor> createCPUExecutor() {
+  return std::make_unique<CPUExecutor>();
+}
+
+} // namespace folio::exec

@@ -1,0 +1,70 @@
+//===- Executor.h - Runs a plan's serving entry on a device -----*- C++ -*-===//
+//
+// One interface, one implementation per device. An executor loads a plan
+// (packing weights for its kernels and refusing step kinds it cannot run),
+// owns the paged KV cache in its device's memory, and runs `forward` on the
+// serving-contract arrays of one engine step. The CPU executor interprets
+// steps with codegen/CPU kernels; a CUDA executor takes the same plan and
+// launches the NVRTC kernel compiled for each step (see
+// docs/plan-and-executor.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_EXECUTOR_EXECUTOR_H
+#define FOLIO_RUNTIME_EXECUTOR_EXECUTOR_H
+
+#include "runtime/Plan/Plan.h"
+#include "runtime/Support/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace folio::exec {
+
+/// The vLLM-v1 flattened batch of one step (see runtime/Core/BatchBuilder.h).
+struct ForwardBatch {
+  std::vector<int32_t> tokens;        ///< [T]
+  std::vector<int32_t> positions;     ///< [T]
+  std::vector<int32_t> queryStartLoc; ///< [S + 1]
+  std::vector<int32_t> seqLens;       ///< [S]
+  std::vector<int32_t> blockTables;   ///< [S, maxBlocks], row-major
+  int64_t maxBlocks = 0;
+  std::vector<int64_t> slotMapping;   ///< [T]
+  std::vector<int32_t> logitsIndices; ///< [R]
+};
+
+/// The model geometry an executor reads off its plan.
+struct KVCacheLayout {
+  int64_t numLayers = 0;
+  int64_t blockSize = 0;
+  int64_t bytesPerBlock = 0; ///< all layers, K and V
+};
+
+class Executor {
+public:
+  virtual ~Executor() = default;
+  virtual const char *deviceName() const = 0;
+
+  /// Prepares `plan`: binds constants, packs weights, resolves every step's
+  /// kernel. Fails, naming the step, when a kind is not implemented.
+  virtual Status load(std::shared_ptr<const plan::Plan> plan) = 0;
+
+  /// The KV geometry of the loaded plan.
+  virtual KVCacheLayout kvCacheLayout() const = 0;
+
+  /// Allocates every layer's cache with `numBlocks` blocks (block 0 is the
+  /// reserved null block, as in the block pool).
+  virtual Status allocateKVCache(int64_t numBlocks) = 0;
+
+  /// Runs the entry on one batch; `logits` receives [R, vocab] row-major.
+  virtual Status forward(const ForwardBatch &batch, std::vector<float> &logits,
+                         int64_t &vocab) = 0;
+};
+
+/// The CPU executor (codegen/CPU kernels on the global thread pool).
+std::unique_ptr<Executor> createCPUExecutor();
+
+} // namespace folio::exec
+
+#endif // FOLIO_RUNTIME_EXECUTOR_EXECUTOR_H

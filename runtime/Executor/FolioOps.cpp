@@ -1,0 +1,429 @@
+//===- FolioOps.cpp - folio ops on the codegen/CPU kernels ----------------===//
+//
+// Each folio op maps onto one FolioCPUKernels call (or three, for the gated
+// MLP). Weights are packed once in `prepare`; leading dims of the batch x seq
+// layout page-kv leaves are flattened into rows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CPU/Activation.h"
+#include "codegen/CPU/Gather.h"
+#include "codegen/CPU/Linear.h"
+#include "codegen/CPU/Norm.h"
+#include "codegen/CPU/PagedAttention.h"
+#include "codegen/CPU/Rotary.h"
+#include "runtime/Executor/StepKernel.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace folio::exec {
+namespace {
+
+Status prepareError(const PrepareContext &ctx, const std::string &message) {
+  return Status::invalidArgument(ctx.step.kind + " '" + ctx.step.name +
+                                 "': " + message);
+}
+
+/// Packs a constant 2-D weight into the kernel's W[N, K] layout.
+Status packWeight(const PrepareContext &ctx, size_t operand, int32_t biasOp,
+                  bool inOut, cpu::PackedWeight &out) {
+  int32_t id = ctx.step.operands[operand];
+  const Tensor &w = ctx.values[size_t(id)];
+  if (!w.data || w.rank() != 2 || w.type != ElemType::F32)
+    return prepareError(ctx, "weight operand " + std::to_string(operand) +
+                                 " must be a constant 2-D f32 tensor");
+  const float *bias = nullptr;
+  if (biasOp >= 0) {
+    const Tensor &b = ctx.values[size_t(biasOp)];
+    if (!b.data || b.type != ElemType::F32)
+      return prepareError(ctx, "bias must be a constant f32 tensor");
+    bias = b.as<float>();
+  }
+  int64_t n = inOut ? w.shape[1] : w.shape[0];
+  int64_t k = inOut ? w.shape[0] : w.shape[1];
+  cpu::Status s = cpu::Status::success();
+  if (inOut) {
+    std::vector<float> t(size_t(n * k));
+    const float *src = w.as<float>();
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        t[size_t(j * k + i)] = src[i * n + j];
+    s = cpu::PackedWeight::pack(t.data(), cpu::DType::F32, n, k, bias,
+                                cpu::DType::F32, out);
+  } else {
+    s = cpu::PackedWeight::pack(w.data, cpu::DType::F32, n, k, bias,
+                                cpu::DType::F32, out, /*borrow=*/true);
+  }
+  return s.ok() ? Status::ok() : prepareError(ctx, s.message());
+}
+
+bool isInOut(const plan::Step &step) {
+  return step.getString("weight_layout", "in_out") == "in_out";
+}
+
+struct LinearState : StepState {
+  cpu::PackedWeight w;
+};
+
+Status prepareLinear(const PrepareContext &ctx,
+                     std::unique_ptr<StepState> &state) {
+  auto st = std::make_unique<LinearState>();
+  int32_t bias = ctx.step.operands.size() > 2 ? ctx.step.operands[2] : -1;
+  if (Status s = packWeight(ctx, 1, bias, isInOut(ctx.step), st->w); !s)
+    return s;
+  state = std::move(st);
+  return Status::ok();
+}
+
+/// Output shape of a row-wise op: the input's leading dims plus `last`.
+Shape withLast(const Shape &s, int64_t last) {
+  Shape out = s;
+  out.back() = last;
+  return out;
+}
+
+Status checkRows(const StepContext &ctx, const Tensor &x, int64_t k) {
+  if (x.type != ElemType::F32 || x.rank() < 1 || x.shape.back() != k)
+    return ctx.error("input " + shapeString(x.shape) +
+                     " must be f32 with last dim " + std::to_string(k));
+  return Status::ok();
+}
+
+Status runLinear(StepContext &ctx) {
+  auto &w = static_cast<LinearState *>(ctx.state)->w;
+  const Tensor &x = ctx.in(0);
+  if (Status s = checkRows(ctx, x, w.inFeatures()); !s)
+    return s;
+  Tensor y = Tensor::allocate(ElemType::F32, withLast(x.shape, w.outFeatures()));
+  int64_t rows = x.numel() / w.inFeatures();
+  if (Status s = fromCpu(ctx, cpu::linear(x.as<float>(), rows, w, y.as<float>(),
+                                          ctx.pool));
+      !s)
+    return s;
+  ctx.setResult(0, std::move(y));
+  return Status::ok();
+}
+
+struct GatedMLPState : StepState {
+  cpu::PackedWeight gate, up, down;
+  cpu::Activation act = cpu::Activation::Silu;
+};
+
+Status prepareGatedMLP(const PrepareContext &ctx,
+                       std::unique_ptr<StepState> &state) {
+  auto st = std::make_unique<GatedMLPState>();
+  std::string act = ctx.step.getString("activation", "silu");
+  if (act == "silu")
+    st->act = cpu::Activation::Silu;
+  else if (act == "gelu")
+    st->act = cpu::Activation::GeluErf;
+  else if (act == "gelu_tanh")
+    st->act = cpu::Activation::GeluTanh;
+  else
+    return prepareError(ctx, "activation '" + act +
+                                 "' is not supported (silu, gelu, gelu_tanh)");
+  bool inOut = isInOut(ctx.step);
+  for (auto [operand, w] : {std::pair{size_t(1), &st->gate},
+                            std::pair{size_t(2), &st->up},
+                            std::pair{size_t(3), &st->down}})
+    if (Status s = packWeight(ctx, operand, -1, inOut, *w); !s)
+      return s;
+  if (st->gate.outFeatures() != st->up.outFeatures() ||
+      st->down.inFeatures() != st->gate.outFeatures())
+    return prepareError(ctx, "gate, up and down weights disagree in size");
+  state = std::move(st);
+  return Status::ok();
+}
+
+Status runGatedMLP(StepContext &ctx) {
+  auto *st = static_cast<GatedMLPState *>(ctx.state);
+  const Tensor &x = ctx.in(0);
+  if (Status s = checkRows(ctx, x, st->gate.inFeatures()); !s)
+    return s;
+  int64_t rows = x.numel() / st->gate.inFeatures();
+  int64_t f = st->gate.outFeatures();
+  Tensor g = Tensor::allocate(ElemType::F32, {rows, f});
+  Tensor u = Tensor::allocate(ElemType::F32, {rows, f});
+  Tensor y =
+      Tensor::allocate(ElemType::F32, withLast(x.shape, st->down.outFeatures()));
+  cpu::Status s =
+      cpu::linear(x.as<float>(), rows, st->gate, g.as<float>(), ctx.pool);
+  if (s.ok())
+    s = cpu::linear(x.as<float>(), rows, st->up, u.as<float>(), ctx.pool);
+  if (s.ok())
+    s = cpu::gatedActivation(g.as<float>(), f, u.as<float>(), f, g.as<float>(),
+                             rows, f, st->act, ctx.pool);
+  if (s.ok())
+    s = cpu::linear(g.as<float>(), rows, st->down, y.as<float>(), ctx.pool);
+  if (!s.ok())
+    return fromCpu(ctx, s);
+  ctx.setResult(0, std::move(y));
+  return Status::ok();
+}
+
+/// Integer ids as int32 (the kernels' index type), range-checked.
+Status toInt32(const StepContext &ctx, const Tensor &t,
+               std::vector<int32_t> &out) {
+  if (t.type != ElemType::I64 && t.type != ElemType::I32)
+    return ctx.error("indices must be integers");
+  out.resize(size_t(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t v = t.intAt(i);
+    if (v < INT32_MIN || v > INT32_MAX)
+      return ctx.error("index " + std::to_string(v) + " overflows int32");
+    out[size_t(i)] = int32_t(v);
+  }
+  return Status::ok();
+}
+
+Status runEmbedding(StepContext &ctx) {
+  const Tensor &table = ctx.in(0);
+  if (table.type != ElemType::F32 || table.rank() != 2)
+    return ctx.error("table must be a 2-D f32 tensor");
+  std::vector<int32_t> ids;
+  if (Status s = toInt32(ctx, ctx.in(1), ids); !s)
+    return s;
+  Shape shape = ctx.in(1).shape;
+  shape.push_back(table.shape[1]);
+  Tensor out = Tensor::allocate(ElemType::F32, shape);
+  if (Status s = fromCpu(
+          ctx, cpu::embedding(ids.data(), int64_t(ids.size()), table.data,
+                              cpu::DType::F32, table.shape[0], table.shape[1],
+                              out.as<float>(),
+                              float(ctx.step.getFloat("scale", 1.0)),
+                              ctx.pool));
+      !s)
+    return s;
+  ctx.setResult(0, std::move(out));
+  return Status::ok();
+}
+
+Status runRMSNorm(StepContext &ctx) {
+  const Tensor &x = ctx.in(0), &w = ctx.in(1);
+  int64_t d = w.numel();
+  if (Status s = checkRows(ctx, x, d); !s)
+    return s;
+  Tensor y = Tensor::allocate(ElemType::F32, x.shape);
+  if (Status s = fromCpu(
+          ctx, cpu::rmsNorm(x.as<float>(), w.as<float>(), y.as<float>(),
+                            x.numel() / d, d,
+                            float(ctx.step.getFloat("epsilon", 1e-5)),
+                            float(ctx.step.getFloat("weight_offset", 0.0)),
+                            ctx.pool));
+      !s)
+    return s;
+  ctx.setResult(0, std::move(y));
+  return Status::ok();
+}
+
+Status runLayerNorm(StepContext &ctx) {
+  const Tensor &x = ctx.in(0), &w = ctx.in(1);
+  int64_t d = w.numel();
+  if (Status s = checkRows(ctx, x, d); !s)
+    return s;
+  const float *bias = ctx.has(2) ? ctx.in(2).as<float>() : nullptr;
+  Tensor y = Tensor::allocate(ElemType::F32, x.shape);
+  if (Status s = fromCpu(
+          ctx, cpu::layerNorm(x.as<float>(), w.as<float>(), bias,
+                              y.as<float>(), x.numel() / d, d,
+                              float(ctx.step.getFloat("epsilon", 1e-5)),
+                              ctx.pool));
+      !s)
+    return s;
+  ctx.setResult(0, std::move(y));
+  return Status::ok();
+}
+
+struct RotaryState : StepState {
+  cpu::RotaryParams params;
+  std::vector<float> invFreq;
+};
+
+Status prepareRotary(const PrepareContext &ctx,
+                     std::unique_ptr<StepState> &state) {
+  auto st = std::make_unique<RotaryState>();
+  cpu::RotaryParams &p = st->params;
+  const plan::ValueInfo &in = ctx.plan.values[size_t(ctx.step.operands[0])];
+  p.headDim = in.dims.empty() ? 0 : in.dims.back();
+  p.rotaryDim = ctx.step.getInt("rotary_dim", 0);
+  p.base = float(ctx.step.getFloat("base", 10000.0));
+  p.style = ctx.step.getString("style", "half_split") == "interleaved"
+                ? cpu::RotaryStyle::Interleaved
+                : cpu::RotaryStyle::HalfSplit;
+  std::string scaling = ctx.step.getString("scaling", "none");
+  p.factor = float(ctx.step.getFloat("scaling_factor", 1.0));
+  if (scaling == "none") {
+    p.scaling = cpu::RopeScaling::None;
+  } else if (scaling == "linear") {
+    p.scaling = cpu::RopeScaling::Linear;
+  } else if (scaling == "llama3") {
+    p.scaling = cpu::RopeScaling::Llama3;
+    p.lowFreqFactor = float(ctx.step.getFloat("low_freq_factor", 1.0));
+    p.highFreqFactor = float(ctx.step.getFloat("high_freq_factor", 4.0));
+    p.originalMaxPositions = ctx.step.getInt("original_max_position", 8192);
+  } else {
+    return prepareError(ctx, "rope scaling '" + scaling +
+                                 "' is not supported on CPU yet (none, "
+                                 "linear, llama3)");
+  }
+  if (cpu::Status s = cpu::validateRotary(p); !s.ok())
+    return prepareError(ctx, s.message());
+  st->invFreq = cpu::rotaryInverseFrequencies(p);
+  state = std::move(st);
+  return Status::ok();
+}
+
+/// Rotates input [T, H, D] (positions [T]) or [B, H, S, D] (positions
+/// [B, S]) in the layout it arrives in, with angles from the frequencies or
+/// from the model's cos/sin table, so no transpose is needed around it.
+Status runRotary(StepContext &ctx) {
+  auto *st = static_cast<RotaryState *>(ctx.state);
+  const cpu::RotaryParams &p = st->params;
+  const Tensor &x = ctx.in(0), &pos = ctx.in(1);
+  bool rank4 = x.rank() == 4;
+  if (x.type != ElemType::F32 || (x.rank() != 3 && !rank4) ||
+      x.shape.back() != p.headDim)
+    return ctx.error("input " + shapeString(x.shape) +
+                     " must be f32 [T, H, D] or [B, H, S, D] with D = " +
+                     std::to_string(p.headDim));
+  int64_t b = rank4 ? x.shape[0] : 1, h = rank4 ? x.shape[1] : x.shape[1];
+  int64_t s = rank4 ? x.shape[2] : x.shape[0];
+  if (pos.numel() != b * s)
+    return ctx.error("positions " + shapeString(pos.shape) +
+                     " do not match input " + shapeString(x.shape));
+  const Tensor *table = ctx.has(2) ? &ctx.in(2) : nullptr;
+  int64_t half = p.rotaryDim / 2;
+  if (table && (table->rank() != 2 || table->shape[1] != p.rotaryDim))
+    return ctx.error("cos_sin_cache must be [positions, rotary_dim]");
+  Tensor y = Tensor::allocate(ElemType::F32, x.shape);
+  std::memcpy(y.data, x.data, x.bytes());
+  float *out = y.as<float>();
+  std::vector<float> cs(size_t(2 * half));
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t si = 0; si < s; ++si) {
+      int64_t p0 = pos.intAt(bi * s + si);
+      if (table) {
+        if (p0 < 0 || p0 >= table->shape[0])
+          return ctx.error("position " + std::to_string(p0) +
+                           " is beyond the cos/sin table of " +
+                           std::to_string(table->shape[0]) + " positions");
+        std::memcpy(cs.data(), table->as<float>() + p0 * p.rotaryDim,
+                    size_t(2 * half) * sizeof(float));
+      } else {
+        for (int64_t i = 0; i < half; ++i) {
+          double angle = double(float(p0) * st->invFreq[size_t(i)]);
+          cs[size_t(i)] = float(std::cos(angle));
+          cs[size_t(half + i)] = float(std::sin(angle));
+        }
+      }
+      for (int64_t hi = 0; hi < h; ++hi) {
+        int64_t row = rank4 ? ((bi * h + hi) * s + si) : (si * h + hi);
+        float *v = out + row * p.headDim;
+        for (int64_t i = 0; i < half; ++i) {
+          float c = cs[size_t(i)], sn = cs[size_t(half + i)];
+          int64_t a0 = p.style == cpu::RotaryStyle::Interleaved ? 2 * i : i;
+          int64_t a1 = p.style == cpu::RotaryStyle::Interleaved ? 2 * i + 1
+                                                                 : i + half;
+          float x0 = v[a0], x1 = v[a1];
+          v[a0] = x0 * c - x1 * sn;
+          v[a1] = x1 * c + x0 * sn;
+        }
+      }
+    }
+  ctx.setResult(0, std::move(y));
+  return Status::ok();
+}
+
+Status runKVWrite(StepContext &ctx) {
+  cpu::KVCacheView *cache = ctx.cache(0);
+  if (!cache)
+    return ctx.error("no KV cache is bound to operand 0");
+  const Tensor &k = ctx.in(1), &v = ctx.in(2), &slots = ctx.in(3);
+  int64_t row = cache->slotElements();
+  if (k.type != ElemType::F32 || v.type != ElemType::F32 ||
+      k.numel() % std::max<int64_t>(row, 1) != 0 || k.numel() != v.numel())
+    return ctx.error("key/value " + shapeString(k.shape) + " / " +
+                     shapeString(v.shape) + " do not match the cache");
+  int64_t t = k.numel() / row;
+  if (slots.numel() != t || slots.type != ElemType::I64)
+    return ctx.error("slot_mapping must be i64 with one slot per token");
+  return fromCpu(ctx, cpu::kvWrite(*cache, k.as<float>(), row, v.as<float>(),
+                                   row, slots.as<int64_t>(), t, ctx.pool));
+}
+
+Status runPagedAttention(StepContext &ctx) {
+  cpu::KVCacheView *cache = ctx.cache(1);
+  if (!cache)
+    return ctx.error("no KV cache is bound to operand 1");
+  const Tensor &q = ctx.in(0), &bt = ctx.in(2), &lens = ctx.in(3),
+               &qsl = ctx.in(4);
+  if (q.type != ElemType::F32 || q.rank() != 3 ||
+      q.shape[2] != cache->headDim)
+    return ctx.error("query " + shapeString(q.shape) +
+                     " must be f32 [T, H, head_dim]");
+  if (bt.type != ElemType::I32 || bt.rank() != 2 ||
+      lens.type != ElemType::I32 || qsl.type != ElemType::I32 ||
+      lens.numel() != bt.shape[0] || qsl.numel() != bt.shape[0] + 1)
+    return ctx.error("block_tables, seq_lens and query_start_loc disagree");
+  if (!ctx.step.getInt("causal", 1))
+    return ctx.error("non-causal paged attention is not supported");
+  cpu::RaggedBatch batch;
+  batch.numTokens = q.shape[0];
+  batch.numSeqs = bt.shape[0];
+  batch.queryStartLoc = qsl.as<int32_t>();
+  batch.seqLens = lens.as<int32_t>();
+  batch.blockTables = bt.as<int32_t>();
+  batch.maxBlocksPerSeq = bt.shape[1];
+  cpu::AttentionParams params;
+  params.numHeads = q.shape[1];
+  params.scale = float(ctx.step.getFloat("scale", 0.0));
+  params.slidingWindow = ctx.step.getInt("sliding_window", 0);
+  params.softCap = float(ctx.step.getFloat("softcap", 0.0));
+  Tensor out = Tensor::allocate(ElemType::F32, q.shape);
+  if (Status s = fromCpu(ctx, cpu::pagedAttention(q.as<float>(), *cache, batch,
+                                                  params, out.as<float>(),
+                                                  ctx.pool));
+      !s)
+    return s;
+  ctx.setResult(0, std::move(out));
+  return Status::ok();
+}
+
+Status runGatherRows(StepContext &ctx) {
+  const Tensor &x = ctx.in(0);
+  if (x.type != ElemType::F32 || x.rank() != 2)
+    return ctx.error("input must be f32 [T, N]");
+  std::vector<int32_t> idx;
+  if (Status s = toInt32(ctx, ctx.in(1), idx); !s)
+    return s;
+  Tensor out =
+      Tensor::allocate(ElemType::F32, {int64_t(idx.size()), x.shape[1]});
+  if (Status s = fromCpu(ctx, cpu::gatherRows(x.as<float>(), x.shape[0],
+                                              x.shape[1], idx.data(),
+                                              int64_t(idx.size()),
+                                              out.as<float>(), ctx.pool));
+      !s)
+    return s;
+  ctx.setResult(0, std::move(out));
+  return Status::ok();
+}
+
+} // namespace
+
+const std::vector<StepKernel> &folioStepKernels() {
+  static const std::vector<StepKernel> table = {
+      {"folio.embedding", runEmbedding, nullptr, 2, 2},
+      {"folio.linear", runLinear, prepareLinear, 2, 3},
+      {"folio.gated_mlp", runGatedMLP, prepareGatedMLP, 4, 4},
+      {"folio.rms_norm", runRMSNorm, nullptr, 2, 2},
+      {"folio.layer_norm", runLayerNorm, nullptr, 2, 3},
+      {"folio.rotary", runRotary, prepareRotary, 2, 3},
+      {"folio.kv_write", runKVWrite, nullptr, 4, 4},
+      {"folio.paged_attention", runPagedAttention, nullptr, 5, 5},
+      {"folio.gather_rows", runGatherRows, nullptr, 2, 2},
+  };
+  return table;
+}
+
+} // namespace folio::exec

@@ -1,0 +1,91 @@
+//===- StepKernel.h - How an executor runs one kind of plan step -*- C++ -*-===//
+//
+// A CPU step kernel is a `run` function over the step's operand tensors plus
+// an optional `prepare` that builds per-step state once at load (packed
+// weights). Kernels are found by the step's kind string; a plan with a kind
+// no kernel implements is refused at load, never mid-generation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_EXECUTOR_STEPKERNEL_H
+#define FOLIO_RUNTIME_EXECUTOR_STEPKERNEL_H
+
+#include "codegen/CPU/KVCache.h"
+#include "codegen/CPU/ThreadPool.h"
+#include "runtime/Executor/Tensor.h"
+#include "runtime/Plan/Plan.h"
+#include "runtime/Support/Status.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace folio::exec {
+
+/// State a kernel keeps between steps (packed weights, tables).
+struct StepState {
+  virtual ~StepState() = default;
+};
+
+/// The run-time environment one step sees.
+struct StepContext {
+  const plan::Step &step;
+  std::vector<Tensor> &values;
+  /// Per value id: the KV cache bound to it (null for tensors).
+  std::vector<cpu::KVCacheView *> &caches;
+  StepState *state;
+  cpu::ThreadPool &pool;
+
+  size_t numOperands() const { return step.operands.size(); }
+  bool has(size_t i) const {
+    return i < step.operands.size() && step.operands[i] >= 0;
+  }
+  const Tensor &in(size_t i) const {
+    return values[size_t(step.operands[i])];
+  }
+  cpu::KVCacheView *cache(size_t i) const {
+    return caches[size_t(step.operands[i])];
+  }
+  void setResult(size_t i, Tensor t) {
+    values[size_t(step.results[i])] = std::move(t);
+  }
+  Status error(const std::string &message) const;
+};
+
+/// Load-time view of a step: its constant operands are already bound.
+struct PrepareContext {
+  const plan::Step &step;
+  const plan::Plan &plan;
+  const std::vector<Tensor> &values; ///< constants bound, others empty
+};
+
+using RunFn = Status (*)(StepContext &);
+using PrepareFn = Status (*)(const PrepareContext &,
+                             std::unique_ptr<StepState> &);
+
+struct StepKernel {
+  const char *kind;
+  RunFn run;
+  PrepareFn prepare; ///< may be null
+  /// Minimum and maximum operand counts (a cheap load-time arity check).
+  int minOperands;
+  int maxOperands;
+};
+
+/// The CPU kernel for `kind`, or null.
+const StepKernel *findCPUKernel(const std::string &kind);
+
+/// Every kind the CPU executor runs (for messages and docs).
+std::vector<std::string> cpuKernelKinds();
+
+// The tables, one per file.
+const std::vector<StepKernel> &onnxStepKernels();
+const std::vector<StepKernel> &tensorStepKernels();
+const std::vector<StepKernel> &folioStepKernels();
+
+/// Converts a kernel library status.
+Status fromCpu(const StepContext &ctx, const cpu::Status &s);
+
+} // namespace folio::exec
+
+#endif // FOLIO_RUNTIME_EXECUTOR_STEPKERNEL_H

@@ -1,0 +1,128 @@
+//===- Plan.cpp - Plan data helpers ---------------------------------------===//
+
+#include "runtime/Plan/Plan.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace folio::plan {
+
+const char *elemTypeName(ElemType t) {
+  switch (t) {
+  case ElemType::F32:
+    return "f32";
+  case ElemType::F16:
+    return "f16";
+  case ElemType::BF16:
+    return "bf16";
+  case ElemType::I64:
+    return "i64";
+  case ElemType::I32:
+    return "i32";
+  }
+  return "?";
+}
+
+size_t elemTypeSize(ElemType t) {
+  switch (t) {
+  case ElemType::F32:
+  case ElemType::I32:
+    return 4;
+  case ElemType::F16:
+  case ElemType::BF16:
+    return 2;
+  case ElemType::I64:
+    return 8;
+  }
+  return 0;
+}
+
+const Attr *Step::find(const std::string &attrName) const {
+  for (const Attr &a : attrs)
+    if (a.name == attrName)
+      return &a;
+  return nullptr;
+}
+
+int64_t Step::getInt(const std::string &attrName, int64_t dflt) const {
+  const Attr *a = find(attrName);
+  if (a && std::holds_alternative<int64_t>(a->value))
+    return std::get<int64_t>(a->value);
+  return dflt;
+}
+
+double Step::getFloat(const std::string &attrName, double dflt) const {
+  const Attr *a = find(attrName);
+  if (!a)
+    return dflt;
+  if (std::holds_alternative<double>(a->value))
+    return std::get<double>(a->value);
+  if (std::holds_alternative<int64_t>(a->value))
+    return double(std::get<int64_t>(a->value));
+  return dflt;
+}
+
+std::string Step::getString(const std::string &attrName,
+                            const std::string &dflt) const {
+  const Attr *a = find(attrName);
+  if (a && std::holds_alternative<std::string>(a->value))
+    return std::get<std::string>(a->value);
+  return dflt;
+}
+
+std::vector<int64_t> Step::getInts(const std::string &attrName) const {
+  const Attr *a = find(attrName);
+  if (a && std::holds_alternative<std::vector<int64_t>>(a->value))
+    return std::get<std::vector<int64_t>>(a->value);
+  if (a && std::holds_alternative<int64_t>(a->value))
+    return {std::get<int64_t>(a->value)};
+  return {};
+}
+
+uint64_t Blob::append(const void *data, uint64_t n) {
+  uint64_t offset = (length + kBlobAlignment - 1) / kBlobAlignment *
+                    kBlobAlignment;
+  uint64_t needed = offset + n;
+  if (needed > capacity || !owner) {
+    uint64_t newCap = std::max<uint64_t>(needed, capacity * 2);
+    newCap = (newCap + kBlobAlignment - 1) / kBlobAlignment * kBlobAlignment;
+    if (newCap == 0)
+      newCap = kBlobAlignment;
+    void *mem = std::aligned_alloc(kBlobAlignment, newCap);
+    if (!mem)
+      throw std::bad_alloc();
+    std::memset(mem, 0, newCap);
+    if (base && length)
+      std::memcpy(mem, base, length);
+    owner = std::shared_ptr<void>(mem, [](void *p) { std::free(p); });
+    base = static_cast<const uint8_t *>(mem);
+    capacity = newCap;
+  }
+  if (n)
+    std::memcpy(const_cast<uint8_t *>(base) + offset, data, n);
+  length = needed;
+  return offset;
+}
+
+void Blob::adopt(const uint8_t *data, uint64_t size,
+                 std::shared_ptr<void> keepAlive) {
+  owner = std::move(keepAlive);
+  base = data;
+  length = size;
+  capacity = 0; // read-only: a later append copies
+}
+
+int64_t Plan::configValue(const std::string &key, int64_t dflt) const {
+  for (const auto &kv : config)
+    if (kv.first == key)
+      return kv.second;
+  return dflt;
+}
+
+int32_t Plan::addValue(ValueInfo info) {
+  values.push_back(std::move(info));
+  return int32_t(values.size() - 1);
+}
+
+} // namespace folio::plan

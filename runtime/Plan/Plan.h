@@ -1,0 +1,123 @@
+//===- Plan.h - The compiled plan: steps, value slots, weights --*- C++ -*-===//
+//
+// A plan is target-independent data: the serving entry as an ordered list of
+// steps over numbered value slots, with every weight in one blob. The
+// compiler (compiler/Plan) builds it from MLIR; executors (runtime/Executor)
+// run it. Nothing here knows MLIR, a target or a kernel library, so one plan
+// serves the CPU executor today and a CUDA executor later.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_PLAN_PLAN_H
+#define FOLIO_RUNTIME_PLAN_PLAN_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace folio::plan {
+
+/// Element types of plan values. Index values (MLIR `index`) are I64.
+enum class ElemType : uint8_t { F32 = 0, F16 = 1, BF16 = 2, I64 = 3, I32 = 4 };
+
+const char *elemTypeName(ElemType t);
+size_t elemTypeSize(ElemType t);
+
+/// What a value slot holds: a tensor with static dims (-1 = known only at
+/// run time) or one layer's paged KV cache.
+struct ValueInfo {
+  enum class Kind : uint8_t { Tensor = 0, KVCache = 1 };
+  Kind kind = Kind::Tensor;
+  ElemType type = ElemType::F32;
+  std::vector<int64_t> dims;
+  // KV caches only.
+  int64_t kvHeads = 0;
+  int64_t headDim = 0;
+  int64_t blockSize = 0;
+};
+
+/// A step attribute. Enums travel as their MLIR spelling (strings), so a new
+/// enum case never changes the format.
+using AttrValue = std::variant<int64_t, double, std::string,
+                               std::vector<int64_t>, std::vector<double>>;
+
+struct Attr {
+  std::string name;
+  AttrValue value;
+};
+
+/// One kernel invocation. `kind` names the op ("folio.linear",
+/// "onnx.Reshape", "tensor.expand_shape", ...); operands and results are
+/// value slots, -1 for an absent optional operand.
+struct Step {
+  std::string kind;
+  std::string name; ///< for messages: the ONNX node name when there is one
+  std::vector<int32_t> operands;
+  std::vector<int32_t> results;
+  std::vector<Attr> attrs;
+
+  const Attr *find(const std::string &attrName) const;
+  int64_t getInt(const std::string &attrName, int64_t dflt) const;
+  double getFloat(const std::string &attrName, double dflt) const;
+  std::string getString(const std::string &attrName,
+                        const std::string &dflt) const;
+  std::vector<int64_t> getInts(const std::string &attrName) const;
+};
+
+/// A constant slot whose bytes live in the blob.
+struct Constant {
+  int32_t value = -1;
+  uint64_t offset = 0; ///< in the blob, a multiple of kBlobAlignment
+  uint64_t bytes = 0;
+};
+
+/// A named entry argument (tokens, positions, ..., kv_cache.N).
+struct Argument {
+  std::string name;
+  int32_t value = -1;
+};
+
+inline constexpr uint64_t kBlobAlignment = 64;
+
+/// The plan's blob: owned bytes while compiling, an mmap of the artifact
+/// after loading. Either way 64-byte aligned.
+class Blob {
+public:
+  Blob() = default;
+  /// Appends `n` bytes at the next aligned offset and returns that offset.
+  uint64_t append(const void *data, uint64_t n);
+  const uint8_t *data() const { return base; }
+  uint64_t size() const { return length; }
+  /// Adopts an external region (an mmap) kept alive by `keepAlive`.
+  void adopt(const uint8_t *data, uint64_t size,
+             std::shared_ptr<void> keepAlive);
+
+private:
+  std::shared_ptr<void> owner;
+  const uint8_t *base = nullptr;
+  uint64_t length = 0;
+  uint64_t capacity = 0;
+};
+
+struct Plan {
+  std::string entry = "forward";
+  std::vector<ValueInfo> values;
+  std::vector<Argument> inputs;
+  std::vector<int32_t> outputs;
+  std::vector<Constant> constants;
+  std::vector<Step> steps;
+  Blob blob;
+  /// Model facts the runtime needs without reading steps (vocab, maximum
+  /// positions, block size), as name -> integer.
+  std::vector<std::pair<std::string, int64_t>> config;
+
+  int64_t configValue(const std::string &key, int64_t dflt) const;
+  int32_t addValue(ValueInfo info);
+};
+
+} // namespace folio::plan
+
+#endif // FOLIO_RUNTIME_PLAN_PLAN_H

@@ -1,0 +1,359 @@
+//===- PlanIO.cpp - Reading and writing .folio artifacts ------------------===//
+
+#include "runtime/Plan/PlanIO.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace folio::plan {
+namespace {
+
+enum AttrTag : uint8_t { TagInt = 0, TagFloat, TagString, TagInts, TagFloats };
+
+constexpr uint64_t kFixedHeader = 40;
+
+class Writer {
+public:
+  std::string out;
+  template <typename T> void pod(T v) {
+    out.append(reinterpret_cast<const char *>(&v), sizeof(T));
+  }
+  void str(const std::string &s) {
+    pod<uint32_t>(uint32_t(s.size()));
+    out += s;
+  }
+  template <typename T> void vec(const std::vector<T> &v) {
+    pod<uint32_t>(uint32_t(v.size()));
+    for (const T &x : v)
+      pod<T>(x);
+  }
+};
+
+/// Bounds-checked reads: the first overrun sets `failed` and everything
+/// after returns zeros, so parsing code checks once per record.
+class Reader {
+public:
+  Reader(const uint8_t *p, uint64_t n) : p(p), n(n) {}
+  bool failed = false;
+  template <typename T> T pod() {
+    T v{};
+    if (failed || n - pos < sizeof(T)) {
+      failed = true;
+      return v;
+    }
+    std::memcpy(&v, p + pos, sizeof(T));
+    pos += sizeof(T);
+    return v;
+  }
+  std::string str() {
+    uint32_t len = pod<uint32_t>();
+    if (failed || n - pos < len) {
+      failed = true;
+      return {};
+    }
+    std::string s(reinterpret_cast<const char *>(p + pos), len);
+    pos += len;
+    return s;
+  }
+  /// A count of records that each take at least `minBytes`: rejects counts
+  /// the remaining bytes cannot hold before anything is allocated.
+  uint32_t count(uint64_t minBytes) {
+    uint32_t c = pod<uint32_t>();
+    if (!failed && uint64_t(c) * minBytes > n - pos)
+      failed = true;
+    return failed ? 0 : c;
+  }
+  template <typename T> std::vector<T> vec() {
+    uint32_t c = count(sizeof(T));
+    std::vector<T> v(c);
+    for (uint32_t i = 0; i < c; ++i)
+      v[i] = pod<T>();
+    return v;
+  }
+
+private:
+  const uint8_t *p;
+  uint64_t n;
+  uint64_t pos = 0;
+};
+
+std::string encodeHeader(const Plan &plan) {
+  Writer w;
+  w.str(plan.entry);
+  w.pod<uint32_t>(uint32_t(plan.config.size()));
+  for (const auto &kv : plan.config) {
+    w.str(kv.first);
+    w.pod<int64_t>(kv.second);
+  }
+  w.pod<uint32_t>(uint32_t(plan.values.size()));
+  for (const ValueInfo &v : plan.values) {
+    w.pod<uint8_t>(uint8_t(v.kind));
+    w.pod<uint8_t>(uint8_t(v.type));
+    w.vec<int64_t>(v.dims);
+    w.pod<int64_t>(v.kvHeads);
+    w.pod<int64_t>(v.headDim);
+    w.pod<int64_t>(v.blockSize);
+  }
+  w.pod<uint32_t>(uint32_t(plan.inputs.size()));
+  for (const Argument &a : plan.inputs) {
+    w.str(a.name);
+    w.pod<int32_t>(a.value);
+  }
+  w.vec<int32_t>(plan.outputs);
+  w.pod<uint32_t>(uint32_t(plan.constants.size()));
+  for (const Constant &c : plan.constants) {
+    w.pod<int32_t>(c.value);
+    w.pod<uint64_t>(c.offset);
+    w.pod<uint64_t>(c.bytes);
+  }
+  w.pod<uint32_t>(uint32_t(plan.steps.size()));
+  for (const Step &s : plan.steps) {
+    w.str(s.kind);
+    w.str(s.name);
+    w.vec<int32_t>(s.operands);
+    w.vec<int32_t>(s.results);
+    w.pod<uint32_t>(uint32_t(s.attrs.size()));
+    for (const Attr &a : s.attrs) {
+      w.str(a.name);
+      if (auto *i = std::get_if<int64_t>(&a.value)) {
+        w.pod<uint8_t>(TagInt);
+        w.pod<int64_t>(*i);
+      } else if (auto *f = std::get_if<double>(&a.value)) {
+        w.pod<uint8_t>(TagFloat);
+        w.pod<double>(*f);
+      } else if (auto *s2 = std::get_if<std::string>(&a.value)) {
+        w.pod<uint8_t>(TagString);
+        w.str(*s2);
+      } else if (auto *is = std::get_if<std::vector<int64_t>>(&a.value)) {
+        w.pod<uint8_t>(TagInts);
+        w.vec<int64_t>(*is);
+      } else {
+        w.pod<uint8_t>(TagFloats);
+        w.vec<double>(std::get<std::vector<double>>(a.value));
+      }
+    }
+  }
+  return w.out;
+}
+
+Status decodeHeader(Reader &r, Plan &plan) {
+  plan.entry = r.str();
+  uint32_t numConfig = r.count(12);
+  for (uint32_t i = 0; i < numConfig && !r.failed; ++i) {
+    std::string key = r.str();
+    plan.config.emplace_back(key, r.pod<int64_t>());
+  }
+  uint32_t numValues = r.count(30);
+  plan.values.resize(numValues);
+  for (ValueInfo &v : plan.values) {
+    uint8_t kind = r.pod<uint8_t>();
+    uint8_t type = r.pod<uint8_t>();
+    if (kind > 1 || type > uint8_t(ElemType::I32))
+      return Status::invalidArgument("plan: bad value kind or element type");
+    v.kind = ValueInfo::Kind(kind);
+    v.type = ElemType(type);
+    v.dims = r.vec<int64_t>();
+    v.kvHeads = r.pod<int64_t>();
+    v.headDim = r.pod<int64_t>();
+    v.blockSize = r.pod<int64_t>();
+  }
+  uint32_t numInputs = r.count(8);
+  for (uint32_t i = 0; i < numInputs && !r.failed; ++i) {
+    Argument a;
+    a.name = r.str();
+    a.value = r.pod<int32_t>();
+    plan.inputs.push_back(std::move(a));
+  }
+  plan.outputs = r.vec<int32_t>();
+  uint32_t numConstants = r.count(20);
+  for (uint32_t i = 0; i < numConstants && !r.failed; ++i) {
+    Constant c;
+    c.value = r.pod<int32_t>();
+    c.offset = r.pod<uint64_t>();
+    c.bytes = r.pod<uint64_t>();
+    plan.constants.push_back(c);
+  }
+  uint32_t numSteps = r.count(20);
+  for (uint32_t i = 0; i < numSteps && !r.failed; ++i) {
+    Step s;
+    s.kind = r.str();
+    s.name = r.str();
+    s.operands = r.vec<int32_t>();
+    s.results = r.vec<int32_t>();
+    uint32_t numAttrs = r.count(5);
+    for (uint32_t j = 0; j < numAttrs && !r.failed; ++j) {
+      Attr a;
+      a.name = r.str();
+      switch (r.pod<uint8_t>()) {
+      case TagInt:
+        a.value = r.pod<int64_t>();
+        break;
+      case TagFloat:
+        a.value = r.pod<double>();
+        break;
+      case TagString:
+        a.value = r.str();
+        break;
+      case TagInts:
+        a.value = r.vec<int64_t>();
+        break;
+      case TagFloats:
+        a.value = r.vec<double>();
+        break;
+      default:
+        return Status::invalidArgument("plan: step '" + s.kind +
+                                       "' has an attribute of unknown tag");
+      }
+      s.attrs.push_back(std::move(a));
+    }
+    plan.steps.push_back(std::move(s));
+  }
+  if (r.failed)
+    return Status::invalidArgument("plan: the header is truncated");
+  return Status::ok();
+}
+
+Expected<Plan> parseBytes(const uint8_t *data, uint64_t size,
+                          std::shared_ptr<void> keepAlive) {
+  if (size < kFixedHeader || std::memcmp(data, kPlanMagic, 8) != 0)
+    return Status::invalidArgument(
+        "not a Folio plan (missing the FOLIOPLN magic)");
+  Reader fixed(data + 8, kFixedHeader - 8);
+  uint32_t version = fixed.pod<uint32_t>();
+  fixed.pod<uint32_t>();
+  uint64_t headerOffset = fixed.pod<uint64_t>();
+  uint64_t headerBytes = fixed.pod<uint64_t>();
+  uint64_t blobOffset = fixed.pod<uint64_t>();
+  if (version != kPlanVersion)
+    return Status::invalidArgument(
+        "plan format version " + std::to_string(version) +
+        " is not supported (this runtime reads version " +
+        std::to_string(kPlanVersion) + "); recompile the model with folioc");
+  if (headerOffset != kFixedHeader || headerBytes > size - headerOffset ||
+      blobOffset < headerOffset + headerBytes || blobOffset > size ||
+      blobOffset % kBlobAlignment != 0)
+    return Status::invalidArgument("plan: header or blob offsets out of range");
+  Plan plan;
+  Reader r(data + headerOffset, headerBytes);
+  if (Status s = decodeHeader(r, plan); !s)
+    return s;
+  plan.blob.adopt(data + blobOffset, size - blobOffset, std::move(keepAlive));
+  if (Status s = validatePlan(plan); !s)
+    return s;
+  return plan;
+}
+
+} // namespace
+
+std::string serializePlan(const Plan &plan) {
+  std::string header = encodeHeader(plan);
+  uint64_t blobOffset = (kFixedHeader + header.size() + kBlobAlignment - 1) /
+                        kBlobAlignment * kBlobAlignment;
+  Writer w;
+  w.out.append(kPlanMagic, 8);
+  w.pod<uint32_t>(kPlanVersion);
+  w.pod<uint32_t>(0);
+  w.pod<uint64_t>(kFixedHeader);
+  w.pod<uint64_t>(header.size());
+  w.pod<uint64_t>(blobOffset);
+  w.out += header;
+  w.out.resize(blobOffset, '\0');
+  w.out.append(reinterpret_cast<const char *>(plan.blob.data()),
+               plan.blob.size());
+  return w.out;
+}
+
+Status writePlan(const Plan &plan, const std::string &path) {
+  std::string bytes = serializePlan(plan);
+  std::string tmp = path + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    return Status::invalidArgument("cannot write '" + path + "': " +
+                                   std::strerror(errno));
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::invalidArgument("cannot write '" + path + "'");
+  }
+  return Status::ok();
+}
+
+Expected<Plan> readPlan(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    return Status::notFound("cannot open '" + path +
+                            "': " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
+    ::close(fd);
+    return Status::invalidArgument("'" + path + "' is empty or unreadable");
+  }
+  size_t size = size_t(st.st_size);
+  void *map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED)
+    return Status::invalidArgument("cannot map '" + path + "'");
+  std::shared_ptr<void> keep(map, [size](void *p) { ::munmap(p, size); });
+  Expected<Plan> plan =
+      parseBytes(static_cast<const uint8_t *>(map), size, keep);
+  if (!plan)
+    return Status::invalidArgument(path + ": " + plan.status().message());
+  return plan;
+}
+
+Expected<Plan> parsePlan(const std::string &bytes) {
+  // Copy so the blob is 64-byte aligned, as the mapping would be.
+  Blob copy;
+  copy.append(bytes.data(), bytes.size());
+  auto holder = std::make_shared<Blob>(std::move(copy));
+  return parseBytes(holder->data(), holder->size(), holder);
+}
+
+Status validatePlan(const Plan &plan) {
+  int64_t n = int64_t(plan.values.size());
+  auto bad = [&](int32_t id) { return id < -1 || id >= n; };
+  for (const Argument &a : plan.inputs)
+    if (a.value < 0 || a.value >= n)
+      return Status::invalidArgument("plan: input '" + a.name +
+                                     "' names no value");
+  for (int32_t o : plan.outputs)
+    if (o < 0 || o >= n)
+      return Status::invalidArgument("plan: an output names no value");
+  for (const Constant &c : plan.constants) {
+    if (c.value < 0 || c.value >= n)
+      return Status::invalidArgument("plan: a constant names no value");
+    if (c.offset > plan.blob.size() || c.bytes > plan.blob.size() - c.offset)
+      return Status::invalidArgument("plan: constant of value " +
+                                     std::to_string(c.value) +
+                                     " lies outside the blob");
+    const ValueInfo &v = plan.values[size_t(c.value)];
+    uint64_t numel = 1;
+    for (int64_t d : v.dims) {
+      if (d < 0)
+        return Status::invalidArgument("plan: constant with a dynamic dim");
+      numel *= uint64_t(d);
+    }
+    if (numel * elemTypeSize(v.type) != c.bytes)
+      return Status::invalidArgument("plan: constant of value " +
+                                     std::to_string(c.value) +
+                                     " has the wrong size");
+  }
+  for (const Step &s : plan.steps) {
+    for (int32_t id : s.operands)
+      if (bad(id))
+        return Status::invalidArgument("plan: step '" + s.kind +
+                                       "' has an operand out of range");
+    for (int32_t id : s.results)
+      if (id < 0 || id >= n)
+        return Status::invalidArgument("plan: step '" + s.kind +
+                                       "' has a result out of range");
+  }
+  return Status::ok();
+}
+
+} // namespace folio::plan

@@ -1,0 +1,167 @@
+//===- Options.cpp - folio-run's command line -----------------------------===//
+
+#include "Options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace folio::run {
+
+const char *const kUsage =
+    "usage: folio-run --model M.onnx|M.folio --prompt-ids 1,2,3 "
+    "[--prompt-ids ...]\n"
+    "                 [--max-new-tokens N] [--temperature 0] "
+    "[--dump-logits out.npy] [--json]\n"
+    "                 [--weight-dtype f32] [--block-size B] "
+    "[--max-model-len L]\n"
+    "Runs every prompt together as one ragged batch and decodes greedily.\n"
+    "  --model           a model exported to ONNX (compiled in-process) or a "
+    "plan from `folioc -o M.folio`\n"
+    "  --prompt-ids      comma-separated token ids; repeat for more prompts\n"
+    "  --max-new-tokens  tokens to generate per prompt (default 16)\n"
+    "  --temperature     0 = greedy (the only mode so far)\n"
+    "  --dump-logits     write the logits each new token was chosen from, "
+    "float32 [prompts, N, vocab]\n"
+    "  --json            print {\"outputs\":[{\"prompt_ids\":[..],"
+    "\"token_ids\":[..]}, ..]}\n"
+    "  --weight-dtype    f32 (bf16/f16 weights come later)\n"
+    "  --block-size      KV block size when compiling an .onnx (default 16)\n"
+    "  --max-model-len   longest context accepted (default: the model's "
+    "positions)\n";
+
+namespace {
+
+bool parseInt(const std::string &s, int64_t &out) {
+  if (s.empty())
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0')
+    return false;
+  out = v;
+  return true;
+}
+
+Expected<std::vector<TokenId>> parseIds(const std::string &s) {
+  std::vector<TokenId> ids;
+  size_t start = 0;
+  while (true) {
+    size_t comma = s.find(',', start);
+    std::string item = s.substr(start, comma == std::string::npos
+                                           ? std::string::npos
+                                           : comma - start);
+    int64_t v;
+    if (!parseInt(item, v) || v < 0 || v > INT32_MAX)
+      return Status::invalidArgument(
+          "--prompt-ids: '" + item +
+          "' is not a token id (expected comma-separated non-negative "
+          "integers, e.g. 1,2,3)");
+    ids.push_back(TokenId(v));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return ids;
+}
+
+} // namespace
+
+Expected<Options> parseOptions(int argc, char **argv) {
+  Options o;
+  bool sawModel = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool hasInline = false;
+    if (arg.rfind("--", 0) == 0) {
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        hasInline = true;
+      }
+    }
+    auto needValue = [&]() -> Status {
+      if (hasInline)
+        return Status::ok();
+      if (i + 1 >= argc)
+        return Status::invalidArgument(arg + " needs a value");
+      value = argv[++i];
+      return Status::ok();
+    };
+    auto intFlag = [&](int64_t &out, int64_t min) -> Status {
+      if (Status s = needValue(); !s)
+        return s;
+      if (!parseInt(value, out) || out < min)
+        return Status::invalidArgument(arg + ": '" + value +
+                                       "' is not an integer >= " +
+                                       std::to_string(min));
+      return Status::ok();
+    };
+    Status s;
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      return o;
+    } else if (arg == "--json") {
+      o.json = true;
+    } else if (arg == "--model") {
+      s = needValue();
+      o.model = value;
+      sawModel = true;
+    } else if (arg == "--prompt-ids") {
+      if (s = needValue(); s) {
+        Expected<std::vector<TokenId>> ids = parseIds(value);
+        if (!ids)
+          return ids.status();
+        o.prompts.push_back(std::move(*ids));
+      }
+    } else if (arg == "--max-new-tokens") {
+      s = intFlag(o.maxNewTokens, 1);
+    } else if (arg == "--block-size") {
+      s = intFlag(o.blockSize, 1);
+    } else if (arg == "--max-model-len") {
+      s = intFlag(o.maxModelLen, 1);
+    } else if (arg == "--temperature") {
+      if (s = needValue(); s) {
+        char *end = nullptr;
+        o.temperature = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !std::isfinite(o.temperature))
+          return Status::invalidArgument("--temperature: '" + value +
+                                         "' is not a number");
+        if (o.temperature != 0.0)
+          return Status::invalidArgument(
+              "--temperature " + value +
+              ": only 0 (greedy decoding) is supported so far");
+      }
+    } else if (arg == "--dump-logits") {
+      s = needValue();
+      o.dumpLogits = value;
+    } else if (arg == "--weight-dtype") {
+      if (s = needValue(); s) {
+        if (value != "f32" && value != "bf16" && value != "f16")
+          return Status::invalidArgument("--weight-dtype: '" + value +
+                                         "' is not one of f32, bf16, f16");
+        if (value != "f32")
+          return Status::invalidArgument(
+              "--weight-dtype " + value +
+              ": only f32 weights are supported so far");
+        o.weightDtype = value;
+      }
+    } else {
+      return Status::invalidArgument("unknown argument '" + std::string(argv[i]) +
+                                     "' (see --help)");
+    }
+    if (!s)
+      return s;
+  }
+  if (!sawModel || o.model.empty())
+    return Status::invalidArgument("--model is required (an .onnx or .folio file)");
+  if (o.prompts.empty())
+    return Status::invalidArgument("at least one --prompt-ids is required");
+  return o;
+}
+
+} // namespace folio::run

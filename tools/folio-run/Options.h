@@ -1,0 +1,34 @@
+//===- Options.h - folio-run's command line ---------------------*- C++ -*-===//
+
+#ifndef FOLIO_TOOLS_FOLIO_RUN_OPTIONS_H
+#define FOLIO_TOOLS_FOLIO_RUN_OPTIONS_H
+
+#include "runtime/Support/Status.h"
+#include "runtime/Support/Types.h"
+
+#include <string>
+#include <vector>
+
+namespace folio::run {
+
+struct Options {
+  std::string model;
+  std::vector<std::vector<TokenId>> prompts;
+  int64_t maxNewTokens = 16;
+  double temperature = 0.0;
+  std::string dumpLogits;
+  bool json = false;
+  std::string weightDtype = "f32";
+  int64_t blockSize = 16;
+  int64_t maxModelLen = 0;
+  bool help = false;
+};
+
+/// Parses argv; every error names the flag and what it accepts.
+Expected<Options> parseOptions(int argc, char **argv);
+
+extern const char *const kUsage;
+
+} // namespace folio::run
+
+#endif // FOLIO_TOOLS_FOLIO_RUN_OPTIONS_H

@@ -1,0 +1,115 @@
+//===- folio-run.cpp - Generate tokens from a model on the CPU ------------===//
+//
+// folio-run --model M.onnx|M.folio --prompt-ids 1,2,3 [--prompt-ids ...]
+//           --max-new-tokens N --temperature 0 [--dump-logits out.npy] [--json]
+//
+// An .onnx compiles in-process (this tool links the compiler; the runtime
+// libraries it drives do not). Errors print one line and exit 1; bad flags
+// exit 2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Npy.h"
+#include "Options.h"
+
+#include "Plan/LowerToPlan.h"
+#include "runtime/Core/Engine.h"
+#include "runtime/Plan/PlanIO.h"
+
+#include <cstdio>
+#include <iostream>
+
+using namespace folio;
+
+namespace {
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Expected<plan::Plan> loadModel(const run::Options &o) {
+  if (endsWith(o.model, ".folio"))
+    return plan::readPlan(o.model);
+  if (!endsWith(o.model, ".onnx"))
+    return Status::invalidArgument("--model: '" + o.model +
+                                   "' is neither an .onnx nor a .folio file");
+  mlir::folio::CompileToPlanOptions copts;
+  copts.blockSize = o.blockSize;
+  llvm::Expected<plan::Plan> p = mlir::folio::compileONNXToPlan(o.model, copts);
+  if (!p)
+    return Status::invalidArgument("cannot compile '" + o.model +
+                                   "': " + llvm::toString(p.takeError()));
+  return std::move(*p);
+}
+
+void printIds(std::ostream &os, const std::vector<TokenId> &ids) {
+  os << "[";
+  for (size_t i = 0; i < ids.size(); ++i)
+    os << (i ? "," : "") << ids[i];
+  os << "]";
+}
+
+int fail(const Status &s, int code = 1) {
+  std::cerr << "folio-run: error: " << s.message() << "\n";
+  return code;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Expected<run::Options> parsed = run::parseOptions(argc, argv);
+  if (!parsed) {
+    std::cerr << "folio-run: error: " << parsed.status().message() << "\n"
+              << run::kUsage;
+    return 2;
+  }
+  const run::Options &o = *parsed;
+  if (o.help) {
+    std::cout << run::kUsage;
+    return 0;
+  }
+  Expected<plan::Plan> loaded = loadModel(o);
+  if (!loaded)
+    return fail(loaded.status());
+  auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
+  int64_t blockSize = plan->configValue("block_size", o.blockSize);
+  int64_t numBlocks =
+      core::Engine::blocksFor(o.prompts, o.maxNewTokens, blockSize);
+  Expected<std::unique_ptr<core::Engine>> engine =
+      core::Engine::create(plan, exec::createCPUExecutor(), numBlocks);
+  if (!engine)
+    return fail(engine.status());
+  core::GenerateOptions gopts;
+  gopts.maxNewTokens = o.maxNewTokens;
+  gopts.maxModelLen = o.maxModelLen;
+  gopts.keepLogits = !o.dumpLogits.empty();
+  Expected<core::GenerateResult> result =
+      (*engine)->generateGreedy(o.prompts, gopts);
+  if (!result)
+    return fail(result.status());
+  if (!o.dumpLogits.empty())
+    if (Status s = run::writeNpyF32(o.dumpLogits, result->logits,
+                                    {int64_t(o.prompts.size()),
+                                     o.maxNewTokens, result->vocab});
+        !s)
+      return fail(s);
+  if (o.json) {
+    std::cout << "{\"outputs\":[";
+    for (size_t i = 0; i < o.prompts.size(); ++i) {
+      std::cout << (i ? "," : "") << "{\"prompt_ids\":";
+      printIds(std::cout, o.prompts[i]);
+      std::cout << ",\"token_ids\":";
+      printIds(std::cout, result->tokens[i]);
+      std::cout << "}";
+    }
+    std::cout << "]}\n";
+  } else {
+    for (size_t i = 0; i < o.prompts.size(); ++i) {
+      std::cout << "prompt " << i + 1 << ": ";
+      printIds(std::cout, result->tokens[i]);
+      std::cout << "\n";
+    }
+  }
+  return 0;
+}
