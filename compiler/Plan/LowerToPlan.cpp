@@ -241,14 +241,13 @@ public:
             return err;
     } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
       std::vector<int64_t> groups;
-      for (const ReassociationIndices &g :
-           collapse.getReassociationIndices())
+      for (const ReassociationIndices &g : collapse.getReassociationIndices())
         groups.push_back(int64_t(g.size()));
       step.attrs.push_back({"group_sizes", groups});
     } else if (isa<arith::ExtSIOp, arith::TruncIOp, arith::IndexCastOp>(op)) {
       Type et = getElementTypeOrSelf(op->getResult(0).getType());
-      step.attrs.push_back({"to", std::string(et.isInteger(32) ? "i32"
-                                                                : "i64")});
+      step.attrs.push_back(
+          {"to", std::string(et.isInteger(32) ? "i32" : "i64")});
     } else {
       for (NamedAttribute a : op->getAttrs()) {
         if (a.getName() == "reassociation" ||

@@ -27,10 +27,9 @@ buildForwardBatch(const std::vector<ScheduledSequence> &seqs,
           ", " + std::to_string(end) + ") are not among its " +
           std::to_string(s.tokens->size()) + " tokens");
     if (end > int64_t(s.blockTable->size()) * blockSize)
-      return Status::invalidArgument(which + ": its " +
-                                     std::to_string(s.blockTable->size()) +
-                                     " blocks cannot hold " +
-                                     std::to_string(end) + " tokens");
+      return Status::invalidArgument(
+          which + ": its " + std::to_string(s.blockTable->size()) +
+          " blocks cannot hold " + std::to_string(end) + " tokens");
     for (int64_t p = s.numComputed; p < end; ++p) {
       b.tokens.push_back((*s.tokens)[size_t(p)]);
       b.positions.push_back(int32_t(p));

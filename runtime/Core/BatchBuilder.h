@@ -1,4 +1,5 @@
-//===- BatchBuilder.h - One engine step's serving-contract arrays -*- C++ -*-===//
+//===- BatchBuilder.h - One engine step's serving-contract arrays -*- C++
+//-*-===//
 //
 // Flattens the sequences scheduled this step into the vLLM-v1 batch the
 // compiled `forward` takes. Each sequence contributes its tokens
@@ -21,9 +22,9 @@ namespace folio::core {
 
 /// One sequence's part of a step (views; nothing owned).
 struct ScheduledSequence {
-  const std::vector<TokenId> *tokens = nullptr;    ///< all known tokens
-  int64_t numComputed = 0;                         ///< KV already cached
-  int64_t numScheduled = 0;                        ///< tokens to run now
+  const std::vector<TokenId> *tokens = nullptr;     ///< all known tokens
+  int64_t numComputed = 0;                          ///< KV already cached
+  int64_t numScheduled = 0;                         ///< tokens to run now
   const std::vector<BlockId> *blockTable = nullptr; ///< covers the context
   /// Whether this step should produce logits for the sequence's last
   /// scheduled token (false for a prefill chunk that does not finish the

@@ -89,18 +89,18 @@ Engine::generateGreedy(const std::vector<std::vector<TokenId>> &prompts,
             which + ": token id " + std::to_string(t) +
             " is outside the vocabulary [0, " + std::to_string(vocab_) + ")");
     if (maxLen > 0 && int64_t(p.size()) > maxLen)
-      return Status::invalidArgument(
-          which + " has " + std::to_string(p.size()) +
-          " tokens, more than the model's " + std::to_string(maxLen) +
-          " positions");
+      return Status::invalidArgument(which + " has " +
+                                     std::to_string(p.size()) +
+                                     " tokens, more than the model's " +
+                                     std::to_string(maxLen) + " positions");
     // The last new token is never fed back, so the context reaches
     // prompt + maxNewTokens - 1 positions.
     if (maxLen > 0 && int64_t(p.size()) + options.maxNewTokens - 1 > maxLen)
-      return Status::invalidArgument(
-          which + " (" + std::to_string(p.size()) + " tokens) plus " +
-          std::to_string(options.maxNewTokens) +
-          " new tokens exceeds the model's " + std::to_string(maxLen) +
-          " positions");
+      return Status::invalidArgument(which + " (" + std::to_string(p.size()) +
+                                     " tokens) plus " +
+                                     std::to_string(options.maxNewTokens) +
+                                     " new tokens exceeds the model's " +
+                                     std::to_string(maxLen) + " positions");
     states[i].id = "seq" + std::to_string(i);
     states[i].tokens = p;
   }
@@ -130,9 +130,9 @@ Engine::generateGreedy(const std::vector<std::vector<TokenId>> &prompts,
       counts[i] = 1;
       if (options.keepLogits)
         std::copy(row, row + vocab_,
-                  kept.begin() +
-                      long((i * size_t(options.maxNewTokens) + size_t(stepIdx)) *
-                           size_t(vocab_)));
+                  kept.begin() + long((i * size_t(options.maxNewTokens) +
+                                       size_t(stepIdx)) *
+                                      size_t(vocab_)));
     }
   }
   for (SequenceState &st : states)

@@ -202,11 +202,10 @@ private:
       for (size_t d = 0; ok && d < info.dims.size(); ++d)
         ok = info.dims[d] < 0 || info.dims[d] == t.shape[d];
       if (!ok)
-        return ctx.error(std::string("produced ") +
-                         plan::elemTypeName(t.type) + " " +
-                         shapeString(t.shape) + " where the plan expects " +
-                         plan::elemTypeName(info.type) + " " +
-                         shapeString(info.dims));
+        return ctx.error(
+            std::string("produced ") + plan::elemTypeName(t.type) + " " +
+            shapeString(t.shape) + " where the plan expects " +
+            plan::elemTypeName(info.type) + " " + shapeString(info.dims));
     }
     return Status::ok();
   }

@@ -95,10 +95,11 @@ Status runLinear(StepContext &ctx) {
   const Tensor &x = ctx.in(0);
   if (Status s = checkRows(ctx, x, w.inFeatures()); !s)
     return s;
-  Tensor y = Tensor::allocate(ElemType::F32, withLast(x.shape, w.outFeatures()));
+  Tensor y =
+      Tensor::allocate(ElemType::F32, withLast(x.shape, w.outFeatures()));
   int64_t rows = x.numel() / w.inFeatures();
-  if (Status s = fromCpu(ctx, cpu::linear(x.as<float>(), rows, w, y.as<float>(),
-                                          ctx.pool));
+  if (Status s = fromCpu(
+          ctx, cpu::linear(x.as<float>(), rows, w, y.as<float>(), ctx.pool));
       !s)
     return s;
   ctx.setResult(0, std::move(y));
@@ -124,9 +125,9 @@ Status prepareGatedMLP(const PrepareContext &ctx,
     return prepareError(ctx, "activation '" + act +
                                  "' is not supported (silu, gelu, gelu_tanh)");
   bool inOut = isInOut(ctx.step);
-  for (auto [operand, w] : {std::pair{size_t(1), &st->gate},
-                            std::pair{size_t(2), &st->up},
-                            std::pair{size_t(3), &st->down}})
+  for (auto [operand, w] :
+       {std::pair{size_t(1), &st->gate}, std::pair{size_t(2), &st->up},
+        std::pair{size_t(3), &st->down}})
     if (Status s = packWeight(ctx, operand, -1, inOut, *w); !s)
       return s;
   if (st->gate.outFeatures() != st->up.outFeatures() ||
@@ -145,8 +146,8 @@ Status runGatedMLP(StepContext &ctx) {
   int64_t f = st->gate.outFeatures();
   Tensor g = Tensor::allocate(ElemType::F32, {rows, f});
   Tensor u = Tensor::allocate(ElemType::F32, {rows, f});
-  Tensor y =
-      Tensor::allocate(ElemType::F32, withLast(x.shape, st->down.outFeatures()));
+  Tensor y = Tensor::allocate(ElemType::F32,
+                              withLast(x.shape, st->down.outFeatures()));
   cpu::Status s =
       cpu::linear(x.as<float>(), rows, st->gate, g.as<float>(), ctx.pool);
   if (s.ok())
@@ -188,11 +189,10 @@ Status runEmbedding(StepContext &ctx) {
   shape.push_back(table.shape[1]);
   Tensor out = Tensor::allocate(ElemType::F32, shape);
   if (Status s = fromCpu(
-          ctx, cpu::embedding(ids.data(), int64_t(ids.size()), table.data,
-                              cpu::DType::F32, table.shape[0], table.shape[1],
-                              out.as<float>(),
-                              float(ctx.step.getFloat("scale", 1.0)),
-                              ctx.pool));
+          ctx, cpu::embedding(
+                   ids.data(), int64_t(ids.size()), table.data, cpu::DType::F32,
+                   table.shape[0], table.shape[1], out.as<float>(),
+                   float(ctx.step.getFloat("scale", 1.0)), ctx.pool));
       !s)
     return s;
   ctx.setResult(0, std::move(out));
@@ -206,11 +206,10 @@ Status runRMSNorm(StepContext &ctx) {
     return s;
   Tensor y = Tensor::allocate(ElemType::F32, x.shape);
   if (Status s = fromCpu(
-          ctx, cpu::rmsNorm(x.as<float>(), w.as<float>(), y.as<float>(),
-                            x.numel() / d, d,
-                            float(ctx.step.getFloat("epsilon", 1e-5)),
-                            float(ctx.step.getFloat("weight_offset", 0.0)),
-                            ctx.pool));
+          ctx, cpu::rmsNorm(
+                   x.as<float>(), w.as<float>(), y.as<float>(), x.numel() / d,
+                   d, float(ctx.step.getFloat("epsilon", 1e-5)),
+                   float(ctx.step.getFloat("weight_offset", 0.0)), ctx.pool));
       !s)
     return s;
   ctx.setResult(0, std::move(y));
@@ -224,11 +223,11 @@ Status runLayerNorm(StepContext &ctx) {
     return s;
   const float *bias = ctx.has(2) ? ctx.in(2).as<float>() : nullptr;
   Tensor y = Tensor::allocate(ElemType::F32, x.shape);
-  if (Status s = fromCpu(
-          ctx, cpu::layerNorm(x.as<float>(), w.as<float>(), bias,
-                              y.as<float>(), x.numel() / d, d,
-                              float(ctx.step.getFloat("epsilon", 1e-5)),
-                              ctx.pool));
+  if (Status s =
+          fromCpu(ctx, cpu::layerNorm(x.as<float>(), w.as<float>(), bias,
+                                      y.as<float>(), x.numel() / d, d,
+                                      float(ctx.step.getFloat("epsilon", 1e-5)),
+                                      ctx.pool));
       !s)
     return s;
   ctx.setResult(0, std::move(y));
@@ -323,8 +322,8 @@ Status runRotary(StepContext &ctx) {
         for (int64_t i = 0; i < half; ++i) {
           float c = cs[size_t(i)], sn = cs[size_t(half + i)];
           int64_t a0 = p.style == cpu::RotaryStyle::Interleaved ? 2 * i : i;
-          int64_t a1 = p.style == cpu::RotaryStyle::Interleaved ? 2 * i + 1
-                                                                 : i + half;
+          int64_t a1 =
+              p.style == cpu::RotaryStyle::Interleaved ? 2 * i + 1 : i + half;
           float x0 = v[a0], x1 = v[a1];
           v[a0] = x0 * c - x1 * sn;
           v[a1] = x1 * c + x0 * sn;
@@ -358,8 +357,7 @@ Status runPagedAttention(StepContext &ctx) {
     return ctx.error("no KV cache is bound to operand 1");
   const Tensor &q = ctx.in(0), &bt = ctx.in(2), &lens = ctx.in(3),
                &qsl = ctx.in(4);
-  if (q.type != ElemType::F32 || q.rank() != 3 ||
-      q.shape[2] != cache->headDim)
+  if (q.type != ElemType::F32 || q.rank() != 3 || q.shape[2] != cache->headDim)
     return ctx.error("query " + shapeString(q.shape) +
                      " must be f32 [T, H, head_dim]");
   if (bt.type != ElemType::I32 || bt.rank() != 2 ||
@@ -381,9 +379,9 @@ Status runPagedAttention(StepContext &ctx) {
   params.slidingWindow = ctx.step.getInt("sliding_window", 0);
   params.softCap = float(ctx.step.getFloat("softcap", 0.0));
   Tensor out = Tensor::allocate(ElemType::F32, q.shape);
-  if (Status s = fromCpu(ctx, cpu::pagedAttention(q.as<float>(), *cache, batch,
-                                                  params, out.as<float>(),
-                                                  ctx.pool));
+  if (Status s =
+          fromCpu(ctx, cpu::pagedAttention(q.as<float>(), *cache, batch, params,
+                                           out.as<float>(), ctx.pool));
       !s)
     return s;
   ctx.setResult(0, std::move(out));
@@ -399,10 +397,10 @@ Status runGatherRows(StepContext &ctx) {
     return s;
   Tensor out =
       Tensor::allocate(ElemType::F32, {int64_t(idx.size()), x.shape[1]});
-  if (Status s = fromCpu(ctx, cpu::gatherRows(x.as<float>(), x.shape[0],
-                                              x.shape[1], idx.data(),
-                                              int64_t(idx.size()),
-                                              out.as<float>(), ctx.pool));
+  if (Status s =
+          fromCpu(ctx, cpu::gatherRows(x.as<float>(), x.shape[0], x.shape[1],
+                                       idx.data(), int64_t(idx.size()),
+                                       out.as<float>(), ctx.pool));
       !s)
     return s;
   ctx.setResult(0, std::move(out));

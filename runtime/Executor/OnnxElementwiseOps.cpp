@@ -130,8 +130,8 @@ template <BinOp Op> Status runBinary(StepContext &ctx) {
     broadcastLoop<int32_t>(Op, a, b, out);
     break;
   default:
-    return ctx.error(std::string("element type ") +
-                     plan::elemTypeName(a.type) + " is not supported");
+    return ctx.error(std::string("element type ") + plan::elemTypeName(a.type) +
+                     " is not supported");
   }
   ctx.setResult(0, std::move(out));
   return Status::ok();

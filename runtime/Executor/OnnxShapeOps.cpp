@@ -21,8 +21,8 @@ bool isInt(ElemType t) { return t == ElemType::I64 || t == ElemType::I32; }
 
 Status normAxis(const StepContext &ctx, int64_t &axis, int64_t rank) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
-    return ctx.error("axis " + std::to_string(axis) + " is out of range for rank " +
-                     std::to_string(rank));
+    return ctx.error("axis " + std::to_string(axis) +
+                     " is out of range for rank " + std::to_string(rank));
   if (axis < 0)
     axis += rank;
   return Status::ok();
@@ -60,7 +60,8 @@ Status runGather(StepContext &ctx) {
     return s;
   int64_t outer = numelOf(Shape(data.shape.begin(), data.shape.begin() + axis));
   int64_t n = data.shape[size_t(axis)];
-  int64_t inner = numelOf(Shape(data.shape.begin() + axis + 1, data.shape.end()));
+  int64_t inner =
+      numelOf(Shape(data.shape.begin() + axis + 1, data.shape.end()));
   Shape outShape(data.shape.begin(), data.shape.begin() + axis);
   outShape.insert(outShape.end(), idx.shape.begin(), idx.shape.end());
   outShape.insert(outShape.end(), data.shape.begin() + axis + 1,

@@ -1,4 +1,5 @@
-//===- StepKernel.h - How an executor runs one kind of plan step -*- C++ -*-===//
+//===- StepKernel.h - How an executor runs one kind of plan step -*- C++
+//-*-===//
 //
 // A CPU step kernel is a `run` function over the step's operand tensors plus
 // an optional `prepare` that builds per-step state once at load (packed
@@ -40,9 +41,7 @@ struct StepContext {
   bool has(size_t i) const {
     return i < step.operands.size() && step.operands[i] >= 0;
   }
-  const Tensor &in(size_t i) const {
-    return values[size_t(step.operands[i])];
-  }
+  const Tensor &in(size_t i) const { return values[size_t(step.operands[i])]; }
   cpu::KVCacheView *cache(size_t i) const {
     return caches[size_t(step.operands[i])];
   }

@@ -1,4 +1,5 @@
-//===- TensorOps.cpp - Views and casts from the tensor/arith dialects ------===//
+//===- TensorOps.cpp - Views and casts from the tensor/arith dialects
+//------===//
 //
 // page-kv bridges the batch x seq layout of the imported graph and the flat
 // token layout of the serving contract with tensor.expand_shape /

@@ -81,8 +81,8 @@ std::vector<int64_t> Step::getInts(const std::string &attrName) const {
 }
 
 uint64_t Blob::append(const void *data, uint64_t n) {
-  uint64_t offset = (length + kBlobAlignment - 1) / kBlobAlignment *
-                    kBlobAlignment;
+  uint64_t offset =
+      (length + kBlobAlignment - 1) / kBlobAlignment * kBlobAlignment;
   uint64_t needed = offset + n;
   if (needed > capacity || !owner) {
     uint64_t newCap = std::max<uint64_t>(needed, capacity * 2);

@@ -272,8 +272,8 @@ Status writePlan(const Plan &plan, const std::string &path) {
   std::string tmp = path + ".tmp";
   FILE *f = std::fopen(tmp.c_str(), "wb");
   if (!f)
-    return Status::invalidArgument("cannot write '" + path + "': " +
-                                   std::strerror(errno));
+    return Status::invalidArgument("cannot write '" + path +
+                                   "': " + std::strerror(errno));
   bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   ok = (std::fclose(f) == 0) && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -50,9 +50,8 @@ Expected<std::vector<TokenId>> parseIds(const std::string &s) {
   size_t start = 0;
   while (true) {
     size_t comma = s.find(',', start);
-    std::string item = s.substr(start, comma == std::string::npos
-                                           ? std::string::npos
-                                           : comma - start);
+    std::string item = s.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
     int64_t v;
     if (!parseInt(item, v) || v < 0 || v > INT32_MAX)
       return Status::invalidArgument(
@@ -96,9 +95,9 @@ Expected<Options> parseOptions(int argc, char **argv) {
       if (Status s = needValue(); !s)
         return s;
       if (!parseInt(value, out) || out < min)
-        return Status::invalidArgument(arg + ": '" + value +
-                                       "' is not an integer >= " +
-                                       std::to_string(min));
+        return Status::invalidArgument(
+            arg + ": '" + value +
+            "' is not an integer >= " + std::to_string(min));
       return Status::ok();
     };
     Status s;
@@ -151,14 +150,15 @@ Expected<Options> parseOptions(int argc, char **argv) {
         o.weightDtype = value;
       }
     } else {
-      return Status::invalidArgument("unknown argument '" + std::string(argv[i]) +
-                                     "' (see --help)");
+      return Status::invalidArgument("unknown argument '" +
+                                     std::string(argv[i]) + "' (see --help)");
     }
     if (!s)
       return s;
   }
   if (!sawModel || o.model.empty())
-    return Status::invalidArgument("--model is required (an .onnx or .folio file)");
+    return Status::invalidArgument(
+        "--model is required (an .onnx or .folio file)");
   if (o.prompts.empty())
     return Status::invalidArgument("at least one --prompt-ids is required");
   return o;

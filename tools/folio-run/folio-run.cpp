@@ -89,9 +89,9 @@ int main(int argc, char **argv) {
   if (!result)
     return fail(result.status());
   if (!o.dumpLogits.empty())
-    if (Status s = run::writeNpyF32(o.dumpLogits, result->logits,
-                                    {int64_t(o.prompts.size()),
-                                     o.maxNewTokens, result->vocab});
+    if (Status s = run::writeNpyF32(
+            o.dumpLogits, result->logits,
+            {int64_t(o.prompts.size()), o.maxNewTokens, result->vocab});
         !s)
       return fail(s);
   if (o.json) {

@@ -1,0 +1,142 @@
+//===- PlanIOTest.cpp - .folio round trip and corrupt artifacts
+//------------===//
+
+#include "runtime/Plan/PlanIO.h"
+#include "Plan/LowerToPlan.h"
+#include "runtime/Core/Engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+using namespace folio;
+
+namespace {
+
+plan::Plan compileLlama() {
+  auto p = mlir::folio::compileONNXToPlan(
+      std::string(FOLIO_SOURCE_DIR) + "/models/zoo/llama/cached.onnx", {});
+  if (!p) {
+    ADD_FAILURE() << llvm::toString(p.takeError());
+    return {};
+  }
+  return std::move(*p);
+}
+
+core::GenerateResult run(std::shared_ptr<const plan::Plan> p) {
+  std::vector<std::vector<TokenId>> prompts = {{5, 6, 7}, {9}};
+  auto engine = core::Engine::create(p, exec::createCPUExecutor(),
+                                     core::Engine::blocksFor(prompts, 6, 16));
+  EXPECT_TRUE(engine) << engine.status().message();
+  core::GenerateOptions o;
+  o.maxNewTokens = 6;
+  o.keepLogits = true;
+  auto r = (*engine)->generateGreedy(prompts, o);
+  EXPECT_TRUE(r) << r.status().message();
+  return *r;
+}
+
+std::string tempPath(const char *name) {
+  return ::testing::TempDir() + "/" + name;
+}
+
+// Serialise, load (mapped from a file and parsed from memory) and run: the
+// same tokens and bit-identical logits as the plan that was never written.
+TEST(PlanIO, RoundTripGivesIdenticalResults) {
+  auto original = std::make_shared<const plan::Plan>(compileLlama());
+  ASSERT_FALSE(original->steps.empty());
+  core::GenerateResult want = run(original);
+
+  std::string path = tempPath("llama.folio");
+  ASSERT_TRUE(plan::writePlan(*original, path));
+  auto mapped = plan::readPlan(path);
+  ASSERT_TRUE(mapped) << mapped.status().message();
+  EXPECT_EQ(uintptr_t(mapped->blob.data()) % plan::kBlobAlignment, 0u);
+  EXPECT_EQ(mapped->steps.size(), original->steps.size());
+  EXPECT_EQ(mapped->configValue("vocab", 0), 256);
+  auto fromFile = std::make_shared<const plan::Plan>(std::move(*mapped));
+  core::GenerateResult got = run(fromFile);
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(got.logits, want.logits);
+
+  auto parsed = plan::parsePlan(plan::serializePlan(*original));
+  ASSERT_TRUE(parsed) << parsed.status().message();
+  EXPECT_EQ(plan::serializePlan(*parsed), plan::serializePlan(*original));
+  std::remove(path.c_str());
+}
+
+TEST(PlanIO, RejectsWhatIsNotAPlan) {
+  auto r = plan::parsePlan("definitely not a plan, just some text here......");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "not a Folio plan (missing the FOLIOPLN magic)");
+  r = plan::readPlan(tempPath("does-not-exist.folio"));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("cannot open"), std::string::npos);
+}
+
+TEST(PlanIO, RejectsOtherVersions) {
+  plan::Plan p;
+  std::string bytes = plan::serializePlan(p);
+  bytes[8] = 99;
+  auto r = plan::parsePlan(bytes);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "plan format version 99 is not supported (this runtime reads "
+            "version 1); recompile the model with folioc");
+}
+
+TEST(PlanIO, RejectsTruncatedArtifacts) {
+  plan::Plan original = compileLlama();
+  std::string bytes = plan::serializePlan(original);
+  // Cut inside the header: offsets then point past the end.
+  auto r = plan::parsePlan(bytes.substr(0, 200));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "plan: header or blob offsets out of range");
+  // Cut inside the blob: constants then lie outside it.
+  r = plan::parsePlan(bytes.substr(0, bytes.size() - 1000));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("lies outside the blob"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(PlanIO, RejectsOutOfRangeIds) {
+  plan::Plan p;
+  p.values.push_back({});
+  plan::Step s;
+  s.kind = "onnx.Tanh";
+  s.operands = {0};
+  s.results = {7};
+  p.steps.push_back(s);
+  auto r = plan::parsePlan(plan::serializePlan(p));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "plan: step 'onnx.Tanh' has a result out of range");
+}
+
+TEST(PlanIO, AttributesSurviveTheRoundTrip) {
+  plan::Plan p;
+  p.values.push_back({});
+  plan::Step s;
+  s.kind = "k";
+  s.results = {0};
+  s.attrs = {{"i", int64_t(-3)},
+             {"f", 0.25},
+             {"s", std::string("interleaved")},
+             {"is", std::vector<int64_t>{1, -1, 4}},
+             {"fs", std::vector<double>{0.5, 2.0}}};
+  p.steps.push_back(s);
+  auto r = plan::parsePlan(plan::serializePlan(p));
+  ASSERT_TRUE(r) << r.status().message();
+  const plan::Step &t = r->steps[0];
+  EXPECT_EQ(t.getInt("i", 0), -3);
+  EXPECT_EQ(t.getFloat("f", 0), 0.25);
+  EXPECT_EQ(t.getString("s", ""), "interleaved");
+  EXPECT_EQ(t.getInts("is"), (std::vector<int64_t>{1, -1, 4}));
+  EXPECT_EQ(std::get<std::vector<double>>(t.find("fs")->value),
+            (std::vector<double>{0.5, 2.0}));
+}
+
+} // namespace
