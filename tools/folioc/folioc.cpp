@@ -199,7 +199,17 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
-  cl::HideUnrelatedOptions({&folioCategory, &cl::getGeneralCategory()});
+  // libLLVM registers hundreds of codegen options in the general category;
+  // --help shows folioc's own and the few MLIR ones that matter here.
+  StringMap<cl::Option *> &registered = cl::getRegisteredOptions();
+  for (StringRef name :
+       {"mlir-print-ir-after-all", "mlir-print-ir-before-all",
+        "mlir-print-ir-after", "mlir-print-ir-before", "mlir-timing",
+        "mlir-elide-resource-strings-if-larger",
+        "mlir-elide-elementsattrs-if-larger", "mlir-print-debuginfo"})
+    if (auto it = registered.find(name); it != registered.end())
+      it->second->addCategory(folioCategory);
+  cl::HideUnrelatedOptions(folioCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       (Twine("folioc: compiles a decoder-only model exported to ONNX\n\n"
