@@ -1,0 +1,55 @@
+//===- ModelRunner.h - SchedulerOutput in, sampled tokens out ---*- C++ -*-===//
+//
+// The executor side of the scheduler contract (STYLE 13): it keeps each
+// request's tokens and block table from the scheduler's full records and
+// diffs, turns a step into the serving-contract batch, runs the plan and
+// samples one token for every request whose scheduled tokens reach the end
+// of what it knows (a prefill chunk that does not finish the prompt samples
+// nothing).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_CORE_MODELRUNNER_H
+#define FOLIO_RUNTIME_CORE_MODELRUNNER_H
+
+#include "runtime/Executor/Executor.h"
+#include "runtime/Scheduler/SchedulerOutput.h"
+#include "runtime/Support/Status.h"
+
+#include <unordered_map>
+#include <vector>
+
+namespace folio::core {
+
+class ModelRunner {
+public:
+  ModelRunner(exec::Executor &executor, int64_t blockSize)
+      : executor(executor), blockSize(blockSize) {}
+
+  /// Runs one scheduled step. Fails without changing what it knows about
+  /// requests when the step refers to a request it has no state for, or
+  /// the executor or sampler fail.
+  Expected<ModelRunnerOutput> execute(const SchedulerOutput &step);
+
+  /// Requests the runner currently holds state for.
+  size_t numTrackedRequests() const { return requests.size(); }
+
+private:
+  struct RequestState {
+    std::vector<TokenId> prompt;
+    std::vector<TokenId> output;
+    std::vector<TokenId> all; ///< prompt then output
+    std::vector<BlockId> blockTable;
+    SamplingParams params;
+    uint64_t seed = 0;
+    size_t numComputed = 0;
+  };
+
+  exec::Executor &executor;
+  int64_t blockSize;
+  std::unordered_map<RequestId, RequestState> requests;
+};
+
+} // namespace folio::core
+
+#endif // FOLIO_RUNTIME_CORE_MODELRUNNER_H
