@@ -5,6 +5,8 @@
 #include "codegen/CPU/PackedWeightImpl.h"
 #include "codegen/CPU/Validate.h"
 
+#include <dlfcn.h>
+
 namespace folio::cpu {
 
 using namespace detail;
@@ -56,6 +58,18 @@ Status linear(const float *x, int64_t numTokens, const PackedWeight &w,
     return w.impl->dnnl->run(x, numTokens, y, pool);
 #endif
   return linearGemv(x, numTokens, w, y, pool);
+}
+
+bool setLibraryThreads(int numThreads) {
+  // Looked up at run time: libgomp comes in with libdnnl, and linking it
+  // here directly could pick a different OpenMP runtime than oneDNN's.
+  using SetFn = void (*)(int);
+  static SetFn set =
+      reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (!set)
+    return false;
+  set(numThreads > 0 ? numThreads : 1);
+  return true;
 }
 
 } // namespace folio::cpu

@@ -73,6 +73,13 @@ Status linear(const float *x, int64_t numTokens, const PackedWeight &w,
 Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
                   float *y, ThreadPool &pool = ThreadPool::global());
 
+/// Sets the OpenMP team size oneDNN's matmuls use, for parallel regions the
+/// calling thread starts (an OpenMP setting is per thread). oneDNN 2.6 here
+/// threads with OpenMP, not with ThreadPool, so a caller that sizes its pool
+/// calls this too. Returns false when no OpenMP runtime is loaded (no
+/// oneDNN), where there is nothing to size.
+bool setLibraryThreads(int numThreads);
+
 } // namespace folio::cpu
 
 #endif // FOLIO_CODEGEN_CPU_LINEAR_H

@@ -2,7 +2,10 @@
 
 #include "runtime/Core/Engine.h"
 
+#include "runtime/Sampler/Sampler.h"
+
 #include <algorithm>
+#include <random>
 
 namespace folio::core {
 
@@ -70,12 +73,21 @@ Status Engine::step(std::vector<SequenceState *> &seqs,
 }
 
 Expected<GenerateResult>
-Engine::generateGreedy(const std::vector<std::vector<TokenId>> &prompts,
-                       const GenerateOptions &options) {
+Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
+                 const GenerateOptions &options) {
   if (prompts.empty())
     return Status::invalidArgument("no prompts");
   if (options.maxNewTokens < 1)
     return Status::invalidArgument("max new tokens must be at least 1");
+  const SamplingParams &sp = options.sampling;
+  if (Status s = sp.validate(size_t(vocab_)); !s)
+    return s;
+  std::vector<uint64_t> seeds(prompts.size(), sp.seed.value_or(0));
+  if (!sp.seed) {
+    std::random_device rd;
+    for (uint64_t &seed : seeds)
+      seed = (uint64_t(rd()) << 32) ^ rd();
+  }
   int64_t maxLen = options.maxModelLen ? options.maxModelLen : maxPositions_;
   std::vector<SequenceState> states(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -125,6 +137,21 @@ Engine::generateGreedy(const std::vector<std::vector<TokenId>> &prompts,
     for (size_t i = 0; i < seqs.size(); ++i) {
       const float *row = logits.data() + i * size_t(vocab_);
       TokenId best = TokenId(std::max_element(row, row + vocab_) - row);
+      if (!sp.isGreedy()) {
+        // Keyed by the sampled token's position: a prompt's draws do not
+        // depend on the batch around it.
+        SampleRow sr;
+        sr.params = &sp;
+        sr.seed = seeds[i];
+        sr.position = uint64_t(seqs[i]->tokens.size());
+        Expected<SampledToken> t = sampleRow(row, size_t(vocab_), sr);
+        if (!t) {
+          for (SequenceState &st : states)
+            release(st);
+          return t.status();
+        }
+        best = t->token;
+      }
       result.tokens[i].push_back(best);
       seqs[i]->tokens.push_back(best);
       counts[i] = 1;

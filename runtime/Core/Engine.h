@@ -16,6 +16,7 @@
 #include "runtime/Executor/Executor.h"
 #include "runtime/KVCache/KVCacheManager.h"
 #include "runtime/Plan/Plan.h"
+#include "runtime/Sampler/SamplingParams.h"
 
 #include <memory>
 #include <vector>
@@ -29,6 +30,19 @@ struct GenerateOptions {
   int64_t maxModelLen = 0;
   /// Keep every step's logits rows ([prompts, maxNewTokens, vocab]).
   bool keepLogits = false;
+  /// temperature 0 (the default here) is greedy argmax, first index on
+  /// ties; otherwise temperature, top-k and top-p go through the sampler.
+  /// Only the sampling fields are used (no penalties, stops or logprobs).
+  /// Every prompt uses `sampling.seed` (like requests that carry the same
+  /// seed), so a prompt samples the same tokens alone or in any batch; with
+  /// no seed each prompt draws one at random.
+  SamplingParams sampling = greedySampling();
+
+  static SamplingParams greedySampling() {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    return p;
+  }
 };
 
 struct GenerateResult {
@@ -67,9 +81,19 @@ public:
   /// Releases a sequence's blocks.
   void release(const SequenceState &seq) { kv_->freeRequest(seq.id); }
 
+  /// All prompts prefill together in step 0, then each decodes one token
+  /// per step, choosing tokens as options.sampling says.
+  Expected<GenerateResult>
+  generate(const std::vector<std::vector<TokenId>> &prompts,
+           const GenerateOptions &options);
+
+  /// generate() with options.sampling forced to greedy.
   Expected<GenerateResult>
   generateGreedy(const std::vector<std::vector<TokenId>> &prompts,
-                 const GenerateOptions &options);
+                 GenerateOptions options) {
+    options.sampling = GenerateOptions::greedySampling();
+    return generate(prompts, options);
+  }
 
   /// Blocks needed to generate `maxNewTokens` after each prompt, plus the
   /// null block.

@@ -12,8 +12,13 @@
 #include "runtime/Executor/Executor.h"
 #include "runtime/Executor/StepKernel.h"
 
+#include "codegen/CPU/Linear.h"
+
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 namespace folio::exec {
 namespace {
@@ -25,6 +30,11 @@ struct CacheStorage {
 
 class CPUExecutor final : public Executor {
 public:
+  explicit CPUExecutor(const ExecutorOptions &o) : options(o) {
+    if (o.numThreads)
+      ownPool = std::make_unique<cpu::ThreadPool>(o.numThreads);
+  }
+
   const char *deviceName() const override { return "cpu"; }
 
   Status load(std::shared_ptr<const plan::Plan> p) override {
@@ -53,7 +63,10 @@ public:
                                        " operands is not a valid arity");
       std::unique_ptr<StepState> state;
       if (k->prepare) {
-        PrepareContext ctx{step, *plan, constants};
+        PrepareContext ctx{step, *plan, constants,
+                           options.weights == WeightType::F32
+                               ? cpu::DType::F32
+                               : cpu::DType::BF16};
         if (Status s = k->prepare(ctx, state); !s)
           return s;
       }
@@ -122,7 +135,12 @@ public:
     std::vector<Tensor> values = constants;
     if (Status s = bindInputs(batch, values); !s)
       return s;
-    cpu::ThreadPool &pool = cpu::ThreadPool::global();
+    cpu::ThreadPool &pool = ownPool ? *ownPool : cpu::ThreadPool::global();
+    // OpenMP's team size is per calling thread, so it is set here, on the
+    // thread that runs the steps, rather than once at construction.
+    if (ownPool)
+      cpu::setLibraryThreads(int(ownPool->numThreads()));
+    using Clock = std::chrono::steady_clock;
     for (size_t i = 0; i < plan->steps.size(); ++i) {
       const plan::Step &step = plan->steps[i];
       StepContext ctx{step, values, caches, states[i].get(), pool};
@@ -130,8 +148,18 @@ public:
         if (id >= 0 && !caches[size_t(id)] && !values[size_t(id)].data)
           return ctx.error("an operand has no value (the plan uses a value "
                            "before defining it)");
+      Clock::time_point start;
+      if (options.profile)
+        start = Clock::now();
       if (Status s = kernels[i]->run(ctx); !s)
         return s;
+      if (options.profile) {
+        KindProfile &k = timings[step.kind];
+        k.seconds +=
+            std::chrono::duration<double>(Clock::now() - start).count();
+        ++k.calls;
+        k.flops += ctx.flops;
+      }
       if (Status s = checkResults(ctx); !s)
         return s;
     }
@@ -145,6 +173,27 @@ public:
     logits.assign(out.as<float>(), out.as<float>() + out.numel());
     return Status::ok();
   }
+
+  int64_t linearWeightBytes() const override {
+    int64_t bytes = 0;
+    for (const auto &st : states)
+      if (auto *w = dynamic_cast<const WeightState *>(st.get()))
+        bytes += w->weightBytes();
+    return bytes;
+  }
+
+  std::vector<KindProfile> profile() const override {
+    std::vector<KindProfile> out;
+    for (const auto &[kind, k] : timings)
+      out.push_back({kind, k.seconds, k.calls, k.flops});
+    std::sort(out.begin(), out.end(),
+              [](const KindProfile &a, const KindProfile &b) {
+                return a.seconds > b.seconds;
+              });
+    return out;
+  }
+
+  void resetProfile() override { timings.clear(); }
 
 private:
   Status bindInputs(const ForwardBatch &b, std::vector<Tensor> &values) {
@@ -210,6 +259,9 @@ private:
     return Status::ok();
   }
 
+  ExecutorOptions options;
+  std::unique_ptr<cpu::ThreadPool> ownPool;
+  std::map<std::string, KindProfile> timings;
   std::shared_ptr<const plan::Plan> plan;
   std::vector<Tensor> constants;
   std::vector<const StepKernel *> kernels;
@@ -221,8 +273,30 @@ private:
 
 } // namespace
 
-std::unique_ptr<Executor> createCPUExecutor() {
-  return std::make_unique<CPUExecutor>();
+std::unique_ptr<Executor> createCPUExecutor(const ExecutorOptions &options) {
+  return std::make_unique<CPUExecutor>(options);
+}
+
+Expected<WeightType> parseWeightType(const std::string &name) {
+  if (name == "f32")
+    return WeightType::F32;
+  if (name == "bf16")
+    return WeightType::BF16;
+  if (name == "f16")
+    return WeightType::F16;
+  return Status::invalidArgument("'" + name + "' is not one of f32, bf16, f16");
+}
+
+const char *weightTypeName(WeightType t) {
+  switch (t) {
+  case WeightType::F32:
+    return "f32";
+  case WeightType::BF16:
+    return "bf16";
+  case WeightType::F16:
+    return "f16";
+  }
+  return "?";
 }
 
 } // namespace folio::exec

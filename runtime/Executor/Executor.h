@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace folio::exec {
@@ -41,6 +42,32 @@ struct KVCacheLayout {
   int64_t bytesPerBlock = 0; ///< all layers, K and V
 };
 
+/// How linear weights are stored once packed. The plan keeps f32 (or
+/// whatever the model had); an executor converts at load.
+enum class WeightType { F32, BF16, F16 };
+
+/// Parses "f32", "bf16" or "f16".
+Expected<WeightType> parseWeightType(const std::string &name);
+const char *weightTypeName(WeightType t);
+
+struct ExecutorOptions {
+  WeightType weights = WeightType::F32;
+  /// Threads (the caller included) for the executor's kernels and, on the
+  /// CPU, for oneDNN's OpenMP team; 0 = the process-wide default
+  /// (FOLIO_NUM_THREADS or the cores this process may use).
+  unsigned numThreads = 0;
+  /// Accumulate wall time per step kind (see Executor::profile).
+  bool profile = false;
+};
+
+/// Time spent in one kind of step since the last resetProfile.
+struct KindProfile {
+  std::string kind;
+  double seconds = 0;
+  int64_t calls = 0;
+  double flops = 0; ///< counted by GEMM-like kinds (linear, gated_mlp)
+};
+
 class Executor {
 public:
   virtual ~Executor() = default;
@@ -60,10 +87,20 @@ public:
   /// Runs the entry on one batch; `logits` receives [R, vocab] row-major.
   virtual Status forward(const ForwardBatch &batch, std::vector<float> &logits,
                          int64_t &vocab) = 0;
+
+  /// Bytes of packed linear weights one token's forward streams (what a
+  /// decode step must read from memory besides the KV cache).
+  virtual int64_t linearWeightBytes() const { return 0; }
+
+  /// Per-kind wall time, most expensive first (empty unless profiling).
+  virtual std::vector<KindProfile> profile() const { return {}; }
+  virtual void resetProfile() {}
 };
 
-/// The CPU executor (codegen/CPU kernels on the global thread pool).
-std::unique_ptr<Executor> createCPUExecutor();
+/// The CPU executor (codegen/CPU kernels). With options.numThreads it owns
+/// a pool of that size and sets oneDNN's OpenMP thread count to match.
+std::unique_ptr<Executor>
+createCPUExecutor(const ExecutorOptions &options = {});
 
 } // namespace folio::exec
 

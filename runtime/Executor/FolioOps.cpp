@@ -25,14 +25,33 @@ Status prepareError(const PrepareContext &ctx, const std::string &message) {
                                  "': " + message);
 }
 
-/// Packs a constant 2-D weight into the kernel's W[N, K] layout.
+/// The kernel library's type for a float plan element type.
+bool toCpuType(ElemType t, cpu::DType &out) {
+  switch (t) {
+  case ElemType::F32:
+    out = cpu::DType::F32;
+    return true;
+  case ElemType::BF16:
+    out = cpu::DType::BF16;
+    return true;
+  case ElemType::F16:
+    out = cpu::DType::F16;
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Packs a constant 2-D weight (f32, bf16 or f16 in the plan) into the
+/// kernel's W[N, K] layout, stored as ctx.weightStorage.
 Status packWeight(const PrepareContext &ctx, size_t operand, int32_t biasOp,
                   bool inOut, cpu::PackedWeight &out) {
   int32_t id = ctx.step.operands[operand];
   const Tensor &w = ctx.values[size_t(id)];
-  if (!w.data || w.rank() != 2 || w.type != ElemType::F32)
+  cpu::DType src;
+  if (!w.data || w.rank() != 2 || !toCpuType(w.type, src))
     return prepareError(ctx, "weight operand " + std::to_string(operand) +
-                                 " must be a constant 2-D f32 tensor");
+                                 " must be a constant 2-D float tensor");
   const float *bias = nullptr;
   if (biasOp >= 0) {
     const Tensor &b = ctx.values[size_t(biasOp)];
@@ -42,18 +61,22 @@ Status packWeight(const PrepareContext &ctx, size_t operand, int32_t biasOp,
   }
   int64_t n = inOut ? w.shape[1] : w.shape[0];
   int64_t k = inOut ? w.shape[0] : w.shape[1];
+  // f16 storage is not an option for the GEMM (oneDNN 2.6 has no f16
+  // matmul): anything narrower than f32 is stored bf16.
+  cpu::DType storage = ctx.weightStorage;
   cpu::Status s = cpu::Status::success();
   if (inOut) {
-    std::vector<float> t(size_t(n * k));
-    const float *src = w.as<float>();
+    size_t es = cpu::dtypeSize(src);
+    std::vector<uint8_t> t(size_t(n * k) * es);
+    const uint8_t *from = static_cast<const uint8_t *>(w.data);
     for (int64_t i = 0; i < k; ++i)
       for (int64_t j = 0; j < n; ++j)
-        t[size_t(j * k + i)] = src[i * n + j];
-    s = cpu::PackedWeight::pack(t.data(), cpu::DType::F32, n, k, bias,
-                                cpu::DType::F32, out);
+        std::memcpy(&t[size_t(j * k + i) * es], from + size_t(i * n + j) * es,
+                    es);
+    s = cpu::PackedWeight::pack(t.data(), src, n, k, bias, storage, out);
   } else {
-    s = cpu::PackedWeight::pack(w.data, cpu::DType::F32, n, k, bias,
-                                cpu::DType::F32, out, /*borrow=*/true);
+    s = cpu::PackedWeight::pack(w.data, src, n, k, bias, storage, out,
+                                /*borrow=*/true);
   }
   return s.ok() ? Status::ok() : prepareError(ctx, s.message());
 }
@@ -62,8 +85,9 @@ bool isInOut(const plan::Step &step) {
   return step.getString("weight_layout", "in_out") == "in_out";
 }
 
-struct LinearState : StepState {
+struct LinearState : WeightState {
   cpu::PackedWeight w;
+  int64_t weightBytes() const override { return int64_t(w.weightBytes()); }
 };
 
 Status prepareLinear(const PrepareContext &ctx,
@@ -98,6 +122,7 @@ Status runLinear(StepContext &ctx) {
   Tensor y =
       Tensor::allocate(ElemType::F32, withLast(x.shape, w.outFeatures()));
   int64_t rows = x.numel() / w.inFeatures();
+  ctx.flops += 2.0 * double(rows) * double(w.inFeatures() * w.outFeatures());
   if (Status s = fromCpu(
           ctx, cpu::linear(x.as<float>(), rows, w, y.as<float>(), ctx.pool));
       !s)
@@ -106,9 +131,12 @@ Status runLinear(StepContext &ctx) {
   return Status::ok();
 }
 
-struct GatedMLPState : StepState {
+struct GatedMLPState : WeightState {
   cpu::PackedWeight gate, up, down;
   cpu::Activation act = cpu::Activation::Silu;
+  int64_t weightBytes() const override {
+    return int64_t(gate.weightBytes() + up.weightBytes() + down.weightBytes());
+  }
 };
 
 Status prepareGatedMLP(const PrepareContext &ctx,
@@ -144,6 +172,7 @@ Status runGatedMLP(StepContext &ctx) {
     return s;
   int64_t rows = x.numel() / st->gate.inFeatures();
   int64_t f = st->gate.outFeatures();
+  ctx.flops += 2.0 * double(rows) * 3.0 * double(f * st->gate.inFeatures());
   Tensor g = Tensor::allocate(ElemType::F32, {rows, f});
   Tensor u = Tensor::allocate(ElemType::F32, {rows, f});
   Tensor y = Tensor::allocate(ElemType::F32,

@@ -11,6 +11,7 @@
 #ifndef FOLIO_RUNTIME_EXECUTOR_STEPKERNEL_H
 #define FOLIO_RUNTIME_EXECUTOR_STEPKERNEL_H
 
+#include "codegen/CPU/DType.h"
 #include "codegen/CPU/KVCache.h"
 #include "codegen/CPU/ThreadPool.h"
 #include "runtime/Executor/Tensor.h"
@@ -36,6 +37,8 @@ struct StepContext {
   std::vector<cpu::KVCacheView *> &caches;
   StepState *state;
   cpu::ThreadPool &pool;
+  /// Where GEMM-like kernels add the floating-point operations they do.
+  double flops = 0;
 
   size_t numOperands() const { return step.operands.size(); }
   bool has(size_t i) const {
@@ -56,6 +59,14 @@ struct PrepareContext {
   const plan::Step &step;
   const plan::Plan &plan;
   const std::vector<Tensor> &values; ///< constants bound, others empty
+  /// Storage for packed linear weights (F32 or BF16).
+  cpu::DType weightStorage = cpu::DType::F32;
+};
+
+/// State of a step that holds packed linear weights.
+struct WeightState : StepState {
+  /// Bytes of weights one token's pass through this step reads.
+  virtual int64_t weightBytes() const = 0;
 };
 
 using RunFn = Status (*)(StepContext &);

@@ -12,26 +12,43 @@ namespace folio::run {
 const char *const kUsage =
     "usage: folio-run --model M.onnx|M.folio --prompt-ids 1,2,3 "
     "[--prompt-ids ...]\n"
-    "                 [--max-new-tokens N] [--temperature 0] "
-    "[--dump-logits out.npy] [--json]\n"
-    "                 [--weight-dtype f32] [--block-size B] "
-    "[--max-model-len L]\n"
-    "Runs every prompt together as one ragged batch and decodes greedily.\n"
+    "                 [--max-new-tokens N] [--temperature T [--top-k K] "
+    "[--top-p P] [--seed S]]\n"
+    "                 [--dump-logits out.npy] [--json] [--weight-dtype "
+    "f32|bf16|f16]\n"
+    "                 [--threads N] [--block-size B] [--max-model-len L]\n"
+    "Runs every prompt together as one ragged batch.\n"
     "  --model           a model exported to ONNX (compiled in-process) or a "
     "plan from `folioc -o M.folio`\n"
     "  --prompt-ids      comma-separated token ids; repeat for more prompts\n"
     "  --max-new-tokens  tokens to generate per prompt (default 16)\n"
-    "  --temperature     0 = greedy (the only mode so far)\n"
+    "  --temperature     0 = greedy (default); > 0 samples from "
+    "softmax(logits / T)\n"
+    "  --top-k           with T > 0: keep the K most likely tokens (0 = all)\n"
+    "  --top-p           with T > 0: keep the smallest set reaching "
+    "probability P (1 = all)\n"
+    "  --seed            with T > 0: same seed, same tokens (default: "
+    "random); every prompt uses it\n"
     "  --dump-logits     write the logits each new token was chosen from, "
     "float32 [prompts, N, vocab]\n"
     "  --json            print {\"outputs\":[{\"prompt_ids\":[..],"
     "\"token_ids\":[..]}, ..]}\n"
-    "  --weight-dtype    f32 (bf16/f16 weights come later)\n"
+    "  --weight-dtype    storage of linear weights: f32 (default), bf16, or "
+    "f16 (stored as bf16 on the CPU: oneDNN 2.6 has no f16 matmul)\n"
+    "  --threads         kernel threads, oneDNN's OpenMP team included "
+    "(default: FOLIO_NUM_THREADS or every core)\n"
     "  --block-size      KV block size when compiling an .onnx (default 16)\n"
     "  --max-model-len   longest context accepted (default: the model's "
     "positions)\n";
 
 namespace {
+
+bool parseDouble(const std::string &s, double &out) {
+  char *end = nullptr;
+  errno = 0;
+  out = std::strtod(s.c_str(), &end);
+  return !s.empty() && *end == '\0' && errno == 0 && std::isfinite(out);
+}
 
 bool parseInt(const std::string &s, int64_t &out) {
   if (s.empty())
@@ -71,6 +88,7 @@ Expected<std::vector<TokenId>> parseIds(const std::string &s) {
 Expected<Options> parseOptions(int argc, char **argv) {
   Options o;
   bool sawModel = false;
+  bool sawSampling = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -124,17 +142,28 @@ Expected<Options> parseOptions(int argc, char **argv) {
     } else if (arg == "--max-model-len") {
       s = intFlag(o.maxModelLen, 1);
     } else if (arg == "--temperature") {
-      if (s = needValue(); s) {
-        char *end = nullptr;
-        o.temperature = std::strtod(value.c_str(), &end);
-        if (value.empty() || *end != '\0' || !std::isfinite(o.temperature))
-          return Status::invalidArgument("--temperature: '" + value +
-                                         "' is not a number");
-        if (o.temperature != 0.0)
-          return Status::invalidArgument(
-              "--temperature " + value +
-              ": only 0 (greedy decoding) is supported so far");
-      }
+      if (s = needValue();
+          s && (!parseDouble(value, o.temperature) || o.temperature < 0))
+        return Status::invalidArgument("--temperature: '" + value +
+                                       "' is not a number >= 0");
+    } else if (arg == "--top-k") {
+      s = intFlag(o.topK, 0);
+      sawSampling = true;
+    } else if (arg == "--top-p") {
+      if (s = needValue();
+          s && (!parseDouble(value, o.topP) || !(o.topP > 0 && o.topP <= 1)))
+        return Status::invalidArgument("--top-p: '" + value +
+                                       "' is not a number in (0, 1]");
+      sawSampling = true;
+    } else if (arg == "--seed") {
+      int64_t seed = 0;
+      // Seeds are u64 in the sampler; the flag takes the non-negative
+      // int64 range, which is plenty for reproducibility.
+      s = intFlag(seed, 0);
+      o.seed = uint64_t(seed);
+      sawSampling = true;
+    } else if (arg == "--threads") {
+      s = intFlag(o.threads, 1);
     } else if (arg == "--dump-logits") {
       s = needValue();
       o.dumpLogits = value;
@@ -143,10 +172,6 @@ Expected<Options> parseOptions(int argc, char **argv) {
         if (value != "f32" && value != "bf16" && value != "f16")
           return Status::invalidArgument("--weight-dtype: '" + value +
                                          "' is not one of f32, bf16, f16");
-        if (value != "f32")
-          return Status::invalidArgument(
-              "--weight-dtype " + value +
-              ": only f32 weights are supported so far");
         o.weightDtype = value;
       }
     } else {
@@ -161,6 +186,11 @@ Expected<Options> parseOptions(int argc, char **argv) {
         "--model is required (an .onnx or .folio file)");
   if (o.prompts.empty())
     return Status::invalidArgument("at least one --prompt-ids is required");
+  // Silently ignoring them would look like a broken seed or top-k.
+  if (sawSampling && o.temperature == 0)
+    return Status::invalidArgument(
+        "--top-k, --top-p and --seed need --temperature > 0 (temperature 0 "
+        "is greedy decoding)");
   return o;
 }
 

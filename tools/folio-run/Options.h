@@ -6,6 +6,8 @@
 #include "runtime/Support/Status.h"
 #include "runtime/Support/Types.h"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,9 +18,13 @@ struct Options {
   std::vector<std::vector<TokenId>> prompts;
   int64_t maxNewTokens = 16;
   double temperature = 0.0;
+  int64_t topK = 0;  ///< 0 = off
+  double topP = 1.0; ///< 1 = off
+  std::optional<uint64_t> seed;
   std::string dumpLogits;
   bool json = false;
   std::string weightDtype = "f32";
+  int64_t threads = 0; ///< 0 = FOLIO_NUM_THREADS or every core
   int64_t blockSize = 16;
   int64_t maxModelLen = 0;
   bool help = false;

@@ -1,7 +1,8 @@
 //===- folio-run.cpp - Generate tokens from a model on the CPU ------------===//
 //
 // folio-run --model M.onnx|M.folio --prompt-ids 1,2,3 [--prompt-ids ...]
-//           --max-new-tokens N --temperature 0 [--dump-logits out.npy] [--json]
+//           --max-new-tokens N [--temperature T --top-k K --top-p P --seed S]
+//           [--weight-dtype f32|bf16|f16] [--dump-logits out.npy] [--json]
 //
 // An .onnx compiles in-process (this tool links the compiler; the runtime
 // libraries it drives do not). Errors print one line and exit 1; bad flags
@@ -16,6 +17,8 @@
 #include "runtime/Core/Engine.h"
 #include "runtime/Plan/PlanIO.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <iostream>
 
@@ -76,16 +79,25 @@ int main(int argc, char **argv) {
   int64_t blockSize = plan->configValue("block_size", o.blockSize);
   int64_t numBlocks =
       core::Engine::blocksFor(o.prompts, o.maxNewTokens, blockSize);
+  exec::ExecutorOptions eopts;
+  Expected<exec::WeightType> wt = exec::parseWeightType(o.weightDtype);
+  if (!wt)
+    return fail(wt.status());
+  eopts.weights = *wt;
+  eopts.numThreads = unsigned(o.threads);
   Expected<std::unique_ptr<core::Engine>> engine =
-      core::Engine::create(plan, exec::createCPUExecutor(), numBlocks);
+      core::Engine::create(plan, exec::createCPUExecutor(eopts), numBlocks);
   if (!engine)
     return fail(engine.status());
   core::GenerateOptions gopts;
   gopts.maxNewTokens = o.maxNewTokens;
   gopts.maxModelLen = o.maxModelLen;
   gopts.keepLogits = !o.dumpLogits.empty();
-  Expected<core::GenerateResult> result =
-      (*engine)->generateGreedy(o.prompts, gopts);
+  gopts.sampling.temperature = float(o.temperature);
+  gopts.sampling.topK = int32_t(std::min<int64_t>(o.topK, INT32_MAX));
+  gopts.sampling.topP = float(o.topP);
+  gopts.sampling.seed = o.seed;
+  Expected<core::GenerateResult> result = (*engine)->generate(o.prompts, gopts);
   if (!result)
     return fail(result.status());
   if (!o.dumpLogits.empty())

@@ -11,71 +11,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Fixtures.h"
-
-#include "Plan/LowerToPlan.h"
-#include "runtime/Core/Engine.h"
-
-#include <gtest/gtest.h>
-
-#include <cmath>
+#include "ZooRun.h"
 
 using namespace folio;
+using folio::testing::compile;
+using folio::testing::generate;
 using folio::testing::loadFixture;
+using folio::testing::ModelForm;
 using folio::testing::RefFixture;
+using folio::testing::relDiff;
 
 namespace {
-
-struct ModelForm {
-  const char *arch;
-  const char *form;
-};
-
-std::ostream &operator<<(std::ostream &os, const ModelForm &m) {
-  return os << m.arch << "/" << m.form;
-}
-
-std::shared_ptr<const plan::Plan> compile(const std::string &arch,
-                                          const std::string &form,
-                                          int64_t blockSize = 16) {
-  mlir::folio::CompileToPlanOptions options;
-  options.blockSize = blockSize;
-  auto p = mlir::folio::compileONNXToPlan(
-      folio::testing::zooPath(arch + "/" + form + ".onnx"), options);
-  if (!p) {
-    ADD_FAILURE() << llvm::toString(p.takeError());
-    return nullptr;
-  }
-  return std::make_shared<const plan::Plan>(std::move(*p));
-}
-
-core::GenerateResult generate(std::shared_ptr<const plan::Plan> p,
-                              const std::vector<std::vector<TokenId>> &prompts,
-                              int64_t steps) {
-  int64_t bs = p->configValue("block_size", 16);
-  auto engine =
-      core::Engine::create(p, exec::createCPUExecutor(),
-                           core::Engine::blocksFor(prompts, steps, bs));
-  EXPECT_TRUE(engine) << engine.status().message();
-  if (!engine)
-    return {};
-  core::GenerateOptions o;
-  o.maxNewTokens = steps;
-  o.keepLogits = true;
-  auto r = (*engine)->generateGreedy(prompts, o);
-  EXPECT_TRUE(r) << r.status().message();
-  return r ? *r : core::GenerateResult();
-}
-
-/// max |got - ref| / max |ref| over the rows of one prompt.
-double relDiff(const float *got, const float *ref, int64_t n) {
-  double d = 0, m = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    d = std::max(d, double(std::fabs(got[i] - ref[i])));
-    m = std::max(m, double(std::fabs(ref[i])));
-  }
-  return d / m;
-}
 
 class ZooParity : public ::testing::TestWithParam<ModelForm> {};
 
@@ -109,26 +55,12 @@ TEST_P(ZooParity, BatchMatchesOnnxRuntimeAndSinglePrompts) {
   RecordProperty("max_rel_diff", std::to_string(worst));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Zoo, ZooParity,
-    ::testing::Values(
-        ModelForm{"llama", "cached"}, ModelForm{"llama", "cached_nopos"},
-        ModelForm{"llama", "nocache"}, ModelForm{"llama", "cached_external"},
-        ModelForm{"llama", "fused_onnx23"}, ModelForm{"llama", "fused_ms"},
-        ModelForm{"mistral", "cached"}, ModelForm{"mistral", "cached_nopos"},
-        ModelForm{"mistral", "nocache"}, ModelForm{"qwen2", "cached"},
-        ModelForm{"qwen2", "cached_nopos"}, ModelForm{"qwen2", "nocache"},
-        ModelForm{"gpt2", "cached"}, ModelForm{"gpt2", "cached_nopos"},
-        ModelForm{"gpt2", "nocache"}, ModelForm{"phi2", "cached"},
-        ModelForm{"phi2", "cached_nopos"}, ModelForm{"phi2", "nocache"},
-        ModelForm{"gpt_neox", "cached"}, ModelForm{"gpt_neox", "cached_nopos"},
-        ModelForm{"gpt_neox", "nocache"}, ModelForm{"gptj", "cached"},
-        ModelForm{"gptj", "cached_nopos"}, ModelForm{"gptj", "nocache"},
-        ModelForm{"gemma", "cached"}, ModelForm{"gemma", "cached_nopos"},
-        ModelForm{"gemma", "nocache"}),
-    [](const ::testing::TestParamInfo<ModelForm> &info) {
-      return std::string(info.param.arch) + "_" + info.param.form;
-    });
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooParity,
+                         ::testing::ValuesIn(folio::testing::zooModels()),
+                         [](const ::testing::TestParamInfo<ModelForm> &info) {
+                           return std::string(info.param.arch) + "_" +
+                                  info.param.form;
+                         });
 
 // Small blocks put every prompt across several blocks and p16 on a block
 // boundary twice over; the results must not depend on the block size.
