@@ -232,12 +232,31 @@ Status runTranspose(StepContext &ctx) {
   std::vector<int64_t> inStride(size_t(r), 1);
   for (int64_t i = r - 2; i >= 0; --i)
     inStride[size_t(i)] = inStride[size_t(i + 1)] * x.shape[size_t(i + 1)];
-  // Walk the output in order; the innermost output dim copies runs when it
-  // is also the innermost input dim.
+  // Walk the output in order. When the innermost dim stays innermost (the
+  // [B, S, H, D] <-> [B, H, S, D] pairs page-kv leaves around attention),
+  // each output row is one contiguous input run: copy it whole. Per
+  // element, this loop cost ~10 ns, a third of a 512-token prefill.
   std::vector<int64_t> idx(size_t(r), 0);
   int64_t n = out.numel();
   const char *src = static_cast<const char *>(x.data);
   char *dst = static_cast<char *>(out.data);
+  if (r >= 1 && perm[size_t(r - 1)] == r - 1 && n > 0) {
+    int64_t run = shape[size_t(r - 1)];
+    for (int64_t o = 0; o < n; o += run) {
+      int64_t off = 0;
+      for (int64_t d = 0; d + 1 < r; ++d)
+        off += idx[size_t(d)] * inStride[size_t(perm[size_t(d)])];
+      std::memcpy(dst + size_t(o) * es, src + size_t(off) * es,
+                  size_t(run) * es);
+      for (int64_t d = r - 2; d >= 0; --d) {
+        if (++idx[size_t(d)] < shape[size_t(d)])
+          break;
+        idx[size_t(d)] = 0;
+      }
+    }
+    ctx.setResult(0, std::move(out));
+    return Status::ok();
+  }
   for (int64_t o = 0; o < n; ++o) {
     int64_t off = 0;
     for (int64_t d = 0; d < r; ++d)

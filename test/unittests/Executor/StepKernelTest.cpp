@@ -95,6 +95,18 @@ TEST(OnnxOps, TransposeMovesData) {
                       {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}));
   EXPECT_EQ(r[0].shape, (Shape{1, 3, 2, 1}));
   EXPECT_EQ(values(r[0]), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+  // Innermost dim kept (row copies) and moved (element walk).
+  Tensor y = floats({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 3, 2});
+  ASSERT_TRUE(runStep("onnx.Transpose", {y}, r,
+                      {{"perm", std::vector<int64_t>{1, 0, 2}}}));
+  EXPECT_EQ(r[0].shape, (Shape{3, 2, 2}));
+  EXPECT_EQ(values(r[0]),
+            (std::vector<float>{0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11}));
+  ASSERT_TRUE(runStep("onnx.Transpose", {y}, r,
+                      {{"perm", std::vector<int64_t>{2, 0, 1}}}));
+  EXPECT_EQ(r[0].shape, (Shape{2, 2, 3}));
+  EXPECT_EQ(values(r[0]),
+            (std::vector<float>{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11}));
   Status s = runStep("onnx.Transpose", {x}, r,
                      {{"perm", std::vector<int64_t>{0, 0, 1, 3}}});
   EXPECT_EQ(s.message(), "onnx.Transpose: perm is not a permutation");

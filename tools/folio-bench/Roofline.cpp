@@ -1,0 +1,258 @@
+//===- Roofline.cpp - Decode vs bandwidth, prefill vs GEMM peak -----------===//
+//
+// Per thread count: measure the read bandwidth and the GEMM peaks, then per
+// weight type load the model and, `repeats` times, prefill one sequence of
+// `prefillTokens` random ids (timed) and decode `decodeTokens` greedy tokens
+// after it (timed as a whole, batch building and argmax included: that is
+// what a serving step costs). Medians are reported with every sample.
+//
+// Decode roofline: a token must stream every linear weight once plus the
+// K and V rows of its context, so tokens/s <= bandwidth / (weight bytes +
+// KV bytes per token). Embedding rows and norm weights (a few KB) are left
+// out. Prefill: FLOPs = the linear steps' 2·M·N·K (counted by the executor)
+// plus causal attention 4·H·D·T(T+1)/2 per layer, over oneDNN's bf16 peak.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Roofline.h"
+
+#include "Json.h"
+#include "Probes.h"
+
+#include "codegen/CPU/CPUFeatures.h"
+#include "runtime/Core/Engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+namespace folio::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+double maxOf(const std::vector<double> &v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+void stats(Json &j, const std::string &k, const std::vector<double> &v,
+           double scale) {
+  std::vector<double> s;
+  for (double x : v)
+    s.push_back(x * scale);
+  j.key(k).beginObject();
+  j.field("median", median(s)).field("max", maxOf(s));
+  j.key("samples").values(s);
+  j.endObject();
+}
+
+/// Model geometry the roofline needs, read off the plan.
+struct Geometry {
+  int64_t layers = 0, kvHeads = 0, headDim = 0, heads = 0;
+  int64_t kvBytesPerPosition = 0; ///< all layers, K and V, as cached
+};
+
+Geometry geometry(const plan::Plan &p) {
+  Geometry g;
+  for (const plan::Argument &a : p.inputs) {
+    const plan::ValueInfo &v = p.values[size_t(a.value)];
+    if (v.kind != plan::ValueInfo::Kind::KVCache)
+      continue;
+    ++g.layers;
+    g.kvHeads = v.kvHeads;
+    g.headDim = v.headDim;
+    // One cache value per layer, holding a K and a V pool.
+    g.kvBytesPerPosition +=
+        2 * v.kvHeads * v.headDim * int64_t(plan::elemTypeSize(v.type));
+  }
+  for (const plan::Step &s : p.steps)
+    if (s.kind == "folio.paged_attention") {
+      const plan::ValueInfo &q = p.values[size_t(s.operands[0])];
+      if (q.dims.size() == 3)
+        g.heads = q.dims[1];
+    }
+  return g;
+}
+
+void profileJson(Json &j, const std::vector<exec::KindProfile> &prof,
+                 double perUnit) {
+  double total = 0;
+  for (const auto &k : prof)
+    total += k.seconds;
+  j.beginArray();
+  for (const auto &k : prof) {
+    j.beginObject().field("kind", k.kind);
+    j.field("ms", k.seconds / perUnit * 1e3);
+    j.field("calls", double(k.calls) / perUnit);
+    j.field("share", total > 0 ? k.seconds / total : 0.0);
+    if (k.flops > 0)
+      j.field("gflops_per_s", k.flops / k.seconds / 1e9);
+    j.endObject();
+  }
+  j.endArray();
+}
+
+struct RunResult {
+  std::vector<double> prefillSeconds, decodeSeconds;
+  std::vector<exec::KindProfile> prefillProfile, decodeProfile;
+  double prefillLinearFlops = 0;
+  int64_t weightBytes = 0;
+};
+
+Status runModel(std::shared_ptr<const plan::Plan> plan,
+                const RooflineOptions &o, exec::WeightType wt, unsigned threads,
+                RunResult &out) {
+  exec::ExecutorOptions eo;
+  eo.weights = wt;
+  eo.numThreads = threads;
+  eo.profile = true;
+  auto executor = exec::createCPUExecutor(eo);
+  exec::Executor *ex = executor.get();
+  int64_t bs = plan->configValue("block_size", 16);
+  int64_t blocks = (o.prefillTokens + o.decodeTokens + bs - 1) / bs + 2;
+  auto engine = core::Engine::create(plan, std::move(executor), blocks);
+  if (!engine)
+    return engine.status();
+  out.weightBytes = ex->linearWeightBytes();
+  int64_t vocab = plan->configValue("vocab", 0);
+  uint64_t lcg = 12345;
+  std::vector<TokenId> prompt;
+  for (int64_t i = 0; i < o.prefillTokens; ++i) {
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    prompt.push_back(TokenId((lcg >> 33) % uint64_t(vocab > 0 ? vocab : 1)));
+  }
+  std::vector<float> logits;
+  // Repeat 0 is a warm-up (page faults, oneDNN's JIT), never reported.
+  for (int64_t r = 0; r <= o.repeats; ++r) {
+    core::SequenceState seq;
+    seq.id = "bench" + std::to_string(r);
+    seq.tokens = prompt;
+    std::vector<core::SequenceState *> seqs = {&seq};
+    ex->resetProfile();
+    auto t0 = Clock::now();
+    if (Status s = (*engine)->step(seqs, {o.prefillTokens}, logits); !s)
+      return s;
+    auto t1 = Clock::now();
+    auto prefillProfile = ex->profile();
+    ex->resetProfile();
+    int64_t steps =
+        r == 0 ? std::min<int64_t>(o.decodeTokens, 4) : o.decodeTokens;
+    for (int64_t i = 0; i < steps; ++i) {
+      seq.tokens.push_back(TokenId(
+          std::max_element(logits.begin(), logits.end()) - logits.begin()));
+      if (Status s = (*engine)->step(seqs, {1}, logits); !s)
+        return s;
+    }
+    auto t2 = Clock::now();
+    (*engine)->release(seq);
+    if (r == 0)
+      continue;
+    out.prefillSeconds.push_back(
+        std::chrono::duration<double>(t1 - t0).count());
+    out.decodeSeconds.push_back(std::chrono::duration<double>(t2 - t1).count());
+    out.prefillProfile = prefillProfile;
+    out.decodeProfile = ex->profile();
+    out.prefillLinearFlops = 0;
+    for (const auto &k : prefillProfile)
+      out.prefillLinearFlops += k.flops;
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Expected<std::string> runRoofline(std::shared_ptr<const plan::Plan> plan,
+                                  const std::string &modelName,
+                                  const RooflineOptions &o) {
+  Geometry g = geometry(*plan);
+  Json j;
+  j.beginObject().field("mode", "roofline").field("model", modelName);
+  j.key("model_shape").beginObject();
+  j.field("layers", g.layers).field("heads", g.heads);
+  j.field("kv_heads", g.kvHeads).field("head_dim", g.headDim);
+  j.field("vocab", plan->configValue("vocab", 0));
+  j.field("kv_bytes_per_position", g.kvBytesPerPosition);
+  j.endObject();
+  j.field("isa", cpu::activeIsa() == cpu::Isa::Avx512 ? "avx512" : "scalar");
+  j.field("repeats", o.repeats).field("prefill_tokens", o.prefillTokens);
+  j.field("decode_tokens", o.decodeTokens);
+  j.key("configs").beginArray();
+  for (int64_t t : o.threads) {
+    std::cerr << "folio-bench: " << t << " thread(s): probes\n";
+    cpu::ThreadPool pool{unsigned(t)};
+    std::vector<double> bw =
+        measureReadBandwidth(size_t(o.bandwidthMiB) << 20,
+                             int(std::max<int64_t>(o.repeats, 3)), pool);
+    std::vector<double> peakBf16 =
+        measureGemmPeak(o.gemmSize, true, int(o.repeats), int(t));
+    std::vector<double> peakF32 =
+        measureGemmPeak(o.gemmSize, false, int(o.repeats), int(t));
+    double bwPeak = maxOf(bw), bwMedian = median(bw);
+    j.beginObject().field("threads", t);
+    stats(j, "read_bandwidth_gb_per_s", bw, 1e-9);
+    j.field("gemm_size", o.gemmSize);
+    stats(j, "gemm_peak_bf16_gflops", peakBf16, 1e-9);
+    stats(j, "gemm_peak_f32_gflops", peakF32, 1e-9);
+    j.key("runs").beginArray();
+    for (exec::WeightType wt : o.weights) {
+      std::cerr << "folio-bench: " << t << " thread(s), "
+                << exec::weightTypeName(wt) << " weights\n";
+      RunResult r;
+      if (Status s = runModel(plan, o, wt, unsigned(t), r); !s)
+        return s;
+      // Average context read per decoded token: the prompt plus the tokens
+      // before it, itself included.
+      double ctx = double(o.prefillTokens) + double(o.decodeTokens + 1) / 2;
+      double kvBytes = ctx * double(g.kvBytesPerPosition);
+      double bytesPerToken = double(r.weightBytes) + kvBytes;
+      std::vector<double> decodeTps, prefillTps, prefillFlops;
+      double attnFlops = 4.0 * double(g.heads * g.headDim * g.layers) *
+                         double(o.prefillTokens) * double(o.prefillTokens + 1) /
+                         2;
+      for (double s : r.decodeSeconds)
+        decodeTps.push_back(double(o.decodeTokens) / s);
+      for (double s : r.prefillSeconds) {
+        prefillTps.push_back(double(o.prefillTokens) / s);
+        prefillFlops.push_back((r.prefillLinearFlops + attnFlops) / s);
+      }
+      double roofline = bwPeak / bytesPerToken;
+      j.beginObject().field("weights", exec::weightTypeName(wt));
+      j.field("linear_weight_bytes", r.weightBytes);
+      j.field("kv_bytes_per_token", kvBytes);
+      j.key("decode").beginObject();
+      stats(j, "tokens_per_s", decodeTps, 1.0);
+      j.field("roofline_tokens_per_s", roofline);
+      j.field("fraction_of_roofline", median(decodeTps) / roofline);
+      j.field("fraction_of_roofline_median_bandwidth",
+              median(decodeTps) / (bwMedian / bytesPerToken));
+      j.field("achieved_gb_per_s", median(decodeTps) * bytesPerToken / 1e9);
+      j.key("profile_ms_per_token");
+      profileJson(j, r.decodeProfile, double(o.decodeTokens));
+      j.endObject();
+      j.key("prefill").beginObject();
+      stats(j, "tokens_per_s", prefillTps, 1.0);
+      stats(j, "gflops", prefillFlops, 1e-9);
+      j.field("fraction_of_bf16_gemm_peak",
+              median(prefillFlops) / maxOf(peakBf16));
+      j.field("fraction_of_f32_gemm_peak",
+              median(prefillFlops) / maxOf(peakF32));
+      j.key("profile_ms");
+      profileJson(j, r.prefillProfile, 1.0);
+      j.endObject();
+      j.endObject();
+    }
+    j.endArray().endObject();
+  }
+  j.endArray().endObject();
+  return j.str() + "\n";
+}
+
+} // namespace folio::bench

@@ -1,0 +1,202 @@
+//===- folio-bench.cpp - Performance measurements as JSON -----------------===//
+//
+// folio-bench --mode=roofline --model M.onnx|M.folio [--threads 1,2]
+//             [--weight-dtype bf16,f32] [--repeats 3] [--prefill-tokens 512]
+//             [--decode-tokens 32] [--bandwidth-mib 1024] [--gemm-size 4096]
+//
+// A tool, not a test: it prints one JSON object on stdout (progress on
+// stderr). Each mode is one function over the loaded plan; the serving
+// workloads of issue 5 arrive as another --mode.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Roofline.h"
+
+#include "Plan/LowerToPlan.h"
+#include "runtime/Plan/PlanIO.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+
+using namespace folio;
+
+namespace {
+
+const char *const kUsage =
+    "usage: folio-bench --mode=roofline --model M.onnx|M.folio [options]\n"
+    "Modes:\n"
+    "  roofline  single-stream decode vs the memory-bandwidth roofline and a\n"
+    "            long prefill vs oneDNN's GEMM peak, both ceilings measured\n"
+    "            in the same run\n"
+    "Options:\n"
+    "  --threads L         comma-separated thread counts (default 1,2); sets\n"
+    "                      Folio's pool and oneDNN's OpenMP team\n"
+    "  --weight-dtype L    comma-separated f32|bf16|f16 (default bf16,f32)\n"
+    "  --repeats N         timed repeats per configuration, after a warm-up\n"
+    "                      (default 3; medians reported with all samples)\n"
+    "  --prefill-tokens N  prompt length (default 512)\n"
+    "  --decode-tokens N   decoded tokens per repeat (default 32)\n"
+    "  --bandwidth-mib N   read-loop buffer (default 1024)\n"
+    "  --gemm-size N       square GEMM for the peak (default 4096)\n"
+    "  --block-size B      KV block size when compiling an .onnx (default "
+    "16)\n";
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool parseInt(const std::string &s, int64_t &out) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno != 0)
+    return false;
+  out = v;
+  return true;
+}
+
+std::vector<std::string> split(const std::string &s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos
+                                                             : comma - start));
+    if (comma == std::string::npos)
+      return out;
+    start = comma + 1;
+  }
+}
+
+struct Options {
+  std::string mode, model;
+  int64_t blockSize = 16;
+  bench::RooflineOptions roofline;
+};
+
+Status parse(int argc, char **argv, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    size_t eq = arg.find('=');
+    bool inlineValue = arg.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inlineValue) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    auto need = [&]() -> Status {
+      if (inlineValue)
+        return Status::ok();
+      if (i + 1 >= argc)
+        return Status::invalidArgument(arg + " needs a value");
+      value = argv[++i];
+      return Status::ok();
+    };
+    auto positive = [&](int64_t &out) -> Status {
+      if (Status s = need(); !s)
+        return s;
+      if (!parseInt(value, out) || out < 1)
+        return Status::invalidArgument(arg + ": '" + value +
+                                       "' is not an integer >= 1");
+      return Status::ok();
+    };
+    Status s;
+    if (arg == "--mode") {
+      s = need();
+      o.mode = value;
+    } else if (arg == "--model") {
+      s = need();
+      o.model = value;
+    } else if (arg == "--threads") {
+      if (!(s = need()))
+        return s;
+      o.roofline.threads.clear();
+      for (const std::string &t : split(value)) {
+        int64_t n;
+        if (!parseInt(t, n) || n < 1 || n > 1024)
+          return Status::invalidArgument("--threads: '" + t +
+                                         "' is not a thread count");
+        o.roofline.threads.push_back(n);
+      }
+    } else if (arg == "--weight-dtype") {
+      if (!(s = need()))
+        return s;
+      o.roofline.weights.clear();
+      for (const std::string &t : split(value)) {
+        Expected<exec::WeightType> w = exec::parseWeightType(t);
+        if (!w)
+          return Status::invalidArgument("--weight-dtype: " +
+                                         w.status().message());
+        o.roofline.weights.push_back(*w);
+      }
+    } else if (arg == "--repeats") {
+      s = positive(o.roofline.repeats);
+    } else if (arg == "--prefill-tokens") {
+      s = positive(o.roofline.prefillTokens);
+    } else if (arg == "--decode-tokens") {
+      s = positive(o.roofline.decodeTokens);
+    } else if (arg == "--bandwidth-mib") {
+      s = positive(o.roofline.bandwidthMiB);
+    } else if (arg == "--gemm-size") {
+      s = positive(o.roofline.gemmSize);
+    } else if (arg == "--block-size") {
+      s = positive(o.blockSize);
+    } else {
+      return Status::invalidArgument("unknown argument '" +
+                                     std::string(argv[i]) + "'");
+    }
+    if (!s)
+      return s;
+  }
+  if (o.mode != "roofline")
+    return Status::invalidArgument(
+        o.mode.empty() ? "--mode is required (roofline)"
+                       : "--mode: '" + o.mode + "' is not a mode (roofline)");
+  if (o.model.empty())
+    return Status::invalidArgument("--model is required");
+  return Status::ok();
+}
+
+Expected<plan::Plan> loadModel(const Options &o) {
+  if (endsWith(o.model, ".folio"))
+    return plan::readPlan(o.model);
+  if (!endsWith(o.model, ".onnx"))
+    return Status::invalidArgument("--model: '" + o.model +
+                                   "' is neither an .onnx nor a .folio file");
+  mlir::folio::CompileToPlanOptions copts;
+  copts.blockSize = o.blockSize;
+  llvm::Expected<plan::Plan> p = mlir::folio::compileONNXToPlan(o.model, copts);
+  if (!p)
+    return Status::invalidArgument("cannot compile '" + o.model +
+                                   "': " + llvm::toString(p.takeError()));
+  return std::move(*p);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  Options o;
+  if (Status s = parse(argc, argv, o); !s) {
+    std::cerr << "folio-bench: error: " << s.message() << "\n" << kUsage;
+    return 2;
+  }
+  Expected<plan::Plan> loaded = loadModel(o);
+  if (!loaded) {
+    std::cerr << "folio-bench: error: " << loaded.status().message() << "\n";
+    return 1;
+  }
+  auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
+  Expected<std::string> report = bench::runRoofline(plan, o.model, o.roofline);
+  if (!report) {
+    std::cerr << "folio-bench: error: " << report.status().message() << "\n";
+    return 1;
+  }
+  std::cout << *report;
+  return 0;
+}
