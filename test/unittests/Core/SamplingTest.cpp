@@ -79,3 +79,39 @@ TEST_F(Sampling, BadParametersAreRefused) {
 }
 
 } // namespace
+
+namespace {
+
+/// GEMM FLOPs one prefill of `len` tokens does on the zoo llama.
+double prefillLinearFlops(std::shared_ptr<const plan::Plan> p, int64_t len) {
+  exec::ExecutorOptions eo;
+  eo.profile = true;
+  auto ex = exec::createCPUExecutor(eo);
+  exec::Executor *raw = ex.get();
+  auto engine = core::Engine::create(p, std::move(ex), 8);
+  EXPECT_TRUE(engine);
+  if (!engine)
+    return 0;
+  core::SequenceState seq;
+  seq.id = "s";
+  seq.tokens.assign(size_t(len), 7);
+  std::vector<core::SequenceState *> seqs = {&seq};
+  std::vector<float> logits;
+  EXPECT_TRUE((*engine)->step(seqs, {len}, logits));
+  double flops = 0;
+  for (const auto &k : raw->profile())
+    flops += k.flops;
+  return flops;
+}
+
+// The plan gathers the last row after the lm_head; the executor runs the
+// lm_head on the gathered row only. Per-token layer work is f(16) - f(15);
+// what a 1-token prefill does beyond it is one lm_head row (2 * 256 * 32).
+TEST(ExecutorProfile, LmHeadRunsOnTheGatheredRowOnly) {
+  auto p = compile("llama", "cached");
+  ASSERT_TRUE(p);
+  double perToken = prefillLinearFlops(p, 16) - prefillLinearFlops(p, 15);
+  EXPECT_EQ(prefillLinearFlops(p, 1) - perToken, 2.0 * 256 * 32);
+}
+
+} // namespace
