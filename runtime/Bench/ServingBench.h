@@ -24,7 +24,7 @@ namespace folio::bench {
 
 struct ServingBenchOptions {
   size_t maxModelLen = 128;
-  size_t maxNumSeqs = 16;
+  size_t maxNumSeqs = 32;
   size_t maxNumBatchedTokens = 512;
   /// KV memory for either policy, in bytes.
   size_t kvCacheMemory = 0;

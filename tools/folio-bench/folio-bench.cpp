@@ -3,6 +3,8 @@
 // folio-bench --mode=roofline --model M.onnx|M.folio [--threads 1,2]
 //             [--weight-dtype bf16,f32] [--repeats 3] [--prefill-tokens 512]
 //             [--decode-tokens 32] [--bandwidth-mib 1024] [--gemm-size 4096]
+// folio-bench --model M --workload sharegpt-like --num-requests N --seed S
+//             --max-model-len L --policy continuous,static [--json] ...
 //
 // A tool, not a test: it prints one JSON object on stdout (progress on
 // stderr). Each mode is one function over the loaded plan; the serving
@@ -11,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Roofline.h"
+
+#include "runtime/Bench/ServingBench.h"
 
 #include "Plan/LowerToPlan.h"
 #include "runtime/Plan/PlanIO.h"
@@ -40,7 +44,25 @@ const char *const kUsage =
     "  --bandwidth-mib N   read-loop buffer (default 1024)\n"
     "  --gemm-size N       square GEMM for the peak (default 4096)\n"
     "  --block-size B      KV block size when compiling an .onnx (default "
-    "16)\n";
+    "16)\n"
+    "\n"
+    "usage: folio-bench --model M --workload sharegpt-like [options]\n"
+    "  serving   continuous batching vs static batching on one workload, the\n"
+    "            same plan and kernels (docs/serving-bench.md)\n"
+    "  --num-requests N            requests (default 64)\n"
+    "  --seed S                    workload seed (default 0)\n"
+    "  --max-model-len L           prompt + output limit (default: the\n"
+    "                              model's max positions, else 2048)\n"
+    "  --request-rate R            Poisson arrivals per second (default 0:\n"
+    "                              all at once)\n"
+    "  --policy L                  continuous,static (default both)\n"
+    "  --max-num-seqs N            (default 32)\n"
+    "  --max-num-batched-tokens N  (default 512)\n"
+    "  --kv-cache-memory BYTES     KV budget for either policy (default: 8\n"
+    "                              max-model-len sequences)\n"
+    "  --enable-prefix-caching\n"
+    "  --json                      (JSON is the only output format)\n"
+    "  --threads N / --weight-dtype D  as above, one value each\n";
 
 bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() &&
@@ -74,6 +96,12 @@ struct Options {
   std::string mode, model;
   int64_t blockSize = 16;
   bench::RooflineOptions roofline;
+  // Serving mode.
+  bench::WorkloadOptions workload;
+  bench::ServingBenchOptions serving;
+  bool maxModelLenGiven = false, kvMemoryGiven = false;
+  bool threadsGiven = false, weightsGiven = false;
+  bool runContinuous = true, runStatic = true;
 };
 
 Status parse(int argc, char **argv, Options &o) {
@@ -112,6 +140,7 @@ Status parse(int argc, char **argv, Options &o) {
       if (!(s = need()))
         return s;
       o.roofline.threads.clear();
+      o.threadsGiven = true;
       for (const std::string &t : split(value)) {
         int64_t n;
         if (!parseInt(t, n) || n < 1 || n > 1024)
@@ -123,6 +152,7 @@ Status parse(int argc, char **argv, Options &o) {
       if (!(s = need()))
         return s;
       o.roofline.weights.clear();
+      o.weightsGiven = true;
       for (const std::string &t : split(value)) {
         Expected<exec::WeightType> w = exec::parseWeightType(t);
         if (!w)
@@ -142,6 +172,68 @@ Status parse(int argc, char **argv, Options &o) {
       s = positive(o.roofline.gemmSize);
     } else if (arg == "--block-size") {
       s = positive(o.blockSize);
+    } else if (arg == "--workload") {
+      s = need();
+      o.workload.kind = value;
+      if (o.mode.empty())
+        o.mode = "serving";
+    } else if (arg == "--num-requests") {
+      int64_t n = 0;
+      s = positive(n);
+      o.workload.numRequests = size_t(n);
+    } else if (arg == "--seed") {
+      if (!(s = need()))
+        return s;
+      int64_t n = 0;
+      if (!parseInt(value, n) || n < 0)
+        return Status::invalidArgument("--seed: '" + value +
+                                       "' is not an integer >= 0");
+      o.workload.seed = uint64_t(n);
+    } else if (arg == "--max-model-len") {
+      int64_t n = 0;
+      s = positive(n);
+      o.serving.maxModelLen = size_t(n);
+      o.maxModelLenGiven = true;
+    } else if (arg == "--request-rate") {
+      if (!(s = need()))
+        return s;
+      char *end = nullptr;
+      double rate = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || rate < 0)
+        return Status::invalidArgument("--request-rate: '" + value +
+                                       "' is not a rate >= 0");
+      o.workload.requestRate = rate;
+    } else if (arg == "--policy") {
+      if (!(s = need()))
+        return s;
+      o.runContinuous = o.runStatic = false;
+      for (const std::string &p : split(value)) {
+        if (p == "continuous")
+          o.runContinuous = true;
+        else if (p == "static")
+          o.runStatic = true;
+        else
+          return Status::invalidArgument("--policy: '" + p +
+                                         "' is not a policy (continuous, "
+                                         "static)");
+      }
+    } else if (arg == "--max-num-seqs") {
+      int64_t n = 0;
+      s = positive(n);
+      o.serving.maxNumSeqs = size_t(n);
+    } else if (arg == "--max-num-batched-tokens") {
+      int64_t n = 0;
+      s = positive(n);
+      o.serving.maxNumBatchedTokens = size_t(n);
+    } else if (arg == "--kv-cache-memory") {
+      int64_t n = 0;
+      s = positive(n);
+      o.serving.kvCacheMemory = size_t(n);
+      o.kvMemoryGiven = true;
+    } else if (arg == "--enable-prefix-caching") {
+      o.serving.enablePrefixCaching = true;
+    } else if (arg == "--json") {
+      // JSON is what folio-bench prints; accepted for the spelling.
     } else {
       return Status::invalidArgument("unknown argument '" +
                                      std::string(argv[i]) + "'");
@@ -149,10 +241,16 @@ Status parse(int argc, char **argv, Options &o) {
     if (!s)
       return s;
   }
-  if (o.mode != "roofline")
+  if (o.mode != "roofline" && o.mode != "serving")
     return Status::invalidArgument(
-        o.mode.empty() ? "--mode is required (roofline)"
-                       : "--mode: '" + o.mode + "' is not a mode (roofline)");
+        o.mode.empty()
+            ? "--mode is required (roofline), or --workload for serving"
+            : "--mode: '" + o.mode + "' is not a mode (roofline, serving)");
+  if (o.mode == "serving" &&
+      ((o.threadsGiven && o.roofline.threads.size() > 1) ||
+       (o.weightsGiven && o.roofline.weights.size() > 1)))
+    return Status::invalidArgument(
+        "serving mode takes one --threads and one --weight-dtype value");
   if (o.model.empty())
     return Status::invalidArgument("--model is required");
   return Status::ok();
@@ -171,6 +269,63 @@ Expected<plan::Plan> loadModel(const Options &o) {
     return Status::invalidArgument("cannot compile '" + o.model +
                                    "': " + llvm::toString(p.takeError()));
   return std::move(*p);
+}
+
+/// The serving comparison: one workload, both policies, one plan.
+Expected<std::string> runServing(std::shared_ptr<const plan::Plan> plan,
+                                 Options &o) {
+  int64_t maxPositions = plan->configValue("max_positions", 0);
+  if (!o.maxModelLenGiven)
+    o.serving.maxModelLen = maxPositions > 0 ? size_t(maxPositions) : 2048;
+  if (maxPositions > 0 && o.serving.maxModelLen > size_t(maxPositions))
+    return Status::invalidArgument(
+        "--max-model-len " + std::to_string(o.serving.maxModelLen) +
+        " exceeds the model's " + std::to_string(maxPositions) + " positions");
+  o.workload.maxModelLen = o.serving.maxModelLen;
+  o.workload.vocabSize = size_t(plan->configValue("vocab", 0));
+  exec::ExecutorOptions eopts;
+  // Serving defaults: the process's threads, the model's f32 weights.
+  if (o.threadsGiven)
+    eopts.numThreads = unsigned(o.roofline.threads[0]);
+  if (o.weightsGiven)
+    eopts.weights = o.roofline.weights[0];
+  bench::ExecutorFactory factory = [eopts] {
+    return exec::createCPUExecutor(eopts);
+  };
+  if (!o.kvMemoryGiven) {
+    // Eight max-length sequences' worth, the same for both policies.
+    std::unique_ptr<exec::Executor> probe = factory();
+    if (Status s = probe->load(plan); !s)
+      return s;
+    exec::KVCacheLayout layout = probe->kvCacheLayout();
+    size_t blocks = (o.serving.maxModelLen + size_t(layout.blockSize) - 1) /
+                    size_t(layout.blockSize);
+    o.serving.kvCacheMemory = 8 * blocks * size_t(layout.bytesPerBlock);
+  }
+  Expected<std::vector<bench::BenchRequest>> work =
+      bench::makeWorkload(o.workload);
+  if (!work)
+    return work.status();
+  bench::PolicyMetrics continuous, batched;
+  if (o.runContinuous) {
+    std::cerr << "folio-bench: continuous batching, " << work->size()
+              << " requests\n";
+    Expected<bench::PolicyMetrics> m =
+        bench::runContinuous(plan, factory, *work, o.serving);
+    if (!m)
+      return m.status();
+    continuous = *m;
+  }
+  if (o.runStatic) {
+    std::cerr << "folio-bench: static batching, " << work->size()
+              << " requests\n";
+    Expected<bench::PolicyMetrics> m =
+        bench::runStatic(plan, factory, *work, o.serving);
+    if (!m)
+      return m.status();
+    batched = *m;
+  }
+  return bench::toJson(continuous, batched) + "\n";
 }
 
 } // namespace
@@ -192,7 +347,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
-  Expected<std::string> report = bench::runRoofline(plan, o.model, o.roofline);
+  Expected<std::string> report =
+      o.mode == "serving" ? runServing(plan, o)
+                          : bench::runRoofline(plan, o.model, o.roofline);
   if (!report) {
     std::cerr << "folio-bench: error: " << report.status().message() << "\n";
     return 1;
