@@ -18,5 +18,5 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.folio_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["folio-opt", "folioc", "folio-run", "folio-bench"], tool_dirs)
+llvm_config.add_tool_substitutions(["folio-opt", "folioc", "folio-run", "folio-bench", "folio-generate"], tool_dirs)
 config.substitutions.append(("%models", os.path.join(config.folio_src_root, "models", "zoo")))
