@@ -1,6 +1,7 @@
 //===- CompileONNX.cpp - ONNX file to plan, in-process --------------------===//
 
 #include "Plan/LowerToPlan.h"
+#include "runtime/Plan/PlanIO.h"
 
 #include "Import/MLIR/ImportONNX.h"
 #include "Import/ONNX/Loader.h"
@@ -59,3 +60,21 @@ compileONNXToPlan(const std::string &path,
 }
 
 } // namespace mlir::folio
+
+::folio::Expected<::folio::plan::Plan>
+mlir::folio::loadOrCompilePlan(const std::string &path,
+                               const CompileToPlanOptions &options) {
+  auto endsWith = [&](StringRef suffix) {
+    return StringRef(path).ends_with(suffix);
+  };
+  if (endsWith(".folio"))
+    return ::folio::plan::readPlan(path);
+  if (!endsWith(".onnx"))
+    return ::folio::Status::invalidArgument(
+        "--model: '" + path + "' is neither an .onnx nor a .folio file");
+  llvm::Expected<::folio::plan::Plan> p = compileONNXToPlan(path, options);
+  if (!p)
+    return ::folio::Status::invalidArgument(
+        "cannot compile '" + path + "': " + llvm::toString(p.takeError()));
+  return std::move(*p);
+}

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "runtime/Plan/Plan.h"
+#include "runtime/Support/Status.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -33,6 +34,12 @@ struct CompileToPlanOptions {
 /// into the error's message.
 llvm::Expected<::folio::plan::Plan>
 compileONNXToPlan(const std::string &path, const CompileToPlanOptions &options);
+
+/// What the tools take as --model: a `.folio` plan, read (weights mapped,
+/// not copied), or an `.onnx` model, compiled in-process. Errors name the
+/// file and say which suffixes are accepted.
+::folio::Expected<::folio::plan::Plan>
+loadOrCompilePlan(const std::string &path, const CompileToPlanOptions &options);
 
 } // namespace mlir::folio
 

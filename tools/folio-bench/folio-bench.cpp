@@ -64,11 +64,6 @@ const char *const kUsage =
     "  --json                      (JSON is the only output format)\n"
     "  --threads N / --weight-dtype D  as above, one value each\n";
 
-bool endsWith(const std::string &s, const std::string &suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 bool parseInt(const std::string &s, int64_t &out) {
   char *end = nullptr;
   errno = 0;
@@ -257,18 +252,9 @@ Status parse(int argc, char **argv, Options &o) {
 }
 
 Expected<plan::Plan> loadModel(const Options &o) {
-  if (endsWith(o.model, ".folio"))
-    return plan::readPlan(o.model);
-  if (!endsWith(o.model, ".onnx"))
-    return Status::invalidArgument("--model: '" + o.model +
-                                   "' is neither an .onnx nor a .folio file");
   mlir::folio::CompileToPlanOptions copts;
   copts.blockSize = o.blockSize;
-  llvm::Expected<plan::Plan> p = mlir::folio::compileONNXToPlan(o.model, copts);
-  if (!p)
-    return Status::invalidArgument("cannot compile '" + o.model +
-                                   "': " + llvm::toString(p.takeError()));
-  return std::move(*p);
+  return mlir::folio::loadOrCompilePlan(o.model, copts);
 }
 
 /// The serving comparison: one workload, both policies, one plan.

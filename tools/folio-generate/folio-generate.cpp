@@ -14,7 +14,6 @@
 
 #include "Plan/LowerToPlan.h"
 #include "runtime/Core/ServingEngine.h"
-#include "runtime/Plan/PlanIO.h"
 #include "runtime/Tokenizer/Tokenizer.h"
 
 #include <algorithm>
@@ -112,16 +111,6 @@ Status parse(int argc, char **argv, Options &o) {
   return Status::ok();
 }
 
-Expected<plan::Plan> loadModel(const std::string &path) {
-  if (path.size() > 6 && path.substr(path.size() - 6) == ".folio")
-    return plan::readPlan(path);
-  llvm::Expected<plan::Plan> p = mlir::folio::compileONNXToPlan(path, {});
-  if (!p)
-    return Status::invalidArgument("cannot compile '" + path +
-                                   "': " + llvm::toString(p.takeError()));
-  return std::move(*p);
-}
-
 int fail(const Status &s) {
   std::cerr << "folio-generate: error: " << s.message() << "\n";
   return 1;
@@ -143,7 +132,7 @@ int main(int argc, char **argv) {
   Expected<Tokenizer> tok = Tokenizer::fromFile(o.tokenizer);
   if (!tok)
     return fail(tok.status());
-  Expected<plan::Plan> loaded = loadModel(o.model);
+  Expected<plan::Plan> loaded = mlir::folio::loadOrCompilePlan(o.model, {});
   if (!loaded)
     return fail(loaded.status());
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));

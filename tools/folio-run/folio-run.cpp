@@ -26,24 +26,10 @@ using namespace folio;
 
 namespace {
 
-bool endsWith(const std::string &s, const std::string &suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 Expected<plan::Plan> loadModel(const run::Options &o) {
-  if (endsWith(o.model, ".folio"))
-    return plan::readPlan(o.model);
-  if (!endsWith(o.model, ".onnx"))
-    return Status::invalidArgument("--model: '" + o.model +
-                                   "' is neither an .onnx nor a .folio file");
   mlir::folio::CompileToPlanOptions copts;
   copts.blockSize = o.blockSize;
-  llvm::Expected<plan::Plan> p = mlir::folio::compileONNXToPlan(o.model, copts);
-  if (!p)
-    return Status::invalidArgument("cannot compile '" + o.model +
-                                   "': " + llvm::toString(p.takeError()));
-  return std::move(*p);
+  return mlir::folio::loadOrCompilePlan(o.model, copts);
 }
 
 void printIds(std::ostream &os, const std::vector<TokenId> &ids) {
