@@ -107,11 +107,7 @@ void broadcastLoop(BinOp op, const Tensor &a, const Tensor &b, Tensor &out) {
       ob += idx[d] * sb[d];
     }
     po[i] = apply<T>(op, pa[oa], pb[ob]);
-    for (size_t d = r; d-- > 0;) {
-      if (++idx[d] < out.shape[d])
-        break;
-      idx[d] = 0;
-    }
+    advanceIndex(idx, out.shape, r);
   }
 }
 

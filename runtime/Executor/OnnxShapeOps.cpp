@@ -248,11 +248,7 @@ Status runTranspose(StepContext &ctx) {
         off += idx[size_t(d)] * inStride[size_t(perm[size_t(d)])];
       std::memcpy(dst + size_t(o) * es, src + size_t(off) * es,
                   size_t(run) * es);
-      for (int64_t d = r - 2; d >= 0; --d) {
-        if (++idx[size_t(d)] < shape[size_t(d)])
-          break;
-        idx[size_t(d)] = 0;
-      }
+      advanceIndex(idx, shape, size_t(r - 1));
     }
     ctx.setResult(0, std::move(out));
     return Status::ok();
@@ -262,11 +258,7 @@ Status runTranspose(StepContext &ctx) {
     for (int64_t d = 0; d < r; ++d)
       off += idx[size_t(d)] * inStride[size_t(perm[size_t(d)])];
     std::memcpy(dst + size_t(o) * es, src + size_t(off) * es, es);
-    for (int64_t d = r - 1; d >= 0; --d) {
-      if (++idx[size_t(d)] < shape[size_t(d)])
-        break;
-      idx[size_t(d)] = 0;
-    }
+    advanceIndex(idx, shape, size_t(r));
   }
   ctx.setResult(0, std::move(out));
   return Status::ok();
@@ -329,11 +321,7 @@ Status runSlice(StepContext &ctx) {
              stride[size_t(d)];
     std::memcpy(static_cast<char *>(out.data) + size_t(o) * es,
                 static_cast<const char *>(x.data) + size_t(off) * es, es);
-    for (int64_t d = r - 1; d >= 0; --d) {
-      if (++idx[size_t(d)] < shape[size_t(d)])
-        break;
-      idx[size_t(d)] = 0;
-    }
+    advanceIndex(idx, shape, size_t(r));
   }
   ctx.setResult(0, std::move(out));
   return Status::ok();

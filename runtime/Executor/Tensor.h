@@ -44,6 +44,17 @@ struct Tensor {
 };
 
 int64_t numelOf(const Shape &shape);
+
+/// Steps a row-major multi-index over the first `rank` dims of `shape`
+/// (the last fastest), wrapping to all zeros after the last element.
+inline void advanceIndex(std::vector<int64_t> &idx, const Shape &shape,
+                         size_t rank) {
+  for (size_t d = rank; d-- > 0;) {
+    if (++idx[d] < shape[d])
+      return;
+    idx[d] = 0;
+  }
+}
 std::string shapeString(const Shape &shape);
 
 } // namespace folio::exec
