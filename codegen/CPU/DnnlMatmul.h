@@ -18,9 +18,15 @@
 
 namespace folio::cpu::detail {
 
-/// One matmul primitive with a runtime M dimension, created once per weight:
-/// a new M (every step's token count differs) costs no primitive creation.
-/// The weight buffer is borrowed and must outlive this object.
+/// oneDNN matmul over one weight. oneDNN 2.6 serves a runtime-M matmul only
+/// with gemm:jit over the `ba` view of W[N, K]; brgemm (AMX / AVX-512),
+/// 2-3x faster for prefill, needs a fixed M and its own weights layout. So at
+/// create the weights are reordered once into brgemm's layout (a second copy
+/// next to the [N, K] one the GEMV streams), and run() uses fixed-M
+/// primitives over it, one per M bucket (M rounded up to 16 or 64, padding
+/// rows zero), made lazily and cached; the runtime-M primitive over the
+/// borrowed buffer is the fallback. FOLIO_DNNL_WEIGHTS=ba turns the blocked
+/// copy off. The weight buffer is borrowed and must outlive this object.
 class DnnlMatmul {
 public:
   /// Null (with `why` set) if oneDNN cannot build the primitive here.
@@ -33,6 +39,9 @@ public:
   /// y[m, n] = x[m, :] . W^T + bias. bf16 weights take x rounded to bf16
   /// (converted here on the pool), f32 weights take x as is.
   Status run(const float *x, int64_t m, float *y, ThreadPool &pool) const;
+
+  /// Bytes of the blocked copy (0 when there is none).
+  size_t extraWeightBytes() const;
 
   struct State;
 

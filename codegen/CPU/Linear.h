@@ -4,10 +4,12 @@
 // stored f32 or bf16. That one copy serves both paths:
 //  - M <= kSmallM rows (decode): a hand-written GEMV that streams W once at
 //    memory bandwidth, M rows at a time, threads splitting N;
-//  - larger M (prefill): oneDNN matmul (AMX / AVX-512), which reads the same
-//    buffer as a K x N matrix in `ba` order. Measured here with bf16 that
-//    layout runs as fast as oneDNN's own blocked layout for M >= 32 and saves
-//    a second copy of every weight.
+//  - larger M (prefill): oneDNN matmul (AMX / AVX-512). For K < 2048 the
+//    weights are also reordered once, at pack, into the layout oneDNN's
+//    brgemm picks (a second copy: those weights take twice the memory) and
+//    run with fixed-M primitives per M bucket; otherwise (and as fallback)
+//    a runtime-M primitive reads the [N, K] buffer as K x N in `ba` order.
+//    See DnnlMatmul.h.
 // Without oneDNN, or if its primitive cannot be created, the GEMV kernel
 // handles every M.
 //
