@@ -45,6 +45,8 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
     return;
 
   pm.addPass(createFolioPageKVPass());
+  // page-kv's layout moves around attention cancel the model's own.
+  pm.nest<func::FuncOp>().addPass(createFolioONNXSimplifyPass());
   pm.addPass(createFolioVerifyServingContractPass());
 }
 

@@ -59,3 +59,24 @@ func.func @keep_real_work(%x: tensor<?x?x32xf32> {folio.dim_names = ["b", "s", "
   %scale = folio.onnx_node "Div"(%one, %sq) {opset = 17 : i64} : (tensor<f32>, tensor<f32>) -> tensor<f32>
   return %r, %h, %scale : tensor<?x?x4x8xf32>, tensor<?x?x32xf16>, tensor<f32>
 }
+
+// -----
+
+// Tests that a Transpose undoing an earlier one, through a tensor.cast view
+// (the pattern page-kv leaves around paged attention), is forwarded with a
+// cast to the type its users expect; a Transpose that does not undo it
+// stays.
+
+// CHECK-LABEL: func @transpose_pairs
+// CHECK-SAME: (%[[X:.*]]: tensor<1x?x4x8xf32>
+// CHECK-NOT: "Transpose"{{.*}}(%[[X]])
+// CHECK: %[[C:.*]] = tensor.cast %[[X]] : tensor<1x?x4x8xf32> to tensor<?x?x4x8xf32>
+// CHECK: %[[T:.*]] = folio.onnx_node "Transpose"(%[[X]]) {{.*}}perm = array<i64: 0, 2, 3, 1>
+// CHECK: return %[[C]], %[[T]]
+func.func @transpose_pairs(%x: tensor<1x?x4x8xf32>) -> (tensor<?x?x4x8xf32>, tensor<1x4x8x?xf32>) {
+  %t = folio.onnx_node "Transpose"(%x) {opset = 13 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<1x?x4x8xf32>) -> tensor<1x4x?x8xf32>
+  %c = tensor.cast %t : tensor<1x4x?x8xf32> to tensor<?x4x?x8xf32>
+  %back = folio.onnx_node "Transpose"(%c) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x4x?x8xf32>) -> tensor<?x?x4x8xf32>
+  %other = folio.onnx_node "Transpose"(%x) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 2, 3, 1>}} : (tensor<1x?x4x8xf32>) -> tensor<1x4x8x?xf32>
+  return %back, %other : tensor<?x?x4x8xf32>, tensor<1x4x8x?xf32>
+}

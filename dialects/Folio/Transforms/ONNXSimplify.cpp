@@ -3,9 +3,11 @@
 #include "Folio/IR/FolioOps.h"
 #include "Folio/Transforms/Passes.h"
 #include "ONNXOps/DeadOps.h"
+#include "ONNXOps/Match.h"
 #include "ONNXOps/ShapeInference.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Debug.h"
 
@@ -88,10 +90,27 @@ Value forwardedInput(ONNXNodeOp node, ONNXShapeInference &inference) {
     auto perm = node.getOnnxAttributes().getAs<DenseI64ArrayAttr>("perm");
     if (!perm)
       return {};
+    if (llvm::all_of(llvm::enumerate(perm.asArrayRef()), [](auto pair) {
+          return int64_t(pair.index()) == pair.value();
+        }))
+      return input;
+    // A transpose undoing an earlier one (page-kv moves heads around the
+    // paged attention and the model moves them back), possibly through
+    // tensor.cast views: out dim i = x dim inner[outer[i]].
+    Value source = input;
+    while (auto cast = source.getDefiningOp<tensor::CastOp>())
+      source = cast.getSource();
+    ONNXNodeOp earlier = matchONNX(source, "Transpose");
+    if (!earlier)
+      return {};
+    auto innerPerm =
+        earlier.getOnnxAttributes().getAs<DenseI64ArrayAttr>("perm");
+    if (!innerPerm || innerPerm.size() != perm.size())
+      return {};
     for (auto [i, p] : llvm::enumerate(perm.asArrayRef()))
-      if (int64_t(i) != p)
+      if (p < 0 || p >= int64_t(innerPerm.size()) || innerPerm[p] != int64_t(i))
         return {};
-    return input;
+    return earlier.getInputs()[0];
   }
   return {};
 }
@@ -144,6 +163,14 @@ struct ONNXSimplifyPass
       if (folded)
         continue;
       if (Value input = forwardedInput(node, inference)) {
+        Type type = node.getResult(0).getType();
+        if (input.getType() != type) {
+          // Keep users' types: a static dim here may be dynamic there.
+          if (!tensor::CastOp::areCastCompatible(input.getType(), type))
+            continue;
+          builder.setInsertionPoint(node);
+          input = builder.create<tensor::CastOp>(node.getLoc(), type, input);
+        }
         node.getResult(0).replaceAllUsesWith(input);
         continue;
       }

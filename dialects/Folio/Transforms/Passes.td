@@ -39,11 +39,14 @@ def FolioONNXSimplifyPass : Pass<"folio-onnx-simplify", "::mlir::func::FuncOp"> 
     arithmetic, constants, the 1/sqrt(d) scale) by `arith.constant`;
     forwards nodes that do nothing for the inferred shapes (Identity, Cast to
     the same type, Reshape/Expand/Squeeze/Unsqueeze to the same dims, an
-    identity Transpose, a single-input Concat); refines result types to the
+    identity Transpose, a Transpose undoing an earlier one, possibly through
+    tensor.cast views, a single-input Concat; a tensor.cast keeps users'
+    types where the forwarded value's differ); refines result types to the
     inferred ones; and erases what is left unused. Raising then sees the
     computation without the exporters' shape bookkeeping.
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def FolioPageKVPass : Pass<"folio-page-kv", "::mlir::ModuleOp"> {
