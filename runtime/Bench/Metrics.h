@@ -29,9 +29,10 @@ struct UtilizationTracker {
   double sum = 0, peak = 0;
   size_t samples = 0;
   void add(double live, double allocated) {
-    if (allocated <= 0)
-      return;
-    double u = live / allocated;
+    if (allocated > 0)
+      add(live / allocated);
+  }
+  void add(double u) {
     sum += u;
     peak = std::max(peak, u);
     ++samples;

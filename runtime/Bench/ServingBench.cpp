@@ -97,15 +97,9 @@ Expected<PolicyMetrics> runContinuous(std::shared_ptr<const plan::Plan> plan,
       if (out.finished)
         r.finish = t;
     }
-    // Live: tokens whose KV the running requests hold; allocated: the
-    // slots of every held block.
-    size_t live = 0;
-    for (size_t i = 0; i < next; ++i)
-      if (const Request *r = scheduler.findRequest(std::to_string(i)))
-        live += r->numComputedTokens;
-    const BlockPool &pool = scheduler.kvCache().pool();
-    size_t held = pool.numUsableBlocks() - pool.numFreeBlocks();
-    utilization.add(double(live), double(held * kv.blockSize));
+    // 0 means no block is held: nothing to sample.
+    if (double u = (*engine)->kvUtilization(); u > 0)
+      utilization.add(u);
     m.maxResidentSeqs = std::max(m.maxResidentSeqs, scheduler.numRunning());
     if (outputs->empty() && scheduler.numRunning() == 0 &&
         (*engine)->hasUnfinishedRequests())

@@ -34,6 +34,16 @@ ServingEngine::create(std::shared_ptr<const plan::Plan> plan,
   return engine;
 }
 
+double ServingEngine::kvUtilization() const {
+  const KVCacheManager &kv = scheduler->kvCache();
+  const BlockPool &pool = kv.pool();
+  size_t held = pool.numUsableBlocks() - pool.numFreeBlocks();
+  if (held == 0)
+    return 0;
+  return double(scheduler->numRunningComputedTokens()) /
+         double(held * kv.blockSize());
+}
+
 Expected<std::vector<RequestOutput>> ServingEngine::step() {
   SchedulerOutput scheduled = scheduler->schedule();
   Expected<ModelRunnerOutput> result = runner->execute(scheduled);

@@ -48,6 +48,11 @@ public:
   Status
   runToCompletion(const std::function<void(const RequestOutput &)> &onOutput);
 
+  /// Token slots whose KV a running request holds over the token slots of
+  /// every held block (paging wastes only partly filled last blocks); 0
+  /// when no block is held.
+  double kvUtilization() const;
+
   bool hasUnfinishedRequests() const {
     return scheduler->hasUnfinishedRequests();
   }

@@ -76,6 +76,13 @@ public:
   const KVCacheManager &kvCache() const { return kvCache_; }
   const SchedulerConfig &config() const { return config_; }
   uint64_t numPreemptions() const { return numPreemptions_; }
+  /// Tokens whose KV the running requests hold (for utilization figures).
+  size_t numRunningComputedTokens() const {
+    size_t tokens = 0;
+    for (const Request *r : running_)
+      tokens += r->numComputedTokens;
+    return tokens;
+  }
 
   /// Cross-checks scheduler and KV state: running requests hold blocks for
   /// their computed tokens, waiting ones hold none, limits hold, and the

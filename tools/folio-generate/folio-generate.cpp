@@ -192,15 +192,7 @@ int main(int argc, char **argv) {
     if (step->empty() && scheduler.numRunning() == 0)
       return fail(Status::resourceExhausted(
           "the KV cache cannot hold the prompts; raise --num-blocks"));
-    // KV utilization: token slots whose KV a request holds, over the token
-    // slots of every held block.
-    size_t live = 0;
-    for (size_t i = 0; i < o.prompts.size(); ++i)
-      if (const Request *r = scheduler.findRequest(std::to_string(i)))
-        live += r->numComputedTokens;
-    size_t held = pool.numUsableBlocks() - pool.numFreeBlocks();
-    if (held) {
-      double u = double(live) / double(held * kv.blockSize);
+    if (double u = (*engine)->kvUtilization(); u > 0) {
       utilizationSum += u;
       utilizationPeak = std::max(utilizationPeak, u);
       ++samples;

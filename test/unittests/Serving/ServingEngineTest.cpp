@@ -214,3 +214,21 @@ TEST(ServingEngine, BlockSizeMustMatchThePlan) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(ServingEngine, KVUtilizationIsLiveOverHeldSlots) {
+  auto engine = makeEngine({});
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(engine->kvUtilization(), 0.0) << "no block held yet";
+  // 5 prompt tokens in 4-token blocks: after the prefill 5 of 8 held slots
+  // are live.
+  ASSERT_TRUE(engine->addRequest(greedyRequest("u", kPrompts[1])));
+  auto out = engine->step();
+  ASSERT_TRUE(out) << out.status().message();
+  EXPECT_DOUBLE_EQ(engine->kvUtilization(), 5.0 / 8.0);
+  ASSERT_TRUE(engine->runToCompletion([](const RequestOutput &) {}));
+  EXPECT_EQ(engine->kvUtilization(), 0.0) << "finished requests hold none";
+}
+
+} // namespace
