@@ -27,9 +27,7 @@ class ZooParity : public ::testing::TestWithParam<ModelForm> {};
 
 TEST_P(ZooParity, BatchMatchesOnnxRuntimeAndSinglePrompts) {
   ModelForm mf = GetParam();
-  std::string refForm =
-      std::string(mf.form) == "cached_external" ? "cached" : mf.form;
-  RefFixture ref = loadFixture(mf.arch, refForm);
+  RefFixture ref = folio::testing::loadFixtureFor(mf);
   ASSERT_TRUE(ref.ok) << "missing fixture for " << mf;
   auto p = compile(mf.arch, mf.form);
   ASSERT_TRUE(p);

@@ -23,6 +23,14 @@ struct ModelForm {
   const char *form;
 };
 
+/// The ORT references of a model form; cached_external shares cached's
+/// (same graph, weights in a data file).
+inline RefFixture loadFixtureFor(const ModelForm &mf) {
+  std::string form =
+      std::string(mf.form) == "cached_external" ? "cached" : mf.form;
+  return loadFixture(mf.arch, form);
+}
+
 inline std::ostream &operator<<(std::ostream &os, const ModelForm &m) {
   return os << m.arch << "/" << m.form;
 }
