@@ -56,83 +56,111 @@ float sumScalar(const float *p, size_t n) {
 
 } // namespace
 
-std::vector<double> measureReadBandwidth(size_t bytes, int samples,
-                                         cpu::ThreadPool &pool) {
+std::unique_ptr<BandwidthProbe> BandwidthProbe::create(size_t bytes,
+                                                       cpu::ThreadPool &pool) {
   size_t n = bytes / sizeof(float) / 64 * 64;
+  if (n == 0)
+    return nullptr;
   auto *buf = static_cast<float *>(std::aligned_alloc(64, n * sizeof(float)));
   if (!buf)
-    return {};
+    return nullptr;
   // Touch every page (and make the data non-trivial) before timing.
   pool.parallelFor(int64_t(n), 1 << 20, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
       buf[i] = float(i & 7);
   });
+  return std::unique_ptr<BandwidthProbe>(new BandwidthProbe(buf, n, pool));
+}
+
+BandwidthProbe::~BandwidthProbe() { std::free(buf); }
+
+double BandwidthProbe::sample() {
   bool avx512 = cpu::activeIsa() == cpu::Isa::Avx512;
   // One contiguous chunk per thread: each streams its part once.
   int64_t chunks = pool.numThreads();
   int64_t per = int64_t(n) / chunks / 64 * 64;
-  std::vector<double> out;
+  std::vector<float> partial(size_t(chunks), 0.f);
+  auto t0 = Clock::now();
+  pool.parallelFor(chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const float *p = buf + c * per;
+      size_t len = c == chunks - 1 ? n - size_t(c * per) : size_t(per);
+      partial[size_t(c)] = avx512 ? sumAvx512(p, len) : sumScalar(p, len);
+    }
+  });
+  auto t1 = Clock::now();
   volatile float sink = 0;
-  for (int s = 0; s < samples; ++s) {
-    std::vector<float> partial(size_t(chunks), 0.f);
-    auto t0 = Clock::now();
-    pool.parallelFor(chunks, 1, [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c) {
-        const float *p = buf + c * per;
-        size_t len = c == chunks - 1 ? n - size_t(c * per) : size_t(per);
-        partial[size_t(c)] = avx512 ? sumAvx512(p, len) : sumScalar(p, len);
-      }
-    });
-    auto t1 = Clock::now();
-    for (float v : partial)
-      sink = sink + v;
-    out.push_back(double(n * sizeof(float)) / seconds(t0, t1));
-  }
+  for (float v : partial)
+    sink = sink + v;
   (void)sink;
-  std::free(buf);
-  return out;
+  return double(n * sizeof(float)) / seconds(t0, t1);
 }
 
-std::vector<double> measureGemmPeak(int64_t n, bool bf16, int samples,
-                                    int threads) {
+#ifdef FOLIO_ENABLE_DNNL
+struct GemmProbe::State {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  dnnl::memory a, b, c;
+  dnnl::matmul mm;
+  int64_t n = 0;
+  int threads = 1;
+};
+#else
+struct GemmProbe::State {};
+#endif
+
+GemmProbe::GemmProbe(std::unique_ptr<State> s) : state(std::move(s)) {}
+GemmProbe::~GemmProbe() = default;
+
+std::unique_ptr<GemmProbe> GemmProbe::create(int64_t n, bool bf16,
+                                             int threads) {
 #ifdef FOLIO_ENABLE_DNNL
   using namespace dnnl;
   using dt = memory::data_type;
   using tag = memory::format_tag;
-  cpu::setLibraryThreads(threads);
   try {
-    engine eng(engine::kind::cpu, 0);
-    stream strm(eng);
+    auto s = std::make_unique<State>();
+    s->n = n;
+    s->threads = threads;
+    cpu::setLibraryThreads(threads);
     dt in = bf16 ? dt::bf16 : dt::f32;
     memory::desc a({n, n}, in, tag::ab), bAny({n, n}, in, tag::any),
         c({n, n}, dt::f32, tag::ab);
-    matmul::primitive_desc pd(matmul::desc(a, bAny, c), eng);
-    memory am(a, eng), cm(c, eng), bm(pd.weights_desc(), eng);
+    matmul::primitive_desc pd(matmul::desc(a, bAny, c), s->eng);
+    s->a = memory(a, s->eng);
+    s->b = memory(pd.weights_desc(), s->eng);
+    s->c = memory(c, s->eng);
     // Values do not matter for speed; zeros are fine but touch the pages.
-    std::memset(am.get_data_handle(), 0, a.get_size());
-    std::memset(bm.get_data_handle(), 0, pd.weights_desc().get_size());
-    matmul mm(pd);
-    auto run = [&] {
-      mm.execute(
-          strm,
-          {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-      strm.wait();
-    };
-    run(); // JIT and first touch of the output
-    std::vector<double> out;
-    for (int s = 0; s < samples; ++s) {
-      auto t0 = Clock::now();
-      run();
-      out.push_back(2.0 * double(n) * double(n) * double(n) /
-                    seconds(t0, Clock::now()));
-    }
-    return out;
+    std::memset(s->a.get_data_handle(), 0, a.get_size());
+    std::memset(s->b.get_data_handle(), 0, pd.weights_desc().get_size());
+    s->mm = matmul(pd);
+    auto probe = std::unique_ptr<GemmProbe>(new GemmProbe(std::move(s)));
+    probe->sample(); // JIT and first touch of the output
+    return probe;
   } catch (const dnnl::error &) {
-    return {};
+    return nullptr;
   }
 #else
-  (void)n, (void)bf16, (void)samples, (void)threads;
-  return {};
+  (void)n, (void)bf16, (void)threads;
+  return nullptr;
+#endif
+}
+
+double GemmProbe::sample() {
+#ifdef FOLIO_ENABLE_DNNL
+  State &s = *state;
+  // OpenMP's team size is per calling thread and the model run in between
+  // may have changed it.
+  cpu::setLibraryThreads(s.threads);
+  auto t0 = Clock::now();
+  s.mm.execute(
+      s.strm,
+      {{DNNL_ARG_SRC, s.a}, {DNNL_ARG_WEIGHTS, s.b}, {DNNL_ARG_DST, s.c}});
+  s.strm.wait();
+  double n = double(s.n);
+  return 2.0 * n * n * n / seconds(t0, Clock::now());
+#else
+  return 0;
 #endif
 }
 

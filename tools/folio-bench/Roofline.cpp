@@ -1,16 +1,24 @@
 //===- Roofline.cpp - Decode vs bandwidth, prefill vs GEMM peak -----------===//
 //
-// Per thread count: measure the read bandwidth and the GEMM peaks, then per
-// weight type load the model and, `repeats` times, prefill one sequence of
-// `prefillTokens` random ids (timed) and decode `decodeTokens` greedy tokens
-// after it (timed as a whole, batch building and argmax included: that is
-// what a serving step costs). Medians are reported with every sample.
+// Per thread count and weight type: load the model, warm up, then run
+// `repeats` rounds of: prefill one sequence of `prefillTokens` random ids
+// (timed) and decode `decodeTokens` greedy tokens after it (timed as a
+// whole, batch building and argmax included: that is what a serving step
+// costs). The ceilings are sampled before the first round and after every
+// round, so each round has a probe on either side of it.
 //
 // Decode roofline: a token must stream every linear weight once plus the
 // K and V rows of its context, so tokens/s <= bandwidth / (weight bytes +
 // KV bytes per token). Embedding rows and norm weights (a few KB) are left
 // out. Prefill: FLOPs = the linear steps' 2·M·N·K (counted by the executor)
-// plus causal attention 4·H·D·T(T+1)/2 per layer, over oneDNN's bf16 peak.
+// plus causal attention 4·H·D·T(T+1)/2 per layer, over oneDNN's bf16 peak
+// (the best of the square sizes probed).
+//
+// Two ratios are reported. `paired`: each round over the higher of its two
+// neighbouring probes, median over rounds. On a shared machine whose speed
+// drifts with other tenants' load this compares a run with the ceiling of
+// the same seconds. `vs_best`: the median run over the best probe sample of
+// the whole configuration; stricter, and lowered by any drift.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,8 +108,35 @@ void profileJson(Json &j, const std::vector<exec::KindProfile> &prof,
   j.endArray();
 }
 
+/// One probe point: a bandwidth sample and the best GEMM sample over the
+/// probed sizes.
+struct ProbePoint {
+  double bandwidth = 0, gemmPeak = 0;
+};
+
+struct Probes {
+  std::unique_ptr<BandwidthProbe> bandwidth;
+  std::vector<std::unique_ptr<GemmProbe>> gemm; ///< bf16, one per size
+  std::vector<double> bandwidthSamples, gemmSamples;
+
+  ProbePoint sample() {
+    ProbePoint p;
+    if (bandwidth) {
+      p.bandwidth = bandwidth->sample();
+      bandwidthSamples.push_back(p.bandwidth);
+    }
+    for (auto &g : gemm) {
+      double f = g->sample();
+      gemmSamples.push_back(f);
+      p.gemmPeak = std::max(p.gemmPeak, f);
+    }
+    return p;
+  }
+};
+
 struct RunResult {
   std::vector<double> prefillSeconds, decodeSeconds;
+  std::vector<ProbePoint> probes; ///< repeats + 1: before, between, after
   std::vector<exec::KindProfile> prefillProfile, decodeProfile;
   double prefillLinearFlops = 0;
   int64_t weightBytes = 0;
@@ -109,7 +144,7 @@ struct RunResult {
 
 Status runModel(std::shared_ptr<const plan::Plan> plan,
                 const RooflineOptions &o, exec::WeightType wt, unsigned threads,
-                RunResult &out) {
+                Probes &probes, RunResult &out) {
   exec::ExecutorOptions eo;
   eo.weights = wt;
   eo.numThreads = threads;
@@ -130,8 +165,10 @@ Status runModel(std::shared_ptr<const plan::Plan> plan,
     prompt.push_back(TokenId((lcg >> 33) % uint64_t(vocab > 0 ? vocab : 1)));
   }
   std::vector<float> logits;
-  // Repeat 0 is a warm-up (page faults, oneDNN's JIT), never reported.
+  // Round 0 is a warm-up (page faults, oneDNN's JIT), never reported.
   for (int64_t r = 0; r <= o.repeats; ++r) {
+    if (r == 1)
+      out.probes.push_back(probes.sample());
     core::SequenceState seq;
     seq.id = "bench" + std::to_string(r);
     seq.tokens = prompt;
@@ -155,6 +192,7 @@ Status runModel(std::shared_ptr<const plan::Plan> plan,
     (*engine)->release(seq);
     if (r == 0)
       continue;
+    out.probes.push_back(probes.sample());
     out.prefillSeconds.push_back(
         std::chrono::duration<double>(t1 - t0).count());
     out.decodeSeconds.push_back(std::chrono::duration<double>(t2 - t1).count());
@@ -165,6 +203,20 @@ Status runModel(std::shared_ptr<const plan::Plan> plan,
       out.prefillLinearFlops += k.flops;
   }
   return Status::ok();
+}
+
+/// Per round: achieved[i] / ceiling(i), the ceiling being the higher of the
+/// probes on either side of round i.
+std::vector<double> pairedRatios(const std::vector<double> &achieved,
+                                 const std::vector<ProbePoint> &probes,
+                                 double ProbePoint::*field, double scale) {
+  std::vector<double> out;
+  for (size_t i = 0; i < achieved.size() && i + 1 < probes.size(); ++i) {
+    double c = std::max(probes[i].*field, probes[i + 1].*field) * scale;
+    if (c > 0)
+      out.push_back(achieved[i] / c);
+  }
+  return out;
 }
 
 } // namespace
@@ -184,36 +236,38 @@ Expected<std::string> runRoofline(std::shared_ptr<const plan::Plan> plan,
   j.field("isa", cpu::activeIsa() == cpu::Isa::Avx512 ? "avx512" : "scalar");
   j.field("repeats", o.repeats).field("prefill_tokens", o.prefillTokens);
   j.field("decode_tokens", o.decodeTokens);
+  j.key("gemm_sizes")
+      .values(std::vector<double>(o.gemmSizes.begin(), o.gemmSizes.end()));
   j.key("configs").beginArray();
   for (int64_t t : o.threads) {
     std::cerr << "folio-bench: " << t << " thread(s): probes\n";
     cpu::ThreadPool pool{unsigned(t)};
-    std::vector<double> bw =
-        measureReadBandwidth(size_t(o.bandwidthMiB) << 20,
-                             int(std::max<int64_t>(o.repeats, 3)), pool);
-    std::vector<double> peakBf16 =
-        measureGemmPeak(o.gemmSize, true, int(o.repeats), int(t));
-    std::vector<double> peakF32 =
-        measureGemmPeak(o.gemmSize, false, int(o.repeats), int(t));
-    double bwPeak = maxOf(bw), bwMedian = median(bw);
+    Probes probes;
+    probes.bandwidth =
+        BandwidthProbe::create(size_t(o.bandwidthMiB) << 20, pool);
+    for (int64_t n : o.gemmSizes)
+      if (auto g = GemmProbe::create(n, /*bf16=*/true, int(t)))
+        probes.gemm.push_back(std::move(g));
+    // The f32 peak is context for f32 weights, sampled once up front.
+    std::vector<double> peakF32;
+    if (auto g = GemmProbe::create(o.gemmSizes.back(), false, int(t)))
+      for (int64_t i = 0; i < 2; ++i)
+        peakF32.push_back(g->sample());
+
     j.beginObject().field("threads", t);
-    stats(j, "read_bandwidth_gb_per_s", bw, 1e-9);
-    j.field("gemm_size", o.gemmSize);
-    stats(j, "gemm_peak_bf16_gflops", peakBf16, 1e-9);
-    stats(j, "gemm_peak_f32_gflops", peakF32, 1e-9);
     j.key("runs").beginArray();
     for (exec::WeightType wt : o.weights) {
       std::cerr << "folio-bench: " << t << " thread(s), "
                 << exec::weightTypeName(wt) << " weights\n";
       RunResult r;
-      if (Status s = runModel(plan, o, wt, unsigned(t), r); !s)
+      if (Status s = runModel(plan, o, wt, unsigned(t), probes, r); !s)
         return s;
       // Average context read per decoded token: the prompt plus the tokens
       // before it, itself included.
       double ctx = double(o.prefillTokens) + double(o.decodeTokens + 1) / 2;
       double kvBytes = ctx * double(g.kvBytesPerPosition);
       double bytesPerToken = double(r.weightBytes) + kvBytes;
-      std::vector<double> decodeTps, prefillTps, prefillFlops;
+      std::vector<double> decodeTps, prefillTps, prefillFlops, bw, peak;
       double attnFlops = 4.0 * double(g.heads * g.headDim * g.layers) *
                          double(o.prefillTokens) * double(o.prefillTokens + 1) /
                          2;
@@ -223,16 +277,29 @@ Expected<std::string> runRoofline(std::shared_ptr<const plan::Plan> plan,
         prefillTps.push_back(double(o.prefillTokens) / s);
         prefillFlops.push_back((r.prefillLinearFlops + attnFlops) / s);
       }
-      double roofline = bwPeak / bytesPerToken;
+      for (const ProbePoint &p : r.probes) {
+        bw.push_back(p.bandwidth);
+        peak.push_back(p.gemmPeak);
+      }
+      std::vector<double> decodePaired = pairedRatios(
+          decodeTps, r.probes, &ProbePoint::bandwidth, 1.0 / bytesPerToken);
+      std::vector<double> prefillPaired =
+          pairedRatios(prefillFlops, r.probes, &ProbePoint::gemmPeak, 1.0);
+
       j.beginObject().field("weights", exec::weightTypeName(wt));
       j.field("linear_weight_bytes", r.weightBytes);
       j.field("kv_bytes_per_token", kvBytes);
+      j.key("probes").beginObject();
+      stats(j, "read_bandwidth_gb_per_s", bw, 1e-9);
+      stats(j, "gemm_peak_bf16_gflops", peak, 1e-9);
+      j.endObject();
       j.key("decode").beginObject();
       stats(j, "tokens_per_s", decodeTps, 1.0);
-      j.field("roofline_tokens_per_s", roofline);
-      j.field("fraction_of_roofline", median(decodeTps) / roofline);
-      j.field("fraction_of_roofline_median_bandwidth",
-              median(decodeTps) / (bwMedian / bytesPerToken));
+      stats(j, "fraction_of_roofline_paired", decodePaired, 1.0);
+      double roofline = maxOf(bw) / bytesPerToken;
+      j.field("roofline_tokens_per_s_best", roofline);
+      j.field("fraction_of_roofline_vs_best",
+              roofline > 0 ? median(decodeTps) / roofline : 0.0);
       j.field("achieved_gb_per_s", median(decodeTps) * bytesPerToken / 1e9);
       j.key("profile_ms_per_token");
       profileJson(j, r.decodeProfile, double(o.decodeTokens));
@@ -240,16 +307,22 @@ Expected<std::string> runRoofline(std::shared_ptr<const plan::Plan> plan,
       j.key("prefill").beginObject();
       stats(j, "tokens_per_s", prefillTps, 1.0);
       stats(j, "gflops", prefillFlops, 1e-9);
-      j.field("fraction_of_bf16_gemm_peak",
-              median(prefillFlops) / maxOf(peakBf16));
-      j.field("fraction_of_f32_gemm_peak",
-              median(prefillFlops) / maxOf(peakF32));
+      stats(j, "fraction_of_bf16_gemm_peak_paired", prefillPaired, 1.0);
+      j.field("fraction_of_bf16_gemm_peak_vs_best",
+              maxOf(peak) > 0 ? median(prefillFlops) / maxOf(peak) : 0.0);
+      j.field("fraction_of_f32_gemm_peak_vs_best",
+              maxOf(peakF32) > 0 ? median(prefillFlops) / maxOf(peakF32) : 0.0);
       j.key("profile_ms");
       profileJson(j, r.prefillProfile, 1.0);
       j.endObject();
       j.endObject();
     }
-    j.endArray().endObject();
+    j.endArray();
+    // Every probe sample of this thread count, for context.
+    stats(j, "read_bandwidth_gb_per_s", probes.bandwidthSamples, 1e-9);
+    stats(j, "gemm_bf16_gflops_all_sizes", probes.gemmSamples, 1e-9);
+    stats(j, "gemm_peak_f32_gflops", peakF32, 1e-9);
+    j.endObject();
   }
   j.endArray().endObject();
   return j.str() + "\n";

@@ -26,7 +26,8 @@ struct RooflineOptions {
   int64_t prefillTokens = 512;
   int64_t decodeTokens = 32;
   int64_t bandwidthMiB = 1024;
-  int64_t gemmSize = 4096;
+  /// Square GEMM sizes probed; the peak is the best of them.
+  std::vector<int64_t> gemmSizes = {2048, 4096};
 };
 
 /// Runs the roofline measurements and returns the JSON report.

@@ -2,7 +2,8 @@
 //
 // folio-bench --mode=roofline --model M.onnx|M.folio [--threads 1,2]
 //             [--weight-dtype bf16,f32] [--repeats 3] [--prefill-tokens 512]
-//             [--decode-tokens 32] [--bandwidth-mib 1024] [--gemm-size 4096]
+//             [--decode-tokens 32] [--bandwidth-mib 1024] [--gemm-sizes
+//             2048,4096]
 // folio-bench --model M --workload sharegpt-like --num-requests N --seed S
 //             --max-model-len L --policy continuous,static [--json] ...
 //
@@ -42,7 +43,8 @@ const char *const kUsage =
     "  --prefill-tokens N  prompt length (default 512)\n"
     "  --decode-tokens N   decoded tokens per repeat (default 32)\n"
     "  --bandwidth-mib N   read-loop buffer (default 1024)\n"
-    "  --gemm-size N       square GEMM for the peak (default 4096)\n"
+    "  --gemm-sizes L      square GEMM sizes; the peak is the best of them\n"
+    "                      (default 2048,4096)\n"
     "  --block-size B      KV block size when compiling an .onnx (default "
     "16)\n"
     "\n"
@@ -163,8 +165,17 @@ Status parse(int argc, char **argv, Options &o) {
       s = positive(o.roofline.decodeTokens);
     } else if (arg == "--bandwidth-mib") {
       s = positive(o.roofline.bandwidthMiB);
-    } else if (arg == "--gemm-size") {
-      s = positive(o.roofline.gemmSize);
+    } else if (arg == "--gemm-sizes" || arg == "--gemm-size") {
+      if (!(s = need()))
+        return s;
+      o.roofline.gemmSizes.clear();
+      for (const std::string &t : split(value)) {
+        int64_t n;
+        if (!parseInt(t, n) || n < 64 || n > 16384)
+          return Status::invalidArgument(
+              "--gemm-sizes: '" + t + "' is not a matrix size in [64, 16384]");
+        o.roofline.gemmSizes.push_back(n);
+      }
     } else if (arg == "--block-size") {
       s = positive(o.blockSize);
     } else if (arg == "--workload") {
