@@ -45,8 +45,11 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
     return;
 
   pm.addPass(createFolioPageKVPass());
-  // page-kv's layout moves around attention cancel the model's own.
-  pm.nest<func::FuncOp>().addPass(createFolioONNXSimplifyPass());
+  // page-kv's layout moves around attention cancel the model's own, and
+  // rotary no longer needs its own.
+  OpPassManager &served = pm.nest<func::FuncOp>();
+  served.addPass(createFolioONNXSimplifyPass());
+  served.addPass(createFolioFoldRotaryTransposesPass());
   pm.addPass(createFolioVerifyServingContractPass());
 }
 

@@ -49,6 +49,22 @@ def FolioONNXSimplifyPass : Pass<"folio-onnx-simplify", "::mlir::func::FuncOp"> 
                            "::mlir::tensor::TensorDialect"];
 }
 
+def FolioFoldRotaryTransposesPass
+    : Pass<"folio-fold-rotary-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Applies rotary in the token-major layout instead of between "
+                "two transposes";
+  let description = [{
+    Matches `Transpose([0, 2, 1, 3])` -> rank-4 `folio.rotary` ->
+    `Transpose([0, 2, 1, 3])` (through `tensor.cast` views, the rotary and
+    each cast having that one user) and replaces the pair of copies by
+    `tensor.collapse_shape` of the [B, S, heads, head_dim] input and of the
+    [B, S] positions to tokens, the serving form of `folio.rotary`, and
+    `tensor.expand_shape` back. This is the shape page-kv leaves for q and k
+    of every exported decoder: two transposes per tensor per layer go.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def FolioPageKVPass : Pass<"folio-page-kv", "::mlir::ModuleOp"> {
   let summary = "Turns the batch x seq graph into the ragged-token serving "
                 "entry with paged KV caches";

@@ -1,0 +1,127 @@
+//===- FoldRotaryTransposes.cpp - Rotary in the token-major layout --------===//
+//
+// Exporters rotate q and k in the [B, heads, S, head_dim] layout, so the
+// imported graph transposes each projection to it and, after page-kv, back
+// to [B, S, heads, head_dim] for the cache and the paged attention: two full
+// copies per tensor per layer that exist only for the rotation. Rotary is
+// per (token, head) row, so the same rotation applies in place on the
+// token-major layout: collapse [B, S] to the tokens, use the serving form
+// of folio.rotary ([T, heads, head_dim], positions [T]) and expand back.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Folio/IR/FolioOps.h"
+#include "Folio/Transforms/Passes.h"
+#include "ONNXOps/DeadOps.h"
+#include "ONNXOps/Match.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::folio {
+#define GEN_PASS_DEF_FOLIOFOLDROTARYTRANSPOSESPASS
+#include "Folio/Transforms/Passes.h.inc"
+} // namespace mlir::folio
+
+using namespace mlir;
+using namespace mlir::folio;
+
+namespace {
+
+/// Looks through tensor.cast views.
+Value stripCasts(Value v) {
+  while (auto cast = v.getDefiningOp<tensor::CastOp>())
+    v = cast.getSource();
+  return v;
+}
+
+/// Whether `node` is a Transpose swapping dims 1 and 2 of a rank-4 tensor
+/// ([B, S, H, D] <-> [B, H, S, D]; the permutation is its own inverse).
+bool swapsSeqAndHeads(ONNXNodeOp node) {
+  if (!node || node.getOpType() != "Transpose" || !node.getDomain().empty())
+    return false;
+  auto perm = node.getOnnxAttributes().getAs<DenseI64ArrayAttr>("perm");
+  return perm && perm.asArrayRef() == ArrayRef<int64_t>{0, 2, 1, 3};
+}
+
+/// The Transpose reached from `rotary`'s result through single-use casts,
+/// if the rotary result has no other user.
+ONNXNodeOp transposeAfter(RotaryOp rotary) {
+  Value v = rotary.getResult();
+  while (v.hasOneUse()) {
+    Operation *user = *v.getUsers().begin();
+    if (auto cast = dyn_cast<tensor::CastOp>(user)) {
+      v = cast.getResult();
+      continue;
+    }
+    auto node = dyn_cast<ONNXNodeOp>(user);
+    return swapsSeqAndHeads(node) ? node : ONNXNodeOp();
+  }
+  return {};
+}
+
+/// Rewrites transpose -> rotary -> transpose-back into rotary on the
+/// collapsed token-major tensor. Returns whether it did.
+bool fold(RotaryOp rotary, OpBuilder &builder) {
+  auto inType = dyn_cast<RankedTensorType>(rotary.getInput().getType());
+  if (!inType || inType.getRank() != 4)
+    return false;
+  ONNXNodeOp before = matchONNX(stripCasts(rotary.getInput()), "Transpose");
+  if (!swapsSeqAndHeads(before))
+    return false;
+  ONNXNodeOp after = transposeAfter(rotary);
+  if (!after)
+    return false;
+  Value x = before.getInputs()[0]; // [B, S, H, D]
+  auto xType = dyn_cast<RankedTensorType>(x.getType());
+  auto posType = dyn_cast<RankedTensorType>(rotary.getPositions().getType());
+  if (!xType || xType.getRank() != 4 || !posType || posType.getRank() != 2)
+    return false;
+
+  Location loc = rotary.getLoc();
+  builder.setInsertionPoint(after);
+  SmallVector<ReassociationIndices> tokens3 = {{0, 1}, {2}, {3}};
+  SmallVector<ReassociationIndices> tokens1 = {{0, 1}};
+  Value flat = builder.create<tensor::CollapseShapeOp>(loc, x, tokens3);
+  Value positions = builder.create<tensor::CollapseShapeOp>(
+      loc, rotary.getPositions(), tokens1);
+  auto rotated = cast<RotaryOp>(builder.clone(*rotary));
+  rotated->setOperand(0, flat);
+  rotated->setOperand(1, positions);
+  rotated->getResult(0).setType(flat.getType());
+
+  SmallVector<OpFoldResult> shape;
+  for (int64_t d = 0; d < 4; ++d) {
+    if (xType.isDynamicDim(d))
+      shape.push_back(builder.create<tensor::DimOp>(loc, x, d).getResult());
+    else
+      shape.push_back(builder.getIndexAttr(xType.getDimSize(d)));
+  }
+  Value y = builder.create<tensor::ExpandShapeOp>(loc, xType, rotated, tokens3,
+                                                  shape);
+  Type want = after.getResult(0).getType();
+  if (y.getType() != want) {
+    if (!tensor::CastOp::areCastCompatible(y.getType(), want))
+      return false; // the new ops die with eraseDeadOps
+    y = builder.create<tensor::CastOp>(loc, want, y);
+  }
+  after.getResult(0).replaceAllUsesWith(y);
+  return true;
+}
+
+struct FoldRotaryTransposesPass
+    : folio::impl::FolioFoldRotaryTransposesPassBase<FoldRotaryTransposesPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    SmallVector<RotaryOp> rotaries;
+    func.walk([&](RotaryOp op) { rotaries.push_back(op); });
+    OpBuilder builder(&getContext());
+    bool changed = false;
+    for (RotaryOp op : rotaries)
+      changed |= fold(op, builder);
+    if (changed)
+      eraseDeadOps(func);
+  }
+};
+
+} // namespace
