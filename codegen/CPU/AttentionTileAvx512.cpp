@@ -11,6 +11,7 @@
 #include "codegen/CPU/Avx512Math.h"
 #include "codegen/CPU/Convert.h"
 
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -119,6 +120,20 @@ FOLIO_AVX512 void pvAccumulate(float *acc, float corr, const float *p,
 
 } // namespace
 
-void attendTileAvx512(const AttentionTile &tile) { attendTileImpl(tile); }
+namespace {
+// Below most of a vector of rows the transposed form idles most lanes.
+std::atomic<int64_t> transposedMinRows{12};
+} // namespace
+
+int64_t setTransposedMinRows(int64_t rows) {
+  return transposedMinRows.exchange(rows);
+}
+
+void attendTileAvx512(const AttentionTile &tile) {
+  if ((tile.tokenEnd - tile.tokenBegin) * tile.groupSize >=
+      transposedMinRows.load(std::memory_order_relaxed))
+    return attendTileTransposedAvx512(tile);
+  attendTileImpl(tile);
+}
 
 } // namespace folio::cpu::detail

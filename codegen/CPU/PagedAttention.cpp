@@ -27,10 +27,11 @@ int64_t firstKeyRead(int64_t seqLen, int64_t queryLen, int64_t window) {
   return firstQueryPos - window + 1;
 }
 
-/// Query rows per work item: enough to share each loaded key among a few
-/// rows, few enough that long prefills split into many items.
+/// Query rows per work item: one pass of the lane-transposed kernel, so
+/// each loaded key is shared by up to 64 rows, yet long prefills still
+/// split into many items.
 int64_t tileTokens(int64_t groupSize) {
-  int64_t t = 32 / groupSize;
+  int64_t t = kLaneRows / groupSize;
   return t > 0 ? t : 1;
 }
 

@@ -3,17 +3,21 @@
 // Each case writes random K/V for every sequence into a cache whose blocks
 // are handed out in shuffled order (through kvWrite), then checks the kernel
 // against the paged reference and against dense attention on the unpaged
-// K/V, on both ISAs and with one and four threads (bitwise identical).
+// K/V, on both ISAs (AVX-512 with its dispatcher's choice and with each of
+// its two formulations forced for every tile) and with one and four
+// threads (bitwise identical).
 //
 //===----------------------------------------------------------------------===//
 
 #include "TestUtil.h"
 
+#include "codegen/CPU/AttentionTile.h"
 #include "codegen/CPU/KVCache.h"
 #include "codegen/CPU/PagedAttention.h"
 #include "codegen/CPU/Reference/Reference.h"
 
 #include <algorithm>
+#include <climits>
 
 using namespace folio::cpu;
 using namespace folio::cpu::test;
@@ -110,6 +114,20 @@ void build(const Case &c, Scenario &s) {
                      c.seed * 300, -2, 2);
 }
 
+/// Forces the AVX-512 formulation for the scope (0: leave the default).
+class MinRowsScope {
+public:
+  explicit MinRowsScope(int64_t rows)
+      : saved(rows ? detail::setTransposedMinRows(rows) : 0) {}
+  ~MinRowsScope() {
+    if (saved)
+      detail::setTransposedMinRows(saved);
+  }
+
+private:
+  int64_t saved;
+};
+
 void check(const Case &c, float tol = 2e-5f) {
   Scenario s;
   build(c, s);
@@ -129,14 +147,25 @@ void check(const Case &c, float tol = 2e-5f) {
   EXPECT_LE(maxAbsDiff(want, dense), 1e-6f) << "paged vs dense reference";
   for (Isa isa : hostIsas()) {
     IsaScope scope(isa);
-    std::vector<float> one(outSize, NAN), four(outSize, NAN);
-    Status st = pagedAttention(s.q.data(), s.cache, s.batch, s.params,
-                               one.data(), serialPool());
-    ASSERT_TRUE(st) << st.message();
-    ASSERT_TRUE(pagedAttention(s.q.data(), s.cache, s.batch, s.params,
-                               four.data(), parallelPool()));
-    EXPECT_LE(maxAbsDiff(one, want), tol) << isaName(isa);
-    EXPECT_TRUE(bitwiseEqual(one, four)) << isaName(isa);
+    // 0: the dispatcher's choice; then every tile row-oriented, then every
+    // tile transposed.
+    for (int64_t minRows : {int64_t(0), INT64_MAX, int64_t(1)}) {
+      if (isa == Isa::Scalar && minRows != 0)
+        continue;
+      MinRowsScope rows(minRows);
+      std::string what =
+          std::string(isaName(isa)) + (minRows == 0           ? ""
+                                       : minRows == INT64_MAX ? " rows"
+                                                              : " lanes");
+      std::vector<float> one(outSize, NAN), four(outSize, NAN);
+      Status st = pagedAttention(s.q.data(), s.cache, s.batch, s.params,
+                                 one.data(), serialPool());
+      ASSERT_TRUE(st) << st.message();
+      ASSERT_TRUE(pagedAttention(s.q.data(), s.cache, s.batch, s.params,
+                                 four.data(), parallelPool()));
+      EXPECT_LE(maxAbsDiff(one, want), tol) << what;
+      EXPECT_TRUE(bitwiseEqual(one, four)) << what;
+    }
   }
 }
 
@@ -268,6 +297,94 @@ TEST(PagedAttention, LongContext) {
   c.numKvHeads = 1;
   c.group = 4;
   c.blockSize = 32;
+  check(c, 1e-5f);
+}
+
+// Tests head sizes from 8 to 256, multiples of 16 and not, on decode and on
+// prefill tiles of one, several and a full vector of rows.
+TEST(PagedAttention, HeadDims) {
+  for (int64_t hd : {8, 24, 64, 80, 128, 256}) {
+    Case c;
+    c.headDim = hd;
+    c.group = 3;
+    c.seqLens = {70, 40, 9};
+    c.queryLens = {70, 1, 5};
+    c.seed = uint32_t(hd);
+    SCOPED_TRACE(hd);
+    check(c);
+  }
+}
+
+// Tests GQA groups whose rows do not fill vectors (3), fill them exactly
+// (4, 8) and exceed one 64-row pass per token (80), with prefill and decode.
+TEST(PagedAttention, GroupsAndPasses) {
+  for (int64_t g : {1, 3, 4, 8, 80}) {
+    Case c;
+    c.group = g;
+    c.numKvHeads = g == 80 ? 1 : 4;
+    c.headDim = 40;
+    c.seqLens = {100, 77, 20};
+    c.queryLens = {100, 1, 3};
+    c.seed = uint32_t(g) + 7;
+    SCOPED_TRACE(g);
+    check(c);
+  }
+}
+
+// Tests rows that see no key of a whole key chunk: a window much narrower
+// than the tile, with and without soft-cap, so later rows skip the early
+// chunks' keys and earlier rows the later ones.
+TEST(PagedAttention, RowsWithoutKeysInAChunk) {
+  for (int64_t window : {1, 3, 40}) {
+    Case c;
+    c.window = window;
+    c.group = 4;
+    c.seqLens = {300, 64};
+    c.queryLens = {200, 64};
+    c.seed = uint32_t(window) + 50;
+    SCOPED_TRACE(window);
+    check(c);
+    c.softCap = 2.0f;
+    check(c);
+  }
+}
+
+// Tests soft-cap on decode and on a prefill that crosses chunks, with
+// scores large enough that the cap matters.
+TEST(PagedAttention, SoftCapLongPrefill) {
+  Case c;
+  c.softCap = 1.5f;
+  c.headDim = 128;
+  c.group = 2;
+  c.seqLens = {150, 30};
+  c.queryLens = {150, 1};
+  check(c);
+}
+
+// Tests narrow caches on the transposed path with tails in every dimension.
+TEST(PagedAttention, NarrowCacheTypesPrefill) {
+  for (DType t : {DType::BF16, DType::F16}) {
+    Case c;
+    c.dtype = t;
+    c.seqLens = {131, 20};
+    c.queryLens = {100, 1};
+    c.group = 3;
+    c.headDim = 24;
+    c.blockSize = 8;
+    c.window = 50;
+    SCOPED_TRACE(dtypeName(t));
+    check(c);
+  }
+}
+
+// Tests a long prefill chunk at the end of a long context.
+TEST(PagedAttention, LongContextPrefill) {
+  Case c;
+  c.seqLens = {4096};
+  c.queryLens = {70};
+  c.numKvHeads = 1;
+  c.group = 3;
+  c.blockSize = 128;
   check(c, 1e-5f);
 }
 

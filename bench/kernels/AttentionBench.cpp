@@ -1,0 +1,235 @@
+//===- AttentionBench.cpp - Paged attention micro-benchmarks --------------===//
+//
+// Llama-110M shapes (12 query heads, 4 kv heads, head dim 64, f32 cache,
+// block 16): a 512-token prefill and decode at context 528 for one and for
+// eight sequences. Each case runs on the AVX-512 path and on the portable
+// path; the machines are shared and noisy, so the binary repeats every case
+// in random interleaved order and ends with the median ratio per case
+// instead of trusting absolute times.
+//
+// "cold" decode flushes the cache pools from every cache level before each
+// iteration: in a served model the next layer's K/V was last touched one
+// token ago, with the whole model's weights streamed through since.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CPU/AttentionTile.h"
+#include "codegen/CPU/CPUFeatures.h"
+#include "codegen/CPU/PagedAttention.h"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <emmintrin.h>
+#include <unistd.h>
+
+using namespace folio::cpu;
+
+namespace {
+
+constexpr int64_t kHeads = 12, kKvHeads = 4, kHeadDim = 64, kBlock = 16;
+
+/// One attention call's inputs: `numSeqs` sequences of `context` tokens, the
+/// last `queryLen` of each being queried.
+struct Problem {
+  std::vector<float> kPool, vPool, q, out;
+  std::vector<int32_t> queryStartLoc, seqLens, blockTables;
+  KVCacheView cache;
+  RaggedBatch batch;
+  AttentionParams params;
+  double flops = 0, kvBytes = 0;
+
+  Problem(int64_t numSeqs, int64_t context, int64_t queryLen) {
+    int64_t blocksPerSeq = (context + kBlock - 1) / kBlock;
+    cache.numBlocks = numSeqs * blocksPerSeq;
+    cache.blockSize = kBlock;
+    cache.numKvHeads = kKvHeads;
+    cache.headDim = kHeadDim;
+    cache.dtype = DType::F32;
+    size_t poolElems = size_t(cache.numBlocks * kBlock * kKvHeads * kHeadDim);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    kPool.resize(poolElems);
+    vPool.resize(poolElems);
+    for (size_t i = 0; i < poolElems; ++i) {
+      kPool[i] = dist(rng);
+      vPool[i] = dist(rng);
+    }
+    cache.k = kPool.data();
+    cache.v = vPool.data();
+    // A pool that has served a while hands out blocks in no order.
+    std::vector<int32_t> ids(size_t(cache.numBlocks));
+    for (size_t i = 0; i < ids.size(); ++i)
+      ids[i] = int32_t(i);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    blockTables = ids;
+    queryStartLoc = {0};
+    for (int64_t s = 0; s < numSeqs; ++s) {
+      seqLens.push_back(int32_t(context));
+      queryStartLoc.push_back(int32_t((s + 1) * queryLen));
+    }
+    batch.numTokens = numSeqs * queryLen;
+    batch.numSeqs = numSeqs;
+    batch.queryStartLoc = queryStartLoc.data();
+    batch.seqLens = seqLens.data();
+    batch.blockTables = blockTables.data();
+    batch.maxBlocksPerSeq = blocksPerSeq;
+    params.numHeads = kHeads;
+    params.scale = 1.0f / std::sqrt(float(kHeadDim));
+    q.resize(size_t(batch.numTokens * kHeads * kHeadDim));
+    for (float &x : q)
+      x = dist(rng);
+    out.resize(q.size());
+    // Per query token at position p: (p + 1) keys, 2 flops each for q.k
+    // and for p.V, per head and dimension.
+    for (int64_t i = 0; i < queryLen; ++i)
+      flops += 4.0 * kHeads * kHeadDim * double(context - queryLen + i + 1);
+    flops *= double(numSeqs);
+    kvBytes = 2.0 * double(numSeqs) * double(context) * kKvHeads * kHeadDim *
+              sizeof(float);
+  }
+
+  void flush() const {
+    for (const std::vector<float> *pool : {&kPool, &vPool})
+      for (size_t i = 0; i < pool->size(); i += 16)
+        _mm_clflush(pool->data() + i);
+    _mm_mfence();
+  }
+};
+
+/// A kernel choice: the dispatcher's own ("avx512"), one AVX-512
+/// formulation forced for every tile, or the portable path.
+struct Variant {
+  const char *name;
+  Isa isa;
+  int64_t transposedMinRows; ///< 0: the dispatcher's default
+};
+
+const Variant kVariants[] = {{"avx512", Isa::Avx512, 0},
+                             {"avx512-rows", Isa::Avx512, INT64_MAX},
+                             {"avx512-lanes", Isa::Avx512, 1},
+                             {"scalar", Isa::Scalar, 0}};
+
+void runCase(benchmark::State &state, Problem &p, const Variant &variant,
+             bool cold) {
+  if (variant.isa == Isa::Avx512 && !hostFeatures().avx512) {
+    state.SkipWithError("no AVX-512 on this host");
+    return;
+  }
+  ThreadPool pool(1);
+  setIsaLimit(variant.isa);
+  int64_t savedMinRows =
+      variant.transposedMinRows
+          ? detail::setTransposedMinRows(variant.transposedMinRows)
+          : 0;
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      p.flush();
+      state.ResumeTiming();
+    }
+    Status st = pagedAttention(p.q.data(), p.cache, p.batch, p.params,
+                               p.out.data(), pool);
+    if (!st) {
+      state.SkipWithError(st.message().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(p.out.data());
+    benchmark::ClobberMemory();
+  }
+  setIsaLimit(Isa::Avx512);
+  if (variant.transposedMinRows)
+    detail::setTransposedMinRows(savedMinRows);
+  state.counters["flops"] = benchmark::Counter(
+      p.flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes"] = benchmark::Counter(
+      p.kvBytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// Collects each benchmark's median time and prints, after the normal
+/// console output, every variant's speedup over the scalar path.
+class RatioReporter : public benchmark::ConsoleReporter {
+public:
+  using ConsoleReporter::ConsoleReporter;
+
+  void ReportRuns(const std::vector<Run> &runs) override {
+    for (const Run &r : runs) {
+      const std::string &name = r.run_name.function_name;
+      bool median =
+          r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      if (median || (r.run_type == Run::RT_Iteration && !medians.count(name)))
+        times[name] = r.GetAdjustedRealTime();
+      if (median)
+        medians[name] = true;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::printf("\nspeedup over scalar (ratio of median times):\n");
+    for (auto &[name, t] : times) {
+      auto slash = name.rfind('/');
+      auto it = times.find(name.substr(0, slash) + "/scalar");
+      if (it != times.end() && it->first != name && t > 0)
+        std::printf("  %-40s %6.2fx\n", name.c_str(), it->second / t);
+    }
+  }
+
+private:
+  std::map<std::string, double> times;
+  std::map<std::string, bool> medians;
+};
+
+void registerCase(const std::string &name, std::shared_ptr<Problem> p,
+                  bool cold) {
+  for (const Variant &variant : kVariants) {
+    std::string full = name + "/" + variant.name;
+    benchmark::RegisterBenchmark(full.c_str(),
+                                 [p, &variant, cold](benchmark::State &s) {
+                                   runCase(s, *p, variant, cold);
+                                 })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Defaults first so that flags given on the command line win.
+  std::vector<char *> args = {argv[0]};
+  std::string defaults[] = {"--benchmark_repetitions=5",
+                            "--benchmark_enable_random_interleaving=true",
+                            "--benchmark_report_aggregates_only=true",
+                            "--benchmark_min_time=0.2"};
+  for (std::string &d : defaults)
+    args.push_back(d.data());
+  for (int i = 1; i < argc; ++i)
+    args.push_back(argv[i]);
+  int n = int(args.size());
+
+  registerCase("prefill512", std::make_shared<Problem>(1, 512, 512), false);
+  auto decode1 = std::make_shared<Problem>(1, 528, 1);
+  registerCase("decode528x1/warm", decode1, false);
+  registerCase("decode528x1/cold", decode1, true);
+  registerCase("decode528x8/cold", std::make_shared<Problem>(8, 528, 1), true);
+
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data()))
+    return 1;
+  RatioReporter reporter(isatty(1) ? benchmark::ConsoleReporter::OO_Defaults
+                                   : benchmark::ConsoleReporter::OO_None);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
