@@ -13,6 +13,9 @@
 
 namespace folio::cpu::detail {
 
+/// Elements per block of the pair-split x layout below.
+constexpr int64_t kGemvPairBlock = 32;
+
 struct GemvArgs {
   const float *x = nullptr; ///< [M, K]
   int64_t m = 0;
@@ -22,7 +25,24 @@ struct GemvArgs {
   const float *bias = nullptr; ///< [N] or null
   float *y = nullptr;          ///< [M, N]
   int64_t n = 0;
+  /// For gemvAvx512 with bf16 weights: x in the pair-split layout that
+  /// splitPairs() writes, [M, kPairs].
+  const float *xPairs = nullptr;
+  int64_t kPairs = 0;
 };
+
+/// K rounded up to kGemvPairBlock: the row length of the pair-split x.
+inline int64_t pairSplitLength(int64_t k) {
+  return (k + kGemvPairBlock - 1) / kGemvPairBlock * kGemvPairBlock;
+}
+
+/// Writes x[M, K] as dst[M, pairSplitLength(K)]: per block of 32 elements,
+/// the 16 even-indexed ones then the 16 odd-indexed ones, zero padded. A
+/// 64-byte load of 32 bf16 weights holds each even weight in the low and
+/// each odd weight in the high half of a 32-bit lane, so `lane << 16` and
+/// `lane & 0xffff0000` are the even and odd weights as exact f32, matching
+/// this layout without any shuffle in the inner loop.
+void splitPairs(const float *x, int64_t m, int64_t k, float *dst);
 
 void gemvScalar(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 void gemvAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd);

@@ -1,10 +1,18 @@
 //===- GemvAvx512.cpp - AVX-512 small-M kernel ----------------------------===//
 //
 // Decode is bound by reading the weights, so the kernel's job is to keep
-// several sequential streams in flight and spend little per byte: four
-// weight rows at a time (four streams for the prefetchers), bf16 widened to
-// f32 by a shift (exact, cheaper than vdpbf16ps's rounding of x to bf16),
-// up to four x rows reusing each loaded weight vector.
+// several sequential streams in flight and spend few instructions per byte
+// (fewer micro-ops leave the out-of-order core room for more loads in
+// flight): four weight rows at a time (four streams for the prefetchers), up
+// to four x rows reusing each loaded weight vector.
+//
+// bf16 rows: one 64-byte load brings 32 weights; `<< 16` and
+// `& 0xffff0000` give the even and the odd ones as exact f32 (no widening
+// shuffle, and x stays f32, unlike vdpbf16ps), multiplied by x in the
+// matching pair-split layout (Gemv.h). Per 64 bytes of weights that is one
+// load and two logic ops, against two loads, two widening moves and two
+// shifts when each half is widened in order: in the model's GEMV sequence
+// this raised the bf16 GEMV from ~0.85 to ~0.93-0.96 of the read loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,49 +25,74 @@ namespace {
 
 using namespace folio::cpu::avx512;
 
-template <bool Bf16>
-FOLIO_AVX512 inline __m512 loadW(const void *w, int64_t i, __mmask16 m) {
-  if constexpr (Bf16)
-    return loadBf16(static_cast<const uint16_t *>(w) + i, m);
-  else
-    return _mm512_maskz_loadu_ps(m, static_cast<const float *>(w) + i);
-}
-
-/// NR weight rows starting at n times MR x rows starting at m. While it
-/// streams its rows it prefetches the same offsets of the next NR rows: a
-/// row is often one 4 KiB page, and the hardware prefetchers stop at page
-/// boundaries, so without this every row would start with a cold stream.
-template <bool Bf16, int NR, int MR>
-FOLIO_AVX512 void tile(const GemvArgs &a, int64_t n, int64_t m) {
-  constexpr int64_t elemBytes = Bf16 ? 2 : 4;
-  const char *next =
-      static_cast<const char *>(a.w) + (n + NR) * a.k * elemBytes;
+/// NR bf16 weight rows starting at n times MR x rows starting at m. While it
+/// streams its rows it prefetches the same offsets of the next NR rows, once
+/// per 64-byte line: a row is often a whole 4 KiB page, and the hardware
+/// prefetchers stop at page boundaries, so without this every row would
+/// start with a cold stream (measured: half the bandwidth).
+template <int NR, int MR>
+FOLIO_AVX512 void tileBf16(const GemvArgs &a, int64_t n, int64_t m) {
+  const int64_t k = a.k;
+  const uint16_t *w = static_cast<const uint16_t *>(a.w) + n * k;
+  const char *next = reinterpret_cast<const char *>(w + NR * k);
+  const bool prefetch = m == 0 && n + 2 * NR <= a.n;
+  const __m512i oddMask = _mm512_set1_epi32(int(0xffff0000u));
   __m512 acc[NR][MR];
   for (int i = 0; i < NR; ++i)
     for (int j = 0; j < MR; ++j)
       acc[i][j] = _mm512_setzero_ps();
-  const int64_t k = a.k;
-  int64_t kk = 0;
-  for (; kk + 16 <= k; kk += 16) {
-    if (m == 0 && n + 2 * NR <= a.n)
+  // The last block may be partial: a masked load zeroes the missing
+  // weights (and cannot fault past the row), the x padding is zero too.
+  for (int64_t kk = 0; kk < k; kk += kGemvPairBlock) {
+    __mmask32 msk = k - kk >= kGemvPairBlock ? __mmask32(0xffffffffu)
+                                             : __mmask32((1u << (k - kk)) - 1u);
+    if (prefetch)
       for (int i = 0; i < NR; ++i)
-        _mm_prefetch(next + (i * k + kk) * elemBytes, _MM_HINT_T0);
-    __m512 xv[MR];
-    for (int j = 0; j < MR; ++j)
-      xv[j] = _mm512_loadu_ps(a.x + (m + j) * k + kk);
+        _mm_prefetch(next + (i * k + kk) * 2, _MM_HINT_T0);
+    __m512 xe[MR], xo[MR];
+    for (int j = 0; j < MR; ++j) {
+      const float *xp = a.xPairs + (m + j) * a.kPairs + kk;
+      xe[j] = _mm512_loadu_ps(xp);
+      xo[j] = _mm512_loadu_ps(xp + 16);
+    }
     for (int i = 0; i < NR; ++i) {
-      __m512 wv = loadW<Bf16>(a.w, (n + i) * k + kk, __mmask16(0xffff));
-      for (int j = 0; j < MR; ++j)
-        acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
+      __m512i v = _mm512_maskz_loadu_epi16(msk, w + i * k + kk);
+      __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+      __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(v, oddMask));
+      for (int j = 0; j < MR; ++j) {
+        acc[i][j] = _mm512_fmadd_ps(even, xe[j], acc[i][j]);
+        acc[i][j] = _mm512_fmadd_ps(odd, xo[j], acc[i][j]);
+      }
     }
   }
-  if (kk < k) {
-    __mmask16 msk = tailMask(k - kk);
+  for (int i = 0; i < NR; ++i) {
+    float b = a.bias ? a.bias[n + i] : 0.0f;
+    for (int j = 0; j < MR; ++j)
+      a.y[(m + j) * a.n + n + i] = _mm512_reduce_add_ps(acc[i][j]) + b;
+  }
+}
+
+/// The f32 counterpart: 16 weights (one line) per load, prefetch as above.
+template <int NR, int MR>
+FOLIO_AVX512 void tileF32(const GemvArgs &a, int64_t n, int64_t m) {
+  const int64_t k = a.k;
+  const float *w = static_cast<const float *>(a.w) + n * k;
+  const char *next = reinterpret_cast<const char *>(w + NR * k);
+  const bool prefetch = m == 0 && n + 2 * NR <= a.n;
+  __m512 acc[NR][MR];
+  for (int i = 0; i < NR; ++i)
+    for (int j = 0; j < MR; ++j)
+      acc[i][j] = _mm512_setzero_ps();
+  for (int64_t kk = 0; kk < k; kk += 16) {
+    __mmask16 msk = k - kk >= 16 ? __mmask16(0xffff) : tailMask(k - kk);
+    if (prefetch)
+      for (int i = 0; i < NR; ++i)
+        _mm_prefetch(next + (i * k + kk) * 4, _MM_HINT_T0);
     __m512 xv[MR];
     for (int j = 0; j < MR; ++j)
       xv[j] = _mm512_maskz_loadu_ps(msk, a.x + (m + j) * k + kk);
     for (int i = 0; i < NR; ++i) {
-      __m512 wv = loadW<Bf16>(a.w, (n + i) * k + kk, msk);
+      __m512 wv = _mm512_maskz_loadu_ps(msk, w + i * k + kk);
       for (int j = 0; j < MR; ++j)
         acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
     }
@@ -69,6 +102,14 @@ FOLIO_AVX512 void tile(const GemvArgs &a, int64_t n, int64_t m) {
     for (int j = 0; j < MR; ++j)
       a.y[(m + j) * a.n + n + i] = _mm512_reduce_add_ps(acc[i][j]) + b;
   }
+}
+
+template <bool Bf16, int NR, int MR>
+FOLIO_AVX512 inline void tile(const GemvArgs &a, int64_t n, int64_t m) {
+  if constexpr (Bf16)
+    tileBf16<NR, MR>(a, n, m);
+  else
+    tileF32<NR, MR>(a, n, m);
 }
 
 template <bool Bf16, int NR>

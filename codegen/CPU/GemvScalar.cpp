@@ -37,6 +37,21 @@ template <bool Bf16> void run(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
 
 } // namespace
 
+void splitPairs(const float *x, int64_t m, int64_t k, float *dst) {
+  const int64_t kp = pairSplitLength(k);
+  const int64_t half = kGemvPairBlock / 2;
+  for (int64_t r = 0; r < m; ++r) {
+    const float *src = x + r * k;
+    float *out = dst + r * kp;
+    for (int64_t i = 0; i < kp; ++i) {
+      int64_t block = i / kGemvPairBlock * kGemvPairBlock;
+      int64_t lane = i % kGemvPairBlock;
+      int64_t from = block + (lane < half ? 2 * lane : 2 * (lane - half) + 1);
+      out[i] = from < k ? src[from] : 0.0f;
+    }
+  }
+}
+
 void gemvScalar(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
   if (a.bf16)
     run<true>(a, nBegin, nEnd);

@@ -6,6 +6,7 @@
 #include "codegen/CPU/Validate.h"
 
 #include <dlfcn.h>
+#include <vector>
 
 namespace folio::cpu {
 
@@ -39,8 +40,18 @@ Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
   a.bias = w.bias();
   a.y = y;
   a.n = w.outFeatures();
+  bool avx512 = activeIsa() == Isa::Avx512;
   void (*kernel)(const GemvArgs &, int64_t, int64_t) =
-      activeIsa() == Isa::Avx512 ? gemvAvx512 : gemvScalar;
+      avx512 ? gemvAvx512 : gemvScalar;
+  if (avx512 && a.bf16) {
+    // Per calling thread: the executor runs one layer at a time, and the
+    // pool's workers only read it.
+    thread_local std::vector<float> pairs;
+    a.kPairs = pairSplitLength(a.k);
+    pairs.resize(size_t(a.m * a.kPairs));
+    splitPairs(x, a.m, a.k, pairs.data());
+    a.xPairs = pairs.data();
+  }
   // About 64 KiB of weights per chunk: enough to amortise scheduling and
   // to let the prefetchers ramp up, small enough to balance the threads.
   int64_t rowBytes = a.k * int64_t(dtypeSize(w.storage()));

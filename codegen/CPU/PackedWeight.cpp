@@ -4,9 +4,105 @@
 #include "codegen/CPU/PackedWeightImpl.h"
 #include "codegen/CPU/Validate.h"
 
+#include <cstdint>
 #include <cstring>
+#include <mutex>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 namespace folio::cpu {
+
+namespace detail {
+
+namespace {
+
+constexpr size_t kHugePage = size_t(2) << 20;
+/// Weights are packed one after another at load, so most land in a few
+/// chunks; a weight larger than this gets a chunk of its own.
+constexpr size_t kChunkBytes = size_t(64) << 20;
+
+size_t roundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+/// One mapping of 2 MiB-aligned memory the kernel is asked to back with
+/// transparent huge pages (this machine's THP mode is `madvise`). Decode
+/// streams every weight once per token; with 4 KiB pages a 0.4-6 MB weight
+/// costs a TLB walk per page, and with huge pages the model's GEMVs ran
+/// ~5 % closer to the read loop (docs/cpu-kernels.md). Untouched memory of a
+/// chunk costs nothing: the pages are only backed when written.
+struct Chunk {
+  char *base = nullptr;
+  size_t size = 0, used = 0;
+  bool mapped = false;
+  explicit Chunk(size_t bytes) : size(bytes) {
+#ifdef __linux__
+    // Over-map by a huge page and trim, to align the start.
+    size_t span = bytes + kHugePage;
+    void *p = mmap(nullptr, span, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) {
+      char *raw = static_cast<char *>(p);
+      char *aligned = reinterpret_cast<char *>(
+          roundUp(reinterpret_cast<uintptr_t>(raw), kHugePage));
+      if (aligned != raw)
+        munmap(raw, size_t(aligned - raw));
+      size_t tail = size_t(raw + span - (aligned + bytes));
+      if (tail)
+        munmap(aligned + bytes, tail);
+      base = aligned;
+      mapped = true;
+#ifdef MADV_HUGEPAGE
+      madvise(base, bytes, MADV_HUGEPAGE);
+#endif
+      return;
+    }
+#endif
+    base = static_cast<char *>(std::aligned_alloc(kHugePage, bytes));
+  }
+  ~Chunk() {
+#ifdef __linux__
+    if (mapped) {
+      munmap(base, size);
+      return;
+    }
+#endif
+    std::free(base);
+  }
+  Chunk(const Chunk &) = delete;
+  Chunk &operator=(const Chunk &) = delete;
+};
+
+} // namespace
+
+std::shared_ptr<void> allocateWeightMemory(size_t bytes) {
+  static std::mutex mu;
+  // Weak: once every weight of the current chunk is gone, so is the chunk.
+  static std::weak_ptr<Chunk> current;
+  size_t need = roundUp(bytes > 0 ? bytes : 1, 4096);
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<Chunk> chunk = current.lock();
+  if (!chunk || chunk->size - chunk->used < need) {
+    size_t size = need > kChunkBytes ? roundUp(need, kHugePage) : kChunkBytes;
+    auto fresh = std::make_shared<Chunk>(size);
+    if (!fresh->base)
+      return nullptr;
+    // A weight too big for a shared chunk keeps it to itself and leaves
+    // the current chunk in place for the next ones.
+    if (size > kChunkBytes) {
+      fresh->used = need;
+      return std::shared_ptr<void>(fresh, fresh->base);
+    }
+    chunk = fresh;
+    current = chunk;
+  }
+  char *p = chunk->base + chunk->used;
+  chunk->used += need;
+  // Aliasing constructor: the slice shares the chunk's lifetime.
+  return std::shared_ptr<void>(chunk, p);
+}
+
+} // namespace detail
 
 using namespace detail;
 
@@ -55,10 +151,10 @@ Status PackedWeight::pack(const void *data, DType srcType, int64_t n, int64_t k,
     impl->w = data;
   } else {
     size_t bytes = count * dtypeSize(storage);
-    void *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    impl->owned = allocateWeightMemory(bytes);
+    void *p = impl->owned.get();
     if (!p)
       return Status::error("PackedWeight: out of memory");
-    impl->owned.reset(p);
     impl->w = p;
     if (srcType == storage) {
       std::memcpy(p, data, bytes);

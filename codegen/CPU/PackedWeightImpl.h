@@ -14,14 +14,17 @@
 
 namespace folio::cpu {
 
+namespace detail {
+/// `bytes` (4 KiB aligned) of weight memory from huge-page-backed chunks
+/// shared between weights; the chunk lives while any of its slices does.
+std::shared_ptr<void> allocateWeightMemory(size_t bytes);
+} // namespace detail
+
 struct PackedWeight::Impl {
-  struct FreeDeleter {
-    void operator()(void *p) const { std::free(p); }
-  };
   int64_t n = 0, k = 0;
   DType storage = DType::F32;
-  const void *w = nullptr;                  ///< owned.get() or borrowed
-  std::unique_ptr<void, FreeDeleter> owned; ///< 64-byte aligned
+  const void *w = nullptr;     ///< owned.get() or borrowed
+  std::shared_ptr<void> owned; ///< from allocateWeightMemory
   std::vector<float> bias;
   bool hasBias = false;
 #ifdef FOLIO_ENABLE_DNNL

@@ -42,16 +42,28 @@ bool toCpuType(ElemType t, cpu::DType &out) {
   }
 }
 
-/// Packs a constant 2-D weight (f32, bf16 or f16 in the plan) into the
-/// kernel's W[N, K] layout, stored as ctx.weightStorage.
-Status packWeight(const PrepareContext &ctx, size_t operand, int32_t biasOp,
+/// Packs constant 2-D weights (f32, bf16 or f16 in the plan) into the
+/// kernel's W[N, K] layout, stored as ctx.weightStorage. Several operands
+/// (same K and type) are stacked along N into one weight, so one GEMM or one
+/// GEMV stream does their work; a single [N, K] operand is borrowed.
+Status packWeight(const PrepareContext &ctx,
+                  std::initializer_list<size_t> operands, int32_t biasOp,
                   bool inOut, cpu::PackedWeight &out) {
-  int32_t id = ctx.step.operands[operand];
-  const Tensor &w = ctx.values[size_t(id)];
-  cpu::DType src;
-  if (!w.data || w.rank() != 2 || !toCpuType(w.type, src))
-    return prepareError(ctx, "weight operand " + std::to_string(operand) +
-                                 " must be a constant 2-D float tensor");
+  cpu::DType src = cpu::DType::F32;
+  int64_t n = 0, k = -1;
+  for (size_t operand : operands) {
+    const Tensor &w = ctx.values[size_t(ctx.step.operands[operand])];
+    cpu::DType type;
+    if (!w.data || w.rank() != 2 || !toCpuType(w.type, type))
+      return prepareError(ctx, "weight operand " + std::to_string(operand) +
+                                   " must be a constant 2-D float tensor");
+    int64_t wk = inOut ? w.shape[0] : w.shape[1];
+    if (k >= 0 && (wk != k || type != src))
+      return prepareError(ctx, "stacked weights differ in type or in size");
+    src = type;
+    k = wk;
+    n += inOut ? w.shape[1] : w.shape[0];
+  }
   const float *bias = nullptr;
   if (biasOp >= 0) {
     const Tensor &b = ctx.values[size_t(biasOp)];
@@ -59,25 +71,34 @@ Status packWeight(const PrepareContext &ctx, size_t operand, int32_t biasOp,
       return prepareError(ctx, "bias must be a constant f32 tensor");
     bias = b.as<float>();
   }
-  int64_t n = inOut ? w.shape[1] : w.shape[0];
-  int64_t k = inOut ? w.shape[0] : w.shape[1];
   // f16 storage is not an option for the GEMM (oneDNN 2.6 has no f16
   // matmul): anything narrower than f32 is stored bf16.
   cpu::DType storage = ctx.weightStorage;
   cpu::Status s = cpu::Status::success();
-  if (inOut) {
-    size_t es = cpu::dtypeSize(src);
-    std::vector<uint8_t> t(size_t(n * k) * es);
-    const uint8_t *from = static_cast<const uint8_t *>(w.data);
-    for (int64_t i = 0; i < k; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        std::memcpy(&t[size_t(j * k + i) * es], from + size_t(i * n + j) * es,
-                    es);
-    s = cpu::PackedWeight::pack(t.data(), src, n, k, bias, storage, out);
-  } else {
+  if (!inOut && operands.size() == 1) {
+    const Tensor &w = ctx.values[size_t(ctx.step.operands[*operands.begin()])];
     s = cpu::PackedWeight::pack(w.data, src, n, k, bias, storage, out,
                                 /*borrow=*/true);
+    return s.ok() ? Status::ok() : prepareError(ctx, s.message());
   }
+  size_t es = cpu::dtypeSize(src);
+  std::vector<uint8_t> t(size_t(n * k) * es);
+  uint8_t *to = t.data();
+  for (size_t operand : operands) {
+    const Tensor &w = ctx.values[size_t(ctx.step.operands[operand])];
+    const uint8_t *from = static_cast<const uint8_t *>(w.data);
+    int64_t rows = inOut ? w.shape[1] : w.shape[0];
+    if (inOut) {
+      for (int64_t i = 0; i < k; ++i)
+        for (int64_t j = 0; j < rows; ++j)
+          std::memcpy(to + size_t(j * k + i) * es,
+                      from + size_t(i * rows + j) * es, es);
+    } else {
+      std::memcpy(to, from, size_t(rows * k) * es);
+    }
+    to += size_t(rows * k) * es;
+  }
+  s = cpu::PackedWeight::pack(t.data(), src, n, k, bias, storage, out);
   return s.ok() ? Status::ok() : prepareError(ctx, s.message());
 }
 
@@ -94,7 +115,7 @@ Status prepareLinear(const PrepareContext &ctx,
                      std::unique_ptr<StepState> &state) {
   auto st = std::make_unique<LinearState>();
   int32_t bias = ctx.step.operands.size() > 2 ? ctx.step.operands[2] : -1;
-  if (Status s = packWeight(ctx, 1, bias, isInOut(ctx.step), st->w); !s)
+  if (Status s = packWeight(ctx, {1}, bias, isInOut(ctx.step), st->w); !s)
     return s;
   state = std::move(st);
   return Status::ok();
@@ -131,11 +152,16 @@ Status runLinear(StepContext &ctx) {
   return Status::ok();
 }
 
+/// Gate and up stacked into one [2F, K] weight: one GEMM with N = 2F for
+/// prefill, one GEMV stream for decode (a second stream restarts the
+/// prefetchers, a second GEMM re-reads x); the activation then reads the two
+/// halves of each output row.
 struct GatedMLPState : WeightState {
-  cpu::PackedWeight gate, up, down;
+  cpu::PackedWeight gateUp, down;
   cpu::Activation act = cpu::Activation::Silu;
+  int64_t ffn = 0;
   int64_t weightBytes() const override {
-    return int64_t(gate.weightBytes() + up.weightBytes() + down.weightBytes());
+    return int64_t(gateUp.weightBytes() + down.weightBytes());
   }
 };
 
@@ -153,13 +179,16 @@ Status prepareGatedMLP(const PrepareContext &ctx,
     return prepareError(ctx, "activation '" + act +
                                  "' is not supported (silu, gelu, gelu_tanh)");
   bool inOut = isInOut(ctx.step);
-  for (auto [operand, w] :
-       {std::pair{size_t(1), &st->gate}, std::pair{size_t(2), &st->up},
-        std::pair{size_t(3), &st->down}})
-    if (Status s = packWeight(ctx, operand, -1, inOut, *w); !s)
-      return s;
-  if (st->gate.outFeatures() != st->up.outFeatures() ||
-      st->down.inFeatures() != st->gate.outFeatures())
+  const Tensor &gate = ctx.values[size_t(ctx.step.operands[1])];
+  const Tensor &up = ctx.values[size_t(ctx.step.operands[2])];
+  if (gate.rank() != 2 || gate.shape != up.shape)
+    return prepareError(ctx, "gate and up weights disagree in shape");
+  if (Status s = packWeight(ctx, {1, 2}, -1, inOut, st->gateUp); !s)
+    return s;
+  if (Status s = packWeight(ctx, {3}, -1, inOut, st->down); !s)
+    return s;
+  st->ffn = st->gateUp.outFeatures() / 2;
+  if (st->down.inFeatures() != st->ffn)
     return prepareError(ctx, "gate, up and down weights disagree in size");
   state = std::move(st);
   return Status::ok();
@@ -168,24 +197,25 @@ Status prepareGatedMLP(const PrepareContext &ctx,
 Status runGatedMLP(StepContext &ctx) {
   auto *st = static_cast<GatedMLPState *>(ctx.state);
   const Tensor &x = ctx.in(0);
-  if (Status s = checkRows(ctx, x, st->gate.inFeatures()); !s)
+  int64_t k = st->gateUp.inFeatures();
+  if (Status s = checkRows(ctx, x, k); !s)
     return s;
-  int64_t rows = x.numel() / st->gate.inFeatures();
-  int64_t f = st->gate.outFeatures();
-  ctx.flops += 2.0 * double(rows) * 3.0 * double(f * st->gate.inFeatures());
-  Tensor g = Tensor::allocate(ElemType::F32, {rows, f});
-  Tensor u = Tensor::allocate(ElemType::F32, {rows, f});
+  int64_t rows = x.numel() / k;
+  int64_t f = st->ffn;
+  ctx.flops += 2.0 * double(rows) * 3.0 * double(f * k);
+  Tensor gu = Tensor::allocate(ElemType::F32, {rows, 2 * f});
+  Tensor h = Tensor::allocate(ElemType::F32, {rows, f});
   Tensor y = Tensor::allocate(ElemType::F32,
                               withLast(x.shape, st->down.outFeatures()));
   cpu::Status s =
-      cpu::linear(x.as<float>(), rows, st->gate, g.as<float>(), ctx.pool);
+      cpu::linear(x.as<float>(), rows, st->gateUp, gu.as<float>(), ctx.pool);
+  // A separate output: writing in place over the halves would race between
+  // threads (row r's output overlaps input row r/2).
   if (s.ok())
-    s = cpu::linear(x.as<float>(), rows, st->up, u.as<float>(), ctx.pool);
+    s = cpu::gatedActivation(gu.as<float>(), 2 * f, gu.as<float>() + f, 2 * f,
+                             h.as<float>(), rows, f, st->act, ctx.pool);
   if (s.ok())
-    s = cpu::gatedActivation(g.as<float>(), f, u.as<float>(), f, g.as<float>(),
-                             rows, f, st->act, ctx.pool);
-  if (s.ok())
-    s = cpu::linear(g.as<float>(), rows, st->down, y.as<float>(), ctx.pool);
+    s = cpu::linear(h.as<float>(), rows, st->down, y.as<float>(), ctx.pool);
   if (!s.ok())
     return fromCpu(ctx, s);
   ctx.setResult(0, std::move(y));

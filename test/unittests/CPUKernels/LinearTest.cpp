@@ -44,9 +44,13 @@ void expectClose(const std::vector<float> &got, const std::vector<float> &want,
     }
 }
 
-const Shape kShapes[] = {{1, 1, 1},    {1, 37, 100}, {2, 64, 768},
-                         {3, 33, 17},  {4, 130, 64}, {5, 40, 31},
-                         {9, 70, 200}, {64, 96, 256}};
+// K around the GEMV's 32-element bf16 blocks (17, 31, 33, 47, 63, 2049)
+// and N not a multiple of its 4-row tiles; M = 1..5 (GEMV tiles of 4 rows
+// plus a remainder), and M beyond kSmallM up to several oneDNN buckets.
+const Shape kShapes[] = {
+    {1, 1, 1},    {1, 37, 100},  {2, 64, 768}, {3, 33, 17}, {4, 130, 64},
+    {5, 40, 31},  {1, 7, 47},    {2, 9, 2049}, {3, 6, 63},  {4, 5, 33},
+    {9, 70, 200}, {64, 96, 256}, {200, 21, 48}};
 
 // Tests the GEMV kernel for every M (it is also the no-oneDNN fallback),
 // f32 and bf16 weights, with and without bias, on both ISAs and pool sizes.
@@ -122,6 +126,74 @@ TEST(Linear, PackConversionsAndBorrow) {
   ASSERT_TRUE(linear(x.data(), 1, moved, y.data()));
   Shape s{1, n, k};
   expectClose(y, expected(x, s, moved), x, moved, s, 1e-5f, "borrowed");
+}
+
+// Tests that gate and up stacked into one [2F, K] weight (how the gated MLP
+// packs them) give each half's outputs as the two weights would apart: the
+// GEMV computes each output on its own, so bitwise; oneDNN may block the
+// wider N differently, so within its rounding bound.
+TEST(Linear, StackedWeightsMatchSeparate) {
+  const int64_t f = 37, k = 45;
+  for (DType storage : {DType::F32, DType::BF16})
+    for (int64_t m : {1, 2, 3, 4, 5, 64, 512}) {
+      auto gate = randomVector(size_t(f * k), 50);
+      auto up = randomVector(size_t(f * k), 51);
+      auto x = randomVector(size_t(m * k), 52, -2, 2);
+      std::vector<float> both(gate);
+      both.insert(both.end(), up.begin(), up.end());
+      PackedWeight g, u, gu;
+      ASSERT_TRUE(PackedWeight::pack(gate.data(), DType::F32, f, k, nullptr,
+                                     storage, g));
+      ASSERT_TRUE(
+          PackedWeight::pack(up.data(), DType::F32, f, k, nullptr, storage, u));
+      ASSERT_TRUE(PackedWeight::pack(both.data(), DType::F32, 2 * f, k, nullptr,
+                                     storage, gu));
+      std::vector<float> yg(size_t(m * f)), yu(yg.size()), y(2 * yg.size());
+      ASSERT_TRUE(linear(x.data(), m, g, yg.data()));
+      ASSERT_TRUE(linear(x.data(), m, u, yu.data()));
+      ASSERT_TRUE(linear(x.data(), m, gu, y.data()));
+      bool dnnlPath = m > kSmallM && gu.usesDnnl();
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = 0; j < f; ++j) {
+          float a = y[size_t(r * 2 * f + j)], b = y[size_t(r * 2 * f + f + j)];
+          float wantA = yg[size_t(r * f + j)], wantB = yu[size_t(r * f + j)];
+          if (dnnlPath) {
+            ASSERT_NEAR(a, wantA, 1e-4f * (1 + std::fabs(wantA))) << m;
+            ASSERT_NEAR(b, wantB, 1e-4f * (1 + std::fabs(wantB))) << m;
+          } else {
+            ASSERT_EQ(a, wantA) << "m=" << m << " (" << r << "," << j << ")";
+            ASSERT_EQ(b, wantB) << "m=" << m << " (" << r << "," << j << ")";
+          }
+        }
+    }
+}
+
+// Tests that weights share the huge-page chunks safely: each owns its
+// slice (distinct, page aligned), and one outlives the others' release.
+TEST(Linear, PackedWeightMemory) {
+  const int64_t n = 24, k = 300;
+  auto w = randomVector(size_t(n * k), 53);
+  auto x = randomVector(size_t(k), 54);
+  std::vector<PackedWeight> many(5);
+  for (PackedWeight &pw : many)
+    ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k, nullptr,
+                                   DType::BF16, pw));
+  for (size_t i = 0; i < many.size(); ++i) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(many[i].data()) % 4096, 0u);
+    for (size_t j = 0; j < i; ++j)
+      EXPECT_NE(many[i].data(), many[j].data());
+  }
+  PackedWeight last = std::move(many.back());
+  many.clear();
+  // Memory released and taken again must not alias the survivor.
+  PackedWeight fresh;
+  ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k, nullptr,
+                                 DType::BF16, fresh));
+  EXPECT_NE(fresh.data(), last.data());
+  std::vector<float> y(static_cast<size_t>(n));
+  ASSERT_TRUE(linear(x.data(), 1, last, y.data()));
+  Shape s{1, n, k};
+  expectClose(y, expected(x, s, last), x, last, s, 1e-6f * float(k), "last");
 }
 
 TEST(Linear, EmptyAndInvalid) {

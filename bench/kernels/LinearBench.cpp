@@ -1,0 +1,219 @@
+//===- LinearBench.cpp - Linear layers of a Llama-110M step ---------------===//
+//
+// Not a Google Benchmark binary: the machines are shared and their speed
+// swings 2x within a minute, so every variant is timed in the same round,
+// rounds repeat, and the output is the median per variant (and, for decode,
+// the median ratio to a read loop timed in the same round).
+//
+//  decode: the GEMV sequence of one token (12 layers of q, k, v, o,
+//    gate/up, down, then lm_head), M = 1, bf16; variants: gate and up apart
+//    or stacked into one [2F, K] weight, q/k/v apart or stacked, and the
+//    weights borrowed from plain 4 KiB-page memory instead of packed into
+//    PackedWeight's huge-page chunks.
+//  prefill: each distinct linear shape at M = 512 through linear().
+//
+// Usage: folio-linear-bench [rounds=15]
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CPU/Linear.h"
+
+// GCC 12 warns falsely inside its own _mm512_reduce_add_ps (bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace folio::cpu;
+
+namespace {
+
+constexpr int64_t kHidden = 768, kQ = 768, kKv = 256, kFfn = 2048,
+                  kVocab = 32000, kLayers = 12;
+
+double seconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Sum of a buffer far larger than the caches, four accumulators: the
+/// bandwidth one core gets for a plain stream (as folio-bench's probe).
+__attribute__((target("avx512f"))) float readLoop(const float *p, size_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 64 <= n; i += 64) {
+    a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+    a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+  }
+  return _mm512_reduce_add_ps(
+      _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+struct Free {
+  void operator()(void *p) const { std::free(p); }
+};
+
+/// One token's weights in one arrangement.
+struct Model {
+  std::string name;
+  std::vector<PackedWeight> weights;
+  std::vector<std::unique_ptr<void, Free>> plain; // borrowed buffers
+  size_t bytes = 0;
+};
+
+Model build(const std::string &name, bool stackGateUp, bool stackQkv,
+            bool borrowPlain) {
+  std::vector<int64_t> rows; // out features; K = hidden except for down
+  std::vector<int64_t> ks;
+  for (int64_t l = 0; l < kLayers; ++l) {
+    auto add = [&](int64_t n, int64_t k) {
+      rows.push_back(n);
+      ks.push_back(k);
+    };
+    if (stackQkv) {
+      add(kQ + 2 * kKv, kHidden);
+    } else {
+      add(kQ, kHidden);
+      add(kKv, kHidden);
+      add(kKv, kHidden);
+    }
+    add(kHidden, kQ);
+    if (stackGateUp) {
+      add(2 * kFfn, kHidden);
+    } else {
+      add(kFfn, kHidden);
+      add(kFfn, kHidden);
+    }
+    add(kHidden, kFfn);
+  }
+  rows.push_back(kVocab);
+  ks.push_back(kHidden);
+  Model m;
+  m.name = name;
+  m.weights.resize(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    size_t count = size_t(rows[i] * ks[i]);
+    std::vector<uint16_t> w(count);
+    for (size_t j = 0; j < count; ++j)
+      w[j] = uint16_t(0x3c00 + j % 61); // small positive bf16 values
+    Status s = Status::success();
+    if (borrowPlain) {
+      void *p = std::aligned_alloc(64, (count * 2 + 63) / 64 * 64);
+      std::memcpy(p, w.data(), count * 2);
+      m.plain.emplace_back(p);
+      s = PackedWeight::pack(p, DType::BF16, rows[i], ks[i], nullptr,
+                             DType::BF16, m.weights[i], /*borrow=*/true);
+    } else {
+      s = PackedWeight::pack(w.data(), DType::BF16, rows[i], ks[i], nullptr,
+                             DType::BF16, m.weights[i]);
+    }
+    if (!s) {
+      std::fprintf(stderr, "pack: %s\n", s.message().c_str());
+      std::exit(1);
+    }
+    m.bytes += m.weights[i].weightBytes();
+  }
+  return m;
+}
+
+void decode(int rounds) {
+  std::vector<Model> models;
+  models.push_back(
+      build("separate gate/up, 4 KiB pages (before)", false, false, true));
+  models.push_back(build("separate gate/up", false, false, false));
+  models.push_back(build("stacked gate/up (now)", true, false, false));
+  models.push_back(build("stacked gate/up + stacked qkv", true, true, false));
+  ThreadPool pool(1);
+  std::vector<float> x(static_cast<size_t>(kFfn), 0.01f);
+  std::vector<float> y(static_cast<size_t>(kVocab));
+  size_t readFloats = size_t(1) << 28; // 1 GiB, beyond the 300 MiB L3
+  auto *buf =
+      static_cast<float *>(std::aligned_alloc(64, readFloats * sizeof(float)));
+  std::memset(buf, 0, readFloats * sizeof(float));
+  std::vector<double> read;
+  std::vector<std::vector<double>> gbs(models.size()), ratio(models.size());
+  for (int r = 0; r < rounds; ++r) {
+    double t0 = seconds();
+    volatile float sink = readLoop(buf, readFloats);
+    (void)sink;
+    double bw = double(readFloats * sizeof(float)) / (seconds() - t0) / 1e9;
+    read.push_back(bw);
+    for (size_t v = 0; v < models.size(); ++v) {
+      t0 = seconds();
+      for (const PackedWeight &w : models[v].weights)
+        if (!linearGemv(x.data(), 1, w, y.data(), pool))
+          std::exit(1);
+      double g = double(models[v].bytes) / (seconds() - t0) / 1e9;
+      gbs[v].push_back(g);
+      ratio[v].push_back(g / bw);
+    }
+  }
+  std::free(buf);
+  std::printf("decode (M = 1, bf16, %d rounds): read loop median %.2f GB/s\n",
+              rounds, median(read));
+  for (size_t v = 0; v < models.size(); ++v)
+    std::printf("  %-44s %6.1f MB  %6.2f GB/s  %.3f of read loop\n",
+                models[v].name.c_str(), double(models[v].bytes) / 1e6,
+                median(gbs[v]), median(ratio[v]));
+}
+
+void prefill(int rounds) {
+  struct Case {
+    const char *name;
+    int64_t n, k;
+    PackedWeight w;
+    std::vector<double> gflops;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"q / o (768 x 768)", kQ, kHidden, {}, {}});
+  cases.push_back({"k / v (256 x 768)", kKv, kHidden, {}, {}});
+  cases.push_back({"qkv stacked (1280 x 768)", kQ + 2 * kKv, kHidden, {}, {}});
+  cases.push_back({"gate / up (2048 x 768)", kFfn, kHidden, {}, {}});
+  cases.push_back({"gate/up stacked (4096 x 768)", 2 * kFfn, kHidden, {}, {}});
+  cases.push_back({"down (768 x 2048)", kHidden, kFfn, {}, {}});
+  const int64_t m = 512;
+  for (Case &c : cases) {
+    std::vector<float> w(size_t(c.n * c.k));
+    for (size_t j = 0; j < w.size(); ++j)
+      w[j] = float(j % 61) / 61.0f - 0.5f;
+    if (!PackedWeight::pack(w.data(), DType::F32, c.n, c.k, nullptr,
+                            DType::BF16, c.w))
+      std::exit(1);
+  }
+  std::vector<float> x(size_t(m * kFfn), 0.25f), y(size_t(m * 2 * kFfn));
+  for (int r = 0; r < rounds; ++r)
+    for (Case &c : cases) {
+      double t0 = seconds();
+      if (!linear(x.data(), m, c.w, y.data()))
+        std::exit(1);
+      c.gflops.push_back(2.0 * double(m * c.n * c.k) / (seconds() - t0) / 1e9);
+    }
+  std::printf("prefill (M = %ld, bf16, %d rounds):\n", long(m), rounds);
+  for (Case &c : cases)
+    std::printf("  %-30s %6.0f GFLOP/s (best %.0f)\n", c.name, median(c.gflops),
+                *std::max_element(c.gflops.begin(), c.gflops.end()));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int rounds = argc > 1 ? std::atoi(argv[1]) : 15;
+  setLibraryThreads(1);
+  decode(rounds);
+  prefill(rounds);
+  return 0;
+}
