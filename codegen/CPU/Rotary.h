@@ -52,6 +52,22 @@ Status applyRotary(float *q, int64_t numQHeads, float *k, int64_t numKHeads,
                    const RotaryParams &params,
                    ThreadPool &pool = ThreadPool::global());
 
+/// Rotates x into y (y may equal x) in the layouts the executor meets: x
+/// viewed as [outer, heads, inner, headDim], row (o, h, i) at position
+/// positions[o * inner + i]. [B, H, S, D] with positions [B, S] is
+/// (B, H, S); [T, H, D] with positions [T] is (T, H, 1). Angles come from
+/// `cosSin` when given (the model's table: numTablePositions rows of
+/// rotaryDim floats, the cosines then the sines), else from the
+/// frequencies of `params`, computed exactly as applyRotary computes them
+/// but once per position and process: a table shared by every call with
+/// the same frequencies, grown as positions arrive. Elements past
+/// rotaryDim are copied.
+Status applyRotaryRows(const float *x, float *y, int64_t outer, int64_t heads,
+                       int64_t inner, const int64_t *positions,
+                       const float *cosSin, int64_t numTablePositions,
+                       const RotaryParams &params,
+                       ThreadPool &pool = ThreadPool::global());
+
 } // namespace folio::cpu
 
 #endif // FOLIO_CODEGEN_CPU_ROTARY_H

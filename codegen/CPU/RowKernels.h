@@ -29,6 +29,11 @@ struct RowKernels {
   void (*add)(const float *a, const float *b, float *y, int64_t n);
   void (*softmax)(const float *x, float *y, int64_t n);
   void (*softCap)(const float *x, float *y, int64_t n, float cap);
+  /// One head of rotary: pairs (i, i + half), or (2i, 2i + 1) when
+  /// interleaved, rotated by cs[i] (cosines) and cs[half + i] (sines);
+  /// elements [2 * half, n) are copied. y may equal x.
+  void (*rotary)(const float *x, float *y, const float *cs, int64_t half,
+                 int64_t n, bool interleaved);
 };
 
 const RowKernels &scalarRowKernels();

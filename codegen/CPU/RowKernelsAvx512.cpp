@@ -161,11 +161,57 @@ FOLIO_AVX512 void softCap(const float *x, float *y, int64_t n, float cap) {
   }
 }
 
+FOLIO_AVX512 void rotary(const float *x, float *y, const float *cs,
+                         int64_t half, int64_t n, bool interleaved) {
+  const float *cp = cs, *sp = cs + half;
+  if (!interleaved) {
+    for (int64_t i = 0; i < half; i += 16) {
+      __mmask16 m = half - i >= 16 ? __mmask16(0xffff) : tailMask(half - i);
+      __m512 a = _mm512_maskz_loadu_ps(m, x + i);
+      __m512 b = _mm512_maskz_loadu_ps(m, x + half + i);
+      __m512 c = _mm512_maskz_loadu_ps(m, cp + i);
+      __m512 s = _mm512_maskz_loadu_ps(m, sp + i);
+      _mm512_mask_storeu_ps(
+          y + i, m, _mm512_sub_ps(_mm512_mul_ps(a, c), _mm512_mul_ps(b, s)));
+      _mm512_mask_storeu_ps(
+          y + half + i, m,
+          _mm512_add_ps(_mm512_mul_ps(b, c), _mm512_mul_ps(a, s)));
+    }
+  } else {
+    // Eight pairs per vector: cosines and sines each spread to both lanes
+    // of their pair, the sines negated on the even lanes, so that
+    // y = x * c + swap(x) * s gives (a c - b s, b c + a s) per pair.
+    const __m512i spread =
+        _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512 sign =
+        _mm512_set_ps(1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1);
+    for (int64_t i = 0; i < half; i += 8) {
+      int64_t pairs = half - i >= 8 ? 8 : half - i;
+      __mmask16 half8 = tailMask(pairs);
+      __mmask16 m = pairs == 8 ? __mmask16(0xffff) : tailMask(2 * pairs);
+      __m512 v = _mm512_maskz_loadu_ps(m, x + 2 * i);
+      __m512 c =
+          _mm512_permutexvar_ps(spread, _mm512_maskz_loadu_ps(half8, cp + i));
+      __m512 s = _mm512_mul_ps(
+          _mm512_permutexvar_ps(spread, _mm512_maskz_loadu_ps(half8, sp + i)),
+          sign);
+      __m512 swapped = _mm512_permute_ps(v, 0xB1);
+      _mm512_mask_storeu_ps(
+          y + 2 * i, m,
+          _mm512_add_ps(_mm512_mul_ps(v, c), _mm512_mul_ps(swapped, s)));
+    }
+  }
+  for (int64_t i = 2 * half; y != x && i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : tailMask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_maskz_loadu_ps(m, x + i));
+  }
+}
+
 } // namespace
 
 const RowKernels &avx512RowKernels() {
   static const RowKernels table = {rmsNorm, layerNorm, activation, gated,
-                                   add,     softmax,   softCap};
+                                   add,     softmax,   softCap,    rotary};
   return table;
 }
 

@@ -113,11 +113,26 @@ void softCap(const float *x, float *y, int64_t n, float cap) {
     y[i] = std::tanh(x[i] * inv) * cap;
 }
 
+void rotary(const float *x, float *y, const float *cs, int64_t half, int64_t n,
+            bool interleaved) {
+  const float *c = cs, *s = cs + half;
+  // Pair (lo, hi) of element i: the two it rotates.
+  int64_t loStep = interleaved ? 2 : 1, hiOff = interleaved ? 1 : half;
+  for (int64_t i = 0; i < half; ++i) {
+    int64_t lo = i * loStep, hi = lo + hiOff;
+    float a = x[lo], b = x[hi];
+    y[lo] = a * c[i] - b * s[i];
+    y[hi] = b * c[i] + a * s[i];
+  }
+  if (y != x)
+    std::copy(x + 2 * half, x + n, y + 2 * half);
+}
+
 } // namespace
 
 const RowKernels &scalarRowKernels() {
   static const RowKernels table = {rmsNorm, layerNorm, activation, gated,
-                                   add,     softmax,   softCap};
+                                   add,     softmax,   softCap,    rotary};
   return table;
 }
 

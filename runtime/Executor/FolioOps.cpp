@@ -263,7 +263,7 @@ Status runRMSNorm(StepContext &ctx) {
   int64_t d = w.numel();
   if (Status s = checkRows(ctx, x, d); !s)
     return s;
-  Tensor y = Tensor::allocate(ElemType::F32, x.shape);
+  Tensor y = Tensor::empty(ElemType::F32, x.shape);
   if (Status s = fromCpu(
           ctx, cpu::rmsNorm(
                    x.as<float>(), w.as<float>(), y.as<float>(), x.numel() / d,
@@ -345,50 +345,30 @@ Status runRotary(StepContext &ctx) {
     return ctx.error("input " + shapeString(x.shape) +
                      " must be f32 [T, H, D] or [B, H, S, D] with D = " +
                      std::to_string(p.headDim));
-  int64_t b = rank4 ? x.shape[0] : 1, h = rank4 ? x.shape[1] : x.shape[1];
-  int64_t s = rank4 ? x.shape[2] : x.shape[0];
-  if (pos.numel() != b * s)
+  // Viewed as [b, h, s, D]: [B, H, S, D], or [T, H, 1, D] for rank 3.
+  int64_t b = x.shape[0], h = x.shape[1], s = rank4 ? x.shape[2] : 1;
+  if (pos.numel() != b * s ||
+      (pos.type != ElemType::I64 && pos.type != ElemType::I32))
     return ctx.error("positions " + shapeString(pos.shape) +
                      " do not match input " + shapeString(x.shape));
   const Tensor *table = ctx.has(2) ? &ctx.in(2) : nullptr;
-  int64_t half = p.rotaryDim / 2;
-  if (table && (table->rank() != 2 || table->shape[1] != p.rotaryDim))
+  if (table && (table->type != ElemType::F32 || table->rank() != 2 ||
+                table->shape[1] != p.rotaryDim))
     return ctx.error("cos_sin_cache must be [positions, rotary_dim]");
-  Tensor y = Tensor::allocate(ElemType::F32, x.shape);
-  std::memcpy(y.data, x.data, x.bytes());
-  float *out = y.as<float>();
-  std::vector<float> cs(size_t(2 * half));
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t si = 0; si < s; ++si) {
-      int64_t p0 = pos.intAt(bi * s + si);
-      if (table) {
-        if (p0 < 0 || p0 >= table->shape[0])
-          return ctx.error("position " + std::to_string(p0) +
-                           " is beyond the cos/sin table of " +
-                           std::to_string(table->shape[0]) + " positions");
-        std::memcpy(cs.data(), table->as<float>() + p0 * p.rotaryDim,
-                    size_t(2 * half) * sizeof(float));
-      } else {
-        for (int64_t i = 0; i < half; ++i) {
-          double angle = double(float(p0) * st->invFreq[size_t(i)]);
-          cs[size_t(i)] = float(std::cos(angle));
-          cs[size_t(half + i)] = float(std::sin(angle));
-        }
-      }
-      for (int64_t hi = 0; hi < h; ++hi) {
-        int64_t row = rank4 ? ((bi * h + hi) * s + si) : (si * h + hi);
-        float *v = out + row * p.headDim;
-        for (int64_t i = 0; i < half; ++i) {
-          float c = cs[size_t(i)], sn = cs[size_t(half + i)];
-          int64_t a0 = p.style == cpu::RotaryStyle::Interleaved ? 2 * i : i;
-          int64_t a1 =
-              p.style == cpu::RotaryStyle::Interleaved ? 2 * i + 1 : i + half;
-          float x0 = v[a0], x1 = v[a1];
-          v[a0] = x0 * c - x1 * sn;
-          v[a1] = x1 * c + x0 * sn;
-        }
-      }
-    }
+  std::vector<int64_t> converted;
+  const int64_t *positions = pos.as<int64_t>();
+  if (pos.type != ElemType::I64) {
+    converted = pos.ints();
+    positions = converted.data();
+  }
+  Tensor y = Tensor::empty(ElemType::F32, x.shape);
+  if (Status status = fromCpu(
+          ctx,
+          cpu::applyRotaryRows(x.as<float>(), y.as<float>(), b, h, s, positions,
+                               table ? table->as<float>() : nullptr,
+                               table ? table->shape[0] : 0, p, ctx.pool));
+      !status)
+    return status;
   ctx.setResult(0, std::move(y));
   return Status::ok();
 }

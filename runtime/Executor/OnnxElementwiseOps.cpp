@@ -1,117 +1,193 @@
 //===- OnnxElementwiseOps.cpp - Reference ONNX elementwise ops ------------===//
 //
-// Binary ops with NumPy broadcasting over f32 or i64, and unary f32 ops:
-// what remains of activations, soft-caps and positional arithmetic after
-// raising. Same-shape and scalar operands take a flat loop.
+// Binary ops with NumPy broadcasting over f32, i64 or i32, and unary f32
+// ops: what remains of activations, soft-caps, residual adds and positional
+// arithmetic after raising.
+//
+// A binary op first coalesces its broadcast: output dims of size 1 are
+// dropped and neighbouring dims merge wherever both operands step through
+// them as one (both contiguous, or both broadcast). What is left is a few
+// outer dims around one inner run in which each operand is either
+// contiguous or a single repeated element, so the inner loop is one of four
+// tight, vectorisable loops and the multi-index bookkeeping runs once per
+// row, not per element. The residual add of every layer becomes one flat
+// run; a [S, D] * [D] scale becomes S runs of D.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Executor/StepKernel.h"
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace folio::exec {
 namespace {
 
-enum class BinOp { Add, Sub, Mul, Div, Pow };
-
-template <typename T> T apply(BinOp op, T a, T b) {
-  switch (op) {
-  case BinOp::Add:
-    return a + b;
-  case BinOp::Sub:
-    return a - b;
-  case BinOp::Mul:
-    return a * b;
-  case BinOp::Div:
-    return b == T(0) && std::is_integral<T>::value ? T(0) : a / b;
-  case BinOp::Pow:
-    return T(std::pow(double(a), double(b)));
+struct AddOp {
+  template <typename T> T operator()(T a, T b) const { return a + b; }
+};
+struct SubOp {
+  template <typename T> T operator()(T a, T b) const { return a - b; }
+};
+struct MulOp {
+  template <typename T> T operator()(T a, T b) const { return a * b; }
+};
+struct DivOp {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral<T>::value)
+      return b == T(0) ? T(0) : a / b; // defined instead of a trap
+    else
+      return a / b;
   }
-  return a;
-}
-
-template <> float apply<float>(BinOp op, float a, float b) {
-  switch (op) {
-  case BinOp::Add:
-    return a + b;
-  case BinOp::Sub:
-    return a - b;
-  case BinOp::Mul:
-    return a * b;
-  case BinOp::Div:
-    return a / b;
-  case BinOp::Pow:
-    // ONNX Runtime special-cases the common exponents; so do we, so that
-    // x^2 and x^3 round as its kernels do.
-    if (b == 2.0f)
-      return a * a;
-    if (b == 3.0f)
-      return a * a * a;
-    return std::pow(a, b);
-  }
-  return a;
-}
-
-template <typename T>
-void broadcastLoop(BinOp op, const Tensor &a, const Tensor &b, Tensor &out) {
-  const T *pa = a.as<T>(), *pb = b.as<T>();
-  T *po = out.as<T>();
-  int64_t n = out.numel();
-  if (a.numel() == n && b.numel() == n) {
-    // The residual adds of every layer land here: keep the op out of the
-    // loop so it vectorises (a per-element switch cost ~6 ns an element).
-    switch (op) {
-    case BinOp::Add:
-      for (int64_t i = 0; i < n; ++i)
-        po[i] = pa[i] + pb[i];
-      return;
-    case BinOp::Mul:
-      for (int64_t i = 0; i < n; ++i)
-        po[i] = pa[i] * pb[i];
-      return;
-    default:
-      for (int64_t i = 0; i < n; ++i)
-        po[i] = apply<T>(op, pa[i], pb[i]);
-      return;
+};
+struct PowOp {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_same<T, float>::value) {
+      // ONNX Runtime special-cases the common exponents; so do we, so that
+      // x^2 and x^3 round as its kernels do.
+      if (b == 2.0f)
+        return a * a;
+      if (b == 3.0f)
+        return a * a * a;
+      return std::pow(a, b);
+    } else {
+      return T(std::pow(double(a), double(b)));
     }
   }
-  if (b.numel() == 1 && a.numel() == n) {
-    for (int64_t i = 0; i < n; ++i)
-      po[i] = apply<T>(op, pa[i], pb[0]);
-    return;
-  }
-  if (a.numel() == 1 && b.numel() == n) {
-    for (int64_t i = 0; i < n; ++i)
-      po[i] = apply<T>(op, pa[0], pb[i]);
-    return;
-  }
-  size_t r = out.shape.size();
-  auto strides = [&](const Shape &s) {
+};
+
+/// The coalesced iteration space of a broadcast: `dims` (the last is the
+/// inner run) with each operand's element stride per dim, 0 where it is
+/// broadcast. The inner strides are always 0 or 1.
+struct Walk {
+  std::vector<int64_t> dims, sa, sb;
+};
+
+Walk coalesce(const Shape &out, const Shape &a, const Shape &b) {
+  size_t r = out.size();
+  auto aligned = [&](const Shape &s) {
     std::vector<int64_t> st(r, 0);
     int64_t acc = 1;
     for (size_t k = 0; k < s.size(); ++k) {
-      size_t d = r - 1 - k;
       size_t sd = s.size() - 1 - k;
-      st[d] = s[sd] == 1 ? 0 : acc;
+      st[r - 1 - k] = s[sd] == 1 ? 0 : acc;
       acc *= s[sd];
     }
     return st;
   };
-  std::vector<int64_t> sa = strides(a.shape), sb = strides(b.shape);
-  std::vector<int64_t> idx(r, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t oa = 0, ob = 0;
-    for (size_t d = 0; d < r; ++d) {
-      oa += idx[d] * sa[d];
-      ob += idx[d] * sb[d];
+  std::vector<int64_t> sa = aligned(a), sb = aligned(b);
+  Walk w;
+  for (size_t d = 0; d < r; ++d) {
+    if (out[d] == 1)
+      continue;
+    size_t k = w.dims.size();
+    if (k > 0 && w.sa[k - 1] == sa[d] * out[d] &&
+        w.sb[k - 1] == sb[d] * out[d]) {
+      w.dims[k - 1] *= out[d];
+      w.sa[k - 1] = sa[d];
+      w.sb[k - 1] = sb[d];
+      continue;
     }
-    po[i] = apply<T>(op, pa[oa], pb[ob]);
-    advanceIndex(idx, out.shape, r);
+    w.dims.push_back(out[d]);
+    w.sa.push_back(sa[d]);
+    w.sb.push_back(sb[d]);
+  }
+  if (w.dims.empty()) { // a scalar result
+    w.dims = {1};
+    w.sa = {0};
+    w.sb = {0};
+  }
+  return w;
+}
+
+/// One inner run; the four cases are separate loops so each vectorises.
+template <typename T, typename Op>
+void runRow(const T *a, bool aStep, const T *b, bool bStep, T *o, int64_t n,
+            Op op) {
+  if (aStep && bStep) {
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = op(a[i], b[i]);
+  } else if (aStep) {
+    T bv = *b;
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = op(a[i], bv);
+  } else if (bStep) {
+    T av = *a;
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = op(av, b[i]);
+  } else {
+    std::fill(o, o + n, op(*a, *b));
   }
 }
 
-template <BinOp Op> Status runBinary(StepContext &ctx) {
+/// Output elements [begin, end) of the walk.
+template <typename T, typename Op>
+void runRange(const Walk &w, const T *pa, const T *pb, T *po, int64_t begin,
+              int64_t end, Op op) {
+  size_t outer = w.dims.size() - 1;
+  int64_t inner = w.dims[outer];
+  bool aStep = w.sa[outer] != 0, bStep = w.sb[outer] != 0;
+  std::vector<int64_t> idx(outer, 0);
+  int64_t row = begin / inner, col = begin % inner, oa = 0, ob = 0;
+  for (size_t d = outer; d-- > 0;) {
+    idx[d] = row % w.dims[d];
+    row /= w.dims[d];
+    oa += idx[d] * w.sa[d];
+    ob += idx[d] * w.sb[d];
+  }
+  for (int64_t i = begin; i < end;) {
+    int64_t len = std::min(inner - col, end - i);
+    runRow(pa + oa + (aStep ? col : 0), aStep, pb + ob + (bStep ? col : 0),
+           bStep, po + i, len, op);
+    i += len;
+    col = 0;
+    for (size_t d = outer; d-- > 0;) {
+      if (++idx[d] < w.dims[d]) {
+        oa += w.sa[d];
+        ob += w.sb[d];
+        break;
+      }
+      oa -= (w.dims[d] - 1) * w.sa[d];
+      ob -= (w.dims[d] - 1) * w.sb[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Elements per parallel chunk: one chunk per thread on big tensors, and
+/// no split at all below the size where waking workers costs more than it
+/// saves. Every element is computed on its own, so the split never changes
+/// a result.
+int64_t elementGrain(int64_t n, unsigned threads) {
+  constexpr int64_t kMinChunk = 32768;
+  if (threads <= 1 || n <= kMinChunk)
+    return std::max<int64_t>(n, 1);
+  return std::max(kMinChunk, (n + threads - 1) / int64_t(threads));
+}
+
+template <typename T, typename Op>
+void broadcast(const Tensor &a, const Tensor &b, Tensor &out,
+               cpu::ThreadPool &pool) {
+  int64_t n = out.numel();
+  if (n == 0)
+    return;
+  const T *pa = a.as<T>(), *pb = b.as<T>();
+  T *po = out.as<T>();
+  int64_t grain = elementGrain(n, pool.numThreads());
+  if (a.shape == b.shape) { // the residual adds: skip the walk's setup
+    pool.parallelFor(n, grain, [&](int64_t s, int64_t e) {
+      runRow(pa + s, true, pb + s, true, po + s, e - s, Op());
+    });
+    return;
+  }
+  Walk w = coalesce(out.shape, a.shape, b.shape);
+  pool.parallelFor(n, grain, [&](int64_t s, int64_t e) {
+    runRange(w, pa, pb, po, s, e, Op());
+  });
+}
+
+template <typename Op> Status runBinary(StepContext &ctx) {
   const Tensor &a = ctx.in(0), &b = ctx.in(1);
   if (a.type != b.type)
     return ctx.error(std::string("operands differ in element type (") +
@@ -127,16 +203,19 @@ template <BinOp Op> Status runBinary(StepContext &ctx) {
                        shapeString(b.shape) + " do not broadcast");
     shape[r - 1 - k] = da == 1 ? db : da;
   }
-  Tensor out = Tensor::allocate(a.type, shape);
+  Tensor out;
   switch (a.type) {
   case ElemType::F32:
-    broadcastLoop<float>(Op, a, b, out);
+    out = Tensor::empty(a.type, shape);
+    broadcast<float, Op>(a, b, out, ctx.pool);
     break;
   case ElemType::I64:
-    broadcastLoop<int64_t>(Op, a, b, out);
+    out = Tensor::empty(a.type, shape);
+    broadcast<int64_t, Op>(a, b, out, ctx.pool);
     break;
   case ElemType::I32:
-    broadcastLoop<int32_t>(Op, a, b, out);
+    out = Tensor::empty(a.type, shape);
+    broadcast<int32_t, Op>(a, b, out, ctx.pool);
     break;
   default:
     return ctx.error(std::string("element type ") + plan::elemTypeName(a.type) +
@@ -150,11 +229,15 @@ template <float (*Fn)(float)> Status runUnary(StepContext &ctx) {
   const Tensor &x = ctx.in(0);
   if (x.type != ElemType::F32)
     return ctx.error("expects f32");
-  Tensor out = Tensor::allocate(x.type, x.shape);
+  Tensor out = Tensor::empty(x.type, x.shape);
   const float *px = x.as<float>();
   float *po = out.as<float>();
-  for (int64_t i = 0, n = x.numel(); i < n; ++i)
-    po[i] = Fn(px[i]);
+  int64_t n = x.numel();
+  ctx.pool.parallelFor(n, elementGrain(n, ctx.pool.numThreads()),
+                       [&](int64_t s, int64_t e) {
+                         for (int64_t i = s; i < e; ++i)
+                           po[i] = Fn(px[i]);
+                       });
   ctx.setResult(0, std::move(out));
   return Status::ok();
 }
@@ -174,11 +257,11 @@ const std::vector<StepKernel> &onnxStepKernels() {
   static const std::vector<StepKernel> table = [] {
     std::vector<StepKernel> t = onnxShapeStepKernels();
     t.insert(t.end(), {
-                          {"onnx.Add", runBinary<BinOp::Add>, nullptr, 2, 2},
-                          {"onnx.Sub", runBinary<BinOp::Sub>, nullptr, 2, 2},
-                          {"onnx.Mul", runBinary<BinOp::Mul>, nullptr, 2, 2},
-                          {"onnx.Div", runBinary<BinOp::Div>, nullptr, 2, 2},
-                          {"onnx.Pow", runBinary<BinOp::Pow>, nullptr, 2, 2},
+                          {"onnx.Add", runBinary<AddOp>, nullptr, 2, 2},
+                          {"onnx.Sub", runBinary<SubOp>, nullptr, 2, 2},
+                          {"onnx.Mul", runBinary<MulOp>, nullptr, 2, 2},
+                          {"onnx.Div", runBinary<DivOp>, nullptr, 2, 2},
+                          {"onnx.Pow", runBinary<PowOp>, nullptr, 2, 2},
                           {"onnx.Tanh", runUnary<tanhF>, nullptr, 1, 1},
                           {"onnx.Erf", runUnary<erfF>, nullptr, 1, 1},
                           {"onnx.Sqrt", runUnary<sqrtF>, nullptr, 1, 1},

@@ -4,8 +4,8 @@
 // on small int tensors (Shape, Gather, Unsqueeze, Concat) and data movement
 // (Reshape, Transpose, Slice, Split). They run as ordinary steps with shapes
 // computed from the actual inputs, so dynamic dims need no symbolic
-// machinery at run time. Plain loops: on the serving path they move
-// activations a few times per layer, which is cheap next to the GEMMs.
+// machinery at run time. Data movement copies whole rows (memcpy) wherever
+// the innermost dim stays contiguous, and splits big copies over the pool.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,7 +66,7 @@ Status runGather(StepContext &ctx) {
   outShape.insert(outShape.end(), idx.shape.begin(), idx.shape.end());
   outShape.insert(outShape.end(), data.shape.begin() + axis + 1,
                   data.shape.end());
-  Tensor out = Tensor::allocate(data.type, outShape);
+  Tensor out = Tensor::empty(data.type, outShape);
   size_t es = plan::elemTypeSize(data.type);
   int64_t numIdx = idx.numel();
   for (int64_t o = 0; o < outer; ++o)
@@ -153,7 +153,7 @@ Status runConcat(StepContext &ctx) {
                          shapeString(first.shape));
     shape[size_t(axis)] += t.shape[size_t(axis)];
   }
-  Tensor out = Tensor::allocate(first.type, shape);
+  Tensor out = Tensor::empty(first.type, shape);
   size_t es = plan::elemTypeSize(first.type);
   int64_t outer = numelOf(Shape(shape.begin(), shape.begin() + axis));
   int64_t inner = numelOf(Shape(shape.begin() + axis + 1, shape.end()));
@@ -208,6 +208,79 @@ Status runReshape(StepContext &ctx) {
   return Status::ok();
 }
 
+/// Copies `n` elements of `es` bytes from `src`, `stride` elements apart,
+/// to contiguous `dst`; typed for the common sizes so it is a plain loop.
+void gatherStrided(char *dst, const char *src, int64_t n, int64_t stride,
+                   size_t es) {
+  if (stride == 1) {
+    std::memcpy(dst, src, size_t(n) * es);
+    return;
+  }
+  auto typed = [&](auto tag) {
+    using T = decltype(tag);
+    T *d = reinterpret_cast<T *>(dst);
+    const T *s = reinterpret_cast<const T *>(src);
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(d + i, s + i * stride, sizeof(T));
+  };
+  switch (es) {
+  case 1:
+    return typed(uint8_t());
+  case 2:
+    return typed(uint16_t());
+  case 4:
+    return typed(uint32_t());
+  case 8:
+    return typed(uint64_t());
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(dst + size_t(i) * es, src + size_t(i * stride) * es, es);
+  }
+}
+
+/// Fills `out` (contiguous, row-major over `dims`) from `src`, where output
+/// dim d steps `stride[d]` elements through `src`. Each output row (the
+/// last dim) is one strided gather, a memcpy when its stride is 1; rows are
+/// split over the pool.
+void copyStrided(const char *src, char *out, const std::vector<int64_t> &dims,
+                 const std::vector<int64_t> &stride, int64_t srcOffset,
+                 size_t es, cpu::ThreadPool &pool) {
+  size_t outer = dims.size() - 1;
+  int64_t inner = dims[outer], rows = 1;
+  for (size_t d = 0; d < outer; ++d)
+    rows *= dims[d];
+  if (rows == 0 || inner == 0)
+    return;
+  int64_t innerStride = stride[outer];
+  // About 64 KiB per chunk; one chunk when the pool has no workers.
+  int64_t grain =
+      pool.numThreads() <= 1
+          ? rows
+          : std::max<int64_t>(
+                1, int64_t(65536 / std::max<size_t>(1, size_t(inner) * es)));
+  pool.parallelFor(rows, grain, [&](int64_t b, int64_t e) {
+    std::vector<int64_t> idx(outer, 0);
+    int64_t off = srcOffset;
+    for (int64_t r = b, d = int64_t(outer) - 1; d >= 0; --d) {
+      idx[size_t(d)] = r % dims[size_t(d)];
+      r /= dims[size_t(d)];
+      off += idx[size_t(d)] * stride[size_t(d)];
+    }
+    for (int64_t r = b; r < e; ++r) {
+      gatherStrided(out + size_t(r * inner) * es, src + size_t(off) * es, inner,
+                    innerStride, es);
+      for (size_t d = outer; d-- > 0;) {
+        if (++idx[d] < dims[d]) {
+          off += stride[d];
+          break;
+        }
+        off -= (dims[d] - 1) * stride[d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
 Status runTranspose(StepContext &ctx) {
   const Tensor &x = ctx.in(0);
   int64_t r = x.rank();
@@ -227,39 +300,38 @@ Status runTranspose(StepContext &ctx) {
   Shape shape(static_cast<size_t>(r), 0);
   for (int64_t i = 0; i < r; ++i)
     shape[size_t(i)] = x.shape[size_t(perm[size_t(i)])];
-  Tensor out = Tensor::allocate(x.type, shape);
-  size_t es = plan::elemTypeSize(x.type);
+  // Reduce the permutation: dims of size 1 do not move data, and output
+  // dims that are neighbours in the input in the same order move as one.
+  // The [B, S, H, D] <-> [B, H, S, D] pairs around attention become a
+  // [S, H, D] -> [H, S, D] copy of D-element rows, and the decode forms
+  // (S = 1) an identity.
   std::vector<int64_t> inStride(size_t(r), 1);
   for (int64_t i = r - 2; i >= 0; --i)
     inStride[size_t(i)] = inStride[size_t(i + 1)] * x.shape[size_t(i + 1)];
-  // Walk the output in order. When the innermost dim stays innermost (the
-  // [B, S, H, D] <-> [B, H, S, D] pairs page-kv leaves around attention),
-  // each output row is one contiguous input run: copy it whole. Per
-  // element, this loop cost ~10 ns, a third of a 512-token prefill.
-  std::vector<int64_t> idx(size_t(r), 0);
-  int64_t n = out.numel();
-  const char *src = static_cast<const char *>(x.data);
-  char *dst = static_cast<char *>(out.data);
-  if (r >= 1 && perm[size_t(r - 1)] == r - 1 && n > 0) {
-    int64_t run = shape[size_t(r - 1)];
-    for (int64_t o = 0; o < n; o += run) {
-      int64_t off = 0;
-      for (int64_t d = 0; d + 1 < r; ++d)
-        off += idx[size_t(d)] * inStride[size_t(perm[size_t(d)])];
-      std::memcpy(dst + size_t(o) * es, src + size_t(off) * es,
-                  size_t(run) * es);
-      advanceIndex(idx, shape, size_t(r - 1));
+  std::vector<int64_t> dims, stride;
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t p = perm[size_t(i)], n = x.shape[size_t(p)];
+    if (n == 1)
+      continue;
+    if (!dims.empty() && stride.back() == inStride[size_t(p)] * n) {
+      dims.back() *= n;
+      stride.back() = inStride[size_t(p)];
+    } else {
+      dims.push_back(n);
+      stride.push_back(inStride[size_t(p)]);
     }
-    ctx.setResult(0, std::move(out));
+  }
+  // In input order already: the same bytes under the new shape.
+  bool inOrder = true;
+  for (size_t i = 1; i < stride.size(); ++i)
+    inOrder = inOrder && stride[i - 1] > stride[i];
+  if (inOrder) {
+    ctx.setResult(0, x.view(shape));
     return Status::ok();
   }
-  for (int64_t o = 0; o < n; ++o) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < r; ++d)
-      off += idx[size_t(d)] * inStride[size_t(perm[size_t(d)])];
-    std::memcpy(dst + size_t(o) * es, src + size_t(off) * es, es);
-    advanceIndex(idx, shape, size_t(r));
-  }
+  Tensor out = Tensor::empty(x.type, shape);
+  copyStrided(static_cast<const char *>(x.data), static_cast<char *>(out.data),
+              dims, stride, 0, plan::elemTypeSize(x.type), ctx.pool);
   ctx.setResult(0, std::move(out));
   return Status::ok();
 }
@@ -307,22 +379,21 @@ Status runSlice(StepContext &ctx) {
     begin[size_t(a)] = b;
     step[size_t(a)] = st;
   }
-  Tensor out = Tensor::allocate(x.type, shape);
-  size_t es = plan::elemTypeSize(x.type);
-  std::vector<int64_t> stride(size_t(r), 1);
-  for (int64_t i = r - 2; i >= 0; --i)
-    stride[size_t(i)] = stride[size_t(i + 1)] * x.shape[size_t(i + 1)];
-  std::vector<int64_t> idx(size_t(r), 0);
-  int64_t n = out.numel();
-  for (int64_t o = 0; o < n; ++o) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < r; ++d)
-      off += (begin[size_t(d)] + idx[size_t(d)] * step[size_t(d)]) *
-             stride[size_t(d)];
-    std::memcpy(static_cast<char *>(out.data) + size_t(o) * es,
-                static_cast<const char *>(x.data) + size_t(off) * es, es);
-    advanceIndex(idx, shape, size_t(r));
+  Tensor out = Tensor::empty(x.type, shape);
+  // Output dim d walks the input from begin[d] by step[d] rows of that dim.
+  std::vector<int64_t> dims(shape), stride(size_t(r), 1);
+  int64_t offset = 0, acc = 1;
+  for (int64_t d = r - 1; d >= 0; --d) {
+    stride[size_t(d)] = acc * step[size_t(d)];
+    offset += begin[size_t(d)] * acc;
+    acc *= x.shape[size_t(d)];
   }
+  if (r == 0) { // a scalar slices to itself
+    dims = {1};
+    stride = {1};
+  }
+  copyStrided(static_cast<const char *>(x.data), static_cast<char *>(out.data),
+              dims, stride, offset, plan::elemTypeSize(x.type), ctx.pool);
   ctx.setResult(0, std::move(out));
   return Status::ok();
 }
@@ -357,7 +428,7 @@ Status runSplit(StepContext &ctx) {
   for (size_t i = 0; i < numOut; ++i) {
     Shape shape = x.shape;
     shape[size_t(axis)] = sizes[i];
-    Tensor out = Tensor::allocate(x.type, shape);
+    Tensor out = Tensor::empty(x.type, shape);
     size_t chunk = size_t(sizes[i] * inner) * es;
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(static_cast<char *>(out.data) + size_t(o) * chunk,

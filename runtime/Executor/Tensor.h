@@ -35,6 +35,9 @@ struct Tensor {
 
   /// A fresh, zero-filled tensor.
   static Tensor allocate(ElemType type, Shape shape);
+  /// A fresh tensor with unspecified contents, for kernels that write every
+  /// element (saves a pass over the result).
+  static Tensor empty(ElemType type, Shape shape);
   /// The same storage under another shape (numel must match).
   Tensor view(Shape newShape) const;
   /// Reads element i as int64 (I64/I32 tensors; shape arithmetic).
@@ -44,6 +47,11 @@ struct Tensor {
 };
 
 int64_t numelOf(const Shape &shape);
+
+/// Bytes of freed tensor storage kept for reuse (FOLIO_TENSOR_CACHE_MB caps
+/// it, 1024 by default), and a way to hand it back to the system.
+size_t cachedTensorBytes();
+void releaseCachedTensorMemory();
 
 /// Steps a row-major multi-index over the first `rank` dims of `shape`
 /// (the last fastest), wrapping to all zeros after the last element.

@@ -105,4 +105,144 @@ TEST(Rotary, RejectsBadParams) {
   EXPECT_TRUE(applyRotary(nullptr, 1, nullptr, 0, nullptr, 0, p));
 }
 
+/// [B, H, S, D] -> [B, S, H, D] (or back when `back`), D contiguous.
+std::vector<float> swapHeadsAndSeq(const std::vector<float> &x, int64_t b,
+                                   int64_t h, int64_t s, int64_t d,
+                                   bool back = false) {
+  std::vector<float> y(x.size());
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi)
+      for (int64_t si = 0; si < s; ++si)
+        for (int64_t di = 0; di < d; ++di) {
+          size_t bhsd = size_t(((bi * h + hi) * s + si) * d + di);
+          size_t bshd = size_t(((bi * s + si) * h + hi) * d + di);
+          if (back)
+            y[bhsd] = x[bshd];
+          else
+            y[bshd] = x[bhsd];
+        }
+  return y;
+}
+
+/// The [B, H, S, D] executor layout against the reference on [T, H, D],
+/// with angles from the frequencies (shared table, and the per-call path
+/// for negative and very large positions) and from a model table.
+TEST(Rotary, RowsMatchReferenceInBothLayouts) {
+  const RotaryCase cases[] = {
+      {64, 64, RotaryStyle::HalfSplit, RopeScaling::None, 10000.0f},
+      {64, 64, RotaryStyle::Interleaved, RopeScaling::None, 10000.0f},
+      {80, 32, RotaryStyle::HalfSplit, RopeScaling::None, 10000.0f},
+      {50, 40, RotaryStyle::Interleaved, RopeScaling::None, 500000.0f},
+      {22, 22, RotaryStyle::HalfSplit, RopeScaling::Linear, 10000.0f},
+      {128, 128, RotaryStyle::HalfSplit, RopeScaling::Llama3, 500000.0f},
+  };
+  const std::vector<std::vector<int32_t>> positionSets = {
+      {0, 1, 2, 3, 4, 5, 6},           // a prefill from 0
+      {9, 3, 100, 4095, 7, 7, 300},    // any order, repeats
+      {-3, 0, 70000, 131071, 2, 1, 0}, // beyond the shared table
+  };
+  int64_t b = 1, h = 3, s = 7;
+  for (const RotaryCase &c : cases)
+    for (const auto &pos32 : positionSets) {
+      RotaryParams p;
+      p.headDim = c.headDim;
+      p.rotaryDim = c.rotaryDim;
+      p.style = c.style;
+      p.scaling = c.scaling;
+      p.base = c.base;
+      p.factor = c.scaling == RopeScaling::Llama3 ? 8.0f : 2.0f;
+      std::vector<int64_t> pos(pos32.begin(), pos32.end());
+      auto x = randomVector(size_t(b * h * s * c.headDim), 30);
+      // Reference on [S, H, D].
+      auto want = swapHeadsAndSeq(x, b, h, s, c.headDim);
+      ref::rotary(want.data(), s, h, pos32.data(), p);
+      std::vector<float> y(x.size()), yPar(x.size());
+      ASSERT_TRUE(applyRotaryRows(x.data(), y.data(), b, h, s, pos.data(),
+                                  nullptr, 0, p, serialPool()));
+      ASSERT_TRUE(applyRotaryRows(x.data(), yPar.data(), b, h, s, pos.data(),
+                                  nullptr, 0, p, parallelPool()));
+      EXPECT_LE(maxAbsDiff(swapHeadsAndSeq(y, b, h, s, c.headDim), want), 2e-6f)
+          << c.headDim << "/" << c.rotaryDim << " from " << pos[0];
+      EXPECT_TRUE(bitwiseEqual(y, yPar));
+      // [T, H, D] with positions [T], in place.
+      auto tokens = swapHeadsAndSeq(x, b, h, s, c.headDim);
+      ASSERT_TRUE(applyRotaryRows(tokens.data(), tokens.data(), s, h, 1,
+                                  pos.data(), nullptr, 0, p, serialPool()));
+      EXPECT_TRUE(bitwiseEqual(tokens, swapHeadsAndSeq(y, b, h, s, c.headDim)));
+    }
+}
+
+TEST(Rotary, RowsFromAModelTable) {
+  RotaryParams p;
+  p.headDim = 24;
+  p.rotaryDim = 16;
+  int64_t numPositions = 10, b = 2, h = 2, s = 3;
+  auto table = randomVector(size_t(numPositions * p.rotaryDim), 31);
+  auto x = randomVector(size_t(b * h * s * p.headDim), 32);
+  std::vector<int64_t> pos = {0, 9, 4, 4, 1, 2};
+  for (RotaryStyle style : {RotaryStyle::HalfSplit, RotaryStyle::Interleaved}) {
+    p.style = style;
+    std::vector<float> y(x.size());
+    ASSERT_TRUE(applyRotaryRows(x.data(), y.data(), b, h, s, pos.data(),
+                                table.data(), numPositions, p, serialPool()));
+    int64_t half = p.rotaryDim / 2;
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t hi = 0; hi < h; ++hi)
+        for (int64_t si = 0; si < s; ++si) {
+          size_t row = size_t(((bi * h + hi) * s + si) * p.headDim);
+          const float *cs =
+              table.data() + pos[size_t(bi * s + si)] * p.rotaryDim;
+          for (int64_t i = 0; i < half; ++i) {
+            int64_t lo = style == RotaryStyle::HalfSplit ? i : 2 * i;
+            int64_t hi2 =
+                style == RotaryStyle::HalfSplit ? i + half : 2 * i + 1;
+            float a = x[row + size_t(lo)], c = x[row + size_t(hi2)];
+            EXPECT_NEAR(y[row + size_t(lo)], a * cs[i] - c * cs[half + i],
+                        1e-6f);
+            EXPECT_NEAR(y[row + size_t(hi2)], c * cs[i] + a * cs[half + i],
+                        1e-6f);
+          }
+          for (int64_t i = p.rotaryDim; i < p.headDim; ++i)
+            EXPECT_EQ(y[row + size_t(i)], x[row + size_t(i)]);
+        }
+  }
+  std::vector<float> y(x.size());
+  pos[3] = 10;
+  Status st = applyRotaryRows(x.data(), y.data(), b, h, s, pos.data(),
+                              table.data(), numPositions, p, serialPool());
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.message(), "position 10 is beyond the cos/sin table of 10 "
+                          "positions");
+  // Nothing to do is fine, even without pointers.
+  EXPECT_TRUE(applyRotaryRows(nullptr, nullptr, 0, h, s, nullptr, nullptr, 0, p,
+                              serialPool()));
+}
+
+/// The AVX-512 row loop against the portable one, on heads whose halves
+/// are not multiples of the vector width.
+TEST(Rotary, VectorRowsMatchScalarRows) {
+  if (!hostFeatures().avx512)
+    GTEST_SKIP() << "no AVX-512 on this host";
+  for (int64_t d :
+       {int64_t(2), int64_t(18), int64_t(64), int64_t(100), int64_t(128)})
+    for (RotaryStyle style :
+         {RotaryStyle::HalfSplit, RotaryStyle::Interleaved}) {
+      RotaryParams p;
+      p.headDim = d;
+      p.rotaryDim = d % 4 == 0 ? d / 2 : d; // partial and full
+      p.style = style;
+      std::vector<int64_t> pos = {0, 3, 11, 2000, 5};
+      int64_t t = int64_t(pos.size()), h = 3;
+      auto x = randomVector(size_t(t * h * d), 33);
+      std::vector<float> fast(x.size()), slow(x.size());
+      ASSERT_TRUE(applyRotaryRows(x.data(), fast.data(), t, h, 1, pos.data(),
+                                  nullptr, 0, p, serialPool()));
+      setIsaLimit(Isa::Scalar);
+      ASSERT_TRUE(applyRotaryRows(x.data(), slow.data(), t, h, 1, pos.data(),
+                                  nullptr, 0, p, serialPool()));
+      setIsaLimit(Isa::Avx512);
+      EXPECT_LE(maxAbsDiff(fast, slow), 1e-6f) << d;
+    }
+}
+
 } // namespace

@@ -1,0 +1,371 @@
+//===- DataPathTest.cpp - Fast paths of the elementwise and copy steps ----===//
+//
+// Each fast path (coalesced broadcasts, row-copy transposes and slices,
+// views for identity permutations) against a per-element reference that
+// indexes the way the ONNX spec reads, over random shapes, every supported
+// element type, odd sizes and empty tensors; and 1 vs 4 threads bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Executor/StepKernel.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+using namespace folio;
+using namespace folio::exec;
+
+namespace {
+
+cpu::ThreadPool &pool1() {
+  static cpu::ThreadPool p(1);
+  return p;
+}
+cpu::ThreadPool &pool4() {
+  static cpu::ThreadPool p(4);
+  return p;
+}
+
+Status run(const std::string &kind, std::vector<Tensor> inputs, Tensor &out,
+           cpu::ThreadPool &pool, std::vector<plan::Attr> attrs = {}) {
+  const StepKernel *k = findCPUKernel(kind);
+  if (!k)
+    return Status::notFound("no kernel " + kind);
+  plan::Step step;
+  step.kind = kind;
+  step.attrs = std::move(attrs);
+  std::vector<Tensor> env = std::move(inputs);
+  for (size_t i = 0; i < env.size(); ++i)
+    step.operands.push_back(int32_t(i));
+  step.results.push_back(int32_t(env.size()));
+  env.emplace_back();
+  std::vector<cpu::KVCacheView *> caches(env.size(), nullptr);
+  StepContext ctx{step, env, caches, nullptr, pool};
+  Status s = k->run(ctx);
+  out = env.back();
+  return s;
+}
+
+Tensor random(ElemType type, Shape shape, std::mt19937 &rng) {
+  Tensor t = Tensor::allocate(type, std::move(shape));
+  std::uniform_real_distribution<float> f(-2.0f, 2.0f);
+  std::uniform_int_distribution<int> i(-5, 5);
+  for (int64_t e = 0; e < t.numel(); ++e) {
+    if (type == ElemType::F32)
+      t.as<float>()[e] = f(rng);
+    else if (type == ElemType::I64)
+      t.as<int64_t>()[e] = i(rng);
+    else
+      t.as<int32_t>()[e] = i(rng);
+  }
+  return t;
+}
+
+bool sameBytes(const Tensor &a, const Tensor &b) {
+  return a.type == b.type && a.shape == b.shape &&
+         (a.bytes() == 0 || std::memcmp(a.data, b.data, a.bytes()) == 0);
+}
+
+/// Row-major strides of `shape`.
+std::vector<int64_t> stridesOf(const Shape &shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    st[d - 1] = st[d] * shape[d];
+  return st;
+}
+
+/// Element e of a row-major tensor of `out` shape, as a multi-index.
+std::vector<int64_t> unravel(int64_t e, const Shape &shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = e % shape[d];
+    e /= shape[d];
+  }
+  return idx;
+}
+
+/// Offset in an operand of `shape` broadcast to the output index `idx`.
+int64_t broadcastOffset(const std::vector<int64_t> &idx, const Shape &shape) {
+  std::vector<int64_t> st = stridesOf(shape);
+  int64_t off = 0;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    size_t d = idx.size() - shape.size() + k;
+    off += (shape[k] == 1 ? 0 : idx[d]) * st[k];
+  }
+  return off;
+}
+
+template <typename T> T refOp(const std::string &op, T a, T b) {
+  if (op == "Add")
+    return a + b;
+  if (op == "Sub")
+    return a - b;
+  if (op == "Mul")
+    return a * b;
+  if (op == "Div") {
+    if constexpr (std::is_integral<T>::value)
+      return b == 0 ? T(0) : a / b;
+    else
+      return a / b;
+  }
+  if constexpr (std::is_same<T, float>::value) {
+    if (b == 2.0f)
+      return a * a;
+    if (b == 3.0f)
+      return a * a * a;
+    return std::pow(a, b);
+  } else {
+    return T(std::pow(double(a), double(b)));
+  }
+}
+
+template <typename T>
+Tensor refBinary(const std::string &op, const Tensor &a, const Tensor &b,
+                 const Shape &outShape) {
+  Tensor out = Tensor::allocate(a.type, outShape);
+  for (int64_t e = 0; e < out.numel(); ++e) {
+    std::vector<int64_t> idx = unravel(e, outShape);
+    out.as<T>()[e] = refOp<T>(op, a.as<T>()[broadcastOffset(idx, a.shape)],
+                              b.as<T>()[broadcastOffset(idx, b.shape)]);
+  }
+  return out;
+}
+
+Tensor refBinaryAny(const std::string &op, const Tensor &a, const Tensor &b,
+                    const Shape &outShape) {
+  if (a.type == ElemType::F32)
+    return refBinary<float>(op, a, b, outShape);
+  if (a.type == ElemType::I64)
+    return refBinary<int64_t>(op, a, b, outShape);
+  return refBinary<int32_t>(op, a, b, outShape);
+}
+
+void checkBinary(const Shape &sa, const Shape &sb, std::mt19937 &rng) {
+  size_t r = std::max(sa.size(), sb.size());
+  Shape outShape(r);
+  for (size_t k = 0; k < r; ++k) {
+    int64_t da = k < sa.size() ? sa[sa.size() - 1 - k] : 1;
+    int64_t db = k < sb.size() ? sb[sb.size() - 1 - k] : 1;
+    outShape[r - 1 - k] = da == 1 ? db : da;
+  }
+  for (ElemType type : {ElemType::F32, ElemType::I64, ElemType::I32}) {
+    Tensor a = random(type, sa, rng), b = random(type, sb, rng);
+    for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow"}) {
+      Tensor got1, got4;
+      ASSERT_TRUE(run(std::string("onnx.") + op, {a, b}, got1, pool1()));
+      ASSERT_TRUE(run(std::string("onnx.") + op, {a, b}, got4, pool4()));
+      Tensor want = refBinaryAny(op, a, b, outShape);
+      EXPECT_TRUE(sameBytes(got1, want))
+          << op << " " << shapeString(sa) << " " << shapeString(sb) << " "
+          << plan::elemTypeName(type);
+      EXPECT_TRUE(sameBytes(got1, got4)) << op << " threads";
+    }
+  }
+}
+
+TEST(DataPath, BinaryOpsMatchTheReferenceOnEveryBroadcastForm) {
+  std::mt19937 rng(7);
+  // Same shape (flat), odd sizes, big enough to split over threads.
+  checkBinary({512, 768}, {512, 768}, rng);
+  checkBinary({17}, {17}, rng);
+  checkBinary({3, 1000003 / 3}, {3, 1000003 / 3}, rng);
+  // Scalar either side, rank 0 and [1].
+  checkBinary({5, 33}, {}, rng);
+  checkBinary({1}, {7, 3, 19}, rng);
+  checkBinary({}, {}, rng);
+  // Row and column broadcasts, both directions, and outer products.
+  checkBinary({300, 77}, {77}, rng);
+  checkBinary({300, 1}, {300, 77}, rng);
+  checkBinary({40000, 1}, {1, 3}, rng);
+  checkBinary({2, 1, 5, 1, 3}, {4, 1, 6, 3}, rng);
+  // Empty tensors.
+  checkBinary({0, 5}, {5}, rng);
+  checkBinary({3, 0}, {1}, rng);
+  // Random ranks 1..5 with random broadcast dims.
+  std::uniform_int_distribution<int> rank(1, 5), dim(1, 9), coin(0, 2);
+  for (int trial = 0; trial < 60; ++trial) {
+    Shape full(size_t(rank(rng)));
+    for (int64_t &d : full)
+      d = dim(rng);
+    Shape a = full, b = full;
+    for (size_t d = 0; d < full.size(); ++d) {
+      int c = coin(rng);
+      if (c == 1)
+        a[d] = 1;
+      else if (c == 2)
+        b[d] = 1;
+    }
+    b.erase(b.begin(), b.begin() + std::uniform_int_distribution<int>(
+                                       0, int(b.size()))(rng));
+    checkBinary(a, b, rng);
+  }
+}
+
+TEST(DataPath, UnaryOpsSplitOverThreadsBitForBit) {
+  std::mt19937 rng(8);
+  for (int64_t n : {int64_t(0), int64_t(1), int64_t(100003)}) {
+    Tensor x = random(ElemType::F32, {n}, rng);
+    for (const char *op :
+         {"onnx.Tanh", "onnx.Erf", "onnx.Exp", "onnx.Neg", "onnx.Sigmoid"}) {
+      Tensor got1, got4;
+      ASSERT_TRUE(run(op, {x}, got1, pool1()));
+      ASSERT_TRUE(run(op, {x}, got4, pool4()));
+      EXPECT_TRUE(sameBytes(got1, got4)) << op;
+      if (n > 0 && std::string(op) == "onnx.Tanh") {
+        EXPECT_EQ(got1.as<float>()[n - 1], std::tanh(x.as<float>()[n - 1]));
+      }
+    }
+  }
+}
+
+Tensor refTranspose(const Tensor &x, const std::vector<int64_t> &perm) {
+  Shape shape(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    shape[i] = x.shape[size_t(perm[i])];
+  Tensor out = Tensor::allocate(x.type, shape);
+  std::vector<int64_t> st = stridesOf(x.shape);
+  size_t es = plan::elemTypeSize(x.type);
+  for (int64_t e = 0; e < out.numel(); ++e) {
+    std::vector<int64_t> idx = unravel(e, shape);
+    int64_t off = 0;
+    for (size_t i = 0; i < perm.size(); ++i)
+      off += idx[i] * st[size_t(perm[i])];
+    std::memcpy(static_cast<char *>(out.data) + size_t(e) * es,
+                static_cast<const char *>(x.data) + size_t(off) * es, es);
+  }
+  return out;
+}
+
+void checkTranspose(const Shape &shape, const std::vector<int64_t> &perm,
+                    ElemType type, std::mt19937 &rng) {
+  Tensor x = random(type, shape, rng);
+  std::vector<plan::Attr> attrs = {{"perm", perm}};
+  Tensor got1, got4;
+  ASSERT_TRUE(run("onnx.Transpose", {x}, got1, pool1(), attrs));
+  ASSERT_TRUE(run("onnx.Transpose", {x}, got4, pool4(), attrs));
+  Tensor want = refTranspose(x, perm);
+  std::string what = shapeString(shape) + " perm " + shapeString(perm);
+  EXPECT_TRUE(sameBytes(got1, want)) << what;
+  EXPECT_TRUE(sameBytes(got1, got4)) << what;
+}
+
+TEST(DataPath, TransposeMatchesTheReferenceForEveryPermutation) {
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> dim(1, 6);
+  for (int r = 1; r <= 5; ++r) {
+    std::vector<int64_t> perm(static_cast<size_t>(r));
+    std::iota(perm.begin(), perm.end(), 0);
+    int count = 0;
+    do {
+      // Rank 5 has 120 permutations; every third keeps the test quick.
+      if (r == 5 && count++ % 3 != 0)
+        continue;
+      Shape shape(static_cast<size_t>(r));
+      for (int64_t &d : shape)
+        d = dim(rng);
+      for (ElemType type : {ElemType::F32, ElemType::I64})
+        checkTranspose(shape, perm, type, rng);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+  // The attention forms: [B, S, H, D] <-> [B, H, S, D], prefill and decode,
+  // big enough to split over threads; D odd too.
+  checkTranspose({1, 512, 12, 64}, {0, 2, 1, 3}, ElemType::F32, rng);
+  checkTranspose({2, 12, 37, 65}, {0, 2, 1, 3}, ElemType::F32, rng);
+  checkTranspose({1, 1, 12, 64}, {0, 2, 1, 3}, ElemType::F32, rng);
+  // The inner dim moving, big.
+  checkTranspose({300, 517}, {1, 0}, ElemType::F32, rng);
+  checkTranspose({3, 1, 200, 1, 130}, {4, 1, 2, 3, 0}, ElemType::I32, rng);
+  // Empty and default (reversed) permutations.
+  checkTranspose({0, 3, 4}, {2, 0, 1}, ElemType::F32, rng);
+  Tensor x = random(ElemType::F32, {2, 3, 4}, rng), got;
+  ASSERT_TRUE(run("onnx.Transpose", {x}, got, pool1()));
+  EXPECT_TRUE(sameBytes(got, refTranspose(x, {2, 1, 0})));
+}
+
+TEST(DataPath, TransposeThatKeepsTheOrderIsAView) {
+  std::mt19937 rng(10);
+  // Decode's [1, 1, H, D] -> [1, H, 1, D] moves only size-1 dims.
+  Tensor x = random(ElemType::F32, {1, 1, 12, 64}, rng), got;
+  ASSERT_TRUE(run("onnx.Transpose", {x}, got, pool1(),
+                  {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}));
+  EXPECT_EQ(got.shape, (Shape{1, 12, 1, 64}));
+  EXPECT_EQ(got.data, x.data);
+  // A real permutation copies.
+  Tensor y = random(ElemType::F32, {1, 2, 12, 64}, rng);
+  ASSERT_TRUE(run("onnx.Transpose", {y}, got, pool1(),
+                  {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}));
+  EXPECT_NE(got.data, y.data);
+}
+
+Tensor ints(std::vector<int64_t> v) {
+  Tensor t = Tensor::allocate(ElemType::I64, {int64_t(v.size())});
+  std::copy(v.begin(), v.end(), t.as<int64_t>());
+  return t;
+}
+
+TEST(DataPath, SliceMatchesTheReferenceWithStepsAndNegativeSteps) {
+  std::mt19937 rng(11);
+  Tensor x = random(ElemType::F32, {4, 5, 33}, rng);
+  struct Case {
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  const Case cases[] = {
+      {{1}, {-1}, {2}, {1}},            // inner contiguous runs
+      {{0, 2}, {4, 5}, {0, 2}, {2, 3}}, // strided inner
+      {{-1}, {-100}, {2}, {-2}},        // backwards inner
+      {{3, 0}, {0, 33}, {1, 2}, {-1, 1}},
+      {{2}, {2}, {0}, {1}}, // empty
+  };
+  for (const Case &c : cases) {
+    Tensor got1, got4;
+    std::vector<Tensor> in = {x, ints(c.starts), ints(c.ends), ints(c.axes),
+                              ints(c.steps)};
+    ASSERT_TRUE(run("onnx.Slice", in, got1, pool1()));
+    ASSERT_TRUE(run("onnx.Slice", in, got4, pool4()));
+    EXPECT_TRUE(sameBytes(got1, got4));
+    // Reference: per element from the spec's formula.
+    std::vector<int64_t> begin(3, 0), step(3, 1);
+    for (size_t i = 0; i < c.axes.size(); ++i) {
+      int64_t a = c.axes[i], dim = x.shape[size_t(a)], b = c.starts[i];
+      if (b < 0)
+        b += dim;
+      begin[size_t(a)] = c.steps[i] > 0 ? std::clamp<int64_t>(b, 0, dim)
+                                        : std::clamp<int64_t>(b, 0, dim - 1);
+      step[size_t(a)] = c.steps[i];
+    }
+    std::vector<int64_t> st = stridesOf(x.shape);
+    for (int64_t e = 0; e < got1.numel(); ++e) {
+      std::vector<int64_t> idx = unravel(e, got1.shape);
+      int64_t off = 0;
+      for (size_t d = 0; d < 3; ++d)
+        off += (begin[d] + idx[d] * step[d]) * st[d];
+      ASSERT_EQ(got1.as<float>()[e], x.as<float>()[off]) << e;
+    }
+  }
+}
+
+TEST(DataPath, RecycledStorageIsReusedAndZeroedByAllocate) {
+  releaseCachedTensorMemory();
+  void *first;
+  {
+    Tensor t = Tensor::empty(ElemType::F32, {512, 768});
+    first = t.data;
+    std::fill(t.as<float>(), t.as<float>() + t.numel(), 1.0f);
+  }
+  EXPECT_GE(cachedTensorBytes(), size_t(512 * 768 * 4));
+  // A slightly smaller request of the same class gets the same block back,
+  // and allocate() still zero-fills it.
+  Tensor u = Tensor::allocate(ElemType::F32, {511, 768});
+  EXPECT_EQ(u.data, first);
+  EXPECT_EQ(cachedTensorBytes(), size_t(0));
+  for (int64_t i = 0; i < u.numel(); ++i)
+    ASSERT_EQ(u.as<float>()[i], 0.0f);
+  releaseCachedTensorMemory();
+}
+
+} // namespace
