@@ -23,6 +23,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -40,8 +41,16 @@ constexpr int64_t kHeads = 12, kKvHeads = 4, kHeadDim = 64, kBlock = 16;
 
 /// One attention call's inputs: `numSeqs` sequences of `context` tokens, the
 /// last `queryLen` of each being queried.
+/// Cache-line aligned, as the runtime allocates its pools.
+struct AlignedFree {
+  void operator()(float *p) const { std::free(p); }
+};
+using Pool = std::unique_ptr<float[], AlignedFree>;
+
 struct Problem {
-  std::vector<float> kPool, vPool, q, out;
+  Pool kPool, vPool;
+  size_t poolElems = 0;
+  std::vector<float> q, out;
   std::vector<int32_t> queryStartLoc, seqLens, blockTables;
   KVCacheView cache;
   RaggedBatch batch;
@@ -55,17 +64,18 @@ struct Problem {
     cache.numKvHeads = kKvHeads;
     cache.headDim = kHeadDim;
     cache.dtype = DType::F32;
-    size_t poolElems = size_t(cache.numBlocks * kBlock * kKvHeads * kHeadDim);
+    poolElems = size_t(cache.numBlocks * kBlock * kKvHeads * kHeadDim);
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    kPool.resize(poolElems);
-    vPool.resize(poolElems);
+    size_t bytes = (poolElems * sizeof(float) + 63) / 64 * 64;
+    kPool.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+    vPool.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
     for (size_t i = 0; i < poolElems; ++i) {
       kPool[i] = dist(rng);
       vPool[i] = dist(rng);
     }
-    cache.k = kPool.data();
-    cache.v = vPool.data();
+    cache.k = kPool.get();
+    cache.v = vPool.get();
     // A pool that has served a while hands out blocks in no order.
     std::vector<int32_t> ids(size_t(cache.numBlocks));
     for (size_t i = 0; i < ids.size(); ++i)
@@ -99,9 +109,9 @@ struct Problem {
   }
 
   void flush() const {
-    for (const std::vector<float> *pool : {&kPool, &vPool})
-      for (size_t i = 0; i < pool->size(); i += 16)
-        _mm_clflush(pool->data() + i);
+    for (const float *pool : {kPool.get(), vPool.get()})
+      for (size_t i = 0; i < poolElems; i += 16)
+        _mm_clflush(pool + i);
     _mm_mfence();
   }
 };

@@ -10,6 +10,7 @@
 
 #include "codegen/CPU/DType.h"
 
+#include <cstddef>
 #include <cstdint>
 
 namespace folio::cpu::detail {
@@ -44,13 +45,60 @@ constexpr int64_t kKeyChunk = 64;
 /// Query rows (tokens x group heads) one AVX-512 pass keeps in vector lanes.
 constexpr int64_t kLaneRows = 64;
 
-/// Byte offset of key position `pos`'s row of the tile's kv head in a pool.
-inline size_t kvRowOffset(const AttentionTile &a, int64_t pos) {
-  int64_t slot = int64_t(a.blockTable[pos / a.blockSize]) * a.blockSize +
-                 pos % a.blockSize;
-  return size_t(slot * a.slotElements + a.kvHead * a.headDim) *
-         dtypeSize(a.dtype);
-}
+/// Byte offsets in a pool of the tile's kv-head rows at consecutive key
+/// positions: one block-table lookup per block, not a division per key.
+class KvRowCursor {
+public:
+  KvRowCursor(const AttentionTile &a, int64_t pos)
+      : table(a.blockTable), blockSize(a.blockSize),
+        slotBytes(size_t(a.slotElements) * dtypeSize(a.dtype)),
+        headBytes(size_t(a.kvHead * a.headDim) * dtypeSize(a.dtype)),
+        block(pos / a.blockSize), inBlock(pos % a.blockSize) {}
+  /// Only positions the tile reads may be asked for: the table entries
+  /// past them need not be valid, or exist.
+  size_t offset() {
+    if (stale) {
+      current =
+          size_t(int64_t(table[block]) * blockSize + inBlock) * slotBytes +
+          headBytes;
+      stale = false;
+    }
+    return current;
+  }
+  void next() {
+    current += slotBytes;
+    if (++inBlock == blockSize) {
+      inBlock = 0;
+      ++block;
+      stale = true;
+    }
+  }
+
+private:
+  const int32_t *table;
+  int64_t blockSize;
+  size_t slotBytes, headBytes;
+  int64_t block, inBlock;
+  size_t current = 0;
+  bool stale = true;
+};
+
+/// Requests the cache lines of rows[j] (if any) into the cache.
+struct RowPrefetch {
+  const char *const *rows;
+  size_t bytes;
+  void operator()(int64_t j) const {
+    if (!rows || !rows[j])
+      return;
+    // Into L2 only: a chunk ahead is more than L1 holds beside the chunk
+    // being worked on.
+    uintptr_t first = reinterpret_cast<uintptr_t>(rows[j]) & ~uintptr_t(63);
+    uintptr_t last =
+        (reinterpret_cast<uintptr_t>(rows[j]) + bytes - 1) & ~uintptr_t(63);
+    for (uintptr_t line = first; line <= last; line += 64)
+      __builtin_prefetch(reinterpret_cast<const void *>(line), 0, 2);
+  }
+};
 
 /// First key position query position `pos` sees.
 inline int64_t lowestKey(const AttentionTile &a, int64_t pos) {

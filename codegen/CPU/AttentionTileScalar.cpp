@@ -27,10 +27,13 @@ float dot(const float *a, const float *b, int64_t n) {
 }
 
 void qkScores(const float *const *q, int64_t nRows, const float *const *k,
-              int64_t nKeys, int64_t hd, float *s, int64_t sStride) {
-  for (int64_t r = 0; r < nRows; ++r)
-    for (int64_t j = 0; j < nKeys; ++j)
+              int64_t nKeys, int64_t hd, float *s, int64_t sStride,
+              const RowPrefetch &pf) {
+  for (int64_t j = 0; j < nKeys; ++j) {
+    pf(j);
+    for (int64_t r = 0; r < nRows; ++r)
       s[r * sStride + j] = dot(q[r], k[j], hd);
+  }
 }
 
 float maxOf(const float *x, int64_t n) {
@@ -55,14 +58,22 @@ void softCapRow(float *x, int64_t n, float cap) {
     x[i] = std::tanh(x[i] * inv) * cap;
 }
 
-void pvAccumulate(float *acc, float corr, const float *p, const float *const *v,
-                  int64_t nKeys, int64_t hd) {
-  if (corr != 1.0f)
-    for (int64_t d = 0; d < hd; ++d)
-      acc[d] *= corr;
+void pvAccumulate(float *const *acc, const float *corr, const float *p,
+                  int64_t pStride, int64_t nRows, const float *const *v,
+                  int64_t nKeys, int64_t hd, const RowPrefetch &pf) {
   for (int64_t j = 0; j < nKeys; ++j)
-    for (int64_t d = 0; d < hd; ++d)
-      acc[d] += p[j] * v[j][d];
+    pf(j);
+  for (int64_t r = 0; r < nRows; ++r) {
+    float *ar = acc[r];
+    const float *pr = p + r * pStride;
+    if (corr[r] != 1.0f)
+      for (int64_t d = 0; d < hd; ++d)
+        ar[d] *= corr[r];
+    for (int64_t j = 0; j < nKeys; ++j)
+      if (pr[j] != 0.0f)
+        for (int64_t d = 0; d < hd; ++d)
+          ar[d] += pr[j] * v[j][d];
+  }
 }
 
 #include "codegen/CPU/AttentionTileImpl.inc"

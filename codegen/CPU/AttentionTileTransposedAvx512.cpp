@@ -248,8 +248,9 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
   for (int64_t c0 = firstKey; c0 <= maxPos; c0 += kChunk) {
     int64_t c1 = c0 + kChunk < maxPos + 1 ? c0 + kChunk : maxPos + 1;
     int64_t n = c1 - c0;
-    for (int64_t j = 0; j < n; ++j) {
-      size_t off = kvRowOffset(a, c0 + j);
+    KvRowCursor cursor(a, c0);
+    for (int64_t j = 0; j < n; ++j, cursor.next()) {
+      size_t off = cursor.offset();
       if (convert) {
         loadRowAvx512(kPool + off, a.dtype, kBuf + j * hd, hd);
         loadRowAvx512(vPool + off, a.dtype, vBuf + j * hd, hd);
