@@ -12,7 +12,8 @@
 // matching pair-split layout (Gemv.h). Per 64 bytes of weights that is one
 // load and two logic ops, against two loads, two widening moves and two
 // shifts when each half is widened in order: in the model's GEMV sequence
-// this raised the bf16 GEMV from ~0.85 to ~0.93-0.96 of the read loop.
+// this took the bf16 GEMV 2-20 % closer to the read loop (noisy; see
+// docs/cpu-kernels.md).
 //
 //===----------------------------------------------------------------------===//
 
