@@ -155,15 +155,16 @@ void runRange(const Walk &w, const T *pa, const T *pb, T *po, int64_t begin,
   }
 }
 
-/// Elements per parallel chunk: one chunk per thread on big tensors, and
-/// no split at all below the size where waking workers costs more than it
-/// saves. Every element is computed on its own, so the split never changes
-/// a result.
+/// Elements per parallel chunk: a few chunks per thread on big tensors (so
+/// a worker that loses its core holds up only a small piece), and no split
+/// at all below the size where waking workers costs more than it saves.
+/// Every element is computed on its own, so the split never changes a
+/// result.
 int64_t elementGrain(int64_t n, unsigned threads) {
   constexpr int64_t kMinChunk = 32768;
   if (threads <= 1 || n <= kMinChunk)
     return std::max<int64_t>(n, 1);
-  return std::max(kMinChunk, (n + threads - 1) / int64_t(threads));
+  return std::max(kMinChunk, (n + 4 * threads - 1) / int64_t(4 * threads));
 }
 
 template <typename T, typename Op>
