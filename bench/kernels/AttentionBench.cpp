@@ -1,11 +1,11 @@
 //===- AttentionBench.cpp - Paged attention micro-benchmarks --------------===//
 //
 // Llama-110M shapes (12 query heads, 4 kv heads, head dim 64, f32 cache,
-// block 16): a 512-token prefill and decode at context 528 for one and for
-// eight sequences. Each case runs on the AVX-512 path and on the portable
-// path; the machines are shared and noisy, so the binary repeats every case
-// in random interleaved order and ends with the median ratio per case
-// instead of trusting absolute times.
+// block 16): a 512-token prefill, decode at context 528 for one and for
+// eight sequences, and 4 speculative tokens each for eight sequences. Each case
+// runs on the AVX-512 path and on the portable path; the machines are shared
+// and noisy, so the binary repeats every case in random interleaved order and
+// ends with the median ratio per case instead of trusting absolute times.
 //
 // "cold" decode flushes the cache pools from every cache level before each
 // iteration: in a served model the next layer's K/V was last touched one
@@ -233,6 +233,10 @@ int main(int argc, char **argv) {
   registerCase("decode528x1/warm", decode1, false);
   registerCase("decode528x1/cold", decode1, true);
   registerCase("decode528x8/cold", std::make_shared<Problem>(8, 528, 1), true);
+  // Speculative verification: 4 tokens x 3 heads = 12 rows per tile, where
+  // the dispatcher switches to the transposed form.
+  registerCase("verify4x528x8/cold", std::make_shared<Problem>(8, 528, 4),
+               true);
 
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data()))

@@ -243,6 +243,7 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
   const int64_t maxLow = lowestKey(a, maxPos);
   const char *kPool = static_cast<const char *>(a.kPool);
   const char *vPool = static_cast<const char *>(a.vPool);
+  const size_t rowBytes = size_t(hd) * dtypeSize(a.dtype);
   const float *kRow[kChunk + kMaxKeyBlock], *vRow[kChunk];
 
   for (int64_t c0 = firstKey; c0 <= maxPos; c0 += kChunk) {
@@ -259,6 +260,20 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
       } else {
         kRow[j] = reinterpret_cast<const float *>(kPool + off);
         vRow[j] = reinterpret_cast<const float *>(vPool + off);
+      }
+    }
+    // The next chunk's rows, requested now: with few rows per tile (a few
+    // speculative tokens) the K/V reads from memory dominate. A chunk's
+    // arithmetic is long enough to absorb the burst.
+    for (int64_t pos = c1; pos < c1 + kChunk && pos <= maxPos;
+         ++pos, cursor.next()) {
+      size_t off = cursor.offset();
+      for (const char *pool : {kPool, vPool}) {
+        uintptr_t first =
+            reinterpret_cast<uintptr_t>(pool + off) & ~uintptr_t(63);
+        uintptr_t last = reinterpret_cast<uintptr_t>(pool + off + rowBytes - 1);
+        for (uintptr_t line = first; line <= last; line += 64)
+          _mm_prefetch(reinterpret_cast<const char *>(line), _MM_HINT_T1);
       }
     }
     // The last key block repeats a real row; its scores are never read.
