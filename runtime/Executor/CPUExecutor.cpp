@@ -74,6 +74,7 @@ public:
       states.push_back(std::move(state));
     }
     deferLinearsBeforeGathers();
+    planReleases();
     layout = {};
     for (const plan::Argument &a : plan->inputs) {
       const plan::ValueInfo &v = plan->values[size_t(a.value)];
@@ -149,6 +150,7 @@ public:
       if (deferred[i] >= 0) {
         if (Status s = runGatherThenLinear(i, values, pool); !s)
           return s;
+        release(i, values);
         continue;
       }
       const plan::Step &step = plan->steps[i];
@@ -171,6 +173,7 @@ public:
       }
       if (Status s = checkResults(ctx); !s)
         return s;
+      release(i, values);
     }
     if (plan->outputs.size() != 1)
       return Status::invalidArgument("the entry must return one logits tensor");
@@ -248,6 +251,56 @@ private:
       skipped[size_t(l)] = true;
       deferred[g] = l;
     }
+  }
+
+  /// Values each step reads, as it actually runs: nothing for a skipped
+  /// step; for a gather with a deferred linear, the linear's operands (its
+  /// input instead of its never-computed result) and the gather's indices.
+  std::vector<int32_t> readsOf(size_t i) const {
+    if (skipped[i])
+      return {};
+    const plan::Step &s = plan->steps[i];
+    if (deferred[i] < 0)
+      return s.operands;
+    std::vector<int32_t> ids = plan->steps[size_t(deferred[i])].operands;
+    ids.insert(ids.end(), s.operands.begin() + 1, s.operands.end());
+    return ids;
+  }
+
+  /// Drops each intermediate tensor right after the last step that reads
+  /// it (or the step that makes it, if nothing does). Keeping every value of
+  /// a forward alive to the end costs memory in proportion to the layers
+  /// and, worse, hands each step fresh cold memory: released blocks are
+  /// what the tensor allocator gives out next, still in cache.
+  void planReleases() {
+    size_t n = plan->steps.size();
+    std::vector<int64_t> last(plan->values.size(), -1);
+    for (size_t i = 0; i < n; ++i) {
+      if (skipped[i])
+        continue;
+      for (int32_t id : readsOf(i))
+        if (id >= 0)
+          last[size_t(id)] = int64_t(i);
+      // A gather with a deferred linear writes the linear's results.
+      for (int32_t id : plan->steps[i].results)
+        if (id >= 0 && last[size_t(id)] < int64_t(i))
+          last[size_t(id)] = int64_t(i);
+    }
+    std::vector<bool> keep(plan->values.size(), false);
+    for (int32_t id : plan->outputs)
+      keep[size_t(id)] = true;
+    for (const plan::Constant &c : plan->constants)
+      keep[size_t(c.value)] = true;
+    releases.assign(n, {});
+    for (size_t id = 0; id < last.size(); ++id)
+      if (last[id] >= 0 && !keep[id] &&
+          plan->values[id].kind != plan::ValueInfo::Kind::KVCache)
+        releases[size_t(last[id])].push_back(int32_t(id));
+  }
+
+  void release(size_t step, std::vector<Tensor> &values) const {
+    for (int32_t id : releases[step])
+      values[size_t(id)] = Tensor();
   }
 
   static bool isView(const plan::Step &s) {
@@ -369,6 +422,8 @@ private:
   std::vector<std::unique_ptr<StepState>> states;
   std::vector<bool> skipped;     ///< per step: runs inside a later step
   std::vector<int64_t> deferred; ///< per step: the linear it runs after, or -1
+  /// Per step: the values no later step reads, dropped after it.
+  std::vector<std::vector<int32_t>> releases;
   std::vector<CacheStorage> storage;
   std::vector<cpu::KVCacheView *> caches;
   KVCacheLayout layout;
