@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <sys/mman.h>
 
 namespace folio::exec {
 namespace {
@@ -114,12 +115,10 @@ public:
       cs.view.dtype = cpu::DType::F32;
       size_t bytes = cs.view.poolBytes();
       for (std::shared_ptr<void> *pool : {&cs.k, &cs.v}) {
-        void *mem = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-        if (!mem)
+        *pool = allocatePool(bytes);
+        if (!*pool)
           return Status::resourceExhausted("cannot allocate the KV cache (" +
                                            std::to_string(bytes) + " bytes)");
-        std::memset(mem, 0, bytes);
-        *pool = std::shared_ptr<void>(mem, [](void *m) { std::free(m); });
       }
       cs.view.k = cs.k.get();
       cs.view.v = cs.v.get();
@@ -251,6 +250,26 @@ private:
       skipped[size_t(l)] = true;
       deferred[g] = l;
     }
+  }
+
+  /// One zeroed K or V pool. Attention reads a sequence's blocks scattered
+  /// over the pool, a TLB miss per block with 4 KiB pages; pools of 2 MiB
+  /// or more are 2 MiB-aligned and advised as huge pages (THP in `madvise`
+  /// mode, the Debian default, only backs advised ranges), before the
+  /// zeroing touches them.
+  static std::shared_ptr<void> allocatePool(size_t bytes) {
+    constexpr size_t huge = size_t(2) << 20;
+    size_t align = bytes >= huge ? huge : 64;
+    size_t rounded = (bytes + align - 1) / align * align;
+    void *mem = std::aligned_alloc(align, rounded);
+    if (!mem)
+      return nullptr;
+#ifdef MADV_HUGEPAGE
+    if (align == huge)
+      madvise(mem, rounded, MADV_HUGEPAGE);
+#endif
+    std::memset(mem, 0, bytes);
+    return std::shared_ptr<void>(mem, [](void *m) { std::free(m); });
   }
 
   /// Values each step reads, as it actually runs: nothing for a skipped
