@@ -59,6 +59,10 @@ template <typename Pred> bool spinUntil(Pred done) {
 ThreadPool::ThreadPool(unsigned numThreads) {
   if (numThreads == 0)
     numThreads = 1;
+  count = numThreads;
+#ifdef FOLIO_THREADPOOL_OPENMP
+  return; // OpenMP's threads do the work
+#endif
   workers.reserve(numThreads - 1);
   for (unsigned i = 1; i < numThreads; ++i)
     workers.emplace_back([this] { workerLoop(); });
@@ -100,7 +104,7 @@ void ThreadPool::run(int64_t n, int64_t grain, ChunkFn fn, void *ctx) {
   if (grain < 1)
     grain = 1;
   int64_t chunks = (n + grain - 1) / grain;
-  if (workers.empty() || chunks == 1 || insideChunk) {
+  if (count == 1 || chunks == 1 || insideChunk) {
     bool wasInside = insideChunk;
     insideChunk = true;
     for (int64_t b = 0; b < n; b += grain)
@@ -109,6 +113,26 @@ void ThreadPool::run(int64_t n, int64_t grain, ChunkFn fn, void *ctx) {
     return;
   }
 
+#ifdef FOLIO_THREADPOOL_OPENMP
+  // Chunks are handed out dynamically, as with own workers; each call gets
+  // its own team, so no job lock is needed.
+  std::atomic<int64_t> next{0};
+  int team = int(chunks < int64_t(count) ? chunks : int64_t(count));
+#pragma omp parallel num_threads(team)
+  {
+    bool wasInside = insideChunk;
+    insideChunk = true;
+    for (;;) {
+      int64_t c = next.fetch_add(1, std::memory_order_relaxed);
+      if (c >= chunks)
+        break;
+      int64_t begin = c * grain;
+      fn(ctx, begin, begin + grain < n ? begin + grain : n);
+    }
+    insideChunk = wasInside;
+  }
+  return;
+#endif
   std::lock_guard<std::mutex> submit(submitMutex);
   jobFn = fn;
   jobCtx = ctx;

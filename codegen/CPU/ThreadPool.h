@@ -1,9 +1,18 @@
 //===- ThreadPool.h - One pool of kernel threads ----------------*- C++ -*-===//
 //
-// Kernels split their work with parallelFor. Workers spin for a few tens of
-// microseconds after a job (the next kernel of a step usually follows at
-// once) and then sleep on a condition variable: the machines are shared, and
-// a spinning thread that loses its core stalls every step.
+// Kernels split their work with parallelFor. Two backends, one interface:
+//  - With oneDNN (whose Debian build threads with libgomp), parallelFor runs
+//    as an OpenMP parallel region, so Folio's kernels and oneDNN's matmuls
+//    share one set of worker threads. Separate pools oversubscribe the
+//    cores: libgomp's workers keep spinning for ~5 ms after each matmul
+//    (its default GOMP_SPINCOUNT), exactly when the next Folio kernel wants
+//    those cores (measured: 2-thread prefill attention 43-61 ms with two
+//    pools against 29-31 ms with idle OpenMP workers asleep).
+//    OMP_WAIT_POLICY=passive makes idle workers sleep at once.
+//  - Otherwise, own worker threads that spin for a few tens of microseconds
+//    after a job (the next kernel of a step usually follows at once) and
+//    then sleep on a condition variable: the machines are shared, and a
+//    spinning thread that loses its core stalls every step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +39,7 @@ public:
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   /// Threads that run a parallelFor, the caller included.
-  unsigned numThreads() const { return unsigned(workers.size()) + 1; }
+  unsigned numThreads() const { return count; }
 
   /// Calls `fn(begin, end)` on disjoint chunks of at most `grain` indices
   /// covering [0, n), on the workers and the caller, and returns when all
@@ -57,8 +66,9 @@ private:
   void workerLoop();
   void runChunks();
 
-  std::vector<std::thread> workers;
-  std::mutex submitMutex; // one job at a time
+  unsigned count = 1;
+  std::vector<std::thread> workers; // empty with the OpenMP backend
+  std::mutex submitMutex;           // one job at a time
   std::mutex mutex;
   std::condition_variable wakeCv;
   std::condition_variable doneCv;
