@@ -60,15 +60,21 @@ size_t defaultCacheLimit() {
   return size_t(1) << 30;
 }
 
+/// Freed blocks by size class, for reuse. When a freed block would push the
+/// total over the limit, the size classes used longest ago give up their
+/// blocks first: a workload changes the sizes it needs (a long prefill, then
+/// steady decode) and blocks of sizes nobody asks for any more must not hold
+/// the space that the current ones need.
 class BlockCache {
 public:
   void *take(size_t bytes) {
     {
       std::lock_guard<std::mutex> lock(mutex);
-      auto it = free.find(bytes);
-      if (it != free.end() && !it->second.empty()) {
-        void *p = it->second.back();
-        it->second.pop_back();
+      SizeClass &c = free[bytes];
+      c.lastUse = ++tick;
+      if (!c.blocks.empty()) {
+        void *p = c.blocks.back();
+        c.blocks.pop_back();
         cachedBytes -= bytes;
         return p;
       }
@@ -77,21 +83,42 @@ public:
   }
 
   void give(void *p, size_t bytes) {
+    std::vector<void *> dropped;
     {
       std::lock_guard<std::mutex> lock(mutex);
+      SizeClass &mine = free[bytes];
+      mine.lastUse = ++tick;
+      // A block over the whole cap is never kept, so it evicts nothing.
+      while (bytes <= limit && cachedBytes + bytes > limit) {
+        SizeClass *victim = nullptr;
+        size_t victimBytes = 0;
+        for (auto &[b, c] : free)
+          if (b != bytes && !c.blocks.empty() &&
+              (!victim || c.lastUse < victim->lastUse)) {
+            victim = &c;
+            victimBytes = b;
+          }
+        if (!victim)
+          break;
+        dropped.push_back(victim->blocks.back());
+        victim->blocks.pop_back();
+        cachedBytes -= victimBytes;
+      }
       if (cachedBytes + bytes <= limit) {
-        free[bytes].push_back(p);
+        mine.blocks.push_back(p);
         cachedBytes += bytes;
-        return;
+        p = nullptr;
       }
     }
+    for (void *d : dropped)
+      std::free(d);
     std::free(p);
   }
 
   void release() {
     std::lock_guard<std::mutex> lock(mutex);
-    for (auto &[bytes, blocks] : free)
-      for (void *p : blocks)
+    for (auto &[bytes, c] : free)
+      for (void *p : c.blocks)
         std::free(p);
     free.clear();
     cachedBytes = 0;
@@ -102,9 +129,19 @@ public:
     return cachedBytes;
   }
 
+  void setLimit(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    limit = bytes;
+  }
+
 private:
+  struct SizeClass {
+    std::vector<void *> blocks;
+    uint64_t lastUse = 0;
+  };
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<void *>> free;
+  std::unordered_map<size_t, SizeClass> free;
+  uint64_t tick = 0;
   size_t cachedBytes = 0;
   size_t limit = defaultCacheLimit();
 };
@@ -150,6 +187,7 @@ Tensor Tensor::allocate(ElemType type, Shape shape) {
 
 size_t cachedTensorBytes() { return blockCache().cached(); }
 void releaseCachedTensorMemory() { blockCache().release(); }
+void setTensorCacheLimit(size_t bytes) { blockCache().setLimit(bytes); }
 
 Tensor Tensor::view(Shape newShape) const {
   assert(numelOf(newShape) == numel() && "a view keeps the element count");

@@ -49,9 +49,12 @@ struct Tensor {
 int64_t numelOf(const Shape &shape);
 
 /// Bytes of freed tensor storage kept for reuse (FOLIO_TENSOR_CACHE_MB caps
-/// it, 1024 by default), and a way to hand it back to the system.
+/// it, 1024 by default; over the cap the least recently used sizes go
+/// first), a way to hand it back to the system, and to change the cap
+/// (blocks already cached stay until the next free needs room).
 size_t cachedTensorBytes();
 void releaseCachedTensorMemory();
+void setTensorCacheLimit(size_t bytes);
 
 /// Steps a row-major multi-index over the first `rank` dims of `shape`
 /// (the last fastest), wrapping to all zeros after the last element.

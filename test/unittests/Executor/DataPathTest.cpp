@@ -368,4 +368,33 @@ TEST(DataPath, RecycledStorageIsReusedAndZeroedByAllocate) {
   releaseCachedTensorMemory();
 }
 
+TEST(DataPath, FullTensorCacheDropsTheSizeUsedLongestAgo) {
+  releaseCachedTensorMemory();
+  // Room for two blocks of 1 MiB: a size nobody asks for any more must give
+  // way to the one in use, instead of freezing the cache.
+  setTensorCacheLimit(size_t(2) << 20);
+  const Shape mib = {256, 1024}; // 1 MiB of f32
+  const Shape half = {128, 1024};
+  {
+    Tensor a = Tensor::empty(ElemType::F32, mib);
+    Tensor b = Tensor::empty(ElemType::F32, mib);
+  }
+  EXPECT_EQ(cachedTensorBytes(), size_t(2) << 20);
+  void *kept;
+  {
+    Tensor c = Tensor::empty(ElemType::F32, half); // a new size, in use now
+    kept = c.data;
+  }
+  // Freeing c had to drop one old 1 MiB block to fit its 512 KiB.
+  EXPECT_EQ(cachedTensorBytes(), (size_t(1) << 20) + (size_t(512) << 10));
+  Tensor d = Tensor::empty(ElemType::F32, half);
+  EXPECT_EQ(d.data, kept);
+  // A block larger than the whole cap is never kept, nor evicts anything.
+  size_t before = cachedTensorBytes();
+  { Tensor big = Tensor::empty(ElemType::F32, {1024, 1024}); }
+  EXPECT_EQ(cachedTensorBytes(), before);
+  setTensorCacheLimit(size_t(1) << 30);
+  releaseCachedTensorMemory();
+}
+
 } // namespace
