@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 packages=(
   cmake ninja-build ccache g++ python3
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
-  libgtest-dev libdnnl-dev
+  libgtest-dev libbenchmark-dev libdnnl-dev
   libprotobuf-dev protobuf-compiler
 )
 missing=()
