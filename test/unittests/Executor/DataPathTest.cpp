@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Executor/StepKernel.h"
+#include "RunStep.h"
 
 #include <gtest/gtest.h>
 
@@ -33,21 +33,10 @@ cpu::ThreadPool &pool4() {
 
 Status run(const std::string &kind, std::vector<Tensor> inputs, Tensor &out,
            cpu::ThreadPool &pool, std::vector<plan::Attr> attrs = {}) {
-  const StepKernel *k = findCPUKernel(kind);
-  if (!k)
-    return Status::notFound("no kernel " + kind);
-  plan::Step step;
-  step.kind = kind;
-  step.attrs = std::move(attrs);
-  std::vector<Tensor> env = std::move(inputs);
-  for (size_t i = 0; i < env.size(); ++i)
-    step.operands.push_back(int32_t(i));
-  step.results.push_back(int32_t(env.size()));
-  env.emplace_back();
-  std::vector<cpu::KVCacheView *> caches(env.size(), nullptr);
-  StepContext ctx{step, env, caches, nullptr, pool};
-  Status s = k->run(ctx);
-  out = env.back();
+  std::vector<Tensor> results;
+  Status s = test::runStep(kind, std::move(inputs), results, std::move(attrs),
+                           1, pool);
+  out = results.empty() ? Tensor() : results[0];
   return s;
 }
 

@@ -3,12 +3,15 @@
 #include "runtime/Executor/StepKernel.h"
 #include "runtime/Executor/Executor.h"
 
+#include "RunStep.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 using namespace folio;
 using namespace folio::exec;
+using folio::exec::test::runStep;
 
 namespace {
 
@@ -26,30 +29,6 @@ Tensor floats(std::vector<float> v, Shape shape) {
 
 std::vector<float> values(const Tensor &t) {
   return std::vector<float>(t.as<float>(), t.as<float>() + t.numel());
-}
-
-/// Runs one step of `kind` on `inputs`; results land in `out`.
-Status runStep(const std::string &kind, std::vector<Tensor> inputs,
-               std::vector<Tensor> &out, std::vector<plan::Attr> attrs = {},
-               size_t numResults = 1) {
-  const StepKernel *k = findCPUKernel(kind);
-  if (!k)
-    return Status::notFound("no kernel " + kind);
-  plan::Step step;
-  step.kind = kind;
-  step.attrs = std::move(attrs);
-  std::vector<Tensor> env = std::move(inputs);
-  for (size_t i = 0; i < env.size(); ++i)
-    step.operands.push_back(int32_t(i));
-  for (size_t i = 0; i < numResults; ++i) {
-    step.results.push_back(int32_t(env.size()));
-    env.emplace_back();
-  }
-  std::vector<cpu::KVCacheView *> caches(env.size(), nullptr);
-  StepContext ctx{step, env, caches, nullptr, cpu::ThreadPool::global()};
-  Status s = k->run(ctx);
-  out.assign(env.end() - long(numResults), env.end());
-  return s;
 }
 
 TEST(OnnxOps, ShapeGatherUnsqueezeConcatBuildAReshapeTarget) {
