@@ -255,7 +255,7 @@ private:
   /// One zeroed K or V pool. Attention reads a sequence's blocks scattered
   /// over the pool, a TLB miss per block with 4 KiB pages; pools of 2 MiB
   /// or more are 2 MiB-aligned and advised as huge pages (THP in `madvise`
-  /// mode, the Debian default, only backs advised ranges), before the
+  /// mode, as on these machines, only backs advised ranges), before the
   /// zeroing touches them.
   static std::shared_ptr<void> allocatePool(size_t bytes) {
     constexpr size_t huge = size_t(2) << 20;
