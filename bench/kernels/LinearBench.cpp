@@ -12,7 +12,7 @@
 //    PackedWeight's huge-page chunks.
 //  prefill: each distinct linear shape at M = 512 through linear().
 //
-// Usage: folio-linear-bench [rounds=15]
+// Usage: folio-linear-bench [rounds=15] [threads=1]
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,14 +130,14 @@ Model build(const std::string &name, bool stackGateUp, bool stackQkv,
   return m;
 }
 
-void decode(int rounds) {
+void decode(int rounds, unsigned threads) {
   std::vector<Model> models;
   models.push_back(
       build("separate gate/up, 4 KiB pages (before)", false, false, true));
   models.push_back(build("separate gate/up", false, false, false));
   models.push_back(build("stacked gate/up (now)", true, false, false));
   models.push_back(build("stacked gate/up + stacked qkv", true, true, false));
-  ThreadPool pool(1);
+  ThreadPool pool(threads);
   std::vector<float> x(static_cast<size_t>(kFfn), 0.01f);
   std::vector<float> y(static_cast<size_t>(kVocab));
   size_t readFloats = size_t(1) << 28; // 1 GiB, beyond the 300 MiB L3
@@ -148,7 +148,17 @@ void decode(int rounds) {
   std::vector<std::vector<double>> gbs(models.size()), ratio(models.size());
   for (int r = 0; r < rounds; ++r) {
     double t0 = seconds();
-    volatile float sink = readLoop(buf, readFloats);
+    // One contiguous part per thread, as folio-bench's probe.
+    std::vector<float> part(threads, 0.0f);
+    size_t per = readFloats / threads / 64 * 64;
+    pool.parallelFor(int64_t(threads), 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        size_t len =
+            size_t(t) + 1 == threads ? readFloats - size_t(t) * per : per;
+        part[size_t(t)] = readLoop(buf + size_t(t) * per, len);
+      }
+    });
+    volatile float sink = part[0];
     (void)sink;
     double bw = double(readFloats * sizeof(float)) / (seconds() - t0) / 1e9;
     read.push_back(bw);
@@ -163,8 +173,9 @@ void decode(int rounds) {
     }
   }
   std::free(buf);
-  std::printf("decode (M = 1, bf16, %d rounds): read loop median %.2f GB/s\n",
-              rounds, median(read));
+  std::printf("decode (M = 1, bf16, %d rounds, %u threads): read loop median "
+              "%.2f GB/s\n",
+              rounds, threads, median(read));
   for (size_t v = 0; v < models.size(); ++v)
     std::printf("  %-44s %6.1f MB  %6.2f GB/s  %.3f of read loop\n",
                 models[v].name.c_str(), double(models[v].bytes) / 1e6,
@@ -212,8 +223,14 @@ void prefill(int rounds) {
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? std::atoi(argv[1]) : 15;
+  int threads = argc > 2 ? std::atoi(argv[2]) : 1;
+  if (rounds < 1 || threads < 1) {
+    std::fprintf(stderr,
+                 "usage: folio-linear-bench [rounds>=1] [threads>=1]\n");
+    return 2;
+  }
   setLibraryThreads(1);
-  decode(rounds);
+  decode(rounds, unsigned(threads));
   prefill(rounds);
   return 0;
 }
