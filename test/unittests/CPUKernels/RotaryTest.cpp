@@ -15,6 +15,17 @@ struct RotaryCase {
   RotaryStyle style;
   RopeScaling scaling;
   float base;
+
+  RotaryParams params() const {
+    RotaryParams p;
+    p.headDim = headDim;
+    p.rotaryDim = rotaryDim;
+    p.style = style;
+    p.scaling = scaling;
+    p.base = base;
+    p.factor = scaling == RopeScaling::Llama3 ? 8.0f : 2.0f;
+    return p;
+  }
 };
 
 TEST(Rotary, MatchesReference) {
@@ -29,13 +40,7 @@ TEST(Rotary, MatchesReference) {
   std::vector<int32_t> positions = {0, 1, 5, 100, 4095, 131071, 7};
   int64_t t = int64_t(positions.size()), hq = 4, hk = 2;
   for (const RotaryCase &c : cases) {
-    RotaryParams p;
-    p.headDim = c.headDim;
-    p.rotaryDim = c.rotaryDim;
-    p.style = c.style;
-    p.scaling = c.scaling;
-    p.base = c.base;
-    p.factor = c.scaling == RopeScaling::Llama3 ? 8.0f : 2.0f;
+    RotaryParams p = c.params();
     auto q = randomVector(size_t(t * hq * c.headDim), 20);
     auto k = randomVector(size_t(t * hk * c.headDim), 21);
     auto qWant = q, kWant = k, qPar = q, kPar = k;
@@ -144,13 +149,7 @@ TEST(Rotary, RowsMatchReferenceInBothLayouts) {
   int64_t b = 1, h = 3, s = 7;
   for (const RotaryCase &c : cases)
     for (const auto &pos32 : positionSets) {
-      RotaryParams p;
-      p.headDim = c.headDim;
-      p.rotaryDim = c.rotaryDim;
-      p.style = c.style;
-      p.scaling = c.scaling;
-      p.base = c.base;
-      p.factor = c.scaling == RopeScaling::Llama3 ? 8.0f : 2.0f;
+      RotaryParams p = c.params();
       std::vector<int64_t> pos(pos32.begin(), pos32.end());
       auto x = randomVector(size_t(b * h * s * c.headDim), 30);
       // Reference on [S, H, D].
