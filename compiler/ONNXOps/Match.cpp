@@ -3,6 +3,7 @@
 #include "ONNXOps/Match.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 using namespace mlir;
@@ -14,6 +15,12 @@ ONNXNodeOp mlir::folio::matchONNX(Value value, StringRef opType,
   if (!node || node.getOpType() != opType || node.getDomain() != domain)
     return {};
   return node;
+}
+
+Value mlir::folio::stripTensorCasts(Value value) {
+  while (auto cast = value.getDefiningOp<tensor::CastOp>())
+    value = cast.getSource();
+  return value;
 }
 
 Value mlir::folio::getONNXInput(ONNXNodeOp node, unsigned index) {

@@ -17,6 +17,9 @@ namespace mlir::folio {
 /// default domain), else null.
 ONNXNodeOp matchONNX(Value value, StringRef opType, StringRef domain = "");
 
+/// `value` with any chain of tensor.cast views above it looked through.
+Value stripTensorCasts(Value value);
+
 /// Input `index` of `node` in ONNX numbering (absent inputs count), or null
 /// when that input is omitted or past the end.
 Value getONNXInput(ONNXNodeOp node, unsigned index);

@@ -28,13 +28,6 @@ using namespace mlir::folio;
 
 namespace {
 
-/// Looks through tensor.cast views.
-Value stripCasts(Value v) {
-  while (auto cast = v.getDefiningOp<tensor::CastOp>())
-    v = cast.getSource();
-  return v;
-}
-
 /// Whether `node` is a Transpose swapping dims 1 and 2 of a rank-4 tensor
 /// ([B, S, H, D] <-> [B, H, S, D]; the permutation is its own inverse).
 bool swapsSeqAndHeads(ONNXNodeOp node) {
@@ -66,7 +59,8 @@ bool fold(RotaryOp rotary, OpBuilder &builder) {
   auto inType = dyn_cast<RankedTensorType>(rotary.getInput().getType());
   if (!inType || inType.getRank() != 4)
     return false;
-  ONNXNodeOp before = matchONNX(stripCasts(rotary.getInput()), "Transpose");
+  ONNXNodeOp before =
+      matchONNX(stripTensorCasts(rotary.getInput()), "Transpose");
   if (!swapsSeqAndHeads(before))
     return false;
   ONNXNodeOp after = transposeAfter(rotary);

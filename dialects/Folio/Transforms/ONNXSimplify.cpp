@@ -97,10 +97,7 @@ Value forwardedInput(ONNXNodeOp node, ONNXShapeInference &inference) {
     // A transpose undoing an earlier one (page-kv moves heads around the
     // paged attention and the model moves them back), possibly through
     // tensor.cast views: out dim i = x dim inner[outer[i]].
-    Value source = input;
-    while (auto cast = source.getDefiningOp<tensor::CastOp>())
-      source = cast.getSource();
-    ONNXNodeOp earlier = matchONNX(source, "Transpose");
+    ONNXNodeOp earlier = matchONNX(stripTensorCasts(input), "Transpose");
     if (!earlier)
       return {};
     auto innerPerm =
