@@ -27,6 +27,8 @@ namespace folio::cpu::detail {
 /// rows zero), made lazily and cached; the runtime-M primitive over the
 /// borrowed buffer is the fallback. FOLIO_DNNL_WEIGHTS=ba turns the blocked
 /// copy off. The weight buffer is borrowed and must outlive this object.
+/// Both layouts are cut into column slices (about eight, a function of N
+/// only), each run single-threaded on the pool (DnnlMatmul.cpp).
 class DnnlMatmul {
 public:
   /// Null (with `why` set) if oneDNN cannot build the primitive here.
@@ -37,7 +39,8 @@ public:
   ~DnnlMatmul();
 
   /// y[m, n] = x[m, :] . W^T + bias. bf16 weights take x rounded to bf16
-  /// (converted here on the pool), f32 weights take x as is.
+  /// (converted here on the pool), f32 weights take x as is. The slices run
+  /// on `pool`; results do not depend on its size.
   Status run(const float *x, int64_t m, float *y, ThreadPool &pool) const;
 
   /// Bytes of the blocked copy (0 when there is none).

@@ -53,21 +53,19 @@ Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
     splitPairs(x, a.m, a.k, pairs.data());
     a.xPairs = pairs.data();
   }
-  // About two chunks per thread, between 64 KiB and 512 KiB of weights
-  // each. Every chunk costs a shared-counter bump and a cold start for the
-  // prefetchers, and a decode step makes ~70 GEMV calls, so small fixed
-  // chunks (64 KiB, before) lost 15-20 % of the 2-thread read loop to that;
-  // the 512 KiB cap keeps the big weights (lm_head) dynamically balanced.
-  // folio-linear-bench 7 2, one token's GEMVs, 3 alternating rounds: 0.78 /
-  // 0.81 / 0.86 of the read loop before, 0.81 / 0.93 / 0.88 after; one
-  // thread unchanged within noise (0.95-0.98).
+  // Guided chunks: the first grabs take about a quarter of the rows each (2
+  // threads), later ones shrink to 32 KiB of weights. Each chunk costs a
+  // shared-counter bump and a cold start for the prefetchers, and a decode
+  // step makes ~60 GEMV calls, so fixed 64 KiB chunks lost 15-20 % of the
+  // 2-thread read loop; fixed chunks of about half a thread's share (the
+  // previous rule) left up to one large chunk of tail on one thread when the
+  // other lost its core. folio-linear-bench 7 2, one token's GEMVs, in-run
+  // alternation, 6 rounds of 7: guided 0.78-0.91 of the read loop against
+  // 0.80-0.90 before, ahead in 4 of the 6 (docs/cpu-kernels.md, Linear).
   int64_t rowBytes = a.k * int64_t(dtypeSize(w.storage()));
-  int64_t target = a.n * rowBytes / (2 * int64_t(pool.numThreads()));
-  target = std::max<int64_t>(int64_t(64) << 10,
-                             std::min<int64_t>(target, int64_t(512) << 10));
-  int64_t grain = (target / rowBytes + 3) / 4 * 4;
-  pool.parallelFor(a.n, grain > 4 ? grain : 4,
-                   [&](int64_t b, int64_t e) { kernel(a, b, e); });
+  int64_t minRows = ((int64_t(32) << 10) / rowBytes + 3) / 4 * 4;
+  pool.parallelForGuided(a.n, minRows > 4 ? minRows : 4, /*align=*/4,
+                         [&](int64_t b, int64_t e) { kernel(a, b, e); });
   return Status::success();
 }
 

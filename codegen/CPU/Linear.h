@@ -75,11 +75,11 @@ Status linear(const float *x, int64_t numTokens, const PackedWeight &w,
 Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
                   float *y, ThreadPool &pool = ThreadPool::global());
 
-/// Sets the OpenMP team size oneDNN's matmuls use, for parallel regions the
-/// calling thread starts (an OpenMP setting is per thread). oneDNN 2.6 here
-/// threads with OpenMP, not with ThreadPool, so a caller that sizes its pool
-/// calls this too. Returns false when no OpenMP runtime is loaded (no
-/// oneDNN), where there is nothing to size.
+/// Sets the OpenMP team size for oneDNN calls made on the calling thread (an
+/// OpenMP setting is per thread). Folio's own matmuls set 1 on every thread
+/// that runs them (DnnlMatmul.cpp); benchmarks that call oneDNN directly
+/// (the GEMM-peak probe) set their own. Returns false when no OpenMP
+/// runtime is loaded (no oneDNN), where there is nothing to size.
 bool setLibraryThreads(int numThreads);
 
 } // namespace folio::cpu

@@ -60,9 +60,6 @@ ThreadPool::ThreadPool(unsigned numThreads) {
   if (numThreads == 0)
     numThreads = 1;
   count = numThreads;
-#ifdef FOLIO_THREADPOOL_OPENMP
-  return; // OpenMP's threads do the work
-#endif
   workers.reserve(numThreads - 1);
   for (unsigned i = 1; i < numThreads; ++i)
     workers.emplace_back([this] { workerLoop(); });
@@ -84,69 +81,86 @@ ThreadPool &ThreadPool::global() {
   return pool;
 }
 
+void ThreadPool::setWorkersPausedForTesting(bool p) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    paused = p;
+  }
+  wakeCv.notify_all();
+}
+
+bool ThreadPool::grab(int64_t &begin, int64_t &end) {
+  if (!jobGuided) {
+    int64_t c = next.fetch_add(1, std::memory_order_relaxed);
+    begin = c * jobGrain;
+    if (begin >= jobN)
+      return false;
+    end = begin + jobGrain < jobN ? begin + jobGrain : jobN;
+    return true;
+  }
+  int64_t cur = next.load(std::memory_order_relaxed);
+  for (;;) {
+    if (cur >= jobN)
+      return false;
+    int64_t size = (jobN - cur) / (2 * int64_t(count));
+    if (size < jobGrain)
+      size = jobGrain;
+    size = (size + jobAlign - 1) / jobAlign * jobAlign;
+    int64_t stop = cur + size < jobN ? cur + size : jobN;
+    if (next.compare_exchange_weak(cur, stop, std::memory_order_relaxed)) {
+      begin = cur;
+      end = stop;
+      return true;
+    }
+  }
+}
+
 void ThreadPool::runChunks() {
   bool wasInside = insideChunk;
   insideChunk = true;
-  for (;;) {
-    int64_t c = nextChunk.fetch_add(1, std::memory_order_relaxed);
-    if (c >= jobChunks)
-      break;
-    int64_t begin = c * jobGrain;
-    int64_t end = begin + jobGrain < jobN ? begin + jobGrain : jobN;
-    jobFn(jobCtx, begin, end);
-  }
+  int64_t b, e;
+  while (grab(b, e))
+    jobFn(jobCtx, b, e);
   insideChunk = wasInside;
 }
 
-void ThreadPool::run(int64_t n, int64_t grain, ChunkFn fn, void *ctx) {
+void ThreadPool::run(int64_t n, int64_t grain, int64_t align, bool guided,
+                     ChunkFn fn, void *ctx) {
   if (n <= 0)
     return;
-  if (grain < 1)
-    grain = 1;
-  int64_t chunks = (n + grain - 1) / grain;
-  if (count == 1 || chunks == 1 || insideChunk) {
+  if (align < 1)
+    align = 1;
+  if (grain < align)
+    grain = align;
+  grain = (grain + align - 1) / align * align;
+  if (count == 1 || n <= grain || insideChunk) {
     bool wasInside = insideChunk;
     insideChunk = true;
-    for (int64_t b = 0; b < n; b += grain)
-      fn(ctx, b, b + grain < n ? b + grain : n);
+    if (guided)
+      fn(ctx, 0, n);
+    else
+      for (int64_t b = 0; b < n; b += grain)
+        fn(ctx, b, b + grain < n ? b + grain : n);
     insideChunk = wasInside;
     return;
   }
 
-#ifdef FOLIO_THREADPOOL_OPENMP
-  // Chunks are handed out dynamically, as with own workers; each call gets
-  // its own team, so no job lock is needed.
-  std::atomic<int64_t> next{0};
-  int team = int(chunks < int64_t(count) ? chunks : int64_t(count));
-#pragma omp parallel num_threads(team)
-  {
-    bool wasInside = insideChunk;
-    insideChunk = true;
-    for (;;) {
-      int64_t c = next.fetch_add(1, std::memory_order_relaxed);
-      if (c >= chunks)
-        break;
-      int64_t begin = c * grain;
-      fn(ctx, begin, begin + grain < n ? begin + grain : n);
-    }
-    insideChunk = wasInside;
-  }
-  return;
-#endif
   std::lock_guard<std::mutex> submit(submitMutex);
   jobFn = fn;
   jobCtx = ctx;
   jobN = n;
   jobGrain = grain;
-  jobChunks = chunks;
-  nextChunk.store(0, std::memory_order_relaxed);
-  pendingWorkers.store(int(workers.size()), std::memory_order_relaxed);
+  jobAlign = align;
+  jobGuided = guided;
+  next.store(0, std::memory_order_relaxed);
   bool wake;
+  uint64_t gen;
   {
     // Bumping under the mutex means a worker that is about to sleep either
     // sees the new generation or is already waiting when we notify.
     std::lock_guard<std::mutex> lock(mutex);
-    generation.fetch_add(1, std::memory_order_release);
+    gen = generation.fetch_add(1, std::memory_order_release) + 1;
+    openGeneration.store(gen, std::memory_order_seq_cst);
     wake = sleepers > 0;
   }
   if (wake)
@@ -154,12 +168,15 @@ void ThreadPool::run(int64_t n, int64_t grain, ChunkFn fn, void *ctx) {
 
   runChunks();
 
-  auto allDone = [this] {
-    return pendingWorkers.load(std::memory_order_acquire) == 0;
-  };
-  if (!spinUntil(allDone)) {
+  // Every chunk is claimed. Close the job, then wait for the workers that
+  // joined it. The close and a joining worker's increment are both
+  // sequentially consistent: either the worker's increment comes first and
+  // we see it here, or it sees the job closed and never touches it.
+  openGeneration.store(0, std::memory_order_seq_cst);
+  auto allLeft = [this] { return inside.load(std::memory_order_seq_cst) == 0; };
+  if (!spinUntil(allLeft)) {
     std::unique_lock<std::mutex> lock(mutex);
-    doneCv.wait(lock, allDone);
+    doneCv.wait(lock, allLeft);
   }
 }
 
@@ -177,12 +194,15 @@ void ThreadPool::workerLoop() {
     }
     seen = generation.load(std::memory_order_acquire);
     {
-      std::lock_guard<std::mutex> lock(mutex);
+      std::unique_lock<std::mutex> lock(mutex);
+      wakeCv.wait(lock, [&] { return !paused || stopping; });
       if (stopping)
         return;
     }
-    runChunks();
-    if (pendingWorkers.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    inside.fetch_add(1, std::memory_order_seq_cst);
+    if (openGeneration.load(std::memory_order_seq_cst) == seen)
+      runChunks();
+    if (inside.fetch_sub(1, std::memory_order_seq_cst) == 1) {
       std::lock_guard<std::mutex> lock(mutex);
       doneCv.notify_all();
     }

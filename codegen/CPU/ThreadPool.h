@@ -1,18 +1,27 @@
 //===- ThreadPool.h - One pool of kernel threads ----------------*- C++ -*-===//
 //
-// Kernels split their work with parallelFor. Two backends, one interface:
-//  - With oneDNN (whose Debian build threads with libgomp), parallelFor runs
-//    as an OpenMP parallel region, so Folio's kernels and oneDNN's matmuls
-//    share one set of worker threads. Separate pools oversubscribe the
-//    cores: libgomp's workers keep spinning for ~5 ms after each matmul
-//    (its default GOMP_SPINCOUNT), exactly when the next Folio kernel wants
-//    those cores (measured: 2-thread prefill attention 43-61 ms with two
-//    pools against 29-31 ms with idle OpenMP workers asleep).
-//    OMP_WAIT_POLICY=passive makes idle workers sleep at once.
-//  - Otherwise, own worker threads that spin for a few tens of microseconds
-//    after a job (the next kernel of a step usually follows at once) and
-//    then sleep on a condition variable: the machines are shared, and a
-//    spinning thread that loses its core stalls every step.
+// Kernels split their work with parallelFor: chunks handed out through one
+// shared counter to the calling thread and the pool's workers.
+//
+// The machines are shared, so a worker may not have a core when a job
+// starts. The caller therefore never waits for a worker that has not begun
+// a chunk: a worker joins a job only while it is open, the caller closes it
+// once every chunk is claimed, and then waits only for chunks already being
+// run. A worker that wakes late finds the job closed and goes back to wait.
+// (A fork-join pool in which every worker must check in, as OpenMP's
+// implicit barrier or a "pending workers" count, turns each job into a wait
+// for the scheduler to give that worker a core: measured with another
+// process busy on the second vCPU, 2-thread decode GEMVs ran at 0.3 GB/s,
+// 50x slower than one thread.)
+//
+// Idle workers poll for a few tens of microseconds after a job (the next
+// kernel of a step usually follows at once) and then sleep on a condition
+// variable, so an idle pool holds no core.
+//
+// oneDNN's matmuls run on this pool too: DnnlMatmul splits a matmul into
+// column slices and runs each slice single-threaded on a pool thread, so
+// libgomp never starts a team of its own (whose workers would spin for
+// milliseconds after every matmul, on the cores this pool wants).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +47,7 @@ public:
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
 
-  /// Threads that run a parallelFor, the caller included.
+  /// Threads that may run a parallelFor, the caller included.
   unsigned numThreads() const { return count; }
 
   /// Calls `fn(begin, end)` on disjoint chunks of at most `grain` indices
@@ -46,15 +55,31 @@ public:
   /// are done. Chunk boundaries depend only on n and grain, never on the
   /// number of threads, so kernels that write each chunk's output from its
   /// own inputs give identical results for any pool size. A parallelFor
-  /// issued from inside a chunk runs serially on that thread.
+  /// issued from inside a chunk runs serially on that thread. Calls from
+  /// several threads at once are serialised.
   template <typename Fn> void parallelFor(int64_t n, int64_t grain, Fn &&fn) {
-    run(
-        n, grain,
-        [](void *ctx, int64_t b, int64_t e) {
-          (*static_cast<Fn *>(ctx))(b, e);
-        },
+    run(n, grain, /*align=*/1, /*guided=*/false, &call<Fn>,
         const_cast<void *>(static_cast<const void *>(&fn)));
   }
+
+  /// Like parallelFor, but chunk sizes shrink as the work drains (guided
+  /// scheduling): each grab takes about remaining / (2 * threads) indices,
+  /// never fewer than `minGrain`, rounded up to a multiple of `align`. For
+  /// kernels that stream one long buffer (the GEMV): a few large chunks
+  /// keep each thread's prefetchers on one contiguous run, the small tail
+  /// chunks even out a thread that lost its core. Chunk boundaries depend on
+  /// timing, so only kernels whose outputs do not depend on how the range is
+  /// split may use it.
+  template <typename Fn>
+  void parallelForGuided(int64_t n, int64_t minGrain, int64_t align, Fn &&fn) {
+    run(n, minGrain, align, /*guided=*/true, &call<Fn>,
+        const_cast<void *>(static_cast<const void *>(&fn)));
+  }
+
+  /// Testing only: while paused, workers that see a new job wait before
+  /// joining it, as a worker without a core would; jobs must still finish,
+  /// on the caller alone.
+  void setWorkersPausedForTesting(bool paused);
 
   /// The process-wide pool: FOLIO_NUM_THREADS threads if set, else one per
   /// core this process may run on.
@@ -62,28 +87,38 @@ public:
 
 private:
   using ChunkFn = void (*)(void *, int64_t, int64_t);
-  void run(int64_t n, int64_t grain, ChunkFn fn, void *ctx);
+  template <typename Fn> static void call(void *ctx, int64_t b, int64_t e) {
+    (*static_cast<Fn *>(ctx))(b, e);
+  }
+  void run(int64_t n, int64_t grain, int64_t align, bool guided, ChunkFn fn,
+           void *ctx);
   void workerLoop();
   void runChunks();
+  bool grab(int64_t &begin, int64_t &end);
 
   unsigned count = 1;
-  std::vector<std::thread> workers; // empty with the OpenMP backend
-  std::mutex submitMutex;           // one job at a time
+  std::vector<std::thread> workers;
+  std::mutex submitMutex; // one job at a time
   std::mutex mutex;
   std::condition_variable wakeCv;
   std::condition_variable doneCv;
   int sleepers = 0; // guarded by mutex
   bool stopping = false;
+  bool paused = false; // guarded by mutex
   std::atomic<uint64_t> generation{0};
-  std::atomic<int> pendingWorkers{0};
+  /// The generation of the job workers may join; 0 once it is closed.
+  std::atomic<uint64_t> openGeneration{0};
+  /// Workers that joined the current job and have not left it.
+  std::atomic<int> inside{0};
 
   // The current job; written before generation is bumped.
   ChunkFn jobFn = nullptr;
   void *jobCtx = nullptr;
   int64_t jobN = 0;
-  int64_t jobGrain = 1;
-  int64_t jobChunks = 0;
-  std::atomic<int64_t> nextChunk{0};
+  int64_t jobGrain = 1; // the minimum grain when guided
+  int64_t jobAlign = 1;
+  bool jobGuided = false;
+  std::atomic<int64_t> next{0}; // next chunk, or next index when guided
 };
 
 } // namespace folio::cpu

@@ -137,10 +137,6 @@ public:
     if (Status s = bindInputs(batch, values); !s)
       return s;
     cpu::ThreadPool &pool = ownPool ? *ownPool : cpu::ThreadPool::global();
-    // OpenMP's team size is per calling thread, so it is set here, on the
-    // thread that runs the steps, rather than once at construction.
-    if (ownPool)
-      cpu::setLibraryThreads(int(ownPool->numThreads()));
     using Clock = std::chrono::steady_clock;
     values.emplace_back(); // the scratch slot of deferred linears
     for (size_t i = 0; i < plan->steps.size(); ++i) {

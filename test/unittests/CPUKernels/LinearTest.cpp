@@ -98,6 +98,32 @@ TEST(Linear, DispatchMatchesReference) {
       }
 }
 
+// Tests the oneDNN path's column slices: N with a narrower last slice, N
+// below one slice, K on both sides of the blocked-layout limit, M in and
+// between buckets; results are bitwise identical for 1 and 4 threads (the
+// slices depend on N only) and within the bf16 bound of the reference.
+TEST(Linear, DnnlSlicesMatchAcrossPools) {
+  const Shape shapes[] = {{70, 600, 96},   {130, 1000, 40}, {17, 50, 64},
+                          {64, 520, 2050}, {5, 1088, 128},  {513, 200, 33}};
+  for (DType storage : {DType::F32, DType::BF16})
+    for (const Shape &s : shapes) {
+      auto w = randomVector(size_t(s.n * s.k), 50);
+      auto bias = randomVector(size_t(s.n), 51);
+      auto x = randomVector(size_t(s.m * s.k), 52, -2, 2);
+      PackedWeight pw;
+      ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, s.n, s.k,
+                                     bias.data(), storage, pw));
+      std::vector<float> one(size_t(s.m * s.n)), four(one.size());
+      ASSERT_TRUE(linear(x.data(), s.m, pw, one.data(), serialPool()));
+      ASSERT_TRUE(linear(x.data(), s.m, pw, four.data(), parallelPool()));
+      EXPECT_TRUE(bitwiseEqual(one, four)) << "m=" << s.m << " n=" << s.n;
+      bool dnnlPath = s.m > kSmallM && pw.usesDnnl();
+      float tol = storage == DType::BF16 && dnnlPath ? 1.0f / 256.0f
+                                                     : 1e-6f * float(s.k);
+      expectClose(four, expected(x, s, pw), x, pw, s, tol, "sliced");
+    }
+}
+
 // Tests that f16 and bf16 sources convert (f16 -> bf16 rounds once) and that
 // borrowing keeps the caller's buffer.
 TEST(Linear, PackConversionsAndBorrow) {

@@ -2,7 +2,10 @@
 
 #include "TestUtil.h"
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <thread>
 
 using namespace folio::cpu;
 using namespace folio::cpu::test;
@@ -69,6 +72,67 @@ TEST(ThreadPool, ManyJobsAndSleepingWorkers) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(total, 2000 * 64);
+}
+
+// Tests that guided chunks cover the range once, respect the alignment and
+// the minimum grain (except the last chunk), and shrink as work drains.
+TEST(ThreadPool, GuidedCoversRangeExactlyOnce) {
+  ThreadPool pool(3);
+  for (int64_t n : {0, 1, 4, 5, 63, 64, 65, 1000, 4099}) {
+    for (int64_t minGrain : {1, 4, 16, 5000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::mutex mu;
+      std::vector<std::pair<int64_t, int64_t>> chunks;
+      pool.parallelForGuided(n, minGrain, 4, [&](int64_t b, int64_t e) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          chunks.push_back({b, e});
+        }
+        for (int64_t i = b; i < e; ++i)
+          hits[size_t(i)].fetch_add(1);
+      });
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[size_t(i)].load(), 1) << "n=" << n << " i=" << i;
+      for (auto [b, e] : chunks) {
+        EXPECT_EQ(b % 4, 0) << "n=" << n;
+        if (e != n)
+          EXPECT_GE(e - b, std::max<int64_t>(minGrain, 4)) << "n=" << n;
+      }
+      if (n == 4099 && minGrain == 4) {
+        std::sort(chunks.begin(), chunks.end());
+        EXPECT_GE(chunks.front().second - chunks.front().first, 4099 / 6);
+        EXPECT_LT(chunks.back().second - chunks.back().first, 4099 / 6);
+      }
+    }
+  }
+}
+
+// Tests that a job finishes while no worker can join it (as when the other
+// cores are taken by other processes): the caller never waits for a worker
+// that has not claimed a chunk. A pool that waits for every worker to check
+// in would hang here (ctest's timeout).
+TEST(ThreadPool, CallerFinishesWithoutWorkers) {
+  ThreadPool pool(4);
+  pool.setWorkersPausedForTesting(true);
+  for (int job = 0; job < 200; ++job) {
+    std::atomic<int64_t> covered{0};
+    pool.parallelFor(1000, 10,
+                     [&](int64_t b, int64_t e) { covered.fetch_add(e - b); });
+    ASSERT_EQ(covered.load(), 1000);
+    std::atomic<int64_t> guided{0};
+    pool.parallelForGuided(
+        1000, 8, 4, [&](int64_t b, int64_t e) { guided.fetch_add(e - b); });
+    ASSERT_EQ(guided.load(), 1000);
+  }
+  // Released workers wake into closed (or newer) jobs and must not run a
+  // stale one; later jobs still complete with them.
+  pool.setWorkersPausedForTesting(false);
+  for (int job = 0; job < 200; ++job) {
+    std::atomic<int64_t> covered{0};
+    pool.parallelFor(1000, 10,
+                     [&](int64_t b, int64_t e) { covered.fetch_add(e - b); });
+    ASSERT_EQ(covered.load(), 1000);
+  }
 }
 
 TEST(ThreadPool, ZeroThreadsMeansCallerOnly) {
