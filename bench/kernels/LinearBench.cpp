@@ -10,13 +10,18 @@
 //    or stacked into one [2F, K] weight, q/k/v apart or stacked, and the
 //    weights borrowed from plain 4 KiB-page memory instead of packed into
 //    PackedWeight's huge-page chunks.
-//  prefill: each distinct linear shape at M = 512 through linear().
+//  prefill: each distinct linear shape at M = 512 through linear(), on the
+//    same thread count, with oneDNN's square bf16 GEMM (folio-bench's peak
+//    probe) sampled in every round: each shape is reported as GFLOP/s and as
+//    the median ratio to the probe of its own round (on these shared vCPUs
+//    the probe alone swings 3x between minutes).
 //
-// Usage: folio-linear-bench [rounds=15] [threads=1]
+// Usage: folio-linear-bench [rounds=15] [threads=1] [decode|prefill|both]
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CPU/Linear.h"
+#include "tools/folio-bench/Probes.h"
 
 // GCC 12 warns falsely inside its own _mm512_reduce_add_ps (bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -182,7 +187,7 @@ void decode(int rounds, unsigned threads) {
                 median(gbs[v]), median(ratio[v]));
 }
 
-void prefill(int rounds) {
+void prefill(int rounds, unsigned threads) {
   struct Case {
     const char *name;
     int64_t n, k;
@@ -206,17 +211,39 @@ void prefill(int rounds) {
       std::exit(1);
   }
   std::vector<float> x(size_t(m * kFfn), 0.25f), y(size_t(m * 2 * kFfn));
-  for (int r = 0; r < rounds; ++r)
+  ThreadPool pool(threads);
+  setLibraryThreads(int(threads));
+  // Null without oneDNN: then only GFLOP/s are printed.
+  auto probe = folio::bench::GemmProbe::create(2048, true, int(threads));
+  std::vector<double> peak;
+  for (int r = 0; r < rounds; ++r) {
+    if (probe)
+      peak.push_back(probe->sample() / 1e9);
     for (Case &c : cases) {
       double t0 = seconds();
-      if (!linear(x.data(), m, c.w, y.data()))
+      if (!linear(x.data(), m, c.w, y.data(), pool))
         std::exit(1);
       c.gflops.push_back(2.0 * double(m * c.n * c.k) / (seconds() - t0) / 1e9);
     }
-  std::printf("prefill (M = %ld, bf16, %d rounds):\n", long(m), rounds);
-  for (Case &c : cases)
-    std::printf("  %-30s %6.0f GFLOP/s (best %.0f)\n", c.name, median(c.gflops),
+  }
+  std::printf("prefill (M = %ld, bf16, %d rounds, %u threads)", long(m), rounds,
+              threads);
+  if (probe)
+    std::printf(": square 2048 GEMM median %.0f GFLOP/s (range %.0f-%.0f)",
+                median(peak), *std::min_element(peak.begin(), peak.end()),
+                *std::max_element(peak.begin(), peak.end()));
+  std::printf("\n");
+  for (Case &c : cases) {
+    std::printf("  %-30s %6.0f GFLOP/s (best %.0f)", c.name, median(c.gflops),
                 *std::max_element(c.gflops.begin(), c.gflops.end()));
+    if (probe) {
+      std::vector<double> ratio;
+      for (size_t r = 0; r < c.gflops.size(); ++r)
+        ratio.push_back(c.gflops[r] / peak[r]);
+      std::printf("  %.2f of the GEMM probe", median(ratio));
+    }
+    std::printf("\n");
+  }
 }
 
 } // namespace
@@ -224,13 +251,16 @@ void prefill(int rounds) {
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? std::atoi(argv[1]) : 15;
   int threads = argc > 2 ? std::atoi(argv[2]) : 1;
-  if (rounds < 1 || threads < 1) {
-    std::fprintf(stderr,
-                 "usage: folio-linear-bench [rounds>=1] [threads>=1]\n");
+  std::string what = argc > 3 ? argv[3] : "both";
+  if (rounds < 1 || threads < 1 ||
+      (what != "both" && what != "decode" && what != "prefill")) {
+    std::fprintf(stderr, "usage: folio-linear-bench [rounds>=1] [threads>=1] "
+                         "[decode|prefill|both]\n");
     return 2;
   }
-  setLibraryThreads(1);
-  decode(rounds, unsigned(threads));
-  prefill(rounds);
+  if (what != "prefill")
+    decode(rounds, unsigned(threads));
+  if (what != "decode")
+    prefill(rounds, unsigned(threads));
   return 0;
 }
