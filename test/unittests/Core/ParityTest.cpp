@@ -13,6 +13,8 @@
 
 #include "ZooRun.h"
 
+#include <cstring>
+
 using namespace folio;
 using folio::testing::compile;
 using folio::testing::generate;
@@ -130,6 +132,56 @@ TEST(Engine, ReportsExhaustedKVCache) {
   auto r = (*engine)->generateGreedy({std::vector<TokenId>(20, 3)}, o);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(), "out of KV cache blocks for sequence 'seq0'");
+}
+
+} // namespace
+
+namespace {
+
+// Tests that a forward failing halfway through the plan (kv_write refuses a
+// slot beyond the cache, after the embedding and the first projections ran)
+// leaves nothing behind: the executor keeps one value table across
+// forwards, and the next good batch gives bit-identical logits to a fresh
+// executor's.
+TEST(Executor, FailedForwardLeavesNoState) {
+  auto p = compile("llama", "cached");
+  ASSERT_TRUE(p);
+  auto run = [&](exec::Executor &ex, const exec::ForwardBatch &b,
+                 std::vector<float> &logits) {
+    int64_t vocab = 0;
+    return ex.forward(b, logits, vocab);
+  };
+  exec::ForwardBatch good;
+  good.tokens = {5, 17, 3};
+  good.positions = {0, 1, 2};
+  good.slotMapping = {16, 17, 18}; // block 1
+  good.queryStartLoc = {0, 3};
+  good.seqLens = {3};
+  good.blockTables = {1};
+  good.maxBlocks = 1;
+  good.logitsIndices = {2};
+  exec::ForwardBatch bad = good;
+  bad.slotMapping = {16, 17, 4 * 16 + 1}; // beyond 4 blocks
+
+  auto fresh = exec::createCPUExecutor();
+  ASSERT_TRUE(fresh->load(p));
+  ASSERT_TRUE(fresh->allocateKVCache(4));
+  std::vector<float> want;
+  ASSERT_TRUE(run(*fresh, good, want));
+
+  auto ex = exec::createCPUExecutor();
+  ASSERT_TRUE(ex->load(p));
+  ASSERT_TRUE(ex->allocateKVCache(4));
+  std::vector<float> got;
+  Status s = run(*ex, bad, got);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("slot"), std::string::npos) << s.message();
+  ASSERT_TRUE(run(*ex, good, got));
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4));
+  // And again, so the cleared table is reused.
+  ASSERT_TRUE(run(*ex, good, got));
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4));
 }
 
 } // namespace
