@@ -28,7 +28,8 @@ namespace folio::cpu::detail {
 /// borrowed buffer is the fallback. FOLIO_DNNL_WEIGHTS=ba turns the blocked
 /// copy off. The weight buffer is borrowed and must outlive this object.
 /// Both layouts are cut into column slices (about eight, a function of N
-/// only), each run single-threaded on the pool (DnnlMatmul.cpp).
+/// only); run() multiplies each slice by row blocks of the input, every
+/// tile single-threaded on the pool (DnnlMatmul.cpp).
 class DnnlMatmul {
 public:
   /// Null (with `why` set) if oneDNN cannot build the primitive here.
