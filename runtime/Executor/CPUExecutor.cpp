@@ -20,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <sys/mman.h>
+#include <tuple>
 
 namespace folio::exec {
 namespace {
@@ -61,7 +62,11 @@ public:
     }
     kernels.clear();
     states.clear();
-    for (const plan::Step &step : plan->steps) {
+    // Plan-only analyses first: which steps run inside others.
+    deferLinearsBeforeGathers();
+    groupSiblingLinears();
+    for (size_t i = 0; i < plan->steps.size(); ++i) {
+      const plan::Step &step = plan->steps[i];
       const StepKernel *k = findCPUKernel(step.kind);
       if (!k)
         return Status::invalidArgument(
@@ -73,18 +78,25 @@ public:
                                        "': " + std::to_string(n) +
                                        " operands is not a valid arity");
       std::unique_ptr<StepState> state;
-      if (k->prepare) {
-        PrepareContext ctx{step, *plan, constants,
-                           options.weights == WeightType::F32
-                               ? cpu::DType::F32
-                               : cpu::DType::BF16};
+      PrepareContext ctx{step, *plan, constants,
+                         options.weights == WeightType::F32 ? cpu::DType::F32
+                                                            : cpu::DType::BF16};
+      if (siblingOf[i] >= 0) {
+        // A sibling linear: the group's first member does its work.
+      } else if (!siblings[i].empty()) {
+        std::vector<const plan::Step *> members;
+        for (size_t m : siblings[i])
+          members.push_back(&plan->steps[m]);
+        if (Status s = prepareSiblingLinears(ctx, members, state); !s)
+          return s;
+        k = &siblingLinearKernel();
+      } else if (k->prepare) {
         if (Status s = k->prepare(ctx, state); !s)
           return s;
       }
       kernels.push_back(k);
       states.push_back(std::move(state));
     }
-    deferLinearsBeforeGathers();
     planReleases();
     layout = {};
     for (const plan::Argument &a : plan->inputs) {
@@ -272,6 +284,37 @@ private:
         skipped[size_t(v)] = true;
       skipped[size_t(l)] = true;
       deferred[g] = l;
+    }
+  }
+
+  /// Groups folio.linear steps that read the same input and can be stacked
+  /// (see prepareSiblingLinears): the first member of each group of two or
+  /// more gets the member list, the others are skipped. Must run after
+  /// deferLinearsBeforeGathers (a deferred linear stays apart).
+  void groupSiblingLinears() {
+    size_t n = plan->steps.size();
+    siblings.assign(n, {});
+    siblingOf.assign(n, -1);
+    // Same input, weight layout, element type and in features.
+    std::map<std::tuple<int32_t, bool, int, int64_t>, std::vector<size_t>>
+        byInput;
+    for (size_t i = 0; i < n; ++i) {
+      const plan::Step &s = plan->steps[i];
+      if (skipped[i] || !canStackLinear(s, constants))
+        continue;
+      bool inOut = s.getString("weight_layout", "in_out") == "in_out";
+      const Tensor &w = constants[size_t(s.operands[1])];
+      int64_t k = inOut ? w.shape[0] : w.shape[1];
+      byInput[{s.operands[0], inOut, int(w.type), k}].push_back(i);
+    }
+    for (auto &[key, group] : byInput) {
+      if (group.size() < 2)
+        continue;
+      siblings[group[0]] = group;
+      for (size_t j = 1; j < group.size(); ++j) {
+        siblingOf[group[j]] = int64_t(group[0]);
+        skipped[group[j]] = true;
+      }
     }
   }
 
@@ -468,6 +511,10 @@ private:
   std::vector<std::unique_ptr<StepState>> states;
   std::vector<bool> skipped;     ///< per step: runs inside a later step
   std::vector<int64_t> deferred; ///< per step: the linear it runs after, or -1
+  /// Per step: the sibling linears it runs (itself first), or empty.
+  std::vector<std::vector<size_t>> siblings;
+  /// Per step: the sibling linear that runs it, or -1.
+  std::vector<int64_t> siblingOf;
   /// Per step: the values no later step reads, dropped after it.
   std::vector<std::vector<int32_t>> releases;
   std::vector<CacheStorage> storage;
