@@ -98,6 +98,7 @@ public:
       states.push_back(std::move(state));
     }
     planReleases();
+    resetProfile();
     layout = {};
     for (const plan::Argument &a : plan->inputs) {
       const plan::ValueInfo &v = plan->values[size_t(a.value)];
@@ -189,7 +190,7 @@ public:
       if (Status s = kernels[i]->run(ctx); !s)
         return s;
       if (options.profile) {
-        KindProfile &k = timings[step.kind];
+        KindProfile &k = stepTimes[i];
         k.seconds +=
             std::chrono::duration<double>(Clock::now() - start).count();
         ++k.calls;
@@ -229,8 +230,20 @@ public:
   }
 
   std::vector<KindProfile> profile() const override {
+    // Summed per step while running (no string-keyed lookup per step),
+    // per kind here.
+    std::map<std::string, KindProfile> byKind;
+    for (size_t i = 0; i < stepTimes.size(); ++i) {
+      const KindProfile &t = stepTimes[i];
+      if (!t.calls)
+        continue;
+      KindProfile &k = byKind[plan->steps[i].kind];
+      k.seconds += t.seconds;
+      k.calls += t.calls;
+      k.flops += t.flops;
+    }
     std::vector<KindProfile> out;
-    for (const auto &[kind, k] : timings)
+    for (const auto &[kind, k] : byKind)
       out.push_back({kind, k.seconds, k.calls, k.flops});
     std::sort(out.begin(), out.end(),
               [](const KindProfile &a, const KindProfile &b) {
@@ -239,7 +252,9 @@ public:
     return out;
   }
 
-  void resetProfile() override { timings.clear(); }
+  void resetProfile() override {
+    stepTimes.assign(plan ? plan->steps.size() : 0, KindProfile());
+  }
 
 private:
   /// The plans gather each sequence's last row after the lm_head
@@ -423,7 +438,7 @@ private:
     if (Status s = kernels[size_t(deferred[g])]->run(lctx); !s)
       return s;
     if (options.profile) {
-      KindProfile &k = timings[ls.kind];
+      KindProfile &k = stepTimes[size_t(deferred[g])];
       k.seconds += std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
@@ -500,7 +515,8 @@ private:
 
   ExecutorOptions options;
   std::unique_ptr<cpu::ThreadPool> ownPool;
-  std::map<std::string, KindProfile> timings;
+  /// Per step (kind left empty), when profiling.
+  std::vector<KindProfile> stepTimes;
   std::shared_ptr<const plan::Plan> plan;
   std::vector<Tensor> constants;
   /// The value table of a step: constants plus this step's values.
