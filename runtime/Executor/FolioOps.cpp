@@ -14,6 +14,7 @@
 #include "codegen/CPU/Rotary.h"
 #include "runtime/Executor/StepKernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -40,6 +41,22 @@ bool toCpuType(ElemType t, cpu::DType &out) {
   default:
     return false;
   }
+}
+
+/// to[c, r] = from[r, c] for a rows x cols matrix, in 64 x 64 tiles: an
+/// element-at-a-time transpose walks `to` a whole row apart per element,
+/// and packing the 110M model's [K, N] weights that way took ~16 % of a
+/// short folio-bench run (perf).
+template <typename T>
+void transposeBlocked(const T *from, int64_t rows, int64_t cols, T *to) {
+  constexpr int64_t kTile = 64;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r)
+          to[c * rows + r] = from[r * cols + c];
+    }
 }
 
 /// Packs constant 2-D weights (f32, bf16 or f16 in the plan) into the
@@ -89,10 +106,12 @@ Status packWeights(const PrepareContext &ctx,
     const uint8_t *from = static_cast<const uint8_t *>(w.data);
     int64_t rows = inOut ? w.shape[1] : w.shape[0];
     if (inOut) {
-      for (int64_t i = 0; i < k; ++i)
-        for (int64_t j = 0; j < rows; ++j)
-          std::memcpy(to + size_t(j * k + i) * es,
-                      from + size_t(i * rows + j) * es, es);
+      if (es == 4)
+        transposeBlocked(reinterpret_cast<const uint32_t *>(from), k, rows,
+                         reinterpret_cast<uint32_t *>(to));
+      else
+        transposeBlocked(reinterpret_cast<const uint16_t *>(from), k, rows,
+                         reinterpret_cast<uint16_t *>(to));
     } else {
       std::memcpy(to, from, size_t(rows * k) * es);
     }
