@@ -2,8 +2,9 @@
 //
 // Llama-110M shapes (12 query heads, 4 kv heads, head dim 64, f32 cache,
 // block 16): a 512-token prefill, decode at context 528 for one and for
-// eight sequences, and 4 speculative tokens each for eight sequences. Each case
-// runs on the AVX-512 path and on the portable path; the machines are shared
+// eight sequences, and 4 speculative tokens each for eight sequences, on one
+// and two threads. Each case runs on the AVX-512 path (also with split-K
+// off) and on the portable path; the machines are shared
 // and noisy, so the binary repeats every case in random interleaved order and
 // ends with the median ratio per case instead of trusting absolute times.
 //
@@ -108,11 +109,17 @@ struct Problem {
               sizeof(float);
   }
 
-  void flush() const {
-    for (const float *pool : {kPool.get(), vPool.get()})
-      for (size_t i = 0; i < poolElems; i += 16)
-        _mm_clflush(pool + i);
-    _mm_mfence();
+  /// Flushes on every thread of `threads`, so that its workers are awake
+  /// when attention starts, as after the GEMV that precedes it in a model;
+  /// a flush on the caller alone let the workers fall asleep and measured
+  /// their wake-up.
+  void flush(ThreadPool &threads) const {
+    const int64_t lines = int64_t(poolElems / 16);
+    threads.parallelFor(2 * lines, 4096, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        _mm_clflush((i < lines ? kPool.get() : vPool.get()) + (i % lines) * 16);
+      _mm_mfence();
+    });
   }
 };
 
@@ -122,21 +129,24 @@ struct Variant {
   const char *name;
   Isa isa;
   int64_t transposedMinRows; ///< 0: the dispatcher's default
+  bool splitK = true;
 };
 
 const Variant kVariants[] = {{"avx512", Isa::Avx512, 0},
+                             {"avx512-nosplit", Isa::Avx512, 0, false},
                              {"avx512-rows", Isa::Avx512, INT64_MAX},
                              {"avx512-lanes", Isa::Avx512, 1},
                              {"scalar", Isa::Scalar, 0}};
 
 void runCase(benchmark::State &state, Problem &p, const Variant &variant,
-             bool cold) {
+             bool cold, unsigned threads) {
   if (variant.isa == Isa::Avx512 && !hostFeatures().avx512) {
     state.SkipWithError("no AVX-512 on this host");
     return;
   }
-  ThreadPool pool(1);
+  ThreadPool pool(threads);
   setIsaLimit(variant.isa);
+  bool savedSplit = detail::setSplitKEnabled(variant.splitK);
   int64_t savedMinRows =
       variant.transposedMinRows
           ? detail::setTransposedMinRows(variant.transposedMinRows)
@@ -144,7 +154,7 @@ void runCase(benchmark::State &state, Problem &p, const Variant &variant,
   for (auto _ : state) {
     if (cold) {
       state.PauseTiming();
-      p.flush();
+      p.flush(pool);
       state.ResumeTiming();
     }
     Status st = pagedAttention(p.q.data(), p.cache, p.batch, p.params,
@@ -157,6 +167,7 @@ void runCase(benchmark::State &state, Problem &p, const Variant &variant,
     benchmark::ClobberMemory();
   }
   setIsaLimit(Isa::Avx512);
+  detail::setSplitKEnabled(savedSplit);
   if (variant.transposedMinRows)
     detail::setTransposedMinRows(savedMinRows);
   state.counters["flops"] = benchmark::Counter(
@@ -193,6 +204,13 @@ public:
       if (it != times.end() && it->first != name && t > 0)
         std::printf("  %-40s %6.2fx\n", name.c_str(), it->second / t);
     }
+    std::printf("\nspeedup of the default over each other variant:\n");
+    for (auto &[name, t] : times) {
+      auto slash = name.rfind('/');
+      auto it = times.find(name.substr(0, slash) + "/avx512");
+      if (it != times.end() && it->first != name && it->second > 0)
+        std::printf("  %-40s %6.2fx\n", name.c_str(), t / it->second);
+    }
   }
 
 private:
@@ -202,15 +220,18 @@ private:
 
 void registerCase(const std::string &name, std::shared_ptr<Problem> p,
                   bool cold) {
-  for (const Variant &variant : kVariants) {
-    std::string full = name + "/" + variant.name;
-    benchmark::RegisterBenchmark(full.c_str(),
-                                 [p, &variant, cold](benchmark::State &s) {
-                                   runCase(s, *p, variant, cold);
-                                 })
-        ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime();
-  }
+  for (unsigned threads : {1u, 2u})
+    for (const Variant &variant : kVariants) {
+      std::string full =
+          name + "/t" + std::to_string(threads) + "/" + variant.name;
+      benchmark::RegisterBenchmark(
+          full.c_str(),
+          [p, &variant, cold, threads](benchmark::State &s) {
+            runCase(s, *p, variant, cold, threads);
+          })
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 
 #include "codegen/CPU/DType.h"
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 
@@ -36,6 +37,17 @@ struct AttentionTile {
   float scale = 1.0f;
   float softCap = 0.0f;
   int64_t window = 0;
+  /// Split-K: only keys in [keyBegin, keyEnd) are read (besides the causal
+  /// and window limits).
+  int64_t keyBegin = 0;
+  int64_t keyEnd = INT64_MAX;
+  /// Split-K: when set, the tile writes row r's softmax-normalised output
+  /// over its keys to partialOut[r * headDim ..] and their log-sum-exp (in
+  /// natural-log units of the scaled, capped scores; -inf if the row saw
+  /// none) to partialLse[r], instead of writing `out`. Rows are ordered as
+  /// in the tile: token-major, then the group's heads.
+  float *partialOut = nullptr;
+  float *partialLse = nullptr;
 };
 
 /// Keys processed per online-softmax step; bounds the scratch independent
@@ -100,12 +112,50 @@ struct RowPrefetch {
   }
 };
 
-/// First key position query position `pos` sees.
+/// First key position query position `pos` may see (window only; the
+/// tile's key range is applied by the callers of firstTileKey).
 inline int64_t lowestKey(const AttentionTile &a, int64_t pos) {
   if (a.window <= 0 || pos - a.window + 1 <= 0)
     return 0;
   return pos - a.window + 1;
 }
+
+/// First key the tile reads: the first row's window start, clipped to the
+/// split's range.
+inline int64_t firstTileKey(const AttentionTile &a) {
+  int64_t lo = lowestKey(a, a.firstPos);
+  return lo > a.keyBegin ? lo : a.keyBegin;
+}
+
+/// Last key the tile reads, for rows up to position lastPos.
+inline int64_t lastTileKey(const AttentionTile &a, int64_t lastPos) {
+  return lastPos < a.keyEnd - 1 ? lastPos : a.keyEnd - 1;
+}
+
+/// Split-K ("flash-decoding"): a tile of at most this many query tokens
+/// may have its keys cut into ranges processed as separate work items.
+constexpr int64_t kSplitMaxTokens = 4;
+/// Fewest keys per range: below this the merge and the per-item overhead
+/// outweigh the parallelism.
+constexpr int64_t kSplitMinKeys = 128;
+/// Ranges are multiples of this many keys (the transposed tile's chunk);
+/// coarser alignment leaves the ranges uneven.
+constexpr int64_t kSplitAlign = 32;
+/// Split-K aims for at least this many work items per call: a shape-only
+/// constant (never the pool's size). Each extra item costs a tile setup,
+/// and on 2-4 threads more than about two items per thread buys no
+/// balance (measured: 16 items for one 528-token sequence were 5-10 %
+/// slower than 4 on 1 and 2 threads, see docs/cpu-kernels.md).
+constexpr int64_t kSplitTargetItems = 8;
+
+/// Keys per range for a tile of `tokens` query tokens reading `keys` keys
+/// when the call has `items` work items before splitting; `keys` (or more)
+/// means no split. Depends on the shape only, so results do not depend on
+/// the pool.
+int64_t splitRangeKeys(int64_t tokens, int64_t keys, int64_t items);
+/// Turns split-K off (benchmarks compare with and without it); not for use
+/// while attention runs. Returns the previous setting.
+bool setSplitKEnabled(bool enabled);
 
 void attendTileScalar(const AttentionTile &tile);
 /// Picks the AVX-512 formulation by the tile's row count.

@@ -17,6 +17,7 @@
 #include "codegen/CPU/Convert.h"
 
 #include <cfloat>
+#include <cmath>
 #include <vector>
 
 namespace folio::cpu::detail {
@@ -239,15 +240,17 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
   }
   const int64_t minPos = a.firstPos + r0 / group;
   const int64_t maxPos = a.firstPos + (r0 + nr - 1) / group;
-  const int64_t firstKey = lowestKey(a, minPos);
+  const int64_t firstKey =
+      lowestKey(a, minPos) > a.keyBegin ? lowestKey(a, minPos) : a.keyBegin;
+  const int64_t lastKey = lastTileKey(a, maxPos);
   const int64_t maxLow = lowestKey(a, maxPos);
   const char *kPool = static_cast<const char *>(a.kPool);
   const char *vPool = static_cast<const char *>(a.vPool);
   const size_t rowBytes = size_t(hd) * dtypeSize(a.dtype);
   const float *kRow[kChunk + kMaxKeyBlock], *vRow[kChunk];
 
-  for (int64_t c0 = firstKey; c0 <= maxPos; c0 += kChunk) {
-    int64_t c1 = c0 + kChunk < maxPos + 1 ? c0 + kChunk : maxPos + 1;
+  for (int64_t c0 = firstKey; c0 <= lastKey; c0 += kChunk) {
+    int64_t c1 = c0 + kChunk < lastKey + 1 ? c0 + kChunk : lastKey + 1;
     int64_t n = c1 - c0;
     KvRowCursor cursor(a, c0);
     for (int64_t j = 0; j < n; ++j, cursor.next()) {
@@ -265,7 +268,7 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
     // The next chunk's rows, requested now: with few rows per tile (a few
     // speculative tokens) the K/V reads from memory dominate. A chunk's
     // arithmetic is long enough to absorb the burst.
-    for (int64_t pos = c1; pos < c1 + kChunk && pos <= maxPos;
+    for (int64_t pos = c1; pos < c1 + kChunk && pos <= lastKey;
          ++pos, cursor.next()) {
       size_t off = cursor.offset();
       for (const char *pool : {kPool, vPool}) {
@@ -323,15 +326,21 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
     pvAll<NV>(ot, corr, st, vRow, hd, n);
   }
 
-  // Every row sees at least its own key; the guard only keeps a corrupt
-  // cache from producing inf.
-  alignas(64) float inv[ld];
+  // Without a split every row sees at least its own key; the guard keeps a
+  // corrupt cache from producing inf. A split's row may see no key.
+  alignas(64) float inv[ld], sums[ld], maxes[ld];
   for (int v = 0; v < NV; ++v) {
     __mmask16 seen =
         _mm512_cmp_ps_mask(rowSum[v], _mm512_setzero_ps(), _CMP_GT_OQ);
     _mm512_store_ps(inv + 16 * v,
                     _mm512_maskz_div_ps(seen, _mm512_set1_ps(1.0f), rowSum[v]));
+    _mm512_store_ps(sums + 16 * v, rowSum[v]);
+    _mm512_store_ps(maxes + 16 * v, rowMax[v]);
   }
+  if (a.partialOut)
+    for (int64_t i = 0; i < nr; ++i) // log2 units back to natural log
+      a.partialLse[r0 + i] =
+          sums[i] > 0.0f ? (maxes[i] + std::log2(sums[i])) / kLog2e : -INFINITY;
   for (int v = 0; v < NV; ++v) {
     __m512 scale = _mm512_load_ps(inv + 16 * v);
     for (int64_t d0 = 0; d0 < hd; d0 += 16) {
@@ -344,8 +353,11 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
                    : _mm512_setzero_ps();
       transpose16(x);
       for (int64_t i = 0; i < 16 && 16 * v + i < nr; ++i)
-        _mm512_mask_storeu_ps(queryRow(a, a.out, r0 + 16 * v + i) + d0, m,
-                              x[i]);
+        _mm512_mask_storeu_ps((a.partialOut
+                                   ? a.partialOut + (r0 + 16 * v + i) * hd
+                                   : queryRow(a, a.out, r0 + 16 * v + i)) +
+                                  d0,
+                              m, x[i]);
     }
   }
 }

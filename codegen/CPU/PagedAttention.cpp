@@ -5,7 +5,10 @@
 #include "codegen/CPU/CPUFeatures.h"
 #include "codegen/CPU/Validate.h"
 
+#include <atomic>
+#include <climits>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,7 +38,63 @@ int64_t tileTokens(int64_t groupSize) {
   return t > 0 ? t : 1;
 }
 
+/// out for the tile's rows from the ranges' partial outputs and log-sum-
+/// exps: out = sum_i exp(lse_i - L) o_i with L = log sum_i exp(lse_i).
+/// Always in range order, so the result does not depend on which thread
+/// merges.
+void mergeSplits(const AttentionTile &t, const float *po, const float *lse,
+                 int64_t splits) {
+  const int64_t rows = (t.tokenEnd - t.tokenBegin) * t.groupSize;
+  const int64_t hd = t.headDim;
+  for (int64_t r = 0; r < rows; ++r) {
+    float m = -INFINITY;
+    for (int64_t i = 0; i < splits; ++i)
+      m = lse[i * rows + r] > m ? lse[i * rows + r] : m;
+    int64_t tok = t.tokenBegin + r / t.groupSize;
+    int64_t h = t.kvHead * t.groupSize + r % t.groupSize;
+    float *dst = t.out + (tok * t.numHeads + h) * hd;
+    for (int64_t d = 0; d < hd; ++d)
+      dst[d] = 0.0f;
+    // Every row sees its own key, so m is finite; a range the row saw no
+    // key of has lse = -inf and weight 0.
+    float total = 0.0f;
+    for (int64_t i = 0; i < splits; ++i) {
+      float l = lse[i * rows + r];
+      if (l == -INFINITY)
+        continue;
+      float w = std::exp(l - m);
+      total += w;
+      const float *o = po + (i * rows + r) * hd;
+      for (int64_t d = 0; d < hd; ++d)
+        dst[d] += w * o[d];
+    }
+    float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    for (int64_t d = 0; d < hd; ++d)
+      dst[d] *= inv;
+  }
+}
+
 } // namespace
+
+namespace {
+std::atomic<bool> splitKEnabled{true};
+} // namespace
+
+bool detail::setSplitKEnabled(bool enabled) {
+  return splitKEnabled.exchange(enabled);
+}
+
+int64_t detail::splitRangeKeys(int64_t tokens, int64_t keys, int64_t items) {
+  if (!splitKEnabled.load(std::memory_order_relaxed) ||
+      tokens > kSplitMaxTokens || items <= 0 || items >= kSplitTargetItems ||
+      keys < 2 * kSplitMinKeys)
+    return keys;
+  int64_t want = (kSplitTargetItems + items - 1) / items;
+  int64_t most = keys / kSplitMinKeys;
+  int64_t splits = want < most ? want : most;
+  int64_t step = (keys + splits - 1) / splits;
+  return (step + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
+}
 
 Status validatePagedAttention(const KVCacheView &cache, const RaggedBatch &b,
                               const AttentionParams &p) {
@@ -127,6 +186,9 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
   // dynamic schedule ends balanced.
   struct Item {
     int64_t seq, kvHead, tokenBegin, tokenEnd;
+    int64_t keyBegin = 0, keyEnd = INT64_MAX;
+    int64_t group = -1; ///< split-K group, -1 when not split
+    int64_t split = 0;
   };
   std::vector<Item> items;
   int64_t perTile = tileTokens(base.groupSize);
@@ -138,6 +200,64 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
         items.push_back({s, h, begin, end});
     }
   }
+
+  // Split-K: decode-like tiles with long contexts become several key
+  // ranges, each writing a partial output and log-sum-exp that the last
+  // range to finish merges. Few (sequence, kv head) items would otherwise
+  // leave threads idle and each thread on one long latency-bound stream.
+  struct SplitGroup {
+    size_t outOffset, lseOffset;
+    int64_t splits, rows;
+  };
+  std::vector<SplitGroup> groups;
+  size_t partialFloats = 0;
+  {
+    std::vector<Item> split;
+    int64_t unsplitItems = int64_t(items.size());
+    for (const Item &it : items) {
+      int64_t qLen =
+          batch.queryStartLoc[it.seq + 1] - batch.queryStartLoc[it.seq];
+      int64_t tokens = it.tokenEnd - it.tokenBegin;
+      int64_t firstPos = batch.seqLens[it.seq] - qLen +
+                         (it.tokenBegin - batch.queryStartLoc[it.seq]);
+      int64_t lastPos = firstPos + tokens - 1;
+      int64_t lo = firstKeyRead(lastPos + 1, tokens, params.slidingWindow);
+      int64_t keys = lastPos + 1 - lo;
+      int64_t step = splitRangeKeys(tokens, keys, unsplitItems);
+      if (step >= keys) {
+        split.push_back(it);
+        continue;
+      }
+      SplitGroup g;
+      g.rows = tokens * base.groupSize;
+      g.splits = (keys + step - 1) / step;
+      g.outOffset = partialFloats;
+      partialFloats += size_t(g.splits * g.rows * base.headDim);
+      g.lseOffset = partialFloats;
+      partialFloats += size_t(g.splits * g.rows);
+      // The range holding the latest keys first: it is the longest to
+      // compute for rows that see different numbers of keys.
+      for (int64_t i = g.splits - 1; i >= 0; --i) {
+        Item part = it;
+        part.keyBegin = lo + i * step;
+        part.keyEnd = lo + (i + 1) * step;
+        part.group = int64_t(groups.size());
+        part.split = i;
+        split.push_back(part);
+      }
+      groups.push_back(g);
+    }
+    items.swap(split);
+  }
+  // Reused by the calling thread: a decode step calls this once per layer.
+  thread_local std::vector<float> partials;
+  if (partials.size() < partialFloats)
+    partials.resize(partialFloats);
+  std::unique_ptr<std::atomic<int64_t>[]> finished(
+      new std::atomic<int64_t>[groups.size()]);
+  for (size_t i = 0; i < groups.size(); ++i)
+    finished[i].store(0, std::memory_order_relaxed);
+  float *partialBase = partials.data();
 
   void (*attend)(const AttentionTile &) =
       activeIsa() == Isa::Avx512 ? attendTileAvx512 : attendTileScalar;
@@ -152,7 +272,23 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
       tile.tokenEnd = it.tokenEnd;
       tile.firstPos = batch.seqLens[it.seq] - qLen + (it.tokenBegin - qBegin);
       tile.blockTable = batch.blockTables + it.seq * batch.maxBlocksPerSeq;
+      tile.keyBegin = it.keyBegin;
+      tile.keyEnd = it.keyEnd;
+      if (it.group < 0) {
+        attend(tile);
+        continue;
+      }
+      const SplitGroup &g = groups[size_t(it.group)];
+      float *po = partialBase + g.outOffset;
+      float *lse = partialBase + g.lseOffset;
+      tile.partialOut = po + it.split * g.rows * base.headDim;
+      tile.partialLse = lse + it.split * g.rows;
       attend(tile);
+      // The last range to finish merges; acq_rel makes the others'
+      // partials visible to it.
+      if (finished[size_t(it.group)].fetch_add(1, std::memory_order_acq_rel) ==
+          g.splits - 1)
+        mergeSplits(tile, po, lse, g.splits);
     }
   });
   return Status::success();

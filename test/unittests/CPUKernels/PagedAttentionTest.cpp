@@ -388,6 +388,77 @@ TEST(PagedAttention, LongContextPrefill) {
   check(c, 1e-5f);
 }
 
+/// Split-K decode: one sequence of each context length (so few work items
+/// and several key ranges), checked like every case against the reference
+/// and across pool sizes.
+void checkSplit(Case c, int64_t wantSplits) {
+  ASSERT_EQ(c.seqLens.size(), size_t(1));
+  int64_t tokens = c.queryLens[0], len = c.seqLens[0];
+  int64_t firstPos = len - tokens;
+  int64_t lo =
+      c.window > 0 && firstPos - c.window + 1 > 0 ? firstPos - c.window + 1 : 0;
+  int64_t keys = len - lo;
+  int64_t step = detail::splitRangeKeys(tokens, keys, c.numKvHeads);
+  EXPECT_EQ((keys + step - 1) / step, wantSplits) << "split count";
+  check(c);
+}
+
+// Tests contexts that give one, two and many key ranges, ending inside a
+// block and on block boundaries, decode and speculative tokens, GQA.
+TEST(PagedAttention, SplitKDecode) {
+  struct {
+    int32_t len, queryLen;
+    int64_t splits;
+  } cases[] = {{1, 1, 1},    {255, 1, 1},  {256, 1, 2}, {257, 2, 2},
+               {512, 1, 4},  {528, 1, 4},  {544, 3, 4}, {1000, 4, 4},
+               {2048, 1, 4}, {4096, 1, 4}, {528, 5, 1}};
+  for (auto &t : cases) {
+    Case c;
+    c.seqLens = {t.len};
+    c.queryLens = {t.queryLen};
+    c.numKvHeads = 2;
+    c.group = 3;
+    c.seed = uint32_t(t.len + t.queryLen);
+    SCOPED_TRACE(t.len);
+    SCOPED_TRACE(t.queryLen);
+    checkSplit(c, t.splits);
+  }
+}
+
+// Tests split-K with a window (the ranges cover only the window's keys, and
+// the tokens' windows start at different keys), soft-cap, a narrow cache
+// and block sizes that do not divide the ranges.
+TEST(PagedAttention, SplitKWindowSoftCapTypes) {
+  Case c;
+  c.seqLens = {1500};
+  c.queryLens = {3};
+  c.numKvHeads = 1;
+  c.group = 4;
+  c.window = 700;
+  c.blockSize = 24;
+  checkSplit(c, 5);
+  c.softCap = 3.0f;
+  checkSplit(c, 5);
+  c.window = 0;
+  c.dtype = DType::BF16;
+  c.blockSize = 8;
+  checkSplit(c, 8);
+}
+
+// Tests that a batch with enough work items is not split, and that mixed
+// batches split only their decode-like tiles.
+TEST(PagedAttention, SplitKOnlyWhenFewItems) {
+  EXPECT_GE(detail::splitRangeKeys(1, 528, 8), 528);
+  EXPECT_LT(detail::splitRangeKeys(1, 528, 4), 528);
+  EXPECT_GE(detail::splitRangeKeys(5, 4096, 1), 4096);
+  Case c;
+  c.seqLens = {900, 600};
+  c.queryLens = {1, 100};
+  c.numKvHeads = 1;
+  c.group = 2;
+  check(c);
+}
+
 TEST(PagedAttention, EmptyBatch) {
   Case c;
   c.seqLens = {};
