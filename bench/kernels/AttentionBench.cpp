@@ -4,7 +4,8 @@
 // block 16): a 512-token prefill, decode at context 528 for one and for
 // eight sequences, and 4 speculative tokens each for eight sequences, on one
 // and two threads. Each case runs on the AVX-512 path (also with split-K
-// off) and on the portable path; the machines are shared
+// off), on the AMX bf16 tile where the host has one, and on the portable
+// path; the machines are shared
 // and noisy, so the binary repeats every case in random interleaved order and
 // ends with the median ratio per case instead of trusting absolute times.
 //
@@ -130,18 +131,28 @@ struct Variant {
   Isa isa;
   int64_t transposedMinRows; ///< 0: the dispatcher's default
   bool splitK = true;
+  detail::AmxMode amx = detail::AmxMode::Off;
 };
 
-const Variant kVariants[] = {{"avx512", Isa::Avx512, 0},
-                             {"avx512-nosplit", Isa::Avx512, 0, false},
-                             {"avx512-rows", Isa::Avx512, INT64_MAX},
-                             {"avx512-lanes", Isa::Avx512, 1},
-                             {"scalar", Isa::Scalar, 0}};
+const Variant kVariants[] = {
+    {"avx512", Isa::Avx512, 0},
+    {"amx", Isa::Avx512, 0, true, detail::AmxMode::Force},
+    {"avx512-nosplit", Isa::Avx512, 0, false},
+    {"avx512-rows", Isa::Avx512, INT64_MAX},
+    {"avx512-lanes", Isa::Avx512, 1},
+    {"scalar", Isa::Scalar, 0}};
 
 void runCase(benchmark::State &state, Problem &p, const Variant &variant,
              bool cold, unsigned threads) {
   if (variant.isa == Isa::Avx512 && !hostFeatures().avx512) {
     state.SkipWithError("no AVX-512 on this host");
+    return;
+  }
+  detail::AmxMode savedAmx = detail::setAmxAttentionMode(variant.amx);
+  if (variant.amx == detail::AmxMode::Force &&
+      !detail::amxAttentionUsable(p.cache.headDim, true)) {
+    detail::setAmxAttentionMode(savedAmx);
+    state.SkipWithError("no usable AMX-BF16 on this host");
     return;
   }
   ThreadPool pool(threads);
@@ -168,6 +179,7 @@ void runCase(benchmark::State &state, Problem &p, const Variant &variant,
   }
   setIsaLimit(Isa::Avx512);
   detail::setSplitKEnabled(savedSplit);
+  detail::setAmxAttentionMode(savedAmx);
   if (variant.transposedMinRows)
     detail::setTransposedMinRows(savedMinRows);
   state.counters["flops"] = benchmark::Counter(

@@ -157,6 +157,27 @@ int64_t splitRangeKeys(int64_t tokens, int64_t keys, int64_t items);
 /// while attention runs. Returns the previous setting.
 bool setSplitKEnabled(bool enabled);
 
+/// Query rows per work item when the AMX tile is in use: its K/V
+/// conversion is shared by all of them, so larger than one AVX-512 pass.
+constexpr int64_t kAmxTileRows = 256;
+/// Tiles with fewer rows take the AVX-512 kernels even with AMX on.
+constexpr int64_t kAmxMinRows = 32;
+
+/// Whether pagedAttention uses the AMX bf16 tile for a call: the host has
+/// AMX-BF16 and AVX512-BF16, the kernel ISA is AVX-512, the OS granted the
+/// tile state, headDim is a multiple of 32 up to 256, and the mode allows
+/// it: "auto" (the default) when the caller allows bf16 products
+/// (`allowBf16`), "force" always, "off" never. FOLIO_ATTENTION_AMX=0 or
+/// =force sets the initial mode.
+bool amxAttentionUsable(int64_t headDim, bool allowBf16);
+enum class AmxMode { Off = 0, Auto = 1, Force = 2 };
+/// Sets the mode (tests and benchmarks; not while attention runs); returns
+/// the previous one.
+AmxMode setAmxAttentionMode(AmxMode mode);
+/// The AMX tile for tiles of at least kAmxMinRows rows, else
+/// attendTileAvx512.
+void attendTileAmx(const AttentionTile &tile);
+
 void attendTileScalar(const AttentionTile &tile);
 /// Picks the AVX-512 formulation by the tile's row count.
 void attendTileAvx512(const AttentionTile &tile);

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CPU/AttentionTile.h"
+#include "codegen/CPU/AttentionTileLanes.h"
 #include "codegen/CPU/Avx512Math.h"
 #include "codegen/CPU/Convert.h"
 
@@ -25,31 +26,11 @@ namespace folio::cpu::detail {
 namespace {
 
 using namespace folio::cpu::avx512;
+using namespace folio::cpu::detail::lanes;
 
 /// Keys per softmax step: small enough that each phase's working set (Qt,
 /// the chunk's K rows and St; or Pt, the V rows and Ot) stays in L1.
 constexpr int64_t kChunk = 32;
-
-constexpr float kLog2e = 1.44269504088896341f;
-
-/// 2^x with about 2.5e-7 relative error, 0 for x below -150. Scores are
-/// kept in log2 units (log2 e folded into the query scale), which spares
-/// exp's multiply and two-step range reduction.
-FOLIO_AVX512 inline __m512 exp2(__m512 x) {
-  // The clamp keeps -inf (and hence -inf - -inf) out of the reduction.
-  x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
-  __m512 n =
-      _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_sub_ps(x, n); // exact, in [-0.5, 0.5]
-  // Minimax fit of 2^r on [-0.5, 0.5].
-  __m512 p = _mm512_set1_ps(1.327646896e-03f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.675540961e-03f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.550713465e-02f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.402212024e-01f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931469440e-01f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.000000119e+00f));
-  return _mm512_scalef_ps(p, n);
-}
 
 /// Keys per q.k register block for NV row vectors: about 16 accumulators,
 /// enough to hide the FMA latency, with loads well under the FMA count.
@@ -134,61 +115,6 @@ FOLIO_AVX512 void pvAll(float *ot, const __m512 *corr, const float *pt,
   }
   if (hd - d0 >= 1)
     pvBlock<1, NV>(ot, corr, pt, v, d0, n);
-}
-
-/// Lanes whose query position sees key position `key`.
-FOLIO_AVX512 inline __mmask16 visibleLanes(__m512i lo, __m512i pos,
-                                           int64_t key) {
-  __m512i kp = _mm512_set1_epi32(int32_t(key));
-  return _mm512_mask_cmple_epi32_mask(_mm512_cmple_epi32_mask(lo, kp), kp, pos);
-}
-
-/// x[i][j] becomes x[j][i]: 64 in-register shuffles instead of 256
-/// scalar stores.
-FOLIO_AVX512 inline void transpose16(__m512 x[16]) {
-  // Pairs of rows interleaved within each 128-bit lane.
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(x[i], x[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(x[i], x[i + 1]);
-  }
-  // u[4g + c], lane L: rows 4g .. 4g+3 of column 4L + c.
-  __m512 u[16];
-  for (int g = 0; g < 4; ++g) {
-    __m512 *tg = t + 4 * g;
-    u[4 * g + 0] = _mm512_shuffle_ps(tg[0], tg[2], 0x44);
-    u[4 * g + 1] = _mm512_shuffle_ps(tg[0], tg[2], 0xee);
-    u[4 * g + 2] = _mm512_shuffle_ps(tg[1], tg[3], 0x44);
-    u[4 * g + 3] = _mm512_shuffle_ps(tg[1], tg[3], 0xee);
-  }
-  // Column 4L + c gathers lane L of u[c], u[4 + c], u[8 + c], u[12 + c].
-  for (int c = 0; c < 4; ++c) {
-    __m512 lo01 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);
-    __m512 hi01 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xee);
-    __m512 lo23 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
-    __m512 hi23 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xee);
-    x[c] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
-    x[4 + c] = _mm512_shuffle_f32x4(lo01, lo23, 0xdd);
-    x[8 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
-    x[12 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0xdd);
-  }
-}
-
-/// Query (or output) row r of the tile: token r / group, head r % group of
-/// the kv head's group.
-template <typename T> T *queryRow(const AttentionTile &a, T *base, int64_t r) {
-  int64_t t = a.tokenBegin + r / a.groupSize;
-  int64_t h = a.kvHead * a.groupSize + r % a.groupSize;
-  return base + (t * a.numHeads + h) * a.headDim;
-}
-
-/// Scratch reused across tiles on a thread, 64-byte aligned.
-float *threadScratch(size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats + 16)
-    buf.resize(floats + 16);
-  uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
-  return reinterpret_cast<float *>((p + 63) & ~uintptr_t(63));
 }
 
 /// Rows [r0, r0 + 16*NV) of the tile (the last vector may be partial).

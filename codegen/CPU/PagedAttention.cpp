@@ -32,9 +32,10 @@ int64_t firstKeyRead(int64_t seqLen, int64_t queryLen, int64_t window) {
 
 /// Query rows per work item: one pass of the lane-transposed kernel, so
 /// each loaded key is shared by up to 64 rows, yet long prefills still
-/// split into many items.
-int64_t tileTokens(int64_t groupSize) {
-  int64_t t = kLaneRows / groupSize;
+/// split into many items. The AMX tile converts each K/V row once for all
+/// its rows, so it takes more.
+int64_t tileTokens(int64_t groupSize, bool amx) {
+  int64_t t = (amx ? kAmxTileRows : kLaneRows) / groupSize;
   return t > 0 ? t : 1;
 }
 
@@ -191,7 +192,8 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
     int64_t split = 0;
   };
   std::vector<Item> items;
-  int64_t perTile = tileTokens(base.groupSize);
+  const bool amx = amxAttentionUsable(cache.headDim, params.allowBf16);
+  int64_t perTile = tileTokens(base.groupSize, amx);
   for (int64_t s = 0; s < batch.numSeqs; ++s) {
     int64_t qBegin = batch.queryStartLoc[s], qEnd = batch.queryStartLoc[s + 1];
     for (int64_t end = qEnd; end > qBegin; end -= perTile) {
@@ -259,8 +261,10 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
     finished[i].store(0, std::memory_order_relaxed);
   float *partialBase = partials.data();
 
-  void (*attend)(const AttentionTile &) =
-      activeIsa() == Isa::Avx512 ? attendTileAvx512 : attendTileScalar;
+  void (*attend)(const AttentionTile &) = amx ? attendTileAmx
+                                          : activeIsa() == Isa::Avx512
+                                              ? attendTileAvx512
+                                              : attendTileScalar;
   pool.parallelFor(int64_t(items.size()), 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const Item &it = items[size_t(i)];

@@ -39,6 +39,10 @@ struct AttentionParams {
   /// 0: none. Otherwise scores become tanh(s / softCap) * softCap after
   /// scaling (Gemma 2).
   float softCap = 0.0f;
+  /// The caller accepts bf16 inputs to the two products (about 1e-2 of
+  /// max|v| off the f32 result, see AttentionTileAmx.cpp), e.g. because
+  /// its weights are bf16 anyway: prefill tiles may then run on AMX.
+  bool allowBf16 = false;
 };
 
 /// Checks everything pagedAttention reads: shapes, the batch's offsets and

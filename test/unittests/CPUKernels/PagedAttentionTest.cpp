@@ -5,7 +5,8 @@
 // against the paged reference and against dense attention on the unpaged
 // K/V, on both ISAs (AVX-512 with its dispatcher's choice and with each of
 // its two formulations forced for every tile) and with one and four
-// threads (bitwise identical).
+// threads (bitwise identical). The AMX bf16 tile (PagedAttentionAmx) is
+// checked against the same reference with a bf16 tolerance.
 //
 //===----------------------------------------------------------------------===//
 
@@ -457,6 +458,204 @@ TEST(PagedAttention, SplitKOnlyWhenFewItems) {
   c.numKvHeads = 1;
   c.group = 2;
   check(c);
+}
+
+/// Forces the AMX tile's mode for the scope.
+class AmxScope {
+public:
+  explicit AmxScope(detail::AmxMode mode)
+      : saved(detail::setAmxAttentionMode(mode)) {}
+  ~AmxScope() { detail::setAmxAttentionMode(saved); }
+
+private:
+  detail::AmxMode saved;
+};
+
+/// The AMX tile against the f32 reference. Both products take bf16 inputs
+/// (8 significant bits, unit roundoff u = 2^-8): a score is off by at most
+/// 2u sum_d |q_d k_d| scale, p by that relative error, and p and v are
+/// rounded again before p.V, so
+///   |dout| <= (4u sum_d |q_d k_d| scale + 2u) max|v|.
+/// With these inputs (|q| <= 2, |k| <= 1, scale 1/sqrt(D)) that worst case
+/// is loose (~0.07 max|v| at D = 64); the roundings are independent, so
+/// the typical score error is ~sqrt(D) times smaller (~2e-3) and the
+/// observed output error is 1e-3..4e-3 max|v|. The tolerance 1.5e-2 max|v|
+/// keeps headroom for longer sums while a masking, merge or layout error
+/// is of the order of max|v|.
+constexpr float kAmxTol = 1.5e-2f;
+
+void checkAmx(const Case &c, bool expectAmx = true) {
+  AmxScope force(detail::AmxMode::Force);
+  if (!detail::amxAttentionUsable(64, true))
+    GTEST_SKIP() << "no AMX-BF16 on this host";
+  Scenario s;
+  build(c, s);
+  if (testing::Test::HasFatalFailure())
+    return;
+  size_t outSize = s.q.size();
+  std::vector<float> want(outSize);
+  ref::pagedAttention(s.q.data(), s.cache, s.batch, s.params, want.data());
+  float maxV = 0.0f;
+  for (auto &v : s.denseV)
+    for (float x : v)
+      maxV = std::max(maxV, std::fabs(x));
+
+  std::vector<float> one(outSize, NAN), four(outSize, NAN), f32(outSize, NAN);
+  Status st = pagedAttention(s.q.data(), s.cache, s.batch, s.params, one.data(),
+                             serialPool());
+  ASSERT_TRUE(st) << st.message();
+  ASSERT_TRUE(pagedAttention(s.q.data(), s.cache, s.batch, s.params,
+                             four.data(), parallelPool()));
+  float err = maxAbsDiff(one, want);
+  if (std::getenv("FOLIO_TEST_PRINT_ERR"))
+    std::printf("amx err %.3g of max|v|\n", err / maxV);
+  EXPECT_LE(err, kAmxTol * maxV);
+  EXPECT_TRUE(bitwiseEqual(one, four));
+  {
+    AmxScope off(detail::AmxMode::Off);
+    ASSERT_TRUE(pagedAttention(s.q.data(), s.cache, s.batch, s.params,
+                               f32.data(), serialPool()));
+  }
+  // The bf16 path really ran (or, for shapes it leaves alone, did not).
+  EXPECT_EQ(!bitwiseEqual(one, f32), expectAmx);
+}
+
+TEST(PagedAttentionAmx, Prefill512Llama) {
+  Case c;
+  c.seqLens = {512};
+  c.queryLens = {512};
+  c.numKvHeads = 2;
+  c.group = 3;
+  checkAmx(c);
+}
+
+// Tests tiles that are not full, a single query row (left to AVX-512) next
+// to prefill chunks, and contexts ending on and next to block boundaries.
+TEST(PagedAttentionAmx, PartialTilesAndBlockBoundaries) {
+  Case c;
+  c.seqLens = {1, 16, 32, 33, 47, 300, 100};
+  c.queryLens = {1, 16, 32, 33, 11, 70, 100};
+  c.group = 3;
+  checkAmx(c);
+  c.blockSize = 8;
+  checkAmx(c);
+  Case single;
+  single.seqLens = {1, 40};
+  single.queryLens = {1, 1};
+  checkAmx(single, /*expectAmx=*/false);
+}
+
+TEST(PagedAttentionAmx, GqaAndHeadDims) {
+  for (int64_t g : {1, 2, 4, 8, 80})
+    for (int64_t hd : {32, 64, 96, 128, 256}) {
+      if (g == 80 && hd > 64)
+        continue;
+      Case c;
+      c.group = g;
+      c.numKvHeads = g == 80 ? 1 : 2;
+      c.headDim = hd;
+      c.seqLens = {90, 37};
+      c.queryLens = {90, 20};
+      c.seed = uint32_t(g * 1000 + hd);
+      SCOPED_TRACE(g);
+      SCOPED_TRACE(hd);
+      checkAmx(c);
+    }
+}
+
+// Tests head sizes the AMX tile does not take: the AVX-512 path, exactly.
+TEST(PagedAttentionAmx, OtherHeadDimsFallBack) {
+  for (int64_t hd : {24, 80, 512}) {
+    Case c;
+    c.headDim = hd;
+    c.group = 4;
+    c.seqLens = {60};
+    c.queryLens = {60};
+    SCOPED_TRACE(hd);
+    checkAmx(c, /*expectAmx=*/false);
+  }
+}
+
+TEST(PagedAttentionAmx, SlidingWindowAndSoftCap) {
+  for (int64_t window : {1, 17, 100, 600}) {
+    Case c;
+    c.window = window;
+    c.group = 4;
+    c.seqLens = {700, 64};
+    c.queryLens = {300, 64};
+    c.seed = uint32_t(window);
+    SCOPED_TRACE(window);
+    checkAmx(c);
+    c.softCap = 2.0f;
+    checkAmx(c);
+  }
+  Case cap;
+  cap.softCap = 5.0f;
+  cap.group = 3;
+  cap.headDim = 128;
+  cap.seqLens = {200};
+  cap.queryLens = {150};
+  checkAmx(cap);
+}
+
+// Tests a long context (several super-chunks of keys) and split-K tiles
+// with enough rows for AMX (a wide GQA group, 3 tokens): partial outputs
+// over key ranges.
+TEST(PagedAttentionAmx, LongContextAndSplitK) {
+  Case c;
+  c.seqLens = {2600};
+  c.queryLens = {200};
+  c.numKvHeads = 1;
+  c.group = 4;
+  c.blockSize = 32;
+  checkAmx(c);
+  Case split;
+  split.seqLens = {2100};
+  split.queryLens = {3};
+  split.numKvHeads = 1;
+  split.group = 16;
+  split.window = 1500;
+  checkSplit(split, 8);
+  checkAmx(split);
+}
+
+TEST(PagedAttentionAmx, NarrowCacheTypes) {
+  for (DType t : {DType::BF16, DType::F16}) {
+    Case c;
+    c.dtype = t;
+    c.seqLens = {131, 20};
+    c.queryLens = {100, 20};
+    c.group = 3;
+    c.blockSize = 8;
+    SCOPED_TRACE(dtypeName(t));
+    checkAmx(c);
+  }
+}
+
+// Tests that "auto" mode (the default) keeps the f32 path unless the
+// caller allows bf16 products.
+TEST(PagedAttentionAmx, AutoNeedsAllowBf16) {
+  AmxScope automatic(detail::AmxMode::Auto);
+  Case c;
+  c.seqLens = {100};
+  c.queryLens = {100};
+  c.group = 2;
+  Scenario s;
+  build(c, s);
+  std::vector<float> plain(s.q.size()), allowed(s.q.size()), f32(s.q.size());
+  ASSERT_TRUE(
+      pagedAttention(s.q.data(), s.cache, s.batch, s.params, plain.data()));
+  {
+    AmxScope off(detail::AmxMode::Off);
+    ASSERT_TRUE(
+        pagedAttention(s.q.data(), s.cache, s.batch, s.params, f32.data()));
+  }
+  EXPECT_TRUE(bitwiseEqual(plain, f32));
+  s.params.allowBf16 = true;
+  ASSERT_TRUE(
+      pagedAttention(s.q.data(), s.cache, s.batch, s.params, allowed.data()));
+  EXPECT_EQ(!bitwiseEqual(allowed, f32),
+            detail::amxAttentionUsable(c.headDim, true));
 }
 
 TEST(PagedAttention, EmptyBatch) {
