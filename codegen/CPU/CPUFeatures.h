@@ -18,7 +18,7 @@ enum class Isa { Scalar = 0, Avx512 = 1 };
 struct CPUFeatures {
   bool avx512 = false;     ///< avx512f + bw + vl + dq: the Avx512 kernels.
   bool avx512bf16 = false; ///< vcvtne2ps2bf16 / vdpbf16ps.
-  bool amx = false;        ///< AMX tiles (used through oneDNN only).
+  bool amx = false;        ///< AMX tiles (oneDNN, the attention tile).
 };
 
 /// The host's features.

@@ -180,6 +180,8 @@ public:
       }
       const plan::Step &step = plan->steps[i];
       StepContext ctx{step, values, caches, states[i].get(), pool};
+      ctx.weightStorage = options.weights == WeightType::F32 ? cpu::DType::F32
+                                                             : cpu::DType::BF16;
       for (int32_t id : step.operands)
         if (id >= 0 && !caches[size_t(id)] && !values[size_t(id)].data)
           return ctx.error("an operand has no value (the plan uses a value "

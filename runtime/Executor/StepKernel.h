@@ -39,6 +39,9 @@ struct StepContext {
   cpu::ThreadPool &pool;
   /// Where GEMM-like kernels add the floating-point operations they do.
   double flops = 0;
+  /// How the executor stores linear weights: kernels may trade exactness
+  /// for speed where the weights already did (bf16 attention products).
+  cpu::DType weightStorage = cpu::DType::F32;
 
   size_t numOperands() const { return step.operands.size(); }
   bool has(size_t i) const {

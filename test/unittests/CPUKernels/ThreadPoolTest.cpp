@@ -95,8 +95,9 @@ TEST(ThreadPool, GuidedCoversRangeExactlyOnce) {
         ASSERT_EQ(hits[size_t(i)].load(), 1) << "n=" << n << " i=" << i;
       for (auto [b, e] : chunks) {
         EXPECT_EQ(b % 4, 0) << "n=" << n;
-        if (e != n)
+        if (e != n) {
           EXPECT_GE(e - b, std::max<int64_t>(minGrain, 4)) << "n=" << n;
+        }
       }
       if (n == 4099 && minGrain == 4) {
         std::sort(chunks.begin(), chunks.end());

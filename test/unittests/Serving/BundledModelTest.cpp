@@ -10,12 +10,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "Plan/LowerToPlan.h"
+#include "codegen/CPU/AttentionTile.h"
 #include "runtime/Core/BatchBuilder.h"
 #include "runtime/Core/ServingEngine.h"
 #include "runtime/Tokenizer/Tokenizer.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -101,6 +103,80 @@ TEST(BundledModel, HeldOutPerplexityMatchesTraining) {
               ppl, kSlicePerplexity);
   EXPECT_NEAR(ppl, kSlicePerplexity, 0.01 * kSlicePerplexity)
       << "Folio's perplexity " << ppl << " vs training's " << kSlicePerplexity;
+}
+
+/// Logits at every position of the first `windows` held-out windows (255
+/// tokens each, one batch) with the given weight storage.
+std::vector<float> windowLogits(exec::WeightType weights, int windows) {
+  std::ifstream in(kBundled + "heldout_slice.i32", std::ios::binary);
+  std::vector<int32_t> ids(size_t(windows) * 256);
+  in.read(reinterpret_cast<char *>(ids.data()),
+          std::streamsize(ids.size() * sizeof(int32_t)));
+  exec::ExecutorOptions o;
+  o.weights = weights;
+  auto executor = exec::createCPUExecutor(o);
+  EXPECT_TRUE(executor->load(target()));
+  int64_t blockSize = executor->kvCacheLayout().blockSize;
+  int64_t perWindow = (255 + blockSize - 1) / blockSize;
+  EXPECT_TRUE(executor->allocateKVCache(windows * perWindow + 1));
+  std::vector<std::vector<TokenId>> tokens(static_cast<size_t>(windows));
+  std::vector<std::vector<BlockId>> tables(static_cast<size_t>(windows));
+  std::vector<core::ScheduledSequence> seqs;
+  for (int w = 0; w < windows; ++w) {
+    tokens[size_t(w)].assign(ids.begin() + w * 256,
+                             ids.begin() + w * 256 + 255);
+    for (int64_t b = 0; b < perWindow; ++b)
+      tables[size_t(w)].push_back(BlockId(1 + w * perWindow + b));
+    core::ScheduledSequence s;
+    s.tokens = &tokens[size_t(w)];
+    s.numScheduled = 255;
+    s.blockTable = &tables[size_t(w)];
+    seqs.push_back(s);
+  }
+  auto batch = core::buildForwardBatch(seqs, blockSize);
+  EXPECT_TRUE(batch);
+  batch->logitsIndices.resize(batch->tokens.size());
+  for (size_t i = 0; i < batch->tokens.size(); ++i)
+    batch->logitsIndices[i] = int32_t(i);
+  std::vector<float> logits;
+  int64_t vocab = 0;
+  EXPECT_TRUE(executor->forward(*batch, logits, vocab));
+  return logits;
+}
+
+double maxAbsDiff(const std::vector<float> &a, const std::vector<float> &b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
+  return d;
+}
+
+// Tests that bf16 weights let prefill attention run its products in bf16
+// (the AMX tile, where the host has one) and that the logits stay within
+// the bf16 bound of the f32 run: (4L + 1) * 2^-8 * max|logit| for L = 6
+// layers (docs/bench-cpu-roofline.md). With the AMX tile switched off the
+// bf16 run must differ from the AMX one wherever AMX is usable, so the
+// executor's switch is shown to reach the kernel.
+TEST(BundledModel, Bf16WeightsAllowBf16AttentionWithinBound) {
+  ASSERT_TRUE(target());
+  std::vector<float> f32 = windowLogits(exec::WeightType::F32, 2);
+  std::vector<float> bf16 = windowLogits(exec::WeightType::BF16, 2);
+  cpu::detail::AmxMode before =
+      cpu::detail::setAmxAttentionMode(cpu::detail::AmxMode::Off);
+  std::vector<float> bf16NoAmx = windowLogits(exec::WeightType::BF16, 2);
+  cpu::detail::setAmxAttentionMode(before);
+  ASSERT_EQ(f32.size(), size_t(2 * 255 * 4096));
+  double peak = 0;
+  for (float v : f32)
+    peak = std::max(peak, std::fabs(double(v)));
+  double bound = (4 * 6 + 1) / 256.0 * peak;
+  EXPECT_LE(maxAbsDiff(bf16, f32), bound);
+  EXPECT_LE(maxAbsDiff(bf16NoAmx, f32), bound);
+  if (before == cpu::detail::AmxMode::Auto &&
+      cpu::detail::amxAttentionUsable(32, /*allowBf16=*/true)) {
+    EXPECT_GT(maxAbsDiff(bf16, bf16NoAmx), 0.0)
+        << "bf16 weights did not reach the AMX attention tile";
+  }
 }
 
 /// Generates from a text prompt with sampling; returns the text.
