@@ -22,6 +22,7 @@
 #include "codegen/CPU/DnnlMatmul.h"
 #include "codegen/CPU/Convert.h"
 #include "codegen/CPU/Linear.h"
+#include "codegen/CPU/RowKernels.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -105,8 +106,8 @@ dnnl::primitive_attr userScratchpad() {
   return attr;
 }
 
-/// 64-byte aligned scratch per thread and slot (0: oneDNN's scratchpad, 1:
-/// a slice's dense output); throws dnnl::error when out of memory.
+/// 64-byte aligned scratch per thread and slot (0: oneDNN's scratchpad, 1
+/// and 2: slices' dense outputs); throws dnnl::error when out of memory.
 /// oneDNN's scratchpad is a user one: with the library's own, primitives
 /// run concurrently from several threads could share one buffer.
 void *threadScratch(int slot, size_t bytes) {
@@ -115,7 +116,7 @@ void *threadScratch(int slot, size_t bytes) {
     size_t size = 0;
     ~Buf() { std::free(p); }
   };
-  thread_local Buf bufs[2];
+  thread_local Buf bufs[3];
   Buf &buf = bufs[slot];
   if (bytes > buf.size) {
     std::free(buf.p);
@@ -158,6 +159,9 @@ struct DnnlMatmul::State {
   std::vector<Width> widths;
   std::vector<Slice> slices;
   bool hasBias = false;
+  /// Sliced as two halves of N/2 (gate and up), slice i of the first half
+  /// and slice i of the second covering the same columns of each.
+  bool halves = false;
   dt srcType = dt::f32;
   int64_t n = 0, k = 0;
   size_t blockedBytes = 0;
@@ -214,7 +218,7 @@ size_t DnnlMatmul::extraWeightBytes() const { return state->blockedBytes; }
 
 std::unique_ptr<DnnlMatmul> DnnlMatmul::create(const void *w, DType storage,
                                                int64_t n, int64_t k,
-                                               const float *bias,
+                                               const float *bias, bool halves,
                                                std::string &why) {
   if (storage != DType::F32 && storage != DType::BF16) {
     why = std::string("oneDNN matmul: unsupported weight type ") +
@@ -231,9 +235,15 @@ std::unique_ptr<DnnlMatmul> DnnlMatmul::create(const void *w, DType storage,
     size_t elem = dtypeSize(storage);
     dnnl::engine &eng = cpuEngine();
     bool tryBlocked = k < kBlockedMaxK && !blockedDisabled();
-    int64_t common = sliceWidth(n);
-    for (int64_t n0 = 0; n0 < n; n0 += common) {
-      int64_t width = std::min(common, n - n0);
+    s->halves = halves && n % 2 == 0 && n > 0;
+    // Column slices [begin, end): over all of N, or over each half alike.
+    int64_t part = s->halves ? n / 2 : n;
+    int64_t common = sliceWidth(part);
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (int64_t base = 0; base < n; base += part)
+      for (int64_t c = 0; c < part; c += common)
+        spans.push_back({base + c, std::min(common, part - c)});
+    for (auto [n0, width] : spans) {
       size_t wi = 0;
       while (wi < s->widths.size() && s->widths[wi].width != width)
         ++wi;
@@ -298,109 +308,123 @@ std::unique_ptr<DnnlMatmul> DnnlMatmul::create(const void *w, DType storage,
   }
 }
 
-Status DnnlMatmul::run(const float *x, int64_t m, float *y,
-                       ThreadPool &pool) const {
-  State &s = *state;
-  oneLibraryThread();
-  // Tiles: row blocks of kRowBlock within each column slice. Slice-major
-  // order, so the threads running at one time mostly share a slice of the
-  // weights (one copy in a shared L2 when the vCPUs are siblings). Per
-  // width, fixed-M primitives over the blocked weights when brgemm serves
-  // both the full block and the last block's bucket (its rows padded with
-  // zeros, their outputs dropped); otherwise the runtime-M primitive for
-  // every block. Chosen here, on one thread.
-  int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
-  int64_t lastReal = m - (blocks - 1) * kRowBlock;
-  int64_t lastRows = bucketRows(lastReal);
-  size_t nw = s.widths.size();
-  std::vector<Prim> fixedFull(nw), fixedLast(nw);
-  std::vector<char> useFixed(nw, 0);
-  bool anyFixed = false;
-  for (size_t i = 0; i < nw; ++i) {
-    if (!s.widths[i].blocked)
-      continue;
-    fixedLast[i] = s.fixedFor(s.widths[i], lastRows);
-    if (blocks > 1)
-      fixedFull[i] = s.fixedFor(s.widths[i], kRowBlock);
-    useFixed[i] = fixedLast[i] && (blocks == 1 || fixedFull[i]);
-    anyFixed |= bool(useFixed[i]);
-  }
-  int64_t rows = anyFixed ? (blocks - 1) * kRowBlock + lastRows : m;
-  // Per calling thread: the executor issues one layer at a time, and the
-  // pool's threads only read these.
-  thread_local std::vector<uint16_t> xBf16;
-  thread_local std::vector<float> xPad;
-  const char *src = reinterpret_cast<const char *>(x);
-  int64_t k = s.k;
-  size_t srcElem = s.srcType == dt::bf16 ? 2 : 4;
-  if (s.srcType == dt::bf16) {
-    xBf16.resize(size_t(rows * k));
-    uint16_t *dstRows = xBf16.data();
-    pool.parallelFor(m, 16, [&](int64_t b, int64_t e) {
-      storeRow(x + b * k, dstRows + b * k, DType::BF16, (e - b) * k);
-    });
-    std::memset(dstRows + m * k, 0, size_t((rows - m) * k) * 2);
-    src = reinterpret_cast<const char *>(dstRows);
-  } else if (rows != m) {
-    xPad.resize(size_t(rows * k));
-    std::memcpy(xPad.data(), x, size_t(m * k) * sizeof(float));
-    std::memset(xPad.data() + m * k, 0, size_t((rows - m) * k) * 4);
-    src = reinterpret_cast<const char *>(xPad.data());
+/// One call's tiles: row blocks of kRowBlock within each column slice, the
+/// primitive each tile runs and x in the source type the primitives read.
+struct DnnlMatmul::Tiles {
+  State &s;
+  int64_t m = 0, blocks = 0, lastReal = 0, lastRows = 0;
+  std::vector<Prim> fixedFull, fixedLast;
+  std::vector<char> useFixed;
+  const char *src = nullptr;
+  size_t srcElem = 4;
+
+  /// Chooses the primitives (on the calling thread) and converts or pads x.
+  /// Per width, fixed-M primitives over the blocked weights when brgemm
+  /// serves both the full block and the last block's bucket (its rows
+  /// padded with zeros, their outputs dropped); otherwise the runtime-M
+  /// primitive for every block.
+  Tiles(State &state, const float *x, int64_t rowsIn, ThreadPool &pool)
+      : s(state), m(rowsIn) {
+    blocks = (m + kRowBlock - 1) / kRowBlock;
+    lastReal = m - (blocks - 1) * kRowBlock;
+    lastRows = bucketRows(lastReal);
+    size_t nw = s.widths.size();
+    fixedFull.resize(nw);
+    fixedLast.resize(nw);
+    useFixed.assign(nw, 0);
+    bool anyFixed = false;
+    for (size_t i = 0; i < nw; ++i) {
+      if (!s.widths[i].blocked)
+        continue;
+      State::Width &w = s.widths[i];
+      fixedLast[i] = s.fixedFor(w, lastRows);
+      if (blocks > 1)
+        fixedFull[i] = s.fixedFor(w, kRowBlock);
+      useFixed[i] = fixedLast[i] && (blocks == 1 || fixedFull[i]);
+      anyFixed |= bool(useFixed[i]);
+    }
+    int64_t rows = anyFixed ? (blocks - 1) * kRowBlock + lastRows : m;
+    // Per calling thread: the executor issues one layer at a time, and the
+    // pool's threads only read these.
+    thread_local std::vector<uint16_t> xBf16;
+    thread_local std::vector<float> xPad;
+    src = reinterpret_cast<const char *>(x);
+    int64_t k = s.k;
+    srcElem = s.srcType == dt::bf16 ? 2 : 4;
+    if (s.srcType == dt::bf16) {
+      xBf16.resize(size_t(rows * k));
+      uint16_t *dstRows = xBf16.data();
+      pool.parallelFor(m, 16, [&](int64_t b, int64_t e) {
+        storeRow(x + b * k, dstRows + b * k, DType::BF16, (e - b) * k);
+      });
+      std::memset(dstRows + m * k, 0, size_t((rows - m) * k) * 2);
+      src = reinterpret_cast<const char *>(dstRows);
+    } else if (rows != m) {
+      xPad.resize(size_t(rows * k));
+      std::memcpy(xPad.data(), x, size_t(m * k) * sizeof(float));
+      std::memset(xPad.data() + m * k, 0, size_t((rows - m) * k) * 4);
+      src = reinterpret_cast<const char *>(xPad.data());
+    }
   }
 
+  int64_t rowsOf(int64_t rb) const {
+    return rb + 1 == blocks ? lastReal : kRowBlock;
+  }
+
+  /// Runs slice `si` on row block `rb`. With a fixed primitive the result
+  /// is a dense [rows, width] block in the thread's scratch (returned; its
+  /// first rowsOf(rb) rows are real); otherwise the runtime-M primitive
+  /// writes the block's columns of `y` in place and null is returned.
+  /// Throws dnnl::error.
+  const float *run(size_t si, int64_t rb, float *y, int slot) const {
+    dnnl::engine &eng = cpuEngine();
+    thread_local dnnl::stream stream(cpuEngine());
+    const State::Slice &sl = s.slices[si];
+    const State::Width &wd = s.widths[sl.width];
+    int64_t r0 = rb * kRowBlock;
+    bool last = rb + 1 == blocks;
+    bool fixed = useFixed[sl.width];
+    const Prim &p = !fixed ? wd.runtimeM
+                    : last ? fixedLast[sl.width]
+                           : fixedFull[sl.width];
+    int64_t r = !fixed ? rowsOf(rb) : last ? lastRows : kRowBlock;
+    dnnl::memory srcMem({{r, s.k}, s.srcType, tag::ab}, eng,
+                        const_cast<char *>(src + size_t(r0 * s.k) * srcElem));
+    float *block = fixed ? static_cast<float *>(threadScratch(
+                               slot, size_t(r * wd.width) * sizeof(float)))
+                         : nullptr;
+    dnnl::memory dstMem =
+        fixed ? dnnl::memory({{r, wd.width}, dt::f32, tag::ab}, eng, block)
+              : dnnl::memory(s.stridedDst(r, wd.width), eng,
+                             y + r0 * s.n + sl.n0);
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, srcMem},
+        {DNNL_ARG_WEIGHTS, fixed ? sl.blocked : sl.raw},
+        {DNNL_ARG_DST, dstMem}};
+    if (s.hasBias)
+      args.insert({DNNL_ARG_BIAS, sl.bias});
+    if (p.scratch)
+      args.insert({DNNL_ARG_SCRATCHPAD,
+                   dnnl::memory({{int64_t(p.scratch)}, dt::u8, tag::a}, eng,
+                                threadScratch(0, p.scratch))});
+    p.p.execute(stream, args);
+    stream.wait();
+    return block;
+  }
+};
+
+namespace {
+
+/// Runs `body(b, e)` on the pool; the first dnnl::error becomes the status.
+template <typename Fn>
+Status runTiles(ThreadPool &pool, int64_t count, Fn &&body) {
   std::atomic<bool> failed{false};
   std::mutex errMu;
   std::string err;
-  dnnl::engine &eng = cpuEngine();
-  int64_t tiles = int64_t(s.slices.size()) * blocks;
-  pool.parallelFor(tiles, 1, [&](int64_t b, int64_t e) {
+  pool.parallelFor(count, 1, [&](int64_t b, int64_t e) {
     try {
       oneLibraryThread();
-      thread_local dnnl::stream stream(cpuEngine());
-      for (int64_t t = b; t < e; ++t) {
-        const State::Slice &sl = s.slices[size_t(t / blocks)];
-        const State::Width &wd = s.widths[sl.width];
-        int64_t rb = t % blocks;
-        int64_t r0 = rb * kRowBlock;
-        bool last = rb + 1 == blocks;
-        int64_t real = last ? lastReal : kRowBlock;
-        bool fixed = useFixed[sl.width];
-        const Prim &p = !fixed ? wd.runtimeM
-                        : last ? fixedLast[sl.width]
-                               : fixedFull[sl.width];
-        // The fixed primitive takes the padded bucket and writes a dense
-        // block, whose real rows are then copied into y; the runtime-M one
-        // reads the real rows and writes its columns of y in place.
-        int64_t r = !fixed ? real : last ? lastRows : kRowBlock;
-        dnnl::memory srcMem({{r, k}, s.srcType, tag::ab}, eng,
-                            const_cast<char *>(src + size_t(r0 * k) * srcElem));
-        float *out = y + r0 * s.n + sl.n0;
-        bool inPlace = fixed && wd.width == s.n && r == real;
-        float *block =
-            fixed ? inPlace ? out
-                            : static_cast<float *>(threadScratch(
-                                  1, size_t(r * wd.width) * sizeof(float)))
-                  : nullptr;
-        dnnl::memory dstMem =
-            fixed ? dnnl::memory({{r, wd.width}, dt::f32, tag::ab}, eng, block)
-                  : dnnl::memory(s.stridedDst(r, wd.width), eng, out);
-        std::unordered_map<int, dnnl::memory> args = {
-            {DNNL_ARG_SRC, srcMem},
-            {DNNL_ARG_WEIGHTS, fixed ? sl.blocked : sl.raw},
-            {DNNL_ARG_DST, dstMem}};
-        if (s.hasBias)
-          args.insert({DNNL_ARG_BIAS, sl.bias});
-        if (p.scratch)
-          args.insert({DNNL_ARG_SCRATCHPAD,
-                       dnnl::memory({{int64_t(p.scratch)}, dt::u8, tag::a}, eng,
-                                    threadScratch(0, p.scratch))});
-        p.p.execute(stream, args);
-        stream.wait();
-        if (block && !inPlace)
-          for (int64_t row = 0; row < real; ++row)
-            std::memcpy(out + row * s.n, block + row * wd.width,
-                        size_t(wd.width) * sizeof(float));
-      }
+      body(b, e);
     } catch (const dnnl::error &ex) {
       std::lock_guard<std::mutex> lock(errMu);
       if (!failed.exchange(true))
@@ -410,6 +434,79 @@ Status DnnlMatmul::run(const float *x, int64_t m, float *y,
   if (failed)
     return Status::error(std::string("oneDNN matmul failed: ") + err);
   return Status::success();
+}
+
+} // namespace
+
+Status DnnlMatmul::run(const float *x, int64_t m, float *y,
+                       ThreadPool &pool) const {
+  State &s = *state;
+  oneLibraryThread();
+  Tiles tiles(s, x, m, pool);
+  // Slice-major order, so the threads running at one time mostly share a
+  // slice of the weights (one copy in a shared L2 when the vCPUs are
+  // siblings).
+  int64_t blocks = tiles.blocks;
+  return runTiles(pool, int64_t(s.slices.size()) * blocks,
+                  [&](int64_t b, int64_t e) {
+                    for (int64_t t = b; t < e; ++t) {
+                      size_t si = size_t(t / blocks);
+                      int64_t rb = t % blocks;
+                      const float *block = tiles.run(si, rb, y, 1);
+                      if (!block)
+                        continue;
+                      const State::Slice &sl = s.slices[si];
+                      int64_t width = s.widths[sl.width].width;
+                      float *out = y + rb * kRowBlock * s.n + sl.n0;
+                      for (int64_t row = 0; row < tiles.rowsOf(rb); ++row)
+                        std::memcpy(out + row * s.n, block + row * width,
+                                    size_t(width) * sizeof(float));
+                    }
+                  });
+}
+
+bool DnnlMatmul::gatedReady() const {
+  const State &s = *state;
+  if (!s.halves || s.hasBias)
+    return false;
+  for (const State::Width &w : s.widths)
+    if (!w.blocked)
+      return false;
+  return true;
+}
+
+Status DnnlMatmul::runGated(const float *x, int64_t m, Activation act, float *h,
+                            ThreadPool &pool) const {
+  State &s = *state;
+  if (!gatedReady())
+    return Status::error("oneDNN matmul: not a gate/up weight in halves");
+  oneLibraryThread();
+  Tiles tiles(s, x, m, pool);
+  if (!std::all_of(tiles.useFixed.begin(), tiles.useFixed.end(),
+                   [](char c) { return c != 0; }))
+    return Status::error("oneDNN matmul: no brgemm primitive for this M");
+  int64_t blocks = tiles.blocks;
+  int64_t f = s.n / 2;
+  size_t pairs = s.slices.size() / 2;
+  const RowKernels &rk = rowKernels();
+  // A tile is a gate slice and the up slice with the same columns of the
+  // activation, on one row block: both land in this thread's scratch and
+  // h's columns are written from them, so the [M, 2F] gate/up output never
+  // exists.
+  return runTiles(pool, int64_t(pairs) * blocks, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      size_t pi = size_t(t / blocks);
+      int64_t rb = t % blocks;
+      const float *gate = tiles.run(pi, rb, nullptr, 1);
+      const float *up = tiles.run(pi + pairs, rb, nullptr, 2);
+      const State::Slice &sl = s.slices[pi];
+      int64_t width = s.widths[sl.width].width;
+      float *out = h + rb * kRowBlock * f + sl.n0;
+      for (int64_t row = 0; row < tiles.rowsOf(rb); ++row)
+        rk.gated(gate + row * width, up + row * width, out + row * f, width,
+                 act);
+    }
+  });
 }
 
 } // namespace folio::cpu::detail

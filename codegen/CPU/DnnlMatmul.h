@@ -8,6 +8,7 @@
 #ifndef FOLIO_CODEGEN_CPU_DNNLMATMUL_H
 #define FOLIO_CODEGEN_CPU_DNNLMATMUL_H
 
+#include "codegen/CPU/Activation.h"
 #include "codegen/CPU/DType.h"
 #include "codegen/CPU/Status.h"
 #include "codegen/CPU/ThreadPool.h"
@@ -33,9 +34,11 @@ namespace folio::cpu::detail {
 class DnnlMatmul {
 public:
   /// Null (with `why` set) if oneDNN cannot build the primitive here.
+  /// With `halves` (a stacked gate/up weight, N even) each half is sliced
+  /// alike, so runGated can pair a gate slice with its up slice.
   static std::unique_ptr<DnnlMatmul> create(const void *w, DType storage,
                                             int64_t n, int64_t k,
-                                            const float *bias,
+                                            const float *bias, bool halves,
                                             std::string &why);
   ~DnnlMatmul();
 
@@ -44,10 +47,21 @@ public:
   /// on `pool`; results do not depend on its size.
   Status run(const float *x, int64_t m, float *y, ThreadPool &pool) const;
 
+  /// Whether runGated can run: halves, no bias, brgemm for every slice.
+  bool gatedReady() const;
+  /// h[m, N/2] = act(x W_gate^T) * (x W_up^T) for a weight created with
+  /// `halves`, without materialising the [m, N] product: each tile runs a
+  /// gate slice and its up slice and writes their columns of h. Fails
+  /// (nothing written) where gatedReady() is false or brgemm has no
+  /// primitive for this M; the caller then runs run() and the activation.
+  Status runGated(const float *x, int64_t m, Activation act, float *h,
+                  ThreadPool &pool) const;
+
   /// Bytes of the blocked copy (0 when there is none).
   size_t extraWeightBytes() const;
 
   struct State;
+  struct Tiles;
 
 private:
   explicit DnnlMatmul(std::unique_ptr<State> s);

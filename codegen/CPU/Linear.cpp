@@ -79,6 +79,30 @@ Status linear(const float *x, int64_t numTokens, const PackedWeight &w,
   return linearGemv(x, numTokens, w, y, pool);
 }
 
+Status gatedLinear(const float *x, int64_t numTokens,
+                   const PackedWeight &gateUp, Activation act, float *h,
+                   ThreadPool &pool) {
+  FOLIO_RETURN_IF_ERROR(checkLinear(x, numTokens, gateUp, h));
+  int64_t f = gateUp.outFeatures() / 2;
+  if (gateUp.outFeatures() % 2 != 0 || gateUp.bias())
+    return Status::error(
+        "gatedLinear: the weight must be gate and up stacked, without bias");
+  if (numTokens == 0)
+    return Status::success();
+#ifdef FOLIO_ENABLE_DNNL
+  if (numTokens > kSmallM && gateUp.impl->dnnl &&
+      gateUp.impl->dnnl->gatedReady())
+    if (gateUp.impl->dnnl->runGated(x, numTokens, act, h, pool).ok())
+      return Status::success();
+#endif
+  // Per calling thread: the executor runs one layer at a time.
+  thread_local std::vector<float> gu;
+  gu.resize(size_t(numTokens * 2 * f));
+  FOLIO_RETURN_IF_ERROR(linear(x, numTokens, gateUp, gu.data(), pool));
+  return gatedActivation(gu.data(), 2 * f, gu.data() + f, 2 * f, h, numTokens,
+                         f, act, pool);
+}
+
 bool setLibraryThreads(int numThreads) {
   // Looked up at run time: libgomp comes in with libdnnl, and linking it
   // here directly could pick a different OpenMP runtime than oneDNN's.

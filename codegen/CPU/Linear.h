@@ -18,6 +18,7 @@
 #ifndef FOLIO_CODEGEN_CPU_LINEAR_H
 #define FOLIO_CODEGEN_CPU_LINEAR_H
 
+#include "codegen/CPU/Activation.h"
 #include "codegen/CPU/DType.h"
 #include "codegen/CPU/Status.h"
 #include "codegen/CPU/ThreadPool.h"
@@ -42,9 +43,11 @@ public:
   /// become bf16 or f32 because oneDNN 2.6 has no f16 matmul). bias is [n]
   /// or null. With `borrow`, when no conversion is needed the weight keeps
   /// pointing at `data` (an mmap-ed artifact, say), which must outlive it.
+  /// `gatedHalves`: W is gate and up stacked ([2F, K]); gatedLinear can
+  /// then fuse the activation into oneDNN's tiles.
   static Status pack(const void *data, DType srcType, int64_t n, int64_t k,
                      const float *bias, DType storage, PackedWeight &out,
-                     bool borrow = false);
+                     bool borrow = false, bool gatedHalves = false);
 
   int64_t outFeatures() const;
   int64_t inFeatures() const;
@@ -64,12 +67,24 @@ private:
                        ThreadPool &);
   friend Status linearGemv(const float *, int64_t, const PackedWeight &,
                            float *, ThreadPool &);
+  friend Status gatedLinear(const float *, int64_t, const PackedWeight &,
+                            Activation, float *, ThreadPool &);
 };
 
 /// y[numTokens, N] = x[numTokens, K] . W^T + bias, dispatching on numTokens
 /// as described above. x and y must not overlap.
 Status linear(const float *x, int64_t numTokens, const PackedWeight &w,
               float *y, ThreadPool &pool = ThreadPool::global());
+
+/// h[numTokens, F] = act(x . W_gate^T) * (x . W_up^T) for gate and up
+/// stacked into one [2F, K] weight (packed with gatedHalves, no bias). On
+/// oneDNN's tiles (numTokens > kSmallM) each tile multiplies a gate slice
+/// and its up slice and writes their activation straight into h, so the
+/// [numTokens, 2F] product never goes through memory; otherwise linear()
+/// into a scratch, then gatedActivation. x and h must not overlap.
+Status gatedLinear(const float *x, int64_t numTokens,
+                   const PackedWeight &gateUp, Activation act, float *h,
+                   ThreadPool &pool = ThreadPool::global());
 
 /// The GEMV path for any numTokens (tests and benchmarks call it directly).
 Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,

@@ -134,7 +134,7 @@ bool PackedWeight::usesDnnl() const {
 
 Status PackedWeight::pack(const void *data, DType srcType, int64_t n, int64_t k,
                           const float *bias, DType storage, PackedWeight &out,
-                          bool borrow) {
+                          bool borrow, bool gatedHalves) {
   const char *kernel = "PackedWeight";
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "out features", n));
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "in features", k));
@@ -176,10 +176,14 @@ Status PackedWeight::pack(const void *data, DType srcType, int64_t n, int64_t k,
     impl->bias.assign(bias, bias + n);
     impl->hasBias = true;
   }
+#ifndef FOLIO_ENABLE_DNNL
+  (void)gatedHalves;
+#endif
 #ifdef FOLIO_ENABLE_DNNL
   std::string why;
-  impl->dnnl = DnnlMatmul::create(
-      impl->w, storage, n, k, impl->hasBias ? impl->bias.data() : nullptr, why);
+  impl->dnnl = DnnlMatmul::create(impl->w, storage, n, k,
+                                  impl->hasBias ? impl->bias.data() : nullptr,
+                                  gatedHalves, why);
   // No primitive (an exotic CPU): the GEMV kernel takes every M.
 #endif
   out.impl = std::move(impl);

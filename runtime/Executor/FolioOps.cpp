@@ -66,7 +66,8 @@ void transposeBlocked(const T *from, int64_t rows, int64_t cols, T *to) {
 /// may come from several steps (sibling linears); errors name ctx.step.
 Status packWeights(const PrepareContext &ctx,
                    const std::vector<const Tensor *> &weights, int32_t biasOp,
-                   bool inOut, cpu::PackedWeight &out) {
+                   bool inOut, cpu::PackedWeight &out,
+                   bool gatedHalves = false) {
   cpu::DType src = cpu::DType::F32;
   int64_t n = 0, k = -1;
   for (size_t i = 0; i < weights.size(); ++i) {
@@ -117,18 +118,20 @@ Status packWeights(const PrepareContext &ctx,
     }
     to += size_t(rows * k) * es;
   }
-  s = cpu::PackedWeight::pack(t.data(), src, n, k, bias, storage, out);
+  s = cpu::PackedWeight::pack(t.data(), src, n, k, bias, storage, out,
+                              /*borrow=*/false, gatedHalves);
   return s.ok() ? Status::ok() : prepareError(ctx, s.message());
 }
 
 /// packWeights over operands of ctx.step.
 Status packWeight(const PrepareContext &ctx,
                   std::initializer_list<size_t> operands, int32_t biasOp,
-                  bool inOut, cpu::PackedWeight &out) {
+                  bool inOut, cpu::PackedWeight &out,
+                  bool gatedHalves = false) {
   std::vector<const Tensor *> weights;
   for (size_t operand : operands)
     weights.push_back(&ctx.values[size_t(ctx.step.operands[operand])]);
-  return packWeights(ctx, weights, biasOp, inOut, out);
+  return packWeights(ctx, weights, biasOp, inOut, out, gatedHalves);
 }
 
 bool isInOut(const plan::Step &step) {
@@ -226,7 +229,9 @@ Status prepareGatedMLP(const PrepareContext &ctx,
   const Tensor &up = ctx.values[size_t(ctx.step.operands[2])];
   if (gate.rank() != 2 || gate.shape != up.shape)
     return prepareError(ctx, "gate and up weights disagree in shape");
-  if (Status s = packWeight(ctx, {1, 2}, -1, inOut, st->gateUp); !s)
+  if (Status s = packWeight(ctx, {1, 2}, -1, inOut, st->gateUp,
+                            /*gatedHalves=*/true);
+      !s)
     return s;
   if (Status s = packWeight(ctx, {3}, -1, inOut, st->down); !s)
     return s;
@@ -246,19 +251,14 @@ Status runGatedMLP(StepContext &ctx) {
   int64_t rows = x.numel() / k;
   int64_t f = st->ffn;
   ctx.flops += 2.0 * double(rows) * 3.0 * double(f * k);
-  // Every element of the three is written (a 512-token prefill zero-filled
-  // 14 MB per layer for nothing).
-  Tensor gu = Tensor::empty(ElemType::F32, {rows, 2 * f});
+  // Both are written whole. gatedLinear never materialises the [rows, 2F]
+  // gate/up product on oneDNN's tiles (prefill), and otherwise keeps it in
+  // its own scratch.
   Tensor h = Tensor::empty(ElemType::F32, {rows, f});
   Tensor y =
       Tensor::empty(ElemType::F32, withLast(x.shape, st->down.outFeatures()));
-  cpu::Status s =
-      cpu::linear(x.as<float>(), rows, st->gateUp, gu.as<float>(), ctx.pool);
-  // A separate output: writing in place over the halves would race between
-  // threads (row r's output overlaps input row r/2).
-  if (s.ok())
-    s = cpu::gatedActivation(gu.as<float>(), 2 * f, gu.as<float>() + f, 2 * f,
-                             h.as<float>(), rows, f, st->act, ctx.pool);
+  cpu::Status s = cpu::gatedLinear(x.as<float>(), rows, st->gateUp, st->act,
+                                   h.as<float>(), ctx.pool);
   if (s.ok())
     s = cpu::linear(h.as<float>(), rows, st->down, y.as<float>(), ctx.pool);
   if (!s.ok())

@@ -2,6 +2,7 @@
 
 #include "TestUtil.h"
 
+#include "codegen/CPU/Activation.h"
 #include "codegen/CPU/Linear.h"
 #include "codegen/CPU/Reference/Reference.h"
 
@@ -122,6 +123,72 @@ TEST(Linear, DnnlSlicesMatchAcrossPools) {
                                                      : 1e-6f * float(s.k);
       expectClose(four, expected(x, s, pw), x, pw, s, tol, "sliced");
     }
+}
+
+// Tests gatedLinear against linear() + gatedActivation over the same packed
+// [2F, K] weight: bitwise equal (the fused tiles run the same primitives
+// on the same slices, then the same row kernel), for F that is and is not
+// a multiple of the slice width, M below, at and across oneDNN's row blocks,
+// f32 and bf16, 1 and 4 threads; and close to the scalar reference.
+TEST(Linear, GatedLinearMatchesUnfused) {
+  struct Case {
+    int64_t m, f, k;
+  };
+  const Case cases[] = {{1, 64, 96},    {3, 100, 40},   {5, 688, 256},
+                        {17, 2048, 64}, {300, 96, 128}, {513, 200, 48}};
+  for (DType storage : {DType::F32, DType::BF16})
+    for (const Case &c : cases)
+      for (Activation act : {Activation::Silu, Activation::GeluTanh}) {
+        auto w = randomVector(size_t(2 * c.f * c.k), 60);
+        auto x = randomVector(size_t(c.m * c.k), 61, -2, 2);
+        PackedWeight pw;
+        ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, 2 * c.f, c.k,
+                                       nullptr, storage, pw, false,
+                                       /*gatedHalves=*/true));
+        std::vector<float> gu(size_t(c.m * 2 * c.f)), want(size_t(c.m * c.f));
+        ASSERT_TRUE(linear(x.data(), c.m, pw, gu.data(), parallelPool()));
+        ASSERT_TRUE(gatedActivation(gu.data(), 2 * c.f, gu.data() + c.f,
+                                    2 * c.f, want.data(), c.m, c.f, act,
+                                    parallelPool()));
+        std::vector<float> one(want.size()), four(want.size());
+        ASSERT_TRUE(
+            gatedLinear(x.data(), c.m, pw, act, one.data(), serialPool()));
+        ASSERT_TRUE(
+            gatedLinear(x.data(), c.m, pw, act, four.data(), parallelPool()));
+        EXPECT_TRUE(bitwiseEqual(one, want))
+            << "m=" << c.m << " f=" << c.f << " " << dtypeName(storage);
+        EXPECT_TRUE(bitwiseEqual(four, want))
+            << "m=" << c.m << " f=" << c.f << " " << dtypeName(storage);
+        // And against the scalar reference on the stored weights: the
+        // products' own bound (bf16 x on oneDNN: 2^-8 of sum |x w|),
+        // carried through act (slope <= 1.13) times up, plus f32 slack.
+        std::vector<float> ref(gu.size());
+        ref::linear(x.data(), c.m, pw.data(), pw.storage(), nullptr, 2 * c.f,
+                    c.k, ref.data());
+        bool dnnlPath = c.m > kSmallM && pw.usesDnnl();
+        double tol = storage == DType::BF16 && dnnlPath ? 1.0 / 256 : 1e-5;
+        for (int64_t r = 0; r < c.m; ++r)
+          for (int64_t j = 0; j < c.f; ++j) {
+            double g = ref[size_t(r * 2 * c.f + j)];
+            double u = ref[size_t(r * 2 * c.f + c.f + j)];
+            double a = act == Activation::Silu
+                           ? g / (1 + std::exp(-g))
+                           : 0.5 * g *
+                                 (1 + std::tanh(0.7978845608 *
+                                                (g + 0.044715 * g * g * g)));
+            double mag = 0;
+            for (int64_t l = 0; l < c.k; ++l)
+              mag += std::fabs(
+                  double(x[size_t(r * c.k + l)]) *
+                  loadAsFloat(pw.data(), pw.storage(), size_t(j * c.k + l)));
+            double bound =
+                tol * mag * (1.13 * std::fabs(u) + std::fabs(a) + tol * mag) +
+                1e-5 * (std::fabs(a * u) + 1);
+            ASSERT_NEAR(four[size_t(r * c.f + j)], a * u, bound)
+                << "m=" << c.m << " f=" << c.f << " at (" << r << "," << j
+                << ")";
+          }
+      }
 }
 
 // Tests that f16 and bf16 sources convert (f16 -> bf16 rounds once) and that
