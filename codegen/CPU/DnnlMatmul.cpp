@@ -65,15 +65,16 @@ constexpr int64_t kRowBlock = 256;
 /// other buckets are built over that same layout.
 constexpr int64_t kLayoutRows = kRowBlock;
 
-/// In features from which the blocked copy is skipped: measured here (1
-/// thread, bf16, M = 512, interleaved best of 60), brgemm over the blocked
-/// layout beats gemm:jit over `ba` by 1.4-1.6x for K = 768 (N = 256...2048)
-/// but loses for K >= 2048 (N = 768: 550 vs 750 GFLOP/s; 4096 x 4096: 400
-/// vs 500), where gemm:jit is the better kernel and the copy would be waste.
-/// Rechecked for the down projection (N = 768, K = 2048, M = 512, runs
-/// alternated in folio-linear-bench): brgemm 357 vs gemm:jit 344-361
-/// GFLOP/s, a tie, so the rule stands.
-constexpr int64_t kBlockedMaxK = 2048;
+/// In features from which the blocked copy is skipped (the runtime-M
+/// gemm:jit over `ba` then takes every M). Measured with the tiles
+/// (folio-linear-bench 5 1|2 prefill, M = 512, bf16, builds alternated on
+/// a quiet machine): for the down projection (N = 768, K = 2048) brgemm
+/// read 0.58-0.64 of the square-GEMM probe against 0.50-0.51 for gemm:jit
+/// on 1 thread and 0.63-0.85 against 0.58-0.60 on 2; for K = 768 brgemm
+/// has been 1.4-1.6x ahead since the first measurements. (With oneDNN's
+/// own threading, before the tiles, gemm:jit won for K >= 2048, hence the
+/// old limit of 2048.) K >= 4096 has not been measured with the tiles.
+constexpr int64_t kBlockedMaxK = 4096;
 
 /// Columns per slice: about eight slices, so two to four threads get even
 /// shares, in multiples of 64 (whole AMX / AVX-512 column blocks), at
