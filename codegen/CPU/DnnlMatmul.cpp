@@ -14,8 +14,8 @@
 // oneDNN 2.6 runs brgemm (AMX / AVX-512) only on dense operands, so a
 // slice's tile writes a dense block into a per-thread scratch that is then
 // copied into its columns of y (0.5 MB for a 256 x 512 tile of 0.2 GFLOP
-// with K = 768; not measured apart); a slice spanning all of N writes y in
-// place.
+// with K = 768; not measured apart). A stacked gate/up weight skips the
+// copy: its tiles write the activation instead (runGated).
 //
 //===----------------------------------------------------------------------===//
 
