@@ -43,6 +43,52 @@ std::shared_ptr<const plan::Plan> target() {
   return cached;
 }
 
+/// Logits at every position of the first `windows` held-out windows (255
+/// tokens each, one batch) with the given weight storage.
+std::vector<float> windowLogits(exec::WeightType weights, int windows) {
+  std::ifstream in(kBundled + "heldout_slice.i32", std::ios::binary);
+  std::vector<int32_t> ids(size_t(windows) * 256);
+  in.read(reinterpret_cast<char *>(ids.data()),
+          std::streamsize(ids.size() * sizeof(int32_t)));
+  EXPECT_EQ(in.gcount(), std::streamsize(ids.size() * sizeof(int32_t)));
+  exec::ExecutorOptions o;
+  o.weights = weights;
+  auto executor = exec::createCPUExecutor(o);
+  if (!target() || !executor->load(target())) {
+    ADD_FAILURE() << "cannot load the bundled model";
+    return {};
+  }
+  int64_t blockSize = executor->kvCacheLayout().blockSize;
+  int64_t perWindow = (255 + blockSize - 1) / blockSize;
+  EXPECT_TRUE(executor->allocateKVCache(windows * perWindow + 1));
+  std::vector<std::vector<TokenId>> tokens(static_cast<size_t>(windows));
+  std::vector<std::vector<BlockId>> tables(static_cast<size_t>(windows));
+  std::vector<core::ScheduledSequence> seqs;
+  for (int w = 0; w < windows; ++w) {
+    tokens[size_t(w)].assign(ids.begin() + w * 256,
+                             ids.begin() + w * 256 + 255);
+    for (int64_t b = 0; b < perWindow; ++b)
+      tables[size_t(w)].push_back(BlockId(1 + w * perWindow + b));
+    core::ScheduledSequence s;
+    s.tokens = &tokens[size_t(w)];
+    s.numScheduled = 255;
+    s.blockTable = &tables[size_t(w)];
+    seqs.push_back(s);
+  }
+  auto batch = core::buildForwardBatch(seqs, blockSize);
+  if (!batch) {
+    ADD_FAILURE() << batch.status().message();
+    return {};
+  }
+  batch->logitsIndices.resize(batch->tokens.size());
+  for (size_t i = 0; i < batch->tokens.size(); ++i)
+    batch->logitsIndices[i] = int32_t(i);
+  std::vector<float> logits;
+  int64_t vocab = 0;
+  EXPECT_TRUE(executor->forward(*batch, logits, vocab));
+  return logits;
+}
+
 TEST(BundledModel, HeldOutPerplexityMatchesTraining) {
   auto plan = target();
   ASSERT_TRUE(plan);
@@ -52,37 +98,9 @@ TEST(BundledModel, HeldOutPerplexityMatchesTraining) {
   in.read(reinterpret_cast<char *>(ids.data()),
           std::streamsize(ids.size() * sizeof(int32_t)));
   ASSERT_EQ(in.gcount(), std::streamsize(ids.size() * sizeof(int32_t)));
-
-  auto executor = exec::createCPUExecutor();
-  ASSERT_TRUE(executor->load(plan));
-  int64_t blockSize = executor->kvCacheLayout().blockSize;
-  int64_t blocksPerWindow = (255 + blockSize - 1) / blockSize;
-  ASSERT_TRUE(executor->allocateKVCache(16 * blocksPerWindow + 1));
-
-  // Teacher forcing: all 16 windows as one batch, window[:255] at
-  // positions 0..254, logits at every position, scoring window[1:].
-  std::vector<std::vector<TokenId>> tokens(16);
-  std::vector<std::vector<BlockId>> tables(16);
-  std::vector<core::ScheduledSequence> seqs;
-  for (int w = 0; w < 16; ++w) {
-    tokens[w].assign(ids.begin() + w * 256, ids.begin() + w * 256 + 255);
-    for (int64_t b = 0; b < blocksPerWindow; ++b)
-      tables[w].push_back(BlockId(1 + w * blocksPerWindow + b));
-    core::ScheduledSequence s;
-    s.tokens = &tokens[w];
-    s.numScheduled = 255;
-    s.blockTable = &tables[w];
-    seqs.push_back(s);
-  }
-  auto batch = core::buildForwardBatch(seqs, blockSize);
-  ASSERT_TRUE(batch) << batch.status().message();
-  batch->logitsIndices.resize(batch->tokens.size());
-  for (size_t i = 0; i < batch->tokens.size(); ++i)
-    batch->logitsIndices[i] = int32_t(i);
-  std::vector<float> logits;
-  int64_t vocab = 0;
-  ASSERT_TRUE(executor->forward(*batch, logits, vocab));
-  ASSERT_EQ(vocab, 4096);
+  std::vector<float> logits = windowLogits(exec::WeightType::F32, 16);
+  const int64_t vocab = 4096;
+  ASSERT_EQ(logits.size(), size_t(16 * 255 * vocab));
 
   double nll = 0;
   size_t scored = 0;
@@ -103,45 +121,6 @@ TEST(BundledModel, HeldOutPerplexityMatchesTraining) {
               ppl, kSlicePerplexity);
   EXPECT_NEAR(ppl, kSlicePerplexity, 0.01 * kSlicePerplexity)
       << "Folio's perplexity " << ppl << " vs training's " << kSlicePerplexity;
-}
-
-/// Logits at every position of the first `windows` held-out windows (255
-/// tokens each, one batch) with the given weight storage.
-std::vector<float> windowLogits(exec::WeightType weights, int windows) {
-  std::ifstream in(kBundled + "heldout_slice.i32", std::ios::binary);
-  std::vector<int32_t> ids(size_t(windows) * 256);
-  in.read(reinterpret_cast<char *>(ids.data()),
-          std::streamsize(ids.size() * sizeof(int32_t)));
-  exec::ExecutorOptions o;
-  o.weights = weights;
-  auto executor = exec::createCPUExecutor(o);
-  EXPECT_TRUE(executor->load(target()));
-  int64_t blockSize = executor->kvCacheLayout().blockSize;
-  int64_t perWindow = (255 + blockSize - 1) / blockSize;
-  EXPECT_TRUE(executor->allocateKVCache(windows * perWindow + 1));
-  std::vector<std::vector<TokenId>> tokens(static_cast<size_t>(windows));
-  std::vector<std::vector<BlockId>> tables(static_cast<size_t>(windows));
-  std::vector<core::ScheduledSequence> seqs;
-  for (int w = 0; w < windows; ++w) {
-    tokens[size_t(w)].assign(ids.begin() + w * 256,
-                             ids.begin() + w * 256 + 255);
-    for (int64_t b = 0; b < perWindow; ++b)
-      tables[size_t(w)].push_back(BlockId(1 + w * perWindow + b));
-    core::ScheduledSequence s;
-    s.tokens = &tokens[size_t(w)];
-    s.numScheduled = 255;
-    s.blockTable = &tables[size_t(w)];
-    seqs.push_back(s);
-  }
-  auto batch = core::buildForwardBatch(seqs, blockSize);
-  EXPECT_TRUE(batch);
-  batch->logitsIndices.resize(batch->tokens.size());
-  for (size_t i = 0; i < batch->tokens.size(); ++i)
-    batch->logitsIndices[i] = int32_t(i);
-  std::vector<float> logits;
-  int64_t vocab = 0;
-  EXPECT_TRUE(executor->forward(*batch, logits, vocab));
-  return logits;
 }
 
 double maxAbsDiff(const std::vector<float> &a, const std::vector<float> &b) {
