@@ -42,8 +42,10 @@ using tag = dnnl::memory::format_tag;
 namespace {
 
 dnnl::engine &cpuEngine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
+  // Never destroyed: pool threads keep thread_local streams on it, and the
+  // order of static and thread-local destruction at exit is not ours.
+  static dnnl::engine *engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
 }
 
 /// Rows a fixed-M primitive is built for: M rounded up to 16 (M <= 128) or
@@ -105,6 +107,15 @@ dnnl::primitive_attr userScratchpad() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
+}
+
+/// Thread-local buffers above this are given back after the call that
+/// needed them (a long prefill must not pin its peak for the thread's life).
+constexpr size_t kKeepScratchBytes = size_t(64) << 20;
+
+template <typename T> void trimScratch(std::vector<T> &v) {
+  if (v.capacity() * sizeof(T) > kKeepScratchBytes)
+    std::vector<T>().swap(v);
 }
 
 /// 64-byte aligned scratch per thread and slot (0: oneDNN's scratchpad, 1
@@ -312,6 +323,17 @@ std::unique_ptr<DnnlMatmul> DnnlMatmul::create(const void *w, DType storage,
 /// One call's tiles: row blocks of kRowBlock within each column slice, the
 /// primitive each tile runs and x in the source type the primitives read.
 struct DnnlMatmul::Tiles {
+  /// x in bf16 or padded, per calling thread (the executor issues one
+  /// layer at a time; the pool's threads only read it). Trimmed when done.
+  static std::vector<uint16_t> &xBf16() {
+    thread_local std::vector<uint16_t> v;
+    return v;
+  }
+  static std::vector<float> &xPad() {
+    thread_local std::vector<float> v;
+    return v;
+  }
+
   State &s;
   int64_t m = 0, blocks = 0, lastReal = 0, lastRows = 0;
   std::vector<Prim> fixedFull, fixedLast;
@@ -347,25 +369,30 @@ struct DnnlMatmul::Tiles {
     int64_t rows = anyFixed ? (blocks - 1) * kRowBlock + lastRows : m;
     // Per calling thread: the executor issues one layer at a time, and the
     // pool's threads only read these.
-    thread_local std::vector<uint16_t> xBf16;
-    thread_local std::vector<float> xPad;
     src = reinterpret_cast<const char *>(x);
     int64_t k = s.k;
     srcElem = s.srcType == dt::bf16 ? 2 : 4;
     if (s.srcType == dt::bf16) {
-      xBf16.resize(size_t(rows * k));
-      uint16_t *dstRows = xBf16.data();
+      std::vector<uint16_t> &xb = xBf16();
+      xb.resize(size_t(rows * k));
+      uint16_t *dstRows = xb.data();
       pool.parallelFor(m, 16, [&](int64_t b, int64_t e) {
         storeRow(x + b * k, dstRows + b * k, DType::BF16, (e - b) * k);
       });
       std::memset(dstRows + m * k, 0, size_t((rows - m) * k) * 2);
       src = reinterpret_cast<const char *>(dstRows);
     } else if (rows != m) {
-      xPad.resize(size_t(rows * k));
-      std::memcpy(xPad.data(), x, size_t(m * k) * sizeof(float));
-      std::memset(xPad.data() + m * k, 0, size_t((rows - m) * k) * 4);
-      src = reinterpret_cast<const char *>(xPad.data());
+      std::vector<float> &xp = xPad();
+      xp.resize(size_t(rows * k));
+      std::memcpy(xp.data(), x, size_t(m * k) * sizeof(float));
+      std::memset(xp.data() + m * k, 0, size_t((rows - m) * k) * 4);
+      src = reinterpret_cast<const char *>(xp.data());
     }
+  }
+
+  ~Tiles() {
+    trimScratch(xBf16());
+    trimScratch(xPad());
   }
 
   int64_t rowsOf(int64_t rb) const {
@@ -427,9 +454,15 @@ Status runTiles(ThreadPool &pool, int64_t count, Fn &&body) {
       oneLibraryThread();
       body(b, e);
     } catch (const dnnl::error &ex) {
-      std::lock_guard<std::mutex> lock(errMu);
-      if (!failed.exchange(true))
+      if (!failed.exchange(true)) {
+        std::lock_guard<std::mutex> lock(errMu);
         err = ex.what();
+      }
+    } catch (const std::bad_alloc &) {
+      if (!failed.exchange(true)) {
+        std::lock_guard<std::mutex> lock(errMu);
+        err = "out of memory";
+      }
     }
   });
   if (failed)

@@ -21,16 +21,18 @@ namespace folio::cpu::detail {
 
 /// oneDNN matmul over one weight. oneDNN 2.6 serves a runtime-M matmul only
 /// with gemm:jit over the `ba` view of W[N, K]; brgemm (AMX / AVX-512),
-/// 2-3x faster for prefill, needs a fixed M and its own weights layout. So at
-/// create the weights are reordered once into brgemm's layout (a second copy
-/// next to the [N, K] one the GEMV streams), and run() uses fixed-M
-/// primitives over it, one per M bucket (M rounded up to 16 or 64, padding
-/// rows zero), made lazily and cached; the runtime-M primitive over the
-/// borrowed buffer is the fallback. FOLIO_DNNL_WEIGHTS=ba turns the blocked
-/// copy off. The weight buffer is borrowed and must outlive this object.
-/// Both layouts are cut into column slices (about eight, a function of N
-/// only); run() multiplies each slice by row blocks of the input, every
-/// tile single-threaded on the pool (DnnlMatmul.cpp).
+/// 2-3x faster for prefill, needs a fixed M and its own weights layout. So
+/// the weights are cut into column slices (about eight, or about eight per
+/// half with `halves`; a function of N only), each reordered once into
+/// brgemm's layout (a second copy next to the [N, K] one the GEMV streams).
+/// run() multiplies every slice by row blocks of 256 input rows, each tile a
+/// single-threaded fixed-M primitive on the pool (the last block's rows
+/// padded to a bucket: M rounded up to 16 or 64), primitives made lazily
+/// and cached; the runtime-M primitive over the borrowed slice is the
+/// fallback. FOLIO_DNNL_WEIGHTS=ba turns the blocked copy off. The weight
+/// buffer is borrowed and must outlive this object. Every thread that
+/// creates or runs a primitive sets its OpenMP team size to 1 (an OpenMP
+/// setting is per thread, so it stays so on the caller's thread).
 class DnnlMatmul {
 public:
   /// Null (with `why` set) if oneDNN cannot build the primitive here.

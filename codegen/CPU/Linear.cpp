@@ -95,12 +95,17 @@ Status gatedLinear(const float *x, int64_t numTokens,
     if (gateUp.impl->dnnl->runGated(x, numTokens, act, h, pool).ok())
       return Status::success();
 #endif
-  // Per calling thread: the executor runs one layer at a time.
+  // Per calling thread (the executor runs one layer at a time); decode's
+  // one row is small, a long unfused prefill's buffer is not kept.
   thread_local std::vector<float> gu;
   gu.resize(size_t(numTokens * 2 * f));
-  FOLIO_RETURN_IF_ERROR(linear(x, numTokens, gateUp, gu.data(), pool));
-  return gatedActivation(gu.data(), 2 * f, gu.data() + f, 2 * f, h, numTokens,
-                         f, act, pool);
+  Status s = linear(x, numTokens, gateUp, gu.data(), pool);
+  if (s.ok())
+    s = gatedActivation(gu.data(), 2 * f, gu.data() + f, 2 * f, h, numTokens, f,
+                        act, pool);
+  if (gu.capacity() * sizeof(float) > (size_t(64) << 20))
+    std::vector<float>().swap(gu);
+  return s;
 }
 
 bool setLibraryThreads(int numThreads) {

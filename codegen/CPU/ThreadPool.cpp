@@ -21,6 +21,19 @@ constexpr std::chrono::microseconds kSpinTime(50);
 
 thread_local bool insideChunk = false;
 
+/// Marks the thread as running a chunk for its scope (exceptions included).
+struct InsideChunk {
+  bool was = insideChunk;
+  InsideChunk() { insideChunk = true; }
+  ~InsideChunk() { insideChunk = was; }
+};
+
+constexpr uint64_t kCountBits = 16;
+constexpr uint64_t kCountMask = (uint64_t(1) << kCountBits) - 1;
+/// The joinState tag of a generation: its low 48 bits (never 0 once a job
+/// has been submitted; 2^48 jobs is out of reach).
+inline uint64_t tagOf(uint64_t gen) { return gen & ((uint64_t(1) << 48) - 1); }
+
 inline void cpuRelax() {
 #if defined(__x86_64__)
   _mm_pause();
@@ -68,7 +81,7 @@ ThreadPool::ThreadPool(unsigned numThreads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex);
-    stopping = true;
+    stopping.store(true, std::memory_order_release);
     generation.fetch_add(1, std::memory_order_release);
   }
   wakeCv.notify_all();
@@ -84,12 +97,14 @@ ThreadPool &ThreadPool::global() {
 void ThreadPool::setWorkersPausedForTesting(bool p) {
   {
     std::lock_guard<std::mutex> lock(mutex);
-    paused = p;
+    paused.store(p, std::memory_order_release);
   }
   wakeCv.notify_all();
 }
 
 bool ThreadPool::grab(int64_t &begin, int64_t &end) {
+  if (jobFailed.load(std::memory_order_relaxed))
+    return false;
   if (!jobGuided) {
     int64_t c = next.fetch_add(1, std::memory_order_relaxed);
     begin = c * jobGrain;
@@ -116,12 +131,18 @@ bool ThreadPool::grab(int64_t &begin, int64_t &end) {
 }
 
 void ThreadPool::runChunks() {
-  bool wasInside = insideChunk;
-  insideChunk = true;
-  int64_t b, e;
-  while (grab(b, e))
-    jobFn(jobCtx, b, e);
-  insideChunk = wasInside;
+  InsideChunk guard;
+  try {
+    int64_t b, e;
+    while (grab(b, e))
+      jobFn(jobCtx, b, e);
+  } catch (...) {
+    // Stop handing out chunks; the caller rethrows after the join.
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!jobError)
+      jobError = std::current_exception();
+    jobFailed.store(true, std::memory_order_relaxed);
+  }
 }
 
 void ThreadPool::run(int64_t n, int64_t grain, int64_t align, bool guided,
@@ -134,14 +155,12 @@ void ThreadPool::run(int64_t n, int64_t grain, int64_t align, bool guided,
     grain = align;
   grain = (grain + align - 1) / align * align;
   if (count == 1 || n <= grain || insideChunk) {
-    bool wasInside = insideChunk;
-    insideChunk = true;
+    InsideChunk guard;
     if (guided)
       fn(ctx, 0, n);
     else
       for (int64_t b = 0; b < n; b += grain)
         fn(ctx, b, b + grain < n ? b + grain : n);
-    insideChunk = wasInside;
     return;
   }
 
@@ -153,14 +172,18 @@ void ThreadPool::run(int64_t n, int64_t grain, int64_t align, bool guided,
   jobAlign = align;
   jobGuided = guided;
   next.store(0, std::memory_order_relaxed);
+  jobFailed.store(false, std::memory_order_relaxed);
   bool wake;
-  uint64_t gen;
   {
     // Bumping under the mutex means a worker that is about to sleep either
-    // sees the new generation or is already waiting when we notify.
+    // sees the new generation or is already waiting when we notify. The
+    // count is 0 here: the previous job waited for its workers to leave.
+    // The job opens before the generation moves: a worker that sees the
+    // new generation (acquire) then sees it open.
     std::lock_guard<std::mutex> lock(mutex);
-    gen = generation.fetch_add(1, std::memory_order_release) + 1;
-    openGeneration.store(gen, std::memory_order_seq_cst);
+    uint64_t gen = generation.load(std::memory_order_relaxed) + 1;
+    joinState.store(tagOf(gen) << kCountBits, std::memory_order_seq_cst);
+    generation.store(gen, std::memory_order_release);
     wake = sleepers > 0;
   }
   if (wake)
@@ -168,16 +191,27 @@ void ThreadPool::run(int64_t n, int64_t grain, int64_t align, bool guided,
 
   runChunks();
 
-  // Every chunk is claimed. Close the job, then wait for the workers that
-  // joined it. The close and a joining worker's increment are both
-  // sequentially consistent: either the worker's increment comes first and
-  // we see it here, or it sees the job closed and never touches it.
-  openGeneration.store(0, std::memory_order_seq_cst);
-  auto allLeft = [this] { return inside.load(std::memory_order_seq_cst) == 0; };
+  // Every chunk is claimed. Close the job (clear the tag, keep the count),
+  // then wait only for the workers that joined it.
+  joinState.fetch_and(kCountMask, std::memory_order_seq_cst);
+  auto allLeft = [this] {
+    return (joinState.load(std::memory_order_seq_cst) & kCountMask) == 0;
+  };
   if (!spinUntil(allLeft)) {
     std::unique_lock<std::mutex> lock(mutex);
+    // Sequentially consistent against the leaving worker's decrement and
+    // load: either we see the count at 0 or it sees us asleep and notifies.
+    callerSleeping.store(true, std::memory_order_seq_cst);
     doneCv.wait(lock, allLeft);
+    callerSleeping.store(false, std::memory_order_relaxed);
   }
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::swap(error, jobError);
+  }
+  if (error)
+    std::rethrow_exception(error);
 }
 
 void ThreadPool::workerLoop() {
@@ -193,16 +227,32 @@ void ThreadPool::workerLoop() {
       --sleepers;
     }
     seen = generation.load(std::memory_order_acquire);
-    {
+    if (paused.load(std::memory_order_acquire)) {
       std::unique_lock<std::mutex> lock(mutex);
-      wakeCv.wait(lock, [&] { return !paused || stopping; });
-      if (stopping)
-        return;
+      wakeCv.wait(lock, [&] {
+        return !paused.load(std::memory_order_relaxed) ||
+               stopping.load(std::memory_order_relaxed);
+      });
     }
-    inside.fetch_add(1, std::memory_order_seq_cst);
-    if (openGeneration.load(std::memory_order_seq_cst) == seen)
-      runChunks();
-    if (inside.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+    if (stopping.load(std::memory_order_acquire))
+      return;
+    // Join only while this generation's job is open.
+    uint64_t tag = tagOf(seen) << kCountBits;
+    uint64_t state = joinState.load(std::memory_order_seq_cst);
+    bool joined = false;
+    while ((state & ~kCountMask) == tag) {
+      if (joinState.compare_exchange_weak(state, state + 1,
+                                          std::memory_order_seq_cst)) {
+        joined = true;
+        break;
+      }
+    }
+    if (!joined)
+      continue; // closed already, or a newer job: look again
+    runChunks();
+    uint64_t after = joinState.fetch_sub(1, std::memory_order_seq_cst) - 1;
+    if ((after & kCountMask) == 0 &&
+        callerSleeping.load(std::memory_order_seq_cst)) {
       std::lock_guard<std::mutex> lock(mutex);
       doneCv.notify_all();
     }

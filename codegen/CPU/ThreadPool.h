@@ -31,6 +31,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -56,7 +57,9 @@ public:
   /// number of threads, so kernels that write each chunk's output from its
   /// own inputs give identical results for any pool size. A parallelFor
   /// issued from inside a chunk runs serially on that thread. Calls from
-  /// several threads at once are serialised.
+  /// several threads at once are serialised. If a chunk throws, no further
+  /// chunk starts, the job ends as usual and the first exception is
+  /// rethrown to the caller.
   template <typename Fn> void parallelFor(int64_t n, int64_t grain, Fn &&fn) {
     run(n, grain, /*align=*/1, /*guided=*/false, &call<Fn>,
         const_cast<void *>(static_cast<const void *>(&fn)));
@@ -103,13 +106,19 @@ private:
   std::condition_variable wakeCv;
   std::condition_variable doneCv;
   int sleepers = 0; // guarded by mutex
-  bool stopping = false;
-  bool paused = false; // guarded by mutex
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> paused{false};
+  /// Set (under mutex) while the caller sleeps waiting for joined workers.
+  std::atomic<bool> callerSleeping{false};
   std::atomic<uint64_t> generation{0};
-  /// The generation of the job workers may join; 0 once it is closed.
-  std::atomic<uint64_t> openGeneration{0};
-  /// Workers that joined the current job and have not left it.
-  std::atomic<int> inside{0};
+  /// Who may join and who has: the open job's tag (its generation, low 48
+  /// bits; 0 once closed) above the count of workers that joined it (low
+  /// 16 bits). One word, so a worker joins only with a compare-and-swap
+  /// against the open tag, and a worker that wakes late never counts.
+  std::atomic<uint64_t> joinState{0};
+  /// The first exception a chunk threw; no chunk is handed out after it.
+  std::exception_ptr jobError; // guarded by mutex
+  std::atomic<bool> jobFailed{false};
 
   // The current job; written before generation is bumped.
   ChunkFn jobFn = nullptr;

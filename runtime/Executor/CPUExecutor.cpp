@@ -200,6 +200,14 @@ public:
       }
       if (Status s = checkResults(ctx); !s)
         return s;
+      // A sibling group's first member wrote the others' results too.
+      for (size_t m : siblings[i]) {
+        if (m == i)
+          continue;
+        StepContext member{plan->steps[m], values, caches, nullptr, pool};
+        if (Status s = checkResults(member); !s)
+          return s;
+      }
       release(i, values);
     }
     if (plan->outputs.size() != 1)

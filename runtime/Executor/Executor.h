@@ -52,9 +52,9 @@ const char *weightTypeName(WeightType t);
 
 struct ExecutorOptions {
   WeightType weights = WeightType::F32;
-  /// Threads (the caller included) for the executor's kernels and, on the
-  /// CPU, for oneDNN's OpenMP team; 0 = the process-wide default
-  /// (FOLIO_NUM_THREADS or the cores this process may use).
+  /// Threads (the caller included) for the executor's kernels, oneDNN's
+  /// matmul tiles included; 0 = the process-wide pool (FOLIO_NUM_THREADS
+  /// or the cores this process may use).
   unsigned numThreads = 0;
   /// Accumulate wall time per step kind (see Executor::profile).
   bool profile = false;
@@ -98,7 +98,9 @@ public:
 };
 
 /// The CPU executor (codegen/CPU kernels). With options.numThreads it owns
-/// a pool of that size and sets oneDNN's OpenMP thread count to match.
+/// a pool of that size, on which oneDNN's matmuls run too (as
+/// single-threaded tiles). forward() is not reentrant: one executor serves
+/// one engine thread.
 std::unique_ptr<Executor>
 createCPUExecutor(const ExecutorOptions &options = {});
 

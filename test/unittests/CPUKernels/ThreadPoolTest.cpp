@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 using namespace folio::cpu;
@@ -134,6 +135,35 @@ TEST(ThreadPool, CallerFinishesWithoutWorkers) {
                      [&](int64_t b, int64_t e) { covered.fetch_add(e - b); });
     ASSERT_EQ(covered.load(), 1000);
   }
+}
+
+// Tests that an exception thrown in a chunk (on a worker or on the caller,
+// whichever runs chunk 7) reaches the caller once the job has ended, and
+// leaves the pool usable: later jobs complete, nested calls still work.
+TEST(ThreadPool, ExceptionInAChunkReachesTheCaller) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> ran{0};
+    EXPECT_THROW(pool.parallelFor(1000, 1,
+                                  [&](int64_t b, int64_t) {
+                                    ran.fetch_add(1);
+                                    if (b == 7)
+                                      throw std::runtime_error("chunk 7");
+                                  }),
+                 std::runtime_error);
+    EXPECT_GE(ran.load(), 1); // how many ran after the throw is timing
+    std::atomic<int64_t> covered{0};
+    pool.parallelFor(1000, 10,
+                     [&](int64_t b, int64_t e) { covered.fetch_add(e - b); });
+    EXPECT_EQ(covered.load(), 1000);
+  }
+  // Nested calls still fan out after a throw on the caller's thread.
+  std::atomic<int> nestedSerial{0};
+  pool.parallelFor(4, 1, [&](int64_t, int64_t) {
+    pool.parallelFor(2, 1,
+                     [&](int64_t, int64_t) { nestedSerial.fetch_add(1); });
+  });
+  EXPECT_EQ(nestedSerial.load(), 8);
 }
 
 TEST(ThreadPool, ZeroThreadsMeansCallerOnly) {
