@@ -335,18 +335,8 @@ FOLIO_AMX void softmaxChunk(const AttentionTile &a, const PassInfo &p,
     __m512i vPos = _mm512_load_si512(p.pos + 16 * v);
     __m512i vLo = _mm512_load_si512(p.lo + 16 * v);
     __m512 oldMax = _mm512_load_ps(rowMaxMem + 16 * v);
-    __m512 mx = oldMax;
-    for (int64_t j = 0; j < n; ++j) {
-      float *s = st + j * ld + 16 * v;
-      __m512 x = _mm512_load_ps(s);
-      if (a.softCap > 0) {
-        x = _mm512_mul_ps(avx512::tanh(_mm512_mul_ps(x, invCap)), cap);
-        _mm512_store_ps(s, x);
-      }
-      mx = _mm512_mask_max_ps(
-          mx, masked ? visibleLanes(vLo, vPos, c0 + j) : __mmask16(0xffff), mx,
-          x);
-    }
+    __m512 mx = capAndMax(st + 16 * v, n, ld, a.softCap > 0, cap, invCap,
+                          masked, vLo, vPos, c0, oldMax);
     // Lazy rescaling: a row keeps its old max unless the chunk's exceeds it
     // by more than kLazyMax, so p <= 2^kLazyMax (harmless in f32 and bf16)
     // and most chunks need no rescale of Ot. The result is the same

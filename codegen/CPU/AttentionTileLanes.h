@@ -48,6 +48,29 @@ FOLIO_AVX512 static inline __mmask16 visibleLanes(__m512i lo, __m512i pos,
   return _mm512_mask_cmple_epi32_mask(_mm512_cmple_epi32_mask(lo, kp), kp, pos);
 }
 
+/// The first half of the online softmax over one 16-lane column of a score
+/// chunk (n keys from `key0`, row stride `ld`): soft-caps each score in
+/// place when `softCap` (tanh(s / cap) * cap, cap and invCap in log2
+/// units) and folds it into `mx`, the running max of the lanes that see
+/// the key (every lane unless `masked`).
+FOLIO_AVX512 static inline __m512 capAndMax(float *s, int64_t n, int64_t ld,
+                                            bool softCap, __m512 cap,
+                                            __m512 invCap, bool masked,
+                                            __m512i lo, __m512i pos,
+                                            int64_t key0, __m512 mx) {
+  for (int64_t j = 0; j < n; ++j, s += ld) {
+    __m512 x = _mm512_load_ps(s);
+    if (softCap) {
+      x = _mm512_mul_ps(avx512::tanh(_mm512_mul_ps(x, invCap)), cap);
+      _mm512_store_ps(s, x);
+    }
+    mx = _mm512_mask_max_ps(
+        mx, masked ? visibleLanes(lo, pos, key0 + j) : __mmask16(0xffff), mx,
+        x);
+  }
+  return mx;
+}
+
 /// x[i][j] becomes x[j][i]: 64 in-register shuffles instead of 256
 /// scalar stores.
 FOLIO_AVX512 static inline void transpose16(__m512 x[16]) {

@@ -224,18 +224,8 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
     for (int v = 0; v < NV; ++v) {
       __m512i vPos = _mm512_load_si512(pos + 16 * v);
       __m512i vLo = _mm512_load_si512(lo + 16 * v);
-      __m512 mx = rowMax[v];
-      for (int64_t j = 0; j < n; ++j) {
-        float *s = st + j * ld + 16 * v;
-        __m512 x = _mm512_load_ps(s);
-        if (a.softCap > 0) {
-          x = _mm512_mul_ps(avx512::tanh(_mm512_mul_ps(x, invCap)), cap);
-          _mm512_store_ps(s, x);
-        }
-        mx = _mm512_mask_max_ps(
-            mx, masked ? visibleLanes(vLo, vPos, c0 + j) : __mmask16(0xffff),
-            mx, x);
-      }
+      __m512 mx = capAndMax(st + 16 * v, n, ld, a.softCap > 0, cap, invCap,
+                            masked, vLo, vPos, c0, rowMax[v]);
       corr[v] = exp2(_mm512_sub_ps(rowMax[v], mx));
       __m512 sum = _mm512_setzero_ps();
       for (int64_t j = 0; j < n; ++j) {
