@@ -104,8 +104,11 @@ TEST(Linear, DispatchMatchesReference) {
 // between buckets; results are bitwise identical for 1 and 4 threads (the
 // slices depend on N only) and within the bf16 bound of the reference.
 TEST(Linear, DnnlSlicesMatchAcrossPools) {
+  // M = 256 and 257: one full row block, then a full block plus a 1-row
+  // (bucketed to 16) last block.
   const Shape shapes[] = {{70, 600, 96},   {130, 1000, 40}, {17, 50, 64},
-                          {64, 520, 2050}, {5, 1088, 128},  {513, 200, 33}};
+                          {64, 520, 2050}, {5, 1088, 128},  {513, 200, 33},
+                          {256, 130, 64},  {257, 130, 64}};
   for (DType storage : {DType::F32, DType::BF16})
     for (const Shape &s : shapes) {
       auto w = randomVector(size_t(s.n * s.k), 50);
@@ -135,7 +138,8 @@ TEST(Linear, GatedLinearMatchesUnfused) {
     int64_t m, f, k;
   };
   const Case cases[] = {{1, 64, 96},    {3, 100, 40},   {5, 688, 256},
-                        {17, 2048, 64}, {300, 96, 128}, {513, 200, 48}};
+                        {17, 2048, 64}, {300, 96, 128}, {513, 200, 48},
+                        {256, 128, 32}, {257, 128, 32}};
   for (DType storage : {DType::F32, DType::BF16})
     for (const Case &c : cases)
       for (Activation act : {Activation::Silu, Activation::GeluTanh}) {
