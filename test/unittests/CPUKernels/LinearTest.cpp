@@ -45,6 +45,15 @@ void expectClose(const std::vector<float> &got, const std::vector<float> &want,
     }
 }
 
+/// The relative bound for linear()'s dispatch: with bf16 weights oneDNN
+/// (M > kSmallM) also rounds x to bf16, so each product is off by at most
+/// 2^-8; otherwise only f32 accumulation over k terms.
+float dispatchTolerance(int64_t m, int64_t k, const PackedWeight &pw) {
+  bool dnnlPath = m > kSmallM && pw.usesDnnl();
+  return pw.storage() == DType::BF16 && dnnlPath ? 1.0f / 256.0f
+                                                 : 1e-6f * float(k);
+}
+
 // K around the GEMV's 32-element bf16 blocks (17, 31, 33, 47, 63, 2049)
 // and N not a multiple of its 4-row tiles; M = 1..5 (GEMV tiles of 4 rows
 // plus a remainder), and M beyond kSmallM up to several oneDNN buckets.
@@ -92,10 +101,8 @@ TEST(Linear, DispatchMatchesReference) {
                                        storage, pw));
         std::vector<float> y(size_t(s.m * s.n));
         ASSERT_TRUE(linear(x.data(), s.m, pw, y.data()));
-        bool dnnlPath = s.m > kSmallM && pw.usesDnnl();
-        float tol = storage == DType::BF16 && dnnlPath ? 1.0f / 256.0f
-                                                       : 1e-6f * float(s.k);
-        expectClose(y, expected(x, s, pw), x, pw, s, tol, "linear");
+        expectClose(y, expected(x, s, pw), x, pw, s,
+                    dispatchTolerance(s.m, s.k, pw), "linear");
       }
 }
 
@@ -121,10 +128,8 @@ TEST(Linear, DnnlSlicesMatchAcrossPools) {
       ASSERT_TRUE(linear(x.data(), s.m, pw, one.data(), serialPool()));
       ASSERT_TRUE(linear(x.data(), s.m, pw, four.data(), parallelPool()));
       EXPECT_TRUE(bitwiseEqual(one, four)) << "m=" << s.m << " n=" << s.n;
-      bool dnnlPath = s.m > kSmallM && pw.usesDnnl();
-      float tol = storage == DType::BF16 && dnnlPath ? 1.0f / 256.0f
-                                                     : 1e-6f * float(s.k);
-      expectClose(four, expected(x, s, pw), x, pw, s, tol, "sliced");
+      expectClose(four, expected(x, s, pw), x, pw, s,
+                  dispatchTolerance(s.m, s.k, pw), "sliced");
     }
 }
 
@@ -309,6 +314,11 @@ TEST(Linear, EmptyAndInvalid) {
   EXPECT_FALSE(
       PackedWeight::pack(w.data(), DType::F32, 0, 4, nullptr, DType::F32, pw));
   EXPECT_FALSE(linear(x, -1, pw, y));
+  // gatedLinear wants gate and up stacked: an even N and no bias.
+  s = gatedLinear(x, 1, pw, Activation::Silu, y);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("gate and up stacked"), std::string::npos)
+      << s.message();
 }
 
 } // namespace
