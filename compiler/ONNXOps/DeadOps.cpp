@@ -1,6 +1,6 @@
 //===- DeadOps.cpp - Drop what a rewrite left unused ----------------------===//
 
-#include "ONNXOps/DeadOps.h"
+#include "compiler/ONNXOps/DeadOps.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 

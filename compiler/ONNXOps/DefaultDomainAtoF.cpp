@@ -1,6 +1,6 @@
 //===- DefaultDomainAtoF.cpp - ai.onnx ops A to F -------------------------===//
 
-#include "ONNXOps/InferHelpers.h"
+#include "compiler/ONNXOps/InferHelpers.h"
 
 #include "mlir/IR/Builders.h"
 

@@ -1,6 +1,6 @@
 //===- DefaultDomainGtoQ.cpp - ai.onnx ops G to Q -------------------------===//
 
-#include "ONNXOps/InferHelpers.h"
+#include "compiler/ONNXOps/InferHelpers.h"
 
 #include "mlir/IR/Builders.h"
 

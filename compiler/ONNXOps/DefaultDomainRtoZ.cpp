@@ -1,6 +1,6 @@
 //===- DefaultDomainRtoZ.cpp - ai.onnx ops R to Z -------------------------===//
 
-#include "ONNXOps/InferHelpers.h"
+#include "compiler/ONNXOps/InferHelpers.h"
 
 #include "mlir/IR/Builders.h"
 

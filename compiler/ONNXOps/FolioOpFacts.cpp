@@ -5,9 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/ShapeInference.h"
 
-#include "Folio/IR/FolioOps.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

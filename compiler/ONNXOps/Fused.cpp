@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ONNXOps/InferHelpers.h"
+#include "compiler/ONNXOps/InferHelpers.h"
 
 using namespace mlir;
 using namespace mlir::folio;

@@ -1,6 +1,6 @@
 //===- InferHelpers.cpp - Building blocks shared by the handlers ----------===//
 
-#include "ONNXOps/InferHelpers.h"
+#include "compiler/ONNXOps/InferHelpers.h"
 
 #include "mlir/IR/Builders.h"
 

@@ -3,8 +3,8 @@
 #ifndef FOLIO_ONNXOPS_INFERHELPERS_H
 #define FOLIO_ONNXOPS_INFERHELPERS_H
 
-#include "ONNXOps/OpSchema.h"
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/OpSchema.h"
+#include "compiler/ONNXOps/ShapeInference.h"
 
 #include <functional>
 

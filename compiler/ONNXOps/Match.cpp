@@ -1,6 +1,6 @@
 //===- Match.cpp - Matching imported ONNX subgraphs -----------------------===//
 
-#include "ONNXOps/Match.h"
+#include "compiler/ONNXOps/Match.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

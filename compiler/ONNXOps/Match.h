@@ -7,7 +7,7 @@
 #ifndef FOLIO_ONNXOPS_MATCH_H
 #define FOLIO_ONNXOPS_MATCH_H
 
-#include "Folio/IR/FolioOps.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include <optional>
 

@@ -1,7 +1,7 @@
 //===- OpSchema.cpp - The ONNX op table and the handlers' context ---------===//
 
-#include "ONNXOps/OpSchema.h"
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/OpSchema.h"
+#include "compiler/ONNXOps/ShapeInference.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"

@@ -12,7 +12,7 @@
 #ifndef FOLIO_ONNXOPS_OPSCHEMA_H
 #define FOLIO_ONNXOPS_OPSCHEMA_H
 
-#include "ONNXOps/ValueFacts.h"
+#include "compiler/ONNXOps/ValueFacts.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"

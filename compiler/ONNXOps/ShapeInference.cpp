@@ -1,8 +1,8 @@
 //===- ShapeInference.cpp - Symbolic shape inference for ONNX nodes -------===//
 
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/ShapeInference.h"
 
-#include "Folio/IR/FolioOps.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AffineExprVisitor.h"

@@ -10,8 +10,8 @@
 #ifndef FOLIO_ONNXOPS_SHAPEINFERENCE_H
 #define FOLIO_ONNXOPS_SHAPEINFERENCE_H
 
-#include "ONNXOps/OpSchema.h"
-#include "ONNXOps/ValueFacts.h"
+#include "compiler/ONNXOps/OpSchema.h"
+#include "compiler/ONNXOps/ValueFacts.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Value.h"

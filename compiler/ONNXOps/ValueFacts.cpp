@@ -1,6 +1,6 @@
 //===- ValueFacts.cpp - What shape inference knows about a value ----------===//
 
-#include "ONNXOps/ValueFacts.h"
+#include "compiler/ONNXOps/ValueFacts.h"
 
 using namespace mlir;
 using namespace mlir::folio;

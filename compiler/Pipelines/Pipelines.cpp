@@ -1,10 +1,10 @@
 //===- Pipelines.cpp - The folio compile pipeline -------------------------===//
 
-#include "Pipelines/Pipelines.h"
+#include "compiler/Pipelines/Pipelines.h"
 
-#include "Folio/Transforms/Passes.h"
-#include "Raise/Passes.h"
-#include "RaiseAttention/Passes.h"
+#include "compiler/Raise/Passes.h"
+#include "compiler/RaiseAttention/Passes.h"
+#include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"

@@ -1,12 +1,12 @@
 //===- CompileONNX.cpp - ONNX file to plan, in-process --------------------===//
 
-#include "Plan/LowerToPlan.h"
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Plan/PlanIO.h"
 
-#include "Import/MLIR/ImportONNX.h"
-#include "Import/ONNX/Loader.h"
-#include "Pipelines/Pipelines.h"
-#include "RegisterAll.h"
+#include "compiler/Import/MLIR/ImportONNX.h"
+#include "compiler/Import/ONNX/Loader.h"
+#include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Registration/RegisterAll.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Plan/LowerToPlan.h"
+#include "compiler/Plan/LowerToPlan.h"
 
-#include "Folio/IR/FolioOps.h"
-#include "Folio/IR/FolioTypes.h"
+#include "dialects/Folio/IR/FolioOps.h"
+#include "dialects/Folio/IR/FolioTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -3,17 +3,17 @@
 #ifndef FOLIO_RAISE_PASSES_H
 #define FOLIO_RAISE_PASSES_H
 
-#include "Folio/IR/FolioDialect.h"
+#include "dialects/Folio/IR/FolioDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::folio {
 
 #define GEN_PASS_DECL
-#include "Raise/Passes.h.inc"
+#include "compiler/Raise/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
-#include "Raise/Passes.h.inc"
+#include "compiler/Raise/Passes.h.inc"
 
 } // namespace mlir::folio
 

@@ -1,10 +1,10 @@
 //===- RaiseLinear.cpp - Projections, embeddings and gated MLPs -----------===//
 
-#include "Raise/Passes.h"
+#include "compiler/Raise/Passes.h"
 
-#include "Folio/IR/FolioOps.h"
-#include "ONNXOps/DeadOps.h"
-#include "ONNXOps/Match.h"
+#include "compiler/ONNXOps/DeadOps.h"
+#include "compiler/ONNXOps/Match.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -16,7 +16,7 @@
 
 namespace mlir::folio {
 #define GEN_PASS_DEF_FOLIORAISELINEARPASS
-#include "Raise/Passes.h.inc"
+#include "compiler/Raise/Passes.h.inc"
 } // namespace mlir::folio
 
 using namespace mlir;

@@ -1,11 +1,11 @@
 //===- RaiseNorms.cpp - RMSNorm and LayerNorm subgraphs to folio ops ------===//
 
-#include "Raise/Passes.h"
+#include "compiler/Raise/Passes.h"
 
-#include "Folio/IR/FolioOps.h"
-#include "ONNXOps/DeadOps.h"
-#include "ONNXOps/Match.h"
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/DeadOps.h"
+#include "compiler/ONNXOps/Match.h"
+#include "compiler/ONNXOps/ShapeInference.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -15,7 +15,7 @@
 
 namespace mlir::folio {
 #define GEN_PASS_DEF_FOLIORAISENORMSPASS
-#include "Raise/Passes.h.inc"
+#include "compiler/Raise/Passes.h.inc"
 } // namespace mlir::folio
 
 using namespace mlir;

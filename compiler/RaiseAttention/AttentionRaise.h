@@ -9,8 +9,8 @@
 #ifndef FOLIO_RAISEATTENTION_ATTENTIONRAISE_H
 #define FOLIO_RAISEATTENTION_ATTENTIONRAISE_H
 
-#include "RaiseAttention/MaskAnalysis.h"
-#include "RaiseAttention/RaiseUtils.h"
+#include "compiler/RaiseAttention/MaskAnalysis.h"
+#include "compiler/RaiseAttention/RaiseUtils.h"
 
 namespace mlir::folio {
 

@@ -1,9 +1,9 @@
 //===- Evaluator.cpp - Run small ONNX subgraphs on concrete inputs --------===//
 
-#include "RaiseAttention/Evaluator.h"
+#include "compiler/RaiseAttention/Evaluator.h"
 
-#include "Folio/IR/FolioOps.h"
-#include "ONNXOps/Match.h"
+#include "compiler/ONNXOps/Match.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

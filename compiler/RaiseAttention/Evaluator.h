@@ -17,7 +17,7 @@
 #ifndef FOLIO_RAISEATTENTION_EVALUATOR_H
 #define FOLIO_RAISEATTENTION_EVALUATOR_H
 
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/ShapeInference.h"
 
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"

@@ -1,9 +1,9 @@
 //===- FusedAttention.cpp - Fused attention ops to folio.attention --------===//
 
-#include "RaiseAttention/AttentionRaise.h"
-#include "RaiseAttention/RotaryBuild.h"
+#include "compiler/RaiseAttention/AttentionRaise.h"
+#include "compiler/RaiseAttention/RotaryBuild.h"
 
-#include "ONNXOps/Match.h"
+#include "compiler/ONNXOps/Match.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 

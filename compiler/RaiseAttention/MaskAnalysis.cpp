@@ -1,8 +1,8 @@
 //===- MaskAnalysis.cpp - Attention masks recognised by meaning -----------===//
 
-#include "RaiseAttention/MaskAnalysis.h"
+#include "compiler/RaiseAttention/MaskAnalysis.h"
 
-#include "RaiseAttention/Evaluator.h"
+#include "compiler/RaiseAttention/Evaluator.h"
 
 #include <cmath>
 #include <sstream>

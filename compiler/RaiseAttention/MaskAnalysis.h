@@ -13,7 +13,7 @@
 #ifndef FOLIO_RAISEATTENTION_MASKANALYSIS_H
 #define FOLIO_RAISEATTENTION_MASKANALYSIS_H
 
-#include "RaiseAttention/RaiseUtils.h"
+#include "compiler/RaiseAttention/RaiseUtils.h"
 
 #include "llvm/ADT/DenseMap.h"
 

@@ -3,7 +3,7 @@
 #ifndef FOLIO_RAISEATTENTION_PASSES_H
 #define FOLIO_RAISEATTENTION_PASSES_H
 
-#include "Folio/IR/FolioDialect.h"
+#include "dialects/Folio/IR/FolioDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,10 +14,10 @@
 namespace mlir::folio {
 
 #define GEN_PASS_DECL
-#include "RaiseAttention/Passes.h.inc"
+#include "compiler/RaiseAttention/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
-#include "RaiseAttention/Passes.h.inc"
+#include "compiler/RaiseAttention/Passes.h.inc"
 
 } // namespace mlir::folio
 

@@ -1,11 +1,11 @@
 //===- RaiseAttention.cpp - Attention subgraphs to folio.attention --------===//
 
-#include "ONNXOps/DeadOps.h"
-#include "RaiseAttention/AttentionRaise.h"
-#include "RaiseAttention/Passes.h"
+#include "compiler/ONNXOps/DeadOps.h"
+#include "compiler/RaiseAttention/AttentionRaise.h"
+#include "compiler/RaiseAttention/Passes.h"
 
-#include "Folio/IR/FolioOps.h"
-#include "ONNXOps/Match.h"
+#include "compiler/ONNXOps/Match.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "llvm/Support/Debug.h"
 
@@ -15,7 +15,7 @@
 
 namespace mlir::folio {
 #define GEN_PASS_DEF_FOLIORAISEATTENTIONPASS
-#include "RaiseAttention/Passes.h.inc"
+#include "compiler/RaiseAttention/Passes.h.inc"
 } // namespace mlir::folio
 
 using namespace mlir;

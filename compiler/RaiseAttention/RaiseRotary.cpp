@@ -1,13 +1,13 @@
 //===- RaiseRotary.cpp - Rotary embeddings to folio.rotary ----------------===//
 
-#include "ONNXOps/DeadOps.h"
-#include "RaiseAttention/Passes.h"
-#include "RaiseAttention/RaiseUtils.h"
-#include "RaiseAttention/RotaryBuild.h"
-#include "RaiseAttention/RotaryMatch.h"
+#include "compiler/ONNXOps/DeadOps.h"
+#include "compiler/RaiseAttention/Passes.h"
+#include "compiler/RaiseAttention/RaiseUtils.h"
+#include "compiler/RaiseAttention/RotaryBuild.h"
+#include "compiler/RaiseAttention/RotaryMatch.h"
 
-#include "Folio/IR/FolioOps.h"
-#include "ONNXOps/Match.h"
+#include "compiler/ONNXOps/Match.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "llvm/Support/Debug.h"
 
@@ -15,7 +15,7 @@
 
 namespace mlir::folio {
 #define GEN_PASS_DEF_FOLIORAISEROTARYPASS
-#include "RaiseAttention/Passes.h.inc"
+#include "compiler/RaiseAttention/Passes.h.inc"
 } // namespace mlir::folio
 
 using namespace mlir;

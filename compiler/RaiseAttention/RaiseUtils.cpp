@@ -1,8 +1,8 @@
 //===- RaiseUtils.cpp - Shared pieces of the attention raise passes -------===//
 
-#include "RaiseAttention/RaiseUtils.h"
+#include "compiler/RaiseAttention/RaiseUtils.h"
 
-#include "ONNXOps/Match.h"
+#include "compiler/ONNXOps/Match.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -8,8 +8,8 @@
 #ifndef FOLIO_RAISEATTENTION_RAISEUTILS_H
 #define FOLIO_RAISEATTENTION_RAISEUTILS_H
 
-#include "Folio/IR/FolioOps.h"
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/ShapeInference.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -1,6 +1,6 @@
 //===- RotaryAngles.cpp - What a model's cos/sin tables encode ------------===//
 
-#include "RaiseAttention/RotaryAngles.h"
+#include "compiler/RaiseAttention/RotaryAngles.h"
 
 #include <cmath>
 #include <sstream>

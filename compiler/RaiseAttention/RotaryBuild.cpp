@@ -1,10 +1,10 @@
 //===- RotaryBuild.cpp - Reading angles and building folio.rotary ---------===//
 
-#include "RaiseAttention/RotaryBuild.h"
+#include "compiler/RaiseAttention/RotaryBuild.h"
 
-#include "RaiseAttention/Evaluator.h"
+#include "compiler/RaiseAttention/Evaluator.h"
 
-#include "ONNXOps/Match.h"
+#include "compiler/ONNXOps/Match.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/SetVector.h"

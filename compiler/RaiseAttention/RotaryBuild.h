@@ -9,8 +9,8 @@
 #ifndef FOLIO_RAISEATTENTION_ROTARYBUILD_H
 #define FOLIO_RAISEATTENTION_ROTARYBUILD_H
 
-#include "RaiseAttention/RaiseUtils.h"
-#include "RaiseAttention/RotaryAngles.h"
+#include "compiler/RaiseAttention/RaiseUtils.h"
+#include "compiler/RaiseAttention/RotaryAngles.h"
 
 namespace mlir::folio {
 

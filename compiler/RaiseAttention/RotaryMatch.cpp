@@ -1,10 +1,10 @@
 //===- RotaryMatch.cpp - The decomposed rotary pattern --------------------===//
 
-#include "RaiseAttention/RotaryMatch.h"
+#include "compiler/RaiseAttention/RotaryMatch.h"
 
-#include "RaiseAttention/RaiseUtils.h"
+#include "compiler/RaiseAttention/RaiseUtils.h"
 
-#include "ONNXOps/Match.h"
+#include "compiler/ONNXOps/Match.h"
 
 using namespace mlir;
 using namespace mlir::folio;

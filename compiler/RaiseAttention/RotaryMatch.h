@@ -11,8 +11,8 @@
 #ifndef FOLIO_RAISEATTENTION_ROTARYMATCH_H
 #define FOLIO_RAISEATTENTION_ROTARYMATCH_H
 
-#include "Folio/IR/FolioOps.h"
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/ShapeInference.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include <optional>
 

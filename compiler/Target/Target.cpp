@@ -1,6 +1,6 @@
 //===- Target.cpp - Compilation targets and KV-cache dtypes ---------------===//
 
-#include "Target/Target.h"
+#include "compiler/Target/Target.h"
 
 #include <array>
 #include <cassert>

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Folio/IR/FolioOps.h"
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/ShapeInference.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/Pass.h"

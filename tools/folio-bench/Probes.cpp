@@ -1,6 +1,6 @@
 //===- Probes.cpp - Memory bandwidth and GEMM peak ------------------------===//
 
-#include "Probes.h"
+#include "tools/folio-bench/Probes.h"
 
 #include "codegen/CPU/CPUFeatures.h"
 #include "codegen/CPU/Linear.h"

@@ -24,10 +24,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Roofline.h"
+#include "tools/folio-bench/Roofline.h"
 
-#include "Json.h"
-#include "Probes.h"
+#include "tools/folio-bench/Json.h"
+#include "tools/folio-bench/Probes.h"
 
 #include "codegen/CPU/CPUFeatures.h"
 #include "runtime/Core/Engine.h"

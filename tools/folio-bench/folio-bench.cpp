@@ -13,11 +13,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Roofline.h"
+#include "tools/folio-bench/Roofline.h"
 
 #include "runtime/Bench/ServingBench.h"
 
-#include "Plan/LowerToPlan.h"
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Plan/PlanIO.h"
 
 #include <cerrno>

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Plan/LowerToPlan.h"
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Core/ServingEngine.h"
 #include "runtime/Tokenizer/Tokenizer.h"
 

@@ -1,7 +1,7 @@
 //===- folio-opt.cpp - Run folio passes on MLIR files ---------------------===//
 
-#include "RegisterAll.h"
-#include "TestPasses.h"
+#include "compiler/Registration/RegisterAll.h"
+#include "test/lib/TestPasses.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"

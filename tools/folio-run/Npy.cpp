@@ -1,6 +1,6 @@
 //===- Npy.cpp - Writing a float32 NumPy array ----------------------------===//
 
-#include "Npy.h"
+#include "tools/folio-run/Npy.h"
 
 #include <cstdio>
 

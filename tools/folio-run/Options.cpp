@@ -1,6 +1,6 @@
 //===- Options.cpp - folio-run's command line -----------------------------===//
 
-#include "Options.h"
+#include "tools/folio-run/Options.h"
 
 #include <cerrno>
 #include <cmath>

@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Npy.h"
-#include "Options.h"
+#include "tools/folio-run/Npy.h"
+#include "tools/folio-run/Options.h"
 
-#include "Plan/LowerToPlan.h"
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Core/Engine.h"
 #include "runtime/Plan/PlanIO.h"
 

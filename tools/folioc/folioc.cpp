@@ -9,12 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RegisterAll.h"
+#include "compiler/Registration/RegisterAll.h"
 
-#include "Import/MLIR/ImportONNX.h"
-#include "Import/ONNX/Loader.h"
-#include "Pipelines/Pipelines.h"
-#include "Plan/LowerToPlan.h"
+#include "compiler/Import/MLIR/ImportONNX.h"
+#include "compiler/Import/ONNX/Loader.h"
+#include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Plan/PlanIO.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"

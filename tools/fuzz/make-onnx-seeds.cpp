@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ModelBuilder.h"
+#include "test/unittests/Import/ModelBuilder.h"
 
 #include <cstdio>
 #include <string>

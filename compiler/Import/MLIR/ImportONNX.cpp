@@ -1,12 +1,12 @@
 //===- ImportONNX.cpp - A loaded ONNX model to an MLIR module -------------===//
 
-#include "Import/MLIR/ImportONNX.h"
+#include "compiler/Import/MLIR/ImportONNX.h"
 
-#include "Folio/IR/FolioOps.h"
-#include "Import/MLIR/TensorConstants.h"
-#include "Import/ONNX/Model.h"
-#include "ONNXOps/InferHelpers.h"
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/Import/MLIR/TensorConstants.h"
+#include "compiler/Import/ONNX/Model.h"
+#include "compiler/ONNXOps/InferHelpers.h"
+#include "compiler/ONNXOps/ShapeInference.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

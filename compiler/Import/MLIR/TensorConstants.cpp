@@ -1,10 +1,10 @@
 //===- TensorConstants.cpp - ONNX tensors as MLIR constants ---------------===//
 
-#include "Import/MLIR/TensorConstants.h"
+#include "compiler/Import/MLIR/TensorConstants.h"
 
-#include "Import/ONNX/Model.h"
-#include "Import/ONNX/TensorData.h"
-#include "ONNXOps/InferHelpers.h"
+#include "compiler/Import/ONNX/Model.h"
+#include "compiler/Import/ONNX/TensorData.h"
+#include "compiler/ONNXOps/InferHelpers.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -1,6 +1,6 @@
 //===- Attribute.cpp - A node attribute of one ONNX type ------------------===//
 
-#include "Import/ONNX/Attribute.h"
+#include "compiler/Import/ONNX/Attribute.h"
 
 #include "llvm/Support/ErrorHandling.h"
 

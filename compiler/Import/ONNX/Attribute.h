@@ -9,7 +9,7 @@
 #ifndef FOLIO_IMPORT_ONNX_ATTRIBUTE_H
 #define FOLIO_IMPORT_ONNX_ATTRIBUTE_H
 
-#include "Import/ONNX/TensorData.h"
+#include "compiler/Import/ONNX/TensorData.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

@@ -1,6 +1,6 @@
 //===- ElementType.cpp - ONNX tensor element types ------------------------===//
 
-#include "Import/ONNX/ElementType.h"
+#include "compiler/Import/ONNX/ElementType.h"
 
 #include "llvm/Support/ErrorHandling.h"
 

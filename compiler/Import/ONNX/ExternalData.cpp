@@ -1,8 +1,8 @@
 //===- ExternalData.cpp - Resolving and mapping external data -------------===//
 
-#include "Import/ONNX/ExternalData.h"
+#include "compiler/Import/ONNX/ExternalData.h"
 
-#include "Import/ONNX/ErrorUtil.h"
+#include "compiler/Import/ONNX/ErrorUtil.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"

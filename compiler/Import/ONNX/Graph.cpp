@@ -1,6 +1,6 @@
 //===- Graph.cpp - An ONNX graph: values, constants and nodes -------------===//
 
-#include "Import/ONNX/Graph.h"
+#include "compiler/Import/ONNX/Graph.h"
 
 #include <cassert>
 

@@ -10,9 +10,9 @@
 #ifndef FOLIO_IMPORT_ONNX_GRAPH_H
 #define FOLIO_IMPORT_ONNX_GRAPH_H
 
-#include "Import/ONNX/ElementType.h"
-#include "Import/ONNX/Node.h"
-#include "Import/ONNX/TensorData.h"
+#include "compiler/Import/ONNX/ElementType.h"
+#include "compiler/Import/ONNX/Node.h"
+#include "compiler/Import/ONNX/TensorData.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringMap.h"

@@ -5,12 +5,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Import/ONNX/Loader.h"
+#include "compiler/Import/ONNX/Loader.h"
 
-#include "Import/ONNX/ErrorUtil.h"
-#include "Import/ONNX/ProtoConversion.h"
+#include "compiler/Import/ONNX/ErrorUtil.h"
+#include "compiler/Import/ONNX/ProtoConversion.h"
 
-#include "folio_onnx.pb.h"
+#include "compiler/Import/ONNX/folio_onnx.pb.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

@@ -1,6 +1,6 @@
 //===- Model.cpp - A loaded ONNX model ------------------------------------===//
 
-#include "Import/ONNX/Model.h"
+#include "compiler/Import/ONNX/Model.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 

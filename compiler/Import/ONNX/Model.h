@@ -9,7 +9,7 @@
 #ifndef FOLIO_IMPORT_ONNX_MODEL_H
 #define FOLIO_IMPORT_ONNX_MODEL_H
 
-#include "Import/ONNX/Graph.h"
+#include "compiler/Import/ONNX/Graph.h"
 
 #include "llvm/ADT/StringRef.h"
 

@@ -1,8 +1,8 @@
 //===- Node.cpp - One ONNX node -------------------------------------------===//
 
-#include "Import/ONNX/Node.h"
+#include "compiler/Import/ONNX/Node.h"
 
-#include "Import/ONNX/ErrorUtil.h"
+#include "compiler/Import/ONNX/ErrorUtil.h"
 
 namespace folio::onnx {
 

@@ -9,7 +9,7 @@
 #ifndef FOLIO_IMPORT_ONNX_NODE_H
 #define FOLIO_IMPORT_ONNX_NODE_H
 
-#include "Import/ONNX/Attribute.h"
+#include "compiler/Import/ONNX/Attribute.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Import/ONNX/Node.h"
+#include "compiler/Import/ONNX/Node.h"
 
 namespace folio::onnx {
 namespace {

@@ -7,14 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Import/ONNX/ProtoConversion.h"
+#include "compiler/Import/ONNX/ProtoConversion.h"
 
-#include "Import/ONNX/ErrorUtil.h"
-#include "Import/ONNX/ExternalData.h"
-#include "Import/ONNX/TensorConversion.h"
-#include "Import/ONNX/Validation.h"
+#include "compiler/Import/ONNX/ErrorUtil.h"
+#include "compiler/Import/ONNX/ExternalData.h"
+#include "compiler/Import/ONNX/TensorConversion.h"
+#include "compiler/Import/ONNX/Validation.h"
 
-#include "folio_onnx.pb.h"
+#include "compiler/Import/ONNX/folio_onnx.pb.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"

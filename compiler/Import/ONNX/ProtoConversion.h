@@ -7,7 +7,7 @@
 #ifndef FOLIO_IMPORT_ONNX_PROTOCONVERSION_H
 #define FOLIO_IMPORT_ONNX_PROTOCONVERSION_H
 
-#include "Import/ONNX/Model.h"
+#include "compiler/Import/ONNX/Model.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"

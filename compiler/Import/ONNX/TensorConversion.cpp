@@ -7,12 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Import/ONNX/TensorConversion.h"
+#include "compiler/Import/ONNX/TensorConversion.h"
 
-#include "Import/ONNX/ErrorUtil.h"
-#include "Import/ONNX/ExternalData.h"
+#include "compiler/Import/ONNX/ErrorUtil.h"
+#include "compiler/Import/ONNX/ExternalData.h"
 
-#include "folio_onnx.pb.h"
+#include "compiler/Import/ONNX/folio_onnx.pb.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"

@@ -7,7 +7,7 @@
 #ifndef FOLIO_IMPORT_ONNX_TENSORCONVERSION_H
 #define FOLIO_IMPORT_ONNX_TENSORCONVERSION_H
 
-#include "Import/ONNX/TensorData.h"
+#include "compiler/Import/ONNX/TensorData.h"
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"

@@ -1,8 +1,8 @@
 //===- TensorData.cpp - A constant tensor and a view of its bytes ---------===//
 
-#include "Import/ONNX/TensorData.h"
+#include "compiler/Import/ONNX/TensorData.h"
 
-#include "Import/ONNX/ErrorUtil.h"
+#include "compiler/Import/ONNX/ErrorUtil.h"
 
 #include <cassert>
 #include <cstring>

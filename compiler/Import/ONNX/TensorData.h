@@ -10,7 +10,7 @@
 #ifndef FOLIO_IMPORT_ONNX_TENSORDATA_H
 #define FOLIO_IMPORT_ONNX_TENSORDATA_H
 
-#include "Import/ONNX/ElementType.h"
+#include "compiler/Import/ONNX/ElementType.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

@@ -1,9 +1,9 @@
 //===- Validation.cpp - Model-level checks of a loaded model --------------===//
 
-#include "Import/ONNX/Validation.h"
+#include "compiler/Import/ONNX/Validation.h"
 
-#include "Import/ONNX/ErrorUtil.h"
-#include "Import/ONNX/Loader.h"
+#include "compiler/Import/ONNX/ErrorUtil.h"
+#include "compiler/Import/ONNX/Loader.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"

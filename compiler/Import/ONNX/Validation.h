@@ -10,7 +10,7 @@
 #ifndef FOLIO_IMPORT_ONNX_VALIDATION_H
 #define FOLIO_IMPORT_ONNX_VALIDATION_H
 
-#include "Import/ONNX/Model.h"
+#include "compiler/Import/ONNX/Model.h"
 
 #include "llvm/Support/Error.h"
 

@@ -6,11 +6,11 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "Folio/IR/FolioDialect.h.inc"
-#include "Folio/IR/FolioEnums.h.inc"
+#include "dialects/Folio/IR/FolioDialect.h.inc"
+#include "dialects/Folio/IR/FolioEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
-#include "Folio/IR/FolioAttrs.h.inc"
+#include "dialects/Folio/IR/FolioAttrs.h.inc"
 
 namespace mlir::folio {
 

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Folio/IR/FolioOps.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -131,7 +131,7 @@ LogicalResult checkQuantParams(Operation *op, Value data, Value scale,
 } // namespace
 
 #define GET_OP_CLASSES
-#include "Folio/IR/FolioOps.cpp.inc"
+#include "dialects/Folio/IR/FolioOps.cpp.inc"
 
 //===----------------------------------------------------------------------===//
 // Token-wise ops

@@ -3,8 +3,8 @@
 #ifndef FOLIO_IR_FOLIOOPS_H
 #define FOLIO_IR_FOLIOOPS_H
 
-#include "Folio/IR/FolioDialect.h"
-#include "Folio/IR/FolioTypes.h"
+#include "dialects/Folio/IR/FolioDialect.h"
+#include "dialects/Folio/IR/FolioTypes.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
@@ -13,6 +13,6 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #define GET_OP_CLASSES
-#include "Folio/IR/FolioOps.h.inc"
+#include "dialects/Folio/IR/FolioOps.h.inc"
 
 #endif // FOLIO_IR_FOLIOOPS_H

@@ -1,6 +1,6 @@
 //===- FolioTypes.cpp - folio dialect types -------------------------------===//
 
-#include "Folio/IR/FolioTypes.h"
+#include "dialects/Folio/IR/FolioTypes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -10,12 +10,12 @@ using namespace mlir;
 using namespace mlir::folio;
 
 #define GET_TYPEDEF_CLASSES
-#include "Folio/IR/FolioTypes.cpp.inc"
+#include "dialects/Folio/IR/FolioTypes.cpp.inc"
 
 void FolioDialect::registerTypes() {
   addTypes<
 #define GET_TYPEDEF_LIST
-#include "Folio/IR/FolioTypes.cpp.inc"
+#include "dialects/Folio/IR/FolioTypes.cpp.inc"
       >();
 }
 

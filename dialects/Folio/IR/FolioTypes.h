@@ -3,10 +3,10 @@
 #ifndef FOLIO_IR_FOLIOTYPES_H
 #define FOLIO_IR_FOLIOTYPES_H
 
-#include "Folio/IR/FolioDialect.h"
+#include "dialects/Folio/IR/FolioDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 #define GET_TYPEDEF_CLASSES
-#include "Folio/IR/FolioTypes.h.inc"
+#include "dialects/Folio/IR/FolioTypes.h.inc"
 
 #endif // FOLIO_IR_FOLIOTYPES_H

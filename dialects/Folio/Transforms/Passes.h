@@ -27,10 +27,10 @@ inline constexpr llvm::StringLiteral kServingArgNames[] = {
 inline constexpr llvm::StringLiteral kNumTokensDim = "num_tokens";
 
 #define GEN_PASS_DECL
-#include "Folio/Transforms/Passes.h.inc"
+#include "dialects/Folio/Transforms/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
-#include "Folio/Transforms/Passes.h.inc"
+#include "dialects/Folio/Transforms/Passes.h.inc"
 
 } // namespace mlir::folio
 

@@ -1,7 +1,7 @@
 //===- VerifyServingContract.cpp - The page-kv phase boundary -------------===//
 
-#include "Folio/IR/FolioOps.h"
-#include "Folio/Transforms/Passes.h"
+#include "dialects/Folio/IR/FolioOps.h"
+#include "dialects/Folio/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -9,7 +9,7 @@
 
 namespace mlir::folio {
 #define GEN_PASS_DEF_FOLIOVERIFYSERVINGCONTRACTPASS
-#include "Folio/Transforms/Passes.h.inc"
+#include "dialects/Folio/Transforms/Passes.h.inc"
 } // namespace mlir::folio
 
 using namespace mlir;

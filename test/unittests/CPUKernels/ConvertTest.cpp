@@ -1,6 +1,6 @@
 //===- ConvertTest.cpp - f32 <-> bf16/f16 conversions ---------------------===//
 
-#include "TestUtil.h"
+#include "test/unittests/CPUKernels/TestUtil.h"
 
 #include "codegen/CPU/Convert.h"
 

@@ -1,6 +1,6 @@
 //===- ElementwiseTest.cpp - Norms, activations, gathers ------------------===//
 
-#include "TestUtil.h"
+#include "test/unittests/CPUKernels/TestUtil.h"
 
 #include "codegen/CPU/Activation.h"
 #include "codegen/CPU/Elementwise.h"

@@ -1,6 +1,6 @@
 //===- KVWriteTest.cpp - Storing K/V rows into the paged cache ------------===//
 
-#include "TestUtil.h"
+#include "test/unittests/CPUKernels/TestUtil.h"
 
 #include "codegen/CPU/KVCache.h"
 

@@ -1,6 +1,6 @@
 //===- LinearTest.cpp - PackedWeight, GEMV and the oneDNN path ------------===//
 
-#include "TestUtil.h"
+#include "test/unittests/CPUKernels/TestUtil.h"
 
 #include "codegen/CPU/Activation.h"
 #include "codegen/CPU/Linear.h"

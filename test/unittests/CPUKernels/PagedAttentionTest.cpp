@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestUtil.h"
+#include "test/unittests/CPUKernels/TestUtil.h"
 
 #include "codegen/CPU/AttentionTile.h"
 #include "codegen/CPU/KVCache.h"

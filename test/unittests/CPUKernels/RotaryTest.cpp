@@ -1,6 +1,6 @@
 //===- RotaryTest.cpp - Rotary position embedding -------------------------===//
 
-#include "TestUtil.h"
+#include "test/unittests/CPUKernels/TestUtil.h"
 
 #include "codegen/CPU/Reference/Reference.h"
 #include "codegen/CPU/Rotary.h"

@@ -1,6 +1,6 @@
 //===- ThreadPoolTest.cpp - ThreadPool tests ------------------------------===//
 
-#include "TestUtil.h"
+#include "test/unittests/CPUKernels/TestUtil.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,6 +1,6 @@
 //===- TargetTest.cpp - Target and KV-cache dtype resolution --------------===//
 
-#include "Target/Target.h"
+#include "compiler/Target/Target.h"
 
 #include <gtest/gtest.h>
 

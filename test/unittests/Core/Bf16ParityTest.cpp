@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ZooRun.h"
+#include "test/unittests/Core/ZooRun.h"
 
 using namespace folio;
 using namespace folio::testing;

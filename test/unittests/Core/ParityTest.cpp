@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ZooRun.h"
+#include "test/unittests/Core/ZooRun.h"
 
 #include <cstring>
 

@@ -3,9 +3,9 @@
 #ifndef FOLIO_TEST_UNITTESTS_CORE_ZOORUN_H
 #define FOLIO_TEST_UNITTESTS_CORE_ZOORUN_H
 
-#include "Fixtures.h"
+#include "test/unittests/Core/Fixtures.h"
 
-#include "Plan/LowerToPlan.h"
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Core/Engine.h"
 
 #include <gtest/gtest.h>

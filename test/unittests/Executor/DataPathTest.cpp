@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RunStep.h"
+#include "test/unittests/Executor/RunStep.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #include "runtime/Executor/StepKernel.h"
 #include "runtime/Executor/Executor.h"
 
-#include "RunStep.h"
+#include "test/unittests/Executor/RunStep.h"
 
 #include <gtest/gtest.h>
 

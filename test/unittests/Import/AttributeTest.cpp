@@ -1,6 +1,6 @@
 //===- AttributeTest.cpp - Node attributes and their typed getters --------===//
 
-#include "LoaderTestUtil.h"
+#include "test/unittests/Import/LoaderTestUtil.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

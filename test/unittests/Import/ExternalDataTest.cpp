@@ -1,6 +1,6 @@
 //===- ExternalDataTest.cpp - Weights in side files -----------------------===//
 
-#include "LoaderTestUtil.h"
+#include "test/unittests/Import/LoaderTestUtil.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

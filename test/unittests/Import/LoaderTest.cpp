@@ -1,6 +1,6 @@
 //===- LoaderTest.cpp - Loading whole models and bad files ----------------===//
 
-#include "LoaderTestUtil.h"
+#include "test/unittests/Import/LoaderTestUtil.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 

@@ -3,9 +3,9 @@
 #ifndef FOLIO_TEST_UNITTESTS_IMPORT_LOADERTESTUTIL_H
 #define FOLIO_TEST_UNITTESTS_IMPORT_LOADERTESTUTIL_H
 
-#include "ModelBuilder.h"
+#include "test/unittests/Import/ModelBuilder.h"
 
-#include "Import/ONNX/Loader.h"
+#include "compiler/Import/ONNX/Loader.h"
 
 #include "gtest/gtest.h"
 

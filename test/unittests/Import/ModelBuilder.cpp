@@ -1,6 +1,6 @@
 //===- ModelBuilder.cpp - Building small ONNX models in C++ ---------------===//
 
-#include "ModelBuilder.h"
+#include "test/unittests/Import/ModelBuilder.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

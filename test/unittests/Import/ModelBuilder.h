@@ -9,7 +9,7 @@
 #ifndef FOLIO_TEST_UNITTESTS_IMPORT_MODELBUILDER_H
 #define FOLIO_TEST_UNITTESTS_IMPORT_MODELBUILDER_H
 
-#include "folio_onnx.pb.h"
+#include "compiler/Import/ONNX/folio_onnx.pb.h"
 
 #include <cstdint>
 #include <initializer_list>

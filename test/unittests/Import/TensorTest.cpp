@@ -1,6 +1,6 @@
 //===- TensorTest.cpp - Initializer storage forms and their checks --------===//
 
-#include "LoaderTestUtil.h"
+#include "test/unittests/Import/LoaderTestUtil.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,6 +1,6 @@
 //===- ValidationTest.cpp - Versions, domains and dataflow checks ---------===//
 
-#include "LoaderTestUtil.h"
+#include "test/unittests/Import/LoaderTestUtil.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

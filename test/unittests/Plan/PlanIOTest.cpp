@@ -2,7 +2,7 @@
 //------------===//
 
 #include "runtime/Plan/PlanIO.h"
-#include "Plan/LowerToPlan.h"
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Core/Engine.h"
 
 #include <gtest/gtest.h>

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "EngineHarness.h"
-#include "FakeModel.h"
+#include "test/unittests/Runtime/EngineHarness.h"
+#include "test/unittests/Runtime/FakeModel.h"
 
 #include "runtime/Sampler/Sampler.h"
 

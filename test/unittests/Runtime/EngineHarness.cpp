@@ -1,7 +1,7 @@
 //===- EngineHarness.cpp - The engine loop over a FakeModel ---------------===//
 
-#include "EngineHarness.h"
-#include "FakeModel.h"
+#include "test/unittests/Runtime/EngineHarness.h"
+#include "test/unittests/Runtime/FakeModel.h"
 
 using namespace folio;
 using namespace folio::test;

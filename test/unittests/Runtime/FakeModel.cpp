@@ -1,6 +1,6 @@
 //===- FakeModel.cpp - A deterministic stand-in for the executor ----------===//
 
-#include "FakeModel.h"
+#include "test/unittests/Runtime/FakeModel.h"
 
 #include "runtime/Sampler/Sampler.h"
 

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FakeModel.h"
+#include "test/unittests/Runtime/FakeModel.h"
 
 #include "runtime/Scheduler/Scheduler.h"
 

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Plan/LowerToPlan.h"
 #include "codegen/CPU/AttentionTile.h"
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Core/BatchBuilder.h"
 #include "runtime/Core/ServingEngine.h"
 #include "runtime/Tokenizer/Tokenizer.h"

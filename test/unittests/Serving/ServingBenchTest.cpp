@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Bench/ServingBench.h"
-#include "Plan/LowerToPlan.h"
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Bench/Metrics.h"
 
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Core/ServingEngine.h"
-#include "Plan/LowerToPlan.h"
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Core/Engine.h"
 
 #include <gtest/gtest.h>

@@ -6,12 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Folio/Transforms/TokenwiseCheck.h"
+#include "compiler/Transforms/TokenwiseCheck.h"
 
-#include "Folio/IR/FolioOps.h"
-#include "Folio/Transforms/Passes.h"
-#include "ONNXOps/Match.h"
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/Match.h"
+#include "compiler/ONNXOps/ShapeInference.h"
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

@@ -10,17 +10,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Folio/IR/FolioOps.h"
-#include "Folio/Transforms/Passes.h"
-#include "ONNXOps/DeadOps.h"
-#include "ONNXOps/Match.h"
+#include "compiler/ONNXOps/DeadOps.h"
+#include "compiler/ONNXOps/Match.h"
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::folio {
 #define GEN_PASS_DEF_FOLIOFOLDROTARYTRANSPOSESPASS
-#include "Folio/Transforms/Passes.h.inc"
+#include "compiler/Transforms/Passes.h.inc"
 } // namespace mlir::folio
 
 using namespace mlir;

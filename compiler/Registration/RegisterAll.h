@@ -1,19 +1,19 @@
-//===- RegisterAll.h - The dialects and passes Folio's tools use -*- C++
-//-*-===//
+//===- RegisterAll.h - The dialects and passes Folio uses ---*- C++ -*-===//
 //
 // Only what Folio uses: InitAllDialects.h would cost a minute and 2.5 GB of
 // compile per tool and drag every upstream dialect into folio-opt.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FOLIO_TOOLS_REGISTERALL_H
-#define FOLIO_TOOLS_REGISTERALL_H
+#ifndef FOLIO_COMPILER_REGISTRATION_REGISTERALL_H
+#define FOLIO_COMPILER_REGISTRATION_REGISTERALL_H
 
-#include "Folio/IR/FolioDialect.h"
-#include "Folio/Transforms/Passes.h"
-#include "Pipelines/Pipelines.h"
-#include "Raise/Passes.h"
-#include "RaiseAttention/Passes.h"
+#include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Raise/Passes.h"
+#include "compiler/RaiseAttention/Passes.h"
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Folio/IR/FolioDialect.h"
+#include "dialects/Folio/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +31,7 @@ inline void registerFolioDialects(DialectRegistry &registry) {
 
 inline void registerFolioPassesAndPipelines() {
   registerFolioPasses();
+  registerFolioCompilerPasses();
   registerFolioRaisePasses();
   registerFolioRaiseAttentionPasses();
   registerFolioPipelines();
@@ -40,4 +41,4 @@ inline void registerFolioPassesAndPipelines() {
 
 } // namespace mlir::folio
 
-#endif // FOLIO_TOOLS_REGISTERALL_H
+#endif // FOLIO_COMPILER_REGISTRATION_REGISTERALL_H

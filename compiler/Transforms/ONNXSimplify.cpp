@@ -1,10 +1,10 @@
 //===- ONNXSimplify.cpp - Fold shape subgraphs, drop no-op ONNX nodes -----===//
 
-#include "Folio/IR/FolioOps.h"
-#include "Folio/Transforms/Passes.h"
-#include "ONNXOps/DeadOps.h"
-#include "ONNXOps/Match.h"
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/DeadOps.h"
+#include "compiler/ONNXOps/Match.h"
+#include "compiler/ONNXOps/ShapeInference.h"
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -15,7 +15,7 @@
 
 namespace mlir::folio {
 #define GEN_PASS_DEF_FOLIOONNXSIMPLIFYPASS
-#include "Folio/Transforms/Passes.h.inc"
+#include "compiler/Transforms/Passes.h.inc"
 } // namespace mlir::folio
 
 using namespace mlir;

@@ -1,7 +1,7 @@
 //===- SetTarget.cpp - Record the compile configuration on the module -----===//
 
-#include "Folio/Transforms/Passes.h"
-#include "Target/Target.h"
+#include "compiler/Target/Target.h"
+#include "compiler/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -10,7 +10,7 @@
 
 namespace mlir::folio {
 #define GEN_PASS_DEF_FOLIOSETTARGETPASS
-#include "Folio/Transforms/Passes.h.inc"
+#include "compiler/Transforms/Passes.h.inc"
 } // namespace mlir::folio
 
 using namespace mlir;

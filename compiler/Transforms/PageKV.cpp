@@ -1,11 +1,11 @@
 //===- PageKV.cpp - Batch x seq graph to the paged serving entry ----------===//
 
-#include "Folio/IR/FolioOps.h"
-#include "Folio/Transforms/Passes.h"
-#include "Folio/Transforms/TokenwiseCheck.h"
-#include "ONNXOps/DeadOps.h"
-#include "ONNXOps/Match.h"
-#include "ONNXOps/ShapeInference.h"
+#include "compiler/ONNXOps/DeadOps.h"
+#include "compiler/ONNXOps/Match.h"
+#include "compiler/ONNXOps/ShapeInference.h"
+#include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/TokenwiseCheck.h"
+#include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -20,7 +20,7 @@
 
 namespace mlir::folio {
 #define GEN_PASS_DEF_FOLIOPAGEKVPASS
-#include "Folio/Transforms/Passes.h.inc"
+#include "compiler/Transforms/Passes.h.inc"
 } // namespace mlir::folio
 
 using namespace mlir;

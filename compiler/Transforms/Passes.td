@@ -1,0 +1,97 @@
+//===- Passes.td - compiler passes over imported graphs ----*- tablegen -*-===//
+//
+// Passes that read ONNX facts (compiler/ONNXOps): the dialect's own passes,
+// which know only folio ops, stay in dialects/Folio/Transforms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_COMPILER_TRANSFORMS_PASSES_TD
+#define FOLIO_COMPILER_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FolioSetTargetPass : Pass<"folio-set-target", "::mlir::ModuleOp"> {
+  let summary = "Records the compile target, KV-cache dtype and block size "
+                "on the module";
+  let description = [{
+    Resolves the user's `target`, `kv-cache-dtype` (with `auto` becoming
+    fp8_e4m3 on sm_89/sm_90a and int8 elsewhere) and `block-size` once, and
+    stores them as the module attributes `folio.target`,
+    `folio.kv_cache_dtype` and `folio.block_size`, which every later pass
+    reads. Target selection is an explicit pass rather than a side effect of
+    the tool, so `folio-opt` reproduces what `folioc` does.
+
+    Unknown names, invalid block sizes, and a module already configured
+    differently are errors.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Compile target: cpu, sm_80, sm_86, sm_89, sm_90a">,
+    Option<"kvCacheDtype", "kv-cache-dtype", "std::string",
+           /*default=*/"\"auto\"",
+           "KV-cache dtype: auto, f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, "
+           "int4, int2">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
+           "KV-cache block size in tokens: a power of two from 1 to 256">,
+  ];
+}
+
+def FolioONNXSimplifyPass : Pass<"folio-onnx-simplify", "::mlir::func::FuncOp"> {
+  let summary = "Folds shape subgraphs and removes no-op ONNX nodes";
+  let description = [{
+    Runs symbolic shape inference over an imported function, then:
+    replaces every `folio.onnx_node` whose results are fully known (shape
+    arithmetic, constants, the 1/sqrt(d) scale) by `arith.constant`;
+    forwards nodes that do nothing for the inferred shapes (Identity, Cast to
+    the same type, Reshape/Expand/Squeeze/Unsqueeze to the same dims, an
+    identity Transpose, a Transpose undoing an earlier one, possibly through
+    tensor.cast views, a single-input Concat; a tensor.cast keeps users'
+    types where the forwarded value's differ); refines result types to the
+    inferred ones; and erases what is left unused. Raising then sees the
+    computation without the exporters' shape bookkeeping.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def FolioFoldRotaryTransposesPass
+    : Pass<"folio-fold-rotary-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Applies rotary in the token-major layout instead of between "
+                "two transposes";
+  let description = [{
+    Matches `Transpose([0, 2, 1, 3])` -> rank-4 `folio.rotary` ->
+    `Transpose([0, 2, 1, 3])` (through `tensor.cast` views, the rotary and
+    each cast having that one user) and replaces the pair of copies by
+    `tensor.collapse_shape` of the [B, S, heads, head_dim] input and of the
+    [B, S] positions to tokens, the serving form of `folio.rotary`, and
+    `tensor.expand_shape` back. This is the shape page-kv leaves for q and k
+    of every exported decoder: two transposes per tensor per layer go.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def FolioPageKVPass : Pass<"folio-page-kv", "::mlir::ModuleOp"> {
+  let summary = "Turns the batch x seq graph into the ragged-token serving "
+                "entry with paged KV caches";
+  let description = [{
+    Rewrites the imported entry (`main`, after the raise passes) into
+    `forward(tokens, positions, query_start_loc, seq_lens, block_tables,
+    slot_mapping, logits_indices, caches...) -> logits[rows, vocab]`
+    (DESIGN.md, the serving contract): batch becomes 1 and the sequence the
+    T tokens of the step; each `folio.attention` becomes one
+    `folio.kv_write` of the step's new K/V rows and one
+    `folio.paged_attention`; the past/present KV inputs and outputs and the
+    attention_mask disappear; positions computed from the mask are replaced
+    by `positions`. It then proves that everything outside attention is
+    token-wise, naming the node that is not. Cache dtype is the model's;
+    block size is the module's `folio.block_size` (16 if unset).
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"main\"",
+           "The imported function to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+#endif // FOLIO_COMPILER_TRANSFORMS_PASSES_TD
