@@ -126,4 +126,41 @@ def Folio_SpecVerifyModeAttr : EnumAttr<Folio_Dialect, Folio_SpecVerifyMode,
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Folio_BinaryKind : I32EnumAttr<"BinaryKind",
+    "an elementwise binary operation", [
+      I32EnumAttrCase<"add", 0>,
+      I32EnumAttrCase<"sub", 1>,
+      I32EnumAttrCase<"mul", 2>,
+      I32EnumAttrCase<"div", 3>,
+      I32EnumAttrCase<"pow", 4>,
+      I32EnumAttrCase<"max", 5>,
+      I32EnumAttrCase<"min", 6>
+    ]> {
+  let cppNamespace = "::mlir::folio";
+  let genSpecializedAttr = 0;
+}
+def Folio_BinaryKindAttr : EnumAttr<Folio_Dialect, Folio_BinaryKind,
+                                    "binary"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Folio_UnaryKind : I32EnumAttr<"UnaryKind",
+    "an elementwise unary operation", [
+      I32EnumAttrCase<"neg", 0>,
+      I32EnumAttrCase<"exp", 1>,
+      I32EnumAttrCase<"sqrt", 2>,
+      I32EnumAttrCase<"tanh", 3>,
+      I32EnumAttrCase<"erf", 4>,
+      I32EnumAttrCase<"sigmoid", 5>,
+      I32EnumAttrCase<"relu", 6>,
+      I32EnumAttrCase<"abs", 7>,
+      I32EnumAttrCase<"reciprocal", 8>
+    ]> {
+  let cppNamespace = "::mlir::folio";
+  let genSpecializedAttr = 0;
+}
+def Folio_UnaryKindAttr : EnumAttr<Folio_Dialect, Folio_UnaryKind, "unary"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // FOLIO_BASE_TD

@@ -130,6 +130,15 @@ LogicalResult checkQuantParams(Operation *op, Value data, Value scale,
 
 } // namespace
 
+namespace mlir::folio {
+// Custom directives of the elementwise ops (FolioTensorOps.cpp): the kind
+// as a bare keyword, `folio.binary add %a, %b`.
+ParseResult parseBinaryKind(OpAsmParser &parser, BinaryKindAttr &kind);
+void printBinaryKind(OpAsmPrinter &printer, Operation *op, BinaryKindAttr kind);
+ParseResult parseUnaryKind(OpAsmParser &parser, UnaryKindAttr &kind);
+void printUnaryKind(OpAsmPrinter &printer, Operation *op, UnaryKindAttr kind);
+} // namespace mlir::folio
+
 #define GET_OP_CLASSES
 #include "dialects/Folio/IR/FolioOps.cpp.inc"
 

@@ -401,6 +401,159 @@ def Folio_SpecVerifyOp : Folio_Op<"spec_verify",
 }
 
 //===----------------------------------------------------------------------===//
+// Elementwise and data movement: what is left of a model outside the big ops
+//===----------------------------------------------------------------------===//
+
+def Folio_BinaryOp : Folio_Op<"binary", [Pure]> {
+  let summary = "an elementwise binary op with NumPy broadcasting";
+  let description = [{
+    `result = lhs <kind> rhs` elementwise, where `kind` is add, sub, mul,
+    div, pow, max or min. The operands broadcast as NumPy (and ONNX) do:
+    trailing dims align, a dim of 1 stretches. Residual adds, scalings and
+    the pieces of activations written out by exporters end up here; the
+    fuse pass groups chains of them into one kernel.
+
+    ```mlir
+    %r = folio.binary add %x, %y
+        : (tensor<1x?x768xf32>, tensor<1x?x768xf32>) -> tensor<1x?x768xf32>
+    %s = folio.binary mul %x, %c
+        : (tensor<1x?x768xf32>, tensor<f32>) -> tensor<1x?x768xf32>
+    ```
+  }];
+  let arguments = (ins Folio_BinaryKindAttr:$kind, AnyRankedTensor:$lhs,
+                       AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    custom<BinaryKind>($kind) $lhs `,` $rhs attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_UnaryOp : Folio_Op<"unary", [Pure]> {
+  let summary = "an elementwise unary op";
+  let description = [{
+    `result = kind(input)` elementwise: neg, exp, sqrt, tanh, erf, sigmoid,
+    relu, abs or reciprocal, on float tensors.
+
+    ```mlir
+    %t = folio.unary tanh %x : (tensor<1x?x256xf32>) -> tensor<1x?x256xf32>
+    ```
+  }];
+  let arguments = (ins Folio_UnaryKindAttr:$kind, Folio_FloatTensor:$input);
+  let results = (outs Folio_FloatTensor:$result);
+  let assemblyFormat = [{
+    custom<UnaryKind>($kind) $input attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_CastOp : Folio_Op<"cast", [Pure]> {
+  let summary = "converts a tensor's element type";
+  let description = [{
+    Same shape, another element type: integer widening and narrowing
+    (sign-extending), and conversions between f32, f16 and bf16
+    (round to nearest even). The serving entry widens its i32 token ids and
+    positions with it.
+
+    ```mlir
+    %ids = folio.cast %tokens : tensor<?xi32> to tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Folio_ReshapeOp : Folio_Op<"reshape", [Pure]> {
+  let summary = "the same elements under another static shape (a view)";
+  let description = [{
+    Reinterprets the row-major elements of `input` with the result type's
+    shape. Every result dim is static except at most one, which the runtime
+    computes from the element count (the step's token count): shape
+    arithmetic is folded at compile time, so no shape is computed while
+    serving. A reshape never copies.
+
+    ```mlir
+    %h = folio.reshape %x : tensor<1x?x768xf32> to tensor<1x?x12x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Folio_TransposeOp : Folio_Op<"transpose", [Pure]> {
+  let summary = "permutes the dims of a tensor";
+  let description = [{
+    `result` dim `i` is `input` dim `permutation[i]`. The CPU executor
+    copies rows (or, when the permutation keeps the element order, makes a
+    view).
+
+    ```mlir
+    %t = folio.transpose %x [0, 2, 1, 3]
+        : (tensor<1x?x4x8xf32>) -> tensor<1x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       DenseI64ArrayAttr:$permutation);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input $permutation attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Folio_SliceOp : Folio_Op<"slice", [Pure]> {
+  let summary = "a contiguous range of one static dim";
+  let description = [{
+    `result = input[..., start : start + size, ...]` along `axis`, which
+    must be a static dim (slicing along the token dim would not be
+    token-wise). Splits of fused projections (q/k/v from one matrix) lower
+    to one slice per part.
+
+    ```mlir
+    %q = folio.slice %qkv {axis = 2 : i64, start = 0 : i64, size = 32 : i64}
+        : (tensor<1x?x96xf32>) -> tensor<1x?x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, I64Attr:$start,
+                       I64Attr:$size);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Folio_ConcatOp : Folio_Op<"concat", [Pure]> {
+  let summary = "joins tensors along one static dim";
+  let description = [{
+    The inputs agree in every dim but `axis`, where the result has their
+    sum. Partial rotary (the rotated part joined to the pass-through part)
+    is the usual user.
+
+    ```mlir
+    %c = folio.concat %a, %b {axis = 2 : i64}
+        : (tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Kernel regions
 //===----------------------------------------------------------------------===//
 

@@ -1217,3 +1217,271 @@ func.func @onnx_node_absent_range(%x: tensor<4xf32>) {
   %0 = folio.onnx_node "Clip"(%x) {opset = 13 : i64, absent_inputs = array<i64: 5>} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Elementwise and data movement
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @binary_mixed_types(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{operands and result must share one element type}}
+  %r = folio.binary add %a, %b : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @binary_no_broadcast(%a: tensor<2x4xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{operand dims 4 and 3 (result dim 1) do not broadcast}}
+  %r = folio.binary mul %a, %b : (tensor<2x4xf32>, tensor<3xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @binary_wrong_result_rank(%a: tensor<2x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{result rank 1 is not the broadcast rank 2}}
+  %r = folio.binary sub %a, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @binary_wrong_result_dim(%a: tensor<2x1xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{result dim 1 is 8 but the operands broadcast to 4}}
+  %r = folio.binary add %a, %b : (tensor<2x1xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @binary_bad_element(%a: tensor<4xi8>) {
+  // expected-error @+1 {{element type 'i8' is not one of f32, f16, bf16, i32, i64}}
+  %r = folio.binary add %a, %a : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  return
+}
+
+// -----
+
+func.func @pow_of_ints(%a: tensor<4xi64>) {
+  // expected-error @+1 {{pow needs a float element type}}
+  %r = folio.binary pow %a, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @binary_unknown_kind(%a: tensor<4xf32>) {
+  // expected-error @+1 {{unknown binary kind 'hypot'}}
+  %r = folio.binary hypot %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unary_shape_change(%a: tensor<4xf32>) {
+  // expected-error @+1 {{result dim 0 (5) differs from the input's (4)}}
+  %r = folio.unary exp %a : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @unary_rank_change(%a: tensor<4xf32>) {
+  // expected-error @+1 {{must have the input's element type and rank}}
+  %r = folio.unary exp %a : (tensor<4xf32>) -> tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @cast_float_to_int(%a: tensor<4xf32>) {
+  // expected-error @+1 {{casts within floats or within integers only, got 'f32' to 'i64'}}
+  %r = folio.cast %a : tensor<4xf32> to tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @cast_bad_type(%a: tensor<4xi8>) {
+  // expected-error @+1 {{casts between f32, f16, bf16, i32 and i64 only}}
+  %r = folio.cast %a : tensor<4xi8> to tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @cast_shape_change(%a: tensor<4xi32>) {
+  // expected-error @+1 {{result dim 0 (3) differs from the input's (4)}}
+  %r = folio.cast %a : tensor<4xi32> to tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @cast_rank_change(%a: tensor<4xi32>) {
+  // expected-error @+1 {{result rank 2 differs from the input's 1}}
+  %r = folio.cast %a : tensor<4xi32> to tensor<2x2xi64>
+  return
+}
+
+// -----
+
+func.func @reshape_two_dynamic(%a: tensor<?x32xf32>) {
+  // expected-error @+1 {{has more than one dynamic dim}}
+  %r = folio.reshape %a : tensor<?x32xf32> to tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{reshapes 32 elements into 24}}
+  %r = folio.reshape %a : tensor<4x8xf32> to tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_rows(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{32 elements do not fill whole rows of 5}}
+  %r = folio.reshape %a : tensor<4x8xf32> to tensor<?x5xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_dynamic_to_static(%a: tensor<?x8xf32>) {
+  // expected-error @+1 {{a dynamic input cannot reshape to the static}}
+  %r = folio.reshape %a : tensor<?x8xf32> to tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_element_type(%a: tensor<?x8xf32>) {
+  // expected-error @+1 {{result element type 'f16' differs from the input's 'f32'}}
+  %r = folio.reshape %a : tensor<?x8xf32> to tensor<?x8xf16>
+  return
+}
+
+// -----
+
+func.func @transpose_not_permutation(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{permutation is not a permutation of 0..1}}
+  %r = folio.transpose %a [0, 0] : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_rank(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{permutation of 3 entries for an input of rank 2}}
+  %r = folio.transpose %a [0, 1, 2] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_dims(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{result dim 0 (2) is not input dim 1 (3)}}
+  %r = folio.transpose %a [1, 0] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_element_type(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{result element type 'f16' differs from the input's 'f32'}}
+  %r = folio.transpose %a [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf16>
+  return
+}
+
+// -----
+
+func.func @slice_token_dim(%a: tensor<?x8xf32>) {
+  // expected-error @+1 {{slices dim 0, which is dynamic (the token dim)}}
+  %r = folio.slice %a {axis = 0 : i64, start = 0 : i64, size = 1 : i64} : (tensor<?x8xf32>) -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_out_of_range(%a: tensor<?x8xf32>) {
+  // expected-error @+1 {{range [6, 10) is outside dim 1 of size 8}}
+  %r = folio.slice %a {axis = 1 : i64, start = 6 : i64, size = 4 : i64} : (tensor<?x8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bad_axis(%a: tensor<?x8xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %r = folio.slice %a {axis = 2 : i64, start = 0 : i64, size = 4 : i64} : (tensor<?x8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_result_dim(%a: tensor<?x8xf32>) {
+  // expected-error @+1 {{result dim 1 is 3, expected 4}}
+  %r = folio.slice %a {axis = 1 : i64, start = 0 : i64, size = 4 : i64} : (tensor<?x8xf32>) -> tensor<?x3xf32>
+  return
+}
+
+// -----
+
+func.func @slice_rank(%a: tensor<?x8xf32>) {
+  // expected-error @+1 {{must have the input's element type and rank}}
+  %r = folio.slice %a {axis = 1 : i64, start = 0 : i64, size = 4 : i64} : (tensor<?x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_sum(%a: tensor<?x4xf32>) {
+  // expected-error @+1 {{result dim 1 is 9 but the inputs add up to 8}}
+  %r = folio.concat %a, %a {axis = 1 : i64} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x9xf32>
+  return
+}
+
+// -----
+
+func.func @concat_token_axis(%a: tensor<?x4xf32>) {
+  // expected-error @+1 {{input 0 is dynamic along axis 0 (the token dim)}}
+  %r = folio.concat %a, %a {axis = 0 : i64} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_other_dim(%a: tensor<2x4xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+1 {{input 1 dim 0 (3) differs from the result's (2)}}
+  %r = folio.concat %a, %b {axis = 1 : i64} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis_range(%a: tensor<2x4xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %r = folio.concat %a {axis = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_empty() {
+  // expected-error @+1 {{needs at least one input}}
+  %r = folio.concat {axis = 0 : i64} : () -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_element_type(%a: tensor<2x4xf32>, %b: tensor<2x4xf16>) {
+  // expected-error @+1 {{must have the result's element type and rank}}
+  %r = folio.concat %a, %b {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf16>) -> tensor<2x8xf32>
+  return
+}

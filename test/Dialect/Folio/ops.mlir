@@ -237,3 +237,26 @@ func.func @onnx_node(%x: tensor<?x8xf32>, %s: tensor<1xi64>, %e: tensor<1xi64>) 
   %2 = folio.onnx_node "SimplifiedLayerNormalization"(%x) {domain = "com.microsoft", opset = 1 : i64} : (tensor<?x8xf32>) -> tensor<?x8xf32>
   return %0, %1, %2 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
 }
+
+// CHECK-LABEL: func @elementwise_and_data_movement
+// CHECK: folio.binary add %{{.*}}, %{{.*}} : (tensor<1x?x32xf32>, tensor<1x?x32xf32>) -> tensor<1x?x32xf32>
+// CHECK: folio.binary pow %{{.*}}, %{{.*}} : (tensor<1x?x32xf32>, tensor<f32>) -> tensor<1x?x32xf32>
+// CHECK: folio.unary tanh %{{.*}} : (tensor<1x?x32xf32>) -> tensor<1x?x32xf32>
+// CHECK: folio.cast %{{.*}} : tensor<?xi32> to tensor<?xi64>
+// CHECK: folio.reshape %{{.*}} : tensor<1x?x32xf32> to tensor<?x4x8xf32>
+// CHECK: folio.transpose %{{.*}} [1, 0, 2] : (tensor<?x4x8xf32>) -> tensor<4x?x8xf32>
+// CHECK: folio.slice %{{.*}} {axis = 2 : i64, size = 4 : i64, start = 2 : i64} : (tensor<?x4x8xf32>) -> tensor<?x4x4xf32>
+// CHECK: folio.concat %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x8xf32>
+func.func @elementwise_and_data_movement(%x: tensor<1x?x32xf32>, %c: tensor<f32>,
+                                         %ids: tensor<?xi32>)
+    -> (tensor<1x?x32xf32>, tensor<?xi64>, tensor<4x?x8xf32>, tensor<?x4x8xf32>) {
+  %a = folio.binary add %x, %x : (tensor<1x?x32xf32>, tensor<1x?x32xf32>) -> tensor<1x?x32xf32>
+  %p = folio.binary pow %a, %c : (tensor<1x?x32xf32>, tensor<f32>) -> tensor<1x?x32xf32>
+  %t = folio.unary tanh %p : (tensor<1x?x32xf32>) -> tensor<1x?x32xf32>
+  %i = folio.cast %ids : tensor<?xi32> to tensor<?xi64>
+  %r = folio.reshape %t : tensor<1x?x32xf32> to tensor<?x4x8xf32>
+  %tr = folio.transpose %r [1, 0, 2] : (tensor<?x4x8xf32>) -> tensor<4x?x8xf32>
+  %s = folio.slice %r {axis = 2 : i64, start = 2 : i64, size = 4 : i64} : (tensor<?x4x8xf32>) -> tensor<?x4x4xf32>
+  %cc = folio.concat %s, %s {axis = 2 : i64} : (tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x8xf32>
+  return %t, %i, %tr, %cc : tensor<1x?x32xf32>, tensor<?xi64>, tensor<4x?x8xf32>, tensor<?x4x8xf32>
+}
