@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 namespace mlir::folio {
 
@@ -16,6 +17,7 @@ std::optional<FolioPhase> parseFolioPhase(StringRef name) {
       .Case("import", FolioPhase::Import)
       .Case("raise", FolioPhase::Raise)
       .Case("page-kv", FolioPhase::PageKV)
+      .Case("lower", FolioPhase::Lower)
       .Case("compile", FolioPhase::Compile)
       .Default(std::nullopt);
 }
@@ -51,6 +53,16 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
   served.addPass(createFolioONNXSimplifyPass());
   served.addPass(createFolioFoldRotaryTransposesPass());
   pm.addPass(createFolioVerifyServingContractPass());
+  if (stopAfter == FolioPhase::PageKV)
+    return;
+
+  // Lower: the rest of the model to folio ops with static shapes; nothing
+  // of ONNX or upstream tensor ops reaches the plan.
+  OpPassManager &lowered = pm.nest<func::FuncOp>();
+  lowered.addPass(createFolioLowerONNXPass());
+  // One widening cast of `positions` per rotary becomes one per model.
+  lowered.addPass(createCSEPass());
+  pm.addPass(createFolioVerifyLoweredPass());
 }
 
 void buildFolioCompilePipeline(OpPassManager &pm,

@@ -1,11 +1,9 @@
 //===- LowerToPlan.cpp - The serving entry as a plan ----------------------===//
 //
-// Shape arithmetic (tensor.dim, ONNX Shape/Gather/Concat on small int
-// tensors) becomes ordinary steps rather than symbolic shape expressions:
-// the executor computes it on the real dims of each batch, which keeps the
-// lowering a one-to-one walk and its correctness easy to see. Folding it
-// into per-dim expressions is an optimisation for later (it would save a
-// few microseconds per layer).
+// One step per folio op of the lowered serving entry (folio-verify-lowered
+// has checked that nothing else is left): shapes are static but for the
+// token count, so a reshape carries its target shape with -1 for that dim
+// and no step computes a shape at run time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +14,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
@@ -231,31 +228,23 @@ public:
       step.attrs.push_back({name.str(), std::move(*v)});
       return llvm::Error::success();
     };
-    if (auto node = dyn_cast<ONNXNodeOp>(op)) {
-      step.kind = "onnx." + node.getOpType().str();
-      if (auto name = op->getAttrOfType<StringAttr>("node_name"))
-        step.name = name.getValue().str();
-      if (auto dict = op->getAttrOfType<DictionaryAttr>("onnx_attributes"))
-        for (NamedAttribute a : dict)
-          if (auto err = addAttr(a.getName(), a.getValue()))
-            return err;
-    } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
-      std::vector<int64_t> groups;
-      for (const ReassociationIndices &g : collapse.getReassociationIndices())
-        groups.push_back(int64_t(g.size()));
-      step.attrs.push_back({"group_sizes", groups});
-    } else if (isa<arith::ExtSIOp, arith::TruncIOp, arith::IndexCastOp>(op)) {
-      Type et = getElementTypeOrSelf(op->getResult(0).getType());
-      step.attrs.push_back(
-          {"to", std::string(et.isInteger(32) ? "i32" : "i64")});
+    if (!isa<FolioDialect>(op->getDialect()) || isa<ONNXNodeOp>(op))
+      return opError(op, "is not a folio op; plans take the lowered form "
+                         "(run the whole pipeline)");
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      std::vector<int64_t> shape;
+      for (int64_t d : reshape.getType().getShape())
+        shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+      step.attrs.push_back({"shape", shape});
+    } else if (auto castOp = dyn_cast<CastOp>(op)) {
+      std::string to;
+      llvm::raw_string_ostream os(to);
+      os << castOp.getType().getElementType();
+      step.attrs.push_back({"to", to});
     } else {
-      for (NamedAttribute a : op->getAttrs()) {
-        if (a.getName() == "reassociation" ||
-            a.getName() == "operandSegmentSizes")
-          continue;
+      for (NamedAttribute a : op->getAttrs())
         if (auto err = addAttr(a.getName(), a.getValue()))
           return err;
-      }
     }
     p.steps.push_back(std::move(step));
     return llvm::Error::success();
@@ -268,9 +257,7 @@ public:
       if (v == positions)
         return true;
       Operation *def = v.getDefiningOp();
-      if (!def || def->getNumOperands() == 0 ||
-          !isa<arith::ExtSIOp, tensor::CastOp, tensor::ExpandShapeOp,
-               tensor::CollapseShapeOp>(def))
+      if (!def || def->getNumOperands() == 0 || !isa<CastOp, ReshapeOp>(def))
         return false;
       v = def->getOperand(0);
     }
@@ -347,6 +334,10 @@ llvm::Expected<plan::Plan> lowerModuleToPlan(ModuleOp module) {
     p.config.emplace_back("block_size", bs.getInt());
   if (maxPositions != INT64_MAX)
     p.config.emplace_back("max_positions", maxPositions);
+  // The context the attention masks were proven for (folio-raise-attention
+  // sets it where a mask was evaluated): longer sequences are refused.
+  if (auto proven = func->getAttrOfType<IntegerAttr>("folio.max_context"))
+    p.config.emplace_back("max_context", proven.getInt());
   return p;
 }
 

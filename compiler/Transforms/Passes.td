@@ -94,4 +94,24 @@ def FolioPageKVPass : Pass<"folio-page-kv", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def FolioLowerONNXPass : Pass<"folio-lower-onnx", "::mlir::func::FuncOp"> {
+  let summary = "Lowers what is left of the model after page-kv to folio ops "
+                "with static shapes";
+  let description = [{
+    Runs shape inference once, gives every value the most precise type it
+    proves (only the token count stays dynamic), then lowers each remaining
+    `folio.onnx_node` through the lowering hook of its (domain, op,
+    since-version) entry: Add/Sub/Mul/Div/Pow/Max/Min to `folio.binary`,
+    Neg/Exp/Sqrt/Tanh/Erf/Sigmoid/Relu/Abs/Reciprocal to `folio.unary`,
+    Cast to `folio.cast`, Reshape/Unsqueeze/Squeeze/Flatten to
+    `folio.reshape`, Transpose, Slice/Split and Concat to `folio.transpose`,
+    `folio.slice` and `folio.concat`. page-kv's `tensor.expand_shape` /
+    `collapse_shape` become `folio.reshape`, `tensor.cast` its source and
+    `arith.extsi`/`trunci` on tensors `folio.cast`. Shape arithmetic left
+    without users is erased. A node that cannot be lowered keeps a
+    `folio.lowering_error` attribute saying why; the pass itself does not
+    fail, `folio-verify-lowered` does.
+  }];
+}
+
 #endif // FOLIO_COMPILER_TRANSFORMS_PASSES_TD

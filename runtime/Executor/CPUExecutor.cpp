@@ -414,9 +414,8 @@ private:
   }
 
   static bool isView(const plan::Step &s) {
-    return (s.kind == "tensor.collapse_shape" || s.kind == "tensor.cast" ||
-            s.kind == "onnx.Reshape") &&
-           !s.operands.empty() && s.results.size() == 1;
+    return s.kind == "folio.reshape" && s.operands.size() == 1 &&
+           s.results.size() == 1;
   }
 
   /// Runs deferred linear `deferred[g]` after gather step g's row selection.

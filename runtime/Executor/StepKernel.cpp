@@ -16,8 +16,8 @@ Status fromCpu(const StepContext &ctx, const cpu::Status &s) {
 }
 
 const StepKernel *findCPUKernel(const std::string &kind) {
-  for (const auto *table :
-       {&onnxStepKernels(), &tensorStepKernels(), &folioStepKernels()})
+  for (const auto *table : {&elementwiseStepKernels(),
+                            &dataMovementStepKernels(), &folioStepKernels()})
     for (const StepKernel &k : *table)
       if (kind == k.kind)
         return &k;
@@ -26,8 +26,8 @@ const StepKernel *findCPUKernel(const std::string &kind) {
 
 std::vector<std::string> cpuKernelKinds() {
   std::vector<std::string> kinds;
-  for (const auto *table :
-       {&onnxStepKernels(), &tensorStepKernels(), &folioStepKernels()})
+  for (const auto *table : {&elementwiseStepKernels(),
+                            &dataMovementStepKernels(), &folioStepKernels()})
     for (const StepKernel &k : *table)
       kinds.push_back(k.kind);
   return kinds;

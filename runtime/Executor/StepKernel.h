@@ -92,8 +92,8 @@ const StepKernel *findCPUKernel(const std::string &kind);
 std::vector<std::string> cpuKernelKinds();
 
 // The tables, one per file.
-const std::vector<StepKernel> &onnxStepKernels();
-const std::vector<StepKernel> &tensorStepKernels();
+const std::vector<StepKernel> &elementwiseStepKernels();
+const std::vector<StepKernel> &dataMovementStepKernels();
 const std::vector<StepKernel> &folioStepKernels();
 
 /// Sibling linears (FolioOps.cpp): folio.linear steps reading the same input

@@ -67,6 +67,8 @@ constexpr StringLiteral kStopAfterHelp =
     "folio ops (batch x seq layout)\n"
     "                         page-kv  the serving entry: forward(tokens, ..., "
     "caches) -> logits\n"
+    "                         lower    every op a folio op, shapes static "
+    "but the token count\n"
     "                         compile  the whole pipeline (default)\n";
 
 /// Removes `--stop-after=X` / `--stop-after X` from argv; nullopt (after a
@@ -83,7 +85,7 @@ std::optional<mlir::folio::FolioPhase> takeStopAfter(int &argc, char **argv) {
     } else if (arg == "--stop-after" || arg == "-stop-after") {
       if (i + 1 == argc) {
         errs() << "folioc: error: --stop-after needs a phase (import, raise, "
-                  "page-kv, compile)\n";
+                  "page-kv, lower, compile)\n";
         return std::nullopt;
       }
       value = argv[++i];
@@ -96,7 +98,7 @@ std::optional<mlir::folio::FolioPhase> takeStopAfter(int &argc, char **argv) {
     if (!parsed) {
       errs() << "folioc: error: unknown phase '" << value
              << "' for --stop-after; supported: import, raise, page-kv, "
-                "compile\n";
+                "lower, compile\n";
       return std::nullopt;
     }
     phase = *parsed;

@@ -12,7 +12,17 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <optional>
+#include <string>
+
 #define GET_OP_CLASSES
 #include "dialects/Folio/IR/FolioOps.h.inc"
+
+namespace mlir::folio {
+/// Why `a` and `b` do not broadcast (NumPy rules) to `result`, or nullopt
+/// when they do as far as static dims tell.
+std::optional<std::string>
+checkBroadcast(RankedTensorType a, RankedTensorType b, RankedTensorType result);
+} // namespace mlir::folio
 
 #endif // FOLIO_IR_FOLIOOPS_H

@@ -36,8 +36,8 @@ ParseResult parseKindKeyword(OpAsmParser &parser, AttrT &kind,
     return failure();
   auto value = symbolize(keyword);
   if (!value)
-    return parser.emitError(loc) << "unknown " << what << " kind '" << keyword
-                                 << "'";
+    return parser.emitError(loc)
+           << "unknown " << what << " kind '" << keyword << "'";
   kind = AttrT::get(parser.getContext(), *value);
   return success();
 }
@@ -70,8 +70,7 @@ void printBinaryKind(OpAsmPrinter &printer, Operation *, BinaryKindAttr kind) {
 }
 ParseResult parseUnaryKind(OpAsmParser &parser, UnaryKindAttr &kind) {
   return parseKindKeyword(
-      parser, kind, [](StringRef s) { return symbolizeUnaryKind(s); },
-      "unary");
+      parser, kind, [](StringRef s) { return symbolizeUnaryKind(s); }, "unary");
 }
 void printUnaryKind(OpAsmPrinter &printer, Operation *, UnaryKindAttr kind) {
   printer << stringifyUnaryKind(kind.getValue());
@@ -82,6 +81,41 @@ void printUnaryKind(OpAsmPrinter &printer, Operation *, UnaryKindAttr kind) {
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
+
+std::optional<std::string> mlir::folio::checkBroadcast(RankedTensorType a,
+                                                       RankedTensorType b,
+                                                       RankedTensorType r) {
+  int64_t rank = std::max(a.getRank(), b.getRank());
+  if (r.getRank() != rank)
+    return "result rank " + std::to_string(r.getRank()) +
+           " is not the broadcast rank " + std::to_string(rank);
+  // NumPy broadcasting: align trailing dims; static dims other than 1 must
+  // agree, and the result's static dims must be what broadcasting gives.
+  for (int64_t i = 0; i < rank; ++i) {
+    auto dimOf = [&](RankedTensorType t) -> int64_t {
+      int64_t j = i - (rank - t.getRank());
+      return j < 0 ? 1 : t.getDimSize(j);
+    };
+    int64_t x = dimOf(a), y = dimOf(b), z = r.getDimSize(i);
+    bool xs = !ShapedType::isDynamic(x), ys = !ShapedType::isDynamic(y);
+    if (xs && ys && x != 1 && y != 1 && x != y)
+      return "operand dims " + std::to_string(x) + " and " + std::to_string(y) +
+             " (result dim " + std::to_string(i) + ") do not broadcast";
+    if (ShapedType::isDynamic(z))
+      continue;
+    int64_t expected = ShapedType::kDynamic;
+    if (xs && ys)
+      expected = x == 1 ? y : x;
+    else if (xs && x != 1)
+      expected = x;
+    else if (ys && y != 1)
+      expected = y;
+    if (!ShapedType::isDynamic(expected) && expected != z)
+      return "result dim " + std::to_string(i) + " is " + std::to_string(z) +
+             " but the operands broadcast to " + std::to_string(expected);
+  }
+  return std::nullopt;
+}
 
 LogicalResult BinaryOp::verify() {
   RankedTensorType a = tensorOf(getLhs()), b = tensorOf(getRhs()),
@@ -99,36 +133,8 @@ LogicalResult BinaryOp::verify() {
                          << " is not one of f32, f16, bf16, i32, i64";
   if (getKind() == BinaryKind::pow && !isa<FloatType>(elem))
     return emitOpError() << "pow needs a float element type";
-  int64_t rank = std::max(a.getRank(), b.getRank());
-  if (r.getRank() != rank)
-    return emitOpError() << "result rank " << r.getRank()
-                         << " is not the broadcast rank " << rank;
-  // NumPy broadcasting: align trailing dims; static dims other than 1 must
-  // agree, and the result's static dims must be what broadcasting gives.
-  for (int64_t i = 0; i < rank; ++i) {
-    auto dimOf = [&](RankedTensorType t) -> int64_t {
-      int64_t j = i - (rank - t.getRank());
-      return j < 0 ? 1 : t.getDimSize(j);
-    };
-    int64_t x = dimOf(a), y = dimOf(b), z = r.getDimSize(i);
-    bool xs = !ShapedType::isDynamic(x), ys = !ShapedType::isDynamic(y);
-    if (xs && ys && x != 1 && y != 1 && x != y)
-      return emitOpError() << "operand dims " << x << " and " << y
-                           << " (result dim " << i << ") do not broadcast";
-    if (ShapedType::isDynamic(z))
-      continue;
-    // A static result dim must be reachable from the operands.
-    int64_t expected = ShapedType::kDynamic;
-    if (xs && ys)
-      expected = x == 1 ? y : x;
-    else if (xs && x != 1)
-      expected = x;
-    else if (ys && y != 1)
-      expected = y;
-    if (!ShapedType::isDynamic(expected) && expected != z)
-      return emitOpError() << "result dim " << i << " is " << z
-                           << " but the operands broadcast to " << expected;
-  }
+  if (std::optional<std::string> why = checkBroadcast(a, b, r))
+    return emitOpError() << *why;
   return success();
 }
 
@@ -195,8 +201,7 @@ LogicalResult ReshapeOp::verify() {
   RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
   if (in.getElementType() != out.getElementType())
     return emitOpError() << "result element type " << out.getElementType()
-                         << " differs from the input's "
-                         << in.getElementType();
+                         << " differs from the input's " << in.getElementType();
   if (numDynamic(out) > 1)
     return emitOpError() << "result type " << out
                          << " has more than one dynamic dim; all but one "
@@ -205,8 +210,8 @@ LogicalResult ReshapeOp::verify() {
       in.getNumElements() != out.getNumElements())
     return emitOpError() << "reshapes " << in.getNumElements()
                          << " elements into " << out.getNumElements();
-  if (numDynamic(in) == 0 && numDynamic(out) == 1 &&
-      staticProduct(out) != 0 && in.getNumElements() % staticProduct(out) != 0)
+  if (numDynamic(in) == 0 && numDynamic(out) == 1 && staticProduct(out) != 0 &&
+      in.getNumElements() % staticProduct(out) != 0)
     return emitOpError() << in.getNumElements()
                          << " elements do not fill whole rows of "
                          << staticProduct(out);
@@ -255,8 +260,7 @@ LogicalResult TransposeOp::verify() {
                          << " and a result of rank " << out.getRank();
   if (in.getElementType() != out.getElementType())
     return emitOpError() << "result element type " << out.getElementType()
-                         << " differs from the input's "
-                         << in.getElementType();
+                         << " differs from the input's " << in.getElementType();
   SmallVector<bool> seen(perm.size(), false);
   for (auto [i, p] : llvm::enumerate(perm)) {
     if (p < 0 || p >= int64_t(perm.size()) || seen[p])
@@ -330,16 +334,16 @@ LogicalResult ConcatOp::verify() {
                               "rank";
     int64_t d = t.getDimSize(axis);
     if (ShapedType::isDynamic(d))
-      return emitOpError() << "input " << n << " is dynamic along axis "
-                           << axis << " (the token dim)";
+      return emitOpError() << "input " << n << " is dynamic along axis " << axis
+                           << " (the token dim)";
     sum += d;
     for (int64_t i = 0; i < rank; ++i) {
       int64_t x = t.getDimSize(i), y = out.getDimSize(i);
-      if (i != axis && !ShapedType::isDynamic(x) &&
-          !ShapedType::isDynamic(y) && x != y)
-        return emitOpError() << "input " << n << " dim " << i << " ("
-                             << dimString(x) << ") differs from the result's ("
-                             << dimString(y) << ")";
+      if (i != axis && !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) &&
+          x != y)
+        return emitOpError()
+               << "input " << n << " dim " << i << " (" << dimString(x)
+               << ") differs from the result's (" << dimString(y) << ")";
     }
   }
   int64_t d = out.getDimSize(axis);

@@ -17,4 +17,18 @@ def FolioVerifyServingContractPass
   }];
 }
 
+def FolioVerifyLoweredPass
+    : Pass<"folio-verify-lowered", "::mlir::ModuleOp"> {
+  let summary = "Checks that the serving entry holds only folio ops and "
+                "constants";
+  let description = [{
+    The phase boundary after lowering: every op of every function is a folio
+    op (not `folio.onnx_node`, not the logical `folio.attention`), an
+    `arith.constant` or the return. Anything else stops the compiler: a
+    leftover ONNX node is named with its op, domain, opset and the reason
+    the lowering gave (its `folio.lowering_error`), so a model with an op
+    Folio cannot lower fails at compile time, never at load or run time.
+  }];
+}
+
 #endif // FOLIO_TRANSFORMS_PASSES_TD

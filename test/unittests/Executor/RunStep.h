@@ -5,6 +5,7 @@
 
 #include "runtime/Executor/StepKernel.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,16 @@ inline Status runStep(const std::string &kind, std::vector<Tensor> inputs,
     env.emplace_back();
   }
   std::vector<cpu::KVCacheView *> caches(env.size(), nullptr);
-  StepContext ctx{step, env, caches, nullptr, pool};
+  // Kinds resolved at load (an elementwise op's kind) prepare as the
+  // executor's load does.
+  std::unique_ptr<StepState> state;
+  if (k->prepare) {
+    static const plan::Plan emptyPlan;
+    PrepareContext prep{step, emptyPlan, env};
+    if (Status s = k->prepare(prep, state); !s)
+      return s;
+  }
+  StepContext ctx{step, env, caches, state.get(), pool};
   Status s = k->run(ctx);
   out.assign(env.end() - long(numResults), env.end());
   return s;

@@ -1,4 +1,4 @@
-//===- StepKernelTest.cpp - Reference ONNX ops and shape logic ------------===//
+//===- StepKernelTest.cpp - Elementwise and data-movement steps -----------===//
 
 #include "runtime/Executor/StepKernel.h"
 #include "runtime/Executor/Executor.h"
@@ -31,150 +31,128 @@ std::vector<float> values(const Tensor &t) {
   return std::vector<float>(t.as<float>(), t.as<float>() + t.numel());
 }
 
-TEST(OnnxOps, ShapeGatherUnsqueezeConcatBuildAReshapeTarget) {
+TEST(FolioOps, ReshapeIsAViewAndInfersTheTokenDim) {
   std::vector<Tensor> r;
-  Tensor x = Tensor::allocate(ElemType::F32, {1, 5, 32});
-  ASSERT_TRUE(runStep("onnx.Shape", {x}, r));
-  EXPECT_EQ(r[0].ints(), (std::vector<int64_t>{1, 5, 32}));
-  Tensor shape = r[0];
-  ASSERT_TRUE(runStep("onnx.Gather", {shape, ints({1}, {})}, r,
-                      {{"axis", int64_t(0)}}));
-  EXPECT_EQ(r[0].shape, Shape{});
-  EXPECT_EQ(r[0].ints(), (std::vector<int64_t>{5}));
-  ASSERT_TRUE(runStep("onnx.Unsqueeze", {r[0], ints({0}, {1})}, r));
-  EXPECT_EQ(r[0].shape, (Shape{1}));
-  Tensor seq = r[0];
-  ASSERT_TRUE(runStep("onnx.Concat",
-                      {ints({1}, {1}), seq, ints({4}, {1}), ints({8}, {1})}, r,
-                      {{"axis", int64_t(0)}}));
-  EXPECT_EQ(r[0].ints(), (std::vector<int64_t>{1, 5, 4, 8}));
-  ASSERT_TRUE(runStep("onnx.Reshape", {x, r[0]}, r));
-  EXPECT_EQ(r[0].shape, (Shape{1, 5, 4, 8}));
-  ASSERT_TRUE(runStep("onnx.Shape", {x}, r,
-                      {{"start", int64_t(-2)}, {"end", int64_t(3)}}));
-  EXPECT_EQ(r[0].ints(), (std::vector<int64_t>{5, 32}));
-}
-
-TEST(OnnxOps, ReshapeZeroCopiesAndMinusOneInfers) {
-  std::vector<Tensor> r;
-  Tensor x = Tensor::allocate(ElemType::F32, {2, 3, 4});
-  ASSERT_TRUE(runStep("onnx.Reshape", {x, ints({0, -1}, {2})}, r));
-  EXPECT_EQ(r[0].shape, (Shape{2, 12}));
-  Status s = runStep("onnx.Reshape", {x, ints({5, -1}, {2})}, r);
+  Tensor x = Tensor::allocate(ElemType::F32, {1, 6, 32});
+  ASSERT_TRUE(runStep("folio.reshape", {x}, r,
+                      {{"shape", std::vector<int64_t>{-1, 4, 8}}}));
+  EXPECT_EQ(r[0].shape, (Shape{6, 4, 8}));
+  EXPECT_EQ(r[0].data, x.data);
+  ASSERT_TRUE(runStep("folio.reshape", {x}, r,
+                      {{"shape", std::vector<int64_t>{1, 6, 32}}}));
+  EXPECT_EQ(r[0].shape, (Shape{1, 6, 32}));
+  Status s = runStep("folio.reshape", {x}, r,
+                     {{"shape", std::vector<int64_t>{-1, 5}}});
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.message(), "onnx.Reshape: cannot reshape [2, 3, 4] to [5, -1]");
-  s = runStep("onnx.Reshape", {x, ints({-1, -1}, {2})}, r);
-  EXPECT_EQ(s.message(), "onnx.Reshape: more than one -1 in the shape");
+  EXPECT_EQ(s.message(), "folio.reshape: cannot reshape [1, 6, 32] to [-1, 5]");
+  s = runStep("folio.reshape", {x}, r,
+              {{"shape", std::vector<int64_t>{-1, -1, 8}}});
+  EXPECT_EQ(s.message(), "folio.reshape: bad target shape [-1, -1, 8]");
+  s = runStep("folio.reshape", {x}, r, {{"shape", std::vector<int64_t>{7}}});
+  EXPECT_EQ(s.message(), "folio.reshape: cannot reshape [1, 6, 32] (192 "
+                         "elements) to [7]");
 }
 
-TEST(OnnxOps, TransposeMovesData) {
+TEST(FolioOps, TransposeMovesData) {
   std::vector<Tensor> r;
   Tensor x = floats({0, 1, 2, 3, 4, 5}, {1, 2, 3, 1});
-  ASSERT_TRUE(runStep("onnx.Transpose", {x}, r,
-                      {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}));
+  ASSERT_TRUE(runStep("folio.transpose", {x}, r,
+                      {{"permutation", std::vector<int64_t>{0, 2, 1, 3}}}));
   EXPECT_EQ(r[0].shape, (Shape{1, 3, 2, 1}));
   EXPECT_EQ(values(r[0]), (std::vector<float>{0, 3, 1, 4, 2, 5}));
   // Innermost dim kept (row copies) and moved (element walk).
   Tensor y = floats({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 3, 2});
-  ASSERT_TRUE(runStep("onnx.Transpose", {y}, r,
-                      {{"perm", std::vector<int64_t>{1, 0, 2}}}));
+  ASSERT_TRUE(runStep("folio.transpose", {y}, r,
+                      {{"permutation", std::vector<int64_t>{1, 0, 2}}}));
   EXPECT_EQ(r[0].shape, (Shape{3, 2, 2}));
   EXPECT_EQ(values(r[0]),
             (std::vector<float>{0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11}));
-  ASSERT_TRUE(runStep("onnx.Transpose", {y}, r,
-                      {{"perm", std::vector<int64_t>{2, 0, 1}}}));
+  ASSERT_TRUE(runStep("folio.transpose", {y}, r,
+                      {{"permutation", std::vector<int64_t>{2, 0, 1}}}));
   EXPECT_EQ(r[0].shape, (Shape{2, 2, 3}));
   EXPECT_EQ(values(r[0]),
             (std::vector<float>{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11}));
-  Status s = runStep("onnx.Transpose", {x}, r,
-                     {{"perm", std::vector<int64_t>{0, 0, 1, 3}}});
-  EXPECT_EQ(s.message(), "onnx.Transpose: perm is not a permutation");
+  Status s = runStep("folio.transpose", {x}, r,
+                     {{"permutation", std::vector<int64_t>{0, 0, 1, 3}}});
+  EXPECT_EQ(s.message(), "folio.transpose: perm is not a permutation");
 }
 
-TEST(OnnxOps, GatherNegativeAndOutOfRangeIndices) {
+TEST(FolioOps, ConcatJoinsAlongAnAxis) {
   std::vector<Tensor> r;
-  Tensor x = floats({0, 1, 2, 3, 4, 5}, {3, 2});
-  ASSERT_TRUE(runStep("onnx.Gather", {x, ints({-1, 0}, {2})}, r));
-  EXPECT_EQ(values(r[0]), (std::vector<float>{4, 5, 0, 1}));
-  ASSERT_TRUE(
-      runStep("onnx.Gather", {x, ints({1}, {1})}, r, {{"axis", int64_t(1)}}));
-  EXPECT_EQ(values(r[0]), (std::vector<float>{1, 3, 5}));
-  Status s = runStep("onnx.Gather", {x, ints({3}, {1})}, r);
-  EXPECT_EQ(s.message(), "onnx.Gather: index 3 is out of range for a dim of 3");
+  Tensor a = floats({0, 1, 2, 3}, {2, 2}), b = floats({4, 5}, {2, 1});
+  ASSERT_TRUE(runStep("folio.concat", {a, b}, r, {{"axis", int64_t(1)}}));
+  EXPECT_EQ(r[0].shape, (Shape{2, 3}));
+  EXPECT_EQ(values(r[0]), (std::vector<float>{0, 1, 4, 2, 3, 5}));
+  Status s = runStep("folio.concat", {a, b}, r, {{"axis", int64_t(0)}});
+  EXPECT_EQ(s.message(), "folio.concat: input 1 has shape [2, 1], "
+                         "incompatible with [2, 2]");
 }
 
-TEST(OnnxOps, SliceAndSplit) {
+TEST(FolioOps, BroadcastingArithmetic) {
   std::vector<Tensor> r;
-  Tensor x = floats({0, 1, 2, 3, 4, 5, 6, 7}, {2, 4});
-  // x[:, 1:-1]
-  ASSERT_TRUE(runStep("onnx.Slice",
-                      {x, ints({1}, {1}), ints({-1}, {1}), ints({1}, {1})}, r));
-  EXPECT_EQ(values(r[0]), (std::vector<float>{1, 2, 5, 6}));
-  // x[:, ::-2]
-  ASSERT_TRUE(runStep(
-      "onnx.Slice",
-      {x, ints({-1}, {1}), ints({-100}, {1}), ints({1}, {1}), ints({-2}, {1})},
-      r));
-  EXPECT_EQ(values(r[0]), (std::vector<float>{3, 1, 7, 5}));
-  ASSERT_TRUE(runStep("onnx.Split", {x, ints({1, 3}, {2})}, r,
-                      {{"axis", int64_t(1)}}, 2));
-  EXPECT_EQ(values(r[0]), (std::vector<float>{0, 4}));
-  EXPECT_EQ(values(r[1]), (std::vector<float>{1, 2, 3, 5, 6, 7}));
-  Status s = runStep("onnx.Split", {x, ints({1, 2}, {2})}, r,
-                     {{"axis", int64_t(1)}}, 2);
-  EXPECT_EQ(s.message(), "onnx.Split: split sizes do not cover dim 4");
-}
-
-TEST(OnnxOps, BroadcastingArithmetic) {
-  std::vector<Tensor> r;
+  auto kind = [](const char *k) {
+    return std::vector<plan::Attr>{{"kind", std::string(k)}};
+  };
   Tensor a = floats({1, 2, 3, 4, 5, 6}, {2, 3});
-  ASSERT_TRUE(runStep("onnx.Add", {a, floats({10, 20, 30}, {3})}, r));
-  EXPECT_EQ(values(r[0]), (std::vector<float>{11, 22, 33, 14, 25, 36}));
-  ASSERT_TRUE(runStep("onnx.Mul", {floats({2, 3}, {2, 1}), a}, r));
-  EXPECT_EQ(values(r[0]), (std::vector<float>{2, 4, 6, 12, 15, 18}));
-  ASSERT_TRUE(runStep("onnx.Pow", {a, floats({3}, {})}, r));
-  EXPECT_EQ(values(r[0])[1], 8.0f);
-  ASSERT_TRUE(runStep("onnx.Sub", {ints({5, 7}, {2}), ints({1}, {1})}, r));
-  EXPECT_EQ(r[0].ints(), (std::vector<int64_t>{4, 6}));
-  Status s = runStep("onnx.Add", {a, floats({1, 2}, {2})}, r);
-  EXPECT_EQ(s.message(), "onnx.Add: shapes [2, 3] and [2] do not broadcast");
-  s = runStep("onnx.Add", {a, ints({1}, {1})}, r);
-  EXPECT_EQ(s.message(),
-            "onnx.Add: operands differ in element type (f32 vs i64)");
-}
-
-TEST(OnnxOps, UnaryActivations) {
-  std::vector<Tensor> r;
-  ASSERT_TRUE(runStep("onnx.Tanh", {floats({0, 100}, {2})}, r));
-  EXPECT_EQ(values(r[0]), (std::vector<float>{0, 1}));
-  ASSERT_TRUE(runStep("onnx.Erf", {floats({0}, {1})}, r));
-  EXPECT_EQ(values(r[0])[0], 0.0f);
-  Status s = runStep("onnx.Tanh", {ints({1}, {1})}, r);
-  EXPECT_EQ(s.message(), "onnx.Tanh: expects f32");
-}
-
-TEST(TensorOps, ExpandCollapseAndDim) {
-  std::vector<Tensor> r;
-  Tensor x = Tensor::allocate(ElemType::F32, {6, 4, 8});
-  ASSERT_TRUE(runStep("tensor.dim", {x, ints({0}, {})}, r));
-  EXPECT_EQ(r[0].ints(), (std::vector<int64_t>{6}));
   ASSERT_TRUE(
-      runStep("tensor.expand_shape", {x, r[0]}, r,
-              {{"static_output_shape", std::vector<int64_t>{1, -1, 4, 8}}}));
-  EXPECT_EQ(r[0].shape, (Shape{1, 6, 4, 8}));
-  EXPECT_EQ(r[0].data, x.data); // a view, not a copy
-  ASSERT_TRUE(runStep("tensor.collapse_shape", {r[0]}, r,
-                      {{"group_sizes", std::vector<int64_t>{2, 1, 1}}}));
-  EXPECT_EQ(r[0].shape, (Shape{6, 4, 8}));
-  Status s = runStep("tensor.collapse_shape", {x}, r,
-                     {{"group_sizes", std::vector<int64_t>{1, 1}}});
+      runStep("folio.binary", {a, floats({10, 20, 30}, {3})}, r, kind("add")));
+  EXPECT_EQ(values(r[0]), (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  ASSERT_TRUE(
+      runStep("folio.binary", {floats({2, 3}, {2, 1}), a}, r, kind("mul")));
+  EXPECT_EQ(values(r[0]), (std::vector<float>{2, 4, 6, 12, 15, 18}));
+  ASSERT_TRUE(runStep("folio.binary", {a, floats({3}, {})}, r, kind("pow")));
+  EXPECT_EQ(values(r[0])[1], 8.0f);
+  ASSERT_TRUE(runStep("folio.binary", {a, floats({3.5f}, {})}, r, kind("max")));
+  EXPECT_EQ(values(r[0]), (std::vector<float>{3.5f, 3.5f, 3.5f, 4, 5, 6}));
+  ASSERT_TRUE(runStep("folio.binary", {a, floats({3.5f}, {})}, r, kind("min")));
+  EXPECT_EQ(values(r[0]), (std::vector<float>{1, 2, 3, 3.5f, 3.5f, 3.5f}));
+  ASSERT_TRUE(runStep("folio.binary", {ints({5, 7}, {2}), ints({1}, {1})}, r,
+                      kind("sub")));
+  EXPECT_EQ(r[0].ints(), (std::vector<int64_t>{4, 6}));
+  Status s = runStep("folio.binary", {a, floats({1, 2}, {2})}, r, kind("add"));
   EXPECT_EQ(s.message(),
-            "tensor.collapse_shape: reassociation does not cover every input "
-            "dim");
+            "folio.binary: shapes [2, 3] and [2] do not broadcast");
+  s = runStep("folio.binary", {a, ints({1}, {1})}, r, kind("add"));
+  EXPECT_EQ(s.message(),
+            "folio.binary: operands differ in element type (f32 vs i64)");
+  s = runStep("folio.binary", {a, a}, r, kind("hypot"));
+  EXPECT_EQ(s.message(), "folio.binary '': unknown kind 'hypot'");
+}
+
+TEST(FolioOps, UnaryActivations) {
+  std::vector<Tensor> r;
+  auto kind = [](const char *k) {
+    return std::vector<plan::Attr>{{"kind", std::string(k)}};
+  };
+  ASSERT_TRUE(runStep("folio.unary", {floats({0, 100}, {2})}, r, kind("tanh")));
+  EXPECT_EQ(values(r[0]), (std::vector<float>{0, 1}));
+  ASSERT_TRUE(runStep("folio.unary", {floats({0}, {1})}, r, kind("erf")));
+  EXPECT_EQ(values(r[0])[0], 0.0f);
+  ASSERT_TRUE(runStep("folio.unary", {floats({-2, 3}, {2})}, r, kind("relu")));
+  EXPECT_EQ(values(r[0]), (std::vector<float>{0, 3}));
+  ASSERT_TRUE(
+      runStep("folio.unary", {floats({-2, 4}, {2})}, r, kind("reciprocal")));
+  EXPECT_EQ(values(r[0]), (std::vector<float>{-0.5f, 0.25f}));
+  Status s = runStep("folio.unary", {ints({1}, {1})}, r, kind("tanh"));
+  EXPECT_EQ(s.message(), "folio.unary: expects f32");
+}
+
+TEST(FolioOps, CastsIntegersAndFloats) {
+  std::vector<Tensor> r;
   Tensor i32 = Tensor::allocate(ElemType::I32, {3});
   i32.as<int32_t>()[2] = -5;
-  ASSERT_TRUE(runStep("arith.extsi", {i32}, r, {{"to", std::string("i64")}}));
+  ASSERT_TRUE(runStep("folio.cast", {i32}, r, {{"to", std::string("i64")}}));
+  EXPECT_EQ(r[0].type, ElemType::I64);
   EXPECT_EQ(r[0].ints(), (std::vector<int64_t>{0, 0, -5}));
+  // f32 -> bf16 rounds to nearest even; back to f32 is exact.
+  ASSERT_TRUE(runStep("folio.cast", {floats({1.0f, 1.00390625f, -3.5f}, {3})},
+                      r, {{"to", std::string("bf16")}}));
+  EXPECT_EQ(r[0].type, ElemType::BF16);
+  ASSERT_TRUE(runStep("folio.cast", {r[0]}, r, {{"to", std::string("f32")}}));
+  EXPECT_EQ(values(r[0]), (std::vector<float>{1.0f, 1.0f, -3.5f}));
+  Status s = runStep("folio.cast", {i32}, r, {{"to", std::string("f32")}});
+  EXPECT_EQ(s.message(),
+            "folio.cast: casts within integers or within floats only");
 }
 
 TEST(CPUExecutor, RefusesUnknownStepKindsAtLoad) {
@@ -196,14 +174,14 @@ TEST(CPUExecutor, ChecksArityAndBatchArrays) {
   auto p = std::make_shared<plan::Plan>();
   p->values.push_back({});
   plan::Step s;
-  s.kind = "onnx.Add";
+  s.kind = "folio.binary";
   s.operands = {0};
   s.results = {0};
   p->steps.push_back(s);
   auto ex = createCPUExecutor();
   Status st = ex->load(p);
   ASSERT_FALSE(st);
-  EXPECT_EQ(st.message(), "onnx.Add '': 1 operands is not a valid arity");
+  EXPECT_EQ(st.message(), "folio.binary '': 1 operands is not a valid arity");
 
   auto empty = std::make_shared<plan::Plan>();
   ASSERT_TRUE(ex->load(empty));

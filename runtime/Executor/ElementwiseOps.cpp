@@ -1,8 +1,8 @@
-//===- OnnxElementwiseOps.cpp - Reference ONNX elementwise ops ------------===//
+//===- ElementwiseOps.cpp - folio.binary, folio.unary, folio.cast ---------===//
 //
-// Binary ops with NumPy broadcasting over f32, i64 or i32, and unary f32
-// ops: what remains of activations, soft-caps, residual adds and positional
-// arithmetic after raising.
+// Binary ops with NumPy broadcasting over f32, i64 or i32, unary f32 ops
+// and element type casts: what remains of activations, soft-caps, residual
+// adds and positional arithmetic after raising and lowering.
 //
 // A binary op first coalesces its broadcast: output dims of size 1 are
 // dropped and neighbouring dims merge wherever both operands step through
@@ -249,29 +249,135 @@ float sqrtF(float x) { return std::sqrt(x); }
 float expF(float x) { return std::exp(x); }
 float negF(float x) { return -x; }
 float sigmoidF(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float reluF(float x) { return x > 0.0f ? x : 0.0f; }
+float absF(float x) { return std::fabs(x); }
+float reciprocalF(float x) { return 1.0f / x; }
+
+struct MaxOp {
+  template <typename T> T operator()(T a, T b) const { return a < b ? b : a; }
+};
+struct MinOp {
+  template <typename T> T operator()(T a, T b) const { return b < a ? b : a; }
+};
+
+/// The kind travels as its spelling; a plan with an unknown one is refused
+/// at load (prepare), so run never sees it.
+using RunFnPtr = Status (*)(StepContext &);
+
+RunFnPtr binaryFor(const std::string &kind) {
+  if (kind == "add")
+    return runBinary<AddOp>;
+  if (kind == "sub")
+    return runBinary<SubOp>;
+  if (kind == "mul")
+    return runBinary<MulOp>;
+  if (kind == "div")
+    return runBinary<DivOp>;
+  if (kind == "pow")
+    return runBinary<PowOp>;
+  if (kind == "max")
+    return runBinary<MaxOp>;
+  if (kind == "min")
+    return runBinary<MinOp>;
+  return nullptr;
+}
+
+RunFnPtr unaryFor(const std::string &kind) {
+  if (kind == "tanh")
+    return runUnary<tanhF>;
+  if (kind == "erf")
+    return runUnary<erfF>;
+  if (kind == "sqrt")
+    return runUnary<sqrtF>;
+  if (kind == "exp")
+    return runUnary<expF>;
+  if (kind == "neg")
+    return runUnary<negF>;
+  if (kind == "sigmoid")
+    return runUnary<sigmoidF>;
+  if (kind == "relu")
+    return runUnary<reluF>;
+  if (kind == "abs")
+    return runUnary<absF>;
+  if (kind == "reciprocal")
+    return runUnary<reciprocalF>;
+  return nullptr;
+}
+
+struct KindState : StepState {
+  RunFnPtr run = nullptr;
+};
+
+template <RunFnPtr (*Lookup)(const std::string &)>
+Status prepareKind(const PrepareContext &ctx,
+                   std::unique_ptr<StepState> &state) {
+  std::string kind = ctx.step.getString("kind", "");
+  auto s = std::make_unique<KindState>();
+  s->run = Lookup(kind);
+  if (!s->run)
+    return Status::invalidArgument(ctx.step.kind + " '" + ctx.step.name +
+                                   "': unknown kind '" + kind + "'");
+  state = std::move(s);
+  return Status::ok();
+}
+
+Status runByKind(StepContext &ctx) {
+  auto *s = static_cast<KindState *>(ctx.state);
+  return s->run(ctx);
+}
+
+/// folio.cast: integer widening/narrowing, f32 <-> bf16/f16.
+Status runCast(StepContext &ctx) {
+  const Tensor &x = ctx.in(0);
+  std::string to = ctx.step.getString("to", "");
+  ElemType type;
+  if (to == "i64")
+    type = ElemType::I64;
+  else if (to == "i32")
+    type = ElemType::I32;
+  else if (to == "f32")
+    type = ElemType::F32;
+  else if (to == "bf16")
+    type = ElemType::BF16;
+  else if (to == "f16")
+    type = ElemType::F16;
+  else
+    return ctx.error("unknown target type '" + to + "'");
+  bool intIn = x.type == ElemType::I32 || x.type == ElemType::I64;
+  bool intOut = type == ElemType::I32 || type == ElemType::I64;
+  if (intIn != intOut)
+    return ctx.error("casts within integers or within floats only");
+  Tensor out = Tensor::empty(type, x.shape);
+  int64_t n = x.numel();
+  if (intIn) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (type == ElemType::I64)
+        out.as<int64_t>()[i] = x.intAt(i);
+      else
+        out.as<int32_t>()[i] = int32_t(x.intAt(i));
+    }
+  } else {
+    auto dtype = [](ElemType t) {
+      return t == ElemType::BF16  ? cpu::DType::BF16
+             : t == ElemType::F16 ? cpu::DType::F16
+                                  : cpu::DType::F32;
+    };
+    for (int64_t i = 0; i < n; ++i)
+      cpu::storeFromFloat(out.data, dtype(type), size_t(i),
+                          cpu::loadAsFloat(x.data, dtype(x.type), size_t(i)));
+  }
+  ctx.setResult(0, std::move(out));
+  return Status::ok();
+}
 
 } // namespace
 
-const std::vector<StepKernel> &onnxShapeStepKernels();
-
-const std::vector<StepKernel> &onnxStepKernels() {
-  static const std::vector<StepKernel> table = [] {
-    std::vector<StepKernel> t = onnxShapeStepKernels();
-    t.insert(t.end(), {
-                          {"onnx.Add", runBinary<AddOp>, nullptr, 2, 2},
-                          {"onnx.Sub", runBinary<SubOp>, nullptr, 2, 2},
-                          {"onnx.Mul", runBinary<MulOp>, nullptr, 2, 2},
-                          {"onnx.Div", runBinary<DivOp>, nullptr, 2, 2},
-                          {"onnx.Pow", runBinary<PowOp>, nullptr, 2, 2},
-                          {"onnx.Tanh", runUnary<tanhF>, nullptr, 1, 1},
-                          {"onnx.Erf", runUnary<erfF>, nullptr, 1, 1},
-                          {"onnx.Sqrt", runUnary<sqrtF>, nullptr, 1, 1},
-                          {"onnx.Exp", runUnary<expF>, nullptr, 1, 1},
-                          {"onnx.Neg", runUnary<negF>, nullptr, 1, 1},
-                          {"onnx.Sigmoid", runUnary<sigmoidF>, nullptr, 1, 1},
-                      });
-    return t;
-  }();
+const std::vector<StepKernel> &elementwiseStepKernels() {
+  static const std::vector<StepKernel> table = {
+      {"folio.binary", runByKind, prepareKind<binaryFor>, 2, 2},
+      {"folio.unary", runByKind, prepareKind<unaryFor>, 1, 1},
+      {"folio.cast", runCast, nullptr, 1, 1},
+  };
   return table;
 }
 

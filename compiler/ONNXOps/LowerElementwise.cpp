@@ -1,0 +1,106 @@
+//===- LowerElementwise.cpp - ONNX pointwise ops to folio.binary/unary ----===//
+//
+// Pointwise ONNX ops become folio.binary / folio.unary / folio.cast with
+// the refined result type; broadcasting stays implicit (NumPy rules on both
+// sides). An exporter's written-out activations (GELU's tanh formula, a
+// soft-cap's tanh(x / c) * c) become chains of these, for the fuse pass to
+// group into one kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/ONNXOps/Lowering.h"
+
+using namespace mlir;
+using namespace mlir::folio;
+
+namespace {
+
+std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+template <BinaryKind Kind> LogicalResult lowerBinary(ONNXLoweringContext &ctx) {
+  Value lhs = ctx.input(0), rhs = ctx.input(1);
+  if (!lhs || !rhs || ctx.getNode().getNumONNXInputs() != 2)
+    return ctx.fail("lowers with exactly two inputs");
+  Type a = cast<RankedTensorType>(lhs.getType()).getElementType();
+  Type b = cast<RankedTensorType>(rhs.getType()).getElementType();
+  if (a != b)
+    return ctx.fail("inputs of element types " + typeString(a) + " and " +
+                    typeString(b) + " (folio.binary takes one type)");
+  if (!a.isF32() && !a.isF16() && !a.isBF16() && !a.isSignlessInteger(32) &&
+      !a.isSignlessInteger(64))
+    return ctx.fail("works on " + typeString(a) +
+                    "; folio.binary takes f32, f16, bf16, i32 and i64");
+  RankedTensorType type = ctx.resultType(0);
+  if (std::optional<std::string> why =
+          checkBroadcast(cast<RankedTensorType>(lhs.getType()),
+                         cast<RankedTensorType>(rhs.getType()), type))
+    return ctx.fail(*why);
+  if (Kind == BinaryKind::pow && !isa<FloatType>(a))
+    return ctx.fail("raises integers to a power (folio.binary pow takes "
+                    "floats)");
+  ctx.getRewriter().replaceOpWithNewOp<BinaryOp>(
+      ctx.getNode(), type, BinaryKindAttr::get(type.getContext(), Kind), lhs,
+      rhs);
+  return success();
+}
+
+template <UnaryKind Kind> LogicalResult lowerUnary(ONNXLoweringContext &ctx) {
+  Value x = ctx.input(0);
+  RankedTensorType type = ctx.resultType(0);
+  if (!x || !isa<FloatType>(type.getElementType()))
+    return ctx.fail("lowers for float tensors only");
+  ctx.getRewriter().replaceOpWithNewOp<UnaryOp>(
+      ctx.getNode(), type, UnaryKindAttr::get(type.getContext(), Kind), x);
+  return success();
+}
+
+LogicalResult lowerCast(ONNXLoweringContext &ctx) {
+  Value x = ctx.input(0);
+  RankedTensorType type = ctx.resultType(0);
+  Type from = cast<RankedTensorType>(x.getType()).getElementType();
+  Type to = type.getElementType();
+  auto castable = [](Type t) {
+    return t.isF32() || t.isF16() || t.isBF16() || t.isSignlessInteger(32) ||
+           t.isSignlessInteger(64);
+  };
+  if (from == to) {
+    ctx.getRewriter().replaceOp(
+        ctx.getNode(), createReshape(ctx.getRewriter(), ctx.getLoc(), x, type));
+    return success();
+  }
+  if (!castable(from) || !castable(to) ||
+      isa<FloatType>(from) != isa<FloatType>(to))
+    return ctx.fail("casts " + typeString(from) + " to " + typeString(to) +
+                    "; folio.cast converts within f32/f16/bf16 or within "
+                    "i32/i64");
+  ctx.getRewriter().replaceOpWithNewOp<CastOp>(ctx.getNode(), type, x);
+  return success();
+}
+
+} // namespace
+
+void mlir::folio::appendElementwiseLowerings(std::vector<ONNXLowering> &t) {
+  t.push_back({kONNXDomain, "Add", 1, lowerBinary<BinaryKind::add>});
+  t.push_back({kONNXDomain, "Sub", 1, lowerBinary<BinaryKind::sub>});
+  t.push_back({kONNXDomain, "Mul", 1, lowerBinary<BinaryKind::mul>});
+  t.push_back({kONNXDomain, "Div", 1, lowerBinary<BinaryKind::div>});
+  t.push_back({kONNXDomain, "Pow", 1, lowerBinary<BinaryKind::pow>});
+  t.push_back({kONNXDomain, "Max", 1, lowerBinary<BinaryKind::max>});
+  t.push_back({kONNXDomain, "Min", 1, lowerBinary<BinaryKind::min>});
+  t.push_back({kONNXDomain, "Neg", 1, lowerUnary<UnaryKind::neg>});
+  t.push_back({kONNXDomain, "Exp", 1, lowerUnary<UnaryKind::exp>});
+  t.push_back({kONNXDomain, "Sqrt", 1, lowerUnary<UnaryKind::sqrt>});
+  t.push_back({kONNXDomain, "Tanh", 1, lowerUnary<UnaryKind::tanh>});
+  t.push_back({kONNXDomain, "Erf", 1, lowerUnary<UnaryKind::erf>});
+  t.push_back({kONNXDomain, "Sigmoid", 1, lowerUnary<UnaryKind::sigmoid>});
+  t.push_back({kONNXDomain, "Relu", 1, lowerUnary<UnaryKind::relu>});
+  t.push_back({kONNXDomain, "Abs", 1, lowerUnary<UnaryKind::abs>});
+  t.push_back(
+      {kONNXDomain, "Reciprocal", 1, lowerUnary<UnaryKind::reciprocal>});
+  t.push_back({kONNXDomain, "Cast", 6, lowerCast});
+}

@@ -1,0 +1,54 @@
+// RUN: folio-opt %s --split-input-file --verify-diagnostics --folio-lower-onnx --folio-verify-lowered
+
+// Tests that a node the lowering could not handle stops the compiler with
+// node, op, opset and the reason.
+
+func.func @strided_slice(%x: tensor<1x?x8xf32> {folio.dim_names = ["", "num_tokens", ""]}) -> tensor<1x?x4xf32> {
+  %st = arith.constant dense<0> : tensor<1xi64>
+  %en = arith.constant dense<8> : tensor<1xi64>
+  %ax = arith.constant dense<2> : tensor<1xi64>
+  %sp = arith.constant dense<2> : tensor<1xi64>
+  // expected-error @+1 {{ONNX node '/model/every_other' (op Slice, domain ai.onnx, opset 17) was not lowered to folio ops: slices with step 2; folio.slice takes contiguous ranges (step 1)}}
+  %s = folio.onnx_node "Slice"(%x, %st, %en, %ax, %sp) {node_name = "/model/every_other", opset = 17 : i64} : (tensor<1x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?x4xf32>
+  return %s : tensor<1x?x4xf32>
+}
+
+// -----
+
+// Tests that an op without a lowering names what Folio lowers instead.
+
+func.func @no_lowering(%x: tensor<1x?x8xf32> {folio.dim_names = ["", "num_tokens", ""]}) -> tensor<1x?x8xf32> {
+  // expected-error @+1 {{ONNX node '/model/sm' (op Softmax, domain ai.onnx, opset 17) was not lowered to folio ops: Folio has no lowering for Softmax in ai.onnx; it lowers Abs, Add, Cast, Concat, Div, Erf, Exp, Flatten, Identity, Max, Min, Mul, Neg, Pow, Reciprocal, Relu, Reshape, Sigmoid, Slice, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze}}
+  %m = folio.onnx_node "Softmax"(%x) {node_name = "/model/sm", opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<1x?x8xf32>) -> tensor<1x?x8xf32>
+  return %m : tensor<1x?x8xf32>
+}
+
+// -----
+
+// Tests that a reshape needing two run-time dims is refused.
+
+func.func @two_dynamic_dims(%x: tensor<?x?x8xf32>, %shape: tensor<4xi64>) -> tensor<?x?x2x4xf32> {
+  // expected-error @+1 {{(op Reshape, domain ai.onnx, opset 17) was not lowered to folio ops: its result shape [?, ?, 2, 4] has 2 dims unknown at compile time}}
+  %r = folio.onnx_node "Reshape"(%x, %shape) {node_name = "r", opset = 17 : i64} : (tensor<?x?x8xf32>, tensor<4xi64>) -> tensor<?x?x2x4xf32>
+  return %r : tensor<?x?x2x4xf32>
+}
+
+// -----
+
+// Tests that upstream ops other than constants are refused.
+
+func.func @upstream_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'arith.addf' is not part of the lowered form (folio ops, tensor constants and the return)}}
+  %y = arith.addf %x, %x : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// Tests that the logical attention op is refused after page-kv.
+
+func.func @attention_left(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
+  // expected-error @+1 {{folio.attention is left after page-kv}}
+  %a = folio.attention %q, %k, %k {scale = 0.35 : f64} : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  return %a : tensor<1x2x?x8xf32>
+}
