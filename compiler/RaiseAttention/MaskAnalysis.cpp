@@ -15,10 +15,13 @@ namespace {
 struct Config {
   int64_t batch, past, seq;
   SmallVector<int64_t, 2> pad;
-  /// Long configurations probe wide windows; a model whose mask cannot be
-  /// built that long (a fixed-size causal buffer) cannot run that long
-  /// either, so a failure there is not an error.
+  /// Long configurations probe wide windows and the length the mask holds
+  /// up to; a model whose mask cannot be built that long (a fixed-size
+  /// causal buffer) cannot run that long either, so a failure there only
+  /// shortens the proven context.
   bool optional = false;
+
+  int64_t getTotal() const { return past + seq; }
 };
 
 struct Run {
@@ -31,27 +34,163 @@ struct Run {
 /// Additive masks hide with -inf, finfo.min or at least -1e4 (fp16's
 /// finfo.min is -65504).
 constexpr double kHidden = -1e4;
+
+/// The longest key length probed with a KV cache: one query over 2^20 keys
+/// keeps every [1, 1, 1, keys] tensor of the mask subgraph at 8 MiB.
+constexpr int64_t kLongestCached = int64_t(1) << 20;
+/// Without a cache queries and keys grow together, so the mask is
+/// [S, S]: 2048^2 is the most elements the evaluator holds in one tensor.
+constexpr int64_t kLongestUncached = 2048;
+
+enum class Outcome {
+  Evaluated,
+  /// The mask cannot be computed at this length (or does not fit the
+  /// scores there): nothing is known about it.
+  Unevaluable,
+  /// The mask is wrong whatever its length: an error.
+  Invalid,
+};
 } // namespace
 
+/// Mandatory short configurations cover padding and multi-query rows;
+/// optional long ones, in increasing length, push the proven context up.
 static SmallVector<Config> getConfigs(bool cached) {
   if (cached)
-    return {{1, 0, 5, {0}},          {1, 3, 4, {0}},
-            {2, 0, 6, {0, 2}},       {2, 4, 3, {0, 3}},
-            {2, 6, 1, {0, 2}},       {1, 0, 12, {0}},
-            {1, 20, 3, {0}},         {1, 300, 2, {0}, true},
-            {1, 5000, 2, {0}, true}, {1, 70000, 1, {0}, true}};
-  return {{1, 0, 5, {0}},         {2, 0, 6, {0, 2}}, {2, 0, 9, {0, 4}},
-          {1, 0, 12, {0}},        {1, 0, 23, {0}},   {1, 0, 300, {0}, true},
-          {1, 0, 1100, {0}, true}};
+    return {{1, 0, 5, {0}},
+            {1, 3, 4, {0}},
+            {2, 0, 6, {0, 2}},
+            {2, 4, 3, {0, 3}},
+            {2, 6, 1, {0, 2}},
+            {1, 0, 12, {0}},
+            {1, 20, 3, {0}},
+            {1, 300, 2, {0}, true},
+            {1, 5000, 2, {0}, true},
+            {1, 70000, 1, {0}, true},
+            {1, kLongestCached - 1, 1, {0}, true}};
+  return {{1, 0, 5, {0}},          {2, 0, 6, {0, 2}},
+          {2, 0, 9, {0, 4}},       {1, 0, 12, {0}},
+          {1, 0, 23, {0}},         {1, 0, 300, {0}, true},
+          {1, 0, 1100, {0}, true}, {1, 0, kLongestUncached, {0}, true}};
 }
 
+/// The longest mandatory configuration: the least context a model must be
+/// proven for to be served at all.
+static int64_t getMandatoryContext(bool cached) {
+  int64_t longest = 0;
+  for (const Config &config : getConfigs(cached))
+    if (!config.optional)
+      longest = std::max(longest, config.getTotal());
+  return longest;
+}
+
+/// The cheapest configuration with `total` keys: one query over a cache,
+/// else one unpadded sequence.
+static Config probeConfig(bool cached, int64_t total) {
+  if (cached)
+    return {1, total - 1, 1, {0}, true};
+  return {1, 0, total, {0}, true};
+}
+
+/// `row` -1 describes the whole batch.
 static std::string describeConfig(const Config &c, int64_t row) {
   std::ostringstream os;
   os << "with batch " << c.batch << ", " << c.past << " past and " << c.seq
      << " new tokens";
-  if (row < int64_t(c.pad.size()) && c.pad[row] > 0)
+  if (row >= 0 && row < int64_t(c.pad.size()) && c.pad[row] > 0)
     os << " (row " << row << " left-padded by " << c.pad[row] << ")";
   return os.str();
+}
+
+/// Binds the graph inputs for `run.config`, reads the query and key lengths
+/// and, unless `form` is None, evaluates the mask into `run.mask` (broadcast
+/// to rank 4). `why` says what failed.
+static Outcome evaluateRun(ONNXShapeInference &inference,
+                           const GraphInputs &inputs, Value mask, MaskForm form,
+                           Value query, int64_t queryAxis, Value key,
+                           int64_t keyAxis, Run &run, std::string &why) {
+  const Config &config = run.config;
+  int64_t b = config.batch, total = config.getTotal();
+  ONNXEvaluator evaluator(inference);
+  evaluator.bindSymbol(inputs.batch, b);
+  evaluator.bindSymbol(inputs.seq, config.seq);
+  evaluator.bindSymbol(inputs.pastLen, config.past);
+  evaluator.bindSymbol(inputs.total, total);
+  run.attentionMask =
+      ConcreteTensor::filled(ConcreteTensor::Kind::Int, {b, total}, 1);
+  for (int64_t row = 0; row < b; ++row)
+    for (int64_t j = 0; j < config.pad[row]; ++j)
+      run.attentionMask.data[row * total + j] = 0;
+  if (inputs.attentionMask)
+    evaluator.bind(inputs.attentionMask, run.attentionMask);
+  if (inputs.inputIds)
+    evaluator.bind(
+        inputs.inputIds,
+        ConcreteTensor::filled(ConcreteTensor::Kind::Int, {b, config.seq}, 0));
+  if (inputs.positionIds) {
+    // As generation computes them: cumsum(mask) - 1, padding at 1.
+    ConcreteTensor pos =
+        ConcreteTensor::filled(ConcreteTensor::Kind::Int, {b, config.seq}, 0);
+    for (int64_t row = 0; row < b; ++row) {
+      int64_t sum = 0;
+      for (int64_t j = 0; j < total; ++j) {
+        double m = run.attentionMask.data[row * total + j];
+        sum += int64_t(m);
+        if (j >= config.past)
+          pos.data[row * config.seq + j - config.past] = m ? sum - 1 : 1;
+      }
+    }
+    evaluator.bind(inputs.positionIds, pos);
+  }
+  // Lengths from the shape facts; where those are lost, the model
+  // contract: queries are the new tokens, keys past + new.
+  std::optional<SmallVector<int64_t, 4>> qDims =
+      evaluator.getConcreteDims(query);
+  std::optional<SmallVector<int64_t, 4>> kDims = evaluator.getConcreteDims(key);
+  run.queries = qDims && int64_t(qDims->size()) > queryAxis
+                    ? (*qDims)[queryAxis]
+                    : config.seq;
+  run.keys =
+      kDims && int64_t(kDims->size()) > keyAxis ? (*kDims)[keyAxis] : total;
+  if (form == MaskForm::None)
+    return Outcome::Evaluated;
+
+  const ConcreteTensor *value = evaluator.evaluate(mask);
+  if (!value) {
+    why = "the mask cannot be evaluated " + describeConfig(config, -1) + ": " +
+          (evaluator.getErrorOp()
+               ? "node " + describeNode(evaluator.getErrorOp()) + ": "
+               : std::string()) +
+          evaluator.getError();
+    return Outcome::Unevaluable;
+  }
+  run.mask = *value;
+  SmallVector<int64_t, 4> shape(4 - std::min<int64_t>(4, value->getRank()), 1);
+  shape.append(value->shape.begin(), value->shape.end());
+  bool fits = value->getRank() <= 4 && (shape[0] == 1 || shape[0] == b) &&
+              (shape[2] == 1 || shape[2] == run.queries) &&
+              (shape[3] == 1 || shape[3] == run.keys);
+  if (!fits) {
+    std::ostringstream os;
+    os << "the mask has shape [";
+    for (auto [i, d] : llvm::enumerate(value->shape))
+      os << (i ? ", " : "") << d;
+    os << "], which does not broadcast to the scores [" << b << ", heads, "
+       << run.queries << ", " << run.keys << "] " << describeConfig(config, -1);
+    why = os.str();
+    return Outcome::Unevaluable;
+  }
+  run.mask.shape = shape;
+  if (form == MaskForm::Additive)
+    for (double v : run.mask.data)
+      if (v != 0 && !(v <= kHidden)) {
+        std::ostringstream os;
+        os << "the mask holds " << v
+           << ", which is neither 0 (keep) nor a large negative number "
+              "(hide)";
+        why = os.str();
+        return Outcome::Invalid;
+      }
+  return Outcome::Evaluated;
 }
 
 MaskAnalysis::MaskAnalysis(func::FuncOp func, ONNXShapeInference &inference)
@@ -68,98 +207,63 @@ FailureOr<MaskClass> MaskAnalysis::classify(Value mask, MaskForm form,
 
   bool cached = !inputs.past.empty() && inputs.pastLen;
   SmallVector<Run> runs;
-  for (const Config &config : getConfigs(cached)) {
-    int64_t b = config.batch, total = config.past + config.seq;
-    ONNXEvaluator evaluator(inference);
-    evaluator.bindSymbol(inputs.batch, b);
-    evaluator.bindSymbol(inputs.seq, config.seq);
-    evaluator.bindSymbol(inputs.pastLen, config.past);
-    evaluator.bindSymbol(inputs.total, total);
-    Run run;
+  auto evaluate = [&](const Config &config, Run &run, std::string &why) {
     run.config = config;
-    run.attentionMask =
-        ConcreteTensor::filled(ConcreteTensor::Kind::Int, {b, total}, 1);
-    for (int64_t row = 0; row < b; ++row)
-      for (int64_t j = 0; j < config.pad[row]; ++j)
-        run.attentionMask.data[row * total + j] = 0;
-    if (inputs.attentionMask)
-      evaluator.bind(inputs.attentionMask, run.attentionMask);
-    if (inputs.inputIds)
-      evaluator.bind(inputs.inputIds,
-                     ConcreteTensor::filled(ConcreteTensor::Kind::Int,
-                                            {b, config.seq}, 0));
-    if (inputs.positionIds) {
-      // As generation computes them: cumsum(mask) - 1, padding at 1.
-      ConcreteTensor pos =
-          ConcreteTensor::filled(ConcreteTensor::Kind::Int, {b, config.seq}, 0);
-      for (int64_t row = 0; row < b; ++row) {
-        int64_t sum = 0;
-        for (int64_t j = 0; j < total; ++j) {
-          double m = run.attentionMask.data[row * total + j];
-          sum += int64_t(m);
-          if (j >= config.past)
-            pos.data[row * config.seq + j - config.past] = m ? sum - 1 : 1;
-        }
-      }
-      evaluator.bind(inputs.positionIds, pos);
+    return evaluateRun(inference, inputs, mask, form, query, queryAxis, key,
+                       keyAxis, run, why);
+  };
+  // A mandatory configuration that cannot be evaluated is an error, but
+  // only once the runs before it are classified: the message then says up
+  // to which length the mask was proven.
+  std::string unevaluable;
+  // The first long configuration that failed; longer ones are not tried.
+  int64_t failedTotal = 0;
+  for (const Config &config : getConfigs(cached)) {
+    // Without a mask nothing is evaluated and the class holds at any
+    // length, so long configurations add nothing.
+    if (config.optional && (form == MaskForm::None || failedTotal))
+      continue;
+    Run run;
+    std::string why;
+    Outcome outcome = evaluate(config, run, why);
+    if (outcome == Outcome::Invalid) {
+      error = why;
+      return failure();
     }
-    // Lengths from the shape facts; where those are lost, the model
-    // contract: queries are the new tokens, keys past + new.
-    std::optional<SmallVector<int64_t, 4>> qDims =
-        evaluator.getConcreteDims(query);
-    std::optional<SmallVector<int64_t, 4>> kDims =
-        evaluator.getConcreteDims(key);
-    run.queries = qDims && int64_t(qDims->size()) > queryAxis
-                      ? (*qDims)[queryAxis]
-                      : config.seq;
-    run.keys =
-        kDims && int64_t(kDims->size()) > keyAxis ? (*kDims)[keyAxis] : total;
-    if (form != MaskForm::None) {
-      const ConcreteTensor *value = evaluator.evaluate(mask);
-      if (!value) {
-        if (config.optional)
-          continue;
-        error = "the mask cannot be evaluated " + describeConfig(config, -1) +
-                ": " +
-                (evaluator.getErrorOp()
-                     ? "node " + describeNode(evaluator.getErrorOp()) + ": "
-                     : std::string()) +
-                evaluator.getError();
-        return failure();
+    if (outcome == Outcome::Unevaluable) {
+      if (!config.optional) {
+        unevaluable = why;
+        break;
       }
-      run.mask = *value;
-      SmallVector<int64_t, 4> shape(4 - std::min<int64_t>(4, value->getRank()),
-                                    1);
-      shape.append(value->shape.begin(), value->shape.end());
-      bool fits = value->getRank() <= 4 && (shape[0] == 1 || shape[0] == b) &&
-                  (shape[2] == 1 || shape[2] == run.queries) &&
-                  (shape[3] == 1 || shape[3] == run.keys);
-      if (!fits) {
-        if (config.optional)
-          continue;
-        std::ostringstream os;
-        os << "the mask has shape [";
-        for (auto [i, d] : llvm::enumerate(value->shape))
-          os << (i ? ", " : "") << d;
-        os << "], which does not broadcast to the scores [" << b << ", heads, "
-           << run.queries << ", " << run.keys << "] "
-           << describeConfig(config, -1);
-        error = os.str();
-        return failure();
-      }
-      run.mask.shape = shape;
-      if (form == MaskForm::Additive)
-        for (double v : run.mask.data)
-          if (v != 0 && !(v <= kHidden)) {
-            std::ostringstream os;
-            os << "the mask holds " << v
-               << ", which is neither 0 (keep) nor a large negative number "
-                  "(hide)";
-            error = os.str();
-            return failure();
-          }
+      failedTotal = config.getTotal();
+      continue;
     }
     runs.push_back(std::move(run));
+  }
+  // Where a long configuration failed, bisect the length between the
+  // longest evaluated one and it with single-row probes, so that a
+  // fixed-size buffer proves its own size rather than the last probe's.
+  if (failedTotal) {
+    int64_t lo = 0;
+    for (const Run &run : runs)
+      lo = std::max(lo, run.config.getTotal());
+    int64_t hi = failedTotal;
+    while (hi - lo > 1) {
+      int64_t mid = lo + (hi - lo) / 2;
+      Run run;
+      std::string why;
+      Outcome outcome = evaluate(probeConfig(cached, mid), run, why);
+      if (outcome == Outcome::Invalid) {
+        error = why;
+        return failure();
+      }
+      if (outcome == Outcome::Unevaluable) {
+        hi = mid;
+        continue;
+      }
+      lo = mid;
+      runs.push_back(std::move(run));
+    }
   }
 
   auto headsOf = [](const Run &run) {
@@ -278,6 +382,25 @@ FailureOr<MaskClass> MaskAnalysis::classify(Value mask, MaskForm form,
         break;
     }
     if (mismatch.empty()) {
+      if (form != MaskForm::None)
+        for (const Run &run : runs)
+          result.provenContext = std::max(result.provenContext, run.keys);
+      if (!unevaluable.empty()) {
+        // Shorter than the mandatory configurations: too little is known
+        // to serve the model at all.
+        error = unevaluable;
+        if (result.provenContext > 0)
+          error += "; it was proven " + describe(result) + " only up to " +
+                   std::to_string(result.provenContext) +
+                   " tokens, fewer than the " +
+                   std::to_string(getMandatoryContext(cached)) +
+                   " every mask must be proven for";
+        return failure();
+      }
+      if (result.provenContext > 0)
+        provenContext = provenContext
+                            ? std::min(provenContext, result.provenContext)
+                            : result.provenContext;
       cache[cacheKey] = result;
       return result;
     }

@@ -8,6 +8,12 @@
 // (Trilu, Range/LessOrEqual, Where with -inf or finfo.min, boolean or
 // additive), only the result counts.
 //
+// Evaluation proves the classification only for the lengths evaluated: a
+// window wider than every evaluated key length looks causal, and a mask
+// built from a fixed-size buffer cannot be evaluated past it. So each class
+// carries the longest key length it was verified on, and the raise pass
+// records the shortest of them as the context the model may be served up to.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FOLIO_RAISEATTENTION_MASKANALYSIS_H
@@ -21,6 +27,11 @@
 #include <tuple>
 
 namespace mlir::folio {
+
+/// i64 on the raised function: the shortest context any of its attention
+/// masks was proven for (absent when every one holds at any length). The
+/// plan's `max_context` config entry.
+inline constexpr llvm::StringLiteral kMaxContextAttrName = "folio.max_context";
 
 /// How the mask acts on the scores.
 enum class MaskForm {
@@ -40,6 +51,10 @@ struct MaskClass {
   int64_t window = 0;
   /// Keys where attention_mask is 0 are hidden.
   bool keyPadding = false;
+  /// The longest key length (past + new tokens) the class was verified on;
+  /// beyond it nothing is known. 0: the class holds at any length (no mask
+  /// was evaluated, e.g. is_causal alone or a fused op's own attributes).
+  int64_t provenContext = 0;
 };
 
 class MaskAnalysis {
@@ -55,9 +70,14 @@ public:
 
   const GraphInputs &getInputs() const { return inputs; }
 
+  /// The shortest provenContext of the masks classified so far; 0 when
+  /// every one holds at any length.
+  int64_t getProvenContext() const { return provenContext; }
+
 private:
   ONNXShapeInference &inference;
   GraphInputs inputs;
+  int64_t provenContext = 0;
   llvm::DenseMap<std::tuple<Value, unsigned, unsigned>, MaskClass> cache;
 };
 

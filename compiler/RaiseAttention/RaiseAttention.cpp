@@ -238,6 +238,15 @@ struct RaiseAttentionPass
     }
     if (failed)
       return signalPassFailure();
+    // Masks hold as classified only up to the lengths they were evaluated
+    // on; the plan carries the shortest so that the runtime refuses longer
+    // sequences. A function pass may not touch the module, so the limit
+    // lives on the function (page-kv keeps it on `forward`).
+    if (int64_t proven = masks.getProvenContext()) {
+      if (auto previous = func->getAttrOfType<IntegerAttr>(kMaxContextAttrName))
+        proven = std::min(proven, previous.getInt());
+      func->setAttr(kMaxContextAttrName, builder.getI64IntegerAttr(proven));
+    }
     eraseDeadOps(func);
   }
 

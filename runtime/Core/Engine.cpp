@@ -88,7 +88,23 @@ Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
     for (uint64_t &seed : seeds)
       seed = (uint64_t(rd()) << 32) ^ rd();
   }
+  // The compiler proved the attention masks causal (as raised) only up to
+  // max_context tokens; past that the model's mask is unknown, so nothing
+  // longer is served.
+  int64_t maxContext = plan_->configValue("max_context", 0);
+  std::string proven = "the " + std::to_string(maxContext) +
+                       " tokens the model's attention masks were proven "
+                       "causal up to";
+  if (maxContext > 0 && options.maxModelLen > maxContext)
+    return Status::invalidArgument("max-model-len " +
+                                   std::to_string(options.maxModelLen) +
+                                   " exceeds " + proven);
   int64_t maxLen = options.maxModelLen ? options.maxModelLen : maxPositions_;
+  std::string limit = "the model's " + std::to_string(maxLen) + " positions";
+  if (maxContext > 0 && (maxLen == 0 || maxContext < maxLen)) {
+    maxLen = maxContext;
+    limit = proven;
+  }
   std::vector<SequenceState> states(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     const auto &p = prompts[i];
@@ -103,16 +119,14 @@ Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
     if (maxLen > 0 && int64_t(p.size()) > maxLen)
       return Status::invalidArgument(which + " has " +
                                      std::to_string(p.size()) +
-                                     " tokens, more than the model's " +
-                                     std::to_string(maxLen) + " positions");
+                                     " tokens, more than " + limit);
     // The last new token is never fed back, so the context reaches
     // prompt + maxNewTokens - 1 positions.
     if (maxLen > 0 && int64_t(p.size()) + options.maxNewTokens - 1 > maxLen)
       return Status::invalidArgument(which + " (" + std::to_string(p.size()) +
                                      " tokens) plus " +
                                      std::to_string(options.maxNewTokens) +
-                                     " new tokens exceeds the model's " +
-                                     std::to_string(maxLen) + " positions");
+                                     " new tokens exceeds " + limit);
     states[i].id = "seq" + std::to_string(i);
     states[i].tokens = p;
   }

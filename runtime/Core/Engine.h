@@ -26,7 +26,8 @@ namespace folio::core {
 struct GenerateOptions {
   int64_t maxNewTokens = 16;
   /// Longest context accepted; 0 = the plan's max_positions (unbounded when
-  /// the plan names none).
+  /// the plan names none). Never more than the plan's max_context, the
+  /// length its attention masks were proven causal up to.
   int64_t maxModelLen = 0;
   /// Keep every step's logits rows ([prompts, maxNewTokens, vocab]).
   bool keepLogits = false;

@@ -9,6 +9,14 @@ ServingEngine::create(std::shared_ptr<const plan::Plan> plan,
                       std::unique_ptr<exec::Executor> executor,
                       const SchedulerConfig &schedulerConfig,
                       const KVCacheConfig &kvCache) {
+  // Past max_context tokens the attention masks are unproven (see
+  // Engine::generate).
+  int64_t maxContext = plan->configValue("max_context", 0);
+  if (maxContext > 0 && schedulerConfig.maxModelLen > size_t(maxContext))
+    return Status::invalidArgument(
+        "max-model-len " + std::to_string(schedulerConfig.maxModelLen) +
+        " exceeds the " + std::to_string(maxContext) +
+        " tokens the model's attention masks were proven causal up to");
   if (Status s = executor->load(plan); !s)
     return s;
   exec::KVCacheLayout layout = executor->kvCacheLayout();

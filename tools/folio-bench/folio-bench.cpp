@@ -20,6 +20,7 @@
 #include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Plan/PlanIO.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
@@ -54,7 +55,8 @@ const char *const kUsage =
     "  --num-requests N            requests (default 64)\n"
     "  --seed S                    workload seed (default 0)\n"
     "  --max-model-len L           prompt + output limit (default: the\n"
-    "                              model's max positions, else 2048)\n"
+    "                              model's max positions, else 2048; at\n"
+    "                              most its proven mask context)\n"
     "  --request-rate R            Poisson arrivals per second (default 0:\n"
     "                              all at once)\n"
     "  --policy L                  continuous,static (default both)\n"
@@ -272,8 +274,14 @@ Expected<plan::Plan> loadModel(const Options &o) {
 Expected<std::string> runServing(std::shared_ptr<const plan::Plan> plan,
                                  Options &o) {
   int64_t maxPositions = plan->configValue("max_positions", 0);
-  if (!o.maxModelLenGiven)
+  if (!o.maxModelLenGiven) {
     o.serving.maxModelLen = maxPositions > 0 ? size_t(maxPositions) : 2048;
+    // At most the length the attention masks were proven causal up to
+    // (the serving engine refuses a longer max-model-len).
+    if (int64_t maxContext = plan->configValue("max_context", 0))
+      o.serving.maxModelLen =
+          std::min(o.serving.maxModelLen, size_t(maxContext));
+  }
   if (maxPositions > 0 && o.serving.maxModelLen > size_t(maxPositions))
     return Status::invalidArgument(
         "--max-model-len " + std::to_string(o.serving.maxModelLen) +

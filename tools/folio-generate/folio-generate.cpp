@@ -138,6 +138,9 @@ int main(int argc, char **argv) {
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
   int64_t maxPositions = plan->configValue("max_positions", 0);
   size_t maxModelLen = maxPositions > 0 ? size_t(maxPositions) : 2048;
+  // At most the length the attention masks were proven causal up to.
+  if (int64_t maxContext = plan->configValue("max_context", 0))
+    maxModelLen = std::min(maxModelLen, size_t(maxContext));
   int64_t blockSize = plan->configValue("block_size", 16);
 
   SchedulerConfig config;

@@ -39,7 +39,8 @@ const char *const kUsage =
     "(default: FOLIO_NUM_THREADS or every core)\n"
     "  --block-size      KV block size when compiling an .onnx (default 16)\n"
     "  --max-model-len   longest context accepted (default: the model's "
-    "positions)\n";
+    "positions); never more than the context its attention masks were "
+    "proven causal up to\n";
 
 namespace {
 

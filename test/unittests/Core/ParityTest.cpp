@@ -122,6 +122,48 @@ TEST(Engine, RefusesPromptsBeyondMaxPositions) {
             "prompt 1: token id 300 is outside the vocabulary [0, 256)");
 }
 
+TEST(Engine, RefusesSequencesBeyondProvenContext) {
+  // Without a KV cache the mask is evaluated up to 2048 tokens, with one
+  // over one query of 2^20 keys: the plans carry these as max_context.
+  auto nocache = compile("llama", "nocache");
+  auto cached = compile("llama", "cached");
+  ASSERT_TRUE(nocache && cached);
+  EXPECT_EQ(nocache->configValue("max_context", 0), 2048);
+  EXPECT_EQ(cached->configValue("max_context", 0), int64_t(1) << 20);
+
+  // The same plan as if its masks were proven only up to 8 tokens.
+  plan::Plan shortPlan = *nocache;
+  for (auto &[key, value] : shortPlan.config)
+    if (key == "max_context")
+      value = 8;
+  auto p = std::make_shared<const plan::Plan>(std::move(shortPlan));
+  auto engine = core::Engine::create(p, exec::createCPUExecutor(), 16);
+  ASSERT_TRUE(engine);
+  core::GenerateOptions o;
+  o.maxNewTokens = 4;
+  auto r = (*engine)->generateGreedy({std::vector<TokenId>(9, 1)}, o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "prompt 1 has 9 tokens, more than the 8 tokens the model's "
+            "attention masks were proven causal up to");
+  r = (*engine)->generateGreedy({std::vector<TokenId>(6, 1)}, o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "prompt 1 (6 tokens) plus 4 new tokens exceeds the 8 tokens the "
+            "model's attention masks were proven causal up to");
+  o.maxModelLen = 16;
+  r = (*engine)->generateGreedy({std::vector<TokenId>(2, 1)}, o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "max-model-len 16 exceeds the 8 tokens the model's attention "
+            "masks were proven causal up to");
+  // Up to the proven length it runs: 5 prompt tokens and 3 fed back.
+  o.maxModelLen = 0;
+  r = (*engine)->generateGreedy({std::vector<TokenId>(5, 1)}, o);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_EQ(r->tokens[0].size(), 4u);
+}
+
 TEST(Engine, ReportsExhaustedKVCache) {
   auto p = compile("llama", "cached");
   ASSERT_TRUE(p);

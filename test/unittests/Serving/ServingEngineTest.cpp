@@ -213,6 +213,28 @@ TEST(ServingEngine, BlockSizeMustMatchThePlan) {
       << engine.status().message();
 }
 
+TEST(ServingEngine, MaxModelLenBeyondProvenContextIsRefused) {
+  // The plan as if its masks were proven causal only up to 32 tokens.
+  plan::Plan shortPlan = *compileLlama();
+  ASSERT_EQ(shortPlan.configValue("max_context", 0), int64_t(1) << 20);
+  for (auto &[key, value] : shortPlan.config)
+    if (key == "max_context")
+      value = 32;
+  SchedulerConfig config;
+  config.vocabSize = 256;
+  config.maxModelLen = 64;
+  KVCacheConfig kv;
+  kv.numBlocks = 64;
+  kv.blockSize = 4;
+  auto engine = core::ServingEngine::create(
+      std::make_shared<const plan::Plan>(std::move(shortPlan)),
+      exec::createCPUExecutor(), config, kv);
+  ASSERT_FALSE(engine);
+  EXPECT_EQ(engine.status().message(),
+            "max-model-len 64 exceeds the 32 tokens the model's attention "
+            "masks were proven causal up to");
+}
+
 } // namespace
 
 namespace {
