@@ -59,17 +59,20 @@ ONNXLoweringContext::constantInts(unsigned i) const {
   return f->getConstantInts();
 }
 
-RankedTensorType ONNXLoweringContext::refinedType(Value v) const {
-  auto declared = cast<RankedTensorType>(v.getType());
-  const ONNXValueFacts *f = facts(v);
-  if (!f || !f->dims || int64_t(f->dims->size()) != declared.getRank())
-    return declared;
-  SmallVector<int64_t> shape(declared.getShape());
-  for (auto [i, expr] : llvm::enumerate(*f->dims))
+RankedTensorType mlir::folio::refineType(RankedTensorType type,
+                                         const ONNXValueFacts *facts) {
+  if (!facts || !facts->dims || int64_t(facts->dims->size()) != type.getRank())
+    return type;
+  SmallVector<int64_t> shape(type.getShape());
+  for (auto [i, expr] : llvm::enumerate(*facts->dims))
     if (ShapedType::isDynamic(shape[i]) && expr)
       if (std::optional<int64_t> c = getConstantDim(expr))
         shape[i] = *c;
-  return RankedTensorType::get(shape, declared.getElementType());
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+RankedTensorType ONNXLoweringContext::refinedType(Value v) const {
+  return refineType(cast<RankedTensorType>(v.getType()), facts(v));
 }
 
 RankedTensorType ONNXLoweringContext::resultType(unsigned i) const {

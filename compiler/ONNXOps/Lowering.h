@@ -98,6 +98,9 @@ std::string listLoweredONNXOps(StringRef domain);
 void appendElementwiseLowerings(std::vector<ONNXLowering> &table);
 void appendDataMovementLowerings(std::vector<ONNXLowering> &table);
 
+/// `type` with the dims `facts` proves constant made static.
+RankedTensorType refineType(RankedTensorType type, const ONNXValueFacts *facts);
+
 /// A reshape of `value` to `type`, or `value` itself when the types agree.
 Value createReshape(PatternRewriter &rewriter, Location loc, Value value,
                     RankedTensorType type);

@@ -44,18 +44,6 @@ namespace {
 
 using Reasons = llvm::DenseMap<Operation *, std::string>;
 
-/// `type` with the dims inference proved constant made static.
-RankedTensorType refine(RankedTensorType type, const ONNXValueFacts *facts) {
-  if (!facts || !facts->dims || int64_t(facts->dims->size()) != type.getRank())
-    return type;
-  SmallVector<int64_t> shape(type.getShape());
-  for (auto [i, expr] : llvm::enumerate(*facts->dims))
-    if (ShapedType::isDynamic(shape[i]) && expr)
-      if (std::optional<int64_t> c = getConstantDim(expr))
-        shape[i] = *c;
-  return RankedTensorType::get(shape, type.getElementType());
-}
-
 struct LowerNode : OpRewritePattern<ONNXNodeOp> {
   LowerNode(MLIRContext *context, ONNXShapeInference &inference,
             Reasons &reasons)
@@ -86,7 +74,7 @@ template <typename OpTy> struct LowerTensorView : OpRewritePattern<OpTy> {
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getResult().getType());
-    type = refine(type, inference.lookup(op.getResult()));
+    type = refineType(type, inference.lookup(op.getResult()));
     if (llvm::count_if(type.getShape(), ShapedType::isDynamic) > 1)
       return failure();
     rewriter.replaceOp(op,
@@ -177,7 +165,7 @@ struct LowerONNXPass
               return isa<func::ReturnOp>(user);
             }))
           continue;
-        RankedTensorType refined = refine(type, inference.lookup(result));
+        RankedTensorType refined = refineType(type, inference.lookup(result));
         if (refined != type)
           result.setType(refined);
       }
