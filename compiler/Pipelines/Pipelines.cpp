@@ -62,6 +62,8 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
   lowered.addPass(createFolioLowerONNXPass());
   // One widening cast of `positions` per rotary becomes one per model.
   lowered.addPass(createCSEPass());
+  // Graph rewrites the executor used to make at load time.
+  lowered.addPass(createFolioSinkGatherRowsPass());
   pm.addPass(createFolioVerifyLoweredPass());
 }
 

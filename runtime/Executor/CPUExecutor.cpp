@@ -62,8 +62,7 @@ public:
     }
     kernels.clear();
     states.clear();
-    // Plan-only analyses first: which steps run inside others.
-    deferLinearsBeforeGathers();
+    // Plan-only analysis first: which steps run inside others.
     groupSiblingLinears();
     for (size_t i = 0; i < plan->steps.size(); ++i) {
       const plan::Step &step = plan->steps[i];
@@ -168,16 +167,9 @@ public:
       return s;
     cpu::ThreadPool &pool = ownPool ? *ownPool : cpu::ThreadPool::global();
     using Clock = std::chrono::steady_clock;
-    values.emplace_back(); // the scratch slot of deferred linears
     for (size_t i = 0; i < plan->steps.size(); ++i) {
       if (skipped[i])
         continue;
-      if (deferred[i] >= 0) {
-        if (Status s = runGatherThenLinear(i, values, pool); !s)
-          return s;
-        release(i, values);
-        continue;
-      }
       const plan::Step &step = plan->steps[i];
       StepContext ctx{step, values, caches, states[i].get(), pool};
       ctx.weightStorage = options.weights == WeightType::F32 ? cpu::DType::F32
@@ -267,57 +259,12 @@ public:
   }
 
 private:
-  /// The plans gather each sequence's last row after the lm_head
-  /// (`linear -> gather_rows`), so a prefill would multiply every prompt
-  /// row by the vocab-sized weight and keep one. Where the linear's result
-  /// feeds only that gather, run the gather on the linear's input instead
-  /// and the linear on the gathered rows: same values, T times less work.
-  void deferLinearsBeforeGathers() {
-    size_t n = plan->steps.size();
-    skipped.assign(n, false);
-    deferred.assign(n, -1);
-    std::vector<int> uses(plan->values.size(), 0);
-    std::vector<int64_t> producer(plan->values.size(), -1);
-    for (size_t i = 0; i < n; ++i) {
-      for (int32_t id : plan->steps[i].operands)
-        if (id >= 0)
-          ++uses[size_t(id)];
-      for (int32_t id : plan->steps[i].results)
-        producer[size_t(id)] = int64_t(i);
-    }
-    for (int32_t id : plan->outputs)
-      ++uses[size_t(id)];
-    for (size_t g = 0; g < n; ++g) {
-      const plan::Step &gs = plan->steps[g];
-      if (gs.kind != "folio.gather_rows" || gs.operands.size() != 2)
-        continue;
-      int32_t in = gs.operands[0];
-      int64_t l = producer[size_t(in)];
-      // Views (page-kv's cast and collapse of the lm_head's [B, S, V] to
-      // [T, V]) may sit between them; they are skipped with the linear.
-      std::vector<int64_t> views;
-      while (l >= 0 && uses[size_t(in)] == 1 && views.size() < 4 &&
-             isView(plan->steps[size_t(l)])) {
-        views.push_back(l);
-        in = plan->steps[size_t(l)].operands[0];
-        l = producer[size_t(in)];
-      }
-      if (l < 0 || uses[size_t(in)] != 1 ||
-          plan->steps[size_t(l)].kind != "folio.linear")
-        continue;
-      for (int64_t v : views)
-        skipped[size_t(v)] = true;
-      skipped[size_t(l)] = true;
-      deferred[g] = l;
-    }
-  }
-
   /// Groups folio.linear steps that read the same input and can be stacked
   /// (see prepareSiblingLinears): the first member of each group of two or
-  /// more gets the member list, the others are skipped. Must run after
-  /// deferLinearsBeforeGathers (a deferred linear stays apart).
+  /// more gets the member list, the others are skipped.
   void groupSiblingLinears() {
     size_t n = plan->steps.size();
+    skipped.assign(n, false);
     siblings.assign(n, {});
     siblingOf.assign(n, -1);
     // Same input, weight layout, element type and in features.
@@ -363,19 +310,6 @@ private:
     return std::shared_ptr<void>(mem, [](void *m) { std::free(m); });
   }
 
-  /// Values each step reads, as it actually runs: nothing for a skipped
-  /// step; for a gather with a deferred linear, the linear's operands (its
-  /// input instead of its never-computed result) and the gather's indices.
-  std::vector<int32_t> readsOf(size_t i) const {
-    if (skipped[i])
-      return {};
-    const plan::Step &s = plan->steps[i];
-    if (deferred[i] < 0)
-      return s.operands;
-    std::vector<int32_t> ids = plan->steps[size_t(deferred[i])].operands;
-    ids.insert(ids.end(), s.operands.begin() + 1, s.operands.end());
-    return ids;
-  }
 
   /// Drops each intermediate tensor right after the last step that reads
   /// it (or the step that makes it, if nothing does). Keeping every value of
@@ -388,10 +322,14 @@ private:
     for (size_t i = 0; i < n; ++i) {
       if (skipped[i])
         continue;
-      for (int32_t id : readsOf(i))
+      for (int32_t id : plan->steps[i].operands)
         if (id >= 0)
           last[size_t(id)] = int64_t(i);
-      // A gather with a deferred linear writes the linear's results.
+      // A sibling group's first member writes the others' results too.
+      for (size_t m : siblings[i])
+        for (int32_t id : plan->steps[m].results)
+          if (id >= 0 && last[size_t(id)] < int64_t(i))
+            last[size_t(id)] = int64_t(i);
       for (int32_t id : plan->steps[i].results)
         if (id >= 0 && last[size_t(id)] < int64_t(i))
           last[size_t(id)] = int64_t(i);
@@ -411,52 +349,6 @@ private:
   void release(size_t step, std::vector<Tensor> &values) const {
     for (int32_t id : releases[step])
       values[size_t(id)] = Tensor();
-  }
-
-  static bool isView(const plan::Step &s) {
-    return s.kind == "folio.reshape" && s.operands.size() == 1 &&
-           s.results.size() == 1;
-  }
-
-  /// Runs deferred linear `deferred[g]` after gather step g's row selection.
-  Status runGatherThenLinear(size_t g, std::vector<Tensor> &values,
-                             cpu::ThreadPool &pool) {
-    const plan::Step &gs = plan->steps[g];
-    const plan::Step &ls = plan->steps[size_t(deferred[g])];
-    int32_t scratch = int32_t(values.size() - 1);
-    // The linear's input as rows [T, K] (a view), in a second scratch slot.
-    const Tensor &x = values[size_t(ls.operands[0])];
-    if (x.rank() < 1 || x.shape.back() <= 0)
-      return Status::internal(ls.kind + " '" + ls.name + "': bad input");
-    Tensor rows = x;
-    rows.shape = {x.numel() / x.shape.back(), x.shape.back()};
-    values.push_back(rows);
-    int32_t rowsSlot = int32_t(values.size() - 1);
-    plan::Step gather = gs;
-    gather.operands[0] = rowsSlot;
-    gather.results = {scratch};
-    plan::Step linear = ls;
-    linear.operands[0] = scratch;
-    linear.results = gs.results;
-    StepContext gctx{gather, values, caches, nullptr, pool};
-    if (Status s = kernels[g]->run(gctx); !s)
-      return s;
-    StepContext lctx{linear, values, caches, states[size_t(deferred[g])].get(),
-                     pool};
-    auto start = std::chrono::steady_clock::now();
-    if (Status s = kernels[size_t(deferred[g])]->run(lctx); !s)
-      return s;
-    if (options.profile) {
-      KindProfile &k = stepTimes[size_t(deferred[g])];
-      k.seconds += std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-      ++k.calls;
-      k.flops += lctx.flops;
-    }
-    values.pop_back();
-    StepContext check{gs, values, caches, nullptr, pool};
-    return checkResults(check);
   }
 
   Status bindInputs(const ForwardBatch &b, std::vector<Tensor> &values) {
@@ -534,8 +426,7 @@ private:
   std::vector<int32_t> transient;
   std::vector<const StepKernel *> kernels;
   std::vector<std::unique_ptr<StepState>> states;
-  std::vector<bool> skipped;     ///< per step: runs inside a later step
-  std::vector<int64_t> deferred; ///< per step: the linear it runs after, or -1
+  std::vector<bool> skipped; ///< per step: runs inside an earlier step
   /// Per step: the sibling linears it runs (itself first), or empty.
   std::vector<std::vector<size_t>> siblings;
   /// Per step: the sibling linear that runs it, or -1.

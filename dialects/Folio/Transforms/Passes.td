@@ -31,4 +31,27 @@ def FolioVerifyLoweredPass
   }];
 }
 
+def FolioSinkGatherRowsPass
+    : Pass<"folio-sink-gather-rows", "::mlir::func::FuncOp"> {
+  let summary = "Runs the lm_head (and what follows it) on the gathered "
+                "logits rows only";
+  let description = [{
+    Matches `folio.gather_rows` of a value computed from a `folio.linear`
+    by row-wise ops only (folio.reshape keeping the last dim, folio.unary,
+    folio.binary with a constant that broadcasts along rows), each used
+    once, and moves the gather before the linear: the lm_head of a prefill
+    then multiplies the sampled rows, not every token.
+
+    ```mlir
+    %l = folio.linear %h, %w : (tensor<1x?x64xf32>, tensor<64x256xf32>) -> tensor<1x?x256xf32>
+    %r = folio.reshape %l : tensor<1x?x256xf32> to tensor<?x256xf32>
+    %g = folio.gather_rows %r[%idx] : (tensor<?x256xf32>, tensor<?xi32>) -> tensor<?x256xf32>
+    // becomes
+    %x = folio.reshape %h : tensor<1x?x64xf32> to tensor<?x64xf32>
+    %p = folio.gather_rows %x[%idx] : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
+    %g = folio.linear %p, %w : (tensor<?x64xf32>, tensor<64x256xf32>) -> tensor<?x256xf32>
+    ```
+  }];
+}
+
 #endif // FOLIO_TRANSFORMS_PASSES_TD
