@@ -64,6 +64,7 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
   lowered.addPass(createCSEPass());
   // Graph rewrites the executor used to make at load time.
   lowered.addPass(createFolioSinkGatherRowsPass());
+  lowered.addPass(createFolioStackSiblingLinearsPass());
   pm.addPass(createFolioVerifyLoweredPass());
 }
 

@@ -62,8 +62,6 @@ public:
     }
     kernels.clear();
     states.clear();
-    // Plan-only analysis first: which steps run inside others.
-    groupSiblingLinears();
     for (size_t i = 0; i < plan->steps.size(); ++i) {
       const plan::Step &step = plan->steps[i];
       const StepKernel *k = findCPUKernel(step.kind);
@@ -80,16 +78,7 @@ public:
       PrepareContext ctx{step, *plan, constants,
                          options.weights == WeightType::F32 ? cpu::DType::F32
                                                             : cpu::DType::BF16};
-      if (siblingOf[i] >= 0) {
-        // A sibling linear: the group's first member does its work.
-      } else if (!siblings[i].empty()) {
-        std::vector<const plan::Step *> members;
-        for (size_t m : siblings[i])
-          members.push_back(&plan->steps[m]);
-        if (Status s = prepareSiblingLinears(ctx, members, state); !s)
-          return s;
-        k = &siblingLinearKernel();
-      } else if (k->prepare) {
+      if (k->prepare) {
         if (Status s = k->prepare(ctx, state); !s)
           return s;
       }
@@ -168,8 +157,6 @@ public:
     cpu::ThreadPool &pool = ownPool ? *ownPool : cpu::ThreadPool::global();
     using Clock = std::chrono::steady_clock;
     for (size_t i = 0; i < plan->steps.size(); ++i) {
-      if (skipped[i])
-        continue;
       const plan::Step &step = plan->steps[i];
       StepContext ctx{step, values, caches, states[i].get(), pool};
       ctx.weightStorage = options.weights == WeightType::F32 ? cpu::DType::F32
@@ -192,14 +179,6 @@ public:
       }
       if (Status s = checkResults(ctx); !s)
         return s;
-      // A sibling group's first member wrote the others' results too.
-      for (size_t m : siblings[i]) {
-        if (m == i)
-          continue;
-        StepContext member{plan->steps[m], values, caches, nullptr, pool};
-        if (Status s = checkResults(member); !s)
-          return s;
-      }
       release(i, values);
     }
     if (plan->outputs.size() != 1)
@@ -259,37 +238,6 @@ public:
   }
 
 private:
-  /// Groups folio.linear steps that read the same input and can be stacked
-  /// (see prepareSiblingLinears): the first member of each group of two or
-  /// more gets the member list, the others are skipped.
-  void groupSiblingLinears() {
-    size_t n = plan->steps.size();
-    skipped.assign(n, false);
-    siblings.assign(n, {});
-    siblingOf.assign(n, -1);
-    // Same input, weight layout, element type and in features.
-    std::map<std::tuple<int32_t, bool, int, int64_t>, std::vector<size_t>>
-        byInput;
-    for (size_t i = 0; i < n; ++i) {
-      const plan::Step &s = plan->steps[i];
-      if (skipped[i] || !canStackLinear(s, constants))
-        continue;
-      bool inOut = s.getString("weight_layout", "in_out") == "in_out";
-      const Tensor &w = constants[size_t(s.operands[1])];
-      int64_t k = inOut ? w.shape[0] : w.shape[1];
-      byInput[{s.operands[0], inOut, int(w.type), k}].push_back(i);
-    }
-    for (auto &[key, group] : byInput) {
-      if (group.size() < 2)
-        continue;
-      siblings[group[0]] = group;
-      for (size_t j = 1; j < group.size(); ++j) {
-        siblingOf[group[j]] = int64_t(group[0]);
-        skipped[group[j]] = true;
-      }
-    }
-  }
-
   /// One zeroed K or V pool. Attention reads a sequence's blocks scattered
   /// over the pool, a TLB miss per block with 4 KiB pages; pools of 2 MiB
   /// or more are 2 MiB-aligned and advised as huge pages (THP in `madvise`
@@ -310,7 +258,6 @@ private:
     return std::shared_ptr<void>(mem, [](void *m) { std::free(m); });
   }
 
-
   /// Drops each intermediate tensor right after the last step that reads
   /// it (or the step that makes it, if nothing does). Keeping every value of
   /// a forward alive to the end costs memory in proportion to the layers
@@ -320,16 +267,9 @@ private:
     size_t n = plan->steps.size();
     std::vector<int64_t> last(plan->values.size(), -1);
     for (size_t i = 0; i < n; ++i) {
-      if (skipped[i])
-        continue;
       for (int32_t id : plan->steps[i].operands)
         if (id >= 0)
           last[size_t(id)] = int64_t(i);
-      // A sibling group's first member writes the others' results too.
-      for (size_t m : siblings[i])
-        for (int32_t id : plan->steps[m].results)
-          if (id >= 0 && last[size_t(id)] < int64_t(i))
-            last[size_t(id)] = int64_t(i);
       for (int32_t id : plan->steps[i].results)
         if (id >= 0 && last[size_t(id)] < int64_t(i))
           last[size_t(id)] = int64_t(i);
@@ -426,11 +366,6 @@ private:
   std::vector<int32_t> transient;
   std::vector<const StepKernel *> kernels;
   std::vector<std::unique_ptr<StepState>> states;
-  std::vector<bool> skipped; ///< per step: runs inside an earlier step
-  /// Per step: the sibling linears it runs (itself first), or empty.
-  std::vector<std::vector<size_t>> siblings;
-  /// Per step: the sibling linear that runs it, or -1.
-  std::vector<int64_t> siblingOf;
   /// Per step: the values no later step reads, dropped after it.
   std::vector<std::vector<int32_t>> releases;
   std::vector<CacheStorage> storage;

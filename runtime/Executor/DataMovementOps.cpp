@@ -15,8 +15,6 @@
 namespace folio::exec {
 namespace {
 
-bool isInt(ElemType t) { return t == ElemType::I64 || t == ElemType::I32; }
-
 Status normAxis(const StepContext &ctx, int64_t &axis, int64_t rank) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
     return ctx.error("axis " + std::to_string(axis) +
@@ -232,6 +230,18 @@ Status runSlice(StepContext &ctx) {
                      shapeString(x.shape));
   Shape shape = x.shape;
   shape[size_t(axis)] = size;
+  // One outer row (a decode step's slice of stacked q/k/v): the range is
+  // contiguous, so the result is a view.
+  int64_t outer = numelOf(Shape(x.shape.begin(), x.shape.begin() + axis));
+  if (outer == 1) {
+    int64_t inner = numelOf(Shape(x.shape.begin() + axis + 1, x.shape.end()));
+    Tensor view = x;
+    view.shape = shape;
+    view.data = static_cast<char *>(x.data) +
+                size_t(start * inner) * plan::elemTypeSize(x.type);
+    ctx.setResult(0, std::move(view));
+    return Status::ok();
+  }
   Tensor out = Tensor::empty(x.type, shape);
   // Output dim d walks the input by whole rows of that dim.
   std::vector<int64_t> stride(size_t(r), 1);

@@ -63,7 +63,7 @@ void transposeBlocked(const T *from, int64_t rows, int64_t cols, T *to) {
 /// kernel's W[N, K] layout, stored as ctx.weightStorage. Several weights
 /// (same K and type) are stacked along N into one, so one GEMM or one GEMV
 /// stream does their work; a single [N, K] weight is borrowed. `weights`
-/// may come from several steps (sibling linears); errors name ctx.step.
+/// (gate and up of a gated MLP); errors name ctx.step.
 Status packWeights(const PrepareContext &ctx,
                    const std::vector<const Tensor *> &weights, int32_t biasOp,
                    bool inOut, cpu::PackedWeight &out,
@@ -184,20 +184,6 @@ Status runLinear(StepContext &ctx) {
   return Status::ok();
 }
 
-/// Sibling linears: folio.linear steps that read the same input (q, k and v
-/// of a layer) run as one, over their weights stacked along N. Decode pays
-/// per GEMV call (a pool job, a prefetch ramp, a tail): one token's 61
-/// calls in the 110M model read 0.88 of the read loop where one call over
-/// the same bytes reads 0.98 (folio-linear-bench, 2 threads), and stacking
-/// q/k/v takes 24 of them away. A one-row result is a view into the
-/// stacked output; more rows are copied out (the consumers want dense rows).
-struct SiblingLinearState : WeightState {
-  cpu::PackedWeight w;
-  std::vector<int32_t> results; ///< one per member, in member order
-  std::vector<int64_t> widths;  ///< each member's out features
-  int64_t weightBytes() const override { return int64_t(w.weightBytes()); }
-};
-
 /// Gate and up stacked into one [2F, K] weight: one GEMM with N = 2F for
 /// prefill, one GEMV stream for decode (a second stream restarts the
 /// prefetchers, a second GEMM re-reads x); the activation then reads the two
@@ -265,18 +251,6 @@ Status runGatedMLP(StepContext &ctx) {
     return fromCpu(ctx, s);
   ctx.setResult(0, std::move(y));
   return Status::ok();
-}
-
-/// Copies columns [begin, begin + width) of each row of `from` (row length
-/// `stride`) into the dense rows of `to`.
-void copyColumns(const float *from, int64_t stride, int64_t begin,
-                 int64_t width, int64_t rows, float *to,
-                 cpu::ThreadPool &pool) {
-  pool.parallelFor(rows, 64, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r)
-      std::memcpy(to + r * width, from + r * stride + begin,
-                  size_t(width) * sizeof(float));
-  });
 }
 
 /// Integer ids as int32 (the kernels' index type), range-checked.
@@ -508,74 +482,6 @@ Status runGatherRows(StepContext &ctx) {
 }
 
 } // namespace
-
-bool canStackLinear(const plan::Step &step, const std::vector<Tensor> &values) {
-  if (step.kind != "folio.linear" || step.operands.size() != 2 ||
-      step.results.size() != 1 || step.operands[0] < 0 || step.operands[1] < 0)
-    return false;
-  const Tensor &w = values[size_t(step.operands[1])];
-  return w.data && w.rank() == 2;
-}
-
-Status prepareSiblingLinears(const PrepareContext &ctx,
-                             const std::vector<const plan::Step *> &members,
-                             std::unique_ptr<StepState> &state) {
-  auto st = std::make_unique<SiblingLinearState>();
-  bool inOut = isInOut(*members[0]);
-  std::vector<const Tensor *> weights;
-  for (const plan::Step *m : members) {
-    if (!canStackLinear(*m, ctx.values) || isInOut(*m) != inOut ||
-        m->operands[0] != members[0]->operands[0])
-      return prepareError(ctx, "linear '" + m->name +
-                                   "' cannot be stacked with its siblings");
-    const Tensor &w = ctx.values[size_t(m->operands[1])];
-    weights.push_back(&w);
-    st->results.push_back(m->results[0]);
-    st->widths.push_back(inOut ? w.shape[1] : w.shape[0]);
-  }
-  if (Status s = packWeights(ctx, weights, -1, inOut, st->w); !s)
-    return s;
-  state = std::move(st);
-  return Status::ok();
-}
-
-static Status runSiblingLinears(StepContext &ctx) {
-  auto *st = static_cast<SiblingLinearState *>(ctx.state);
-  const cpu::PackedWeight &w = st->w;
-  const Tensor &x = ctx.in(0);
-  if (Status s = checkRows(ctx, x, w.inFeatures()); !s)
-    return s;
-  int64_t rows = x.numel() / w.inFeatures();
-  int64_t total = w.outFeatures();
-  ctx.flops += 2.0 * double(rows) * double(w.inFeatures() * total);
-  Tensor all = Tensor::empty(ElemType::F32, {rows, total});
-  if (Status s = fromCpu(
-          ctx, cpu::linear(x.as<float>(), rows, w, all.as<float>(), ctx.pool));
-      !s)
-    return s;
-  int64_t begin = 0;
-  for (size_t i = 0; i < st->results.size(); ++i) {
-    int64_t width = st->widths[i];
-    Tensor y;
-    if (rows == 1) {
-      y = all; // shares the storage
-      y.data = all.as<float>() + begin;
-      y.shape = withLast(x.shape, width);
-    } else {
-      y = Tensor::empty(ElemType::F32, withLast(x.shape, width));
-      copyColumns(all.as<float>(), total, begin, width, rows, y.as<float>(),
-                  ctx.pool);
-    }
-    ctx.values[size_t(st->results[i])] = std::move(y);
-    begin += width;
-  }
-  return Status::ok();
-}
-
-const StepKernel &siblingLinearKernel() {
-  static const StepKernel k{"folio.linear", runSiblingLinears, nullptr, 2, 2};
-  return k;
-}
 
 const std::vector<StepKernel> &folioStepKernels() {
   static const std::vector<StepKernel> table = {

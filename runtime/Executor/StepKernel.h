@@ -96,19 +96,6 @@ const std::vector<StepKernel> &elementwiseStepKernels();
 const std::vector<StepKernel> &dataMovementStepKernels();
 const std::vector<StepKernel> &folioStepKernels();
 
-/// Sibling linears (FolioOps.cpp): folio.linear steps reading the same input
-/// run as one step over their weights stacked along N, at the first
-/// member's place; the others are skipped. Whether `step` may join (no
-/// bias, a constant 2-D weight):
-bool canStackLinear(const plan::Step &step, const std::vector<Tensor> &values);
-/// Packs the members' weights (`members` in plan order, same input, same
-/// weight layout); ctx.step is the first member.
-Status prepareSiblingLinears(const PrepareContext &ctx,
-                             const std::vector<const plan::Step *> &members,
-                             std::unique_ptr<StepState> &state);
-/// Runs a group prepared above; writes every member's result.
-const StepKernel &siblingLinearKernel();
-
 /// Converts a kernel library status.
 Status fromCpu(const StepContext &ctx, const cpu::Status &s);
 

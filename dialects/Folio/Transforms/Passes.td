@@ -54,4 +54,26 @@ def FolioSinkGatherRowsPass
   }];
 }
 
+def FolioStackSiblingLinearsPass
+    : Pass<"folio-stack-sibling-linears", "::mlir::func::FuncOp"> {
+  let summary = "Runs linears that share their input (q, k, v) as one over "
+                "stacked weights";
+  let description = [{
+    Groups `folio.linear` ops with the same input, weight layout, weight
+    element type, in-features and bias presence whose weights (and biases)
+    are constants, concatenates the weights along the output dim into one
+    constant (a resource blob), runs one `folio.linear` and gives each
+    member its columns through `folio.slice` on the last dim.
+
+    ```mlir
+    %q = folio.linear %x, %wq : (tensor<1x?x32xf32>, tensor<32x32xf32>) -> tensor<1x?x32xf32>
+    %k = folio.linear %x, %wk : (tensor<1x?x32xf32>, tensor<32x16xf32>) -> tensor<1x?x16xf32>
+    // becomes
+    %qk = folio.linear %x, %wqk : (tensor<1x?x32xf32>, tensor<32x48xf32>) -> tensor<1x?x48xf32>
+    %q = folio.slice %qk {axis = 2 : i64, start = 0 : i64, size = 32 : i64} : ...
+    %k = folio.slice %qk {axis = 2 : i64, start = 32 : i64, size = 16 : i64} : ...
+    ```
+  }];
+}
+
 #endif // FOLIO_TRANSFORMS_PASSES_TD

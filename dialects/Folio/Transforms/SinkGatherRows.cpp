@@ -138,8 +138,8 @@ struct SinkGatherRowsPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<SinkGatherRows>(&getContext());
-    if (failed(applyPatternsAndFoldGreedily(getOperation(),
-                                            std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
 };

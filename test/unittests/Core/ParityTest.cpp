@@ -235,6 +235,8 @@ namespace {
 // = 5 linear calls per forward instead of 9, for a prefill (results copied
 // out of the stacked rows) and a one-token decode (results are views).
 // The zoo parity tests check the values.
+// folio-stack-sibling-linears stacks each layer's q/k/v: 2 layers x (qkv,
+// o) + the lm_head, for prefill and decode alike.
 TEST(Executor, SiblingLinearsRunAsOne) {
   auto p = compile("llama", "cached");
   ASSERT_TRUE(p);

@@ -334,6 +334,24 @@ TEST(DataPath, SliceMatchesTheReferenceOnEveryAxis) {
             "folio.slice: range [3, +3) of axis 1 is outside [4, 5, 33]");
 }
 
+TEST(DataPath, SliceOfOneOuterRowIsAView) {
+  std::mt19937 rng(12);
+  // Decode's stacked q/k/v output [1, 1, 48]: each member is a view.
+  Tensor x = random(ElemType::F32, {1, 1, 48}, rng), got;
+  ASSERT_TRUE(run("folio.slice", {x}, got, pool1(),
+                  {{"axis", int64_t(2)}, {"start", int64_t(32)},
+                   {"size", int64_t(16)}}));
+  EXPECT_EQ(got.shape, (Shape{1, 1, 16}));
+  EXPECT_EQ(got.as<float>(), x.as<float>() + 32);
+  // Two tokens: the columns are copied out into dense rows.
+  Tensor y = random(ElemType::F32, {1, 2, 48}, rng);
+  ASSERT_TRUE(run("folio.slice", {y}, got, pool1(),
+                  {{"axis", int64_t(2)}, {"start", int64_t(32)},
+                   {"size", int64_t(16)}}));
+  EXPECT_NE(got.data, y.data);
+  EXPECT_EQ(got.as<float>()[16], y.as<float>()[48 + 32]);
+}
+
 TEST(DataPath, RecycledStorageIsReusedAndZeroedByAllocate) {
   releaseCachedTensorMemory();
   void *first;
