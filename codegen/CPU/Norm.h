@@ -25,6 +25,19 @@ Status layerNorm(const float *x, const float *weight, const float *bias,
                  float *y, int64_t rows, int64_t dim, float eps,
                  ThreadPool &pool = ThreadPool::global());
 
+/// The residual add fused with the norm that reads it: sum = a + b, then
+/// y = rmsNorm(sum) (or layerNorm), one row at a time so each sum row is
+/// normalised while it is in L1. Bitwise equal to add() followed by
+/// rmsNorm() / layerNorm(). sum may alias a or b.
+Status addRmsNorm(const float *a, const float *b, float *sum,
+                  const float *weight, float *y, int64_t rows, int64_t dim,
+                  float eps, float weightOffset = 0.0f,
+                  ThreadPool &pool = ThreadPool::global());
+Status addLayerNorm(const float *a, const float *b, float *sum,
+                    const float *weight, const float *bias, float *y,
+                    int64_t rows, int64_t dim, float eps,
+                    ThreadPool &pool = ThreadPool::global());
+
 } // namespace folio::cpu
 
 #endif // FOLIO_CODEGEN_CPU_NORM_H

@@ -18,6 +18,7 @@ std::optional<FolioPhase> parseFolioPhase(StringRef name) {
       .Case("raise", FolioPhase::Raise)
       .Case("page-kv", FolioPhase::PageKV)
       .Case("lower", FolioPhase::Lower)
+      .Case("fuse", FolioPhase::Fuse)
       .Case("compile", FolioPhase::Compile)
       .Default(std::nullopt);
 }
@@ -66,6 +67,11 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
   lowered.addPass(createFolioSinkGatherRowsPass());
   lowered.addPass(createFolioStackSiblingLinearsPass());
   pm.addPass(createFolioVerifyLoweredPass());
+  if (stopAfter == FolioPhase::Lower)
+    return;
+
+  // Fuse: kernel boundaries for every backend; the plan is a list of them.
+  pm.nest<func::FuncOp>().addPass(createFolioFusePass());
 }
 
 void buildFolioCompilePipeline(OpPassManager &pm,

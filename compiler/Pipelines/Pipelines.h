@@ -29,13 +29,13 @@ struct FolioPipelineOptions : public PassPipelineOptions<FolioPipelineOptions> {
 };
 
 /// The points `folioc --stop-after` can stop at.
-enum class FolioPhase { Import, Raise, PageKV, Lower, Compile };
+enum class FolioPhase { Import, Raise, PageKV, Lower, Fuse, Compile };
 std::optional<FolioPhase> parseFolioPhase(StringRef name);
 
 /// Appends the passes from an imported module up to and including
 /// `stopAfter`: set-target, raise (simplify, norms, rotary, attention,
 /// linear), page-kv + the serving-contract check, lowering to folio ops +
-/// its check. quantize-kv, speculative and fuse follow as they land.
+/// its check, fuse. quantize-kv and speculative follow as they land.
 void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
                         FolioPhase stopAfter);
 

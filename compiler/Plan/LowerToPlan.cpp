@@ -202,11 +202,67 @@ public:
     return llvm::Error::success();
   }
 
+  /// `v` names the same slot as `id` (a kernel's block argument and its
+  /// operand, a kernel's result and the value its body yields).
+  void alias(Value v, int32_t id) { slots[v] = id; }
+
+  /// A folio.kernel: its body's ops become the kernel's steps.
+  llvm::Error lowerKernel(KernelOp kernel) {
+    plan::Kernel k;
+    k.kind = kernel.getName().str();
+    k.firstStep = int32_t(p.steps.size());
+    Block &body = kernel.getBody().front();
+    for (auto [arg, input] :
+         llvm::zip(body.getArguments(), kernel.getInputs())) {
+      auto id = valueFor(input);
+      if (!id)
+        return opError(kernel, toString(id.takeError()));
+      alias(arg, *id);
+      k.inputs.push_back(*id);
+    }
+    for (Operation &op : body) {
+      if (auto yield = dyn_cast<YieldOp>(op)) {
+        for (auto [r, v] :
+             llvm::zip(kernel.getResults(), yield.getOperands())) {
+          auto id = valueFor(v);
+          if (!id)
+            return opError(kernel, toString(id.takeError()));
+          alias(r, *id);
+          k.outputs.push_back(*id);
+        }
+        continue;
+      }
+      if (auto err = lowerOp(&op))
+        return err;
+    }
+    k.numSteps = int32_t(p.steps.size()) - k.firstStep;
+    if (k.numSteps == 0)
+      return opError(kernel, "a kernel without ops");
+    p.kernels.push_back(std::move(k));
+    return llvm::Error::success();
+  }
+
+  /// An op outside any kernel (an entry that did not run folio-fuse): a
+  /// kernel of its own.
+  llvm::Error lowerAlone(Operation *op) {
+    plan::Kernel k;
+    k.kind = op->getName().stripDialect().str();
+    k.firstStep = int32_t(p.steps.size());
+    if (auto err = lowerOp(op))
+      return err;
+    k.numSteps = 1;
+    k.inputs = p.steps.back().operands;
+    llvm::erase_if(k.inputs, [](int32_t id) { return id < 0; });
+    k.outputs = p.steps.back().results;
+    p.kernels.push_back(std::move(k));
+    return llvm::Error::success();
+  }
+
   llvm::Error lowerOp(Operation *op) {
     if (op->getNumRegions() != 0)
-      return opError(op, "ops with regions are not supported in plans yet");
+      return opError(op, "nested regions are not part of the lowered form");
     plan::Step step;
-    step.kind = op->getName().getStringRef().str();
+    step.kind = op->getName().stripDialect().str();
     if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
       step.name = loc.getName().str();
     for (Value v : op->getOperands()) {
@@ -253,10 +309,24 @@ public:
   /// Whether `v` is computed from the `positions` argument by views and
   /// casts only (then a table it indexes bounds the positions).
   bool fromPositions(Value v, Value positions) {
-    for (int depth = 0; depth < 16 && v; ++depth) {
+    for (int depth = 0; depth < 32 && v; ++depth) {
       if (v == positions)
         return true;
+      // Across kernel boundaries: a body argument is the kernel's operand,
+      // a kernel result the value its body yields.
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        auto kernel = dyn_cast<KernelOp>(arg.getOwner()->getParentOp());
+        if (!kernel)
+          return false;
+        v = kernel.getInputs()[arg.getArgNumber()];
+        continue;
+      }
       Operation *def = v.getDefiningOp();
+      if (auto kernel = dyn_cast<KernelOp>(def)) {
+        auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
+        v = yield.getOperand(cast<OpResult>(v).getResultNumber());
+        continue;
+      }
       if (!def || def->getNumOperands() == 0 || !isa<CastOp, ReshapeOp>(def))
         return false;
       v = def->getOperand(0);
@@ -268,6 +338,79 @@ private:
   plan::Plan &p;
   llvm::DenseMap<Value, int32_t> slots;
 };
+
+/// What the one dynamic dim of each tensor value counts: the entry's
+/// arguments say it by name (num_tokens, num_rows, num_seqs); every op's
+/// result inherits it from its first operand that has one, except
+/// gather_rows, whose rows are its indices'.
+void assignDimSymbols(plan::Plan &p, func::FuncOp func) {
+  auto symbolOf = [](StringRef name) {
+    if (name == "num_tokens")
+      return plan::DimSymbol::Tokens;
+    if (name == "num_rows")
+      return plan::DimSymbol::Rows;
+    if (name == "num_seqs")
+      return plan::DimSymbol::Seqs;
+    return plan::DimSymbol::None;
+  };
+  auto dynamicDims = [](const plan::ValueInfo &v) {
+    return std::count(v.dims.begin(), v.dims.end(), int64_t(-1));
+  };
+  for (auto [arg, input] : llvm::zip(func.getArguments(), p.inputs)) {
+    auto names =
+        func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "folio.dim_names");
+    plan::ValueInfo &v = p.values[size_t(input.value)];
+    if (!names || dynamicDims(v) != 1)
+      continue;
+    for (auto [d, name] : llvm::enumerate(names))
+      if (d < v.dims.size() && v.dims[d] < 0)
+        if (auto str = dyn_cast<StringAttr>(name))
+          v.symbol = symbolOf(str.getValue());
+  }
+  for (const plan::Step &s : p.steps) {
+    plan::DimSymbol from = plan::DimSymbol::None;
+    if (s.kind == "gather_rows" && s.operands.size() == 2)
+      from = p.values[size_t(s.operands[1])].symbol;
+    else
+      for (int32_t id : s.operands)
+        if (id >= 0 && p.values[size_t(id)].symbol != plan::DimSymbol::None) {
+          from = p.values[size_t(id)].symbol;
+          break;
+        }
+    for (int32_t id : s.results) {
+      plan::ValueInfo &v = p.values[size_t(id)];
+      if (v.kind == plan::ValueInfo::Kind::Tensor && dynamicDims(v) == 1)
+        v.symbol = from;
+    }
+  }
+}
+
+/// Each value's buffer is free after the last kernel that reads it (or the
+/// one that makes it, if none does): decided here, once, for every
+/// executor. Constants, the outputs and the KV caches live on.
+void planReleases(plan::Plan &p) {
+  std::vector<int64_t> last(p.values.size(), -1);
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    const plan::Kernel &kernel = p.kernels[k];
+    for (int32_t s = kernel.firstStep; s < kernel.firstStep + kernel.numSteps;
+         ++s) {
+      for (int32_t id : p.steps[size_t(s)].operands)
+        if (id >= 0)
+          last[size_t(id)] = int64_t(k);
+      for (int32_t id : p.steps[size_t(s)].results)
+        last[size_t(id)] = std::max(last[size_t(id)], int64_t(k));
+    }
+  }
+  std::vector<bool> keep(p.values.size(), false);
+  for (int32_t id : p.outputs)
+    keep[size_t(id)] = true;
+  for (const plan::Constant &c : p.constants)
+    keep[size_t(c.value)] = true;
+  for (size_t id = 0; id < last.size(); ++id)
+    if (last[id] >= 0 && !keep[id] &&
+        p.values[id].kind != plan::ValueInfo::Kind::KVCache)
+      p.kernels[size_t(last[id])].releases.push_back(int32_t(id));
+}
 
 } // namespace
 
@@ -293,7 +436,21 @@ llvm::Expected<plan::Plan> lowerModuleToPlan(ModuleOp module) {
       positions = arg;
     p.inputs.push_back({name, *id});
   }
+  // Tables indexed by position bound the context a model supports.
   int64_t maxPositions = INT64_MAX;
+  func.walk([&](Operation *op) {
+    if (auto emb = dyn_cast<EmbeddingOp>(op)) {
+      if (positions && lowering.fromPositions(emb.getIds(), positions))
+        maxPositions = std::min<int64_t>(
+            maxPositions,
+            cast<RankedTensorType>(emb.getTable().getType()).getDimSize(0));
+    } else if (auto rot = dyn_cast<RotaryOp>(op)) {
+      if (Value table = rot.getCosSinCache())
+        maxPositions = std::min<int64_t>(
+            maxPositions,
+            cast<RankedTensorType>(table.getType()).getDimSize(0));
+    }
+  });
   for (Operation &op : func.getBody().front()) {
     if (auto c = dyn_cast<arith::ConstantOp>(op)) {
       if (auto err = lowering.lowerConstant(c))
@@ -309,21 +466,16 @@ llvm::Expected<plan::Plan> lowerModuleToPlan(ModuleOp module) {
       }
       continue;
     }
-    // Tables indexed by position bound the context a model supports.
-    if (auto emb = dyn_cast<EmbeddingOp>(op)) {
-      if (positions && lowering.fromPositions(emb.getIds(), positions))
-        maxPositions = std::min<int64_t>(
-            maxPositions,
-            cast<RankedTensorType>(emb.getTable().getType()).getDimSize(0));
-    } else if (auto rot = dyn_cast<RotaryOp>(op)) {
-      if (Value table = rot.getCosSinCache())
-        maxPositions = std::min<int64_t>(
-            maxPositions,
-            cast<RankedTensorType>(table.getType()).getDimSize(0));
+    if (auto kernel = dyn_cast<KernelOp>(op)) {
+      if (auto err = lowering.lowerKernel(kernel))
+        return std::move(err);
+      continue;
     }
-    if (auto err = lowering.lowerOp(&op))
+    if (auto err = lowering.lowerAlone(&op))
       return std::move(err);
   }
+  assignDimSymbols(p, func);
+  planReleases(p);
   if (p.outputs.size() != 1)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "forward must return exactly the logits");

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Executor/Executor.h"
+#include "runtime/Executor/FusedKernels.h"
 #include "runtime/Executor/StepKernel.h"
 
 #include "codegen/CPU/Linear.h"
@@ -62,6 +63,9 @@ public:
     }
     kernels.clear();
     states.clear();
+    if (plan->kernels.empty() && !plan->steps.empty())
+      return Status::invalidArgument(
+          "the plan has steps but no kernels (recompile it with folioc)");
     for (size_t i = 0; i < plan->steps.size(); ++i) {
       const plan::Step &step = plan->steps[i];
       const StepKernel *k = findCPUKernel(step.kind);
@@ -85,7 +89,10 @@ public:
       kernels.push_back(k);
       states.push_back(std::move(state));
     }
-    planReleases();
+    fused.assign(plan->kernels.size(), nullptr);
+    if (options.fusedKernels)
+      for (size_t k = 0; k < plan->kernels.size(); ++k)
+        fused[k] = findFusedCPUKernel(*plan, plan->kernels[k]);
     resetProfile();
     layout = {};
     for (const plan::Argument &a : plan->inputs) {
@@ -155,31 +162,21 @@ public:
     if (Status s = bindInputs(batch, values); !s)
       return s;
     cpu::ThreadPool &pool = ownPool ? *ownPool : cpu::ThreadPool::global();
-    using Clock = std::chrono::steady_clock;
-    for (size_t i = 0; i < plan->steps.size(); ++i) {
-      const plan::Step &step = plan->steps[i];
-      StepContext ctx{step, values, caches, states[i].get(), pool};
-      ctx.weightStorage = options.weights == WeightType::F32 ? cpu::DType::F32
-                                                             : cpu::DType::BF16;
-      for (int32_t id : step.operands)
-        if (id >= 0 && !caches[size_t(id)] && !values[size_t(id)].data)
-          return ctx.error("an operand has no value (the plan uses a value "
-                           "before defining it)");
-      Clock::time_point start;
-      if (options.profile)
-        start = Clock::now();
-      if (Status s = kernels[i]->run(ctx); !s)
-        return s;
-      if (options.profile) {
-        KindProfile &k = stepTimes[i];
-        k.seconds +=
-            std::chrono::duration<double>(Clock::now() - start).count();
-        ++k.calls;
-        k.flops += ctx.flops;
+    // A plain loop over the compiler's kernels: a fused implementation
+    // where the CPU has one for the kernel, else its steps in order.
+    for (size_t k = 0; k < plan->kernels.size(); ++k) {
+      const plan::Kernel &kernel = plan->kernels[k];
+      if (fused[k]) {
+        if (Status s = runFused(k, values, pool); !s)
+          return s;
+      } else {
+        for (int32_t i = kernel.firstStep;
+             i < kernel.firstStep + kernel.numSteps; ++i)
+          if (Status s = runStep(size_t(i), values, pool); !s)
+            return s;
       }
-      if (Status s = checkResults(ctx); !s)
-        return s;
-      release(i, values);
+      for (int32_t id : kernel.releases)
+        values[size_t(id)] = Tensor();
     }
     if (plan->outputs.size() != 1)
       return Status::invalidArgument("the entry must return one logits tensor");
@@ -192,6 +189,80 @@ public:
     values.resize(plan->values.size());
     clearTransient();
     return Status::ok();
+  }
+
+  Status runStep(size_t i, std::vector<Tensor> &values, cpu::ThreadPool &pool) {
+    using Clock = std::chrono::steady_clock;
+    const plan::Step &step = plan->steps[i];
+    StepContext ctx{step, values, caches, states[i].get(), pool};
+    ctx.weightStorage = weightStorage();
+    for (int32_t id : step.operands)
+      if (id >= 0 && !caches[size_t(id)] && !values[size_t(id)].data &&
+          values[size_t(id)].numel() != 0)
+        return ctx.error("an operand has no value (the plan uses a value "
+                         "before defining it)");
+    Clock::time_point start;
+    bool timed = options.profile && !inFused;
+    if (timed)
+      start = Clock::now();
+    if (Status s = kernels[i]->run(ctx); !s)
+      return s;
+    if (options.profile && inFused)
+      fusedFlops += ctx.flops;
+    if (timed) {
+      KindProfile &k = stepTimes[i];
+      k.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      ++k.calls;
+      k.flops += ctx.flops;
+    }
+    return checkResults(ctx);
+  }
+
+  /// Runs kernel `k` through its fused implementation; its time is booked
+  /// under the kernel's kind, steps it runs on the way included.
+  Status runFused(size_t k, std::vector<Tensor> &values,
+                  cpu::ThreadPool &pool) {
+    using Clock = std::chrono::steady_clock;
+    const plan::Kernel &kernel = plan->kernels[k];
+    FusedContext ctx{*plan,
+                     kernel,
+                     values,
+                     pool,
+                     [&](size_t i) { return runStep(i, values, pool); },
+                     [&](int32_t id) {
+                       return std::find(kernel.outputs.begin(),
+                                        kernel.outputs.end(),
+                                        id) != kernel.outputs.end();
+                     }};
+    Clock::time_point start;
+    if (options.profile)
+      start = Clock::now();
+    inFused = true;
+    fusedFlops = 0;
+    Status status = fused[k]->run(ctx);
+    inFused = false;
+    if (!status)
+      return status;
+    if (options.profile) {
+      KindProfile &t = kernelTimes[k];
+      t.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      ++t.calls;
+      t.flops += fusedFlops;
+    }
+    for (int32_t i = kernel.firstStep; i < kernel.firstStep + kernel.numSteps;
+         ++i) {
+      StepContext check{plan->steps[size_t(i)], values, caches, nullptr, pool};
+      for (int32_t id : plan->steps[size_t(i)].results)
+        if (values[size_t(id)].data || values[size_t(id)].rank())
+          if (Status s = checkOne(check, id); !s)
+            return s;
+    }
+    return Status::ok();
+  }
+
+  cpu::DType weightStorage() const {
+    return options.weights == WeightType::F32 ? cpu::DType::F32
+                                              : cpu::DType::BF16;
   }
 
   /// Drops every value that is not a constant (their storage goes back to
@@ -223,6 +294,15 @@ public:
       k.calls += t.calls;
       k.flops += t.flops;
     }
+    for (size_t i = 0; i < kernelTimes.size(); ++i) {
+      const KindProfile &t = kernelTimes[i];
+      if (!t.calls)
+        continue;
+      KindProfile &k = byKind[plan->kernels[i].kind + " (fused)"];
+      k.seconds += t.seconds;
+      k.calls += t.calls;
+      k.flops += t.flops;
+    }
     std::vector<KindProfile> out;
     for (const auto &[kind, k] : byKind)
       out.push_back({kind, k.seconds, k.calls, k.flops});
@@ -235,6 +315,7 @@ public:
 
   void resetProfile() override {
     stepTimes.assign(plan ? plan->steps.size() : 0, KindProfile());
+    kernelTimes.assign(plan ? plan->kernels.size() : 0, KindProfile());
   }
 
 private:
@@ -256,39 +337,6 @@ private:
 #endif
     std::memset(mem, 0, bytes);
     return std::shared_ptr<void>(mem, [](void *m) { std::free(m); });
-  }
-
-  /// Drops each intermediate tensor right after the last step that reads
-  /// it (or the step that makes it, if nothing does). Keeping every value of
-  /// a forward alive to the end costs memory in proportion to the layers
-  /// and, worse, hands each step fresh cold memory: released blocks are
-  /// what the tensor allocator gives out next, still in cache.
-  void planReleases() {
-    size_t n = plan->steps.size();
-    std::vector<int64_t> last(plan->values.size(), -1);
-    for (size_t i = 0; i < n; ++i) {
-      for (int32_t id : plan->steps[i].operands)
-        if (id >= 0)
-          last[size_t(id)] = int64_t(i);
-      for (int32_t id : plan->steps[i].results)
-        if (id >= 0 && last[size_t(id)] < int64_t(i))
-          last[size_t(id)] = int64_t(i);
-    }
-    std::vector<bool> keep(plan->values.size(), false);
-    for (int32_t id : plan->outputs)
-      keep[size_t(id)] = true;
-    for (const plan::Constant &c : plan->constants)
-      keep[size_t(c.value)] = true;
-    releases.assign(n, {});
-    for (size_t id = 0; id < last.size(); ++id)
-      if (last[id] >= 0 && !keep[id] &&
-          plan->values[id].kind != plan::ValueInfo::Kind::KVCache)
-        releases[size_t(last[id])].push_back(int32_t(id));
-  }
-
-  void release(size_t step, std::vector<Tensor> &values) const {
-    for (int32_t id : releases[step])
-      values[size_t(id)] = Tensor();
   }
 
   Status bindInputs(const ForwardBatch &b, std::vector<Tensor> &values) {
@@ -339,7 +387,14 @@ private:
   }
 
   Status checkResults(const StepContext &ctx) const {
-    for (int32_t id : ctx.step.results) {
+    for (int32_t id : ctx.step.results)
+      if (Status s = checkOne(ctx, id); !s)
+        return s;
+    return Status::ok();
+  }
+
+  Status checkOne(const StepContext &ctx, int32_t id) const {
+    {
       const Tensor &t = ctx.values[size_t(id)];
       const plan::ValueInfo &info = plan->values[size_t(id)];
       bool ok = t.type == info.type && t.rank() == int64_t(info.dims.size());
@@ -366,8 +421,13 @@ private:
   std::vector<int32_t> transient;
   std::vector<const StepKernel *> kernels;
   std::vector<std::unique_ptr<StepState>> states;
-  /// Per step: the values no later step reads, dropped after it.
-  std::vector<std::vector<int32_t>> releases;
+  /// Per plan kernel: its fused implementation, or null (steps in order).
+  std::vector<const FusedKernel *> fused;
+  /// Per plan kernel run fused, when profiling; and whether one is running
+  /// (its steps are then booked to it, not to their kinds).
+  std::vector<KindProfile> kernelTimes;
+  bool inFused = false;
+  double fusedFlops = 0;
   std::vector<CacheStorage> storage;
   std::vector<cpu::KVCacheView *> caches;
   KVCacheLayout layout;

@@ -261,10 +261,10 @@ Status runSlice(StepContext &ctx) {
 
 const std::vector<StepKernel> &dataMovementStepKernels() {
   static const std::vector<StepKernel> table = {
-      {"folio.reshape", runReshape, nullptr, 1, 1},
-      {"folio.transpose", runTranspose, nullptr, 1, 1},
-      {"folio.slice", runSlice, nullptr, 1, 1},
-      {"folio.concat", runConcat, nullptr, 1, 1 << 20},
+      {"reshape", runReshape, nullptr, 1, 1},
+      {"transpose", runTranspose, nullptr, 1, 1},
+      {"slice", runSlice, nullptr, 1, 1},
+      {"concat", runConcat, nullptr, 1, 1 << 20},
   };
   return table;
 }

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Executor/FusedKernels.h"
 #include "runtime/Executor/StepKernel.h"
 
 #include <algorithm>
@@ -370,13 +371,238 @@ Status runCast(StepContext &ctx) {
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// Fused pointwise chains (FusedKernels.h)
+//===----------------------------------------------------------------------===//
+
+using BinaryRowFn = void (*)(const float *, bool, const float *, bool, float *,
+                             int64_t);
+using UnaryRowFn = void (*)(const float *, float *, int64_t);
+
+template <typename Op>
+void binaryRow(const float *a, bool aStep, const float *b, bool bStep, float *o,
+               int64_t n) {
+  runRow<float, Op>(a, aStep, b, bStep, o, n, Op());
+}
+
+template <float (*Fn)(float)>
+void unaryRow(const float *x, float *o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    o[i] = Fn(x[i]);
+}
+
+BinaryRowFn binaryRowFor(const std::string &kind) {
+  if (kind == "add")
+    return binaryRow<AddOp>;
+  if (kind == "sub")
+    return binaryRow<SubOp>;
+  if (kind == "mul")
+    return binaryRow<MulOp>;
+  if (kind == "div")
+    return binaryRow<DivOp>;
+  if (kind == "pow")
+    return binaryRow<PowOp>;
+  if (kind == "max")
+    return binaryRow<MaxOp>;
+  if (kind == "min")
+    return binaryRow<MinOp>;
+  return nullptr;
+}
+
+UnaryRowFn unaryRowFor(const std::string &kind) {
+  if (kind == "tanh")
+    return unaryRow<tanhF>;
+  if (kind == "erf")
+    return unaryRow<erfF>;
+  if (kind == "sqrt")
+    return unaryRow<sqrtF>;
+  if (kind == "exp")
+    return unaryRow<expF>;
+  if (kind == "neg")
+    return unaryRow<negF>;
+  if (kind == "sigmoid")
+    return unaryRow<sigmoidF>;
+  if (kind == "relu")
+    return unaryRow<reluF>;
+  if (kind == "abs")
+    return unaryRow<absF>;
+  if (kind == "reciprocal")
+    return unaryRow<reciprocalF>;
+  return nullptr;
+}
+
 } // namespace
+
+bool isPointwiseChain(const plan::Plan &plan, int32_t first, int32_t end) {
+  if (first >= end)
+    return false;
+  for (int32_t i = first; i < end; ++i) {
+    const plan::Step &s = plan.steps[size_t(i)];
+    std::string kind = s.getString("kind", "");
+    bool ok =
+        (s.kind == "binary" && s.operands.size() == 2 && binaryRowFor(kind)) ||
+        (s.kind == "unary" && s.operands.size() == 1 && unaryRowFor(kind));
+    if (!ok || s.results.size() != 1)
+      return false;
+    for (int32_t id : s.operands)
+      if (id < 0 || plan.values[size_t(id)].type != ElemType::F32)
+        return false;
+    if (plan.values[size_t(s.results[0])].type != ElemType::F32)
+      return false;
+  }
+  return true;
+}
+
+Status runPointwiseChain(FusedContext &ctx, int32_t first, int32_t end,
+                         bool &done) {
+  done = false;
+  const plan::Plan &p = ctx.plan;
+  // Where each value the chain reads comes from: a chain step (its index),
+  // or outside (-1).
+  std::vector<int32_t> producer; // by position in `ids`
+  std::vector<int32_t> ids;
+  auto indexOf = [&](int32_t id) {
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] == id)
+        return int32_t(i);
+    return int32_t(-1);
+  };
+  for (int32_t i = first; i < end; ++i) {
+    ids.push_back(p.steps[size_t(i)].results[0]);
+    producer.push_back(i);
+  }
+  // The chain's shape: the largest outside operand's.
+  const Tensor *main = nullptr;
+  for (int32_t i = first; i < end; ++i)
+    for (int32_t id : p.steps[size_t(i)].operands)
+      if (indexOf(id) < 0) {
+        const Tensor &t = ctx.values[size_t(id)];
+        if (!t.data && t.numel() != 0)
+          return Status::ok(); // leave it to the steps' own messages
+        if (t.type != ElemType::F32)
+          return Status::ok();
+        if (!main || t.numel() > main->numel())
+          main = &t;
+      }
+  if (!main || main->rank() == 0 || main->numel() == 0)
+    return Status::ok();
+  const Shape shape = main->shape;
+  int64_t n = main->numel(), row = shape.back();
+  enum class Mode { Full, Scalar, Row };
+  auto modeOf = [&](const Tensor &t, Mode &m) {
+    if (t.shape == shape)
+      return m = Mode::Full, true;
+    if (t.numel() == 1)
+      return m = Mode::Scalar, true;
+    bool leadingOnes = true;
+    for (size_t d = 0; d + 1 < t.shape.size(); ++d)
+      leadingOnes &= t.shape[d] == 1;
+    if (leadingOnes && t.rank() >= 1 && t.shape.back() == row &&
+        t.rank() <= int64_t(shape.size()))
+      return m = Mode::Row, true;
+    return false;
+  };
+  // Resolve every operand once.
+  struct Operand {
+    int32_t chainIndex = -1; // a chain value, else outside
+    const float *data = nullptr;
+    Mode mode = Mode::Full;
+  };
+  struct Op {
+    BinaryRowFn binary = nullptr;
+    UnaryRowFn unary = nullptr;
+    Operand in[2];
+  };
+  std::vector<Op> ops;
+  bool anyRow = false;
+  for (int32_t i = first; i < end; ++i) {
+    const plan::Step &s = p.steps[size_t(i)];
+    Op op;
+    std::string kind = s.getString("kind", "");
+    if (s.kind == "binary")
+      op.binary = binaryRowFor(kind);
+    else
+      op.unary = unaryRowFor(kind);
+    for (size_t k = 0; k < s.operands.size(); ++k) {
+      int32_t at = indexOf(s.operands[k]);
+      if (at >= 0 && at < i - first) {
+        op.in[k].chainIndex = at;
+        continue;
+      }
+      const Tensor &t = ctx.values[size_t(s.operands[k])];
+      if (!modeOf(t, op.in[k].mode))
+        return Status::ok();
+      anyRow |= op.in[k].mode == Mode::Row;
+      op.in[k].data = t.as<float>();
+    }
+    ops.push_back(op);
+  }
+  // Materialise what is read later; the rest lives in per-chunk scratch.
+  std::vector<Tensor> outs(ops.size());
+  std::vector<bool> live(ops.size());
+  for (size_t j = 0; j < ops.size(); ++j) {
+    live[j] = ctx.isLive(ids[j]);
+    if (live[j])
+      outs[j] = Tensor::empty(ElemType::F32, shape);
+  }
+  // Chunks of whole rows when a row vector is read, so that each segment
+  // sees the vector from its start.
+  int64_t grain = 4096;
+  if (anyRow)
+    grain = std::max<int64_t>(1, 4096 / row) * row;
+  int64_t chunks = (n + grain - 1) / grain;
+  ctx.pool.parallelFor(chunks, 1, [&](int64_t cb, int64_t ce) {
+    std::vector<float> scratch(ops.size() * size_t(grain));
+    for (int64_t c = cb; c < ce; ++c) {
+      int64_t s0 = c * grain, len = std::min(grain, n - s0);
+      auto dst = [&](size_t j) {
+        return live[j] ? outs[j].as<float>() + s0
+                       : scratch.data() + j * size_t(grain);
+      };
+      for (size_t j = 0; j < ops.size(); ++j) {
+        const Op &op = ops[j];
+        float *o = dst(j);
+        // Segments: the whole chunk, or one row at a time.
+        int64_t seg = anyRow ? row : len;
+        for (int64_t off = 0; off < len; off += seg) {
+          int64_t m = std::min(seg, len - off);
+          const float *x[2] = {nullptr, nullptr};
+          bool step[2] = {true, true};
+          for (int k = 0; k < (op.binary ? 2 : 1); ++k) {
+            const Operand &in = op.in[k];
+            if (in.chainIndex >= 0) {
+              x[k] = dst(size_t(in.chainIndex)) + off;
+            } else if (in.mode == Mode::Full) {
+              x[k] = in.data + s0 + off;
+            } else if (in.mode == Mode::Scalar) {
+              x[k] = in.data;
+              step[k] = false;
+            } else {
+              x[k] = in.data; // a segment is one whole row
+            }
+          }
+          if (op.binary)
+            op.binary(x[0], step[0], x[1], step[1], o + off, m);
+          else
+            op.unary(x[0], o + off, m);
+        }
+      }
+    }
+  });
+  for (size_t j = 0; j < ops.size(); ++j)
+    if (live[j])
+      ctx.values[size_t(ids[j])] = std::move(outs[j]);
+  done = true;
+  return Status::ok();
+}
+
+namespace {} // namespace
 
 const std::vector<StepKernel> &elementwiseStepKernels() {
   static const std::vector<StepKernel> table = {
-      {"folio.binary", runByKind, prepareKind<binaryFor>, 2, 2},
-      {"folio.unary", runByKind, prepareKind<unaryFor>, 1, 1},
-      {"folio.cast", runCast, nullptr, 1, 1},
+      {"binary", runByKind, prepareKind<binaryFor>, 2, 2},
+      {"unary", runByKind, prepareKind<unaryFor>, 1, 1},
+      {"cast", runCast, nullptr, 1, 1},
   };
   return table;
 }

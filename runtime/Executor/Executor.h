@@ -58,6 +58,10 @@ struct ExecutorOptions {
   unsigned numThreads = 0;
   /// Accumulate wall time per step kind (see Executor::profile).
   bool profile = false;
+  /// Run the compiler's kernels through the CPU's fused implementations
+  /// where it has them (bitwise the same results); off runs every kernel
+  /// step by step (for tests and for measuring what fusion buys).
+  bool fusedKernels = true;
 };
 
 /// Time spent in one kind of step since the last resetProfile.

@@ -485,15 +485,15 @@ Status runGatherRows(StepContext &ctx) {
 
 const std::vector<StepKernel> &folioStepKernels() {
   static const std::vector<StepKernel> table = {
-      {"folio.embedding", runEmbedding, nullptr, 2, 2},
-      {"folio.linear", runLinear, prepareLinear, 2, 3},
-      {"folio.gated_mlp", runGatedMLP, prepareGatedMLP, 4, 4},
-      {"folio.rms_norm", runRMSNorm, nullptr, 2, 2},
-      {"folio.layer_norm", runLayerNorm, nullptr, 2, 3},
-      {"folio.rotary", runRotary, prepareRotary, 2, 3},
-      {"folio.kv_write", runKVWrite, nullptr, 4, 4},
-      {"folio.paged_attention", runPagedAttention, nullptr, 5, 5},
-      {"folio.gather_rows", runGatherRows, nullptr, 2, 2},
+      {"embedding", runEmbedding, nullptr, 2, 2},
+      {"linear", runLinear, prepareLinear, 2, 3},
+      {"gated_mlp", runGatedMLP, prepareGatedMLP, 4, 4},
+      {"rms_norm", runRMSNorm, nullptr, 2, 2},
+      {"layer_norm", runLayerNorm, nullptr, 2, 3},
+      {"rotary", runRotary, prepareRotary, 2, 3},
+      {"kv_write", runKVWrite, nullptr, 4, 4},
+      {"paged_attention", runPagedAttention, nullptr, 5, 5},
+      {"gather_rows", runGatherRows, nullptr, 2, 2},
   };
   return table;
 }

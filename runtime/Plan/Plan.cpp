@@ -38,6 +38,79 @@ size_t elemTypeSize(ElemType t) {
   return 0;
 }
 
+const char *dimSymbolName(DimSymbol s) {
+  switch (s) {
+  case DimSymbol::None:
+    return "none";
+  case DimSymbol::Tokens:
+    return "tokens";
+  case DimSymbol::Rows:
+    return "rows";
+  case DimSymbol::Seqs:
+    return "seqs";
+  }
+  return "?";
+}
+
+const std::vector<std::string> &opKinds() {
+  static const std::vector<std::string> kinds = {
+      "embedding",   "linear",    "gated_mlp", "rms_norm",
+      "layer_norm",  "rotary",    "kv_write",  "paged_attention",
+      "gather_rows", "binary",    "unary",     "cast",
+      "reshape",     "transpose", "slice",     "concat"};
+  return kinds;
+}
+
+const std::vector<std::string> &fusedKernelKinds() {
+  static const std::vector<std::string> kinds = {
+      "add_rms_norm",    "add_layer_norm", "rotary_kv_write",
+      "linear_epilogue", "elementwise",    "gather_rows_linear"};
+  return kinds;
+}
+
+bool isOpKind(const std::string &kind) {
+  for (const std::string &k : opKinds())
+    if (k == kind)
+      return true;
+  return false;
+}
+
+bool isKernelKind(const std::string &kind) {
+  if (isOpKind(kind))
+    return true;
+  for (const std::string &k : fusedKernelKinds())
+    if (k == kind)
+      return true;
+  return false;
+}
+
+int64_t bufferBytes(const ValueInfo &v, int64_t tokens, int64_t rows,
+                    int64_t seqs) {
+  if (v.kind != ValueInfo::Kind::Tensor)
+    return -1;
+  int64_t n = int64_t(elemTypeSize(v.type));
+  for (int64_t d : v.dims) {
+    if (d >= 0) {
+      n *= d;
+      continue;
+    }
+    switch (v.symbol) {
+    case DimSymbol::Tokens:
+      n *= tokens;
+      break;
+    case DimSymbol::Rows:
+      n *= rows;
+      break;
+    case DimSymbol::Seqs:
+      n *= seqs;
+      break;
+    case DimSymbol::None:
+      return -1;
+    }
+  }
+  return n;
+}
+
 const Attr *Step::find(const std::string &attrName) const {
   for (const Attr &a : attrs)
     if (a.name == attrName)

@@ -26,6 +26,13 @@ enum class ElemType : uint8_t { F32 = 0, F16 = 1, BF16 = 2, I64 = 3, I32 = 4 };
 const char *elemTypeName(ElemType t);
 size_t elemTypeSize(ElemType t);
 
+/// What the one dynamic dim of a buffer counts, so that its size is an
+/// expression of the step: static product x tokens (or logits rows, or
+/// sequences).
+enum class DimSymbol : uint8_t { None = 0, Tokens = 1, Rows = 2, Seqs = 3 };
+
+const char *dimSymbolName(DimSymbol s);
+
 /// What a value slot holds: a tensor with static dims (-1 = known only at
 /// run time) or one layer's paged KV cache.
 struct ValueInfo {
@@ -33,6 +40,9 @@ struct ValueInfo {
   Kind kind = Kind::Tensor;
   ElemType type = ElemType::F32;
   std::vector<int64_t> dims;
+  /// What the -1 in `dims` counts (None when all dims are static, and for
+  /// the contract's inputs with more than one dynamic dim).
+  DimSymbol symbol = DimSymbol::None;
   // KV caches only.
   int64_t kvHeads = 0;
   int64_t headDim = 0;
@@ -49,9 +59,9 @@ struct Attr {
   AttrValue value;
 };
 
-/// One kernel invocation. `kind` names the op ("folio.linear",
-/// "onnx.Reshape", "tensor.expand_shape", ...); operands and results are
-/// value slots, -1 for an absent optional operand.
+/// One op of a kernel. `kind` is one of opKinds() ("linear", "rms_norm",
+/// "binary", "reshape", ...); operands and results are value slots, -1 for
+/// an absent optional operand.
 struct Step {
   std::string kind;
   std::string name; ///< for messages: the ONNX node name when there is one
@@ -102,6 +112,28 @@ private:
   uint64_t capacity = 0;
 };
 
+/// One kernel: steps [firstStep, firstStep + numSteps) run as a unit, as
+/// the compiler's folio-fuse grouped them. `kind` is one of kernelKinds();
+/// an executor with a fused implementation of the kind runs that, any
+/// other runs the steps in order.
+struct Kernel {
+  std::string kind;
+  int32_t firstStep = 0;
+  int32_t numSteps = 0;
+  std::vector<int32_t> inputs;  ///< values read from outside the kernel
+  std::vector<int32_t> outputs; ///< values read after it (or returned)
+  /// Values no later kernel reads: their buffers are free after this one
+  /// (decided by the compiler from the whole program).
+  std::vector<int32_t> releases;
+};
+
+/// The closed sets a plan may name: op kinds of steps, kernel kinds (the
+/// fused ones plus every op kind, for kernels of one op).
+const std::vector<std::string> &opKinds();
+const std::vector<std::string> &fusedKernelKinds();
+bool isOpKind(const std::string &kind);
+bool isKernelKind(const std::string &kind);
+
 struct Plan {
   std::string entry = "forward";
   std::vector<ValueInfo> values;
@@ -109,6 +141,7 @@ struct Plan {
   std::vector<int32_t> outputs;
   std::vector<Constant> constants;
   std::vector<Step> steps;
+  std::vector<Kernel> kernels;
   Blob blob;
   /// Model facts the runtime needs without reading steps (vocab, maximum
   /// positions, block size), as name -> integer.
@@ -117,6 +150,11 @@ struct Plan {
   int64_t configValue(const std::string &key, int64_t dflt) const;
   int32_t addValue(ValueInfo info);
 };
+
+/// Bytes of tensor value `v` for a step of `tokens` tokens, `rows` logits
+/// rows and `seqs` sequences; -1 for a KV cache or an unsized dim.
+int64_t bufferBytes(const ValueInfo &v, int64_t tokens, int64_t rows,
+                    int64_t seqs);
 
 } // namespace folio::plan
 

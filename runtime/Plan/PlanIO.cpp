@@ -97,6 +97,7 @@ std::string encodeHeader(const Plan &plan) {
     w.pod<int64_t>(v.kvHeads);
     w.pod<int64_t>(v.headDim);
     w.pod<int64_t>(v.blockSize);
+    w.pod<uint8_t>(uint8_t(v.symbol));
   }
   w.pod<uint32_t>(uint32_t(plan.inputs.size()));
   for (const Argument &a : plan.inputs) {
@@ -137,6 +138,15 @@ std::string encodeHeader(const Plan &plan) {
       }
     }
   }
+  w.pod<uint32_t>(uint32_t(plan.kernels.size()));
+  for (const Kernel &k : plan.kernels) {
+    w.str(k.kind);
+    w.pod<int32_t>(k.firstStep);
+    w.pod<int32_t>(k.numSteps);
+    w.vec<int32_t>(k.inputs);
+    w.vec<int32_t>(k.outputs);
+    w.vec<int32_t>(k.releases);
+  }
   return w.out;
 }
 
@@ -147,7 +157,7 @@ Status decodeHeader(Reader &r, Plan &plan) {
     std::string key = r.str();
     plan.config.emplace_back(key, r.pod<int64_t>());
   }
-  uint32_t numValues = r.count(30);
+  uint32_t numValues = r.count(31);
   plan.values.resize(numValues);
   for (ValueInfo &v : plan.values) {
     uint8_t kind = r.pod<uint8_t>();
@@ -160,6 +170,10 @@ Status decodeHeader(Reader &r, Plan &plan) {
     v.kvHeads = r.pod<int64_t>();
     v.headDim = r.pod<int64_t>();
     v.blockSize = r.pod<int64_t>();
+    uint8_t symbol = r.pod<uint8_t>();
+    if (symbol > uint8_t(DimSymbol::Seqs))
+      return Status::invalidArgument("plan: bad dim symbol");
+    v.symbol = DimSymbol(symbol);
   }
   uint32_t numInputs = r.count(8);
   for (uint32_t i = 0; i < numInputs && !r.failed; ++i) {
@@ -211,6 +225,17 @@ Status decodeHeader(Reader &r, Plan &plan) {
       s.attrs.push_back(std::move(a));
     }
     plan.steps.push_back(std::move(s));
+  }
+  uint32_t numKernels = r.count(24);
+  for (uint32_t i = 0; i < numKernels && !r.failed; ++i) {
+    Kernel k;
+    k.kind = r.str();
+    k.firstStep = r.pod<int32_t>();
+    k.numSteps = r.pod<int32_t>();
+    k.inputs = r.vec<int32_t>();
+    k.outputs = r.vec<int32_t>();
+    k.releases = r.vec<int32_t>();
+    plan.kernels.push_back(std::move(k));
   }
   if (r.failed)
     return Status::invalidArgument("plan: the header is truncated");
@@ -344,6 +369,10 @@ Status validatePlan(const Plan &plan) {
                                      " has the wrong size");
   }
   for (const Step &s : plan.steps) {
+    if (!isOpKind(s.kind))
+      return Status::invalidArgument("plan: step '" + s.name +
+                                     "' has the unknown op kind '" + s.kind +
+                                     "'");
     for (int32_t id : s.operands)
       if (bad(id))
         return Status::invalidArgument("plan: step '" + s.kind +
@@ -353,6 +382,29 @@ Status validatePlan(const Plan &plan) {
         return Status::invalidArgument("plan: step '" + s.kind +
                                        "' has a result out of range");
   }
+  // Kernels cover the steps in order, each step once.
+  int64_t next = 0;
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    const Kernel &k = plan.kernels[i];
+    std::string where =
+        "plan: kernel " + std::to_string(i) + " ('" + k.kind + "')";
+    if (!isKernelKind(k.kind))
+      return Status::invalidArgument(where + " has an unknown kind");
+    if (k.firstStep != next || k.numSteps < 1 ||
+        int64_t(k.numSteps) > int64_t(plan.steps.size()) - next)
+      return Status::invalidArgument(where + " does not cover the steps "
+                                             "after the previous kernel");
+    next += k.numSteps;
+    for (const std::vector<int32_t> *ids : {&k.inputs, &k.outputs, &k.releases})
+      for (int32_t id : *ids)
+        if (id < 0 || id >= n)
+          return Status::invalidArgument(where + " names a value out of "
+                                                 "range");
+  }
+  if (next != int64_t(plan.steps.size()))
+    return Status::invalidArgument(
+        "plan: " + std::to_string(plan.steps.size() - next) +
+        " steps belong to no kernel");
   return Status::ok();
 }
 

@@ -84,7 +84,7 @@ Geometry geometry(const plan::Plan &p) {
         2 * v.kvHeads * v.headDim * int64_t(plan::elemTypeSize(v.type));
   }
   for (const plan::Step &s : p.steps)
-    if (s.kind == "folio.paged_attention") {
+    if (s.kind == "paged_attention") {
       const plan::ValueInfo &q = p.values[size_t(s.operands[0])];
       if (q.dims.size() == 3)
         g.heads = q.dims[1];

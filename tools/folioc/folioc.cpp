@@ -69,6 +69,8 @@ constexpr StringLiteral kStopAfterHelp =
     "caches) -> logits\n"
     "                         lower    every op a folio op, shapes static "
     "but the token count\n"
+    "                         fuse     the ops grouped into folio.kernel "
+    "regions (= compile)\n"
     "                         compile  the whole pipeline (default)\n";
 
 /// Removes `--stop-after=X` / `--stop-after X` from argv; nullopt (after a
@@ -85,7 +87,7 @@ std::optional<mlir::folio::FolioPhase> takeStopAfter(int &argc, char **argv) {
     } else if (arg == "--stop-after" || arg == "-stop-after") {
       if (i + 1 == argc) {
         errs() << "folioc: error: --stop-after needs a phase (import, raise, "
-                  "page-kv, lower, compile)\n";
+                  "page-kv, lower, fuse, compile)\n";
         return std::nullopt;
       }
       value = argv[++i];
@@ -98,7 +100,7 @@ std::optional<mlir::folio::FolioPhase> takeStopAfter(int &argc, char **argv) {
     if (!parsed) {
       errs() << "folioc: error: unknown phase '" << value
              << "' for --stop-after; supported: import, raise, page-kv, "
-                "lower, compile\n";
+                "lower, fuse, compile\n";
       return std::nullopt;
     }
     phase = *parsed;

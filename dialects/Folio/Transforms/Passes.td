@@ -76,4 +76,19 @@ def FolioStackSiblingLinearsPass
   }];
 }
 
+def FolioFusePass : Pass<"folio-fuse", "::mlir::func::FuncOp"> {
+  let summary = "Groups the lowered entry into folio.kernel regions";
+  let description = [{
+    Decides kernel boundaries for every backend (docs/fusion.md): a residual
+    add with the norm reading it (`add_rms_norm`, `add_layer_norm`), the
+    keys' rotary with the cache write (`rotary_kv_write`), a linear with
+    the pointwise ops after it (`linear_epilogue`), pointwise chains
+    (`elementwise`), the logits gather with the final norm, lm_head and
+    soft-cap (`gather_rows_linear`), and every other op in a kernel of its
+    own named after it (`paged_attention`, `gated_mlp`, ...). Views
+    (`folio.reshape`, `folio.slice`) are cloned into the kernels that read
+    them. Afterwards the entry holds only kernels, constants and the return.
+  }];
+}
+
 #endif // FOLIO_TRANSFORMS_PASSES_TD

@@ -62,6 +62,43 @@ TEST(Norm, LayerNormMatchesReference) {
       }
 }
 
+// Tests that the residual add fused with the norm gives bitwise what the
+// add followed by the norm gives, on every ISA, row count (0, 1, many) and
+// row length, in place too.
+TEST(Norm, AddNormMatchesAddThenNorm) {
+  for (Isa isa : hostIsas())
+    for (int64_t dim : kDims)
+      for (int64_t rows : {int64_t(0), int64_t(1), int64_t(37)}) {
+        IsaScope scope(isa);
+        auto a = randomVector(size_t(rows * dim), 7, -3, 3);
+        auto b = randomVector(size_t(rows * dim), 8, -3, 3);
+        auto w = randomVector(size_t(dim), 9);
+        auto bias = randomVector(size_t(dim), 10);
+        std::vector<float> sum(a.size()), y(a.size()), wantSum(a.size()),
+            want(a.size());
+        ASSERT_TRUE(
+            add(a.data(), b.data(), wantSum.data(), rows * dim, serialPool()));
+        ASSERT_TRUE(rmsNorm(wantSum.data(), w.data(), want.data(), rows, dim,
+                            1e-6f, 1.0f, serialPool()));
+        ASSERT_TRUE(addRmsNorm(a.data(), b.data(), sum.data(), w.data(),
+                               y.data(), rows, dim, 1e-6f, 1.0f,
+                               parallelPool()));
+        EXPECT_TRUE(bitwiseEqual(sum, wantSum)) << dim << isaName(isa);
+        EXPECT_TRUE(bitwiseEqual(y, want)) << dim << isaName(isa);
+        ASSERT_TRUE(layerNorm(wantSum.data(), w.data(), bias.data(),
+                              want.data(), rows, dim, 1e-5f, serialPool()));
+        std::vector<float> inPlace = a;
+        ASSERT_TRUE(addLayerNorm(inPlace.data(), b.data(), inPlace.data(),
+                                 w.data(), bias.data(), y.data(), rows, dim,
+                                 1e-5f, parallelPool()));
+        EXPECT_TRUE(bitwiseEqual(inPlace, wantSum)) << dim << isaName(isa);
+        EXPECT_TRUE(bitwiseEqual(y, want)) << dim << isaName(isa);
+      }
+  float x[4] = {};
+  EXPECT_FALSE(addRmsNorm(nullptr, x, x, nullptr, x, 1, 4, 1e-5f));
+  EXPECT_FALSE(addLayerNorm(x, x, x, nullptr, nullptr, x, 1, 4, -1.0f));
+}
+
 TEST(Norm, RejectsBadShapes) {
   float x[4] = {};
   EXPECT_FALSE(rmsNorm(x, nullptr, x, 1, 0, 1e-5f));

@@ -149,8 +149,8 @@ void checkBinary(const Shape &sa, const Shape &sb, std::mt19937 &rng) {
       std::string kind = op;
       std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
       std::vector<plan::Attr> attrs = {{"kind", kind}};
-      ASSERT_TRUE(run("folio.binary", {a, b}, got1, pool1(), attrs));
-      ASSERT_TRUE(run("folio.binary", {a, b}, got4, pool4(), attrs));
+      ASSERT_TRUE(run("binary", {a, b}, got1, pool1(), attrs));
+      ASSERT_TRUE(run("binary", {a, b}, got4, pool4(), attrs));
       Tensor want = refBinaryAny(op, a, b, outShape);
       EXPECT_TRUE(sameBytes(got1, want))
           << op << " " << shapeString(sa) << " " << shapeString(sb) << " "
@@ -206,8 +206,8 @@ TEST(DataPath, UnaryOpsSplitOverThreadsBitForBit) {
                            "abs", "sqrt", "reciprocal"}) {
       Tensor got1, got4;
       std::vector<plan::Attr> attrs = {{"kind", std::string(op)}};
-      ASSERT_TRUE(run("folio.unary", {x}, got1, pool1(), attrs));
-      ASSERT_TRUE(run("folio.unary", {x}, got4, pool4(), attrs));
+      ASSERT_TRUE(run("unary", {x}, got1, pool1(), attrs));
+      ASSERT_TRUE(run("unary", {x}, got4, pool4(), attrs));
       EXPECT_TRUE(sameBytes(got1, got4)) << op;
       if (n > 0 && std::string(op) == "tanh") {
         EXPECT_EQ(got1.as<float>()[n - 1], std::tanh(x.as<float>()[n - 1]));
@@ -239,8 +239,8 @@ void checkTranspose(const Shape &shape, const std::vector<int64_t> &perm,
   Tensor x = random(type, shape, rng);
   std::vector<plan::Attr> attrs = {{"permutation", perm}};
   Tensor got1, got4;
-  ASSERT_TRUE(run("folio.transpose", {x}, got1, pool1(), attrs));
-  ASSERT_TRUE(run("folio.transpose", {x}, got4, pool4(), attrs));
+  ASSERT_TRUE(run("transpose", {x}, got1, pool1(), attrs));
+  ASSERT_TRUE(run("transpose", {x}, got4, pool4(), attrs));
   Tensor want = refTranspose(x, perm);
   std::string what = shapeString(shape) + " perm " + shapeString(perm);
   EXPECT_TRUE(sameBytes(got1, want)) << what;
@@ -281,13 +281,13 @@ TEST(DataPath, TransposeThatKeepsTheOrderIsAView) {
   std::mt19937 rng(10);
   // Decode's [1, 1, H, D] -> [1, H, 1, D] moves only size-1 dims.
   Tensor x = random(ElemType::F32, {1, 1, 12, 64}, rng), got;
-  ASSERT_TRUE(run("folio.transpose", {x}, got, pool1(),
+  ASSERT_TRUE(run("transpose", {x}, got, pool1(),
                   {{"permutation", std::vector<int64_t>{0, 2, 1, 3}}}));
   EXPECT_EQ(got.shape, (Shape{1, 12, 1, 64}));
   EXPECT_EQ(got.data, x.data);
   // A real permutation copies.
   Tensor y = random(ElemType::F32, {1, 2, 12, 64}, rng);
-  ASSERT_TRUE(run("folio.transpose", {y}, got, pool1(),
+  ASSERT_TRUE(run("transpose", {y}, got, pool1(),
                   {{"permutation", std::vector<int64_t>{0, 2, 1, 3}}}));
   EXPECT_NE(got.data, y.data);
 }
@@ -310,8 +310,8 @@ TEST(DataPath, SliceMatchesTheReferenceOnEveryAxis) {
     Tensor got1, got4;
     std::vector<plan::Attr> attrs = {
         {"axis", c.axis}, {"start", c.start}, {"size", c.size}};
-    ASSERT_TRUE(run("folio.slice", {x}, got1, pool1(), attrs));
-    ASSERT_TRUE(run("folio.slice", {x}, got4, pool4(), attrs));
+    ASSERT_TRUE(run("slice", {x}, got1, pool1(), attrs));
+    ASSERT_TRUE(run("slice", {x}, got4, pool4(), attrs));
     EXPECT_TRUE(sameBytes(got1, got4));
     Shape want = x.shape;
     want[size_t(c.axis)] = c.size;
@@ -328,26 +328,26 @@ TEST(DataPath, SliceMatchesTheReferenceOnEveryAxis) {
   }
   Tensor got;
   Status s =
-      run("folio.slice", {x}, got, pool1(),
+      run("slice", {x}, got, pool1(),
           {{"axis", int64_t(1)}, {"start", int64_t(3)}, {"size", int64_t(3)}});
   EXPECT_EQ(s.message(),
-            "folio.slice: range [3, +3) of axis 1 is outside [4, 5, 33]");
+            "slice: range [3, +3) of axis 1 is outside [4, 5, 33]");
 }
 
 TEST(DataPath, SliceOfOneOuterRowIsAView) {
   std::mt19937 rng(12);
   // Decode's stacked q/k/v output [1, 1, 48]: each member is a view.
   Tensor x = random(ElemType::F32, {1, 1, 48}, rng), got;
-  ASSERT_TRUE(run("folio.slice", {x}, got, pool1(),
-                  {{"axis", int64_t(2)}, {"start", int64_t(32)},
-                   {"size", int64_t(16)}}));
+  ASSERT_TRUE(run(
+      "slice", {x}, got, pool1(),
+      {{"axis", int64_t(2)}, {"start", int64_t(32)}, {"size", int64_t(16)}}));
   EXPECT_EQ(got.shape, (Shape{1, 1, 16}));
   EXPECT_EQ(got.as<float>(), x.as<float>() + 32);
   // Two tokens: the columns are copied out into dense rows.
   Tensor y = random(ElemType::F32, {1, 2, 48}, rng);
-  ASSERT_TRUE(run("folio.slice", {y}, got, pool1(),
-                  {{"axis", int64_t(2)}, {"start", int64_t(32)},
-                   {"size", int64_t(16)}}));
+  ASSERT_TRUE(run(
+      "slice", {y}, got, pool1(),
+      {{"axis", int64_t(2)}, {"start", int64_t(32)}, {"size", int64_t(16)}}));
   EXPECT_NE(got.data, y.data);
   EXPECT_EQ(got.as<float>()[16], y.as<float>()[48 + 32]);
 }

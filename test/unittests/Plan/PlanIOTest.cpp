@@ -84,7 +84,7 @@ TEST(PlanIO, RejectsOtherVersions) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(),
             "plan format version 99 is not supported (this runtime reads "
-            "version 1); recompile the model with folioc");
+            "version 2); recompile the model with folioc");
 }
 
 TEST(PlanIO, RejectsTruncatedArtifacts) {
@@ -106,21 +106,80 @@ TEST(PlanIO, RejectsOutOfRangeIds) {
   plan::Plan p;
   p.values.push_back({});
   plan::Step s;
-  s.kind = "onnx.Tanh";
+  s.kind = "unary";
   s.operands = {0};
   s.results = {7};
+  p.steps.push_back(s);
+  p.kernels.push_back({"elementwise", 0, 1, {0}, {7}, {}});
+  auto r = plan::parsePlan(plan::serializePlan(p));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "plan: step 'unary' has a result out of range");
+  p.steps[0].results = {0};
+  r = plan::parsePlan(plan::serializePlan(p));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "plan: kernel 0 ('elementwise') names a value out of range");
+}
+
+// Tests that steps name only op kinds of the closed set, kernels only
+// kernel kinds, and that the kernels cover the steps in order.
+TEST(PlanIO, RejectsUnknownKindsAndUncoveredSteps) {
+  plan::Plan p;
+  p.values.push_back({});
+  plan::Step s;
+  s.kind = "onnx.Tanh";
+  s.name = "/model/t";
+  s.operands = {0};
+  s.results = {0};
   p.steps.push_back(s);
   auto r = plan::parsePlan(plan::serializePlan(p));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(),
-            "plan: step 'onnx.Tanh' has a result out of range");
+            "plan: step '/model/t' has the unknown op kind 'onnx.Tanh'");
+  p.steps[0].kind = "unary";
+  r = plan::parsePlan(plan::serializePlan(p));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "plan: 1 steps belong to no kernel");
+  p.kernels.push_back({"fused_everything", 0, 1, {0}, {0}, {}});
+  r = plan::parsePlan(plan::serializePlan(p));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "plan: kernel 0 ('fused_everything') has an unknown kind");
+  p.kernels[0] = {"elementwise", 0, 2, {0}, {0}, {}};
+  r = plan::parsePlan(plan::serializePlan(p));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "plan: kernel 0 ('elementwise') does not "
+                                  "cover the steps after the previous kernel");
+  p.kernels[0].numSteps = 1;
+  EXPECT_TRUE(plan::parsePlan(plan::serializePlan(p)));
+}
+
+// Tests that buffer sizes are expressions of the step's counts.
+TEST(PlanIO, BufferBytesFollowTheDimSymbol) {
+  plan::Plan original = compileLlama();
+  auto r = plan::parsePlan(plan::serializePlan(original));
+  ASSERT_TRUE(r) << r.status().message();
+  int64_t tokens = 0, rows = 0;
+  for (const plan::ValueInfo &v : r->values) {
+    tokens += v.symbol == plan::DimSymbol::Tokens;
+    rows += v.symbol == plan::DimSymbol::Rows;
+  }
+  EXPECT_GT(tokens, 10);
+  EXPECT_GE(rows, 2); // logits_indices, the gathered rows, the logits
+  const plan::ValueInfo &logits = r->values[size_t(r->outputs[0])];
+  EXPECT_EQ(logits.symbol, plan::DimSymbol::Rows);
+  EXPECT_EQ(plan::bufferBytes(logits, 100, 3, 2), 3 * 256 * 4);
+  plan::ValueInfo kv;
+  kv.kind = plan::ValueInfo::Kind::KVCache;
+  EXPECT_EQ(plan::bufferBytes(kv, 1, 1, 1), -1);
 }
 
 TEST(PlanIO, AttributesSurviveTheRoundTrip) {
   plan::Plan p;
   p.values.push_back({});
   plan::Step s;
-  s.kind = "k";
+  s.kind = "cast";
   s.results = {0};
   s.attrs = {{"i", int64_t(-3)},
              {"f", 0.25},
@@ -128,8 +187,12 @@ TEST(PlanIO, AttributesSurviveTheRoundTrip) {
              {"is", std::vector<int64_t>{1, -1, 4}},
              {"fs", std::vector<double>{0.5, 2.0}}};
   p.steps.push_back(s);
+  p.kernels.push_back({"elementwise", 0, 1, {}, {0}, {0}});
   auto r = plan::parsePlan(plan::serializePlan(p));
   ASSERT_TRUE(r) << r.status().message();
+  ASSERT_EQ(r->kernels.size(), 1u);
+  EXPECT_EQ(r->kernels[0].kind, "elementwise");
+  EXPECT_EQ(r->kernels[0].releases, (std::vector<int32_t>{0}));
   const plan::Step &t = r->steps[0];
   EXPECT_EQ(t.getInt("i", 0), -3);
   EXPECT_EQ(t.getFloat("f", 0), 0.25);
