@@ -17,9 +17,7 @@
 using namespace mlir;
 using namespace mlir::folio;
 
-namespace {
-
-std::string shapeString(RankedTensorType t) {
+static std::string shapeString(RankedTensorType t) {
   std::string s = "[";
   for (auto [i, d] : llvm::enumerate(t.getShape()))
     s += (i ? ", " : "") +
@@ -28,12 +26,12 @@ std::string shapeString(RankedTensorType t) {
 }
 
 /// Everything that only reinterprets the elements.
-LogicalResult lowerReshapeLike(ONNXLoweringContext &ctx) {
+LogicalResult mlir::folio::lowerReshapeLike(ONNXLoweringContext &ctx) {
   Value x = ctx.input(0);
   RankedTensorType type = ctx.resultType(0);
   RankedTensorType in = cast<RankedTensorType>(x.getType());
   if (type == in) {
-    ctx.getRewriter().replaceOp(ctx.getNode(), x);
+    ctx.replaceNode(x);
     return success();
   }
   int64_t dynamic = llvm::count_if(type.getShape(), ShapedType::isDynamic);
@@ -45,17 +43,18 @@ LogicalResult lowerReshapeLike(ONNXLoweringContext &ctx) {
   if (llvm::count_if(in.getShape(), ShapedType::isDynamic) > 0 && dynamic == 0)
     return ctx.fail("reshapes a tensor of run-time size to the static shape " +
                     shapeString(type));
-  ctx.getRewriter().replaceOp(
-      ctx.getNode(), createReshape(ctx.getRewriter(), ctx.getLoc(), x, type));
+  ctx.replaceNode(createReshape(ctx.getRewriter(), ctx.getLoc(), x, type));
   return success();
 }
+
+namespace {
 
 LogicalResult lowerIdentity(ONNXLoweringContext &ctx) {
   Value x = ctx.input(0);
   if (x.getType() != ctx.getNode().getResult(0).getType() &&
       x.getType() != ctx.resultType(0))
     return lowerReshapeLike(ctx);
-  ctx.getRewriter().replaceOp(ctx.getNode(), x);
+  ctx.replaceNode(x);
   return success();
 }
 
@@ -70,8 +69,16 @@ LogicalResult lowerTranspose(ONNXLoweringContext &ctx) {
     return ctx.fail("perm has " + std::to_string(perm.size()) +
                     " entries for a rank-" + std::to_string(in.getRank()) +
                     " input");
-  ctx.getRewriter().replaceOpWithNewOp<TransposeOp>(ctx.getNode(),
-                                                    ctx.resultType(0), x, perm);
+  SmallVector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= int64_t(perm.size()) || seen[p])
+      return ctx.fail("perm is not a permutation of the input's dims");
+    seen[p] = true;
+  }
+  ctx.replaceNode(
+      ctx.getRewriter()
+          .create<TransposeOp>(ctx.getLoc(), ctx.resultType(0), x, perm)
+          ->getResults());
   return success();
 }
 
@@ -152,7 +159,7 @@ LogicalResult lowerSlice(ONNXLoweringContext &ctx) {
   Value result = createReshape(ctx.getRewriter(), ctx.getLoc(), x, in);
   for (auto [axis, start, size] : ranges)
     result = createSlice(ctx, result, axis, start, size);
-  ctx.getRewriter().replaceOp(ctx.getNode(), result);
+  ctx.replaceNode(result);
   return success();
 }
 
@@ -197,7 +204,7 @@ LogicalResult lowerSplit(ONNXLoweringContext &ctx) {
     parts.push_back(createSlice(ctx, source, axis, start, size));
     start += size;
   }
-  ctx.getRewriter().replaceOp(ctx.getNode(), parts);
+  ctx.replaceNode(parts);
   return success();
 }
 
@@ -221,12 +228,13 @@ LogicalResult lowerConcat(ONNXLoweringContext &ctx) {
     inputs.push_back(
         createReshape(ctx.getRewriter(), ctx.getLoc(), v, ctx.refinedType(v)));
   if (inputs.size() == 1) {
-    ctx.getRewriter().replaceOp(ctx.getNode(), inputs[0]);
+    ctx.replaceNode(inputs[0]);
     return success();
   }
   PatternRewriter &b = ctx.getRewriter();
-  b.replaceOpWithNewOp<ConcatOp>(ctx.getNode(), type, inputs,
-                                 b.getI64IntegerAttr(axis));
+  ctx.replaceNode(
+      b.create<ConcatOp>(ctx.getLoc(), type, inputs, b.getI64IntegerAttr(axis))
+          ->getResults());
   return success();
 }
 

@@ -43,9 +43,12 @@ template <BinaryKind Kind> LogicalResult lowerBinary(ONNXLoweringContext &ctx) {
   if (Kind == BinaryKind::pow && !isa<FloatType>(a))
     return ctx.fail("raises integers to a power (folio.binary pow takes "
                     "floats)");
-  ctx.getRewriter().replaceOpWithNewOp<BinaryOp>(
-      ctx.getNode(), type, BinaryKindAttr::get(type.getContext(), Kind), lhs,
-      rhs);
+  ctx.replaceNode(
+      ctx.getRewriter()
+          .create<BinaryOp>(ctx.getLoc(), type,
+                            BinaryKindAttr::get(type.getContext(), Kind), lhs,
+                            rhs)
+          ->getResults());
   return success();
 }
 
@@ -54,8 +57,11 @@ template <UnaryKind Kind> LogicalResult lowerUnary(ONNXLoweringContext &ctx) {
   RankedTensorType type = ctx.resultType(0);
   if (!x || !isa<FloatType>(type.getElementType()))
     return ctx.fail("lowers for float tensors only");
-  ctx.getRewriter().replaceOpWithNewOp<UnaryOp>(
-      ctx.getNode(), type, UnaryKindAttr::get(type.getContext(), Kind), x);
+  ctx.replaceNode(
+      ctx.getRewriter()
+          .create<UnaryOp>(ctx.getLoc(), type,
+                           UnaryKindAttr::get(type.getContext(), Kind), x)
+          ->getResults());
   return success();
 }
 
@@ -69,8 +75,7 @@ LogicalResult lowerCast(ONNXLoweringContext &ctx) {
            t.isSignlessInteger(64);
   };
   if (from == to) {
-    ctx.getRewriter().replaceOp(
-        ctx.getNode(), createReshape(ctx.getRewriter(), ctx.getLoc(), x, type));
+    ctx.replaceNode(createReshape(ctx.getRewriter(), ctx.getLoc(), x, type));
     return success();
   }
   if (!castable(from) || !castable(to) ||
@@ -78,7 +83,8 @@ LogicalResult lowerCast(ONNXLoweringContext &ctx) {
     return ctx.fail("casts " + typeString(from) + " to " + typeString(to) +
                     "; folio.cast converts within f32/f16/bf16 or within "
                     "i32/i64");
-  ctx.getRewriter().replaceOpWithNewOp<CastOp>(ctx.getNode(), type, x);
+  ctx.replaceNode(
+      ctx.getRewriter().create<CastOp>(ctx.getLoc(), type, x)->getResults());
   return success();
 }
 

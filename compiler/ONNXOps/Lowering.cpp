@@ -97,6 +97,14 @@ SmallVector<int64_t> ONNXLoweringContext::getInts(StringRef name) const {
   return out;
 }
 
+void ONNXLoweringContext::replaceNode(ValueRange values) const {
+  for (auto [old, now] : llvm::zip(node.getResults(), values))
+    if (const ONNXValueFacts *f = inference.lookup(old))
+      if (!inference.lookup(now))
+        inference.setFacts(now, *f);
+  rewriter.replaceOp(node, values);
+}
+
 LogicalResult ONNXLoweringContext::fail(const Twine &reason) const {
   reasons[node.getOperation()] = reason.str();
   return failure();

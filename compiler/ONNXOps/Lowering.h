@@ -10,10 +10,12 @@
 // count. A hook that cannot lower its node says why; the node then stays
 // and folio-verify-lowered reports it, naming node, op and opset.
 //
-// Shape arithmetic (Shape, Gather, Unsqueeze, Concat of shape vectors) has
-// no hook on purpose: once the reshapes it fed are lowered with static
-// shapes it is dead, and if it is still used, the model computes a shape at
-// run time that Folio could not fold.
+// Shape arithmetic (Shape, Gather, Concat of shape vectors) has no hook on
+// purpose: once the reshapes it fed are lowered with static shapes it is
+// dead, and if it is still used, the model computes a shape at run time
+// that Folio could not fold. Hooks that rewrite integer tensors (an
+// Unsqueeze of position ids) carry the values' facts over to the new ops,
+// so a later hook still sees their constant elements.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +71,11 @@ public:
   /// Integer list attribute `name` (empty when missing).
   SmallVector<int64_t> getInts(StringRef name) const;
 
+  /// Replaces the node by `values` (one per result), carrying the facts
+  /// inference had for its results over to them: a later hook may ask for
+  /// the constant elements of a value this one made.
+  void replaceNode(ValueRange values) const;
+
   /// Records why the node stays unlowered and fails.
   LogicalResult fail(const Twine &reason) const;
 
@@ -100,6 +107,11 @@ void appendDataMovementLowerings(std::vector<ONNXLowering> &table);
 
 /// `type` with the dims `facts` proves constant made static.
 RankedTensorType refineType(RankedTensorType type, const ONNXValueFacts *facts);
+
+/// The hook of every op that only reinterprets elements (Reshape,
+/// Unsqueeze, Squeeze, Flatten, a Cast to the same type): a folio.reshape
+/// to the proven result type, refused when it would need two dynamic dims.
+LogicalResult lowerReshapeLike(ONNXLoweringContext &ctx);
 
 /// A reshape of `value` to `type`, or `value` itself when the types agree.
 Value createReshape(PatternRewriter &rewriter, Location loc, Value value,

@@ -377,10 +377,24 @@ void assignDimSymbols(plan::Plan &p, func::FuncOp func) {
           from = p.values[size_t(id)].symbol;
           break;
         }
+    // The symbol carries over only where the dynamic dim counts the same:
+    // a reshape that merges it with static dims ([?, 4, 8] -> [?, 8])
+    // makes a dim the symbol does not describe.
+    auto staticProduct = [](const plan::ValueInfo &v) {
+      int64_t n = 1;
+      for (int64_t d : v.dims)
+        if (d >= 0)
+          n *= d;
+      return n;
+    };
     for (int32_t id : s.results) {
       plan::ValueInfo &v = p.values[size_t(id)];
-      if (v.kind == plan::ValueInfo::Kind::Tensor && dynamicDims(v) == 1)
-        v.symbol = from;
+      if (v.kind != plan::ValueInfo::Kind::Tensor || dynamicDims(v) != 1)
+        continue;
+      v.symbol = from;
+      if (s.kind == "reshape" && !s.operands.empty() && s.operands[0] >= 0 &&
+          staticProduct(p.values[size_t(s.operands[0])]) != staticProduct(v))
+        v.symbol = plan::DimSymbol::None;
     }
   }
 }

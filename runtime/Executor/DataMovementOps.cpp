@@ -27,6 +27,8 @@ Status normAxis(const StepContext &ctx, int64_t &axis, int64_t rank) {
 Status runConcat(StepContext &ctx) {
   const Tensor &first = ctx.in(0);
   int64_t axis = ctx.step.getInt("axis", 0);
+  if (first.rank() < 1)
+    return ctx.error("cannot join rank-0 tensors");
   if (Status s = normAxis(ctx, axis, first.rank()); !s)
     return s;
   Shape shape = first.shape;
@@ -223,7 +225,7 @@ Status runSlice(StepContext &ctx) {
   int64_t start = ctx.step.getInt("start", -1);
   int64_t size = ctx.step.getInt("size", -1);
   if (axis < 0 || axis >= r || start < 0 || size < 0 ||
-      start + size > x.shape[size_t(axis)])
+      start > x.shape[size_t(axis)] || size > x.shape[size_t(axis)] - start)
     return ctx.error("range [" + std::to_string(start) + ", +" +
                      std::to_string(size) + ") of axis " +
                      std::to_string(axis) + " is outside " +

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 namespace folio::exec {
@@ -36,9 +37,14 @@ struct MulOp {
 };
 struct DivOp {
   template <typename T> T operator()(T a, T b) const {
-    if constexpr (std::is_integral<T>::value)
-      return b == T(0) ? T(0) : a / b; // defined instead of a trap
-    else
+    if constexpr (std::is_integral<T>::value) {
+      // Defined instead of a trap: x / 0 is 0, MIN / -1 wraps to MIN.
+      if (b == T(0))
+        return T(0);
+      if (b == T(-1))
+        return a == std::numeric_limits<T>::min() ? a : T(-a);
+      return a / b;
+    } else
       return a / b;
   }
 };
@@ -53,7 +59,13 @@ struct PowOp {
         return a * a * a;
       return std::pow(a, b);
     } else {
-      return T(std::pow(double(a), double(b)));
+      // Saturating: a plan may hold any exponent.
+      double r = std::pow(double(a), double(b));
+      if (!(r > double(std::numeric_limits<T>::min())))
+        return std::numeric_limits<T>::min();
+      if (r >= double(std::numeric_limits<T>::max()))
+        return std::numeric_limits<T>::max();
+      return T(r);
     }
   }
 };
@@ -489,10 +501,12 @@ Status runPointwiseChain(FusedContext &ctx, int32_t first, int32_t end,
   const Shape shape = main->shape;
   int64_t n = main->numel(), row = shape.back();
   enum class Mode { Full, Scalar, Row };
+  // An operand of the chain's shape, a scalar or a row vector, none of
+  // which raises the rank past the chain's.
   auto modeOf = [&](const Tensor &t, Mode &m) {
     if (t.shape == shape)
       return m = Mode::Full, true;
-    if (t.numel() == 1)
+    if (t.numel() == 1 && t.rank() <= int64_t(shape.size()))
       return m = Mode::Scalar, true;
     bool leadingOnes = true;
     for (size_t d = 0; d + 1 < t.shape.size(); ++d)
@@ -523,18 +537,27 @@ Status runPointwiseChain(FusedContext &ctx, int32_t first, int32_t end,
       op.binary = binaryRowFor(kind);
     else
       op.unary = unaryRowFor(kind);
+    // Every step must produce the chain's shape: at least one operand of
+    // that shape (a chain value or an outside tensor), the other one of it,
+    // a scalar or a row vector. A unary step takes only the shape itself.
+    bool full = false;
     for (size_t k = 0; k < s.operands.size(); ++k) {
       int32_t at = indexOf(s.operands[k]);
       if (at >= 0 && at < i - first) {
         op.in[k].chainIndex = at;
+        full = true;
         continue;
       }
       const Tensor &t = ctx.values[size_t(s.operands[k])];
       if (!modeOf(t, op.in[k].mode))
         return Status::ok();
+      full |= op.in[k].mode == Mode::Full;
       anyRow |= op.in[k].mode == Mode::Row;
       op.in[k].data = t.as<float>();
     }
+    if (!full ||
+        (op.unary && op.in[0].chainIndex < 0 && op.in[0].mode != Mode::Full))
+      return Status::ok();
     ops.push_back(op);
   }
   // Materialise what is read later; the rest lives in per-chunk scratch.

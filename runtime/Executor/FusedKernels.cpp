@@ -31,10 +31,11 @@ bool matchesAddNorm(const plan::Plan &p, const plan::Kernel &k) {
   const plan::Step &norm = stepAt(p, k.firstStep + 1);
   bool rms = norm.kind == "rms_norm";
   return add.kind == "binary" && add.getString("kind", "") == "add" &&
-         add.operands.size() == 2 && add.results.size() == 1 &&
+         add.operands.size() == 2 && add.operands[0] >= 0 &&
+         add.operands[1] >= 0 && add.results.size() == 1 &&
          (rms || norm.kind == "layer_norm") && !norm.operands.empty() &&
          norm.operands[0] == add.results[0] && norm.operands.size() >= 2 &&
-         norm.results.size() == 1;
+         norm.operands[1] >= 0 && norm.results.size() == 1;
 }
 
 Status runAddNorm(FusedContext &ctx) {

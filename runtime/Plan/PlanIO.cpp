@@ -382,7 +382,16 @@ Status validatePlan(const Plan &plan) {
         return Status::invalidArgument("plan: step '" + s.kind +
                                        "' has a result out of range");
   }
-  // Kernels cover the steps in order, each step once.
+  // Kernels cover the steps in order, each step once; releases name only
+  // values a forward makes (a released constant would be gone for good).
+  std::vector<bool> lasting(size_t(n), false);
+  for (const Constant &c : plan.constants)
+    lasting[size_t(c.value)] = true;
+  for (int32_t o : plan.outputs)
+    lasting[size_t(o)] = true;
+  for (int64_t id = 0; id < n; ++id)
+    if (plan.values[size_t(id)].kind == ValueInfo::Kind::KVCache)
+      lasting[size_t(id)] = true;
   int64_t next = 0;
   for (size_t i = 0; i < plan.kernels.size(); ++i) {
     const Kernel &k = plan.kernels[i];
@@ -400,6 +409,11 @@ Status validatePlan(const Plan &plan) {
         if (id < 0 || id >= n)
           return Status::invalidArgument(where + " names a value out of "
                                                  "range");
+    for (int32_t id : k.releases)
+      if (lasting[size_t(id)])
+        return Status::invalidArgument(
+            where + " releases value " + std::to_string(id) +
+            ", a constant, output or KV cache that must live on");
   }
   if (next != int64_t(plan.steps.size()))
     return Status::invalidArgument(

@@ -112,3 +112,46 @@ func.func @apart(%x: tensor<?x8xf32>, %res: tensor<?x8xf32>) -> tensor<?x2x4xf32
   %v = folio.reshape %s : tensor<?x8xf32> to tensor<?x2x4xf32>
   return %v : tensor<?x2x4xf32>
 }
+
+// -----
+
+// Tests that a group whose write reads a value made after its first op is
+// placed after its last op (the key's view between them is cloned in and
+// is no output), and that a cache read between the rotary and the write
+// keeps them apart.
+
+// CHECK-LABEL: func @after_last
+// CHECK: folio.kernel "rotary"
+// CHECK: %[[V:.*]] = folio.kernel "linear"
+// CHECK: folio.kernel "rotary_kv_write"(%arg0, %arg1, %arg2, %[[V]], %arg3) : (tensor<?x2x8xf32>, tensor<?xi64>, !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>, tensor<?x16xf32>, tensor<?xi64>) -> ()
+func.func @after_last(%k0: tensor<?x2x8xf32>, %pos: tensor<?xi64>,
+                      %cache: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>,
+                      %slots: tensor<?xi64>, %x: tensor<?x16xf32>, %q0: tensor<?x2x8xf32>) -> tensor<?x2x8xf32> {
+  %w = arith.constant dense<0.1> : tensor<16x16xf32>
+  %q = folio.rotary %q0, %pos {rotary_dim = 8 : i64} : (tensor<?x2x8xf32>, tensor<?xi64>) -> tensor<?x2x8xf32>
+  %kf = folio.reshape %k0 : tensor<?x2x8xf32> to tensor<?x16xf32>
+  %k1 = folio.reshape %kf : tensor<?x16xf32> to tensor<?x2x8xf32>
+  %k = folio.rotary %k1, %pos {rotary_dim = 8 : i64} : (tensor<?x2x8xf32>, tensor<?xi64>) -> tensor<?x2x8xf32>
+  %v = folio.linear %x, %w : (tensor<?x16xf32>, tensor<16x16xf32>) -> tensor<?x16xf32>
+  %v1 = folio.reshape %v : tensor<?x16xf32> to tensor<?x2x8xf32>
+  %k2 = folio.reshape %k : tensor<?x2x8xf32> to tensor<?x16xf32>
+  %k3 = folio.reshape %k2 : tensor<?x16xf32> to tensor<?x2x8xf32>
+  folio.kv_write %cache, %k3, %v1, %slots : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi64>
+  return %q : tensor<?x2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @cache_read_between
+// CHECK: folio.kernel "rotary"
+// CHECK: folio.kernel "paged_attention"
+// CHECK: folio.kernel "kv_write"
+func.func @cache_read_between(%k0: tensor<?x2x8xf32>, %pos: tensor<?xi64>,
+                              %cache: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>,
+                              %slots: tensor<?xi64>, %tables: tensor<?x?xi32>,
+                              %lens: tensor<?xi32>, %starts: tensor<?xi32>) -> tensor<?x2x8xf32> {
+  %k = folio.rotary %k0, %pos {rotary_dim = 8 : i64} : (tensor<?x2x8xf32>, tensor<?xi64>) -> tensor<?x2x8xf32>
+  %a = folio.paged_attention %k0, %cache, %tables, %lens, %starts {scale = 0.35 : f64} : (tensor<?x2x8xf32>, !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x8xf32>
+  folio.kv_write %cache, %k, %k0, %slots : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi64>
+  return %a : tensor<?x2x8xf32>
+}

@@ -59,3 +59,18 @@ func.func @shared_linear(%h: tensor<?x8xf32>, %idx: tensor<?xi32>) -> (tensor<?x
   %out = folio.gather_rows %l[%idx] : (tensor<?x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>
   return %out, %l : tensor<?x16xf32>, tensor<?x16xf32>
 }
+
+// -----
+
+// Tests that a gather whose type the rebuilt rows would not have (static
+// rows) is left alone rather than rewritten.
+
+// CHECK-LABEL: func @static_rows
+// CHECK: folio.linear %arg0
+// CHECK-NEXT: folio.gather_rows
+func.func @static_rows(%h: tensor<8x8xf32>, %idx: tensor<4xi32>) -> tensor<4x16xf32> {
+  %w = arith.constant dense<0.5> : tensor<8x16xf32>
+  %l = folio.linear %h, %w : (tensor<8x8xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %out = folio.gather_rows %l[%idx] : (tensor<8x16xf32>, tensor<4xi32>) -> tensor<4x16xf32>
+  return %out : tensor<4x16xf32>
+}

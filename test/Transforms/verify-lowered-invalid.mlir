@@ -52,3 +52,13 @@ func.func @attention_left(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>) -> t
   %a = folio.attention %q, %k, %k {scale = 0.35 : f64} : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
   return %a : tensor<1x2x?x8xf32>
 }
+
+// -----
+
+// Tests that folio ops no plan can run yet are refused at compile time.
+
+func.func @quantize_left(%x: tensor<4x8xf32>, %s: tensor<4x1xf32>) -> tensor<4x8xi8> {
+  // expected-error @+1 {{'folio.quantize' has no kernel in plans yet}}
+  %q = folio.quantize %x, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xi8>
+  return %q : tensor<4x8xi8>
+}

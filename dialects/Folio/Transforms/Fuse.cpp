@@ -150,9 +150,11 @@ private:
       if (!isa<RMSNormOp, LayerNormOp>(op) || taken(op))
         continue;
       auto add = op->getOperand(0).getDefiningOp<BinaryOp>();
+      // Two computed values of one shape (a residual, no broadcast).
       if (!add || taken(add) || add.getKind() != BinaryKind::add ||
           isConstant(add.getLhs()) || isConstant(add.getRhs()) ||
-          add.getType() != op->getOperand(0).getType())
+          add.getLhs().getType() != add.getRhs().getType() ||
+          add.getLhs().getType() != add.getType())
         continue;
       Group &g =
           newGroup(isa<RMSNormOp>(op) ? "add_rms_norm" : "add_layer_norm");
@@ -170,6 +172,15 @@ private:
       SmallVector<Operation *> users;
       usersThroughViews(rotary->getResult(0), users);
       if (users.size() != 1)
+        continue;
+      // The write moves to the rotary (or the rotary to the write): nothing
+      // between them may touch the cache.
+      Value cache = write.getCache();
+      bool touched = llvm::any_of(cache.getUsers(), [&](Operation *u) {
+        return u != write && u->getBlock() == write->getBlock() &&
+               rotary->isBeforeInBlock(u) && u->isBeforeInBlock(write);
+      });
+      if (touched)
         continue;
       Group &g = newGroup("rotary_kv_write");
       take(g, rotary);
@@ -255,13 +266,18 @@ private:
     for (Operation *op : g.ops)
       for (Value v : op->getOperands())
         addInput(v);
-    // Outputs: results used outside the group (views count as outside:
-    // their readers are other kernels).
+    // A use stays inside when it is a member, or a view read only from
+    // inside (it is cloned in); outputs are results used anywhere else.
+    std::function<bool(Operation *)> inside = [&](Operation *u) {
+      if (members.contains(u))
+        return true;
+      return isView(u) && !u->use_empty() &&
+             llvm::all_of(u->getUsers(), inside);
+    };
     SmallVector<Value> outputs;
     for (Operation *op : g.ops)
       for (Value r : op->getResults())
-        if (llvm::any_of(r.getUsers(),
-                         [&](Operation *u) { return !members.contains(u); }))
+        if (!llvm::all_of(r.getUsers(), inside))
           outputs.push_back(r);
 
     // Place the kernel where every input exists and before every external
@@ -274,8 +290,7 @@ private:
     };
     auto usedAfter = [&](Value r, Operation *at) {
       return llvm::all_of(r.getUsers(), [&](Operation *u) {
-        return members.contains(u) || at->isBeforeInBlock(u) ||
-               u->getBlock() != block;
+        return inside(u) || at->isBeforeInBlock(u) || u->getBlock() != block;
       });
     };
     Operation *at = nullptr;
@@ -283,10 +298,21 @@ private:
       at = first;
     else if (llvm::all_of(outputs, [&](Value r) { return usedAfter(r, last); }))
       at = last;
-    if (!at)
-      return func.emitError() << "folio-fuse: kernel '" << g.name
-                              << "' has no place where its inputs exist and "
-                                 "its results are not yet used";
+    if (!at) {
+      // No single place fits the group: its ops become kernels of their
+      // own (each has one: where the op is).
+      if (g.ops.size() == 1)
+        return func.emitError()
+               << "folio-fuse: no place for kernel '" << g.name << "'";
+      for (Operation *op : g.ops) {
+        Group alone{op->getName().stripDialect().str(), {op}};
+        if (isPointwise(op))
+          alone.name = "elementwise";
+        if (failed(build(alone)))
+          return failure();
+      }
+      return success();
+    }
 
     OpBuilder b(at);
     if (at == last)

@@ -100,8 +100,7 @@ struct SinkGatherRows : OpRewritePattern<GatherRowsOp> {
     if (rowOps.empty())
       return failure();
     auto source = cast<RankedTensorType>(v.getType());
-    int64_t width = source.getShape().back();
-    if (source.getRank() < 1 || ShapedType::isDynamic(width))
+    if (source.getRank() < 1 || ShapedType::isDynamic(source.getShape().back()))
       return failure();
 
     int64_t dyn = ShapedType::kDynamic;
@@ -110,6 +109,10 @@ struct SinkGatherRows : OpRewritePattern<GatherRowsOp> {
       return RankedTensorType::get({dyn, t.getShape().back()},
                                    t.getElementType());
     };
+    // The rebuilt chain ends in [?, last dim of the outermost op]: only a
+    // gather of that type can be replaced (checked before building).
+    if (rowsOf(rowOps.front()->getResult(0)) != gather.getType())
+      return failure();
     Location loc = gather.getLoc();
     Value rows = v;
     if (rows.getType() != rowsOf(v))
@@ -126,8 +129,6 @@ struct SinkGatherRows : OpRewritePattern<GatherRowsOp> {
       copy->getResult(0).setType(rowsOf(op->getResult(0)));
       result = copy->getResult(0);
     }
-    if (result.getType() != gather.getType())
-      return rewriter.notifyMatchFailure(gather, "unexpected row type");
     rewriter.replaceOp(gather, result);
     return success();
   }

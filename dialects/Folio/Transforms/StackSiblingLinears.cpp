@@ -86,8 +86,9 @@ struct StackSiblingLinearsPass
           StackSiblingLinearsPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    // Same input, layout, weight type, in-features and bias presence.
-    using Key = std::tuple<Value, unsigned, Type, int64_t, unsigned>;
+    // Same input, layout, weight type, in-features and bias element type
+    // (null when there is none).
+    using Key = std::tuple<Value, unsigned, Type, int64_t, Type>;
     llvm::MapVector<Key, SmallVector<LinearOp>> groups;
     func.walk([&](LinearOp op) {
       auto w = cast<RankedTensorType>(op.getWeight().getType());
@@ -97,8 +98,12 @@ struct StackSiblingLinearsPass
         return;
       bool inOut = op.getWeightLayout() == WeightLayout::in_out;
       int64_t k = inOut ? w.getDimSize(0) : w.getDimSize(1);
-      groups[{op.getInput(), unsigned(op.getWeightLayout()), w.getElementType(),
-              k, unsigned(bool(op.getBias()))}]
+      Type biasType =
+          op.getBias()
+              ? cast<RankedTensorType>(op.getBias().getType()).getElementType()
+              : Type();
+      groups[Key{op.getInput(), unsigned(op.getWeightLayout()),
+                 w.getElementType(), k, biasType}]
           .push_back(op);
     });
     unsigned counter = 0;

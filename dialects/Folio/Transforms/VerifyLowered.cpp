@@ -44,6 +44,10 @@ LogicalResult verifyOp(Operation *op) {
     return op->emitError()
            << "folio.attention is left after page-kv; the serving entry "
               "reads the KV cache through folio.paged_attention";
+  if (isa<QuantizeOp, DequantizeOp, SpecVerifyOp>(op))
+    return op->emitError() << "'" << op->getName()
+                           << "' has no kernel in plans yet; the serving "
+                              "entry cannot use it";
   if (isa<FolioDialect>(op->getDialect()) || isa<func::FuncOp>(op) ||
       isa<func::ReturnOp>(op))
     return success();

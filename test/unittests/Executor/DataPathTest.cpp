@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -97,10 +98,15 @@ template <typename T> T refOp(const std::string &op, T a, T b) {
   if (op == "Mul")
     return a * b;
   if (op == "Div") {
-    if constexpr (std::is_integral<T>::value)
-      return b == 0 ? T(0) : a / b;
-    else
+    if constexpr (std::is_integral<T>::value) {
+      if (b == 0)
+        return T(0);
+      if (b == -1) // MIN / -1 wraps to MIN instead of trapping
+        return a == std::numeric_limits<T>::min() ? a : T(-a);
       return a / b;
+    } else {
+      return a / b;
+    }
   }
   if constexpr (std::is_same<T, float>::value) {
     if (b == 2.0f)
@@ -109,7 +115,13 @@ template <typename T> T refOp(const std::string &op, T a, T b) {
       return a * a * a;
     return std::pow(a, b);
   } else {
-    return T(std::pow(double(a), double(b)));
+    // Saturating, as the kernel defines it for any exponent in a plan.
+    double r = std::pow(double(a), double(b));
+    if (!(r > double(std::numeric_limits<T>::min())))
+      return std::numeric_limits<T>::min();
+    if (r >= double(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
+    return T(r);
   }
 }
 

@@ -153,6 +153,15 @@ TEST(PlanIO, RejectsUnknownKindsAndUncoveredSteps) {
                                   "cover the steps after the previous kernel");
   p.kernels[0].numSteps = 1;
   EXPECT_TRUE(plan::parsePlan(plan::serializePlan(p)));
+  // Releasing the output (or a constant) would leave later forwards
+  // without it.
+  p.outputs = {0};
+  p.kernels[0].releases = {0};
+  r = plan::parsePlan(plan::serializePlan(p));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "plan: kernel 0 ('elementwise') releases value 0, a constant, "
+            "output or KV cache that must live on");
 }
 
 // Tests that buffer sizes are expressions of the step's counts.
