@@ -50,6 +50,40 @@ std::string ONNXShapeInference::describe(AffineExpr expr) const {
 
 const ONNXValueFacts *ONNXShapeInference::lookup(Value value) const {
   auto it = facts.find(value);
+  if (it != facts.end())
+    return it->second.get();
+  if (!lazy)
+    return nullptr;
+  return const_cast<ONNXShapeInference *>(this)->inferLazily(value, 0);
+}
+
+const ONNXValueFacts *ONNXShapeInference::inferLazily(Value value,
+                                                      unsigned depth) {
+  // New values sit on values run() saw; a long chain of new ones is not
+  // worth a deep recursion.
+  Operation *def = value.getDefiningOp();
+  if (!def || depth > 32 || isa<ONNXNodeOp>(def))
+    return nullptr;
+  if (auto constant = dyn_cast<arith::ConstantOp>(def)) {
+    if (auto attr = dyn_cast<ElementsAttr>(constant.getValue()))
+      setFacts(value, factsForConstant(attr));
+  } else {
+    for (Value operand : def->getOperands())
+      if (!facts.count(operand))
+        inferLazily(operand, depth + 1);
+    if (std::optional<ONNXValueFacts> inferred = inferNonONNXOp(def, *this)) {
+      // Simplified as run() does, so equal dims compare equal.
+      if (inferred->dims)
+        for (AffineExpr &expr : *inferred->dims)
+          if (expr)
+            expr = simplifyAffineExpr(expr, 0, symbolNames.size());
+      setFacts(def->getResult(0), std::move(*inferred));
+    }
+    for (Value result : def->getResults())
+      if (!facts.count(result))
+        setFacts(result, factsForType(result.getType()));
+  }
+  auto it = facts.find(value);
   return it == facts.end() ? nullptr : it->second.get();
 }
 

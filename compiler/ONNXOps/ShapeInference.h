@@ -38,8 +38,19 @@ public:
   /// "batch_size * sequence_length + 1": an expression with symbol names.
   std::string describe(AffineExpr expr) const;
 
+  /// The value's facts. In lazy mode (setLazy), a result of a non-ONNX op
+  /// created after run() (a folio op a raise pass made) gets its facts
+  /// inferred now from its operands', so facts kept across passes stay
+  /// complete.
   const ONNXValueFacts *lookup(Value value) const;
   void setFacts(Value value, ONNXValueFacts facts);
+  /// Drops the facts of a value about to disappear (an erased op's result):
+  /// a later value may reuse its storage, and so its key.
+  void forget(Value value) { facts.erase(value); }
+  /// Whether facts are stored for `value` (no lazy inference; the value
+  /// need not be alive).
+  bool hasFactsFor(Value value) const { return facts.count(value); }
+  void setLazy(bool on) { lazy = on; }
 
   /// Facts of a constant: small integer or float tensors get their values.
   ONNXValueFacts factsForConstant(ElementsAttr value) const;
@@ -58,11 +69,15 @@ public:
   LogicalResult run(func::FuncOp func);
 
 private:
+  const ONNXValueFacts *inferLazily(Value value, unsigned depth);
+
   MLIRContext *context;
+  bool lazy = false;
   llvm::StringMap<unsigned> symbolIndex;
   std::vector<std::string> symbolNames;
   /// Boxed so that pointers handed to handlers survive later insertions.
-  llvm::DenseMap<Value, std::unique_ptr<ONNXValueFacts>> facts;
+  /// Mutable: lazy lookups memoise.
+  mutable llvm::DenseMap<Value, std::unique_ptr<ONNXValueFacts>> facts;
 };
 
 /// Facts for the result of a folio op (other than onnx_node) or of the

@@ -1,5 +1,6 @@
 //===- RaiseLinear.cpp - Projections, embeddings and gated MLPs -----------===//
 
+#include "compiler/ONNXOps/ShapeAnalysis.h"
 #include "compiler/Raise/Passes.h"
 
 #include "compiler/ONNXOps/DeadOps.h"
@@ -142,7 +143,14 @@ struct RaiseLinearPass
     func.walk([&](LinearOp op) { downs.push_back(op); });
     for (LinearOp down : downs)
       raiseGatedMLP(b, down);
-    eraseDeadOps(func);
+    // Facts of the values made here are inferred on demand; those of the
+    // ops erased here must go.
+    if (auto shapes = getCachedAnalysis<ONNXShapeAnalysis>()) {
+      eraseDeadOps(func, &shapes->get().get());
+      markAnalysesPreserved<ONNXShapeAnalysis>();
+    } else {
+      eraseDeadOps(func);
+    }
   }
 
   /// x @ W (+ bias) with a constant [K, N] weight.

@@ -1,5 +1,6 @@
 //===- RaiseNorms.cpp - RMSNorm and LayerNorm subgraphs to folio ops ------===//
 
+#include "compiler/ONNXOps/ShapeAnalysis.h"
 #include "compiler/Raise/Passes.h"
 
 #include "compiler/ONNXOps/DeadOps.h"
@@ -152,7 +153,14 @@ struct RaiseNormsPass
       else if (op == "SkipSimplifiedLayerNormalization")
         raiseSkipRMSNorm(b, node);
     }
-    eraseDeadOps(func);
+    // Facts of the values made here are inferred on demand; those of the
+    // ops erased here must go.
+    if (auto shapes = getCachedAnalysis<ONNXShapeAnalysis>()) {
+      eraseDeadOps(func, &shapes->get().get());
+      markAnalysesPreserved<ONNXShapeAnalysis>();
+    } else {
+      eraseDeadOps(func);
+    }
   }
 
   /// Checks a fused norm's axis attribute names the last axis.

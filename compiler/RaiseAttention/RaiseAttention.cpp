@@ -1,6 +1,7 @@
 //===- RaiseAttention.cpp - Attention subgraphs to folio.attention --------===//
 
 #include "compiler/ONNXOps/DeadOps.h"
+#include "compiler/ONNXOps/ShapeAnalysis.h"
 #include "compiler/RaiseAttention/AttentionRaise.h"
 #include "compiler/RaiseAttention/Passes.h"
 
@@ -206,9 +207,10 @@ struct RaiseAttentionPass
     : mlir::folio::impl::FolioRaiseAttentionPassBase<RaiseAttentionPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    ONNXShapeInference inference(&getContext());
-    if (failed(inference.run(func)))
+    auto &shapes = getAnalysis<ONNXShapeAnalysis>();
+    if (!shapes.succeeded())
       return signalPassFailure();
+    ONNXShapeInference &inference = shapes.get();
     OpBuilder builder(&getContext());
     ONNXNodeBuilder nodes(builder, inference, getDefaultOpset(func));
     MaskAnalysis masks(func, inference);
@@ -247,7 +249,8 @@ struct RaiseAttentionPass
         proven = std::min(proven, previous.getInt());
       func->setAttr(kMaxContextAttrName, builder.getI64IntegerAttr(proven));
     }
-    eraseDeadOps(func);
+    eraseDeadOps(func, &inference);
+    markAnalysesPreserved<ONNXShapeAnalysis>();
   }
 
   LogicalResult raiseDecomposed(AttentionContext &ctx, ONNXNodeOp softmax);

@@ -1,6 +1,7 @@
 //===- RaiseRotary.cpp - Rotary embeddings to folio.rotary ----------------===//
 
 #include "compiler/ONNXOps/DeadOps.h"
+#include "compiler/ONNXOps/ShapeAnalysis.h"
 #include "compiler/RaiseAttention/Passes.h"
 #include "compiler/RaiseAttention/RaiseUtils.h"
 #include "compiler/RaiseAttention/RotaryBuild.h"
@@ -29,9 +30,10 @@ struct RaiseRotaryPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    ONNXShapeInference inference(&getContext());
-    if (failed(inference.run(func)))
+    auto &shapes = getAnalysis<ONNXShapeAnalysis>();
+    if (!shapes.succeeded())
       return signalPassFailure();
+    ONNXShapeInference &inference = shapes.get();
     if (tablePositions < 2) {
       func.emitError() << "folio-raise-rotary: table-positions must be at "
                           "least 2, got "
@@ -56,7 +58,8 @@ struct RaiseRotaryPass
     }
     if (failed)
       return signalPassFailure();
-    eraseDeadOps(func);
+    eraseDeadOps(func, &inference);
+    markAnalysesPreserved<ONNXShapeAnalysis>();
   }
 
   LogicalResult raiseDecomposed(func::FuncOp func, ONNXNodeOp add,

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/ONNXOps/Lowering.h"
+#include "compiler/ONNXOps/ShapeAnalysis.h"
 #include "compiler/ONNXOps/ShapeInference.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Folio/IR/FolioOps.h"
@@ -149,9 +150,10 @@ struct LowerONNXPass
     : mlir::folio::impl::FolioLowerONNXPassBase<LowerONNXPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    ONNXShapeInference inference(&getContext());
-    if (failed(inference.run(func)))
+    auto &shapes = getAnalysis<ONNXShapeAnalysis>();
+    if (!shapes.succeeded())
       return signalPassFailure();
+    ONNXShapeInference &inference = shapes.get();
 
     // 1. Refined types. Returned values keep the signature's types; the
     // views get theirs from their patterns.

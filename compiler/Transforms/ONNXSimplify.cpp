@@ -2,6 +2,7 @@
 
 #include "compiler/ONNXOps/DeadOps.h"
 #include "compiler/ONNXOps/Match.h"
+#include "compiler/ONNXOps/ShapeAnalysis.h"
 #include "compiler/ONNXOps/ShapeInference.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Folio/IR/FolioOps.h"
@@ -116,9 +117,10 @@ struct ONNXSimplifyPass
     : mlir::folio::impl::FolioONNXSimplifyPassBase<ONNXSimplifyPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    ONNXShapeInference inference(&getContext());
-    if (failed(inference.run(func)))
+    auto &shapes = getAnalysis<ONNXShapeAnalysis>();
+    if (!shapes.succeeded())
       return signalPassFailure();
+    ONNXShapeInference &inference = shapes.get();
 
     OpBuilder builder(&getContext());
     SmallVector<ONNXNodeOp> nodes;
@@ -183,7 +185,8 @@ struct ONNXSimplifyPass
             result.setType(facts->getType());
     }
 
-    eraseDeadOps(func);
+    eraseDeadOps(func, &inference);
+    markAnalysesPreserved<ONNXShapeAnalysis>();
   }
 };
 

@@ -344,7 +344,30 @@ private:
     for (auto [r, k] : llvm::zip(outputs, kernel.getResults()))
       r.replaceUsesWithIf(
           k, [&](OpOperand &use) { return !members.contains(use.getOwner()); });
-    for (Operation *op : llvm::reverse(g.ops))
+    // Views of the group's results read only from inside were cloned in:
+    // the originals go with the group's ops, readers before what they read
+    // (reverse program order).
+    SmallVector<Operation *> deadViews;
+    llvm::SmallPtrSet<Operation *, 8> seen;
+    std::function<void(Operation *)> collect = [&](Operation *view) {
+      if (!seen.insert(view).second)
+        return;
+      for (Operation *user : view->getUsers())
+        if (isView(user))
+          collect(user);
+      deadViews.push_back(view);
+    };
+    for (Operation *op : g.ops)
+      for (Value r : op->getResults())
+        for (Operation *user : r.getUsers())
+          if (!members.contains(user) && isView(user) && inside(user))
+            collect(user);
+    SmallVector<Operation *> dead = deadViews;
+    dead.append(g.ops.begin(), g.ops.end());
+    llvm::sort(dead, [](Operation *a, Operation *c) {
+      return a->isBeforeInBlock(c);
+    });
+    for (Operation *op : llvm::reverse(dead))
       op->erase();
     return success();
   }
