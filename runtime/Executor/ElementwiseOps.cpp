@@ -277,45 +277,8 @@ struct MinOp {
 /// at load (prepare), so run never sees it.
 using RunFnPtr = Status (*)(StepContext &);
 
-RunFnPtr binaryFor(const std::string &kind) {
-  if (kind == "add")
-    return runBinary<AddOp>;
-  if (kind == "sub")
-    return runBinary<SubOp>;
-  if (kind == "mul")
-    return runBinary<MulOp>;
-  if (kind == "div")
-    return runBinary<DivOp>;
-  if (kind == "pow")
-    return runBinary<PowOp>;
-  if (kind == "max")
-    return runBinary<MaxOp>;
-  if (kind == "min")
-    return runBinary<MinOp>;
-  return nullptr;
-}
-
-RunFnPtr unaryFor(const std::string &kind) {
-  if (kind == "tanh")
-    return runUnary<tanhF>;
-  if (kind == "erf")
-    return runUnary<erfF>;
-  if (kind == "sqrt")
-    return runUnary<sqrtF>;
-  if (kind == "exp")
-    return runUnary<expF>;
-  if (kind == "neg")
-    return runUnary<negF>;
-  if (kind == "sigmoid")
-    return runUnary<sigmoidF>;
-  if (kind == "relu")
-    return runUnary<reluF>;
-  if (kind == "abs")
-    return runUnary<absF>;
-  if (kind == "reciprocal")
-    return runUnary<reciprocalF>;
-  return nullptr;
-}
+RunFnPtr binaryFor(const std::string &kind);
+RunFnPtr unaryFor(const std::string &kind);
 
 struct KindState : StepState {
   RunFnPtr run = nullptr;
@@ -403,44 +366,64 @@ void unaryRow(const float *x, float *o, int64_t n) {
     o[i] = Fn(x[i]);
 }
 
-BinaryRowFn binaryRowFor(const std::string &kind) {
-  if (kind == "add")
-    return binaryRow<AddOp>;
-  if (kind == "sub")
-    return binaryRow<SubOp>;
-  if (kind == "mul")
-    return binaryRow<MulOp>;
-  if (kind == "div")
-    return binaryRow<DivOp>;
-  if (kind == "pow")
-    return binaryRow<PowOp>;
-  if (kind == "max")
-    return binaryRow<MaxOp>;
-  if (kind == "min")
-    return binaryRow<MinOp>;
+/// One row per kind: the step kernel and the fused chain's row loop, so
+/// the two paths cannot disagree on what a spelling means.
+struct BinaryKindEntry {
+  const char *name;
+  RunFnPtr run;
+  BinaryRowFn row;
+};
+struct UnaryKindEntry {
+  const char *name;
+  RunFnPtr run;
+  UnaryRowFn row;
+};
+
+const BinaryKindEntry kBinaryKinds[] = {
+    {"add", runBinary<AddOp>, binaryRow<AddOp>},
+    {"sub", runBinary<SubOp>, binaryRow<SubOp>},
+    {"mul", runBinary<MulOp>, binaryRow<MulOp>},
+    {"div", runBinary<DivOp>, binaryRow<DivOp>},
+    {"pow", runBinary<PowOp>, binaryRow<PowOp>},
+    {"max", runBinary<MaxOp>, binaryRow<MaxOp>},
+    {"min", runBinary<MinOp>, binaryRow<MinOp>},
+};
+
+const UnaryKindEntry kUnaryKinds[] = {
+    {"tanh", runUnary<tanhF>, unaryRow<tanhF>},
+    {"erf", runUnary<erfF>, unaryRow<erfF>},
+    {"sqrt", runUnary<sqrtF>, unaryRow<sqrtF>},
+    {"exp", runUnary<expF>, unaryRow<expF>},
+    {"neg", runUnary<negF>, unaryRow<negF>},
+    {"sigmoid", runUnary<sigmoidF>, unaryRow<sigmoidF>},
+    {"relu", runUnary<reluF>, unaryRow<reluF>},
+    {"abs", runUnary<absF>, unaryRow<absF>},
+    {"reciprocal", runUnary<reciprocalF>, unaryRow<reciprocalF>},
+};
+
+template <typename Entry, size_t N>
+const Entry *findKind(const Entry (&table)[N], const std::string &kind) {
+  for (const Entry &e : table)
+    if (kind == e.name)
+      return &e;
   return nullptr;
 }
 
+RunFnPtr binaryFor(const std::string &kind) {
+  const BinaryKindEntry *e = findKind(kBinaryKinds, kind);
+  return e ? e->run : nullptr;
+}
+RunFnPtr unaryFor(const std::string &kind) {
+  const UnaryKindEntry *e = findKind(kUnaryKinds, kind);
+  return e ? e->run : nullptr;
+}
+BinaryRowFn binaryRowFor(const std::string &kind) {
+  const BinaryKindEntry *e = findKind(kBinaryKinds, kind);
+  return e ? e->row : nullptr;
+}
 UnaryRowFn unaryRowFor(const std::string &kind) {
-  if (kind == "tanh")
-    return unaryRow<tanhF>;
-  if (kind == "erf")
-    return unaryRow<erfF>;
-  if (kind == "sqrt")
-    return unaryRow<sqrtF>;
-  if (kind == "exp")
-    return unaryRow<expF>;
-  if (kind == "neg")
-    return unaryRow<negF>;
-  if (kind == "sigmoid")
-    return unaryRow<sigmoidF>;
-  if (kind == "relu")
-    return unaryRow<reluF>;
-  if (kind == "abs")
-    return unaryRow<absF>;
-  if (kind == "reciprocal")
-    return unaryRow<reciprocalF>;
-  return nullptr;
+  const UnaryKindEntry *e = findKind(kUnaryKinds, kind);
+  return e ? e->row : nullptr;
 }
 
 } // namespace

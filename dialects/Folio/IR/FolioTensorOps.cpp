@@ -56,6 +56,18 @@ int64_t staticProduct(RankedTensorType t) {
   return n;
 }
 
+/// Checks that `out`'s static dims equal `in`'s (same rank assumed).
+LogicalResult checkSameDims(Operation *op, RankedTensorType in,
+                            RankedTensorType out) {
+  for (int64_t i = 0, e = in.getRank(); i < e; ++i) {
+    int64_t x = in.getDimSize(i), y = out.getDimSize(i);
+    if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y)
+      return op->emitOpError() << "result dim " << i << " (" << y
+                               << ") differs from the input's (" << x << ")";
+  }
+  return success();
+}
+
 } // namespace
 
 namespace mlir::folio {
@@ -145,13 +157,7 @@ LogicalResult UnaryOp::verify() {
     return emitOpError() << "result type " << out
                          << " must have the input's element type and rank ("
                          << in << ")";
-  for (int64_t i = 0, e = in.getRank(); i < e; ++i) {
-    int64_t x = in.getDimSize(i), y = out.getDimSize(i);
-    if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y)
-      return emitOpError() << "result dim " << i << " (" << y
-                           << ") differs from the input's (" << x << ")";
-  }
-  return success();
+  return checkSameDims(*this, in, out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -178,13 +184,7 @@ LogicalResult CastOp::verify() {
   if (in.getRank() != out.getRank())
     return emitOpError() << "result rank " << out.getRank()
                          << " differs from the input's " << in.getRank();
-  for (int64_t i = 0, e = in.getRank(); i < e; ++i) {
-    int64_t x = in.getDimSize(i), y = out.getDimSize(i);
-    if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y)
-      return emitOpError() << "result dim " << i << " (" << y
-                           << ") differs from the input's (" << x << ")";
-  }
-  return success();
+  return checkSameDims(*this, in, out);
 }
 
 OpFoldResult CastOp::fold(FoldAdaptor) {
