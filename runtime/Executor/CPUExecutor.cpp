@@ -78,6 +78,13 @@ public:
         return Status::invalidArgument(step.kind + " '" + step.name +
                                        "': " + std::to_string(n) +
                                        " operands is not a valid arity");
+      // The required operands (all but trailing optional ones) must be
+      // present: kernels read them without asking.
+      for (int i = 0; i < k->minOperands; ++i)
+        if (step.operands[size_t(i)] < 0)
+          return Status::invalidArgument(step.kind + " '" + step.name +
+                                         "': operand " + std::to_string(i) +
+                                         " is required but absent");
       std::unique_ptr<StepState> state;
       PrepareContext ctx{step, *plan, constants,
                          options.weights == WeightType::F32 ? cpu::DType::F32

@@ -2,6 +2,7 @@
 
 #include "runtime/Plan/PlanIO.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -349,6 +350,37 @@ Status validatePlan(const Plan &plan) {
   for (int32_t o : plan.outputs)
     if (o < 0 || o >= n)
       return Status::invalidArgument("plan: an output names no value");
+  // Values: tensor dims are sizes or -1 (run time); a KV cache has heads,
+  // a head size and a power-of-two block (the kernels divide by them).
+  int64_t configBlock = plan.configValue("block_size", 0);
+  for (int64_t id = 0; id < n; ++id) {
+    const ValueInfo &v = plan.values[size_t(id)];
+    std::string where = "plan: value " + std::to_string(id);
+    if (v.kind == ValueInfo::Kind::KVCache) {
+      if (v.kvHeads <= 0 || v.headDim <= 0)
+        return Status::invalidArgument(
+            where + " is a KV cache with " + std::to_string(v.kvHeads) +
+            " heads of " + std::to_string(v.headDim) +
+            " elements; both must be positive");
+      if (v.blockSize < 1 || v.blockSize > 256 ||
+          (v.blockSize & (v.blockSize - 1)) != 0)
+        return Status::invalidArgument(
+            where + " is a KV cache with block size " +
+            std::to_string(v.blockSize) +
+            "; it must be a power of two from 1 to 256");
+      if (configBlock != 0 && v.blockSize != configBlock)
+        return Status::invalidArgument(
+            where + " is a KV cache with block size " +
+            std::to_string(v.blockSize) + " but the plan's config says " +
+            std::to_string(configBlock));
+      continue;
+    }
+    for (int64_t d : v.dims)
+      if (d < -1)
+        return Status::invalidArgument(where + " has the dim " +
+                                       std::to_string(d) +
+                                       "; dims are sizes or -1");
+  }
   for (const Constant &c : plan.constants) {
     if (c.value < 0 || c.value >= n)
       return Status::invalidArgument("plan: a constant names no value");
@@ -356,17 +388,42 @@ Status validatePlan(const Plan &plan) {
       return Status::invalidArgument("plan: constant of value " +
                                      std::to_string(c.value) +
                                      " lies outside the blob");
+    // Writers align every constant; a moved offset reads other bytes.
+    if (c.offset % kBlobAlignment != 0)
+      return Status::invalidArgument(
+          "plan: constant of value " + std::to_string(c.value) +
+          " is at blob offset " + std::to_string(c.offset) +
+          ", not a multiple of " + std::to_string(kBlobAlignment));
     const ValueInfo &v = plan.values[size_t(c.value)];
+    if (v.kind != ValueInfo::Kind::Tensor)
+      return Status::invalidArgument("plan: constant of value " +
+                                     std::to_string(c.value) +
+                                     " is not a tensor");
     uint64_t numel = 1;
     for (int64_t d : v.dims) {
       if (d < 0)
         return Status::invalidArgument("plan: constant with a dynamic dim");
-      numel *= uint64_t(d);
+      if (__builtin_mul_overflow(numel, uint64_t(d), &numel))
+        return Status::invalidArgument("plan: constant of value " +
+                                       std::to_string(c.value) +
+                                       " has more elements than fit in 64 "
+                                       "bits");
     }
-    if (numel * elemTypeSize(v.type) != c.bytes)
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(numel, uint64_t(elemTypeSize(v.type)), &bytes) ||
+        bytes != c.bytes)
       return Status::invalidArgument("plan: constant of value " +
                                      std::to_string(c.value) +
                                      " has the wrong size");
+  }
+  // The logits' width is the vocabulary the config names.
+  int64_t vocab = plan.configValue("vocab", 0);
+  if (vocab != 0 && plan.outputs.size() == 1) {
+    const ValueInfo &logits = plan.values[size_t(plan.outputs[0])];
+    if (logits.dims.size() != 2 || logits.dims[1] != vocab)
+      return Status::invalidArgument("plan: the config's vocab " +
+                                     std::to_string(vocab) +
+                                     " is not the width of the logits output");
   }
   for (const Step &s : plan.steps) {
     if (!isOpKind(s.kind))
@@ -381,6 +438,21 @@ Status validatePlan(const Plan &plan) {
       if (id < 0 || id >= n)
         return Status::invalidArgument("plan: step '" + s.kind +
                                        "' has a result out of range");
+    // Scales, epsilons, thetas: a non-finite one is a corrupted plan.
+    for (const Attr &a : s.attrs) {
+      bool finite = true;
+      if (auto *f = std::get_if<double>(&a.value))
+        finite = std::isfinite(*f);
+      else if (auto *fs = std::get_if<std::vector<double>>(&a.value))
+        for (double x : *fs)
+          finite = finite && std::isfinite(x);
+      if (!finite)
+        return Status::invalidArgument("plan: step '" + s.kind + "' ('" +
+                                       s.name +
+                                       "') has the non-finite "
+                                       "attribute '" +
+                                       a.name + "'");
+    }
   }
   // Kernels cover the steps in order, each step once; releases name only
   // values a forward makes (a released constant would be gone for good).

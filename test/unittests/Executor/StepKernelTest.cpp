@@ -195,3 +195,25 @@ TEST(CPUExecutor, ChecksArityAndBatchArrays) {
 }
 
 } // namespace
+
+namespace {
+// Tests that a required operand given as absent (-1) is refused at load:
+// kernels read required operands without asking.
+TEST(CPUExecutor, RefusesAbsentRequiredOperands) {
+  auto p = std::make_shared<plan::Plan>();
+  p->values.push_back({});
+  plan::Step s;
+  s.kind = "binary";
+  s.name = "/model/add";
+  s.attrs = {{"kind", std::string("add")}};
+  s.operands = {0, -1};
+  s.results = {0};
+  p->steps.push_back(s);
+  p->kernels.push_back({"elementwise", 0, 1, {0}, {0}, {}});
+  auto ex = createCPUExecutor();
+  Status st = ex->load(p);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.message(),
+            "binary '/model/add': operand 1 is required but absent");
+}
+} // namespace

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -212,3 +213,91 @@ TEST(PlanIO, AttributesSurviveTheRoundTrip) {
 }
 
 } // namespace
+
+namespace {
+/// Parses `p` and returns the error message ("" when it loads).
+std::string loadError(const plan::Plan &p) {
+  auto r = plan::parsePlan(plan::serializePlan(p));
+  return r ? std::string() : r.status().message();
+}
+} // namespace
+
+// Tests that corrupted or crafted fields are refused at load, naming the
+// value, constant or step, instead of crashing a kernel or running with
+// wrong numbers.
+TEST(PlanIO, RejectsCorruptValuesConstantsAndAttributes) {
+  const plan::Plan good = compileLlama();
+  ASSERT_EQ(loadError(good), "");
+  int32_t cache = -1;
+  for (const plan::Argument &a : good.inputs)
+    if (good.values[size_t(a.value)].kind == plan::ValueInfo::Kind::KVCache)
+      cache = a.value;
+  ASSERT_GE(cache, 0);
+  std::string c = std::to_string(cache);
+  {
+    plan::Plan p = compileLlama();
+    p.values[size_t(cache)].kvHeads = 0;
+    EXPECT_EQ(loadError(p), "plan: value " + c +
+                                " is a KV cache with 0 heads "
+                                "of 8 elements; both must be positive");
+  }
+  {
+    plan::Plan p = compileLlama();
+    p.values[size_t(cache)].headDim = -4;
+    EXPECT_NE(loadError(p).find("both must be positive"), std::string::npos);
+  }
+  {
+    plan::Plan p = compileLlama();
+    p.values[size_t(cache)].blockSize = 0;
+    EXPECT_EQ(loadError(p),
+              "plan: value " + c +
+                  " is a KV cache with block "
+                  "size 0; it must be a power of two from 1 to 256");
+  }
+  {
+    plan::Plan p = compileLlama();
+    p.values[size_t(cache)].blockSize = 32;
+    EXPECT_EQ(loadError(p), "plan: value " + c +
+                                " is a KV cache with block "
+                                "size 32 but the plan's config says 16");
+  }
+  {
+    plan::Plan p = compileLlama();
+    p.values[0].dims = {-5};
+    EXPECT_EQ(loadError(p), "plan: value 0 has the dim -5; dims are sizes or "
+                            "-1");
+  }
+  {
+    plan::Plan p = compileLlama();
+    p.constants[0].offset += 1;
+    EXPECT_NE(loadError(p).find("not a multiple of 64"), std::string::npos);
+  }
+  {
+    plan::Plan p = compileLlama();
+    p.values[size_t(p.constants[0].value)].dims = {int64_t(1) << 40, int64_t(1)
+                                                                         << 40};
+    EXPECT_NE(loadError(p).find("more elements than fit in 64 bits"),
+              std::string::npos);
+  }
+  {
+    plan::Plan p = compileLlama();
+    bool changed = false;
+    for (plan::Step &s : p.steps)
+      for (plan::Attr &a : s.attrs)
+        if (!changed && std::holds_alternative<double>(a.value)) {
+          a.value = std::nan("");
+          changed = true;
+        }
+    ASSERT_TRUE(changed);
+    EXPECT_NE(loadError(p).find("has the non-finite attribute"),
+              std::string::npos);
+  }
+  {
+    plan::Plan p = compileLlama();
+    for (auto &kv : p.config)
+      if (kv.first == "vocab")
+        kv.second = 255;
+    EXPECT_EQ(loadError(p), "plan: the config's vocab 255 is not the width of "
+                            "the logits output");
+  }
+}
