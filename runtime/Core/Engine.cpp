@@ -5,6 +5,7 @@
 #include "runtime/Sampler/Sampler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 namespace folio::core {
@@ -150,6 +151,17 @@ Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
       kept.assign(size_t(prompts.size() * options.maxNewTokens * vocab_), 0.f);
     for (size_t i = 0; i < seqs.size(); ++i) {
       const float *row = logits.data() + i * size_t(vocab_);
+      // A NaN or +inf logit means the model broke for this sequence; the
+      // argmax would silently pick some token.
+      for (int64_t v = 0; v < vocab_; ++v)
+        if (std::isnan(row[v]) || row[v] == INFINITY) {
+          for (SequenceState &st : states)
+            release(st);
+          return Status::internal(
+              "prompt " + std::to_string(i + 1) + ": the model produced a " +
+              (std::isnan(row[v]) ? "NaN" : "+inf") + " logit (token " +
+              std::to_string(v) + ") at new token " + std::to_string(stepIdx));
+        }
       TokenId best = TokenId(std::max_element(row, row + vocab_) - row);
       if (!sp.isGreedy()) {
         // Keyed by the sampled token's position: a prompt's draws do not

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 
@@ -207,9 +208,13 @@ Status parse(int argc, char **argv, Options &o) {
         return s;
       char *end = nullptr;
       double rate = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || rate < 0)
-        return Status::invalidArgument("--request-rate: '" + value +
-                                       "' is not a rate >= 0");
+      // 0 sends everything at once; a rate under one request a day would
+      // only sleep.
+      if (value.empty() || *end != '\0' || !std::isfinite(rate) ||
+          !(rate == 0 || (rate >= 1e-5 && rate <= 1e9)))
+        return Status::invalidArgument(
+            "--request-rate: '" + value +
+            "' is not 0 or a rate from 1e-5 to 1e9 requests per second");
       o.workload.requestRate = rate;
     } else if (arg == "--policy") {
       if (!(s = need()))

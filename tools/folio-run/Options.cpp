@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace folio::run {
 
@@ -110,13 +111,15 @@ Expected<Options> parseOptions(int argc, char **argv) {
       value = argv[++i];
       return Status::ok();
     };
-    auto intFlag = [&](int64_t &out, int64_t min) -> Status {
+    auto intFlag = [&](int64_t &out, int64_t min,
+                       int64_t max =
+                           std::numeric_limits<int64_t>::max()) -> Status {
       if (Status s = needValue(); !s)
         return s;
-      if (!parseInt(value, out) || out < min)
+      if (!parseInt(value, out) || out < min || out > max)
         return Status::invalidArgument(
-            arg + ": '" + value +
-            "' is not an integer >= " + std::to_string(min));
+            arg + ": '" + value + "' is not an integer from " +
+            std::to_string(min) + " to " + std::to_string(max));
       return Status::ok();
     };
     Status s;
@@ -137,11 +140,12 @@ Expected<Options> parseOptions(int argc, char **argv) {
         o.prompts.push_back(std::move(*ids));
       }
     } else if (arg == "--max-new-tokens") {
-      s = intFlag(o.maxNewTokens, 1);
+      // Positions are i32 in the serving contract.
+      s = intFlag(o.maxNewTokens, 1, std::numeric_limits<int32_t>::max());
     } else if (arg == "--block-size") {
       s = intFlag(o.blockSize, 1);
     } else if (arg == "--max-model-len") {
-      s = intFlag(o.maxModelLen, 1);
+      s = intFlag(o.maxModelLen, 1, std::numeric_limits<int32_t>::max());
     } else if (arg == "--temperature") {
       if (s = needValue();
           s && (!parseDouble(value, o.temperature) || o.temperature < 0))
@@ -164,7 +168,7 @@ Expected<Options> parseOptions(int argc, char **argv) {
       o.seed = uint64_t(seed);
       sawSampling = true;
     } else if (arg == "--threads") {
-      s = intFlag(o.threads, 1);
+      s = intFlag(o.threads, 1, 1024);
     } else if (arg == "--dump-logits") {
       s = needValue();
       o.dumpLogits = value;

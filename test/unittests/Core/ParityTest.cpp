@@ -12,8 +12,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Executor/FusedKernels.h"
+#include "runtime/Plan/PlanIO.h"
 #include "test/unittests/Core/ZooRun.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace folio;
@@ -336,4 +338,37 @@ TEST(Executor, FusedKernelsMatchStepByStepBitwise) {
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
         << model;
   }
+}
+
+// Tests that greedy decoding refuses NaN logits (here from a NaN in the
+// embedding table) instead of returning the argmax's arbitrary token.
+TEST(Engine, RefusesNaNLogits) {
+  auto p = compile("llama", "cached");
+  ASSERT_TRUE(p);
+  int32_t table = -1;
+  for (const plan::Step &s : p->steps)
+    if (s.kind == "embedding")
+      table = s.operands[0];
+  ASSERT_GE(table, 0);
+  std::string bytes = plan::serializePlan(*p);
+  uint64_t blobOffset = 0;
+  std::memcpy(&blobOffset, bytes.data() + 32, 8);
+  for (const plan::Constant &c : p->constants)
+    if (c.value == table) {
+      float nan = std::nanf("");
+      for (uint64_t b = 0; b < c.bytes; b += 4)
+        std::memcpy(&bytes[size_t(blobOffset + c.offset + b)], &nan, 4);
+    }
+  auto parsed = plan::parsePlan(bytes);
+  ASSERT_TRUE(parsed) << parsed.status().message();
+  auto engine = core::Engine::create(
+      std::make_shared<const plan::Plan>(std::move(*parsed)),
+      exec::createCPUExecutor(), 64);
+  ASSERT_TRUE(engine);
+  core::GenerateOptions o;
+  o.maxNewTokens = 2;
+  auto r = (*engine)->generateGreedy({{1, 2, 3}}, o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "prompt 1: the model produced a NaN logit "
+                                  "(token 0) at new token 0");
 }
