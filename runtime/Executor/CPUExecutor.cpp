@@ -358,7 +358,8 @@ private:
           ", sequences " + std::to_string(s) + ")");
     auto i32 = [](const std::vector<int32_t> &v, Shape shape) {
       Tensor x = Tensor::allocate(ElemType::I32, std::move(shape));
-      std::memcpy(x.data, v.data(), v.size() * 4);
+      if (!v.empty()) // an empty vector's data() may be null
+        std::memcpy(x.data, v.data(), v.size() * 4);
       return x;
     };
     for (const plan::Argument &a : plan->inputs) {
@@ -378,7 +379,8 @@ private:
         x = i32(b.logitsIndices, {int64_t(b.logitsIndices.size())});
       else if (n == "slot_mapping") {
         x = Tensor::allocate(ElemType::I64, {t});
-        std::memcpy(x.data, b.slotMapping.data(), size_t(t) * 8);
+        if (t > 0)
+          std::memcpy(x.data, b.slotMapping.data(), size_t(t) * 8);
       } else if (plan->values[size_t(a.value)].kind ==
                  plan::ValueInfo::Kind::KVCache)
         continue;

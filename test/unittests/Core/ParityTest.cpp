@@ -372,3 +372,27 @@ TEST(Engine, RefusesNaNLogits) {
   EXPECT_EQ(r.status().message(), "prompt 1: the model produced a NaN logit "
                                   "(token 0) at new token 0");
 }
+
+// Tests that a step asking for no logits rows (a prefill chunk that does not
+// reach the end of its prompt) runs and returns an empty [0, vocab] result.
+TEST(Executor, NoLogitsRowsGiveEmptyLogits) {
+  auto p = compile("llama", "cached");
+  ASSERT_TRUE(p);
+  auto ex = exec::createCPUExecutor();
+  ASSERT_TRUE(ex->load(p));
+  ASSERT_TRUE(ex->allocateKVCache(4));
+  exec::ForwardBatch b;
+  b.tokens = {5, 17};
+  b.positions = {0, 1};
+  b.slotMapping = {16, 17};
+  b.queryStartLoc = {0, 2};
+  b.seqLens = {2};
+  b.blockTables = {1};
+  b.maxBlocks = 1;
+  std::vector<float> logits = {1.0f};
+  int64_t vocab = 0;
+  Status s = ex->forward(b, logits, vocab);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_TRUE(logits.empty());
+  EXPECT_EQ(vocab, 256);
+}
