@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 
 using namespace mlir;
 namespace plan = ::folio::plan;
@@ -426,6 +427,86 @@ void planReleases(plan::Plan &p) {
       p.kernels[size_t(last[id])].releases.push_back(int32_t(id));
 }
 
+/// Buffers shared by values whose lifetimes do not overlap, decided here
+/// for every executor: a forward then needs one allocation per buffer, not
+/// per value. A value lives from the kernel that makes it to the last
+/// kernel that reads it or any view of it (reshape, slice and transpose may
+/// return views of their input, so their readers keep the input alive).
+/// Buffers are reused only between values of the same size expression, and
+/// not within the kernel that frees them (its inputs are read while its
+/// outputs are written).
+void planBuffers(plan::Plan &p) {
+  size_t n = p.values.size();
+  std::vector<int64_t> def(n, -1), last(n, -1);
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    const plan::Kernel &kernel = p.kernels[k];
+    for (int32_t s = kernel.firstStep; s < kernel.firstStep + kernel.numSteps;
+         ++s) {
+      for (int32_t id : p.steps[size_t(s)].operands)
+        if (id >= 0)
+          last[size_t(id)] = std::max(last[size_t(id)], int64_t(k));
+      for (int32_t id : p.steps[size_t(s)].results) {
+        if (def[size_t(id)] < 0)
+          def[size_t(id)] = int64_t(k);
+        last[size_t(id)] = std::max(last[size_t(id)], int64_t(k));
+      }
+    }
+  }
+  std::vector<bool> view(n, false), keep(n, false);
+  for (auto it = p.steps.rbegin(); it != p.steps.rend(); ++it) {
+    const plan::Step &s = *it;
+    if ((s.kind != "reshape" && s.kind != "slice" && s.kind != "transpose") ||
+        s.operands.empty() || s.operands[0] < 0 || s.results.size() != 1)
+      continue;
+    size_t src = size_t(s.operands[0]), dst = size_t(s.results[0]);
+    view[dst] = true;
+    last[src] = std::max(last[src], last[dst]);
+  }
+  for (int32_t id : p.outputs)
+    keep[size_t(id)] = true;
+  std::map<std::pair<int64_t, int>, std::vector<int32_t>> free;
+  auto keyOf = [&](const plan::ValueInfo &v) {
+    int64_t bytes = int64_t(plan::elemTypeSize(v.type));
+    for (int64_t d : v.dims)
+      if (d >= 0)
+        bytes *= d;
+    bool dynamic = std::count(v.dims.begin(), v.dims.end(), int64_t(-1)) > 0;
+    return std::make_pair(bytes,
+                          int(dynamic ? v.symbol : plan::DimSymbol::None));
+  };
+  auto planned = [&](size_t id) {
+    const plan::ValueInfo &v = p.values[id];
+    if (def[id] < 0 || view[id] || keep[id] ||
+        v.kind != plan::ValueInfo::Kind::Tensor)
+      return false;
+    int64_t dynamic = std::count(v.dims.begin(), v.dims.end(), int64_t(-1));
+    return dynamic == 0 || (dynamic == 1 && v.symbol != plan::DimSymbol::None);
+  };
+  std::vector<std::vector<int32_t>> madeIn(p.kernels.size()),
+      freedIn(p.kernels.size());
+  for (size_t id = 0; id < n; ++id)
+    if (planned(id)) {
+      madeIn[size_t(def[id])].push_back(int32_t(id));
+      freedIn[size_t(last[id])].push_back(int32_t(id));
+    }
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    for (int32_t id : madeIn[k]) {
+      plan::ValueInfo &v = p.values[size_t(id)];
+      std::pair<int64_t, int> key = keyOf(v);
+      std::vector<int32_t> &pool = free[key];
+      if (!pool.empty()) {
+        v.buffer = pool.back();
+        pool.pop_back();
+      } else {
+        v.buffer = int32_t(p.buffers.size());
+        p.buffers.push_back({key.first, plan::DimSymbol(key.second)});
+      }
+    }
+    for (int32_t id : freedIn[k])
+      free[keyOf(p.values[size_t(id)])].push_back(p.values[size_t(id)].buffer);
+  }
+}
+
 } // namespace
 
 llvm::Expected<plan::Plan> lowerModuleToPlan(ModuleOp module) {
@@ -490,6 +571,7 @@ llvm::Expected<plan::Plan> lowerModuleToPlan(ModuleOp module) {
   }
   assignDimSymbols(p, func);
   planReleases(p);
+  planBuffers(p);
   if (p.outputs.size() != 1)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "forward must return exactly the logits");

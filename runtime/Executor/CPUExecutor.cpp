@@ -96,6 +96,8 @@ public:
       kernels.push_back(k);
       states.push_back(std::move(state));
     }
+    arena = BufferArena();
+    arena.plan = plan.get();
     fused.assign(plan->kernels.size(), nullptr);
     if (options.fusedKernels)
       for (size_t k = 0; k < plan->kernels.size(); ++k)
@@ -168,6 +170,10 @@ public:
     clearTransient();
     if (Status s = bindInputs(batch, values); !s)
       return s;
+    // The compiler's buffers, sized for this step's counts (grown only).
+    arena.size(int64_t(batch.tokens.size()),
+               int64_t(batch.logitsIndices.size()),
+               int64_t(batch.seqLens.size()));
     cpu::ThreadPool &pool = ownPool ? *ownPool : cpu::ThreadPool::global();
     // A plain loop over the compiler's kernels: a fused implementation
     // where the CPU has one for the kernel, else its steps in order.
@@ -203,6 +209,7 @@ public:
     const plan::Step &step = plan->steps[i];
     StepContext ctx{step, values, caches, states[i].get(), pool};
     ctx.weightStorage = weightStorage();
+    ctx.arena = options.plannedBuffers ? &arena : nullptr;
     for (int32_t id : step.operands)
       if (id >= 0 && !caches[size_t(id)] && !values[size_t(id)].data &&
           values[size_t(id)].numel() != 0)
@@ -240,7 +247,8 @@ public:
                        return std::find(kernel.outputs.begin(),
                                         kernel.outputs.end(),
                                         id) != kernel.outputs.end();
-                     }};
+                     },
+                     options.plannedBuffers ? &arena : nullptr};
     Clock::time_point start;
     if (options.profile)
       start = Clock::now();
@@ -430,6 +438,8 @@ private:
   std::vector<int32_t> transient;
   std::vector<const StepKernel *> kernels;
   std::vector<std::unique_ptr<StepState>> states;
+  /// Storage for the compiler's buffers, reused across forwards.
+  BufferArena arena;
   /// Per plan kernel: its fused implementation, or null (steps in order).
   std::vector<const FusedKernel *> fused;
   /// Per plan kernel run fused, when profiling; and whether one is running

@@ -44,7 +44,7 @@ Status runConcat(StepContext &ctx) {
                          shapeString(first.shape));
     shape[size_t(axis)] += t.shape[size_t(axis)];
   }
-  Tensor out = Tensor::empty(first.type, shape);
+  Tensor out = ctx.output(0, first.type, shape);
   size_t es = plan::elemTypeSize(first.type);
   int64_t outer = numelOf(Shape(shape.begin(), shape.begin() + axis));
   int64_t inner = numelOf(Shape(shape.begin() + axis + 1, shape.end()));
@@ -182,7 +182,7 @@ Status runTranspose(StepContext &ctx) {
     ctx.setResult(0, x.view(shape));
     return Status::ok();
   }
-  Tensor out = Tensor::empty(x.type, shape);
+  Tensor out = ctx.output(0, x.type, shape);
   copyStrided(static_cast<const char *>(x.data), static_cast<char *>(out.data),
               dims, stride, 0, plan::elemTypeSize(x.type), ctx.pool);
   ctx.setResult(0, std::move(out));
@@ -244,7 +244,7 @@ Status runSlice(StepContext &ctx) {
     ctx.setResult(0, std::move(view));
     return Status::ok();
   }
-  Tensor out = Tensor::empty(x.type, shape);
+  Tensor out = ctx.output(0, x.type, shape);
   // Output dim d walks the input by whole rows of that dim.
   std::vector<int64_t> stride(size_t(r), 1);
   int64_t acc = 1;

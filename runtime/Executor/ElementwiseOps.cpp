@@ -220,15 +220,15 @@ template <typename Op> Status runBinary(StepContext &ctx) {
   Tensor out;
   switch (a.type) {
   case ElemType::F32:
-    out = Tensor::empty(a.type, shape);
+    out = ctx.output(0, a.type, shape);
     broadcast<float, Op>(a, b, out, ctx.pool);
     break;
   case ElemType::I64:
-    out = Tensor::empty(a.type, shape);
+    out = ctx.output(0, a.type, shape);
     broadcast<int64_t, Op>(a, b, out, ctx.pool);
     break;
   case ElemType::I32:
-    out = Tensor::empty(a.type, shape);
+    out = ctx.output(0, a.type, shape);
     broadcast<int32_t, Op>(a, b, out, ctx.pool);
     break;
   default:
@@ -243,7 +243,7 @@ template <float (*Fn)(float)> Status runUnary(StepContext &ctx) {
   const Tensor &x = ctx.in(0);
   if (x.type != ElemType::F32)
     return ctx.error("expects f32");
-  Tensor out = Tensor::empty(x.type, x.shape);
+  Tensor out = ctx.output(0, x.type, x.shape);
   const float *px = x.as<float>();
   float *po = out.as<float>();
   int64_t n = x.numel();
@@ -323,7 +323,7 @@ Status runCast(StepContext &ctx) {
   bool intOut = type == ElemType::I32 || type == ElemType::I64;
   if (intIn != intOut)
     return ctx.error("casts within integers or within floats only");
-  Tensor out = Tensor::empty(type, x.shape);
+  Tensor out = ctx.output(0, type, x.shape);
   int64_t n = x.numel();
   if (intIn) {
     for (int64_t i = 0; i < n; ++i) {
@@ -549,7 +549,8 @@ Status runPointwiseChain(FusedContext &ctx, int32_t first, int32_t end,
   for (size_t j = 0; j < ops.size(); ++j) {
     live[j] = ctx.isLive(ids[j]);
     if (live[j])
-      outs[j] = Tensor::empty(ElemType::F32, shape);
+      outs[j] = ctx.arena ? ctx.arena->make(ids[j], ElemType::F32, shape)
+                          : Tensor::empty(ElemType::F32, shape);
   }
   // Chunks of whole rows when a row vector is read, so that each segment
   // sees the vector from its start.

@@ -62,6 +62,10 @@ struct ExecutorOptions {
   /// where it has them (bitwise the same results); off runs every kernel
   /// step by step (for tests and for measuring what fusion buys).
   bool fusedKernels = true;
+  /// Put each value in the buffer the compiler planned for it (values
+  /// whose lifetimes do not overlap share one); off allocates every value
+  /// on its own (for tests).
+  bool plannedBuffers = true;
 };
 
 /// Time spent in one kind of step since the last resetProfile.

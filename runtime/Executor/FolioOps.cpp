@@ -173,7 +173,7 @@ Status runLinear(StepContext &ctx) {
   if (Status s = checkRows(ctx, x, w.inFeatures()); !s)
     return s;
   // linear writes every element (GEMV and oneDNN alike): no zero fill.
-  Tensor y = Tensor::empty(ElemType::F32, withLast(x.shape, w.outFeatures()));
+  Tensor y = ctx.output(0, ElemType::F32, withLast(x.shape, w.outFeatures()));
   int64_t rows = x.numel() / w.inFeatures();
   ctx.flops += 2.0 * double(rows) * double(w.inFeatures() * w.outFeatures());
   if (Status s = fromCpu(
@@ -242,7 +242,7 @@ Status runGatedMLP(StepContext &ctx) {
   // its own scratch.
   Tensor h = Tensor::empty(ElemType::F32, {rows, f});
   Tensor y =
-      Tensor::empty(ElemType::F32, withLast(x.shape, st->down.outFeatures()));
+      ctx.output(0, ElemType::F32, withLast(x.shape, st->down.outFeatures()));
   cpu::Status s = cpu::gatedLinear(x.as<float>(), rows, st->gateUp, st->act,
                                    h.as<float>(), ctx.pool);
   if (s.ok())
@@ -277,7 +277,7 @@ Status runEmbedding(StepContext &ctx) {
     return s;
   Shape shape = ctx.in(1).shape;
   shape.push_back(table.shape[1]);
-  Tensor out = Tensor::empty(ElemType::F32, shape); // every row written
+  Tensor out = ctx.output(0, ElemType::F32, shape); // every row written
   if (Status s = fromCpu(
           ctx, cpu::embedding(
                    ids.data(), int64_t(ids.size()), table.data, cpu::DType::F32,
@@ -294,7 +294,7 @@ Status runRMSNorm(StepContext &ctx) {
   int64_t d = w.numel();
   if (Status s = checkRows(ctx, x, d); !s)
     return s;
-  Tensor y = Tensor::empty(ElemType::F32, x.shape);
+  Tensor y = ctx.output(0, ElemType::F32, x.shape);
   if (Status s = fromCpu(
           ctx, cpu::rmsNorm(
                    x.as<float>(), w.as<float>(), y.as<float>(), x.numel() / d,
@@ -312,7 +312,7 @@ Status runLayerNorm(StepContext &ctx) {
   if (Status s = checkRows(ctx, x, d); !s)
     return s;
   const float *bias = ctx.has(2) ? ctx.in(2).as<float>() : nullptr;
-  Tensor y = Tensor::empty(ElemType::F32, x.shape); // every row written
+  Tensor y = ctx.output(0, ElemType::F32, x.shape); // every row written
   if (Status s =
           fromCpu(ctx, cpu::layerNorm(x.as<float>(), w.as<float>(), bias,
                                       y.as<float>(), x.numel() / d, d,
@@ -392,7 +392,7 @@ Status runRotary(StepContext &ctx) {
     converted = pos.ints();
     positions = converted.data();
   }
-  Tensor y = Tensor::empty(ElemType::F32, x.shape);
+  Tensor y = ctx.output(0, ElemType::F32, x.shape);
   if (Status status = fromCpu(
           ctx,
           cpu::applyRotaryRows(x.as<float>(), y.as<float>(), b, h, s, positions,
@@ -452,7 +452,9 @@ Status runPagedAttention(StepContext &ctx) {
   // bf16 already: its error (~4e-3 max|v| per output) is inside the bf16
   // tolerance, not the f32 one (docs/cpu-kernels.md, Paged attention).
   params.allowBf16 = ctx.weightStorage != cpu::DType::F32;
-  Tensor out = Tensor::allocate(ElemType::F32, q.shape);
+  // Zeroed: a query with no visible key keeps zeros.
+  Tensor out = ctx.output(0, ElemType::F32, q.shape);
+  std::memset(out.data, 0, out.bytes());
   if (Status s =
           fromCpu(ctx, cpu::pagedAttention(q.as<float>(), *cache, batch, params,
                                            out.as<float>(), ctx.pool));
@@ -470,7 +472,7 @@ Status runGatherRows(StepContext &ctx) {
   if (Status s = toInt32(ctx, ctx.in(1), idx); !s)
     return s;
   Tensor out = // every row written
-      Tensor::empty(ElemType::F32, {int64_t(idx.size()), x.shape[1]});
+      ctx.output(0, ElemType::F32, {int64_t(idx.size()), x.shape[1]});
   if (Status s =
           fromCpu(ctx, cpu::gatherRows(x.as<float>(), x.shape[0], x.shape[1],
                                        idx.data(), int64_t(idx.size()),

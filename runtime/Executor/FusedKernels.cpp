@@ -56,8 +56,12 @@ Status runAddNorm(FusedContext &ctx) {
         return s;
     return Status::ok();
   }
-  Tensor sum = Tensor::empty(ElemType::F32, a.shape);
-  Tensor y = Tensor::empty(ElemType::F32, a.shape);
+  auto output = [&](int32_t id) {
+    return ctx.arena ? ctx.arena->make(id, ElemType::F32, a.shape)
+                     : Tensor::empty(ElemType::F32, a.shape);
+  };
+  Tensor sum = output(add.results[0]);
+  Tensor y = output(norm.results[0]);
   int64_t rows = a.numel() / dim;
   float eps = float(norm.getFloat("epsilon", 1e-5));
   cpu::Status s =

@@ -13,6 +13,7 @@
 
 #include "codegen/CPU/DType.h"
 #include "codegen/CPU/ThreadPool.h"
+#include "runtime/Executor/StepKernel.h"
 #include "runtime/Executor/Tensor.h"
 #include "runtime/Plan/Plan.h"
 #include "runtime/Support/Status.h"
@@ -35,6 +36,8 @@ struct FusedContext {
   /// Whether `id` is read after this kernel (or returned): such values are
   /// materialised, the others may live in registers and scratch only.
   std::function<bool(int32_t)> isLive;
+  /// The planned buffers (null: fresh tensors).
+  const BufferArena *arena = nullptr;
 
   Status error(const std::string &message) const;
 };

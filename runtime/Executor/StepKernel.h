@@ -29,6 +29,20 @@ struct StepState {
   virtual ~StepState() = default;
 };
 
+/// The executor's storage for the plan's buffers (Plan::buffers), sized for
+/// the current step's token, row and sequence counts.
+struct BufferArena {
+  const plan::Plan *plan = nullptr;
+  std::vector<std::shared_ptr<void>> storage;
+  std::vector<size_t> capacity;
+
+  /// A tensor for value `id` in the buffer the compiler planned for it when
+  /// one is planned and large enough, else a fresh one.
+  Tensor make(int32_t id, ElemType type, Shape shape) const;
+  /// Grows each buffer to its size for this step.
+  void size(int64_t tokens, int64_t rows, int64_t seqs);
+};
+
 /// The run-time environment one step sees.
 struct StepContext {
   const plan::Step &step;
@@ -54,6 +68,13 @@ struct StepContext {
   void setResult(size_t i, Tensor t) {
     values[size_t(step.results[i])] = std::move(t);
   }
+  /// Storage for result `i` (contents unspecified): its planned buffer
+  /// where the executor has one, else a fresh tensor.
+  Tensor output(size_t i, ElemType type, Shape shape) const {
+    return arena ? arena->make(step.results[i], type, std::move(shape))
+                 : Tensor::empty(type, std::move(shape));
+  }
+  const BufferArena *arena = nullptr;
   Status error(const std::string &message) const;
 };
 

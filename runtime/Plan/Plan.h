@@ -43,6 +43,9 @@ struct ValueInfo {
   /// What the -1 in `dims` counts (None when all dims are static, and for
   /// the contract's inputs with more than one dynamic dim).
   DimSymbol symbol = DimSymbol::None;
+  /// The buffer (Plan::buffers) the compiler assigned to this value, or -1
+  /// (constants, inputs, the output, views, and what it left unplanned).
+  int32_t buffer = -1;
   // KV caches only.
   int64_t kvHeads = 0;
   int64_t headDim = 0;
@@ -134,6 +137,14 @@ const std::vector<std::string> &fusedKernelKinds();
 bool isOpKind(const std::string &kind);
 bool isKernelKind(const std::string &kind);
 
+/// A reusable buffer: values whose lifetimes do not overlap share it, so
+/// a forward needs as many allocations as buffers, not as values. Its size
+/// is an expression of the step: staticBytes x the symbol's count.
+struct BufferInfo {
+  int64_t staticBytes = 0;
+  DimSymbol symbol = DimSymbol::None;
+};
+
 struct Plan {
   std::string entry = "forward";
   std::vector<ValueInfo> values;
@@ -142,6 +153,7 @@ struct Plan {
   std::vector<Constant> constants;
   std::vector<Step> steps;
   std::vector<Kernel> kernels;
+  std::vector<BufferInfo> buffers;
   Blob blob;
   /// Model facts the runtime needs without reading steps (vocab, maximum
   /// positions, block size), as name -> integer.

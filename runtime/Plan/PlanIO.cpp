@@ -99,6 +99,7 @@ std::string encodeHeader(const Plan &plan) {
     w.pod<int64_t>(v.headDim);
     w.pod<int64_t>(v.blockSize);
     w.pod<uint8_t>(uint8_t(v.symbol));
+    w.pod<int32_t>(v.buffer);
   }
   w.pod<uint32_t>(uint32_t(plan.inputs.size()));
   for (const Argument &a : plan.inputs) {
@@ -148,6 +149,11 @@ std::string encodeHeader(const Plan &plan) {
     w.vec<int32_t>(k.outputs);
     w.vec<int32_t>(k.releases);
   }
+  w.pod<uint32_t>(uint32_t(plan.buffers.size()));
+  for (const BufferInfo &b : plan.buffers) {
+    w.pod<int64_t>(b.staticBytes);
+    w.pod<uint8_t>(uint8_t(b.symbol));
+  }
   return w.out;
 }
 
@@ -158,7 +164,7 @@ Status decodeHeader(Reader &r, Plan &plan) {
     std::string key = r.str();
     plan.config.emplace_back(key, r.pod<int64_t>());
   }
-  uint32_t numValues = r.count(31);
+  uint32_t numValues = r.count(35);
   plan.values.resize(numValues);
   for (ValueInfo &v : plan.values) {
     uint8_t kind = r.pod<uint8_t>();
@@ -175,6 +181,7 @@ Status decodeHeader(Reader &r, Plan &plan) {
     if (symbol > uint8_t(DimSymbol::Seqs))
       return Status::invalidArgument("plan: bad dim symbol");
     v.symbol = DimSymbol(symbol);
+    v.buffer = r.pod<int32_t>();
   }
   uint32_t numInputs = r.count(8);
   for (uint32_t i = 0; i < numInputs && !r.failed; ++i) {
@@ -237,6 +244,16 @@ Status decodeHeader(Reader &r, Plan &plan) {
     k.outputs = r.vec<int32_t>();
     k.releases = r.vec<int32_t>();
     plan.kernels.push_back(std::move(k));
+  }
+  uint32_t numBuffers = r.count(9);
+  for (uint32_t i = 0; i < numBuffers && !r.failed; ++i) {
+    BufferInfo b;
+    b.staticBytes = r.pod<int64_t>();
+    uint8_t symbol = r.pod<uint8_t>();
+    if (symbol > uint8_t(DimSymbol::Seqs))
+      return Status::invalidArgument("plan: bad buffer dim symbol");
+    b.symbol = DimSymbol(symbol);
+    plan.buffers.push_back(b);
   }
   if (r.failed)
     return Status::invalidArgument("plan: the header is truncated");
@@ -415,6 +432,17 @@ Status validatePlan(const Plan &plan) {
       return Status::invalidArgument("plan: constant of value " +
                                      std::to_string(c.value) +
                                      " has the wrong size");
+  }
+  // Buffers: each value's id in range, each size non-negative.
+  for (const BufferInfo &b : plan.buffers)
+    if (b.staticBytes < 0)
+      return Status::invalidArgument("plan: a buffer has a negative size");
+  for (int64_t id = 0; id < n; ++id) {
+    int32_t b = plan.values[size_t(id)].buffer;
+    if (b < -1 || b >= int64_t(plan.buffers.size()))
+      return Status::invalidArgument("plan: value " + std::to_string(id) +
+                                     " names buffer " + std::to_string(b) +
+                                     ", which does not exist");
   }
   // The logits' width is the vocabulary the config names.
   int64_t vocab = plan.configValue("vocab", 0);

@@ -396,3 +396,26 @@ TEST(Executor, NoLogitsRowsGiveEmptyLogits) {
   EXPECT_TRUE(logits.empty());
   EXPECT_EQ(vocab, 256);
 }
+
+// Tests the compiler's buffer plan: far fewer buffers than planned values
+// (values whose lifetimes do not overlap share one), and logits bitwise
+// equal to allocating every value on its own, through a prefill and a
+// decode step (the buffers are sized per step).
+TEST(Executor, PlannedBuffersMatchFreshAllocationsBitwise) {
+  for (const char *model : {"llama", "gpt2", "gemma", "phi2", "gpt_neox"}) {
+    auto p = compile(model, "cached");
+    ASSERT_TRUE(p) << model;
+    int64_t planned = 0;
+    for (const plan::ValueInfo &v : p->values)
+      planned += v.buffer >= 0;
+    EXPECT_GT(planned, 0) << model;
+    EXPECT_LT(int64_t(p->buffers.size()) * 2, planned) << model;
+    exec::ExecutorOptions arena, fresh;
+    fresh.plannedBuffers = false;
+    std::vector<float> a = prefillThenDecode(p, arena);
+    std::vector<float> b = prefillThenDecode(p, fresh);
+    ASSERT_EQ(a.size(), b.size()) << model;
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+        << model;
+  }
+}

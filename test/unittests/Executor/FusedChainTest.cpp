@@ -79,9 +79,11 @@ struct Chain {
       EXPECT_TRUE(isPointwiseChain(plan, 0, int32_t(plan.steps.size())));
       EXPECT_TRUE(runPointwiseChain(ctx, 0, int32_t(plan.steps.size()), done));
     }
-    if (!done)
-      for (size_t i = 0; i < plan.steps.size(); ++i)
+    if (!done) {
+      for (size_t i = 0; i < plan.steps.size(); ++i) {
         EXPECT_TRUE(runStep(i));
+      }
+    }
     return values;
   }
 };

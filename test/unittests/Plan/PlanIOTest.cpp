@@ -179,6 +179,12 @@ TEST(PlanIO, BufferBytesFollowTheDimSymbol) {
   EXPECT_GE(rows, 2); // logits_indices, the gathered rows, the logits
   const plan::ValueInfo &logits = r->values[size_t(r->outputs[0])];
   EXPECT_EQ(logits.symbol, plan::DimSymbol::Rows);
+  // The buffer plan survives the round trip.
+  ASSERT_EQ(r->buffers.size(), original.buffers.size());
+  for (size_t b = 0; b < r->buffers.size(); ++b) {
+    EXPECT_EQ(r->buffers[b].staticBytes, original.buffers[b].staticBytes);
+    EXPECT_EQ(r->buffers[b].symbol, original.buffers[b].symbol);
+  }
   EXPECT_EQ(plan::bufferBytes(logits, 100, 3, 2), 3 * 256 * 4);
   plan::ValueInfo kv;
   kv.kind = plan::ValueInfo::Kind::KVCache;
@@ -291,6 +297,19 @@ TEST(PlanIO, RejectsCorruptValuesConstantsAndAttributes) {
     ASSERT_TRUE(changed);
     EXPECT_NE(loadError(p).find("has the non-finite attribute"),
               std::string::npos);
+  }
+  {
+    plan::Plan p = compileLlama();
+    ASSERT_FALSE(p.buffers.empty());
+    int32_t id = -1;
+    for (size_t v = 0; v < p.values.size() && id < 0; ++v)
+      if (p.values[v].buffer >= 0)
+        id = int32_t(v);
+    ASSERT_GE(id, 0);
+    p.values[size_t(id)].buffer = int32_t(p.buffers.size());
+    EXPECT_EQ(loadError(p),
+              "plan: value " + std::to_string(id) + " names buffer " +
+                  std::to_string(p.buffers.size()) + ", which does not exist");
   }
   {
     plan::Plan p = compileLlama();
