@@ -3,7 +3,7 @@
 exported in the zoo's cached form (torch.onnx.export, TorchScript exporter, opset 17) with its weights
 in one external data file next to the .onnx. Never commit the output.
 
-    /work/venv-export/bin/python models/bench/make_llama_110m.py [OUTDIR]   # default /tmp/folio-llama-110m
+    .venv/bin/python models/bench/make_llama_110m.py [OUTDIR]   # default /tmp/folio-llama-110m
 
 Shape (issue 4's benchmark model): hidden 768, 12 layers, 12 heads, 4 KV heads, head_dim 64,
 intermediate 2048 (SiLU-gated), vocab 32000, untied lm_head, rope base 10000, 2048 positions.

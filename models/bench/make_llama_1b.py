@@ -5,7 +5,7 @@ present.{i}.key|value; torch.onnx.export, TorchScript exporter, opset 17) with e
 one external data file next to the .onnx. Used to measure folioc's compile time on a model of
 realistic size (docs/bench-compile-1b.md). Never commit the output.
 
-    /work/venv-export/bin/python models/bench/make_llama_1b.py [OUTDIR]   # default /tmp/folio-llama-1b
+    .venv/bin/python models/bench/make_llama_1b.py [OUTDIR]   # default /tmp/folio-llama-1b
 
 Shape: hidden 2048, 16 layers, 32 heads, 8 KV heads, head_dim 64, intermediate 8192, vocab 32000,
 rope base 500000, untied lm_head (about 1.10e9 parameters, 4.4 GB of fp32 weights).

@@ -2,7 +2,7 @@
 target (~6.5M parameters) and a draft about ten times smaller with the same tokenizer, on the
 Python standard library sources (corpus.py), then exports both to ONNX in the zoo's cached form.
 
-    /work/venv-export/bin/python models/train/train.py            # writes models/bundled/
+    .venv/bin/python models/train/train.py            # writes models/bundled/
 
 Everything is seeded and single-threaded (torch, ONNX Runtime, the tokenizer trainer), and the
 step counts are fixed, so a rerun on the same machine and Python version repeats the run.

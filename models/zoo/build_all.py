@@ -2,9 +2,9 @@
 """Regenerate the whole model zoo: tiny decoders in the style of public architectures, exported
 to ONNX in several forms, with ONNX Runtime reference outputs and a manifest.
 
-    /work/venv-export/bin/python models/zoo/build_all.py            # everything
-    /work/venv-export/bin/python models/zoo/build_all.py --only llama gpt2
-    /work/venv-export/bin/python models/zoo/build_all.py --search-seeds   # re-pick SEEDS
+    .venv/bin/python models/zoo/build_all.py            # everything
+    .venv/bin/python models/zoo/build_all.py --only llama gpt2
+    .venv/bin/python models/zoo/build_all.py --search-seeds   # re-pick SEEDS
 
 Needs models/requirements-export.txt (torch, onnx, onnxruntime, numpy, pinned). Deterministic:
 fixed seeds, fixed prompts, single-threaded ORT, fixed zip timestamps in the .npz files.

@@ -7,7 +7,7 @@ p11, p16) it writes, into this directory:
   <arch>.<form>.f32   step logits, little-endian float32 [cases, 16, vocab]
 
 Run with the export venv (numpy):
-  /work/venv-export/bin/python models/zoo/fixtures-for-run/convert_refs.py
+  .venv/bin/python models/zoo/fixtures-for-run/convert_refs.py
 """
 import json
 import os

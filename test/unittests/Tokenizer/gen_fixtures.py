@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the Tokenizer unit tests' fixtures: expected ids and texts from Hugging Face `tokenizers`.
 
-    /work/venv-export/bin/python test/unittests/Tokenizer/gen_fixtures.py
+    .venv/bin/python test/unittests/Tokenizer/gen_fixtures.py
 
 Outputs (all committed):
   mini-*.json     small byte-level BPE tokenizers (vocab 640, trained here on the corpus below)
