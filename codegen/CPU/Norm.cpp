@@ -48,36 +48,44 @@ Status layerNorm(const float *x, const float *weight, const float *bias,
   return Status::success();
 }
 
-Status addRmsNorm(const float *a, const float *b, float *sum,
-                  const float *weight, float *y, int64_t rows, int64_t dim,
-                  float eps, float weightOffset, ThreadPool &pool) {
-  FOLIO_RETURN_IF_ERROR(checkNorm("addRmsNorm", sum, y, rows, dim, eps));
-  FOLIO_RETURN_IF_ERROR(checkPointer("addRmsNorm", "a", a, rows * dim));
-  FOLIO_RETURN_IF_ERROR(checkPointer("addRmsNorm", "b", b, rows * dim));
+namespace {
+
+/// sum = a + b row by row, each row normalised by `norm` while it is in L1.
+template <typename NormRow>
+Status addThenNorm(const char *kernel, const float *a, const float *b,
+                   float *sum, float *y, int64_t rows, int64_t dim, float eps,
+                   ThreadPool &pool, NormRow norm) {
+  FOLIO_RETURN_IF_ERROR(checkNorm(kernel, sum, y, rows, dim, eps));
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "a", a, rows * dim));
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "b", b, rows * dim));
   const RowKernels &k = rowKernels();
   pool.parallelFor(rows, rowGrain(dim), [&](int64_t s, int64_t e) {
     for (int64_t r = s; r < e; ++r) {
       k.add(a + r * dim, b + r * dim, sum + r * dim, dim);
-      k.rmsNorm(sum + r * dim, weight, weightOffset, eps, y + r * dim, dim);
+      norm(k, sum + r * dim, y + r * dim);
     }
   });
   return Status::success();
 }
 
+} // namespace
+
+Status addRmsNorm(const float *a, const float *b, float *sum,
+                  const float *weight, float *y, int64_t rows, int64_t dim,
+                  float eps, float weightOffset, ThreadPool &pool) {
+  return addThenNorm("addRmsNorm", a, b, sum, y, rows, dim, eps, pool,
+                     [&](const RowKernels &k, const float *x, float *out) {
+                       k.rmsNorm(x, weight, weightOffset, eps, out, dim);
+                     });
+}
+
 Status addLayerNorm(const float *a, const float *b, float *sum,
                     const float *weight, const float *bias, float *y,
                     int64_t rows, int64_t dim, float eps, ThreadPool &pool) {
-  FOLIO_RETURN_IF_ERROR(checkNorm("addLayerNorm", sum, y, rows, dim, eps));
-  FOLIO_RETURN_IF_ERROR(checkPointer("addLayerNorm", "a", a, rows * dim));
-  FOLIO_RETURN_IF_ERROR(checkPointer("addLayerNorm", "b", b, rows * dim));
-  const RowKernels &k = rowKernels();
-  pool.parallelFor(rows, rowGrain(dim), [&](int64_t s, int64_t e) {
-    for (int64_t r = s; r < e; ++r) {
-      k.add(a + r * dim, b + r * dim, sum + r * dim, dim);
-      k.layerNorm(sum + r * dim, weight, bias, eps, y + r * dim, dim);
-    }
-  });
-  return Status::success();
+  return addThenNorm("addLayerNorm", a, b, sum, y, rows, dim, eps, pool,
+                     [&](const RowKernels &k, const float *x, float *out) {
+                       k.layerNorm(x, weight, bias, eps, out, dim);
+                     });
 }
 
 } // namespace folio::cpu

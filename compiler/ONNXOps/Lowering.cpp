@@ -3,9 +3,6 @@
 #include "compiler/ONNXOps/Lowering.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringExtras.h"
-
-#include <set>
 
 using namespace mlir;
 using namespace mlir::folio;
@@ -23,21 +20,11 @@ static const std::vector<ONNXLowering> &getLoweringTable() {
 const ONNXLowering *mlir::folio::lookupONNXLowering(StringRef domain,
                                                     StringRef opType,
                                                     int64_t opset) {
-  const ONNXLowering *best = nullptr;
-  for (const ONNXLowering &entry : getLoweringTable())
-    if (entry.domain == domain && entry.opType == opType &&
-        entry.sinceVersion <= opset &&
-        (!best || entry.sinceVersion > best->sinceVersion))
-      best = &entry;
-  return best;
+  return resolveBySinceVersion(getLoweringTable(), domain, opType, opset);
 }
 
 std::string mlir::folio::listLoweredONNXOps(StringRef domain) {
-  std::set<std::string> names;
-  for (const ONNXLowering &entry : getLoweringTable())
-    if (entry.domain == domain)
-      names.insert(entry.opType.str());
-  return llvm::join(names, ", ");
+  return listOpTypes(getLoweringTable(), domain);
 }
 
 Value ONNXLoweringContext::input(unsigned i) const {

@@ -32,11 +32,6 @@
 
 namespace mlir::folio {
 
-/// The discardable attribute a node that could not be lowered carries
-/// after the lowering pass: why, for folio-verify-lowered's message.
-inline constexpr llvm::StringLiteral kLoweringErrorAttrName =
-    "folio.lowering_error";
-
 /// What a lowering hook sees of one node.
 class ONNXLoweringContext {
 public:

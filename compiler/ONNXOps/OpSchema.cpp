@@ -26,13 +26,7 @@ static const std::vector<ONNXOpSchema> &getTable() {
 
 const ONNXOpSchema *mlir::folio::lookupONNXOp(StringRef domain,
                                               StringRef opType, int64_t opset) {
-  const ONNXOpSchema *best = nullptr;
-  for (const ONNXOpSchema &schema : getTable())
-    if (schema.domain == domain && schema.opType == opType &&
-        schema.sinceVersion <= opset &&
-        (!best || schema.sinceVersion > best->sinceVersion))
-      best = &schema;
-  return best;
+  return resolveBySinceVersion(getTable(), domain, opType, opset);
 }
 
 std::optional<int64_t> mlir::folio::getFirstSupportedOpset(StringRef domain,
@@ -46,11 +40,7 @@ std::optional<int64_t> mlir::folio::getFirstSupportedOpset(StringRef domain,
 }
 
 std::string mlir::folio::listSupportedONNXOps(StringRef domain) {
-  std::set<std::string> names;
-  for (const ONNXOpSchema &schema : getTable())
-    if (schema.domain == domain)
-      names.insert(schema.opType.str());
-  return llvm::join(names, ", ");
+  return listOpTypes(getTable(), domain);
 }
 
 std::vector<std::string> mlir::folio::listSupportedONNXDomains() {

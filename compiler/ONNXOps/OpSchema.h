@@ -21,6 +21,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,6 +103,37 @@ struct ONNXOpSchema {
   unsigned minOutputs, maxOutputs;
   ONNXInferFn infer;
 };
+
+/// The entry of `table` (handlers, lowering hooks: anything with domain,
+/// opType and sinceVersion) for `opType` in `domain` at `opset`: the
+/// largest since-version not above the opset, or nullptr.
+template <typename Entry>
+const Entry *resolveBySinceVersion(const std::vector<Entry> &table,
+                                   StringRef domain, StringRef opType,
+                                   int64_t opset) {
+  const Entry *best = nullptr;
+  for (const Entry &entry : table)
+    if (entry.domain == domain && entry.opType == opType &&
+        entry.sinceVersion <= opset &&
+        (!best || entry.sinceVersion > best->sinceVersion))
+      best = &entry;
+  return best;
+}
+
+/// "Add, And, ...": the op types `table` has in `domain`, sorted, once each.
+template <typename Entry>
+std::string listOpTypes(const std::vector<Entry> &table, StringRef domain) {
+  std::vector<std::string> names;
+  for (const Entry &entry : table)
+    if (entry.domain == domain)
+      names.push_back(entry.opType.str());
+  llvm::sort(names);
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::string out;
+  for (const std::string &name : names)
+    out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
 
 /// The handler for `opType` in `domain` at `opset`, or nullptr.
 const ONNXOpSchema *lookupONNXOp(StringRef domain, StringRef opType,

@@ -213,29 +213,28 @@ public:
     k.kind = kernel.getName().str();
     k.firstStep = int32_t(p.steps.size());
     Block &body = kernel.getBody().front();
-    for (auto [arg, input] :
-         llvm::zip(body.getArguments(), kernel.getInputs())) {
-      auto id = valueFor(input);
+    auto yield = cast<YieldOp>(body.getTerminator());
+    // `v` names the slot of `slotOf` (a body argument its operand's, a
+    // kernel result the yielded value's), which joins `list`.
+    auto bind = [&](Value v, Value slotOf,
+                    std::vector<int32_t> &list) -> llvm::Error {
+      auto id = valueFor(slotOf);
       if (!id)
         return opError(kernel, toString(id.takeError()));
-      alias(arg, *id);
-      k.inputs.push_back(*id);
-    }
-    for (Operation &op : body) {
-      if (auto yield = dyn_cast<YieldOp>(op)) {
-        for (auto [r, v] :
-             llvm::zip(kernel.getResults(), yield.getOperands())) {
-          auto id = valueFor(v);
-          if (!id)
-            return opError(kernel, toString(id.takeError()));
-          alias(r, *id);
-          k.outputs.push_back(*id);
-        }
-        continue;
-      }
+      alias(v, *id);
+      list.push_back(*id);
+      return llvm::Error::success();
+    };
+    for (auto [arg, input] : llvm::zip(body.getArguments(), kernel.getInputs()))
+      if (auto err = bind(arg, input, k.inputs))
+        return err;
+    for (Operation &op : body.without_terminator())
       if (auto err = lowerOp(&op))
         return err;
-    }
+    for (auto [result, yielded] :
+         llvm::zip(kernel.getResults(), yield.getOperands()))
+      if (auto err = bind(result, yielded, k.outputs))
+        return err;
     k.numSteps = int32_t(p.steps.size()) - k.firstStep;
     if (k.numSteps == 0)
       return opError(kernel, "a kernel without ops");

@@ -151,9 +151,11 @@ Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
       kept.assign(size_t(prompts.size() * options.maxNewTokens * vocab_), 0.f);
     for (size_t i = 0; i < seqs.size(); ++i) {
       const float *row = logits.data() + i * size_t(vocab_);
-      // A NaN or +inf logit means the model broke for this sequence; the
-      // argmax would silently pick some token.
-      for (int64_t v = 0; v < vocab_; ++v)
+      // The argmax (first maximum, as the references take it) in the same
+      // pass that refuses a NaN or +inf logit: the model broke for this
+      // sequence, and any token would be arbitrary.
+      TokenId best = 0;
+      for (int64_t v = 0; v < vocab_; ++v) {
         if (std::isnan(row[v]) || row[v] == INFINITY) {
           for (SequenceState &st : states)
             release(st);
@@ -162,7 +164,9 @@ Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
               (std::isnan(row[v]) ? "NaN" : "+inf") + " logit (token " +
               std::to_string(v) + ") at new token " + std::to_string(stepIdx));
         }
-      TokenId best = TokenId(std::max_element(row, row + vocab_) - row);
+        if (row[v] > row[best])
+          best = TokenId(v);
+      }
       if (!sp.isGreedy()) {
         // Keyed by the sampled token's position: a prompt's draws do not
         // depend on the batch around it.

@@ -99,9 +99,10 @@ public:
     arena = BufferArena();
     arena.plan = plan.get();
     fused.assign(plan->kernels.size(), nullptr);
+    fusedFirst.assign(plan->kernels.size(), 0);
     if (options.fusedKernels)
       for (size_t k = 0; k < plan->kernels.size(); ++k)
-        fused[k] = findFusedCPUKernel(*plan, plan->kernels[k]);
+        fused[k] = findFusedCPUKernel(*plan, plan->kernels[k], &fusedFirst[k]);
     resetProfile();
     layout = {};
     for (const plan::Argument &a : plan->inputs) {
@@ -248,7 +249,8 @@ public:
                                         kernel.outputs.end(),
                                         id) != kernel.outputs.end();
                      },
-                     options.plannedBuffers ? &arena : nullptr};
+                     options.plannedBuffers ? &arena : nullptr,
+                     fusedFirst[k]};
     Clock::time_point start;
     if (options.profile)
       start = Clock::now();
@@ -440,8 +442,10 @@ private:
   std::vector<std::unique_ptr<StepState>> states;
   /// Storage for the compiler's buffers, reused across forwards.
   BufferArena arena;
-  /// Per plan kernel: its fused implementation, or null (steps in order).
+  /// Per plan kernel: its fused implementation, or null (steps in order),
+  /// and the first step that implementation covers.
   std::vector<const FusedKernel *> fused;
+  std::vector<int32_t> fusedFirst;
   /// Per plan kernel run fused, when profiling; and whether one is running
   /// (its steps are then booked to it, not to their kinds).
   std::vector<KindProfile> kernelTimes;

@@ -24,18 +24,19 @@ const plan::Step &stepAt(const plan::Plan &p, int32_t i) {
   return p.steps[size_t(i)];
 }
 
-bool matchesAddNorm(const plan::Plan &p, const plan::Kernel &k) {
+int32_t prepareAddNorm(const plan::Plan &p, const plan::Kernel &k) {
   if (k.numSteps != 2)
-    return false;
+    return -1;
   const plan::Step &add = stepAt(p, k.firstStep);
   const plan::Step &norm = stepAt(p, k.firstStep + 1);
   bool rms = norm.kind == "rms_norm";
-  return add.kind == "binary" && add.getString("kind", "") == "add" &&
-         add.operands.size() == 2 && add.operands[0] >= 0 &&
-         add.operands[1] >= 0 && add.results.size() == 1 &&
-         (rms || norm.kind == "layer_norm") && !norm.operands.empty() &&
-         norm.operands[0] == add.results[0] && norm.operands.size() >= 2 &&
-         norm.operands[1] >= 0 && norm.results.size() == 1;
+  bool ok = add.kind == "binary" && add.getString("kind", "") == "add" &&
+            add.operands.size() == 2 && add.operands[0] >= 0 &&
+            add.operands[1] >= 0 && add.results.size() == 1 &&
+            (rms || norm.kind == "layer_norm") && !norm.operands.empty() &&
+            norm.operands[0] == add.results[0] && norm.operands.size() >= 2 &&
+            norm.operands[1] >= 0 && norm.results.size() == 1;
+  return ok ? k.firstStep : -1;
 }
 
 Status runAddNorm(FusedContext &ctx) {
@@ -83,22 +84,18 @@ Status runAddNorm(FusedContext &ctx) {
   return Status::ok();
 }
 
-/// The first step of the trailing pointwise chain (numSteps past the end
-/// if there is none worth fusing: fewer than two ops).
-int32_t chainStart(const plan::Plan &p, const plan::Kernel &k) {
+/// The first step of the trailing pointwise chain, or -1 when there is
+/// none worth fusing (fewer than two ops).
+int32_t prepareWithChain(const plan::Plan &p, const plan::Kernel &k) {
   int32_t end = k.firstStep + k.numSteps, first = end;
   while (first > k.firstStep && isPointwiseChain(p, first - 1, first))
     --first;
-  return end - first >= 2 ? first : end;
-}
-
-bool matchesWithChain(const plan::Plan &p, const plan::Kernel &k) {
-  return chainStart(p, k) < k.firstStep + k.numSteps;
+  return end - first >= 2 ? first : -1;
 }
 
 Status runWithChain(FusedContext &ctx) {
   const plan::Kernel &k = ctx.kernel;
-  int32_t first = chainStart(ctx.plan, k), end = k.firstStep + k.numSteps;
+  int32_t first = ctx.fusedFirst, end = k.firstStep + k.numSteps;
   for (int32_t i = k.firstStep; i < first; ++i)
     if (Status s = ctx.runStep(size_t(i)); !s)
       return s;
@@ -113,20 +110,28 @@ Status runWithChain(FusedContext &ctx) {
 }
 
 const FusedKernel kFused[] = {
-    {"add_rms_norm", matchesAddNorm, runAddNorm},
-    {"add_layer_norm", matchesAddNorm, runAddNorm},
-    {"linear_epilogue", matchesWithChain, runWithChain},
-    {"gather_rows_linear", matchesWithChain, runWithChain},
-    {"elementwise", matchesWithChain, runWithChain},
+    {"add_rms_norm", prepareAddNorm, runAddNorm},
+    {"add_layer_norm", prepareAddNorm, runAddNorm},
+    {"linear_epilogue", prepareWithChain, runWithChain},
+    {"gather_rows_linear", prepareWithChain, runWithChain},
+    {"elementwise", prepareWithChain, runWithChain},
 };
 
 } // namespace
 
 const FusedKernel *findFusedCPUKernel(const plan::Plan &plan,
-                                      const plan::Kernel &kernel) {
-  for (const FusedKernel &f : kFused)
-    if (kernel.kind == f.kind && f.matches(plan, kernel))
-      return &f;
+                                      const plan::Kernel &kernel,
+                                      int32_t *fusedFirst) {
+  for (const FusedKernel &f : kFused) {
+    if (kernel.kind != f.kind)
+      continue;
+    int32_t first = f.prepare(plan, kernel);
+    if (first < 0)
+      continue;
+    if (fusedFirst)
+      *fusedFirst = first;
+    return &f;
+  }
   return nullptr;
 }
 

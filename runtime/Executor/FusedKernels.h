@@ -38,21 +38,26 @@ struct FusedContext {
   std::function<bool(int32_t)> isLive;
   /// The planned buffers (null: fresh tensors).
   const BufferArena *arena = nullptr;
+  /// The first step the fused form covers (FusedKernel::prepare); the
+  /// steps before it run one by one.
+  int32_t fusedFirst = 0;
 
   Status error(const std::string &message) const;
 };
 
 struct FusedKernel {
   const char *kind;
-  /// Whether the kernel's steps have the form `run` takes (checked once at
-  /// load, on the plan alone).
-  bool (*matches)(const plan::Plan &, const plan::Kernel &);
+  /// Whether the kernel's steps have the form `run` takes, decided once at
+  /// load on the plan alone: the first step the fused form covers, or -1.
+  int32_t (*prepare)(const plan::Plan &, const plan::Kernel &);
   Status (*run)(FusedContext &);
 };
 
-/// The fused implementation for `kernel`, or null.
+/// The fused implementation for `kernel`, or null; `fusedFirst` gets what
+/// its prepare returned.
 const FusedKernel *findFusedCPUKernel(const plan::Plan &plan,
-                                      const plan::Kernel &kernel);
+                                      const plan::Kernel &kernel,
+                                      int32_t *fusedFirst = nullptr);
 
 /// ElementwiseOps.cpp: whether steps [first, end) are a chain the fused
 /// pointwise evaluator takes (f32 binary/unary steps).

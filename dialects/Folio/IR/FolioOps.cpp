@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Folio/IR/FolioOps.h"
+#include "dialects/Folio/IR/VerifierUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -17,27 +18,15 @@
 
 using namespace mlir;
 using namespace mlir::folio;
+using namespace mlir::folio::detail;
 
 namespace {
-
-/// A dimension the way the IR spells it.
-std::string Dim(int64_t value) {
-  return ShapedType::isDynamic(value) ? "?" : std::to_string(value);
-}
 
 /// A double as a person writes it ("0.5", "1e-05"), not "5.000000e-01".
 std::string num(double value) {
   std::ostringstream os;
   os << value;
   return os.str();
-}
-
-bool compatible(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
-RankedTensorType tensorOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
 }
 
 /// Checks a tensor's rank, naming it and its expected layout on failure.
@@ -56,9 +45,9 @@ LogicalResult checkDim(Operation *op, Value a, StringRef aName, int64_t i,
   int64_t da = tensorOf(a).getDimSize(i), db = tensorOf(b).getDimSize(j);
   if (compatible(da, db))
     return success();
-  return op->emitOpError() << aName << " dim " << i << " (" << Dim(da)
+  return op->emitOpError() << aName << " dim " << i << " (" << dimString(da)
                            << ") does not match " << bName << " dim " << j
-                           << " (" << Dim(db) << ")";
+                           << " (" << dimString(db) << ")";
 }
 
 /// Checks that `result` has the shape and element type of `input`.
@@ -113,8 +102,8 @@ LogicalResult checkQuantParams(Operation *op, Value data, Value scale,
       int64_t s = scaleType.getDimSize(i), d = dataType.getDimSize(i);
       if (s != 1 && !compatible(s, d))
         return op->emitOpError()
-               << "scale dim " << i << " (" << Dim(s)
-               << ") must be 1 or the data's (" << Dim(d) << ")";
+               << "scale dim " << i << " (" << dimString(s)
+               << ") must be 1 or the data's (" << dimString(d) << ")";
     }
   }
   if (!zeroPoint)
@@ -440,11 +429,11 @@ static LogicalResult checkCacheRows(Operation *op, Value rows, StringRef name,
     return failure();
   RankedTensorType t = tensorOf(rows);
   if (!compatible(t.getDimSize(1), cache.getHeads()))
-    return op->emitOpError() << name << " has " << Dim(t.getDimSize(1))
+    return op->emitOpError() << name << " has " << dimString(t.getDimSize(1))
                              << " heads but the cache has " << cache.getHeads();
   if (!compatible(t.getDimSize(2), cache.getHeadDim()))
     return op->emitOpError()
-           << name << " head_dim (" << Dim(t.getDimSize(2))
+           << name << " head_dim (" << dimString(t.getDimSize(2))
            << ") differs from the cache's (" << cache.getHeadDim() << ")";
   return success();
 }
@@ -470,7 +459,7 @@ LogicalResult PagedAttentionOp::verify() {
     return failure();
   int64_t headDim = tensorOf(q).getDimSize(2);
   if (!compatible(headDim, cache.getHeadDim()))
-    return emitOpError() << "query head_dim (" << Dim(headDim)
+    return emitOpError() << "query head_dim (" << dimString(headDim)
                          << ") differs from the cache's (" << cache.getHeadDim()
                          << ")";
   if (failed(

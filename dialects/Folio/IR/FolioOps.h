@@ -19,6 +19,11 @@
 #include "dialects/Folio/IR/FolioOps.h.inc"
 
 namespace mlir::folio {
+/// The discardable attribute a `folio.onnx_node` the lowering could not
+/// handle carries: why, for the message folio-verify-lowered gives.
+inline constexpr llvm::StringLiteral kLoweringErrorAttrName =
+    "folio.lowering_error";
+
 /// Why `a` and `b` do not broadcast (NumPy rules) to `result`, or nullopt
 /// when they do as far as static dims tell.
 std::optional<std::string>

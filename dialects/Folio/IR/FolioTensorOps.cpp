@@ -9,22 +9,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Folio/IR/FolioOps.h"
+#include "dialects/Folio/IR/VerifierUtils.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace mlir::folio;
+using namespace mlir::folio::detail;
 
 namespace {
-
-RankedTensorType tensorOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-std::string dimString(int64_t d) {
-  return ShapedType::isDynamic(d) ? "?" : std::to_string(d);
-}
 
 /// Parses `keyword` into an enum attribute through `symbolize`.
 template <typename AttrT, typename SymbolizeFn>
@@ -61,7 +55,7 @@ LogicalResult checkSameDims(Operation *op, RankedTensorType in,
                             RankedTensorType out) {
   for (int64_t i = 0, e = in.getRank(); i < e; ++i) {
     int64_t x = in.getDimSize(i), y = out.getDimSize(i);
-    if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y)
+    if (!compatible(x, y))
       return op->emitOpError() << "result dim " << i << " (" << y
                                << ") differs from the input's (" << x << ")";
   }
@@ -268,7 +262,7 @@ LogicalResult TransposeOp::verify() {
                            << perm.size() - 1;
     seen[p] = true;
     int64_t x = in.getDimSize(p), y = out.getDimSize(i);
-    if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y)
+    if (!compatible(x, y))
       return emitOpError() << "result dim " << i << " (" << y
                            << ") is not input dim " << p << " (" << x << ")";
   }
@@ -309,8 +303,7 @@ LogicalResult SliceOp::verify() {
   for (int64_t i = 0, e = in.getRank(); i < e; ++i) {
     int64_t expected = i == axis ? size : in.getDimSize(i);
     int64_t actual = out.getDimSize(i);
-    if (!ShapedType::isDynamic(expected) && !ShapedType::isDynamic(actual) &&
-        expected != actual)
+    if (!compatible(expected, actual))
       return emitOpError() << "result dim " << i << " is " << actual
                            << ", expected " << expected;
   }
@@ -339,8 +332,7 @@ LogicalResult ConcatOp::verify() {
     sum += d;
     for (int64_t i = 0; i < rank; ++i) {
       int64_t x = t.getDimSize(i), y = out.getDimSize(i);
-      if (i != axis && !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) &&
-          x != y)
+      if (i != axis && !compatible(x, y))
         return emitOpError()
                << "input " << n << " dim " << i << " (" << dimString(x)
                << ") differs from the result's (" << dimString(y) << ")";

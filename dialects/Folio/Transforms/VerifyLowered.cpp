@@ -25,10 +25,6 @@ using namespace mlir::folio;
 
 namespace {
 
-/// Set by folio-lower-onnx on a node it could not lower (compiler/ONNXOps
-/// names it kLoweringErrorAttrName; the dialect cannot include it).
-constexpr llvm::StringLiteral kLoweringError = "folio.lowering_error";
-
 LogicalResult verifyOp(Operation *op) {
   if (auto node = dyn_cast<ONNXNodeOp>(op)) {
     InFlightDiagnostic diag = op->emitError();
@@ -36,7 +32,7 @@ LogicalResult verifyOp(Operation *op) {
          << ", domain "
          << (node.getDomain().empty() ? StringRef("ai.onnx") : node.getDomain())
          << ", opset " << node.getOpset() << ") was not lowered to folio ops";
-    if (auto reason = op->getAttrOfType<StringAttr>(kLoweringError))
+    if (auto reason = op->getAttrOfType<StringAttr>(kLoweringErrorAttrName))
       diag << ": " << reason.getValue();
     return failure();
   }

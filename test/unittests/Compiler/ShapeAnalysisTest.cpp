@@ -32,26 +32,41 @@ func.func @f(%x: tensor<?x?x8xf32> {folio.dim_names = ["b", "s", ""]},
 }
 )mlir";
 
-TEST(ShapeAnalysis, NewOpsGetFactsAndErasedOpsLoseThem) {
-  DialectRegistry registry;
-  registerFolioDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kModule, &context);
-  ASSERT_TRUE(module);
-  auto func = module->lookupSymbol<func::FuncOp>("f");
+/// The folio dialects and kModule parsed; `func` is @f.
+class ShapeAnalysisTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DialectRegistry registry;
+    registerFolioDialects(registry);
+    context.appendDialectRegistry(registry);
+    context.loadAllAvailableDialects();
+    module = parseSourceString<ModuleOp>(kModule, &context);
+    ASSERT_TRUE(module);
+    func = module->lookupSymbol<func::FuncOp>("f");
+  }
+
+  /// A folio.rms_norm of argument 0, made after inference ran.
+  RMSNormOp makeNorm() {
+    OpBuilder b(func.getBody().front().getTerminator());
+    Value x = func.getArgument(0), g = func.getArgument(1);
+    return b.create<RMSNormOp>(func.getLoc(), x.getType(), x, g,
+                               b.getF64FloatAttr(1e-6), b.getF64FloatAttr(0.0));
+  }
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp func;
+};
+
+TEST_F(ShapeAnalysisTest, NewOpsGetFactsAndErasedOpsLoseThem) {
   ONNXShapeAnalysis analysis(func);
   ASSERT_TRUE(analysis.succeeded());
   ONNXShapeInference &shapes = analysis.get();
-  Value x = func.getArgument(0), g = func.getArgument(1);
-  const ONNXValueFacts *xf = shapes.lookup(x);
+  const ONNXValueFacts *xf = shapes.lookup(func.getArgument(0));
   ASSERT_TRUE(xf && xf->dims);
 
   // A pass makes a folio op after inference ran: its facts come from x's.
-  OpBuilder b(func.getBody().front().getTerminator());
-  auto norm =
-      b.create<RMSNormOp>(func.getLoc(), x.getType(), x, g,
-                          b.getF64FloatAttr(1e-6), b.getF64FloatAttr(0.0));
+  RMSNormOp norm = makeNorm();
   const ONNXValueFacts *nf = shapes.lookup(norm.getResult());
   ASSERT_TRUE(nf && nf->dims);
   EXPECT_EQ(*nf->dims, *xf->dims);
@@ -75,21 +90,10 @@ TEST(ShapeAnalysis, NewOpsGetFactsAndErasedOpsLoseThem) {
 }
 
 // Without the lazy mode (the importer's), a value made later has no facts.
-TEST(ShapeAnalysis, PlainInferenceIsNotLazy) {
-  DialectRegistry registry;
-  registerFolioDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kModule, &context);
-  ASSERT_TRUE(module);
-  auto func = module->lookupSymbol<func::FuncOp>("f");
+TEST_F(ShapeAnalysisTest, PlainInferenceIsNotLazy) {
   ONNXShapeInference shapes(&context);
   ASSERT_TRUE(succeeded(shapes.run(func)));
-  OpBuilder b(func.getBody().front().getTerminator());
-  Value x = func.getArgument(0), g = func.getArgument(1);
-  auto norm =
-      b.create<RMSNormOp>(func.getLoc(), x.getType(), x, g,
-                          b.getF64FloatAttr(1e-6), b.getF64FloatAttr(0.0));
+  RMSNormOp norm = makeNorm();
   EXPECT_EQ(shapes.lookup(norm.getResult()), nullptr);
   shapes.setLazy(true);
   EXPECT_NE(shapes.lookup(norm.getResult()), nullptr);

@@ -151,20 +151,29 @@ TEST(FolioOps, CastsIntegersAndFloats) {
   EXPECT_EQ(s.message(), "cast: casts within integers or within floats only");
 }
 
-TEST(CPUExecutor, RefusesUnknownStepKindsAtLoad) {
+/// A plan of one value and the one step `s` writing it, in an elementwise
+/// kernel unless `kernel` is false.
+std::shared_ptr<plan::Plan> oneStepPlan(plan::Step s, bool kernel = true) {
   auto p = std::make_shared<plan::Plan>();
   p->values.push_back({});
+  s.results = {0};
+  p->steps.push_back(std::move(s));
+  if (kernel)
+    p->kernels.push_back({"elementwise", 0, 1, {}, {0}, {}});
+  return p;
+}
+
+TEST(CPUExecutor, RefusesUnknownStepKindsAtLoad) {
   plan::Step s;
   s.kind = "onnx.NonZero";
   s.name = "/model/nz";
-  s.results = {0};
-  p->steps.push_back(s);
+  auto p = oneStepPlan(s, /*kernel=*/false);
   auto ex = createCPUExecutor();
   Status st = ex->load(p);
   ASSERT_FALSE(st);
   EXPECT_EQ(st.message(),
             "the plan has steps but no kernels (recompile it with folioc)");
-  p->kernels.push_back({"elementwise", 0, 1, {}, {0}, {}});
+  p = oneStepPlan(s);
   st = ex->load(p);
   ASSERT_FALSE(st);
   EXPECT_EQ(st.message(), "the CPU executor has no kernel for step kind "
@@ -172,14 +181,10 @@ TEST(CPUExecutor, RefusesUnknownStepKindsAtLoad) {
 }
 
 TEST(CPUExecutor, ChecksArityAndBatchArrays) {
-  auto p = std::make_shared<plan::Plan>();
-  p->values.push_back({});
   plan::Step s;
   s.kind = "binary";
   s.operands = {0};
-  s.results = {0};
-  p->steps.push_back(s);
-  p->kernels.push_back({"elementwise", 0, 1, {0}, {0}, {}});
+  auto p = oneStepPlan(s);
   auto ex = createCPUExecutor();
   Status st = ex->load(p);
   ASSERT_FALSE(st);
@@ -194,22 +199,15 @@ TEST(CPUExecutor, ChecksArityAndBatchArrays) {
             "forward needs a loaded plan and an allocated KV cache");
 }
 
-} // namespace
-
-namespace {
 // Tests that a required operand given as absent (-1) is refused at load:
 // kernels read required operands without asking.
 TEST(CPUExecutor, RefusesAbsentRequiredOperands) {
-  auto p = std::make_shared<plan::Plan>();
-  p->values.push_back({});
   plan::Step s;
   s.kind = "binary";
   s.name = "/model/add";
   s.attrs = {{"kind", std::string("add")}};
   s.operands = {0, -1};
-  s.results = {0};
-  p->steps.push_back(s);
-  p->kernels.push_back({"elementwise", 0, 1, {0}, {0}, {}});
+  auto p = oneStepPlan(s);
   auto ex = createCPUExecutor();
   Status st = ex->load(p);
   ASSERT_FALSE(st);
