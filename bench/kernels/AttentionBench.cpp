@@ -8,6 +8,9 @@
 // path; the machines are shared
 // and noisy, so the binary repeats every case in random interleaved order and
 // ends with the median ratio per case instead of trusting absolute times.
+// Decode at context 4096 runs once per cache type (f32, bf16, fp8_e4m3,
+// int8, int4 with groups of 32), and the summary gives each type's time
+// relative to the f32 cache in the same run.
 //
 // "cold" decode flushes the cache pools from every cache level before each
 // iteration: in a served model the next layer's K/V was last touched one
@@ -42,16 +45,23 @@ namespace {
 constexpr int64_t kHeads = 12, kKvHeads = 4, kHeadDim = 64, kBlock = 16;
 
 /// One attention call's inputs: `numSeqs` sequences of `context` tokens, the
-/// last `queryLen` of each being queried.
+/// last `queryLen` of each being queried, in a cache of type `dtype`.
 /// Cache-line aligned, as the runtime allocates its pools.
 struct AlignedFree {
-  void operator()(float *p) const { std::free(p); }
+  void operator()(uint8_t *p) const { std::free(p); }
 };
-using Pool = std::unique_ptr<float[], AlignedFree>;
+using Pool = std::unique_ptr<uint8_t[], AlignedFree>;
+
+Pool alignedPool(size_t bytes) {
+  if (bytes == 0)
+    return nullptr;
+  return Pool(
+      static_cast<uint8_t *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+}
 
 struct Problem {
-  Pool kPool, vPool;
-  size_t poolElems = 0;
+  Pool kPool, vPool, kParams, vParams;
+  std::vector<float> kScale, vScale;
   std::vector<float> q, out;
   std::vector<int32_t> queryStartLoc, seqLens, blockTables;
   KVCacheView cache;
@@ -59,25 +69,48 @@ struct Problem {
   AttentionParams params;
   double flops = 0, kvBytes = 0;
 
-  Problem(int64_t numSeqs, int64_t context, int64_t queryLen) {
+  Problem(int64_t numSeqs, int64_t context, int64_t queryLen,
+          DType dtype = DType::F32) {
     int64_t blocksPerSeq = (context + kBlock - 1) / kBlock;
     cache.numBlocks = numSeqs * blocksPerSeq;
     cache.blockSize = kBlock;
     cache.numKvHeads = kKvHeads;
     cache.headDim = kHeadDim;
-    cache.dtype = DType::F32;
-    poolElems = size_t(cache.numBlocks * kBlock * kKvHeads * kHeadDim);
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    size_t bytes = (poolElems * sizeof(float) + 63) / 64 * 64;
-    kPool.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
-    vPool.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
-    for (size_t i = 0; i < poolElems; ++i) {
-      kPool[i] = dist(rng);
-      vPool[i] = dist(rng);
-    }
+    cache.dtype = dtype;
+    cache.group = dtype == DType::I8 ? kHeadDim : dtype == DType::I4 ? 32 : 0;
+    kPool = alignedPool(cache.poolBytes());
+    vPool = alignedPool(cache.poolBytes());
+    kParams = alignedPool(cache.paramPoolBytes());
+    vParams = alignedPool(cache.paramPoolBytes());
     cache.k = kPool.get();
     cache.v = vPool.get();
+    cache.kParams = kParams.get();
+    cache.vParams = vParams.get();
+    if (isFp8(dtype)) {
+      kScale.assign(size_t(kKvHeads), 1.0f / 256.0f);
+      vScale.assign(size_t(kKvHeads), 1.0f / 256.0f);
+      cache.kScale = kScale.data();
+      cache.vScale = vScale.data();
+    }
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    {
+      int64_t slots = cache.numBlocks * kBlock, row = kKvHeads * kHeadDim;
+      std::vector<float> k(size_t(slots * row)), v(k.size());
+      for (size_t i = 0; i < k.size(); ++i) {
+        k[i] = dist(rng);
+        v[i] = dist(rng);
+      }
+      std::vector<int64_t> slotIds(static_cast<size_t>(slots));
+      for (int64_t i = 0; i < slots; ++i)
+        slotIds[size_t(i)] = i;
+      Status st =
+          kvWrite(cache, k.data(), row, v.data(), row, slotIds.data(), slots);
+      if (!st) {
+        std::fprintf(stderr, "kvWrite: %s\n", st.message().c_str());
+        std::abort();
+      }
+    }
     // A pool that has served a while hands out blocks in no order.
     std::vector<int32_t> ids(size_t(cache.numBlocks));
     for (size_t i = 0; i < ids.size(); ++i)
@@ -106,8 +139,9 @@ struct Problem {
     for (int64_t i = 0; i < queryLen; ++i)
       flops += 4.0 * kHeads * kHeadDim * double(context - queryLen + i + 1);
     flops *= double(numSeqs);
-    kvBytes = 2.0 * double(numSeqs) * double(context) * kKvHeads * kHeadDim *
-              sizeof(float);
+    // The bytes a call reads: every token's K and V rows and params.
+    kvBytes = double(numSeqs) * double(context) *
+              double(kvBytesPerToken(dtype, kKvHeads, kHeadDim, cache.group));
   }
 
   /// Flushes on every thread of `threads`, so that its workers are awake
@@ -115,12 +149,21 @@ struct Problem {
   /// a flush on the caller alone let the workers fall asleep and measured
   /// their wake-up.
   void flush(ThreadPool &threads) const {
-    const int64_t lines = int64_t(poolElems / 16);
-    threads.parallelFor(2 * lines, 4096, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i)
-        _mm_clflush((i < lines ? kPool.get() : vPool.get()) + (i % lines) * 16);
-      _mm_mfence();
-    });
+    const uint8_t *pools[4] = {kPool.get(), vPool.get(), kParams.get(),
+                               vParams.get()};
+    const int64_t lines[4] = {int64_t(cache.poolBytes() / 64),
+                              int64_t(cache.poolBytes() / 64),
+                              int64_t(cache.paramPoolBytes() / 64),
+                              int64_t(cache.paramPoolBytes() / 64)};
+    for (int p = 0; p < 4; ++p) {
+      if (lines[p] == 0)
+        continue;
+      threads.parallelFor(lines[p], 4096, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          _mm_clflush(pools[p] + i * 64);
+        _mm_mfence();
+      });
+    }
   }
 };
 
@@ -209,6 +252,19 @@ public:
 
   void Finalize() override {
     ConsoleReporter::Finalize();
+    // Names "<case>/cache-<type>/t<threads>/<variant>": each type against
+    // f32.
+    std::printf("\ntime relative to the f32 cache (ratio of median times):\n");
+    for (auto &[name, t] : times) {
+      size_t at = name.find("/cache-");
+      if (at == std::string::npos)
+        continue;
+      size_t end = name.find('/', at + 1);
+      std::string ref = name.substr(0, at) + "/cache-f32" + name.substr(end);
+      auto it = times.find(ref);
+      if (it != times.end() && it->first != name && it->second > 0)
+        std::printf("  %-50s %6.2f\n", name.c_str(), t / it->second);
+    }
     std::printf("\nspeedup over scalar (ratio of median times):\n");
     for (auto &[name, t] : times) {
       auto slash = name.rfind('/');
@@ -231,9 +287,13 @@ private:
 };
 
 void registerCase(const std::string &name, std::shared_ptr<Problem> p,
-                  bool cold) {
+                  bool cold, bool allVariants = true) {
   for (unsigned threads : {1u, 2u})
     for (const Variant &variant : kVariants) {
+      // Cache-type cases: the default AVX-512 path and the portable one.
+      if (!allVariants && variant.name != std::string("avx512") &&
+          variant.name != std::string("scalar"))
+        continue;
       std::string full =
           name + "/t" + std::to_string(threads) + "/" + variant.name;
       benchmark::RegisterBenchmark(
@@ -270,6 +330,12 @@ int main(int argc, char **argv) {
   // the dispatcher switches to the transposed form.
   registerCase("verify4x528x8/cold", std::make_shared<Problem>(8, 528, 4),
                true);
+  // Long-context decode per cache type (split-K: 4 kv heads, 4 ranges each).
+  for (DType t :
+       {DType::F32, DType::BF16, DType::FP8E4M3, DType::I8, DType::I4})
+    registerCase(std::string("decode4096x1/cold/cache-") + dtypeName(t),
+                 std::make_shared<Problem>(1, 4096, 1, t), true,
+                 /*allVariants=*/false);
 
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data()))

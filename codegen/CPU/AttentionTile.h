@@ -9,6 +9,7 @@
 #define FOLIO_CODEGEN_CPU_ATTENTIONTILE_H
 
 #include "codegen/CPU/DType.h"
+#include "codegen/CPU/KVRowLoad.h"
 
 #include <climits>
 #include <cstddef>
@@ -32,8 +33,17 @@ struct AttentionTile {
   int64_t blockSize = 0;
   const void *kPool = nullptr;
   const void *vPool = nullptr;
+  /// int8 / int4: the params pools (uint16 f16 {scale, min} per group).
+  const uint16_t *kParams = nullptr;
+  const uint16_t *vParams = nullptr;
   DType dtype = DType::F32;
-  int64_t slotElements = 0; ///< numKvHeads * headDim
+  int64_t quantGroup = 0; ///< int8 / int4: elements per params group
+  float kScale = 1.0f;    ///< fp8: the static scales of this kv head
+  float vScale = 1.0f;
+  size_t rowBytes = 0;   ///< one kv head's row in a data pool
+  size_t slotBytes = 0;  ///< one slot (all kv heads) in a data pool
+  int64_t paramRow = 0;  ///< uint16 params of one kv head's row (0: none)
+  int64_t paramSlot = 0; ///< uint16 params of one slot
   float scale = 1.0f;
   float softCap = 0.0f;
   int64_t window = 0;
@@ -57,28 +67,23 @@ constexpr int64_t kKeyChunk = 64;
 /// Query rows (tokens x group heads) one AVX-512 pass keeps in vector lanes.
 constexpr int64_t kLaneRows = 64;
 
-/// Byte offsets in a pool of the tile's kv-head rows at consecutive key
-/// positions: one block-table lookup per block, not a division per key.
+/// Offsets of the tile's kv-head rows at consecutive key positions in the
+/// data pools (bytes) and the params pools (uint16): one block-table
+/// lookup per block, not a division per key.
 class KvRowCursor {
 public:
   KvRowCursor(const AttentionTile &a, int64_t pos)
-      : table(a.blockTable), blockSize(a.blockSize),
-        slotBytes(size_t(a.slotElements) * dtypeSize(a.dtype)),
-        headBytes(size_t(a.kvHead * a.headDim) * dtypeSize(a.dtype)),
-        block(pos / a.blockSize), inBlock(pos % a.blockSize) {}
+      : table(a.blockTable), blockSize(a.blockSize), slotBytes(a.slotBytes),
+        headBytes(size_t(a.kvHead) * a.rowBytes),
+        paramSlot(size_t(a.paramSlot)),
+        paramHead(size_t(a.kvHead * a.paramRow)), block(pos / a.blockSize),
+        inBlock(pos % a.blockSize) {}
   /// Only positions the tile reads may be asked for: the table entries
   /// past them need not be valid, or exist.
-  size_t offset() {
-    if (stale) {
-      current =
-          size_t(int64_t(table[block]) * blockSize + inBlock) * slotBytes +
-          headBytes;
-      stale = false;
-    }
-    return current;
-  }
+  size_t offset() { return slot() * slotBytes + headBytes; }
+  size_t paramOffset() { return slot() * paramSlot + paramHead; }
   void next() {
-    current += slotBytes;
+    ++current;
     if (++inBlock == blockSize) {
       inBlock = 0;
       ++block;
@@ -87,13 +92,43 @@ public:
   }
 
 private:
+  size_t slot() {
+    if (stale) {
+      current = size_t(int64_t(table[block]) * blockSize + inBlock);
+      stale = false;
+    }
+    return current;
+  }
+
   const int32_t *table;
   int64_t blockSize;
-  size_t slotBytes, headBytes;
+  size_t slotBytes, headBytes, paramSlot, paramHead;
   int64_t block, inBlock;
   size_t current = 0;
   bool stale = true;
 };
+
+/// One of the tile's pools (K or V): where a row is and how to widen it.
+struct KvPool {
+  const char *data;
+  const uint16_t *params;
+  KvRowFormat format;
+
+  const char *row(size_t offset) const { return data + offset; }
+  const uint16_t *rowParams(size_t paramOffset) const {
+    return params ? params + paramOffset : nullptr;
+  }
+};
+
+inline KvPool kPoolOf(const AttentionTile &a) {
+  return {static_cast<const char *>(a.kPool), a.kParams,
+          KvRowFormat{a.dtype, a.headDim, a.quantGroup, a.kScale}};
+}
+
+inline KvPool vPoolOf(const AttentionTile &a) {
+  return {static_cast<const char *>(a.vPool), a.vParams,
+          KvRowFormat{a.dtype, a.headDim, a.quantGroup, a.vScale}};
+}
 
 /// Requests the cache lines of rows[j] (if any) into the cache.
 struct RowPrefetch {

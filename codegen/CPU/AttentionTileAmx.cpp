@@ -29,7 +29,6 @@
 #include "codegen/CPU/AttentionTile.h"
 #include "codegen/CPU/AttentionTileLanes.h"
 #include "codegen/CPU/CPUFeatures.h"
-#include "codegen/CPU/Convert.h"
 
 #include <atomic>
 #include <cfloat>
@@ -227,23 +226,24 @@ FOLIO_AMX void convertKeys(const AttentionTile &a, int64_t s0, int64_t n,
                            uint16_t *kb, uint16_t *vt, float *rowTmp) {
   const int64_t hd = a.headDim;
   const bool convert = a.dtype != DType::F32;
-  const char *kPool = static_cast<const char *>(a.kPool);
-  const char *vPool = static_cast<const char *>(a.vPool);
+  const KvPool kp = kPoolOf(a), vp = vPoolOf(a);
   const int64_t nPad = (n + kChunk - 1) / kChunk * kChunk;
-  const char *vRaw[kSuper];
+  size_t vOff[kSuper], vParamOff[kSuper];
   KvRowCursor cursor(a, s0);
   for (int64_t j = 0; j < n; ++j, cursor.next()) {
     size_t off = cursor.offset();
-    const float *k = reinterpret_cast<const float *>(kPool + off);
+    const float *k = reinterpret_cast<const float *>(kp.row(off));
     if (convert) {
-      loadRowAvx512(kPool + off, a.dtype, rowTmp, hd);
+      loadKvRowAvx512(kp.format, kp.row(off),
+                      kp.rowParams(cursor.paramOffset()), rowTmp);
       k = rowTmp;
     }
     for (int64_t d = 0; d < hd; d += 32)
       _mm512_store_si512(
           kb + j * hd + d,
           toBf16x32(_mm512_loadu_ps(k + d), _mm512_loadu_ps(k + d + 16)));
-    vRaw[j] = vPool + off;
+    vOff[j] = off;
+    vParamOff[j] = convert ? cursor.paramOffset() : 0;
   }
   for (int64_t j = n; j < nPad; ++j)
     for (int64_t d = 0; d < hd; d += 32)
@@ -251,20 +251,22 @@ FOLIO_AMX void convertKeys(const AttentionTile &a, int64_t s0, int64_t n,
 
   // V^T per chunk: 16 x 16 transposes of f32, then the two key halves
   // rounded together into rows of 32 bf16 keys.
-  alignas(64) float conv[kChunk][kMaxHeadDim];
+  alignas(64) float conv[kChunk * kMaxHeadDim];
   for (int64_t c = 0; c < nPad; c += kChunk) {
     const float *rows[kChunk];
-    for (int64_t i = 0; i < kChunk; ++i) {
-      int64_t j = c + i;
-      if (j >= n) {
-        rows[i] = nullptr;
-      } else if (convert) {
-        loadRowAvx512(vRaw[j], a.dtype, conv[i], hd);
-        rows[i] = conv[i];
-      } else {
-        rows[i] = reinterpret_cast<const float *>(vRaw[j]);
-      }
+    const char *src[kChunk];
+    const uint16_t *par[kChunk];
+    int64_t real = n - c < kChunk ? n - c : kChunk;
+    for (int64_t i = 0; i < real; ++i) {
+      src[i] = vp.row(vOff[c + i]);
+      par[i] = vp.rowParams(vParamOff[c + i]);
     }
+    if (convert)
+      loadKvRowsAvx512(vp.format, src, par, real, conv);
+    for (int64_t i = 0; i < kChunk; ++i)
+      rows[i] = i >= real ? nullptr
+                : convert ? conv + i * hd
+                          : reinterpret_cast<const float *>(src[i]);
     for (int64_t db = 0; db < hd / 16; ++db) {
       __m512 x[2][16];
       for (int h = 0; h < 2; ++h)

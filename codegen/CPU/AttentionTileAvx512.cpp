@@ -9,7 +9,6 @@
 
 #include "codegen/CPU/AttentionTile.h"
 #include "codegen/CPU/Avx512Math.h"
-#include "codegen/CPU/Convert.h"
 
 #include <atomic>
 #include <cmath>

@@ -1,7 +1,6 @@
 //===- AttentionTileScalar.cpp - Portable attention tile ------------------===//
 
 #include "codegen/CPU/AttentionTile.h"
-#include "codegen/CPU/Convert.h"
 
 #include <cmath>
 #include <vector>

@@ -15,7 +15,6 @@
 #include "codegen/CPU/AttentionTile.h"
 #include "codegen/CPU/AttentionTileLanes.h"
 #include "codegen/CPU/Avx512Math.h"
-#include "codegen/CPU/Convert.h"
 
 #include <cfloat>
 #include <cmath>
@@ -170,26 +169,34 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
       lowestKey(a, minPos) > a.keyBegin ? lowestKey(a, minPos) : a.keyBegin;
   const int64_t lastKey = lastTileKey(a, maxPos);
   const int64_t maxLow = lowestKey(a, maxPos);
-  const char *kPool = static_cast<const char *>(a.kPool);
-  const char *vPool = static_cast<const char *>(a.vPool);
-  const size_t rowBytes = size_t(hd) * dtypeSize(a.dtype);
+  const KvPool kp = kPoolOf(a), vp = vPoolOf(a);
+  const char *kPool = kp.data;
+  const char *vPool = vp.data;
+  const size_t rowBytes = a.rowBytes;
   const float *kRow[kChunk + kMaxKeyBlock], *vRow[kChunk];
 
   for (int64_t c0 = firstKey; c0 <= lastKey; c0 += kChunk) {
     int64_t c1 = c0 + kChunk < lastKey + 1 ? c0 + kChunk : lastKey + 1;
     int64_t n = c1 - c0;
     KvRowCursor cursor(a, c0);
+    const char *kSrc[kChunk], *vSrc[kChunk];
+    const uint16_t *kPar[kChunk], *vPar[kChunk];
     for (int64_t j = 0; j < n; ++j, cursor.next()) {
-      size_t off = cursor.offset();
-      if (convert) {
-        loadRowAvx512(kPool + off, a.dtype, kBuf + j * hd, hd);
-        loadRowAvx512(vPool + off, a.dtype, vBuf + j * hd, hd);
-        kRow[j] = kBuf + j * hd;
-        vRow[j] = vBuf + j * hd;
-      } else {
-        kRow[j] = reinterpret_cast<const float *>(kPool + off);
-        vRow[j] = reinterpret_cast<const float *>(vPool + off);
-      }
+      size_t off = cursor.offset(), po = convert ? cursor.paramOffset() : 0;
+      kSrc[j] = kp.row(off);
+      vSrc[j] = vp.row(off);
+      kPar[j] = kp.rowParams(po);
+      vPar[j] = vp.rowParams(po);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      kRow[j] =
+          convert ? kBuf + j * hd : reinterpret_cast<const float *>(kSrc[j]);
+      vRow[j] =
+          convert ? vBuf + j * hd : reinterpret_cast<const float *>(vSrc[j]);
+    }
+    if (convert) { // narrow or quantized rows, widened once per chunk
+      loadKvRowsAvx512(kp.format, kSrc, kPar, n, kBuf);
+      loadKvRowsAvx512(vp.format, vSrc, vPar, n, vBuf);
     }
     // The next chunk's rows, requested now: with few rows per tile (a few
     // speculative tokens) the K/V reads from memory dominate. A chunk's

@@ -3,11 +3,18 @@
 #include "codegen/CPU/Convert.h"
 #include "codegen/CPU/CPUFeatures.h"
 
+#include <cassert>
+#include <cmath>
 #include <cstring>
 
 namespace folio::cpu::detail {
 
 void storeRow(const float *src, void *dst, DType t, int64_t n) {
+  if (!isPlainFloat(t)) {
+    // Quantized rows need params or a scale: storeKvRow (KVRowLoad.h).
+    assert(false && "storeRow takes f32, bf16 and f16 only");
+    return;
+  }
   if (t == DType::F32) {
     std::memcpy(dst, src, size_t(n) * 4);
     return;
@@ -24,6 +31,13 @@ void storeRow(const float *src, void *dst, DType t, int64_t n) {
 }
 
 void loadRow(const void *src, DType t, float *dst, int64_t n) {
+  if (!isPlainFloat(t)) {
+    // Quantized rows need params or a scale: loadKvRow (KVRowLoad.h).
+    assert(false && "loadRow takes f32, bf16 and f16 only");
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = NAN;
+    return;
+  }
   if (t == DType::F32) {
     std::memcpy(dst, src, size_t(n) * 4);
     return;

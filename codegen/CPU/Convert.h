@@ -15,7 +15,8 @@
 
 namespace folio::cpu::detail {
 
-/// dst[i] = src[i] stored as type t.
+/// dst[i] = src[i] stored as type t: f32, bf16 or f16 only (quantized
+/// cache rows go through KVRowLoad.h).
 void storeRow(const float *src, void *dst, DType t, int64_t n);
 
 /// dst[i] = f32 value of src[i] of type t.

@@ -50,6 +50,10 @@ Status embedding(const int32_t *ids, int64_t numTokens, const void *table,
   FOLIO_RETURN_IF_ERROR(checkNonNegative(kernel, "numTokens", numTokens));
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "vocab", vocab));
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "dim", dim));
+  if (!isPlainFloat(tableType))
+    return Status::error(std::string("embedding: tables are f32, bf16 or f16, "
+                                     "not ") +
+                         dtypeName(tableType));
   FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "ids", ids, numTokens));
   FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "table", table, vocab * dim));
   FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "out", out, numTokens * dim));

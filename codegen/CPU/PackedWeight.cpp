@@ -139,6 +139,10 @@ Status PackedWeight::pack(const void *data, DType srcType, int64_t n, int64_t k,
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "out features", n));
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "in features", k));
   FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "weight data", data, n * k));
+  if (!isPlainFloat(srcType) || !isPlainFloat(storage))
+    return Status::error(std::string("PackedWeight: weights are f32, bf16 or "
+                                     "f16, not ") +
+                         dtypeName(isPlainFloat(srcType) ? storage : srcType));
   if (storage == DType::F16)
     return Status::error("PackedWeight: f16 storage is not supported (oneDNN "
                          "2.6 has no f16 matmul); pack f16 weights as bf16");

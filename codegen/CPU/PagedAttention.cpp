@@ -3,6 +3,7 @@
 #include "codegen/CPU/PagedAttention.h"
 #include "codegen/CPU/AttentionTile.h"
 #include "codegen/CPU/CPUFeatures.h"
+#include "codegen/CPU/KVQuant.h"
 #include "codegen/CPU/Validate.h"
 
 #include <atomic>
@@ -177,8 +178,14 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
   base.blockSize = cache.blockSize;
   base.kPool = cache.k;
   base.vPool = cache.v;
+  base.kParams = static_cast<const uint16_t *>(cache.kParams);
+  base.vParams = static_cast<const uint16_t *>(cache.vParams);
   base.dtype = cache.dtype;
-  base.slotElements = cache.slotElements();
+  base.quantGroup = cache.group;
+  base.rowBytes = cache.headRowBytes();
+  base.slotBytes = cache.slotBytes();
+  base.paramRow = kvRowParams(cache.dtype, cache.headDim, cache.group);
+  base.paramSlot = int64_t(cache.paramSlotBytes() / 2);
   base.scale = params.scale;
   base.softCap = params.softCap;
   base.window = params.slidingWindow;
@@ -272,6 +279,10 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
       int64_t qBegin = batch.queryStartLoc[it.seq];
       int64_t qLen = batch.queryStartLoc[it.seq + 1] - qBegin;
       tile.kvHead = it.kvHead;
+      if (cache.kScale) {
+        tile.kScale = cache.kScale[it.kvHead];
+        tile.vScale = cache.vScale[it.kvHead];
+      }
       tile.tokenBegin = it.tokenBegin;
       tile.tokenEnd = it.tokenEnd;
       tile.firstPos = batch.seqLens[it.seq] - qLen + (it.tokenBegin - qBegin);

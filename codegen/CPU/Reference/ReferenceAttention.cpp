@@ -1,5 +1,6 @@
 //===- ReferenceAttention.cpp - Attention by the definition ---------------===//
 
+#include "codegen/CPU/KVQuant.h"
 #include "codegen/CPU/Reference/Reference.h"
 
 #include <cmath>
@@ -60,21 +61,51 @@ void attendSequence(const float *q, int64_t qBegin, int64_t qLen,
 void pagedAttention(const float *q, const KVCacheView &cache,
                     const RaggedBatch &batch, const AttentionParams &params,
                     float *out) {
+  const int64_t hd = cache.headDim;
+  const int64_t paramRow = kvRowParams(cache.dtype, hd, cache.group);
   for (int64_t s = 0; s < batch.numSeqs; ++s) {
     const int32_t *table = batch.blockTables + s * batch.maxBlocksPerSeq;
-    auto at = [&](const void *pool) {
-      return [&cache, table, pool](int64_t pos, int64_t g, int64_t e) {
-        int64_t slot = int64_t(table[pos / cache.blockSize]) * cache.blockSize +
-                       pos % cache.blockSize;
-        return loadAsFloat(
-            pool, cache.dtype,
-            size_t((slot * cache.numKvHeads + g) * cache.headDim + e));
+    // Rows are widened by the format's definition (dequantizeKvRow) when
+    // first read: blocks no query reads may be invalid.
+    struct Rows {
+      std::vector<float> values;
+      std::vector<bool> done;
+    };
+    int64_t len = batch.seqLens[s];
+    Rows rows[2];
+    for (Rows &r : rows) {
+      r.values.resize(size_t(len * cache.numKvHeads * hd));
+      r.done.assign(size_t(len * cache.numKvHeads), false);
+    }
+    auto at = [&](int which) {
+      return [&, which](int64_t pos, int64_t g, int64_t e) {
+        Rows &r = rows[which];
+        size_t i = size_t(pos * cache.numKvHeads + g);
+        if (!r.done[i]) {
+          int64_t slot =
+              int64_t(table[pos / cache.blockSize]) * cache.blockSize +
+              pos % cache.blockSize;
+          const void *pool = which == 0 ? cache.k : cache.v;
+          const void *params = which == 0 ? cache.kParams : cache.vParams;
+          const float *scales = which == 0 ? cache.kScale : cache.vScale;
+          const char *data = static_cast<const char *>(pool) +
+                             size_t(slot) * cache.slotBytes() +
+                             size_t(g) * cache.headRowBytes();
+          const uint16_t *p =
+              params ? static_cast<const uint16_t *>(params) +
+                           size_t((slot * cache.numKvHeads + g) * paramRow)
+                     : nullptr;
+          dequantizeKvRow(data, p, hd, cache.dtype, cache.group,
+                          scales ? scales[g] : 1.0f, r.values.data() + i * hd);
+          r.done[i] = true;
+        }
+        return r.values[i * size_t(hd) + size_t(e)];
       };
     };
     int64_t qBegin = batch.queryStartLoc[s];
     attendSequence(q, qBegin, batch.queryStartLoc[s + 1] - qBegin,
                    batch.seqLens[s], cache.numKvHeads, cache.headDim, params,
-                   at(cache.k), at(cache.v), out);
+                   at(0), at(1), out);
   }
 }
 

@@ -211,6 +211,12 @@ TEST(Gather, EmbeddingAllTypes) {
   EXPECT_NE(s.message().find("50"), std::string::npos);
   EXPECT_TRUE(
       embedding(nullptr, 0, table.data(), DType::F32, vocab, dim, nullptr));
+  // Tables are never of a cache-only type.
+  for (DType t : {DType::FP8E4M3, DType::FP8E5M2, DType::I8, DType::I4}) {
+    s = embedding(ids.data(), 1, table.data(), t, vocab, dim, out.data());
+    EXPECT_FALSE(s) << dtypeName(t);
+    EXPECT_NE(s.message().find(dtypeName(t)), std::string::npos);
+  }
 }
 
 TEST(Gather, Rows) {

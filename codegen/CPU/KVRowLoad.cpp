@@ -1,0 +1,37 @@
+//===- KVRowLoad.cpp - Cache rows, portable path and dispatch -------------===//
+
+#include "codegen/CPU/KVRowLoad.h"
+#include "codegen/CPU/CPUFeatures.h"
+#include "codegen/CPU/Convert.h"
+#include "codegen/CPU/KVQuant.h"
+
+namespace folio::cpu::detail {
+
+void loadKvRow(const KvRowFormat &f, const void *data, const uint16_t *params,
+               float *out) {
+  if (isPlainFloat(f.dtype))
+    return loadRow(data, f.dtype, out, f.headDim);
+  if (activeIsa() == Isa::Avx512)
+    return loadKvRowAvx512(f, data, params, out);
+  dequantizeKvRow(data, params, f.headDim, f.dtype, f.group, f.scale, out);
+}
+
+void loadKvRows(const KvRowFormat &f, const char *const *rows,
+                const uint16_t *const *params, int64_t n, float *out) {
+  if (activeIsa() == Isa::Avx512)
+    return loadKvRowsAvx512(f, rows, params, n, out);
+  for (int64_t j = 0; j < n; ++j)
+    dequantizeKvRow(rows[j], params ? params[j] : nullptr, f.headDim, f.dtype,
+                    f.group, f.scale, out + j * f.headDim);
+}
+
+void storeKvRow(const KvRowFormat &f, const float *x, void *data,
+                uint16_t *params) {
+  if (isPlainFloat(f.dtype))
+    return storeRow(x, data, f.dtype, f.headDim);
+  if (activeIsa() == Isa::Avx512)
+    return storeKvRowAvx512(f, x, data, params);
+  quantizeKvRow(x, f.headDim, f.dtype, f.group, f.scale, data, params);
+}
+
+} // namespace folio::cpu::detail
