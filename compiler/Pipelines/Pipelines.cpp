@@ -5,6 +5,7 @@
 #include "compiler/Raise/Passes.h"
 #include "compiler/RaiseAttention/Passes.h"
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Folio/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -54,6 +55,14 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
   served.addPass(createFolioONNXSimplifyPass());
   served.addPass(createFolioFoldRotaryTransposesPass());
   pm.addPass(createFolioVerifyServingContractPass());
+  // The caches take the configured dtype as soon as they exist, so
+  // `--stop-after=page-kv` shows what the plan will allocate.
+  SmallVector<int64_t> skipLayers(options.kvCacheSkipLayers.begin(),
+                                  options.kvCacheSkipLayers.end());
+  FolioQuantizeKVPassOptions quantizeOptions;
+  quantizeOptions.skipLayers = skipLayers;
+  quantizeOptions.groupSize = options.kvCacheGroupSize;
+  pm.addPass(createFolioQuantizeKVPass(quantizeOptions));
   if (stopAfter == FolioPhase::PageKV)
     return;
 

@@ -26,6 +26,15 @@ struct FolioPipelineOptions : public PassPipelineOptions<FolioPipelineOptions> {
       *this, "block-size",
       llvm::cl::desc("KV-cache block size in tokens (power of two, 1..256)"),
       llvm::cl::init(16)};
+  ListOption<int64_t> kvCacheSkipLayers{
+      *this, "kv-cache-dtype-skip-layers",
+      llvm::cl::desc("Layers whose KV caches stay at 16 bits (bf16) when the "
+                     "KV-cache dtype is quantized")};
+  Option<int64_t> kvCacheGroupSize{
+      *this, "kv-cache-group-size",
+      llvm::cl::desc("Elements per scale group of an int4 KV cache (even, "
+                     "divides head_dim); 0: 32, or head_dim when smaller"),
+      llvm::cl::init(0)};
 };
 
 /// The points `folioc --stop-after` can stop at.
@@ -34,8 +43,8 @@ std::optional<FolioPhase> parseFolioPhase(StringRef name);
 
 /// Appends the passes from an imported module up to and including
 /// `stopAfter`: set-target, raise (simplify, norms, rotary, attention,
-/// linear), page-kv + the serving-contract check, lowering to folio ops +
-/// its check, fuse. quantize-kv and speculative follow as they land.
+/// linear), page-kv + the serving-contract check + quantize-kv, lowering to
+/// folio ops + its check, fuse. Speculative decoding follows as it lands.
 void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
                         FolioPhase stopAfter);
 

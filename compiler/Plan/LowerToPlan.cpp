@@ -52,6 +52,41 @@ std::optional<plan::ElemType> elemTypeOf(Type t) {
   return std::nullopt;
 }
 
+/// A KV cache's dtype: the tensor types plus the cache-only fp8 and
+/// integer ones.
+std::optional<plan::ElemType> cacheElemTypeOf(Type t) {
+  if (isa<Float8E4M3FNType>(t))
+    return plan::ElemType::F8E4M3;
+  if (isa<Float8E5M2Type>(t))
+    return plan::ElemType::F8E5M2;
+  if (t.isSignlessInteger(8))
+    return plan::ElemType::I8;
+  if (t.isSignlessInteger(4))
+    return plan::ElemType::I4;
+  if (t.isF32() || t.isF16() || t.isBF16())
+    return elemTypeOf(t);
+  return std::nullopt;
+}
+
+std::optional<plan::ValueInfo::KVScale> kvScaleOf(ScaleLayout scale) {
+  using S = plan::ValueInfo::KVScale;
+  switch (scale) {
+  case ScaleLayout::none:
+    return S::None;
+  case ScaleLayout::per_tensor:
+    return S::PerTensor;
+  case ScaleLayout::per_head:
+    return S::PerHead;
+  case ScaleLayout::per_token_head:
+    return S::PerTokenHead;
+  case ScaleLayout::per_token_group:
+    return S::PerTokenGroup;
+  case ScaleLayout::kivi:
+    break;
+  }
+  return std::nullopt;
+}
+
 /// The first attribute payload between '<' and '>' of a dialect enum attr
 /// (`#folio.rope_style<interleaved>` -> "interleaved").
 std::string enumSpelling(Attribute attr) {
@@ -114,15 +149,24 @@ public:
     Type t = v.getType();
     if (auto cache = dyn_cast<KVCacheType>(t)) {
       info.kind = plan::ValueInfo::Kind::KVCache;
-      auto et = elemTypeOf(cache.getDtype());
-      if (!et)
+      auto et = cacheElemTypeOf(cache.getDtype());
+      auto scale = kvScaleOf(cache.getScale());
+      if (!et || !scale) {
+        std::string type;
+        llvm::raw_string_ostream os(type);
+        os << cache;
         return llvm::createStringError(
             llvm::inconvertibleErrorCode(),
-            "KV cache dtype is not supported by plans yet (f32, f16, bf16)");
+            "KV cache " + type +
+                " is not supported by plans yet (f32, f16, bf16; fp8 with "
+                "static scales; int8 and int4 with per-token scales)");
+      }
       info.type = *et;
       info.kvHeads = cache.getHeads();
       info.headDim = cache.getHeadDim();
       info.blockSize = cache.getBlock();
+      info.kvScale = *scale;
+      info.kvGroup = cache.getGroup();
     } else if (auto rt = dyn_cast<RankedTensorType>(t)) {
       auto et = elemTypeOf(rt.getElementType());
       if (!et)
@@ -298,9 +342,12 @@ public:
       os << castOp.getType().getElementType();
       step.attrs.push_back({"to", to});
     } else {
+      // Which optional operands are present is the operand list itself
+      // (kv_write's and paged_attention's trailing scales).
       for (NamedAttribute a : op->getAttrs())
-        if (auto err = addAttr(a.getName(), a.getValue()))
-          return err;
+        if (a.getName() != "operandSegmentSizes")
+          if (auto err = addAttr(a.getName(), a.getValue()))
+            return err;
     }
     p.steps.push_back(std::move(step));
     return llvm::Error::success();

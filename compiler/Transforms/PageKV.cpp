@@ -223,7 +223,7 @@ LogicalResult Rewriter::rewriteAttention(AttentionOp attention,
 
   auto cacheType =
       KVCacheType::get(func.getContext(), heads, headDim, blockSize,
-                       kType.getElementType(), ScaleLayout::none, 0);
+                       kType.getElementType(), ScaleLayout::none, 0, 0);
   BlockArgument cache =
       addArg(cacheType, ("kv_cache." + Twine(layer)).str(), {});
 
@@ -235,8 +235,9 @@ LogicalResult Rewriter::rewriteAttention(AttentionOp attention,
   b.create<KVWriteOp>(loc, cache, kRows, vRows, slotMapping);
   auto paged = b.create<PagedAttentionOp>(
       loc, q.getType(), q, cache, blockTables, seqLens, queryStartLoc,
-      attention.getScaleAttr(), attention.getCausalAttr(),
-      attention.getSlidingWindowAttr(), attention.getSoftcapAttr());
+      /*k_scale=*/Value(), /*v_scale=*/Value(), attention.getScaleAttr(),
+      attention.getCausalAttr(), attention.getSlidingWindowAttr(),
+      attention.getSoftcapAttr());
   Value out =
       fromTokenMajor(loc, paged.getResult(), attention.getResult().getType());
   attention.getResult().replaceAllUsesWith(out);

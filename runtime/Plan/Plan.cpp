@@ -20,6 +20,14 @@ const char *elemTypeName(ElemType t) {
     return "i64";
   case ElemType::I32:
     return "i32";
+  case ElemType::F8E4M3:
+    return "fp8_e4m3";
+  case ElemType::F8E5M2:
+    return "fp8_e5m2";
+  case ElemType::I8:
+    return "int8";
+  case ElemType::I4:
+    return "int4";
   }
   return "?";
 }
@@ -34,8 +42,51 @@ size_t elemTypeSize(ElemType t) {
     return 2;
   case ElemType::I64:
     return 8;
+  case ElemType::F8E4M3:
+  case ElemType::F8E5M2:
+  case ElemType::I8:
+    return 1;
+  case ElemType::I4:
+    return 0;
   }
   return 0;
+}
+
+size_t elemTypeBits(ElemType t) {
+  return t == ElemType::I4 ? 4 : 8 * elemTypeSize(t);
+}
+
+bool isTensorElemType(ElemType t) {
+  switch (t) {
+  case ElemType::F32:
+  case ElemType::F16:
+  case ElemType::BF16:
+  case ElemType::I64:
+  case ElemType::I32:
+    return true;
+  case ElemType::F8E4M3:
+  case ElemType::F8E5M2:
+  case ElemType::I8:
+  case ElemType::I4:
+    return false;
+  }
+  return false;
+}
+
+const char *kvScaleName(ValueInfo::KVScale s) {
+  switch (s) {
+  case ValueInfo::KVScale::None:
+    return "none";
+  case ValueInfo::KVScale::PerTensor:
+    return "per_tensor";
+  case ValueInfo::KVScale::PerHead:
+    return "per_head";
+  case ValueInfo::KVScale::PerTokenHead:
+    return "per_token_head";
+  case ValueInfo::KVScale::PerTokenGroup:
+    return "per_token_group";
+  }
+  return "?";
 }
 
 const char *dimSymbolName(DimSymbol s) {
@@ -86,7 +137,7 @@ bool isKernelKind(const std::string &kind) {
 
 int64_t bufferBytes(const ValueInfo &v, int64_t tokens, int64_t rows,
                     int64_t seqs) {
-  if (v.kind != ValueInfo::Kind::Tensor)
+  if (v.kind != ValueInfo::Kind::Tensor || !isTensorElemType(v.type))
     return -1;
   int64_t n = int64_t(elemTypeSize(v.type));
   for (int64_t d : v.dims) {

@@ -21,10 +21,31 @@
 namespace folio::plan {
 
 /// Element types of plan values. Index values (MLIR `index`) are I64.
-enum class ElemType : uint8_t { F32 = 0, F16 = 1, BF16 = 2, I64 = 3, I32 = 4 };
+/// F8E4M3, F8E5M2, I8 and I4 are KV-cache dtypes only: no tensor value has
+/// them (validatePlan refuses one that does).
+enum class ElemType : uint8_t {
+  F32 = 0,
+  F16 = 1,
+  BF16 = 2,
+  I64 = 3,
+  I32 = 4,
+  F8E4M3 = 5,
+  F8E5M2 = 6,
+  I8 = 7,
+  I4 = 8
+};
 
+/// "f32", ..., "i32"; the cache dtypes by their --kv-cache-dtype names
+/// ("fp8_e4m3", "fp8_e5m2", "int8", "int4").
 const char *elemTypeName(ElemType t);
+/// Bytes per element; 0 for I4 (two elements per byte: size caches with
+/// elemTypeBits).
 size_t elemTypeSize(ElemType t);
+/// Bits per element (4 for I4).
+size_t elemTypeBits(ElemType t);
+/// Whether tensor values may have the type (every type but the cache-only
+/// ones).
+bool isTensorElemType(ElemType t);
 
 /// What the one dynamic dim of a buffer counts, so that its size is an
 /// expression of the step: static product x tokens (or logits rows, or
@@ -46,11 +67,28 @@ struct ValueInfo {
   /// The buffer (Plan::buffers) the compiler assigned to this value, or -1
   /// (constants, inputs, the output, views, and what it left unplanned).
   int32_t buffer = -1;
+  /// Where a KV cache's quantization scales live (the dialect's
+  /// ScaleLayout, same numbering): PerTensor and PerHead are static, f32
+  /// constants the cache's kv_write and paged_attention steps take as their
+  /// k_scale and v_scale operands; PerTokenHead and PerTokenGroup (kvGroup
+  /// elements of a head) are computed when a slot is written and stored
+  /// with it.
+  enum class KVScale : uint8_t {
+    None = 0,
+    PerTensor = 1,
+    PerHead = 2,
+    PerTokenHead = 3,
+    PerTokenGroup = 5
+  };
   // KV caches only.
   int64_t kvHeads = 0;
   int64_t headDim = 0;
   int64_t blockSize = 0;
+  KVScale kvScale = KVScale::None;
+  int64_t kvGroup = 0; ///< elements per scale group (PerTokenGroup only)
 };
+
+const char *kvScaleName(ValueInfo::KVScale s);
 
 /// A step attribute. Enums travel as their MLIR spelling (strings), so a new
 /// enum case never changes the format.

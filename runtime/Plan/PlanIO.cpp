@@ -100,6 +100,8 @@ std::string encodeHeader(const Plan &plan) {
     w.pod<int64_t>(v.blockSize);
     w.pod<uint8_t>(uint8_t(v.symbol));
     w.pod<int32_t>(v.buffer);
+    w.pod<uint8_t>(uint8_t(v.kvScale));
+    w.pod<int64_t>(v.kvGroup);
   }
   w.pod<uint32_t>(uint32_t(plan.inputs.size()));
   for (const Argument &a : plan.inputs) {
@@ -164,12 +166,12 @@ Status decodeHeader(Reader &r, Plan &plan) {
     std::string key = r.str();
     plan.config.emplace_back(key, r.pod<int64_t>());
   }
-  uint32_t numValues = r.count(35);
+  uint32_t numValues = r.count(44);
   plan.values.resize(numValues);
   for (ValueInfo &v : plan.values) {
     uint8_t kind = r.pod<uint8_t>();
     uint8_t type = r.pod<uint8_t>();
-    if (kind > 1 || type > uint8_t(ElemType::I32))
+    if (kind > 1 || type > uint8_t(ElemType::I4))
       return Status::invalidArgument("plan: bad value kind or element type");
     v.kind = ValueInfo::Kind(kind);
     v.type = ElemType(type);
@@ -182,6 +184,11 @@ Status decodeHeader(Reader &r, Plan &plan) {
       return Status::invalidArgument("plan: bad dim symbol");
     v.symbol = DimSymbol(symbol);
     v.buffer = r.pod<int32_t>();
+    uint8_t scale = r.pod<uint8_t>();
+    if (scale > uint8_t(ValueInfo::KVScale::PerTokenGroup) || scale == 4)
+      return Status::invalidArgument("plan: bad KV-cache scale layout");
+    v.kvScale = ValueInfo::KVScale(scale);
+    v.kvGroup = r.pod<int64_t>();
   }
   uint32_t numInputs = r.count(8);
   for (uint32_t i = 0; i < numInputs && !r.failed; ++i) {
@@ -290,6 +297,105 @@ Expected<Plan> parseBytes(const uint8_t *data, uint64_t size,
   return plan;
 }
 
+/// The dialect's KV-cache rules (dialects/Folio/IR/FolioTypes.cpp) for a
+/// plan from anywhere: "" when `v` pairs its dtype, scale layout and group
+/// as a compiled cache can, else why not.
+std::string cacheFormatError(const ValueInfo &v) {
+  using Scale = ValueInfo::KVScale;
+  bool isStatic = v.kvScale == Scale::PerTensor || v.kvScale == Scale::PerHead;
+  switch (v.type) {
+  case ElemType::F32:
+  case ElemType::F16:
+  case ElemType::BF16:
+    if (v.kvScale != Scale::None)
+      return "an unquantized cache takes no scales";
+    break;
+  case ElemType::F8E4M3:
+  case ElemType::F8E5M2:
+    if (!isStatic)
+      return "fp8 caches take static scales (per_head or per_tensor)";
+    break;
+  case ElemType::I8:
+    if (v.kvScale == Scale::None)
+      return "int8 caches take per_token_head, per_token_group, per_head or "
+             "per_tensor scales";
+    break;
+  case ElemType::I4:
+    if (v.kvScale != Scale::PerTokenGroup)
+      return "int4 caches take per_token_group scales";
+    break;
+  case ElemType::I64:
+  case ElemType::I32:
+    return "not a KV-cache dtype";
+  }
+  if (v.kvScale != Scale::PerTokenGroup) {
+    if (v.kvGroup != 0)
+      return "a group only goes with per_token_group scales";
+    return "";
+  }
+  if (v.kvGroup <= 0 || v.headDim % v.kvGroup != 0)
+    return "the group must divide head_dim " + std::to_string(v.headDim);
+  if (v.type == ElemType::I4 && v.kvGroup % 2 != 0)
+    return "an int4 group must be even (two elements per byte)";
+  return "";
+}
+
+/// A kv_write (cache operand 0, four operands before the scales) or
+/// paged_attention (cache operand 1, five before) takes k_scale and
+/// v_scale exactly when its cache's scales are static: f32 constants of
+/// [kvHeads] elements (per_head) or a scalar (per_tensor), each positive
+/// and finite, since kernels divide by them.
+Status checkStaticScales(const Plan &plan, const Step &s, int32_t cacheId,
+                         size_t numBefore,
+                         const std::vector<const Constant *> &constantOf) {
+  using Scale = ValueInfo::KVScale;
+  const ValueInfo &cache = plan.values[size_t(cacheId)];
+  std::string where = "plan: step '" + s.kind + "' ('" + s.name +
+                      "') on KV cache value " + std::to_string(cacheId) + " (" +
+                      kvScaleName(cache.kvScale) + " scales)";
+  bool perHead = cache.kvScale == Scale::PerHead;
+  if (!perHead && cache.kvScale != Scale::PerTensor) {
+    if (s.operands.size() > numBefore)
+      return Status::invalidArgument(where + " takes no scale operands, got " +
+                                     std::to_string(s.operands.size()) +
+                                     " operands");
+    return Status::ok();
+  }
+  if (s.operands.size() != numBefore + 2)
+    return Status::invalidArgument(where +
+                                   " needs k_scale and v_scale "
+                                   "operands, got " +
+                                   std::to_string(s.operands.size()) +
+                                   " operands");
+  std::vector<int64_t> dims;
+  if (perHead)
+    dims.push_back(cache.kvHeads);
+  const char *names[] = {"k_scale", "v_scale"};
+  for (size_t i = 0; i < 2; ++i) {
+    int32_t id = s.operands[numBefore + i];
+    std::string what =
+        where + ": " + names[i] + " (value " + std::to_string(id) + ")";
+    const Constant *c = id >= 0 ? constantOf[size_t(id)] : nullptr;
+    if (!c || plan.values[size_t(id)].type != ElemType::F32 ||
+        plan.values[size_t(id)].dims != dims)
+      return Status::invalidArgument(
+          what + " must be a constant f32 " +
+          (perHead ? "[" + std::to_string(cache.kvHeads) + "]"
+                   : std::string("scalar")));
+    for (uint64_t e = 0; e < c->bytes / sizeof(float); ++e) {
+      float x;
+      std::memcpy(&x, plan.blob.data() + c->offset + e * sizeof(float),
+                  sizeof(float));
+      if (!(std::isfinite(x) && x > 0))
+        return Status::invalidArgument(what + " element " + std::to_string(e) +
+                                       " is " + std::to_string(x) +
+                                       "; scales must be positive and "
+                                       "finite");
+    }
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 std::string serializePlan(const Plan &plan) {
@@ -390,8 +496,20 @@ Status validatePlan(const Plan &plan) {
             where + " is a KV cache with block size " +
             std::to_string(v.blockSize) + " but the plan's config says " +
             std::to_string(configBlock));
+      if (std::string why = cacheFormatError(v); !why.empty())
+        return Status::invalidArgument(where + " is a KV cache of " +
+                                       elemTypeName(v.type) + " with scale " +
+                                       kvScaleName(v.kvScale) + " and group " +
+                                       std::to_string(v.kvGroup) + ": " + why);
       continue;
     }
+    if (!isTensorElemType(v.type))
+      return Status::invalidArgument(
+          where + " is a tensor of " + elemTypeName(v.type) +
+          "; fp8_e4m3, fp8_e5m2, int8 and int4 are KV-cache dtypes only");
+    if (v.kvScale != ValueInfo::KVScale::None || v.kvGroup != 0)
+      return Status::invalidArgument(where + " is a tensor with KV-cache "
+                                             "scales");
     for (int64_t d : v.dims)
       if (d < -1)
         return Status::invalidArgument(where + " has the dim " +
@@ -453,6 +571,9 @@ Status validatePlan(const Plan &plan) {
                                      std::to_string(vocab) +
                                      " is not the width of the logits output");
   }
+  std::vector<const Constant *> constantOf(size_t(n), nullptr);
+  for (const Constant &c : plan.constants)
+    constantOf[size_t(c.value)] = &c;
   for (const Step &s : plan.steps) {
     if (!isOpKind(s.kind))
       return Status::invalidArgument("plan: step '" + s.name +
@@ -480,6 +601,17 @@ Status validatePlan(const Plan &plan) {
                                        "') has the non-finite "
                                        "attribute '" +
                                        a.name + "'");
+    }
+    size_t cacheOperand = s.kind == "kv_write" ? 0 : 1;
+    if ((s.kind == "kv_write" || s.kind == "paged_attention") &&
+        s.operands.size() > cacheOperand) {
+      int32_t cache = s.operands[cacheOperand];
+      if (cache >= 0 &&
+          plan.values[size_t(cache)].kind == ValueInfo::Kind::KVCache)
+        if (Status st =
+                checkStaticScales(plan, s, cache, cacheOperand + 4, constantOf);
+            !st)
+          return st;
     }
   }
   // Kernels cover the steps in order, each step once; releases name only

@@ -25,7 +25,7 @@
 
 namespace folio::plan {
 
-inline constexpr uint32_t kPlanVersion = 2;
+inline constexpr uint32_t kPlanVersion = 3;
 inline constexpr char kPlanMagic[9] = "FOLIOPLN";
 
 /// Writes `plan` to `path` (atomically: a temporary file renamed into place).
@@ -40,8 +40,9 @@ Expected<Plan> readPlan(const std::string &path);
 /// Parses an in-memory artifact, copying the blob (tests, embedded plans).
 Expected<Plan> parsePlan(const std::string &bytes);
 
-/// Checks ids, constant ranges, op and kernel kinds, and that the kernels
-/// cover the steps in order, against the value table.
+/// Checks ids, constant ranges, op and kernel kinds, KV-cache dtypes with
+/// their scale layouts (and the static scales their steps take), and that
+/// the kernels cover the steps in order, against the value table.
 Status validatePlan(const Plan &plan);
 
 } // namespace folio::plan

@@ -155,3 +155,30 @@ func.func @cache_read_between(%k0: tensor<?x2x8xf32>, %pos: tensor<?xi64>,
   folio.kv_write %cache, %k, %k0, %slots : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi64>
   return %a : tensor<?x2x8xf32>
 }
+
+// -----
+
+// Tests that static cache scales (constants, like weights) become inputs of
+// the rotary_kv_write and paged_attention kernels and reach the ops inside.
+
+// CHECK-LABEL: func @static_scales
+// CHECK: %[[KS:.*]] = arith.constant dense<5.000000e-01> : tensor<2xf32>
+// CHECK: %[[VS:.*]] = arith.constant dense<2.500000e-01> : tensor<2xf32>
+// CHECK: folio.kernel "rotary_kv_write"(%arg0, %arg1, %arg2, %arg3, %arg4, %[[KS]], %[[VS]])
+// CHECK-NEXT: ^bb0({{.*}}, %[[KSI:[^:]*]]: tensor<2xf32>, %[[VSI:[^:]*]]: tensor<2xf32>):
+// CHECK-NEXT: folio.rotary
+// CHECK-NEXT: folio.kv_write {{.*}} scales(%[[KSI]], %[[VSI]])
+// CHECK: folio.kernel "paged_attention"(%arg0, %arg2, %arg5, %arg6, %arg7, %[[KS]], %[[VS]])
+// CHECK-NEXT: ^bb0({{.*}}, %[[KSP:[^:]*]]: tensor<2xf32>, %[[VSP:[^:]*]]: tensor<2xf32>):
+// CHECK-NEXT: folio.paged_attention {{.*}} scales(%[[KSP]], %[[VSP]])
+func.func @static_scales(%k0: tensor<?x2x8xf32>, %pos: tensor<?xi64>,
+                         %cache: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f8E4M3FN, scale = per_head>,
+                         %v: tensor<?x2x8xf32>, %slots: tensor<?xi64>, %tables: tensor<?x?xi32>,
+                         %lens: tensor<?xi32>, %starts: tensor<?xi32>) -> tensor<?x2x8xf32> {
+  %ks = arith.constant dense<0.5> : tensor<2xf32>
+  %vs = arith.constant dense<0.25> : tensor<2xf32>
+  %k = folio.rotary %k0, %pos {rotary_dim = 8 : i64} : (tensor<?x2x8xf32>, tensor<?xi64>) -> tensor<?x2x8xf32>
+  folio.kv_write %cache, %k, %v, %slots scales(%ks, %vs) : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi64>, tensor<2xf32>, tensor<2xf32>
+  %a = folio.paged_attention %k0, %cache, %tables, %lens, %starts scales(%ks, %vs) {scale = 0.35 : f64} : (tensor<?x2x8xf32>, !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf32>) -> tensor<?x2x8xf32>
+  return %a : tensor<?x2x8xf32>
+}

@@ -47,7 +47,8 @@ def Folio_ScaleLayout : I32EnumAttr<"ScaleLayout",
       I32EnumAttrCase<"per_tensor", 1>,
       I32EnumAttrCase<"per_head", 2>,
       I32EnumAttrCase<"per_token_head", 3>,
-      I32EnumAttrCase<"kivi", 4>
+      I32EnumAttrCase<"kivi", 4>,
+      I32EnumAttrCase<"per_token_group", 5>
     ]> {
   let cppNamespace = "::mlir::folio";
   let genSpecializedAttr = 0;

@@ -438,6 +438,42 @@ static LogicalResult checkCacheRows(Operation *op, Value rows, StringRef name,
   return success();
 }
 
+/// Static scales (`per_head`, `per_tensor`) are the op's k_scale and
+/// v_scale operands: both present exactly for such a cache, f32, `[heads]`
+/// for per_head and rank 0 for per_tensor.
+static LogicalResult checkStaticScales(Operation *op, KVCacheType cache,
+                                       Value kScale, Value vScale) {
+  if (bool(kScale) != bool(vScale))
+    return op->emitOpError("takes k_scale and v_scale together or neither");
+  if (!cache.hasStaticScales()) {
+    if (kScale)
+      return op->emitOpError()
+             << "takes no scale operands for a cache with scale '"
+             << stringifyScaleLayout(cache.getScale())
+             << "'; only per_head and per_tensor scales are operands";
+    return success();
+  }
+  if (!kScale)
+    return op->emitOpError()
+           << "needs scales(k_scale, v_scale) for a cache with static scale '"
+           << stringifyScaleLayout(cache.getScale()) << "'";
+  bool perHead = cache.getScale() == ScaleLayout::per_head;
+  for (auto [v, name] : {std::pair(kScale, "k_scale"), {vScale, "v_scale"}}) {
+    RankedTensorType t = tensorOf(v);
+    bool shapeOk = perHead ? t.getRank() == 1 &&
+                                 t.getDimSize(0) == int64_t(cache.getHeads())
+                           : t.getRank() == 0;
+    if (!t.getElementType().isF32() || !shapeOk)
+      return op->emitOpError()
+             << name << " must be "
+             << (perHead ? "tensor<" + std::to_string(cache.getHeads()) +
+                               "xf32> (per_head)"
+                         : std::string("tensor<f32> (per_tensor)"))
+             << ", got " << t;
+  }
+  return success();
+}
+
 LogicalResult KVWriteOp::verify() {
   Operation *op = getOperation();
   KVCacheType cache = getCache().getType();
@@ -448,7 +484,7 @@ LogicalResult KVWriteOp::verify() {
       failed(checkDim(op, getSlotMapping(), "slot_mapping", 0, getKey(), "key",
                       0)))
     return failure();
-  return success();
+  return checkStaticScales(op, cache, getKScale(), getVScale());
 }
 
 LogicalResult PagedAttentionOp::verify() {
@@ -471,7 +507,8 @@ LogicalResult PagedAttentionOp::verify() {
                        "[seqs + 1]")) ||
       failed(checkDim(op, getSeqLens(), "seq_lens", 0, getBlockTables(),
                       "block_tables", 0)) ||
-      failed(checkSameAsInput(op, q, getResult())))
+      failed(checkSameAsInput(op, q, getResult())) ||
+      failed(checkStaticScales(op, cache, getKScale(), getVScale())))
     return failure();
   int64_t seqs = tensorOf(getSeqLens()).getDimSize(0);
   int64_t starts = tensorOf(getQueryStartLoc()).getDimSize(0);

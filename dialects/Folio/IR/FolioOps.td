@@ -243,33 +243,52 @@ def Folio_AttentionOp : Folio_Op<"attention", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Folio_KVWriteOp : Folio_Op<"kv_write"> {
+def Folio_KVWriteOp : Folio_Op<"kv_write", [AttrSizedOperandSegments]> {
   let summary = "stores this step's K and V rows into their cache slots";
   let description = [{
     Writes `key[T, heads, head_dim]` and `value[T, heads, head_dim]` to slot
     `slot_mapping[t]` (block * block_size + offset; negative = padding,
     skipped), converting or quantizing to the cache's dtype and scale layout.
+    A cache with static scales (`per_head`, `per_tensor`) takes them as
+    `scales(k_scale, v_scale)`: f32 `[heads]` or rank 0, stored element =
+    x / scale; every other cache takes none.
 
     ```mlir
     folio.kv_write %cache, %k, %v, %slots
         : !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = f16>,
           tensor<?x2x64xf32>, tensor<?x2x64xf32>, tensor<?xi32>
+    folio.kv_write %fp8, %k, %v, %slots scales(%ks, %vs)
+        : !folio.kv_cache<heads = 2, head_dim = 64, block = 16,
+                          dtype = f8E4M3FN, scale = per_head>,
+          tensor<?x2x64xf32>, tensor<?x2x64xf32>, tensor<?xi32>,
+          tensor<2xf32>, tensor<2xf32>
     ```
   }];
   let arguments = (ins
     Arg<Folio_KVCacheType, "the layer's cache",
         [MemWrite<Folio_KVCacheResource>]>:$cache,
     Folio_FloatTensor:$key, Folio_FloatTensor:$value,
-    Folio_IntTensor:$slot_mapping);
+    Folio_IntTensor:$slot_mapping,
+    Optional<Folio_FloatTensor>:$k_scale,
+    Optional<Folio_FloatTensor>:$v_scale);
   let assemblyFormat = [{
-    $cache `,` $key `,` $value `,` $slot_mapping attr-dict `:`
+    $cache `,` $key `,` $value `,` $slot_mapping
+    (`scales` `(` $k_scale^ `,` $v_scale `)`)? attr-dict `:`
     qualified(type($cache)) `,` type($key) `,` type($value) `,`
-    type($slot_mapping)
+    type($slot_mapping) (`,` type($k_scale)^ `,` type($v_scale))?
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$cache, "::mlir::Value":$key,
+                   "::mlir::Value":$value, "::mlir::Value":$slot_mapping), [{
+      build($_builder, $_state, cache, key, value, slot_mapping,
+            ::mlir::Value(), ::mlir::Value());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
-def Folio_PagedAttentionOp : Folio_Op<"paged_attention"> {
+def Folio_PagedAttentionOp : Folio_Op<"paged_attention",
+                                      [AttrSizedOperandSegments]> {
   let summary = "ragged causal attention over a paged KV cache";
   let description = [{
     For each sequence `s`, its query tokens are
@@ -278,7 +297,8 @@ def Folio_PagedAttentionOp : Folio_Op<"paged_attention"> {
     `block_tables[s, :]`. Prefill chunks, decode tokens and speculative tokens
     mix freely in one call. `query[T, Hq, D]` with `Hq` a multiple of the
     cache's heads (GQA) and `D` its head_dim; the result is `[T, Hq, D]`.
-    Quantized caches are dequantized on read.
+    Quantized caches are dequantized on read; a cache with static scales
+    takes the same `scales(k_scale, v_scale)` as its `folio.kv_write`.
 
     ```mlir
     %o = folio.paged_attention %q, %cache, %bt, %lens, %qsl
@@ -286,6 +306,13 @@ def Folio_PagedAttentionOp : Folio_Op<"paged_attention"> {
         : (tensor<?x8x64xf32>,
            !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = f16>,
            tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8x64xf32>
+    %p = folio.paged_attention %q, %fp8, %bt, %lens, %qsl scales(%ks, %vs)
+        {scale = 0.125 : f64}
+        : (tensor<?x8x64xf32>,
+           !folio.kv_cache<heads = 2, head_dim = 64, block = 16,
+                           dtype = f8E4M3FN, scale = per_head>,
+           tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<2xf32>,
+           tensor<2xf32>) -> tensor<?x8x64xf32>
     ```
   }];
   let arguments = (ins
@@ -294,6 +321,8 @@ def Folio_PagedAttentionOp : Folio_Op<"paged_attention"> {
         [MemRead<Folio_KVCacheResource>]>:$cache,
     Folio_IntTensor:$block_tables, Folio_IntTensor:$seq_lens,
     Folio_IntTensor:$query_start_loc,
+    Optional<Folio_FloatTensor>:$k_scale,
+    Optional<Folio_FloatTensor>:$v_scale,
     F64Attr:$scale,
     DefaultValuedAttr<BoolAttr, "true">:$causal,
     DefaultValuedAttr<I64Attr, "0">:$sliding_window,
@@ -301,6 +330,7 @@ def Folio_PagedAttentionOp : Folio_Op<"paged_attention"> {
   let results = (outs Folio_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $cache `,` $block_tables `,` $seq_lens `,` $query_start_loc
+    (`scales` `(` $k_scale^ `,` $v_scale `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

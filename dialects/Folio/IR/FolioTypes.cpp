@@ -19,30 +19,79 @@ void FolioDialect::registerTypes() {
       >();
 }
 
-namespace {
-enum class CacheElementKind { Unscaled, Fp8, Int, Unsupported };
-} // namespace
-
-static CacheElementKind classifyCacheElement(Type t) {
-  if (t.isF32() || t.isF16() || t.isBF16())
-    return CacheElementKind::Unscaled;
-  if (isa<Float8E4M3FNType, Float8E5M2Type>(t))
-    return CacheElementKind::Fp8;
-  if (t.isSignlessInteger(8) || t.isSignlessInteger(4) ||
-      t.isSignlessInteger(2))
-    return CacheElementKind::Int;
-  return CacheElementKind::Unsupported;
+bool KVCacheType::isQuantized() const {
+  Type t = getDtype();
+  return !(t.isF32() || t.isF16() || t.isBF16());
 }
 
-bool KVCacheType::isQuantized() const {
-  CacheElementKind kind = classifyCacheElement(getDtype());
-  return kind == CacheElementKind::Fp8 || kind == CacheElementKind::Int;
+bool KVCacheType::hasStaticScales() const {
+  return getScale() == ScaleLayout::per_tensor ||
+         getScale() == ScaleLayout::per_head;
+}
+
+/// The layouts each dtype may take: what a kernel can read back exactly.
+/// fp8 takes static scales only (per-token fp8 buys nothing over int8);
+/// i4 needs groups or KIVI to stay accurate, i2 KIVI.
+static LogicalResult
+verifyScaleLayout(function_ref<InFlightDiagnostic()> emitError, Type dtype,
+                  ScaleLayout scale, unsigned headDim, unsigned group) {
+  auto fail = [&](StringRef allowed) {
+    return emitError() << "kv_cache dtype " << dtype << " takes scale "
+                       << allowed << ", got '" << stringifyScaleLayout(scale)
+                       << "'";
+  };
+  bool isStatic =
+      scale == ScaleLayout::per_tensor || scale == ScaleLayout::per_head;
+  if (dtype.isF32() || dtype.isF16() || dtype.isBF16()) {
+    if (scale != ScaleLayout::none)
+      return emitError() << "kv_cache dtype " << dtype
+                         << " is not quantized and takes no scale layout, got '"
+                         << stringifyScaleLayout(scale) << "'";
+  } else if (isa<Float8E4M3FNType, Float8E5M2Type>(dtype)) {
+    if (scale == ScaleLayout::none)
+      return emitError() << "kv_cache dtype " << dtype
+                         << " needs a static scale (per_head or per_tensor), "
+                            "never an implicit scale of 1";
+    if (!isStatic)
+      return fail("per_head or per_tensor");
+  } else if (dtype.isSignlessInteger(8)) {
+    if (!isStatic && scale != ScaleLayout::per_token_head &&
+        scale != ScaleLayout::per_token_group)
+      return fail("per_token_head, per_token_group, per_head or per_tensor");
+  } else if (dtype.isSignlessInteger(4)) {
+    if (scale != ScaleLayout::per_token_group && scale != ScaleLayout::kivi)
+      return fail("per_token_group or kivi");
+  } else if (dtype.isSignlessInteger(2)) {
+    if (scale != ScaleLayout::kivi)
+      return fail("kivi");
+  } else {
+    return emitError() << "kv_cache dtype " << dtype
+                       << " is not supported; expected one of f32, f16, bf16, "
+                          "f8E4M3FN, f8E5M2, i8, i4, i2";
+  }
+
+  if (scale != ScaleLayout::per_token_group) {
+    if (group != 0)
+      return emitError() << "kv_cache group (" << group
+                         << ") is only meaningful with scale "
+                            "'per_token_group'";
+    return success();
+  }
+  if (group == 0 || headDim % group != 0)
+    return emitError() << "kv_cache scale 'per_token_group' needs a group "
+                          "that divides head_dim ("
+                       << headDim << "), got " << group;
+  if (dtype.isSignlessInteger(4) && group % 2 != 0)
+    return emitError() << "kv_cache i4 group must be even (two elements per "
+                          "byte), got "
+                       << group;
+  return success();
 }
 
 LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
                                   unsigned heads, unsigned headDim,
                                   unsigned block, Type dtype, ScaleLayout scale,
-                                  unsigned residual) {
+                                  unsigned residual, unsigned group) {
   if (heads == 0)
     return emitError() << "kv_cache heads must be positive";
   if (headDim == 0)
@@ -51,33 +100,8 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_cache block size must be a power of two from 1 "
                           "to 256, got "
                        << block;
-
-  CacheElementKind kind = classifyCacheElement(dtype);
-  switch (kind) {
-  case CacheElementKind::Unsupported:
-    return emitError() << "kv_cache dtype " << dtype
-                       << " is not supported; expected one of f32, f16, bf16, "
-                          "f8E4M3FN, f8E5M2, i8, i4, i2";
-  case CacheElementKind::Unscaled:
-    if (scale != ScaleLayout::none)
-      return emitError() << "kv_cache dtype " << dtype
-                         << " is not quantized and takes no scale layout, got '"
-                         << stringifyScaleLayout(scale) << "'";
-    break;
-  case CacheElementKind::Fp8:
-    if (scale == ScaleLayout::kivi)
-      return emitError() << "kv_cache scale 'kivi' needs an integer dtype "
-                            "(i8, i4, i2), got "
-                         << dtype;
-    break;
-  case CacheElementKind::Int:
-    if (scale == ScaleLayout::none)
-      return emitError() << "kv_cache dtype " << dtype
-                         << " needs a scale layout (per_tensor, per_head, "
-                            "per_token_head or kivi)";
-    break;
-  }
-
+  if (failed(verifyScaleLayout(emitError, dtype, scale, headDim, group)))
+    return failure();
   if (residual != 0 && scale != ScaleLayout::kivi)
     return emitError() << "kv_cache residual window is only meaningful with "
                           "scale 'kivi'";

@@ -18,6 +18,11 @@ inline constexpr llvm::StringLiteral kTargetAttrName = "folio.target";
 inline constexpr llvm::StringLiteral kKVCacheDTypeAttrName =
     "folio.kv_cache_dtype";
 inline constexpr llvm::StringLiteral kBlockSizeAttrName = "folio.block_size";
+/// Module attribute the tools set from calibration data before the
+/// pipeline: dense f32 [layers, 2, kv_heads], the abs-max of K (index 0)
+/// and V (index 1) per layer and KV head, read by folio-quantize-kv.
+inline constexpr llvm::StringLiteral kKVCalibrationAttrName =
+    "folio.kv_calibration";
 
 /// The serving entry's arguments, in order, before the per-layer caches.
 inline constexpr llvm::StringLiteral kServingArgNames[] = {

@@ -17,6 +17,54 @@ def FolioVerifyServingContractPass
   }];
 }
 
+def FolioQuantizeKVPass : Pass<"folio-quantize-kv", "::mlir::ModuleOp"> {
+  let summary = "Gives each layer's KV cache the configured dtype and scale "
+                "layout";
+  let description = [{
+    Reads the module's `folio.kv_cache_dtype` (set by folio-set-target) and
+    retypes every `!folio.kv_cache` argument of `forward` (page-kv's
+    `kv_cache.N`, layer N):
+
+    | dtype | cache | scales |
+    |---|---|---|
+    | f32 | page-kv's, unchanged | none |
+    | f16, bf16 | f16, bf16 | none |
+    | fp8_e4m3, fp8_e5m2 | f8E4M3FN, f8E5M2 | per_head, static |
+    | int8 | i8 | per_token_head, computed when written |
+    | int4 | i4 | per_token_group, `group = group-size` (0: 32, or head_dim when smaller) |
+
+    int2 (KIVI) is refused. Layers in `skip-layers` keep a bf16 cache when
+    the dtype is quantized. fp8 scales are `arith.constant`s passed to every
+    `folio.kv_write` and `folio.paged_attention` of the cache:
+    `absmax / fp8max` per head (448 for e4m3, 57344 for e5m2) from the
+    module's `folio.kv_calibration`, a dense f32 `[layers, 2, kv_heads]` of
+    the calibrated abs-max of K (index 0) and V (index 1); a head whose
+    abs-max is 0 gets `1 / fp8max`. Without calibration every scale is 1.0
+    (|x| <= fp8max stays in range) and the pass warns.
+
+    ```mlir
+    // folio.kv_cache_dtype = "fp8_e4m3", no calibration:
+    folio.kv_write %c, %k, %v, %slots
+        : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>, ...
+    // becomes
+    %ks = arith.constant dense<1.000000e+00> : tensor<2xf32>
+    %vs = arith.constant dense<1.000000e+00> : tensor<2xf32>
+    folio.kv_write %c, %k, %v, %slots scales(%ks, %vs)
+        : !folio.kv_cache<heads = 2, head_dim = 8, block = 16,
+                          dtype = f8E4M3FN, scale = per_head>, ...
+    ```
+  }];
+  let options = [
+    ListOption<"skipLayers", "skip-layers", "int64_t",
+               "Layers whose caches stay at 16 bits (bf16) when the dtype is "
+               "quantized">,
+    Option<"groupSize", "group-size", "int64_t", /*default=*/"0",
+           "Elements per scale group of an int4 cache (even, divides "
+           "head_dim); 0: 32, or head_dim when smaller">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def FolioVerifyLoweredPass
     : Pass<"folio-verify-lowered", "::mlir::ModuleOp"> {
   let summary = "Checks that the serving entry holds only folio ops and "

@@ -41,13 +41,68 @@ func.func private @float_with_scale(!folio.kv_cache<heads = 2, head_dim = 64, bl
 
 // -----
 
-// expected-error @+1 {{kv_cache scale 'kivi' needs an integer dtype (i8, i4, i2), got 'f8E4M3FN'}}
+// expected-error @+1 {{kv_cache dtype 'f8E4M3FN' takes scale per_head or per_tensor, got 'kivi'}}
 func.func private @fp8_kivi(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = f8E4M3FN, scale = kivi>)
 
 // -----
 
-// expected-error @+1 {{kv_cache dtype 'i8' needs a scale layout (per_tensor, per_head, per_token_head or kivi)}}
+// expected-error @+1 {{kv_cache dtype 'f8E5M2' needs a static scale (per_head or per_tensor), never an implicit scale of 1}}
+func.func private @fp8_unscaled(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = f8E5M2>)
+
+// -----
+
+// expected-error @+1 {{kv_cache dtype 'f8E4M3FN' takes scale per_head or per_tensor, got 'per_token_head'}}
+func.func private @fp8_per_token(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = f8E4M3FN, scale = per_token_head>)
+
+// -----
+
+// expected-error @+1 {{kv_cache dtype 'i8' takes scale per_token_head, per_token_group, per_head or per_tensor, got 'none'}}
 func.func private @int_without_scale(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i8>)
+
+// -----
+
+// expected-error @+1 {{kv_cache dtype 'i8' takes scale per_token_head, per_token_group, per_head or per_tensor, got 'kivi'}}
+func.func private @i8_kivi(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i8, scale = kivi>)
+
+// -----
+
+// expected-error @+1 {{kv_cache dtype 'i4' takes scale per_token_group or kivi, got 'per_token_head'}}
+func.func private @i4_per_token_head(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = per_token_head>)
+
+// -----
+
+// expected-error @+1 {{kv_cache dtype 'i4' takes scale per_token_group or kivi, got 'per_head'}}
+func.func private @i4_per_head(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = per_head>)
+
+// -----
+
+// expected-error @+1 {{kv_cache dtype 'i2' takes scale kivi, got 'per_token_group'}}
+func.func private @i2_group(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = per_token_group, group = 16>)
+
+// -----
+
+// expected-error @+1 {{kv_cache group (16) is only meaningful with scale 'per_token_group'}}
+func.func private @group_without_layout(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i8, scale = per_token_head, group = 16>)
+
+// -----
+
+// expected-error @+1 {{kv_cache group (8) is only meaningful with scale 'per_token_group'}}
+func.func private @float_with_group(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = bf16, group = 8>)
+
+// -----
+
+// expected-error @+1 {{kv_cache scale 'per_token_group' needs a group that divides head_dim (64), got 0}}
+func.func private @group_missing(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i8, scale = per_token_group>)
+
+// -----
+
+// expected-error @+1 {{kv_cache scale 'per_token_group' needs a group that divides head_dim (64), got 24}}
+func.func private @group_not_divisor(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = per_token_group, group = 24>)
+
+// -----
+
+// expected-error @+1 {{kv_cache i4 group must be even (two elements per byte), got 1}}
+func.func private @i4_group_odd(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = per_token_group, group = 1>)
 
 // -----
 
@@ -755,6 +810,54 @@ func.func @kv_write_slots(%c: !folio.kv_cache<heads = 2, head_dim = 16, block = 
   return
 }
 
+// -----
+
+func.func @kv_write_scales_missing(%c: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'folio.kv_write' op needs scales(k_scale, v_scale) for a cache with static scale 'per_head'}}
+  folio.kv_write %c, %k, %v, %s : !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @kv_write_scales_unexpected(%c: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = i8, scale = per_token_head>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %s: tensor<?xi32>, %ks: tensor<2xf32>) {
+  // expected-error @+1 {{'folio.kv_write' op takes no scale operands for a cache with scale 'per_token_head'; only per_head and per_tensor scales are operands}}
+  folio.kv_write %c, %k, %v, %s scales(%ks, %ks) : !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = i8, scale = per_token_head>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @kv_write_scale_heads(%c: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %s: tensor<?xi32>, %ks: tensor<4xf32>, %vs: tensor<2xf32>) {
+  // expected-error @+1 {{'folio.kv_write' op k_scale must be tensor<2xf32> (per_head), got 'tensor<4xf32>'}}
+  folio.kv_write %c, %k, %v, %s scales(%ks, %vs) : !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<4xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @kv_write_scale_type(%c: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %s: tensor<?xi32>, %ks: tensor<2xf32>, %vs: tensor<2xf16>) {
+  // expected-error @+1 {{'folio.kv_write' op v_scale must be tensor<2xf32> (per_head), got 'tensor<2xf16>'}}
+  folio.kv_write %c, %k, %v, %s scales(%ks, %vs) : !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf16>
+  return
+}
+
+// -----
+
+func.func @kv_write_scale_per_tensor(%c: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E5M2, scale = per_tensor>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %s: tensor<?xi32>, %ks: tensor<2xf32>) {
+  // expected-error @+1 {{'folio.kv_write' op k_scale must be tensor<f32> (per_tensor), got 'tensor<2xf32>'}}
+  folio.kv_write %c, %k, %v, %s scales(%ks, %ks) : !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E5M2, scale = per_tensor>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @kv_write_one_scale(%c: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %s: tensor<?xi32>, %ks: tensor<2xf32>) {
+  // expected-error @+1 {{'folio.kv_write' op takes k_scale and v_scale together or neither}}
+  "folio.kv_write"(%c, %k, %v, %s, %ks) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>} : (!folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<2xf32>) -> ()
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // folio.paged_attention
 //===----------------------------------------------------------------------===//
@@ -851,7 +954,31 @@ func.func @paged_scale(%q: tensor<?x8x16xf32>, %c: !folio.kv_cache<heads = 2, he
 
 func.func @paged_not_kv_cache(%q: tensor<?x8x16xf32>, %c: tensor<?x16xf16>, %bt: tensor<?x?xi32>, %l: tensor<?xi32>, %qs: tensor<?xi32>) {
   // expected-error @+1 {{'folio.paged_attention' op operand #1 must be}}
-  %0 = "folio.paged_attention"(%q, %c, %bt, %l, %qs) {scale = 0.25 : f64} : (tensor<?x8x16xf32>, tensor<?x16xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8x16xf32>
+  %0 = "folio.paged_attention"(%q, %c, %bt, %l, %qs) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>, scale = 0.25 : f64} : (tensor<?x8x16xf32>, tensor<?x16xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @paged_scales_missing(%q: tensor<?x8x16xf32>, %c: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, %bt: tensor<?x?xi32>, %l: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'folio.paged_attention' op needs scales(k_scale, v_scale) for a cache with static scale 'per_head'}}
+  %0 = folio.paged_attention %q, %c, %bt, %l, %qs {scale = 0.25 : f64} : (tensor<?x8x16xf32>, !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @paged_scales_unexpected(%q: tensor<?x8x16xf32>, %c: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f16>, %bt: tensor<?x?xi32>, %l: tensor<?xi32>, %qs: tensor<?xi32>, %ks: tensor<2xf32>) {
+  // expected-error @+1 {{'folio.paged_attention' op takes no scale operands for a cache with scale 'none'; only per_head and per_tensor scales are operands}}
+  %0 = folio.paged_attention %q, %c, %bt, %l, %qs scales(%ks, %ks) {scale = 0.25 : f64} : (tensor<?x8x16xf32>, !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @paged_scale_shape(%q: tensor<?x8x16xf32>, %c: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, %bt: tensor<?x?xi32>, %l: tensor<?xi32>, %qs: tensor<?xi32>, %ks: tensor<2xf32>, %vs: tensor<2x1xf32>) {
+  // expected-error @+1 {{'folio.paged_attention' op v_scale must be tensor<2xf32> (per_head), got 'tensor<2x1xf32>'}}
+  %0 = folio.paged_attention %q, %c, %bt, %l, %qs scales(%ks, %vs) {scale = 0.25 : f64} : (tensor<?x8x16xf32>, !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<2xf32>, tensor<2x1xf32>) -> tensor<?x8x16xf32>
   return
 }
 

@@ -9,21 +9,25 @@
 // CHECK-SAME: !folio.kv_cache<heads = 8, head_dim = 128, block = 16, dtype = f16>
 // CHECK-SAME: !folio.kv_cache<heads = 8, head_dim = 128, block = 16, dtype = bf16>
 // CHECK-SAME: !folio.kv_cache<heads = 1, head_dim = 64, block = 1, dtype = f32>
-// CHECK-SAME: !folio.kv_cache<heads = 8, head_dim = 128, block = 256, dtype = f8E4M3FN>
+// CHECK-SAME: !folio.kv_cache<heads = 8, head_dim = 128, block = 256, dtype = f8E4M3FN, scale = per_head>
 // CHECK-SAME: !folio.kv_cache<heads = 8, head_dim = 128, block = 16, dtype = f8E5M2, scale = per_tensor>
 // CHECK-SAME: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_token_head>
 // CHECK-SAME: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_head>
+// CHECK-SAME: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_token_group, group = 16>
 // CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 64, block = 32, dtype = i4, scale = kivi, residual = 64>
+// CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = per_token_group, group = 32>
 // CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi>
 func.func @kv_cache_types(
     %a: !folio.kv_cache<heads = 8, head_dim = 128, block = 16, dtype = f16>,
     %b: !folio.kv_cache<heads = 8, head_dim = 128, block = 16, dtype = bf16>,
     %c: !folio.kv_cache<heads = 1, head_dim = 64, block = 1, dtype = f32>,
-    %d: !folio.kv_cache<heads = 8, head_dim = 128, block = 256, dtype = f8E4M3FN>,
+    %d: !folio.kv_cache<heads = 8, head_dim = 128, block = 256, dtype = f8E4M3FN, scale = per_head>,
     %e: !folio.kv_cache<heads = 8, head_dim = 128, block = 16, dtype = f8E5M2, scale = per_tensor>,
     %f: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_token_head>,
     %g: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_head>,
+    %g2: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_token_group, group = 16>,
     %h: !folio.kv_cache<heads = 2, head_dim = 64, block = 32, dtype = i4, scale = kivi, residual = 64>,
+    %h2: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = per_token_group, group = 32>,
     %i: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi>) {
   return
 }
@@ -168,6 +172,24 @@ func.func @paged_kv_quantized(%cache: !folio.kv_cache<heads = 2, head_dim = 16, 
   // CHECK: folio.paged_attention {{.*}} {scale = 2.500000e-01 : f64} : (tensor<3x2x16xf32>, !folio.kv_cache<heads = 2, head_dim = 16, block = 8, dtype = i8, scale = per_token_head>
   %0 = folio.paged_attention %q, %cache, %bt, %lens, %qsl {causal = true, scale = 0.25 : f64} : (tensor<3x2x16xf32>, !folio.kv_cache<heads = 2, head_dim = 16, block = 8, dtype = i8, scale = per_token_head>, tensor<2x4xi32>, tensor<2xi32>, tensor<3xi32>) -> tensor<3x2x16xf32>
   return %0 : tensor<3x2x16xf32>
+}
+
+// CHECK-LABEL: func @paged_kv_static_scales
+func.func @paged_kv_static_scales(%cache: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>,
+                                  %tensor_cache: !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E5M2, scale = per_tensor>,
+                                  %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %slots: tensor<?xi64>,
+                                  %q: tensor<?x4x16xf32>, %bt: tensor<?x?xi32>,
+                                  %lens: tensor<?xi32>, %qsl: tensor<?xi32>,
+                                  %ks: tensor<2xf32>, %vs: tensor<2xf32>, %s: tensor<f32>) -> (tensor<?x4x16xf32>, tensor<?x4x16xf32>) {
+  // CHECK: folio.kv_write %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scales(%[[KS:[^,]*]], %[[VS:[^)]*]]) : !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi64>, tensor<2xf32>, tensor<2xf32>
+  folio.kv_write %cache, %k, %v, %slots scales(%ks, %vs) : !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi64>, tensor<2xf32>, tensor<2xf32>
+  // CHECK: folio.paged_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scales(%[[KS]], %[[VS]]) {scale = 2.500000e-01 : f64} : (tensor<?x4x16xf32>, !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf32>) -> tensor<?x4x16xf32>
+  %0 = folio.paged_attention %q, %cache, %bt, %lens, %qsl scales(%ks, %vs) {scale = 0.25 : f64} : (tensor<?x4x16xf32>, !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf32>) -> tensor<?x4x16xf32>
+  // CHECK: folio.kv_write {{.*}} scales(%{{.*}}, %{{.*}}) : {{.*}}dtype = f8E5M2, scale = per_tensor>, {{.*}}, tensor<f32>, tensor<f32>
+  folio.kv_write %tensor_cache, %k, %v, %slots scales(%s, %s) : !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E5M2, scale = per_tensor>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi64>, tensor<f32>, tensor<f32>
+  // CHECK: folio.paged_attention {{.*}} scales(%{{.*}}, %{{.*}}) {scale = 2.500000e-01 : f64} : ({{.*}}, tensor<f32>, tensor<f32>) -> tensor<?x4x16xf32>
+  %1 = folio.paged_attention %q, %tensor_cache, %bt, %lens, %qsl scales(%s, %s) {scale = 0.25 : f64} : (tensor<?x4x16xf32>, !folio.kv_cache<heads = 2, head_dim = 16, block = 16, dtype = f8E5M2, scale = per_tensor>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<f32>, tensor<f32>) -> tensor<?x4x16xf32>
+  return %0, %1 : tensor<?x4x16xf32>, tensor<?x4x16xf32>
 }
 
 // CHECK-LABEL: func @quantization

@@ -83,9 +83,19 @@ TEST(PlanIO, RejectsOtherVersions) {
   bytes[8] = 99;
   auto r = plan::parsePlan(bytes);
   ASSERT_FALSE(r);
+  std::string current = std::to_string(plan::kPlanVersion);
   EXPECT_EQ(r.status().message(),
             "plan format version 99 is not supported (this runtime reads "
-            "version 2); recompile the model with folioc");
+            "version " +
+                current + "); recompile the model with folioc");
+  // Version 2 had no KV-cache scale layouts.
+  bytes[8] = 2;
+  r = plan::parsePlan(bytes);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "plan format version 2 is not supported (this runtime reads "
+            "version " +
+                current + "); recompile the model with folioc");
 }
 
 TEST(PlanIO, RejectsTruncatedArtifacts) {
@@ -318,5 +328,341 @@ TEST(PlanIO, RejectsCorruptValuesConstantsAndAttributes) {
         kv.second = 255;
     EXPECT_EQ(loadError(p), "plan: the config's vocab 255 is not the width of "
                             "the logits output");
+  }
+}
+
+namespace {
+
+using Scale = plan::ValueInfo::KVScale;
+
+plan::ValueInfo cacheValue(plan::ElemType type, Scale scale, int64_t group = 0,
+                           int64_t heads = 2, int64_t headDim = 64) {
+  plan::ValueInfo v;
+  v.kind = plan::ValueInfo::Kind::KVCache;
+  v.type = type;
+  v.kvHeads = heads;
+  v.headDim = headDim;
+  v.blockSize = 16;
+  v.kvScale = scale;
+  v.kvGroup = group;
+  return v;
+}
+
+plan::ValueInfo tensorValue(plan::ElemType type, std::vector<int64_t> dims) {
+  plan::ValueInfo v;
+  v.type = type;
+  v.dims = std::move(dims);
+  return v;
+}
+
+/// A plan of one cache argument and nothing else.
+plan::Plan planWithCache(const plan::ValueInfo &cache) {
+  plan::Plan p;
+  p.inputs.push_back({"kv_cache.0", p.addValue(cache)});
+  return p;
+}
+
+} // namespace
+
+// Tests that every KV-cache dtype and scale layout a compiled plan can
+// hold survives serialisation, and the names and sizes of the new element
+// types.
+TEST(PlanIO, EveryCacheDTypeRoundTrips) {
+  using T = plan::ElemType;
+  const std::vector<plan::ValueInfo> caches = {
+      cacheValue(T::F32, Scale::None),
+      cacheValue(T::F16, Scale::None),
+      cacheValue(T::BF16, Scale::None),
+      cacheValue(T::F8E4M3, Scale::PerHead),
+      cacheValue(T::F8E5M2, Scale::PerTensor),
+      cacheValue(T::I8, Scale::PerTokenHead),
+      cacheValue(T::I8, Scale::PerTokenGroup, 16),
+      cacheValue(T::I8, Scale::PerHead),
+      cacheValue(T::I4, Scale::PerTokenGroup, 32),
+  };
+  plan::Plan p;
+  for (const plan::ValueInfo &c : caches)
+    p.inputs.push_back(
+        {"kv_cache." + std::to_string(p.values.size()), p.addValue(c)});
+  auto r = plan::parsePlan(plan::serializePlan(p));
+  ASSERT_TRUE(r) << r.status().message();
+  ASSERT_EQ(r->values.size(), caches.size());
+  for (size_t i = 0; i < caches.size(); ++i) {
+    const plan::ValueInfo &got = r->values[i];
+    EXPECT_EQ(got.kind, plan::ValueInfo::Kind::KVCache);
+    EXPECT_EQ(got.type, caches[i].type) << i;
+    EXPECT_EQ(got.kvScale, caches[i].kvScale) << i;
+    EXPECT_EQ(got.kvGroup, caches[i].kvGroup) << i;
+    EXPECT_EQ(got.kvHeads, 2);
+    EXPECT_EQ(got.headDim, 64);
+  }
+  EXPECT_EQ(plan::serializePlan(*r), plan::serializePlan(p));
+
+  EXPECT_STREQ(plan::elemTypeName(T::F8E4M3), "fp8_e4m3");
+  EXPECT_STREQ(plan::elemTypeName(T::F8E5M2), "fp8_e5m2");
+  EXPECT_STREQ(plan::elemTypeName(T::I8), "int8");
+  EXPECT_STREQ(plan::elemTypeName(T::I4), "int4");
+  EXPECT_EQ(plan::elemTypeSize(T::F8E4M3), 1u);
+  EXPECT_EQ(plan::elemTypeSize(T::I8), 1u);
+  EXPECT_EQ(plan::elemTypeSize(T::I4), 0u);
+  EXPECT_EQ(plan::elemTypeBits(T::I4), 4u);
+  EXPECT_EQ(plan::elemTypeBits(T::F8E5M2), 8u);
+  EXPECT_EQ(plan::elemTypeBits(T::BF16), 16u);
+  EXPECT_STREQ(plan::kvScaleName(Scale::PerTokenGroup), "per_token_group");
+  // A tensor of a cache-only type has no size expression.
+  EXPECT_EQ(plan::bufferBytes(tensorValue(T::I4, {4}), 1, 1, 1), -1);
+}
+
+// Tests that a cache's dtype, scale layout and group are checked together
+// as the dialect's type verifier does, and that tensors never carry the
+// cache-only types.
+TEST(PlanIO, RejectsBadCacheFormats) {
+  using T = plan::ElemType;
+  auto error = [](const plan::ValueInfo &cache) {
+    return loadError(planWithCache(cache));
+  };
+  EXPECT_EQ(error(cacheValue(T::F8E4M3, Scale::None)),
+            "plan: value 0 is a KV cache of fp8_e4m3 with scale none and "
+            "group 0: fp8 caches take static scales (per_head or per_tensor)");
+  EXPECT_EQ(error(cacheValue(T::F8E5M2, Scale::PerTokenHead)),
+            "plan: value 0 is a KV cache of fp8_e5m2 with scale "
+            "per_token_head and group 0: fp8 caches take static scales "
+            "(per_head or per_tensor)");
+  EXPECT_EQ(error(cacheValue(T::F16, Scale::PerHead)),
+            "plan: value 0 is a KV cache of f16 with scale per_head and group "
+            "0: an unquantized cache takes no scales");
+  EXPECT_EQ(error(cacheValue(T::I8, Scale::None)),
+            "plan: value 0 is a KV cache of int8 with scale none and group 0: "
+            "int8 caches take per_token_head, per_token_group, per_head or "
+            "per_tensor scales");
+  EXPECT_EQ(error(cacheValue(T::I4, Scale::PerTokenHead)),
+            "plan: value 0 is a KV cache of int4 with scale per_token_head "
+            "and group 0: int4 caches take per_token_group scales");
+  EXPECT_EQ(error(cacheValue(T::I4, Scale::PerTokenGroup, 0)),
+            "plan: value 0 is a KV cache of int4 with scale per_token_group "
+            "and group 0: the group must divide head_dim 64");
+  EXPECT_EQ(error(cacheValue(T::I8, Scale::PerTokenGroup, 24)),
+            "plan: value 0 is a KV cache of int8 with scale per_token_group "
+            "and group 24: the group must divide head_dim 64");
+  EXPECT_EQ(error(cacheValue(T::I4, Scale::PerTokenGroup, 1)),
+            "plan: value 0 is a KV cache of int4 with scale per_token_group "
+            "and group 1: an int4 group must be even (two elements per byte)");
+  EXPECT_EQ(error(cacheValue(T::I8, Scale::PerTokenHead, 16)),
+            "plan: value 0 is a KV cache of int8 with scale per_token_head "
+            "and group 16: a group only goes with per_token_group scales");
+  EXPECT_EQ(error(cacheValue(T::I32, Scale::None)),
+            "plan: value 0 is a KV cache of i32 with scale none and group 0: "
+            "not a KV-cache dtype");
+  for (T t : {T::F8E4M3, T::F8E5M2, T::I8, T::I4}) {
+    plan::Plan p;
+    p.addValue(tensorValue(t, {4}));
+    EXPECT_EQ(loadError(p), std::string("plan: value 0 is a tensor of ") +
+                                plan::elemTypeName(t) +
+                                "; fp8_e4m3, fp8_e5m2, int8 and int4 are "
+                                "KV-cache dtypes only");
+  }
+  {
+    plan::Plan p;
+    plan::ValueInfo v = tensorValue(T::F32, {4});
+    v.kvScale = Scale::PerHead;
+    p.addValue(v);
+    EXPECT_EQ(loadError(p), "plan: value 0 is a tensor with KV-cache scales");
+  }
+  // A scale layout the format does not know (4 is the dialect's kivi,
+  // which plans cannot hold).
+  {
+    std::string bytes = plan::serializePlan(
+        planWithCache(cacheValue(T::I8, Scale::PerTokenHead)));
+    // The one value record follows the entry name "forward", the empty
+    // config and the value count: kind, type, dims, 3 x i64, symbol,
+    // buffer, then the scale layout.
+    size_t record = 40 + (4 + 7) + 4 + 4;
+    ASSERT_EQ(bytes[record], char(plan::ValueInfo::Kind::KVCache));
+    ASSERT_EQ(bytes[record + 1], char(T::I8));
+    size_t scaleAt = record + 2 + 4 + 3 * 8 + 1 + 4;
+    ASSERT_EQ(bytes[scaleAt], char(Scale::PerTokenHead));
+    bytes[scaleAt] = 4;
+    auto r = plan::parsePlan(bytes);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.status().message(), "plan: bad KV-cache scale layout");
+  }
+}
+
+namespace {
+
+/// kv_write and paged_attention over one cache with per-head static
+/// scales: constants [kScale..., vScale...] of `heads` elements.
+plan::Plan staticScalePlan(Scale scale, std::vector<float> kScale,
+                           std::vector<float> vScale) {
+  using T = plan::ElemType;
+  plan::Plan p;
+  int32_t cache = p.addValue(cacheValue(T::F8E4M3, scale, 0, 2, 8));
+  p.inputs.push_back({"kv_cache.0", cache});
+  int32_t rows = p.addValue(tensorValue(T::F32, {-1, 2, 8}));
+  int32_t slots = p.addValue(tensorValue(T::I64, {-1}));
+  int32_t q = p.addValue(tensorValue(T::F32, {-1, 4, 8}));
+  int32_t tables = p.addValue(tensorValue(T::I32, {-1, -1}));
+  int32_t lens = p.addValue(tensorValue(T::I32, {-1}));
+  int32_t starts = p.addValue(tensorValue(T::I32, {-1}));
+  // Per tensor: a scalar, unless the test wants a wrong one.
+  auto dimsOf = [&](const std::vector<float> &v) {
+    return scale == Scale::PerTensor && v.size() == 1
+               ? std::vector<int64_t>{}
+               : std::vector<int64_t>{int64_t(v.size())};
+  };
+  int32_t ks = p.addValue(tensorValue(T::F32, dimsOf(kScale)));
+  int32_t vs = p.addValue(tensorValue(T::F32, dimsOf(vScale)));
+  p.constants.push_back(
+      {ks, p.blob.append(kScale.data(), kScale.size() * 4), kScale.size() * 4});
+  p.constants.push_back(
+      {vs, p.blob.append(vScale.data(), vScale.size() * 4), vScale.size() * 4});
+  int32_t out = p.addValue(tensorValue(T::F32, {-1, 4, 8}));
+  plan::Step write;
+  write.kind = "kv_write";
+  write.name = "/layers.0/write";
+  write.operands = {cache, rows, rows, slots, ks, vs};
+  plan::Step read;
+  read.kind = "paged_attention";
+  read.name = "/layers.0/attn";
+  read.operands = {q, cache, tables, lens, starts, ks, vs};
+  read.results = {out};
+  read.attrs = {{"scale", 0.35}};
+  p.steps = {write, read};
+  p.kernels.push_back({"kv_write", 0, 1, write.operands, {}, {}});
+  p.kernels.push_back({"paged_attention", 1, 1, read.operands, {out}, {}});
+  return p;
+}
+
+} // namespace
+
+// Tests that the steps of a cache with static scales take them as positive,
+// finite f32 constants of the cache's head count (a scalar per tensor), and
+// that other caches take none.
+TEST(PlanIO, ChecksStaticCacheScales) {
+  EXPECT_EQ(loadError(staticScalePlan(Scale::PerHead, {0.5f, 2.f}, {1.f, 1.f})),
+            "");
+  EXPECT_EQ(loadError(staticScalePlan(Scale::PerTensor, {0.5f}, {1.f})), "");
+  const std::string write = "plan: step 'kv_write' ('/layers.0/write') on KV "
+                            "cache value 0 (per_head scales)";
+  const std::string read = "plan: step 'paged_attention' ('/layers.0/attn') "
+                           "on KV cache value 0 (per_head scales)";
+  {
+    plan::Plan p = staticScalePlan(Scale::PerHead, {1.f, 1.f}, {1.f, 1.f});
+    p.steps[0].operands.resize(4);
+    EXPECT_EQ(loadError(p),
+              write + " needs k_scale and v_scale operands, got 4 operands");
+  }
+  {
+    plan::Plan p = staticScalePlan(Scale::PerHead, {1.f, 1.f}, {1.f, 1.f});
+    p.steps[1].operands.pop_back();
+    EXPECT_EQ(loadError(p),
+              read + " needs k_scale and v_scale operands, got 6 operands");
+  }
+  {
+    // A computed value (the key rows), not a constant.
+    plan::Plan p = staticScalePlan(Scale::PerHead, {1.f, 1.f}, {1.f, 1.f});
+    p.steps[0].operands[5] = 1;
+    EXPECT_EQ(loadError(p),
+              write + ": v_scale (value 1) must be a constant f32 [2]");
+  }
+  {
+    plan::Plan p = staticScalePlan(Scale::PerHead, {1.f, 1.f, 1.f}, {1.f});
+    EXPECT_EQ(loadError(p),
+              write + ": k_scale (value 7) must be a constant f32 [2]");
+  }
+  {
+    plan::Plan p = staticScalePlan(Scale::PerTensor, {1.f, 1.f}, {1.f, 1.f});
+    EXPECT_NE(loadError(p).find("k_scale (value 7) must be a constant f32 "
+                                "scalar"),
+              std::string::npos)
+        << loadError(p);
+  }
+  {
+    plan::Plan p = staticScalePlan(Scale::PerHead, {1.f, 0.f}, {1.f, 1.f});
+    EXPECT_EQ(loadError(p), write + ": k_scale (value 7) element 1 is "
+                                    "0.000000; scales must be positive and "
+                                    "finite");
+  }
+  {
+    plan::Plan p =
+        staticScalePlan(Scale::PerHead, {1.f, 1.f}, {-1.f, std::nanf("")});
+    EXPECT_EQ(loadError(p), write + ": v_scale (value 8) element 0 is "
+                                    "-1.000000; scales must be positive and "
+                                    "finite");
+    p = staticScalePlan(Scale::PerHead, {1.f, 1.f}, {1.f, std::nanf("")});
+    EXPECT_NE(loadError(p).find("v_scale (value 8) element 1 is nan"),
+              std::string::npos)
+        << loadError(p);
+  }
+  {
+    // A cache whose scales are stored with its slots takes no operands.
+    plan::Plan p = staticScalePlan(Scale::PerHead, {1.f, 1.f}, {1.f, 1.f});
+    p.values[0].type = plan::ElemType::I8;
+    p.values[0].kvScale = Scale::PerTokenHead;
+    EXPECT_EQ(loadError(p),
+              "plan: step 'kv_write' ('/layers.0/write') on KV cache value 0 "
+              "(per_token_head scales) takes no scale operands, got 6 "
+              "operands");
+  }
+}
+
+// Tests that the compiler maps each quantized cache to its plan dtype,
+// scale layout and group, and gives fp8 caches' steps their scales.
+TEST(PlanIO, LowersQuantizedCaches) {
+  auto compile = [](const std::string &dtype, int64_t group = 32) {
+    mlir::folio::CompileToPlanOptions o;
+    o.kvCacheDtype = dtype;
+    o.kvCacheGroupSize = group;
+    o.onWarning = [](const std::string &) {};
+    auto p = mlir::folio::compileONNXToPlan(
+        std::string(FOLIO_SOURCE_DIR) + "/models/zoo/llama/cached.onnx", o);
+    if (!p) {
+      ADD_FAILURE() << llvm::toString(p.takeError());
+      return plan::Plan();
+    }
+    return std::move(*p);
+  };
+  auto caches = [](const plan::Plan &p) {
+    std::vector<plan::ValueInfo> out;
+    for (const plan::Argument &a : p.inputs)
+      if (p.values[size_t(a.value)].kind == plan::ValueInfo::Kind::KVCache)
+        out.push_back(p.values[size_t(a.value)]);
+    return out;
+  };
+  struct Case {
+    std::string dtype;
+    plan::ElemType type;
+    Scale scale;
+    int64_t group;
+  };
+  for (const Case &c :
+       {Case{"f32", plan::ElemType::F32, Scale::None, 0},
+        Case{"bf16", plan::ElemType::BF16, Scale::None, 0},
+        Case{"int8", plan::ElemType::I8, Scale::PerTokenHead, 0},
+        Case{"int4", plan::ElemType::I4, Scale::PerTokenGroup, 4},
+        Case{"fp8_e5m2", plan::ElemType::F8E5M2, Scale::PerHead, 0}}) {
+    plan::Plan p = compile(c.dtype, 4);
+    std::vector<plan::ValueInfo> cs = caches(p);
+    ASSERT_FALSE(cs.empty()) << c.dtype;
+    for (const plan::ValueInfo &v : cs) {
+      EXPECT_EQ(v.type, c.type) << c.dtype;
+      EXPECT_EQ(v.kvScale, c.scale) << c.dtype;
+      EXPECT_EQ(v.kvGroup, c.group) << c.dtype;
+    }
+    // Static scales ride on the steps: two more operands, and nothing of
+    // the operand segments leaks into the attributes.
+    size_t writes = 0;
+    for (const plan::Step &s : p.steps) {
+      if (s.kind != "kv_write" && s.kind != "paged_attention")
+        continue;
+      size_t base = s.kind == "kv_write" ? 4 : 5;
+      EXPECT_EQ(s.operands.size(), base + (c.scale == Scale::PerHead ? 2 : 0))
+          << c.dtype << " " << s.kind;
+      EXPECT_EQ(s.find("operandSegmentSizes"), nullptr);
+      writes += s.kind == "kv_write";
+    }
+    EXPECT_EQ(writes, cs.size()) << c.dtype;
+    auto r = plan::parsePlan(plan::serializePlan(p));
+    EXPECT_TRUE(r) << c.dtype << ": " << r.status().message();
   }
 }
