@@ -7,7 +7,9 @@
 #include "compiler/Import/ONNX/Loader.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration/RegisterAll.h"
+#include "dialects/Folio/Transforms/Passes.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -33,6 +35,13 @@ compileONNXToPlan(const std::string &path,
   MLIRContext context(registry);
   std::string diagnostics;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Warning) {
+      if (options.onWarning)
+        options.onWarning(diag.str());
+      else
+        llvm::errs() << "warning: " << diag.str() << "\n";
+      return success();
+    }
     if (diag.getSeverity() != DiagnosticSeverity::Error)
       return success();
     if (!diagnostics.empty())
@@ -51,6 +60,11 @@ compileONNXToPlan(const std::string &path,
   pipelineOptions.target = options.target;
   pipelineOptions.kvCacheDtype = options.kvCacheDtype;
   pipelineOptions.blockSize = options.blockSize;
+  pipelineOptions.kvCacheSkipLayers = options.kvCacheSkipLayers;
+  pipelineOptions.kvCacheGroupSize = options.kvCacheGroupSize;
+  if (!options.kvCalibration.empty())
+    setKVCalibration(*module, options.kvCalibrationLayers,
+                     options.kvCalibrationHeads, options.kvCalibration);
   buildFolioPipeline(pm, pipelineOptions, FolioPhase::Compile);
   if (failed(pm.run(*module)))
     return fail(diagnostics.empty() ? "compilation failed" : diagnostics);
@@ -59,7 +73,48 @@ compileONNXToPlan(const std::string &path,
   return lowerModuleToPlan(*module);
 }
 
+void setKVCalibration(ModuleOp module, int64_t layers, int64_t kvHeads,
+                      llvm::ArrayRef<float> absMax) {
+  auto type = RankedTensorType::get({layers, 2, kvHeads},
+                                    Float32Type::get(module.getContext()));
+  module->setAttr(kKVCalibrationAttrName, DenseElementsAttr::get(type, absMax));
+}
+
 } // namespace mlir::folio
+
+std::string mlir::folio::planKVCacheDType(const ::folio::plan::Plan &plan) {
+  std::string all16, quantized;
+  for (const ::folio::plan::Argument &a : plan.inputs) {
+    const ::folio::plan::ValueInfo &v = plan.values[size_t(a.value)];
+    if (v.kind != ::folio::plan::ValueInfo::Kind::KVCache)
+      continue;
+    std::string name = ::folio::plan::elemTypeName(v.type);
+    // Layers kept at 16 bits (--kv-cache-dtype-skip-layers) are bf16 in an
+    // otherwise quantized plan.
+    if (name == "bf16")
+      all16 = name;
+    else
+      quantized = name;
+  }
+  return quantized.empty() ? all16 : quantized;
+}
+
+::folio::Status
+mlir::folio::checkPlanKVCacheDType(const ::folio::plan::Plan &plan,
+                                   const std::string &path,
+                                   const CompileToPlanOptions &options) {
+  if (options.kvCacheDtype == "auto")
+    return ::folio::Status::ok();
+  std::string compiled = planKVCacheDType(plan);
+  if (compiled == options.kvCacheDtype)
+    return ::folio::Status::ok();
+  return ::folio::Status::invalidArgument(
+      "--kv-cache-dtype " + options.kvCacheDtype + ": '" + path +
+      "' was compiled with " + compiled +
+      " KV caches; a plan's cache dtype is fixed when it is compiled "
+      "(recompile with folioc --kv-cache-dtype=" +
+      options.kvCacheDtype + ", or pass the .onnx model)");
+}
 
 ::folio::Expected<::folio::plan::Plan>
 mlir::folio::loadOrCompilePlan(const std::string &path,
@@ -67,8 +122,14 @@ mlir::folio::loadOrCompilePlan(const std::string &path,
   auto endsWith = [&](StringRef suffix) {
     return StringRef(path).ends_with(suffix);
   };
-  if (endsWith(".folio"))
-    return ::folio::plan::readPlan(path);
+  if (endsWith(".folio")) {
+    ::folio::Expected<::folio::plan::Plan> p = ::folio::plan::readPlan(path);
+    if (!p)
+      return p;
+    if (::folio::Status s = checkPlanKVCacheDType(*p, path, options); !s)
+      return s;
+    return p;
+  }
   if (!endsWith(".onnx"))
     return ::folio::Status::invalidArgument(
         "--model: '" + path + "' is neither an .onnx nor a .folio file");

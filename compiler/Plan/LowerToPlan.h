@@ -15,7 +15,9 @@
 #include "runtime/Support/Status.h"
 #include "llvm/Support/Error.h"
 
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace mlir::folio {
 
@@ -25,9 +27,27 @@ llvm::Expected<::folio::plan::Plan> lowerModuleToPlan(ModuleOp module);
 
 struct CompileToPlanOptions {
   std::string target = "cpu";
-  std::string kvCacheDtype = "f32";
+  /// `auto`: the target's default (int8 on the CPU), see compiler/Target.
+  std::string kvCacheDtype = "auto";
+  /// Layers whose cache stays at 16 bits (bf16).
+  std::vector<int64_t> kvCacheSkipLayers;
+  /// int4 caches: elements per scale group; 0: 32, or head_dim when smaller.
+  int64_t kvCacheGroupSize = 0;
   int64_t blockSize = 16;
+  /// Calibrated abs-max of K and V per layer and KV head, [layers, 2,
+  /// kvHeads] row-major, for caches with static scales (fp8); empty: none,
+  /// and quantize-kv warns and uses its documented default.
+  std::vector<float> kvCalibration;
+  int64_t kvCalibrationLayers = 0;
+  int64_t kvCalibrationHeads = 0;
+  /// Receives each compiler warning; unset: printed to stderr.
+  std::function<void(const std::string &)> onWarning;
 };
+
+/// Records calibrated K/V ranges on `module` (the `folio.kv_calibration`
+/// attribute folio-quantize-kv reads): [layers, 2, kvHeads] abs-max.
+void setKVCalibration(ModuleOp module, int64_t layers, int64_t kvHeads,
+                      llvm::ArrayRef<float> absMax);
 
 /// Loads, imports and compiles an ONNX model, then lowers it: what
 /// `folio-run --model x.onnx` does in-process. Diagnostics are collected
@@ -35,9 +55,21 @@ struct CompileToPlanOptions {
 llvm::Expected<::folio::plan::Plan>
 compileONNXToPlan(const std::string &path, const CompileToPlanOptions &options);
 
+/// The KV-cache dtype a plan was compiled with ("int8", "fp8_e4m3", ...):
+/// that of its caches not kept at 16 bits, else "bf16" (or "f32", ...).
+std::string planKVCacheDType(const ::folio::plan::Plan &plan);
+
+/// Refuses a requested dtype (other than `auto`) that `plan` (read from
+/// `path`) was not compiled with.
+::folio::Status checkPlanKVCacheDType(const ::folio::plan::Plan &plan,
+                                      const std::string &path,
+                                      const CompileToPlanOptions &options);
+
 /// What the tools take as --model: a `.folio` plan, read (weights mapped,
 /// not copied), or an `.onnx` model, compiled in-process. Errors name the
-/// file and say which suffixes are accepted.
+/// file and say which suffixes are accepted. A `.folio` plan must have been
+/// compiled with `options.kvCacheDtype` unless that is `auto`; the other
+/// compile options apply to `.onnx` models only.
 ::folio::Expected<::folio::plan::Plan>
 loadOrCompilePlan(const std::string &path, const CompileToPlanOptions &options);
 

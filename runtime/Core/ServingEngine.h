@@ -52,6 +52,10 @@ public:
   /// every held block (paging wastes only partly filled last blocks); 0
   /// when no block is held.
   double kvUtilization() const;
+  /// The loaded plan's KV geometry (bytes per block, dtypes by layer).
+  exec::KVCacheLayout kvCacheLayout() const {
+    return executor->kvCacheLayout();
+  }
 
   bool hasUnfinishedRequests() const {
     return scheduler->hasUnfinishedRequests();

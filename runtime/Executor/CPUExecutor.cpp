@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -28,7 +29,7 @@ namespace {
 
 struct CacheStorage {
   cpu::KVCacheView view;
-  std::shared_ptr<void> k, v;
+  std::shared_ptr<void> k, v, kParams, vParams;
 };
 
 class CPUExecutor final : public Executor {
@@ -105,20 +106,80 @@ public:
         fused[k] = findFusedCPUKernel(*plan, plan->kernels[k], &fusedFirst[k]);
     resetProfile();
     layout = {};
+    cacheFormats.assign(plan->values.size(), cpu::KVCacheView());
     for (const plan::Argument &a : plan->inputs) {
       const plan::ValueInfo &v = plan->values[size_t(a.value)];
       if (v.kind != plan::ValueInfo::Kind::KVCache)
         continue;
-      if (v.type != plan::ElemType::F32)
-        return Status::invalidArgument(
-            std::string("KV cache '") + a.name + "' has dtype " +
-            plan::elemTypeName(v.type) +
-            "; the CPU executor supports f32 caches only so far");
+      Expected<cpu::KVCacheView> format = cacheFormat(a.name, v);
+      if (!format)
+        return format.status();
+      cacheFormats[size_t(a.value)] = *format;
       ++layout.numLayers;
       layout.blockSize = v.blockSize;
-      layout.bytesPerBlock += 2 * v.blockSize * v.kvHeads * v.headDim * 4;
+      layout.bytesPerBlock +=
+          v.blockSize * int64_t(cpu::kvBytesPerToken(format->dtype, v.kvHeads,
+                                                     v.headDim, format->group));
+      layout.bytesPerBlock16 += v.blockSize * 2 * v.kvHeads * v.headDim * 2;
+      layout.layerDTypes.push_back(plan::elemTypeName(v.type));
     }
     return Status::ok();
+  }
+
+  /// The kernels' view of a plan cache: its dtype and where its scales
+  /// live. Layouts the CPU kernels do not implement are refused here, at
+  /// load, naming the cache.
+  static Expected<cpu::KVCacheView> cacheFormat(const std::string &name,
+                                                const plan::ValueInfo &v) {
+    using Scale = plan::ValueInfo::KVScale;
+    cpu::KVCacheView f;
+    f.blockSize = v.blockSize;
+    f.numKvHeads = v.kvHeads;
+    f.headDim = v.headDim;
+    auto refuse = [&](const std::string &why) {
+      return Status::invalidArgument("KV cache '" + name + "' (" +
+                                     plan::elemTypeName(v.type) + "): " + why);
+    };
+    switch (v.type) {
+    case plan::ElemType::F32:
+      f.dtype = cpu::DType::F32;
+      break;
+    case plan::ElemType::F16:
+      f.dtype = cpu::DType::F16;
+      break;
+    case plan::ElemType::BF16:
+      f.dtype = cpu::DType::BF16;
+      break;
+    case plan::ElemType::F8E4M3:
+    case plan::ElemType::F8E5M2:
+      f.dtype = v.type == plan::ElemType::F8E4M3 ? cpu::DType::FP8E4M3
+                                                 : cpu::DType::FP8E5M2;
+      if (v.kvScale != Scale::PerHead)
+        return refuse("the CPU kernels take fp8 caches with per-head static "
+                      "scales only");
+      break;
+    case plan::ElemType::I8:
+      f.dtype = cpu::DType::I8;
+      if (v.kvScale == Scale::PerTokenHead)
+        f.group = v.headDim;
+      else if (v.kvScale == Scale::PerTokenGroup)
+        f.group = v.kvGroup;
+      else
+        return refuse("the CPU kernels take int8 caches with per-token "
+                      "scales (per_token_head or per_token_group) only");
+      break;
+    case plan::ElemType::I4:
+      f.dtype = cpu::DType::I4;
+      if (v.kvScale != Scale::PerTokenGroup)
+        return refuse("the CPU kernels take int4 caches with per-token "
+                      "group scales only");
+      f.group = v.kvGroup;
+      break;
+    default:
+      return refuse("not a KV cache dtype the CPU executor supports (f32, "
+                    "f16, bf16, fp8_e4m3, fp8_e5m2, int8, int4)");
+    }
+    return f;
   }
 
   KVCacheLayout kvCacheLayout() const override { return layout; }
@@ -136,24 +197,70 @@ public:
       if (v.kind != plan::ValueInfo::Kind::KVCache)
         continue;
       CacheStorage cs;
+      cs.view = cacheFormats[size_t(a.value)];
       cs.view.numBlocks = numBlocks;
-      cs.view.blockSize = v.blockSize;
-      cs.view.numKvHeads = v.kvHeads;
-      cs.view.headDim = v.headDim;
-      cs.view.dtype = cpu::DType::F32;
-      size_t bytes = cs.view.poolBytes();
-      for (std::shared_ptr<void> *pool : {&cs.k, &cs.v}) {
-        *pool = allocatePool(bytes);
-        if (!*pool)
+      struct Pool {
+        std::shared_ptr<void> *mem;
+        size_t bytes;
+      };
+      for (Pool pool :
+           {Pool{&cs.k, cs.view.poolBytes()}, Pool{&cs.v, cs.view.poolBytes()},
+            Pool{&cs.kParams, cs.view.paramPoolBytes()},
+            Pool{&cs.vParams, cs.view.paramPoolBytes()}}) {
+        if (pool.bytes == 0)
+          continue;
+        *pool.mem = allocatePool(pool.bytes);
+        if (!*pool.mem)
           return Status::resourceExhausted("cannot allocate the KV cache (" +
-                                           std::to_string(bytes) + " bytes)");
+                                           std::to_string(pool.bytes) +
+                                           " bytes)");
       }
+      cs.view.kParams = cs.kParams.get();
+      cs.view.vParams = cs.vParams.get();
       cs.view.k = cs.k.get();
       cs.view.v = cs.v.get();
       storage.push_back(std::move(cs));
       caches[size_t(a.value)] = &storage.back().view;
     }
     return Status::ok();
+  }
+
+  Expected<KVCacheAbsMax> kvCacheAbsMax() const override {
+    if (storage.empty())
+      return Status::invalidArgument("no KV cache is allocated");
+    KVCacheAbsMax r;
+    for (const CacheStorage &cs : storage) {
+      const cpu::KVCacheView &c = cs.view;
+      if (c.dtype != cpu::DType::F32)
+        return Status::invalidArgument(
+            std::string("reading KV ranges needs f32 caches, not ") +
+            cpu::dtypeName(c.dtype));
+      if (r.layers == 0)
+        r.kvHeads = c.numKvHeads;
+      else if (c.numKvHeads != r.kvHeads)
+        return Status::invalidArgument(
+            "layers with different KV head counts (" +
+            std::to_string(r.kvHeads) + " and " + std::to_string(c.numKvHeads) +
+            ") are not supported");
+      ++r.layers;
+      int64_t slots = c.numBlocks * c.blockSize;
+      for (const void *pool : {c.k, c.v}) {
+        const float *x = static_cast<const float *>(pool);
+        std::vector<float> m(size_t(c.numKvHeads), 0.0f);
+        for (int64_t s = 0; s < slots; ++s)
+          for (int64_t h = 0; h < c.numKvHeads; ++h) {
+            const float *row = x + (s * c.numKvHeads + h) * c.headDim;
+            for (int64_t d = 0; d < c.headDim; ++d) {
+              float a = std::fabs(row[d]);
+              // A NaN is kept: calibration must not hide it.
+              if (!std::isnan(m[size_t(h)]) && !(a <= m[size_t(h)]))
+                m[size_t(h)] = a;
+            }
+          }
+        r.values.insert(r.values.end(), m.begin(), m.end());
+      }
+    }
+    return r;
   }
 
   Status forward(const ForwardBatch &batch, std::vector<float> &logits,
@@ -453,6 +560,8 @@ private:
   double fusedFlops = 0;
   std::vector<CacheStorage> storage;
   std::vector<cpu::KVCacheView *> caches;
+  /// Each cache's dtype and scale layout, by value slot (from load).
+  std::vector<cpu::KVCacheView> cacheFormats;
   KVCacheLayout layout;
 };
 

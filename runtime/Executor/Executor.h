@@ -39,7 +39,21 @@ struct ForwardBatch {
 struct KVCacheLayout {
   int64_t numLayers = 0;
   int64_t blockSize = 0;
-  int64_t bytesPerBlock = 0; ///< all layers, K and V
+  int64_t bytesPerBlock = 0; ///< all layers, K and V, scales included
+  /// What the same caches would take at 16 bits per element, per block:
+  /// the baseline that quantized caches are reported against.
+  int64_t bytesPerBlock16 = 0;
+  /// Cache dtypes by layer, e.g. "int8" or "bf16" (for messages and for
+  /// matching a requested --kv-cache-dtype against a compiled plan).
+  std::vector<std::string> layerDTypes;
+};
+
+/// Per-head abs-max of everything in the K and V caches, layer by layer:
+/// values[(layer * 2 + kv) * kvHeads + head], kv 0 for K and 1 for V.
+struct KVCacheAbsMax {
+  int64_t layers = 0;
+  int64_t kvHeads = 0;
+  std::vector<float> values;
 };
 
 /// How linear weights are stored once packed. The plan keeps f32 (or
@@ -95,6 +109,12 @@ public:
   /// Runs the entry on one batch; `logits` receives [R, vocab] row-major.
   virtual Status forward(const ForwardBatch &batch, std::vector<float> &logits,
                          int64_t &vocab) = 0;
+
+  /// The ranges of what the caches hold (calibration: needs f32 caches).
+  virtual Expected<KVCacheAbsMax> kvCacheAbsMax() const {
+    return Status::invalidArgument(std::string(deviceName()) +
+                                   " executor cannot read its KV cache");
+  }
 
   /// Bytes of packed linear weights one token's forward streams (what a
   /// decode step must read from memory besides the KV cache).

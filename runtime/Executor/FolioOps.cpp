@@ -404,10 +404,34 @@ Status runRotary(StepContext &ctx) {
   return Status::ok();
 }
 
-Status runKVWrite(StepContext &ctx) {
-  cpu::KVCacheView *cache = ctx.cache(0);
+/// The step's view of its cache: static scales (fp8) come from the step's
+/// k_scale / v_scale operands, constants the plan's validation checked.
+Status stepCacheView(StepContext &ctx, int cacheOperand, int scaleOperand,
+                     cpu::KVCacheView &view) {
+  cpu::KVCacheView *cache = ctx.cache(cacheOperand);
   if (!cache)
-    return ctx.error("no KV cache is bound to operand 0");
+    return ctx.error("no KV cache is bound to operand " +
+                     std::to_string(cacheOperand));
+  view = *cache;
+  bool has = ctx.has(scaleOperand) && ctx.has(scaleOperand + 1);
+  if (!has)
+    return Status::ok();
+  const Tensor &ks = ctx.in(scaleOperand), &vs = ctx.in(scaleOperand + 1);
+  if (ks.type != ElemType::F32 || vs.type != ElemType::F32 ||
+      ks.numel() != view.numKvHeads || vs.numel() != view.numKvHeads)
+    return ctx.error("k_scale / v_scale must be f32 with one scale per KV "
+                     "head (" +
+                     std::to_string(view.numKvHeads) + ")");
+  view.kScale = ks.as<float>();
+  view.vScale = vs.as<float>();
+  return Status::ok();
+}
+
+Status runKVWrite(StepContext &ctx) {
+  cpu::KVCacheView view;
+  if (Status s = stepCacheView(ctx, 0, 4, view); !s)
+    return s;
+  cpu::KVCacheView *cache = &view;
   const Tensor &k = ctx.in(1), &v = ctx.in(2), &slots = ctx.in(3);
   int64_t row = cache->slotElements();
   if (k.type != ElemType::F32 || v.type != ElemType::F32 ||
@@ -422,9 +446,10 @@ Status runKVWrite(StepContext &ctx) {
 }
 
 Status runPagedAttention(StepContext &ctx) {
-  cpu::KVCacheView *cache = ctx.cache(1);
-  if (!cache)
-    return ctx.error("no KV cache is bound to operand 1");
+  cpu::KVCacheView view;
+  if (Status s = stepCacheView(ctx, 1, 5, view); !s)
+    return s;
+  cpu::KVCacheView *cache = &view;
   const Tensor &q = ctx.in(0), &bt = ctx.in(2), &lens = ctx.in(3),
                &qsl = ctx.in(4);
   if (q.type != ElemType::F32 || q.rank() != 3 || q.shape[2] != cache->headDim)
@@ -493,8 +518,8 @@ const std::vector<StepKernel> &folioStepKernels() {
       {"rms_norm", runRMSNorm, nullptr, 2, 2},
       {"layer_norm", runLayerNorm, nullptr, 2, 3},
       {"rotary", runRotary, prepareRotary, 2, 3},
-      {"kv_write", runKVWrite, nullptr, 4, 4},
-      {"paged_attention", runPagedAttention, nullptr, 5, 5},
+      {"kv_write", runKVWrite, nullptr, 4, 6},
+      {"paged_attention", runPagedAttention, nullptr, 5, 7},
       {"gather_rows", runGatherRows, nullptr, 2, 2},
   };
   return table;

@@ -79,9 +79,6 @@ Geometry geometry(const plan::Plan &p) {
     ++g.layers;
     g.kvHeads = v.kvHeads;
     g.headDim = v.headDim;
-    // One cache value per layer, holding a K and a V pool.
-    g.kvBytesPerPosition +=
-        2 * v.kvHeads * v.headDim * int64_t(plan::elemTypeSize(v.type));
   }
   for (const plan::Step &s : p.steps)
     if (s.kind == "paged_attention") {
@@ -227,6 +224,14 @@ Expected<std::string> runRoofline(std::shared_ptr<const plan::Plan> plan,
                                   const std::string &modelName,
                                   const RooflineOptions &o) {
   Geometry g = geometry(*plan);
+  {
+    // As the executor stores it: narrow dtypes and their scales included.
+    std::unique_ptr<exec::Executor> probe = exec::createCPUExecutor();
+    if (Status s = probe->load(plan); !s)
+      return s;
+    exec::KVCacheLayout layout = probe->kvCacheLayout();
+    g.kvBytesPerPosition = layout.bytesPerBlock / layout.blockSize;
+  }
   Json j;
   j.beginObject().field("mode", "roofline").field("model", modelName);
   j.key("model_shape").beginObject();

@@ -13,7 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/folio-bench/KVQuant.h"
 #include "tools/folio-bench/Roofline.h"
+
+#include "compiler/Target/Target.h"
 
 #include "runtime/Bench/ServingBench.h"
 
@@ -49,6 +52,33 @@ const char *const kUsage =
     "                      (default 2048,4096)\n"
     "  --block-size B      KV block size when compiling an .onnx (default "
     "16)\n"
+    "  --kv-cache-dtype D  KV-cache storage when compiling an .onnx (default\n"
+    "                      auto: int8 on the CPU); with a .folio, what it was\n"
+    "                      compiled with\n"
+    "\n"
+    "usage: folio-bench --mode=kv-quant --model M.onnx --eval-data W.i32 "
+    "[options]\n"
+    "  kv-quant  per KV-cache dtype, against f32 in the same run: bytes per\n"
+    "            token, resident sequences, held-out perplexity, greedy\n"
+    "            agreement and long-context decode speed (one JSON object\n"
+    "            keyed by dtype; docs/kv-cache-quantization.md)\n"
+    "  --kv-cache-dtype L          comma-separated dtypes (default\n"
+    "                              f32,bf16,fp8_e4m3,fp8_e5m2,int8,int4)\n"
+    "  --eval-data FILE            int32 token windows (e.g.\n"
+    "                              models/bundled/heldout_slice.i32)\n"
+    "  --eval-window N             tokens per window (default 256)\n"
+    "  --prompt-tokens N           greedy prompts: each window's first N\n"
+    "                              tokens (default 32)\n"
+    "  --agreement-tokens N        greedy tokens compared (default 1024)\n"
+    "  --context N                 decode context (default 2048)\n"
+    "  --decode-batch N            decode sequences (default 4)\n"
+    "  --decode-tokens N           timed decode steps (default 16)\n"
+    "  --repeats N                 timed runs, best kept (default 3)\n"
+    "  --kv-cache-memory BYTES     budget for max_resident_seqs (default\n"
+    "                              256 MiB)\n"
+    "  --calibration-data FILE     int32 token ids for fp8 scales (default:\n"
+    "                              the compiler's uncalibrated scales)\n"
+    "  --threads N                 one value (default: every core)\n"
     "\n"
     "usage: folio-bench --model M --workload sharegpt-like [options]\n"
     "  serving   continuous batching vs static batching on one workload, the\n"
@@ -95,6 +125,9 @@ std::vector<std::string> split(const std::string &s) {
 struct Options {
   std::string mode, model;
   int64_t blockSize = 16;
+  std::vector<std::string> kvCacheDtypes;
+  bench::KVQuantOptions kvQuant;
+  bool repeatsGiven = false, decodeTokensGiven = false;
   bench::RooflineOptions roofline;
   // Serving mode.
   bench::WorkloadOptions workload;
@@ -162,10 +195,12 @@ Status parse(int argc, char **argv, Options &o) {
       }
     } else if (arg == "--repeats") {
       s = positive(o.roofline.repeats);
+      o.repeatsGiven = true;
     } else if (arg == "--prefill-tokens") {
       s = positive(o.roofline.prefillTokens);
     } else if (arg == "--decode-tokens") {
       s = positive(o.roofline.decodeTokens);
+      o.decodeTokensGiven = true;
     } else if (arg == "--bandwidth-mib") {
       s = positive(o.roofline.bandwidthMiB);
     } else if (arg == "--gemm-sizes" || arg == "--gemm-size") {
@@ -181,6 +216,31 @@ Status parse(int argc, char **argv, Options &o) {
       }
     } else if (arg == "--block-size") {
       s = positive(o.blockSize);
+    } else if (arg == "--kv-cache-dtype") {
+      if (!(s = need()))
+        return s;
+      o.kvCacheDtypes.clear();
+      for (const std::string &t : split(value)) {
+        if (!parseKVCacheDType(t))
+          return Status::invalidArgument("--kv-cache-dtype: '" + t +
+                                         "' is not one of " +
+                                         supportedKVCacheDTypes());
+        o.kvCacheDtypes.push_back(t);
+      }
+    } else if (arg == "--eval-data" || arg == "--calibration-data") {
+      s = need();
+      (arg == "--eval-data" ? o.kvQuant.evalData : o.kvQuant.calibrationData) =
+          value;
+    } else if (arg == "--eval-window") {
+      s = positive(o.kvQuant.evalWindow);
+    } else if (arg == "--prompt-tokens") {
+      s = positive(o.kvQuant.promptTokens);
+    } else if (arg == "--agreement-tokens") {
+      s = positive(o.kvQuant.agreementTokens);
+    } else if (arg == "--context") {
+      s = positive(o.kvQuant.context);
+    } else if (arg == "--decode-batch") {
+      s = positive(o.kvQuant.decodeBatch);
     } else if (arg == "--workload") {
       s = need();
       o.workload.kind = value;
@@ -254,11 +314,38 @@ Status parse(int argc, char **argv, Options &o) {
     if (!s)
       return s;
   }
-  if (o.mode != "roofline" && o.mode != "serving")
+  if (o.mode != "roofline" && o.mode != "serving" && o.mode != "kv-quant")
     return Status::invalidArgument(
-        o.mode.empty()
-            ? "--mode is required (roofline), or --workload for serving"
-            : "--mode: '" + o.mode + "' is not a mode (roofline, serving)");
+        o.mode.empty() ? "--mode is required (roofline, kv-quant), or "
+                         "--workload for serving"
+                       : "--mode: '" + o.mode +
+                             "' is not a mode (roofline, serving, kv-quant)");
+  if (o.mode != "kv-quant") {
+    if (o.kvCacheDtypes.size() > 1)
+      return Status::invalidArgument(
+          "--kv-cache-dtype takes one dtype outside --mode=kv-quant");
+    if (!o.kvQuant.evalData.empty() || !o.kvQuant.calibrationData.empty())
+      return Status::invalidArgument(
+          "--eval-data and --calibration-data apply to --mode=kv-quant only");
+  } else {
+    if (!o.kvCacheDtypes.empty())
+      o.kvQuant.dtypes = o.kvCacheDtypes;
+    o.kvQuant.blockSize = o.blockSize;
+    if (o.repeatsGiven)
+      o.kvQuant.repeats = o.roofline.repeats;
+    if (o.decodeTokensGiven)
+      o.kvQuant.decodeSteps = o.roofline.decodeTokens;
+    if (o.kvMemoryGiven)
+      o.kvQuant.kvCacheMemory = int64_t(o.serving.kvCacheMemory);
+    if (o.threadsGiven) {
+      if (o.roofline.threads.size() != 1)
+        return Status::invalidArgument("kv-quant mode takes one --threads");
+      o.kvQuant.threads = o.roofline.threads[0];
+    }
+    if (o.weightsGiven)
+      return Status::invalidArgument(
+          "kv-quant mode runs f32 weights; --weight-dtype is not supported");
+  }
   if (o.mode == "serving" &&
       ((o.threadsGiven && o.roofline.threads.size() > 1) ||
        (o.weightsGiven && o.roofline.weights.size() > 1)))
@@ -272,6 +359,8 @@ Status parse(int argc, char **argv, Options &o) {
 Expected<plan::Plan> loadModel(const Options &o) {
   mlir::folio::CompileToPlanOptions copts;
   copts.blockSize = o.blockSize;
+  if (!o.kvCacheDtypes.empty())
+    copts.kvCacheDtype = o.kvCacheDtypes[0];
   return mlir::folio::loadOrCompilePlan(o.model, copts);
 }
 
@@ -350,6 +439,15 @@ int main(int argc, char **argv) {
   if (Status s = parse(argc, argv, o); !s) {
     std::cerr << "folio-bench: error: " << s.message() << "\n" << kUsage;
     return 2;
+  }
+  if (o.mode == "kv-quant") {
+    Expected<std::string> report = bench::runKVQuant(o.model, o.kvQuant);
+    if (!report) {
+      std::cerr << "folio-bench: error: " << report.status().message() << "\n";
+      return 1;
+    }
+    std::cout << *report;
+    return 0;
   }
   Expected<plan::Plan> loaded = loadModel(o);
   if (!loaded) {

@@ -13,11 +13,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Target/Target.h"
 #include "runtime/Core/ServingEngine.h"
 #include "runtime/Tokenizer/Tokenizer.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -40,10 +42,15 @@ const char *const kUsage =
     "  --max-num-seqs N            running requests at most (default 8)\n"
     "  --max-num-batched-tokens N  tokens per step (default 256)\n"
     "  --num-blocks N              KV blocks (default: 4 max-length "
-    "sequences)\n";
+    "sequences)\n"
+    "  --kv-cache-dtype D          KV-cache storage when compiling an .onnx: "
+    "auto (default: int8 on the CPU), f32, f16, bf16, fp8_e4m3, fp8_e5m2, "
+    "int8, int4; with a .folio plan it must be what the plan was compiled "
+    "with\n";
 
 struct Options {
   std::string model, tokenizer;
+  std::string kvCacheDtype = "auto";
   std::vector<std::string> prompts;
   size_t maxNewTokens = 48, maxNumSeqs = 8, maxNumBatchedTokens = 256;
   size_t numBlocks = 0;
@@ -80,7 +87,13 @@ Status parse(int argc, char **argv, Options &o) {
       o.model = value;
     else if (arg == "--tokenizer")
       o.tokenizer = value;
-    else if (arg == "--prompt")
+    else if (arg == "--kv-cache-dtype") {
+      if (!parseKVCacheDType(value))
+        return Status::invalidArgument("--kv-cache-dtype: '" + value +
+                                       "' is not one of " +
+                                       supportedKVCacheDTypes());
+      o.kvCacheDtype = value;
+    } else if (arg == "--prompt")
       o.prompts.push_back(value);
     else if (arg == "--max-new-tokens")
       s = count(o.maxNewTokens);
@@ -132,7 +145,9 @@ int main(int argc, char **argv) {
   Expected<Tokenizer> tok = Tokenizer::fromFile(o.tokenizer);
   if (!tok)
     return fail(tok.status());
-  Expected<plan::Plan> loaded = mlir::folio::loadOrCompilePlan(o.model, {});
+  mlir::folio::CompileToPlanOptions copts;
+  copts.kvCacheDtype = o.kvCacheDtype;
+  Expected<plan::Plan> loaded = mlir::folio::loadOrCompilePlan(o.model, copts);
   if (!loaded)
     return fail(loaded.status());
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
@@ -233,5 +248,15 @@ int main(int argc, char **argv) {
               100.0 * utilizationPeak, pool.numUsableBlocks(),
               size_t(kv.blockSize),
               (unsigned long long)scheduler.numPreemptions());
+  exec::KVCacheLayout layout = (*engine)->kvCacheLayout();
+  if (layout.blockSize > 0 && layout.bytesPerBlock16 > 0) {
+    double perToken = double(layout.bytesPerBlock) / double(layout.blockSize);
+    double saved =
+        1.0 - double(layout.bytesPerBlock) / double(layout.bytesPerBlock16);
+    std::printf("KV cache %s: %.0f bytes per token (all layers, K and V, "
+                "scales included), %.0f%% %s than 16 bits\n",
+                mlir::folio::planKVCacheDType(*plan).c_str(), perToken,
+                100.0 * std::fabs(saved), saved >= 0 ? "less" : "more");
+  }
   return 0;
 }

@@ -2,6 +2,8 @@
 
 #include "tools/folio-run/Options.h"
 
+#include "compiler/Target/Target.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +20,7 @@ const char *const kUsage =
     "                 [--dump-logits out.npy] [--json] [--weight-dtype "
     "f32|bf16|f16]\n"
     "                 [--threads N] [--block-size B] [--max-model-len L]\n"
+    "                 [--kv-cache-dtype D]\n"
     "Runs every prompt together as one ragged batch.\n"
     "  --model           a model exported to ONNX (compiled in-process) or a "
     "plan from `folioc -o M.folio`\n"
@@ -39,6 +42,9 @@ const char *const kUsage =
     "  --threads         kernel threads, oneDNN's OpenMP team included "
     "(default: FOLIO_NUM_THREADS or every core)\n"
     "  --block-size      KV block size when compiling an .onnx (default 16)\n"
+    "  --kv-cache-dtype  KV-cache storage when compiling an .onnx: auto "
+    "(default: int8 on the CPU), f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, "
+    "int4; with a .folio plan it must be what the plan was compiled with\n"
     "  --max-model-len   longest context accepted (default: the model's "
     "positions); never more than the context its attention masks were "
     "proven causal up to\n";
@@ -144,6 +150,12 @@ Expected<Options> parseOptions(int argc, char **argv) {
       s = intFlag(o.maxNewTokens, 1, std::numeric_limits<int32_t>::max());
     } else if (arg == "--block-size") {
       s = intFlag(o.blockSize, 1);
+    } else if (arg == "--kv-cache-dtype") {
+      if (s = needValue(); s && !parseKVCacheDType(value))
+        return Status::invalidArgument("--kv-cache-dtype: '" + value +
+                                       "' is not one of " +
+                                       supportedKVCacheDTypes());
+      o.kvCacheDtype = value;
     } else if (arg == "--max-model-len") {
       s = intFlag(o.maxModelLen, 1, std::numeric_limits<int32_t>::max());
     } else if (arg == "--temperature") {

@@ -26,6 +26,7 @@ struct Options {
   std::string weightDtype = "f32";
   int64_t threads = 0; ///< 0 = FOLIO_NUM_THREADS or every core
   int64_t blockSize = 16;
+  std::string kvCacheDtype = "auto";
   int64_t maxModelLen = 0;
   bool help = false;
 };

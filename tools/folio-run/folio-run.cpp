@@ -29,6 +29,7 @@ namespace {
 Expected<plan::Plan> loadModel(const run::Options &o) {
   mlir::folio::CompileToPlanOptions copts;
   copts.blockSize = o.blockSize;
+  copts.kvCacheDtype = o.kvCacheDtype;
   return mlir::folio::loadOrCompilePlan(o.model, copts);
 }
 

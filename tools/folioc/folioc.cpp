@@ -15,7 +15,10 @@
 #include "compiler/Import/ONNX/Loader.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Target/Target.h"
+#include "runtime/Core/KVCalibration.h"
 #include "runtime/Plan/PlanIO.h"
+#include "runtime/Tokenizer/Tokenizer.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
@@ -119,6 +122,28 @@ cl::opt<std::string>
                           "int8 elsewhere), f32, f16, bf16, fp8_e4m3, "
                           "fp8_e5m2, int8, int4, int2"),
                  cl::init("auto"), cl::cat(folioCategory));
+cl::list<int64_t> kvCacheSkipLayers(
+    "kv-cache-dtype-skip-layers", cl::CommaSeparated,
+    cl::desc("Layers whose KV cache stays at 16 bits (bf16) when the cache "
+             "is quantized, e.g. 0,5"),
+    cl::cat(folioCategory));
+cl::opt<int64_t>
+    kvCacheGroupSize("kv-cache-group-size",
+                     cl::desc("int4 KV caches: elements per scale group "
+                              "along head_dim (default: 32, or head_dim when "
+                              "smaller)"),
+                     cl::init(0), cl::cat(folioCategory));
+cl::opt<std::string> calibrationData(
+    "calibration-data",
+    cl::desc("fp8 KV caches: run the model on this file at compile time and "
+             "store calibrated per-head scales in the plan. Token ids "
+             "(.i32, int32 little-endian) or text (needs --tokenizer)"),
+    cl::value_desc("file"), cl::cat(folioCategory));
+cl::opt<std::string> tokenizerPath("tokenizer",
+                                   cl::desc("tokenizer.json that encodes text "
+                                            "--calibration-data"),
+                                   cl::value_desc("file"),
+                                   cl::cat(folioCategory));
 cl::opt<int64_t> blockSize("block-size",
                            cl::desc("KV-cache block size in tokens (power of "
                                     "two, 1..256)"),
@@ -192,6 +217,104 @@ private:
   std::chrono::steady_clock::time_point last;
 };
 
+/// The KV flags that only mean something for some cache dtypes are refused
+/// for the others rather than ignored.
+LogicalResult checkKVOptions() {
+  std::optional<::folio::Target> t = ::folio::parseTarget(target);
+  std::optional<::folio::KVCacheDType> d =
+      ::folio::parseKVCacheDType(kvCacheDtype);
+  if (!t || !d)
+    return success(); // folio-set-target names the bad value
+  ::folio::KVCacheDType resolved = ::folio::resolveKVCacheDType(*t, *d);
+  std::string name(::folio::kvCacheDTypeName(resolved));
+  auto refuse = [&](StringRef flag, StringRef why) {
+    errs() << "folioc: error: " << flag << " " << why
+           << "; the KV cache dtype here is " << name << "\n";
+    return failure();
+  };
+  bool fp8 = resolved == ::folio::KVCacheDType::FP8E4M3 ||
+             resolved == ::folio::KVCacheDType::FP8E5M2;
+  bool quantized = ::folio::kvCacheDTypeBits(resolved) < 16;
+  if (!kvCacheSkipLayers.empty() && !quantized)
+    return refuse("--kv-cache-dtype-skip-layers",
+                  "keeps layers of a quantized cache at 16 bits");
+  if (kvCacheGroupSize.getNumOccurrences() &&
+      resolved != ::folio::KVCacheDType::Int4)
+    return refuse("--kv-cache-group-size", "applies to int4 caches only");
+  if (!calibrationData.empty() && !fp8)
+    return refuse("--calibration-data",
+                  "sets the static scales of fp8 caches (int8 and int4 "
+                  "compute theirs when a token is written)");
+  if (!tokenizerPath.empty() && calibrationData.empty()) {
+    errs() << "folioc: error: --tokenizer only encodes text "
+              "--calibration-data, and none was given\n";
+    return failure();
+  }
+  return success();
+}
+
+/// Compiles a copy of `module` with an f32 cache, runs it on the
+/// calibration data and records the per-head K/V ranges on `module` for
+/// folio-quantize-kv.
+LogicalResult calibrate(ModuleOp module,
+                        const mlir::folio::FolioPipelineOptions &options) {
+  std::function<::folio::Expected<std::vector<::folio::TokenId>>(
+      const std::string &)>
+      encode;
+  std::optional<::folio::Tokenizer> tokenizer;
+  if (!tokenizerPath.empty()) {
+    ::folio::Expected<::folio::Tokenizer> tok =
+        ::folio::Tokenizer::fromFile(tokenizerPath);
+    if (!tok) {
+      errs() << "folioc: error: --tokenizer: " << tok.status().message()
+             << "\n";
+      return failure();
+    }
+    tokenizer.emplace(std::move(*tok));
+    encode = [&](const std::string &text) { return tokenizer->encode(text); };
+  }
+  ::folio::Expected<std::vector<::folio::TokenId>> tokens =
+      ::folio::core::readCalibrationTokens(calibrationData, encode);
+  if (!tokens) {
+    errs() << "folioc: error: " << tokens.status().message() << "\n";
+    return failure();
+  }
+
+  OwningOpRef<ModuleOp> copy = module.clone();
+  PassManager pm(module.getContext());
+  mlir::folio::FolioPipelineOptions f32Options;
+  f32Options.target = options.target;
+  f32Options.blockSize = options.blockSize;
+  f32Options.kvCacheDtype = "f32";
+  mlir::folio::buildFolioPipeline(pm, f32Options,
+                                  mlir::folio::FolioPhase::Compile);
+  if (failed(pm.run(*copy)))
+    return failure();
+  llvm::Expected<::folio::plan::Plan> plan =
+      mlir::folio::lowerModuleToPlan(*copy);
+  if (!plan) {
+    errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
+    return failure();
+  }
+  auto shared = std::make_shared<const ::folio::plan::Plan>(std::move(*plan));
+  // Windows as long as the masks were proven causal for, at most 2048.
+  int64_t window = shared->configValue("max_context", 0);
+  if (window <= 0 || window > 2048)
+    window = 2048;
+  ::folio::Expected<::folio::core::KVAbsMax> ranges =
+      ::folio::core::calibrateKVAbsMax(shared, *tokens, window);
+  if (!ranges) {
+    errs() << "folioc: error: --calibration-data: " << ranges.status().message()
+           << "\n";
+    return failure();
+  }
+  mlir::folio::setKVCalibration(module, ranges->layers, ranges->kvHeads,
+                                ranges->values);
+  errs() << "folioc: calibrated fp8 KV scales on " << ranges->tokens
+         << " tokens\n";
+  return success();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -230,6 +353,9 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   mlir::folio::registerFolioDialects(registry);
   MLIRContext context(registry);
+  // Diagnostics name the node or layer; a dump of the whole module as a
+  // note would bury them.
+  context.printOpOnDiagnostic(false);
   ScopedDiagnosticHandler handler(&context, [](Diagnostic &diag) {
     printDiagnostic(diag);
     return success();
@@ -268,6 +394,15 @@ int main(int argc, char **argv) {
     pipelineOptions.target = target.getValue();
     pipelineOptions.kvCacheDtype = kvCacheDtype.getValue();
     pipelineOptions.blockSize = blockSize.getValue();
+    pipelineOptions.kvCacheSkipLayers = kvCacheSkipLayers;
+    pipelineOptions.kvCacheGroupSize = kvCacheGroupSize.getValue();
+    if (failed(checkKVOptions()))
+      return 1;
+    if (!calibrationData.empty()) {
+      display.phase("calibrate: " + calibrationData);
+      if (failed(calibrate(*module, pipelineOptions)))
+        return 1;
+    }
     mlir::folio::buildFolioPipeline(pm, pipelineOptions, *stopAfter);
     if (failed(pm.run(*module)))
       return 1;

@@ -60,6 +60,8 @@ inline std::shared_ptr<const plan::Plan> compile(const std::string &arch,
                                                  int64_t blockSize = 16) {
   mlir::folio::CompileToPlanOptions options;
   options.blockSize = blockSize;
+  // Parity with ONNX Runtime is an f32 property: an explicit f32 cache.
+  options.kvCacheDtype = "f32";
   auto p = mlir::folio::compileONNXToPlan(zooPath(arch + "/" + form + ".onnx"),
                                           options);
   if (!p) {

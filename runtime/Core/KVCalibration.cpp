@@ -1,0 +1,99 @@
+//===- KVCalibration.cpp - Per-head K/V ranges from calibration data ------===//
+
+#include "runtime/Core/KVCalibration.h"
+
+#include "runtime/Core/TeacherForced.h"
+#include "runtime/Executor/Executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+namespace folio::core {
+
+Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
+                                     const std::vector<TokenId> &tokens,
+                                     int64_t window) {
+  if (tokens.empty())
+    return Status::invalidArgument("the calibration data holds no tokens");
+  if (window <= 0)
+    return Status::invalidArgument("the calibration window must be positive");
+  int64_t vocab = plan->configValue("vocab", 0);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || (vocab > 0 && tokens[i] >= vocab))
+      return Status::invalidArgument("calibration token " + std::to_string(i) +
+                                     " is " + std::to_string(tokens[i]) +
+                                     ", outside the vocabulary [0, " +
+                                     std::to_string(vocab) + ")");
+  std::unique_ptr<exec::Executor> executor = exec::createCPUExecutor();
+  if (Status s = executor->load(plan); !s)
+    return s;
+
+  std::vector<std::vector<TokenId>> windows;
+  for (size_t b = 0; b < tokens.size(); b += size_t(window))
+    windows.emplace_back(
+        tokens.begin() + std::ptrdiff_t(b),
+        tokens.begin() +
+            std::ptrdiff_t(std::min(tokens.size(), b + size_t(window))));
+  KVAbsMax result;
+  result.tokens = int64_t(tokens.size());
+  // One window at a time keeps the cache small; the ranges accumulate.
+  int64_t blockSize = executor->kvCacheLayout().blockSize;
+  for (const std::vector<TokenId> &w : windows) {
+    std::vector<std::vector<TokenId>> one{w};
+    if (Status s = executor->allocateKVCache(
+            std::max<int64_t>(2, teacherForcedBlocks(one, blockSize)));
+        !s)
+      return s;
+    TeacherForcedOptions options;
+    options.chunkTokens = 512;
+    if (Status s = runTeacherForced(*executor, one, options); !s)
+      return s;
+    Expected<exec::KVCacheAbsMax> ranges = executor->kvCacheAbsMax();
+    if (!ranges)
+      return ranges.status();
+    if (result.values.empty()) {
+      result.layers = ranges->layers;
+      result.kvHeads = ranges->kvHeads;
+      result.values = ranges->values;
+    } else {
+      for (size_t i = 0; i < result.values.size(); ++i)
+        result.values[i] = std::max(result.values[i], ranges->values[i]);
+    }
+  }
+  return result;
+}
+
+Expected<std::vector<TokenId>> readCalibrationTokens(
+    const std::string &path,
+    const std::function<Expected<std::vector<TokenId>>(const std::string &)>
+        &encode) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::invalidArgument("--calibration-data: cannot read '" + path +
+                                   "'");
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".i32") == 0) {
+    if (bytes.size() % 4 != 0)
+      return Status::invalidArgument(
+          "--calibration-data: '" + path + "' has " +
+          std::to_string(bytes.size()) +
+          " bytes, not a whole number of int32 token ids");
+    std::vector<TokenId> ids(bytes.size() / 4);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      int32_t v;
+      std::memcpy(&v, bytes.data() + 4 * i, 4); // little-endian hosts only
+      ids[i] = TokenId(v);
+    }
+    return ids;
+  }
+  if (!encode)
+    return Status::invalidArgument(
+        "--calibration-data: '" + path +
+        "' is text (not .i32 token ids) and needs --tokenizer");
+  return encode(bytes);
+}
+
+} // namespace folio::core

@@ -1,0 +1,50 @@
+//===- KVCalibration.h - Per-head K/V ranges from calibration data -*- C++ -*-//
+//
+// Static-scale KV caches (fp8) need each layer's per-head range of K and V
+// before serving. This runs a plan compiled with an f32 cache over
+// calibration tokens and reads the ranges off the cache itself, so no
+// hook into the kernels is needed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_CORE_KVCALIBRATION_H
+#define FOLIO_RUNTIME_CORE_KVCALIBRATION_H
+
+#include "runtime/Plan/Plan.h"
+#include "runtime/Support/Status.h"
+#include "runtime/Support/Types.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace folio::core {
+
+/// max |K| and max |V| per layer and kv head: values[(layer * 2 + kv) *
+/// kvHeads + head], kv 0 for K and 1 for V.
+struct KVAbsMax {
+  int64_t layers = 0;
+  int64_t kvHeads = 0;
+  int64_t tokens = 0; ///< calibration tokens run
+  std::vector<float> values;
+};
+
+/// Runs `tokens` through `plan` (every KV cache f32) in windows of at most
+/// `window` tokens, each window a sequence from position 0, and returns the
+/// per-head abs-max of everything written to the caches.
+Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
+                                     const std::vector<TokenId> &tokens,
+                                     int64_t window);
+
+/// Reads calibration data: `.i32` files are int32 little-endian token ids;
+/// any other file is text, which needs `encode` (a tokenizer). Errors name
+/// the file and what was wrong.
+Expected<std::vector<TokenId>> readCalibrationTokens(
+    const std::string &path,
+    const std::function<Expected<std::vector<TokenId>>(const std::string &)>
+        &encode);
+
+} // namespace folio::core
+
+#endif // FOLIO_RUNTIME_CORE_KVCALIBRATION_H

@@ -1,0 +1,383 @@
+//===- KVQuant.cpp - folio-bench --mode=kv-quant --------------------------===//
+//
+// For each dtype the model is compiled with that cache and measured on the
+// same inputs as the f32 cache:
+// - bytes_per_token: what the executor sizes its block pool by (all layers,
+//   K and V, scales included);
+// - perplexity: teacher-forced over the held-out windows, each from
+//   position 0 at the full window (the prefill reads the quantized cache
+//   for every key, its own token's included);
+// - greedy_agreement: the f32 cache's greedy continuations of the windows'
+//   prompts are fed back, and each next-token argmax is compared. Feeding
+//   the same context keeps one early difference from making every later
+//   token of a sequence differ;
+// - decode_tokens_per_s: a batch of sequences at a long context, one token
+//   each per step, the best of several timed runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/folio-bench/KVQuant.h"
+#include "tools/folio-bench/Json.h"
+
+#include "compiler/Plan/LowerToPlan.h"
+#include "runtime/Core/BatchBuilder.h"
+#include "runtime/Core/KVCalibration.h"
+#include "runtime/Core/TeacherForced.h"
+#include "runtime/Executor/Executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+
+namespace folio::bench {
+namespace {
+
+using Seqs = std::vector<std::vector<TokenId>>;
+
+std::string cpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos)
+        return line.substr(colon + 2);
+    }
+  return "unknown";
+}
+
+Expected<Seqs> readWindows(const std::string &path, int64_t window) {
+  Expected<std::vector<TokenId>> ids = core::readCalibrationTokens(path, {});
+  if (!ids)
+    return ids.status();
+  if (ids->size() < size_t(window))
+    return Status::invalidArgument(
+        "evaluation data '" + path + "' holds " + std::to_string(ids->size()) +
+        " tokens, less than one window of " + std::to_string(window));
+  Seqs windows;
+  for (size_t b = 0; b + size_t(window) <= ids->size(); b += size_t(window))
+    windows.emplace_back(ids->begin() + std::ptrdiff_t(b),
+                         ids->begin() + std::ptrdiff_t(b + size_t(window)));
+  return windows;
+}
+
+Expected<std::unique_ptr<exec::Executor>>
+makeExecutor(std::shared_ptr<const plan::Plan> plan, int64_t blocks,
+             int64_t threads) {
+  exec::ExecutorOptions eo;
+  eo.numThreads = unsigned(threads);
+  std::unique_ptr<exec::Executor> e = exec::createCPUExecutor(eo);
+  if (Status s = e->load(plan); !s)
+    return s;
+  if (Status s = e->allocateKVCache(std::max<int64_t>(blocks, 2)); !s)
+    return s;
+  return e;
+}
+
+/// exp(mean NLL of each window's next tokens).
+Expected<double> perplexity(std::shared_ptr<const plan::Plan> plan,
+                            const Seqs &windows, int64_t threads) {
+  int64_t block = plan->configValue("block_size", 16);
+  Expected<std::unique_ptr<exec::Executor>> e =
+      makeExecutor(plan, core::teacherForcedBlocks(windows, block), threads);
+  if (!e)
+    return e.status();
+  double nll = 0;
+  int64_t scored = 0;
+  core::TeacherForcedOptions o;
+  o.chunkTokens = 1024;
+  o.onLogits = [&](const std::vector<float> &logits, int64_t vocab,
+                   const std::vector<int64_t> &seq,
+                   const std::vector<int64_t> &pos) {
+    for (size_t r = 0; r < seq.size(); ++r) {
+      const std::vector<TokenId> &w = windows[size_t(seq[r])];
+      if (pos[r] + 1 >= int64_t(w.size()))
+        continue;
+      const float *row = logits.data() + r * size_t(vocab);
+      double peak = *std::max_element(row, row + vocab), sum = 0;
+      for (int64_t v = 0; v < vocab; ++v)
+        sum += std::exp(double(row[v]) - peak);
+      nll += peak + std::log(sum) - row[w[size_t(pos[r] + 1)]];
+      ++scored;
+    }
+  };
+  if (Status s = core::runTeacherForced(**e, windows, o); !s)
+    return s;
+  return std::exp(nll / double(std::max<int64_t>(scored, 1)));
+}
+
+int64_t argmax(const float *row, int64_t n) {
+  return std::max_element(row, row + n) - row;
+}
+
+/// Greedy continuations of `prompts`, `newTokens` each, decoded step by
+/// step over the paged cache as the engine would.
+Expected<Seqs> greedyContinue(std::shared_ptr<const plan::Plan> plan,
+                              const Seqs &prompts, int64_t newTokens,
+                              int64_t threads) {
+  int64_t block = plan->configValue("block_size", 16);
+  Seqs seqs = prompts;
+  std::vector<std::vector<BlockId>> tables(seqs.size());
+  BlockId next = 1;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    int64_t len = int64_t(seqs[s].size()) + newTokens;
+    for (int64_t b = 0; b < (len + block - 1) / block; ++b)
+      tables[s].push_back(next++);
+  }
+  Expected<std::unique_ptr<exec::Executor>> e =
+      makeExecutor(plan, next, threads);
+  if (!e)
+    return e.status();
+  std::vector<int64_t> computed(seqs.size(), 0);
+  std::vector<float> logits;
+  for (int64_t step = 0; step < newTokens; ++step) {
+    std::vector<core::ScheduledSequence> sched;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      core::ScheduledSequence q;
+      q.tokens = &seqs[s];
+      q.numComputed = computed[s];
+      q.numScheduled = int64_t(seqs[s].size()) - computed[s];
+      q.blockTable = &tables[s];
+      sched.push_back(q);
+    }
+    Expected<exec::ForwardBatch> batch = core::buildForwardBatch(sched, block);
+    if (!batch)
+      return batch.status();
+    int64_t vocab = 0;
+    if (Status st = (*e)->forward(*batch, logits, vocab); !st)
+      return st;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      computed[s] = int64_t(seqs[s].size());
+      seqs[s].push_back(
+          TokenId(argmax(logits.data() + s * size_t(vocab), vocab)));
+    }
+  }
+  return seqs;
+}
+
+/// Fraction of the continuation tokens whose argmax under `plan`, with the
+/// reference continuation as context, is the reference's next token.
+Expected<double> agreement(std::shared_ptr<const plan::Plan> plan,
+                           const Seqs &reference, int64_t promptTokens,
+                           int64_t threads, int64_t &compared) {
+  int64_t block = plan->configValue("block_size", 16);
+  Expected<std::unique_ptr<exec::Executor>> e =
+      makeExecutor(plan, core::teacherForcedBlocks(reference, block), threads);
+  if (!e)
+    return e.status();
+  int64_t same = 0;
+  compared = 0;
+  core::TeacherForcedOptions o;
+  o.chunkTokens = 1024;
+  o.onLogits = [&](const std::vector<float> &logits, int64_t vocab,
+                   const std::vector<int64_t> &seq,
+                   const std::vector<int64_t> &pos) {
+    for (size_t r = 0; r < seq.size(); ++r) {
+      const std::vector<TokenId> &s = reference[size_t(seq[r])];
+      // Rows predicting a generated token: positions promptTokens-1 on.
+      if (pos[r] + 1 < promptTokens || pos[r] + 1 >= int64_t(s.size()))
+        continue;
+      ++compared;
+      same += argmax(logits.data() + r * size_t(vocab), vocab) ==
+              s[size_t(pos[r] + 1)];
+    }
+  };
+  if (Status s = core::runTeacherForced(**e, reference, o); !s)
+    return s;
+  return compared ? double(same) / double(compared) : 0.0;
+}
+
+/// Decode tokens per second of `batch` sequences at context `context`.
+Expected<double> decodeSpeed(std::shared_ptr<const plan::Plan> plan,
+                             const KVQuantOptions &o) {
+  int64_t block = plan->configValue("block_size", 16);
+  int64_t vocab = plan->configValue("vocab", 0);
+  int64_t len = o.context + o.decodeSteps * o.repeats;
+  std::mt19937 rng(0);
+  Seqs seqs(size_t(o.decodeBatch));
+  for (std::vector<TokenId> &s : seqs)
+    for (int64_t i = 0; i < len; ++i)
+      s.push_back(TokenId(rng() % uint32_t(std::max<int64_t>(vocab, 1))));
+  std::vector<std::vector<BlockId>> tables(seqs.size());
+  BlockId next = 1;
+  for (auto &t : tables)
+    for (int64_t b = 0; b < (len + block - 1) / block; ++b)
+      t.push_back(next++);
+  Expected<std::unique_ptr<exec::Executor>> e =
+      makeExecutor(plan, next, o.threads);
+  if (!e)
+    return e.status();
+  std::vector<float> logits;
+  auto run = [&](int64_t from, int64_t count) -> Status {
+    std::vector<core::ScheduledSequence> sched;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      core::ScheduledSequence q;
+      q.tokens = &seqs[s];
+      q.numComputed = from;
+      q.numScheduled = count;
+      q.blockTable = &tables[s];
+      sched.push_back(q);
+    }
+    Expected<exec::ForwardBatch> batch = core::buildForwardBatch(sched, block);
+    if (!batch)
+      return batch.status();
+    int64_t v = 0;
+    return (*e)->forward(*batch, logits, v);
+  };
+  // The context, one sequence's chunk at a time.
+  for (int64_t p = 0; p < o.context; p += 512)
+    if (Status s = run(p, std::min<int64_t>(512, o.context - p)); !s)
+      return s;
+  double best = 0;
+  int64_t pos = o.context;
+  for (int64_t r = 0; r < o.repeats; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < o.decodeSteps; ++i, ++pos)
+      if (Status s = run(pos, 1); !s)
+        return s;
+    double sec =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    best = std::max(best, double(o.decodeSteps * o.decodeBatch) / sec);
+  }
+  return best;
+}
+
+} // namespace
+
+Expected<std::string> runKVQuant(const std::string &model,
+                                 const KVQuantOptions &o) {
+  if (model.size() < 5 || model.compare(model.size() - 5, 5, ".onnx") != 0)
+    return Status::invalidArgument(
+        "--mode=kv-quant compiles one variant per dtype and needs an .onnx "
+        "--model, not '" +
+        model + "'");
+  if (o.evalData.empty())
+    return Status::invalidArgument("--mode=kv-quant needs --eval-data");
+  Expected<Seqs> windows = readWindows(o.evalData, o.evalWindow);
+  if (!windows)
+    return windows.status();
+  if (o.promptTokens >= o.evalWindow)
+    return Status::invalidArgument("--prompt-tokens must be below the window");
+  std::vector<std::string> dtypes = o.dtypes;
+  if (std::find(dtypes.begin(), dtypes.end(), "f32") == dtypes.end())
+    dtypes.insert(dtypes.begin(), "f32");
+  else
+    std::stable_partition(dtypes.begin(), dtypes.end(),
+                          [](const std::string &d) { return d == "f32"; });
+
+  auto compile = [&](const std::string &dtype,
+                     const core::KVAbsMax *calibration)
+      -> Expected<std::shared_ptr<const plan::Plan>> {
+    mlir::folio::CompileToPlanOptions c;
+    c.kvCacheDtype = dtype;
+    c.blockSize = o.blockSize;
+    if (calibration) {
+      c.kvCalibration = calibration->values;
+      c.kvCalibrationLayers = calibration->layers;
+      c.kvCalibrationHeads = calibration->kvHeads;
+    }
+    c.onWarning = [&](const std::string &w) {
+      std::cerr << "folio-bench: " << dtype << ": warning: " << w << "\n";
+    };
+    Expected<plan::Plan> p = mlir::folio::loadOrCompilePlan(model, c);
+    if (!p)
+      return p.status();
+    return std::make_shared<const plan::Plan>(std::move(*p));
+  };
+
+  Seqs prompts;
+  int64_t perPrompt = (o.agreementTokens + int64_t(windows->size()) - 1) /
+                      int64_t(windows->size());
+  for (const std::vector<TokenId> &w : *windows)
+    prompts.emplace_back(w.begin(), w.begin() + std::ptrdiff_t(o.promptTokens));
+
+  std::shared_ptr<const plan::Plan> f32Plan;
+  double f32Ppl = 0, f32Bytes = 1;
+  Seqs reference;
+  std::unique_ptr<core::KVAbsMax> calibration;
+  Json j;
+  j.beginObject();
+  std::string cpu = cpuName();
+  for (const std::string &dtype : dtypes) {
+    std::cerr << "folio-bench: kv-quant " << dtype << "\n";
+    bool fp8 = dtype.rfind("fp8", 0) == 0;
+    if (fp8 && !o.calibrationData.empty() && !calibration) {
+      Expected<std::vector<TokenId>> ids =
+          core::readCalibrationTokens(o.calibrationData, {});
+      if (!ids)
+        return ids.status();
+      Expected<core::KVAbsMax> absMax =
+          core::calibrateKVAbsMax(f32Plan, *ids, o.evalWindow);
+      if (!absMax)
+        return absMax.status();
+      calibration = std::make_unique<core::KVAbsMax>(std::move(*absMax));
+    }
+    Expected<std::shared_ptr<const plan::Plan>> plan =
+        compile(dtype, fp8 ? calibration.get() : nullptr);
+    if (!plan)
+      return Status::invalidArgument("--kv-cache-dtype " + dtype + ": " +
+                                     plan.status().message());
+    std::unique_ptr<exec::Executor> probe = exec::createCPUExecutor();
+    if (Status s = probe->load(*plan); !s)
+      return s;
+    exec::KVCacheLayout layout = probe->kvCacheLayout();
+    if (dtype == "f32") {
+      f32Plan = *plan;
+      Expected<Seqs> cont =
+          greedyContinue(f32Plan, prompts, perPrompt, o.threads);
+      if (!cont)
+        return cont.status();
+      reference = std::move(*cont);
+    }
+    Expected<double> ppl = perplexity(*plan, *windows, o.threads);
+    if (!ppl)
+      return ppl.status();
+    if (dtype == "f32")
+      f32Ppl = *ppl;
+    int64_t compared = 0;
+    Expected<double> agree =
+        agreement(*plan, reference, o.promptTokens, o.threads, compared);
+    if (!agree)
+      return agree.status();
+    Expected<double> speed = decodeSpeed(*plan, o);
+    if (!speed)
+      return speed.status();
+
+    int64_t perSeq = (o.context + layout.blockSize - 1) / layout.blockSize;
+    int64_t blocks = o.kvCacheMemory / layout.bytesPerBlock - 1; // null block
+    j.key(dtype).beginObject();
+    j.key("bytes_per_token")
+        .value(double(layout.bytesPerBlock) / double(layout.blockSize));
+    double perToken = double(layout.bytesPerBlock) / double(layout.blockSize);
+    if (dtype == "f32")
+      f32Bytes = perToken;
+    j.key("bytes_per_token_vs_f32").value(perToken / f32Bytes);
+    j.key("max_resident_seqs").value(std::max<int64_t>(blocks, 0) / perSeq);
+    j.key("perplexity").value(*ppl);
+    j.key("delta_perplexity_pct").value(100.0 * (*ppl - f32Ppl) / f32Ppl);
+    j.key("greedy_agreement").value(*agree);
+    j.key("greedy_tokens_compared").value(compared);
+    j.key("decode_tokens_per_s").value(*speed);
+    bool computed = dtype == "int8" || dtype == "int4";
+    j.key("scales").value(computed      ? "per token, computed when written"
+                          : !fp8        ? "none"
+                          : calibration ? "calibrated"
+                                        : "default (uncalibrated)");
+    j.key("kv_cache_memory").value(o.kvCacheMemory);
+    j.key("context").value(o.context);
+    j.key("decode_batch").value(o.decodeBatch);
+    j.key("eval_tokens_scored")
+        .value(int64_t(windows->size()) * (o.evalWindow - 1));
+    j.key("cpu").value(cpu);
+    j.endObject();
+  }
+  j.endObject();
+  return j.str() + "\n";
+}
+
+} // namespace folio::bench
