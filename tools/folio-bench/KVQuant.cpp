@@ -24,6 +24,7 @@
 #include "runtime/Core/KVCalibration.h"
 #include "runtime/Core/TeacherForced.h"
 #include "runtime/Executor/Executor.h"
+#include "runtime/Tokenizer/Tokenizer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -261,6 +262,9 @@ Expected<std::string> runKVQuant(const std::string &model,
   Expected<Seqs> windows = readWindows(o.evalData, o.evalWindow);
   if (!windows)
     return windows.status();
+  if (!o.tokenizer.empty() && o.calibrationData.empty())
+    return Status::invalidArgument(
+        "--tokenizer only encodes text --calibration-data, and none was given");
   if (o.promptTokens >= o.evalWindow)
     return Status::invalidArgument("--prompt-tokens must be below the window");
   std::vector<std::string> dtypes = o.dtypes;
@@ -307,8 +311,17 @@ Expected<std::string> runKVQuant(const std::string &model,
     std::cerr << "folio-bench: kv-quant " << dtype << "\n";
     bool fp8 = dtype.rfind("fp8", 0) == 0;
     if (fp8 && !o.calibrationData.empty() && !calibration) {
+      std::function<Expected<std::vector<TokenId>>(const std::string &)> encode;
+      std::shared_ptr<Tokenizer> tok;
+      if (!o.tokenizer.empty()) {
+        Expected<Tokenizer> t = Tokenizer::fromFile(o.tokenizer);
+        if (!t)
+          return t.status();
+        tok = std::make_shared<Tokenizer>(std::move(*t));
+        encode = [tok](const std::string &text) { return tok->encode(text); };
+      }
       Expected<std::vector<TokenId>> ids =
-          core::readCalibrationTokens(o.calibrationData, {});
+          core::readCalibrationTokens(o.calibrationData, encode);
       if (!ids)
         return ids.status();
       Expected<core::KVAbsMax> absMax =

@@ -36,9 +36,10 @@ struct KVQuantOptions {
   int64_t repeats = 3;
   /// Resident sequences of `context` tokens this budget holds.
   int64_t kvCacheMemory = int64_t(256) << 20;
-  /// fp8 scales: calibration tokens (.i32 ids); empty: the compiler's
-  /// default scales (and its warning).
+  /// fp8 scales: calibration tokens (.i32 ids) or text (with `tokenizer`);
+  /// empty: the compiler's default scales (and its warning).
   std::string calibrationData;
+  std::string tokenizer;
   int64_t threads = 0;
 };
 

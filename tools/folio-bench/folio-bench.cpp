@@ -76,8 +76,10 @@ const char *const kUsage =
     "  --repeats N                 timed runs, best kept (default 3)\n"
     "  --kv-cache-memory BYTES     budget for max_resident_seqs (default\n"
     "                              256 MiB)\n"
-    "  --calibration-data FILE     int32 token ids for fp8 scales (default:\n"
-    "                              the compiler's uncalibrated scales)\n"
+    "  --calibration-data FILE     fp8 scales from int32 token ids (.i32) or\n"
+    "                              text (with --tokenizer); default: the\n"
+    "                              compiler's uncalibrated scales\n"
+    "  --tokenizer FILE            tokenizer.json for text calibration data\n"
     "  --threads N                 one value (default: every core)\n"
     "\n"
     "usage: folio-bench --model M --workload sharegpt-like [options]\n"
@@ -227,10 +229,12 @@ Status parse(int argc, char **argv, Options &o) {
                                          supportedKVCacheDTypes());
         o.kvCacheDtypes.push_back(t);
       }
-    } else if (arg == "--eval-data" || arg == "--calibration-data") {
+    } else if (arg == "--eval-data" || arg == "--calibration-data" ||
+               arg == "--tokenizer") {
       s = need();
-      (arg == "--eval-data" ? o.kvQuant.evalData : o.kvQuant.calibrationData) =
-          value;
+      (arg == "--eval-data"          ? o.kvQuant.evalData
+       : arg == "--calibration-data" ? o.kvQuant.calibrationData
+                                     : o.kvQuant.tokenizer) = value;
     } else if (arg == "--eval-window") {
       s = positive(o.kvQuant.evalWindow);
     } else if (arg == "--prompt-tokens") {
@@ -324,9 +328,11 @@ Status parse(int argc, char **argv, Options &o) {
     if (o.kvCacheDtypes.size() > 1)
       return Status::invalidArgument(
           "--kv-cache-dtype takes one dtype outside --mode=kv-quant");
-    if (!o.kvQuant.evalData.empty() || !o.kvQuant.calibrationData.empty())
-      return Status::invalidArgument(
-          "--eval-data and --calibration-data apply to --mode=kv-quant only");
+    if (!o.kvQuant.evalData.empty() || !o.kvQuant.calibrationData.empty() ||
+        !o.kvQuant.tokenizer.empty())
+      return Status::invalidArgument("--eval-data, --calibration-data and "
+                                     "--tokenizer apply to --mode=kv-quant "
+                                     "only");
   } else {
     if (!o.kvCacheDtypes.empty())
       o.kvQuant.dtypes = o.kvCacheDtypes;
