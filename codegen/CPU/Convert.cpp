@@ -3,18 +3,23 @@
 #include "codegen/CPU/Convert.h"
 #include "codegen/CPU/CPUFeatures.h"
 
-#include <cassert>
-#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace folio::cpu::detail {
 
+void rowTypeMisuse(const char *fn, const char *takes, DType t) {
+  std::fprintf(stderr,
+               "folio: %s takes %s only, got %s (quantized rows need their "
+               "params or scale: loadKvRow(s) and storeKvRow, KVRowLoad.h)\n",
+               fn, takes, dtypeName(t));
+  std::abort();
+}
+
 void storeRow(const float *src, void *dst, DType t, int64_t n) {
-  if (!isPlainFloat(t)) {
-    // Quantized rows need params or a scale: storeKvRow (KVRowLoad.h).
-    assert(false && "storeRow takes f32, bf16 and f16 only");
-    return;
-  }
+  if (!isPlainFloat(t))
+    rowTypeMisuse("storeRow", "f32, bf16 and f16", t);
   if (t == DType::F32) {
     std::memcpy(dst, src, size_t(n) * 4);
     return;
@@ -31,13 +36,8 @@ void storeRow(const float *src, void *dst, DType t, int64_t n) {
 }
 
 void loadRow(const void *src, DType t, float *dst, int64_t n) {
-  if (!isPlainFloat(t)) {
-    // Quantized rows need params or a scale: loadKvRow (KVRowLoad.h).
-    assert(false && "loadRow takes f32, bf16 and f16 only");
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = NAN;
-    return;
-  }
+  if (!isPlainFloat(t))
+    rowTypeMisuse("loadRow", "f32, bf16 and f16", t);
   if (t == DType::F32) {
     std::memcpy(dst, src, size_t(n) * 4);
     return;

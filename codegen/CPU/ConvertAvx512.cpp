@@ -9,6 +9,8 @@ using namespace folio::cpu::avx512;
 
 FOLIO_AVX512 void storeRowAvx512(const float *src, void *dst, DType t,
                                  int64_t n) {
+  if (t != DType::BF16 && t != DType::F16)
+    rowTypeMisuse("storeRowAvx512", "bf16 and f16", t);
   uint16_t *d = static_cast<uint16_t *>(dst);
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : tailMask(n - i);
@@ -20,6 +22,8 @@ FOLIO_AVX512 void storeRowAvx512(const float *src, void *dst, DType t,
 
 FOLIO_AVX512 void loadRowAvx512(const void *src, DType t, float *dst,
                                 int64_t n) {
+  if (t != DType::BF16 && t != DType::F16)
+    rowTypeMisuse("loadRowAvx512", "bf16 and f16", t);
   const uint16_t *s = static_cast<const uint16_t *>(src);
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : tailMask(n - i);

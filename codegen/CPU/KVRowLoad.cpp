@@ -20,6 +20,13 @@ void loadKvRows(const KvRowFormat &f, const char *const *rows,
                 const uint16_t *const *params, int64_t n, float *out) {
   if (activeIsa() == Isa::Avx512)
     return loadKvRowsAvx512(f, rows, params, n, out);
+  // f32 / bf16 / f16: a plain conversion per row (what dequantizeKvRow's
+  // per-element loads give, without a type switch per element).
+  if (isPlainFloat(f.dtype)) {
+    for (int64_t j = 0; j < n; ++j)
+      loadRow(rows[j], f.dtype, out + j * f.headDim, f.headDim);
+    return;
+  }
   for (int64_t j = 0; j < n; ++j)
     dequantizeKvRow(rows[j], params ? params[j] : nullptr, f.headDim, f.dtype,
                     f.group, f.scale, out + j * f.headDim);

@@ -33,7 +33,8 @@ struct FolioPipelineOptions : public PassPipelineOptions<FolioPipelineOptions> {
   Option<int64_t> kvCacheGroupSize{
       *this, "kv-cache-group-size",
       llvm::cl::desc("Elements per scale group of an int4 KV cache (even, "
-                     "divides head_dim); 0: 32, or head_dim when smaller"),
+                     "divides head_dim); 0: the largest even divisor of "
+                     "head_dim up to 32"),
       llvm::cl::init(0)};
 };
 

@@ -1,6 +1,7 @@
 //===- CompileONNX.cpp - ONNX file to plan, in-process --------------------===//
 
 #include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Target/Target.h"
 #include "runtime/Plan/PlanIO.h"
 
 #include "compiler/Import/MLIR/ImportONNX.h"
@@ -83,6 +84,12 @@ void setKVCalibration(ModuleOp module, int64_t layers, int64_t kvHeads,
 } // namespace mlir::folio
 
 std::string mlir::folio::planKVCacheDType(const ::folio::plan::Plan &plan) {
+  // What the compiler recorded, when the plan says.
+  int64_t requested = plan.configValue("kv_cache_dtype", -1);
+  if (requested > int64_t(::folio::KVCacheDType::Auto) &&
+      requested <= int64_t(::folio::KVCacheDType::Int2))
+    return std::string(::folio::kvCacheDTypeName(
+        static_cast<::folio::KVCacheDType>(requested)));
   std::string all16, quantized;
   for (const ::folio::plan::Argument &a : plan.inputs) {
     const ::folio::plan::ValueInfo &v = plan.values[size_t(a.value)];

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Target/Target.h"
 
 #include "dialects/Folio/IR/FolioOps.h"
 #include "dialects/Folio/IR/FolioTypes.h"
@@ -626,6 +627,20 @@ llvm::Expected<plan::Plan> lowerModuleToPlan(ModuleOp module) {
     p.config.emplace_back("vocab", logits.dims[1]);
   if (auto bs = module->getAttrOfType<IntegerAttr>("folio.block_size"))
     p.config.emplace_back("block_size", bs.getInt());
+  // The KV dtype that was asked for (folio-set-target resolved `auto`), so
+  // tools can name it even when every layer was kept at 16 bits.
+  if (auto dtype = module->getAttrOfType<StringAttr>("folio.kv_cache_dtype")) {
+    std::optional<::folio::KVCacheDType> parsed =
+        ::folio::parseKVCacheDType(dtype.getValue().str());
+    if (!parsed || *parsed == ::folio::KVCacheDType::Auto)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "the module's folio.kv_cache_dtype '" + dtype.getValue().str() +
+              "' is not a resolved KV-cache dtype (one of " +
+              ::folio::supportedKVCacheDTypes() +
+              " other than auto; run folio-set-target)");
+    p.config.emplace_back("kv_cache_dtype", int64_t(*parsed));
+  }
   if (maxPositions != INT64_MAX)
     p.config.emplace_back("max_positions", maxPositions);
   // The context the attention masks were proven for (folio-raise-attention

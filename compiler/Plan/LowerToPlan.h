@@ -31,7 +31,8 @@ struct CompileToPlanOptions {
   std::string kvCacheDtype = "auto";
   /// Layers whose cache stays at 16 bits (bf16).
   std::vector<int64_t> kvCacheSkipLayers;
-  /// int4 caches: elements per scale group; 0: 32, or head_dim when smaller.
+  /// int4 caches: elements per scale group; 0: the largest even divisor of
+  /// head_dim up to 32.
   int64_t kvCacheGroupSize = 0;
   int64_t blockSize = 16;
   /// Calibrated abs-max of K and V per layer and KV head, [layers, 2,

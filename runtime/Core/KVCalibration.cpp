@@ -6,19 +6,32 @@
 #include "runtime/Executor/Executor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 
 namespace folio::core {
 
+int64_t calibrationWindow(const plan::Plan &plan) {
+  int64_t window = 2048;
+  for (const char *limit : {"max_positions", "max_context"})
+    if (int64_t v = plan.configValue(limit, 0); v > 0 && v < window)
+      window = v;
+  return window;
+}
+
+void mergeAbsMax(std::vector<float> &into, const std::vector<float> &from) {
+  for (size_t i = 0; i < into.size() && i < from.size(); ++i)
+    if (!std::isnan(into[i]) && (std::isnan(from[i]) || from[i] > into[i]))
+      into[i] = from[i];
+}
+
 Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
-                                     const std::vector<TokenId> &tokens,
-                                     int64_t window) {
+                                     const std::vector<TokenId> &tokens) {
   if (tokens.empty())
     return Status::invalidArgument("the calibration data holds no tokens");
-  if (window <= 0)
-    return Status::invalidArgument("the calibration window must be positive");
+  const int64_t window = calibrationWindow(*plan);
   int64_t vocab = plan->configValue("vocab", 0);
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || (vocab > 0 && tokens[i] >= vocab))
@@ -58,28 +71,26 @@ Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
       result.kvHeads = ranges->kvHeads;
       result.values = ranges->values;
     } else {
-      for (size_t i = 0; i < result.values.size(); ++i)
-        result.values[i] = std::max(result.values[i], ranges->values[i]);
+      mergeAbsMax(result.values, ranges->values);
     }
   }
   return result;
 }
 
-Expected<std::vector<TokenId>> readCalibrationTokens(
+Expected<std::vector<TokenId>> readTokenFile(
     const std::string &path,
     const std::function<Expected<std::vector<TokenId>>(const std::string &)>
-        &encode) {
+        &encode,
+    const std::string &flag) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return Status::invalidArgument("--calibration-data: cannot read '" + path +
-                                   "'");
+    return Status::invalidArgument(flag + ": cannot read '" + path + "'");
   std::string bytes((std::istreambuf_iterator<char>(in)),
                     std::istreambuf_iterator<char>());
   if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".i32") == 0) {
     if (bytes.size() % 4 != 0)
       return Status::invalidArgument(
-          "--calibration-data: '" + path + "' has " +
-          std::to_string(bytes.size()) +
+          flag + ": '" + path + "' has " + std::to_string(bytes.size()) +
           " bytes, not a whole number of int32 token ids");
     std::vector<TokenId> ids(bytes.size() / 4);
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -91,7 +102,7 @@ Expected<std::vector<TokenId>> readCalibrationTokens(
   }
   if (!encode)
     return Status::invalidArgument(
-        "--calibration-data: '" + path +
+        flag + ": '" + path +
         "' is text (not .i32 token ids) and needs --tokenizer");
   return encode(bytes);
 }

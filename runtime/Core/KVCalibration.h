@@ -30,20 +30,29 @@ struct KVAbsMax {
   std::vector<float> values;
 };
 
-/// Runs `tokens` through `plan` (every KV cache f32) in windows of at most
-/// `window` tokens, each window a sequence from position 0, and returns the
-/// per-head abs-max of everything written to the caches.
-Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
-                                     const std::vector<TokenId> &tokens,
-                                     int64_t window);
+/// The calibration window for `plan`: 2048 tokens, or less where the plan
+/// has a learned position table (`max_positions`) or masks proven causal
+/// only up to a shorter context (`max_context`).
+int64_t calibrationWindow(const plan::Plan &plan);
 
-/// Reads calibration data: `.i32` files are int32 little-endian token ids;
-/// any other file is text, which needs `encode` (a tokenizer). Errors name
-/// the file and what was wrong.
-Expected<std::vector<TokenId>> readCalibrationTokens(
+/// Runs `tokens` through `plan` (every KV cache f32) in windows of
+/// calibrationWindow(plan) tokens, each window a sequence from position 0,
+/// and returns the per-head abs-max of everything written to the caches.
+Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
+                                     const std::vector<TokenId> &tokens);
+
+/// into[i] = max(into[i], from[i]), a NaN on either side kept: a NaN in any
+/// window must reach the compiler, which refuses it.
+void mergeAbsMax(std::vector<float> &into, const std::vector<float> &from);
+
+/// Reads token data: `.i32` files are int32 little-endian token ids; any
+/// other file is text, which needs `encode` (a tokenizer). Errors name
+/// `flag`, the file and what was wrong.
+Expected<std::vector<TokenId>> readTokenFile(
     const std::string &path,
     const std::function<Expected<std::vector<TokenId>>(const std::string &)>
-        &encode);
+        &encode,
+    const std::string &flag = "--calibration-data");
 
 } // namespace folio::core
 

@@ -121,7 +121,6 @@ public:
           v.blockSize * int64_t(cpu::kvBytesPerToken(format->dtype, v.kvHeads,
                                                      v.headDim, format->group));
       layout.bytesPerBlock16 += v.blockSize * 2 * v.kvHeads * v.headDim * 2;
-      layout.layerDTypes.push_back(plan::elemTypeName(v.type));
     }
     return Status::ok();
   }

@@ -43,9 +43,6 @@ struct KVCacheLayout {
   /// What the same caches would take at 16 bits per element, per block:
   /// the baseline that quantized caches are reported against.
   int64_t bytesPerBlock16 = 0;
-  /// Cache dtypes by layer, e.g. "int8" or "bf16" (for messages and for
-  /// matching a requested --kv-cache-dtype against a compiled plan).
-  std::vector<std::string> layerDTypes;
 };
 
 /// Per-head abs-max of everything in the K and V caches, layer by layer:

@@ -396,6 +396,40 @@ Status checkStaticScales(const Plan &plan, const Step &s, int32_t cacheId,
   return Status::ok();
 }
 
+/// `s`'s k_scale and v_scale operands (at numBefore and numBefore + 1; -1
+/// when absent) against those of the first step on the same cache, which
+/// `k`, `v` and `first` record (first: null until a step sets them).
+Status checkSameScales(const Step &s, int32_t cacheId, size_t numBefore,
+                       int32_t &k, int32_t &v, const Step *&first) {
+  auto operand = [&](size_t i) {
+    return s.operands.size() > i ? s.operands[i] : int32_t(-1);
+  };
+  int32_t ks = operand(numBefore), vs = operand(numBefore + 1);
+  std::string where = "plan: step '" + s.kind + "' ('" + s.name +
+                      "') on KV cache value " + std::to_string(cacheId);
+  auto pair = [](int32_t a, int32_t b) {
+    auto id = [](int32_t x) {
+      return x < 0 ? std::string("none") : "value " + std::to_string(x);
+    };
+    return "k_scale " + id(a) + ", v_scale " + id(b);
+  };
+  if ((ks < 0) != (vs < 0))
+    return Status::invalidArgument(where + " has " + pair(ks, vs) +
+                                   "; a cache takes both scales or neither");
+  if (!first) {
+    k = ks;
+    v = vs;
+    first = &s;
+    return Status::ok();
+  }
+  if (ks != k || vs != v)
+    return Status::invalidArgument(
+        where + " has " + pair(ks, vs) + " but step '" + first->kind + "' ('" +
+        first->name + "') on the same cache has " + pair(k, v) +
+        "; every step of a cache uses the same scales");
+  return Status::ok();
+}
+
 } // namespace
 
 std::string serializePlan(const Plan &plan) {
@@ -476,6 +510,17 @@ Status validatePlan(const Plan &plan) {
   // Values: tensor dims are sizes or -1 (run time); a KV cache has heads,
   // a head size and a power-of-two block (the kernels divide by them).
   int64_t configBlock = plan.configValue("block_size", 0);
+  // The KV dtype the plan was compiled for, when the compiler recorded it:
+  // folio::KVCacheDType's value (compiler/Target/Target.h, which the
+  // runtime does not include), resolved, so never auto (0).
+  for (const auto &[key, value] : plan.config)
+    if (key == "kv_cache_dtype" &&
+        (value < kMinConfigKVCacheDType || value > kMaxConfigKVCacheDType))
+      return Status::invalidArgument(
+          "plan: the config's kv_cache_dtype " + std::to_string(value) +
+          " is not a KV-cache dtype; it must be " +
+          std::to_string(kMinConfigKVCacheDType) + " (f32) to " +
+          std::to_string(kMaxConfigKVCacheDType) + " (int2)");
   for (int64_t id = 0; id < n; ++id) {
     const ValueInfo &v = plan.values[size_t(id)];
     std::string where = "plan: value " + std::to_string(id);
@@ -485,6 +530,14 @@ Status validatePlan(const Plan &plan) {
             where + " is a KV cache with " + std::to_string(v.kvHeads) +
             " heads of " + std::to_string(v.headDim) +
             " elements; both must be positive");
+      // Bounded so that slot and pool sizes (heads x head_dim x block x
+      // blocks) cannot overflow however they are multiplied.
+      if (v.kvHeads > kMaxKVHeads || v.headDim > kMaxHeadDim)
+        return Status::invalidArgument(
+            where + " is a KV cache with " + std::to_string(v.kvHeads) +
+            " heads of " + std::to_string(v.headDim) +
+            " elements; heads may be at most " + std::to_string(kMaxKVHeads) +
+            " and head_dim at most " + std::to_string(kMaxHeadDim));
       if (v.blockSize < 1 || v.blockSize > 256 ||
           (v.blockSize & (v.blockSize - 1)) != 0)
         return Status::invalidArgument(
@@ -574,6 +627,14 @@ Status validatePlan(const Plan &plan) {
   std::vector<const Constant *> constantOf(size_t(n), nullptr);
   for (const Constant &c : plan.constants)
     constantOf[size_t(c.value)] = &c;
+  // Per cache value: the (k_scale, v_scale) ids of its first kv_write or
+  // paged_attention (-1: none), which every later step must repeat; a cache
+  // is quantized with one set of scales.
+  struct ScalePair {
+    int32_t k = -1, v = -1;
+    const Step *first = nullptr;
+  };
+  std::vector<ScalePair> scalesOf(static_cast<size_t>(n));
   for (const Step &s : plan.steps) {
     if (!isOpKind(s.kind))
       return Status::invalidArgument("plan: step '" + s.name +
@@ -607,11 +668,17 @@ Status validatePlan(const Plan &plan) {
         s.operands.size() > cacheOperand) {
       int32_t cache = s.operands[cacheOperand];
       if (cache >= 0 &&
-          plan.values[size_t(cache)].kind == ValueInfo::Kind::KVCache)
+          plan.values[size_t(cache)].kind == ValueInfo::Kind::KVCache) {
         if (Status st =
                 checkStaticScales(plan, s, cache, cacheOperand + 4, constantOf);
             !st)
           return st;
+        ScalePair &seen = scalesOf[size_t(cache)];
+        if (Status st = checkSameScales(s, cache, cacheOperand + 4, seen.k,
+                                        seen.v, seen.first);
+            !st)
+          return st;
+      }
     }
   }
   // Kernels cover the steps in order, each step once; releases name only

@@ -28,6 +28,19 @@ namespace folio::plan {
 inline constexpr uint32_t kPlanVersion = 3;
 inline constexpr char kPlanMagic[9] = "FOLIOPLN";
 
+/// The largest KV-cache geometry a plan may declare: heads and head_dim
+/// each at most 4096, so a block of the widest dtype (4096 x 4096 x 256
+/// tokens x 4 bytes = 2^34) is far from overflowing a size computation.
+inline constexpr int64_t kMaxKVHeads = 4096;
+inline constexpr int64_t kMaxHeadDim = 4096;
+
+/// The values the config's `kv_cache_dtype` may take: folio::KVCacheDType
+/// (compiler/Target/Target.h) from F32 = 1 to Int2 = 8, never Auto = 0
+/// (the compiler records the dtype after resolving auto). PlanIOTest checks
+/// that these match the enum.
+inline constexpr int64_t kMinConfigKVCacheDType = 1;
+inline constexpr int64_t kMaxConfigKVCacheDType = 8;
+
 /// Writes `plan` to `path` (atomically: a temporary file renamed into place).
 Status writePlan(const Plan &plan, const std::string &path);
 
@@ -40,9 +53,10 @@ Expected<Plan> readPlan(const std::string &path);
 /// Parses an in-memory artifact, copying the blob (tests, embedded plans).
 Expected<Plan> parsePlan(const std::string &bytes);
 
-/// Checks ids, constant ranges, op and kernel kinds, KV-cache dtypes with
-/// their scale layouts (and the static scales their steps take), and that
-/// the kernels cover the steps in order, against the value table.
+/// Checks ids, constant ranges, op and kernel kinds, KV-cache geometry and
+/// dtypes with their scale layouts (and the static scales their steps take,
+/// the same for every step of a cache), the config's kv_cache_dtype, and
+/// that the kernels cover the steps in order, against the value table.
 Status validatePlan(const Plan &plan);
 
 } // namespace folio::plan

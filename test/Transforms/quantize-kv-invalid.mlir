@@ -58,6 +58,18 @@ module attributes {folio.kv_cache_dtype = "int4"} {
 
 // -----
 
+// The default int4 group fits any even head_dim; an odd one has none.
+module attributes {folio.kv_cache_dtype = "int4"} {
+  // expected-error @+1 {{int4 KV cache of layer 0: head_dim 7 has no even divisor, so no int4 group fits (a group is an even number of elements that divides head_dim)}}
+  func.func @forward(%slots: tensor<?xi64>, %k: tensor<?x1x7xf32>,
+                     %c0: !folio.kv_cache<heads = 1, head_dim = 7, block = 16, dtype = f32>) {
+    folio.kv_write %c0, %k, %k, %slots : !folio.kv_cache<heads = 1, head_dim = 7, block = 16, dtype = f32>, tensor<?x1x7xf32>, tensor<?x1x7xf32>, tensor<?xi64>
+    return
+  }
+}
+
+// -----
+
 // expected-error @+1 {{folio.kv_calibration has shape [2, 2, 4] but the model's KV caches need [1, 2, 2] (layers, K and V, kv_heads)}}
 module attributes {folio.kv_cache_dtype = "fp8_e4m3", folio.kv_calibration = dense<1.0> : tensor<2x2x4xf32>} {
   func.func @forward(%c0: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>) {

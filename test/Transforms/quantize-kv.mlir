@@ -154,22 +154,67 @@ module attributes {folio.kv_cache_dtype = "f16"} {
 
 // -----
 
-// Tests that f32 leaves page-kv's caches (the model's own element type) as
-// they are.
+// Tests that f32 makes every cache f32, whatever page-kv's element type:
+// an f16 or bf16 model's caches become f32 too.
 
 // CHECK-LABEL: func.func @forward(
-// CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = bf16> {folio.onnx_name = "kv_cache.0"}
+// CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32> {folio.onnx_name = "kv_cache.0"}
 // CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32> {folio.onnx_name = "kv_cache.1"}
+// CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32> {folio.onnx_name = "kv_cache.2"}
+// CHECK: folio.kv_write {{.*}}dtype = f32>
+// CHECK: folio.kv_write {{.*}}dtype = f32>
+// CHECK: folio.kv_write {{.*}}dtype = f32>
 
 // SKIP-LABEL: func.func @forward(
-// SKIP-SAME: dtype = bf16> {folio.onnx_name = "kv_cache.0"}
+// SKIP-SAME: dtype = f32> {folio.onnx_name = "kv_cache.0"}
 // SKIP-SAME: dtype = f32> {folio.onnx_name = "kv_cache.1"}
+// SKIP-SAME: dtype = f32> {folio.onnx_name = "kv_cache.2"}
 module attributes {folio.kv_cache_dtype = "f32"} {
   func.func @forward(%slots: tensor<?xi64>, %k: tensor<?x2x8xf32>,
-                     %c0: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = bf16> {folio.onnx_name = "kv_cache.0"},
-                     %c1: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32> {folio.onnx_name = "kv_cache.1"}) {
-    folio.kv_write %c0, %k, %k, %slots : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = bf16>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi64>
-    folio.kv_write %c1, %k, %k, %slots : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi64>
+                     %c0: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f16> {folio.onnx_name = "kv_cache.0"},
+                     %c1: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = bf16> {folio.onnx_name = "kv_cache.1"},
+                     %c2: !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32> {folio.onnx_name = "kv_cache.2"}) {
+    folio.kv_write %c0, %k, %k, %slots : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f16>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi64>
+    folio.kv_write %c1, %k, %k, %slots : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = bf16>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi64>
+    folio.kv_write %c2, %k, %k, %slots : !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi64>
+    return
+  }
+}
+
+// -----
+
+// Tests that the default int4 group is the largest even divisor of each
+// layer's head_dim up to 32: 20 for head_dim 80, 28 for 112, 24 for 48,
+// the whole head for 6. An explicit group-size is taken as given: 16 for
+// every quantized layer in the skip-layers run, where layer 1 (head_dim 6,
+// which 16 does not divide) stays at bf16.
+
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: !folio.kv_cache<heads = 1, head_dim = 80, block = 16, dtype = i4, scale = per_token_group, group = 20> {folio.onnx_name = "kv_cache.0"}
+// CHECK-SAME: !folio.kv_cache<heads = 1, head_dim = 6, block = 16, dtype = i4, scale = per_token_group, group = 6> {folio.onnx_name = "kv_cache.1"}
+// CHECK-SAME: !folio.kv_cache<heads = 1, head_dim = 112, block = 16, dtype = i4, scale = per_token_group, group = 28> {folio.onnx_name = "kv_cache.2"}
+// CHECK-SAME: !folio.kv_cache<heads = 1, head_dim = 48, block = 16, dtype = i4, scale = per_token_group, group = 24> {folio.onnx_name = "kv_cache.3"}
+// CHECK: folio.kv_write {{.*}}head_dim = 80, {{.*}}group = 20>
+// CHECK: folio.kv_write {{.*}}head_dim = 6, {{.*}}group = 6>
+// CHECK: folio.kv_write {{.*}}head_dim = 112, {{.*}}group = 28>
+// CHECK: folio.kv_write {{.*}}head_dim = 48, {{.*}}group = 24>
+
+// SKIP-LABEL: func.func @forward(
+// SKIP-SAME: head_dim = 80, block = 16, dtype = i4, scale = per_token_group, group = 16> {folio.onnx_name = "kv_cache.0"}
+// SKIP-SAME: head_dim = 6, block = 16, dtype = bf16> {folio.onnx_name = "kv_cache.1"}
+// SKIP-SAME: head_dim = 112, block = 16, dtype = i4, scale = per_token_group, group = 16> {folio.onnx_name = "kv_cache.2"}
+// SKIP-SAME: head_dim = 48, block = 16, dtype = i4, scale = per_token_group, group = 16> {folio.onnx_name = "kv_cache.3"}
+module attributes {folio.kv_cache_dtype = "int4"} {
+  func.func @forward(%slots: tensor<?xi64>, %k80: tensor<?x1x80xf32>, %k6: tensor<?x1x6xf32>,
+                     %k112: tensor<?x1x112xf32>, %k48: tensor<?x1x48xf32>,
+                     %c0: !folio.kv_cache<heads = 1, head_dim = 80, block = 16, dtype = f16> {folio.onnx_name = "kv_cache.0"},
+                     %c1: !folio.kv_cache<heads = 1, head_dim = 6, block = 16, dtype = f16> {folio.onnx_name = "kv_cache.1"},
+                     %c2: !folio.kv_cache<heads = 1, head_dim = 112, block = 16, dtype = f16> {folio.onnx_name = "kv_cache.2"},
+                     %c3: !folio.kv_cache<heads = 1, head_dim = 48, block = 16, dtype = f16> {folio.onnx_name = "kv_cache.3"}) {
+    folio.kv_write %c0, %k80, %k80, %slots : !folio.kv_cache<heads = 1, head_dim = 80, block = 16, dtype = f16>, tensor<?x1x80xf32>, tensor<?x1x80xf32>, tensor<?xi64>
+    folio.kv_write %c1, %k6, %k6, %slots : !folio.kv_cache<heads = 1, head_dim = 6, block = 16, dtype = f16>, tensor<?x1x6xf32>, tensor<?x1x6xf32>, tensor<?xi64>
+    folio.kv_write %c2, %k112, %k112, %slots : !folio.kv_cache<heads = 1, head_dim = 112, block = 16, dtype = f16>, tensor<?x1x112xf32>, tensor<?x1x112xf32>, tensor<?xi64>
+    folio.kv_write %c3, %k48, %k48, %slots : !folio.kv_cache<heads = 1, head_dim = 48, block = 16, dtype = f16>, tensor<?x1x48xf32>, tensor<?x1x48xf32>, tensor<?xi64>
     return
   }
 }

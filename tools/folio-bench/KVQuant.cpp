@@ -28,7 +28,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -52,7 +54,8 @@ std::string cpuName() {
 }
 
 Expected<Seqs> readWindows(const std::string &path, int64_t window) {
-  Expected<std::vector<TokenId>> ids = core::readCalibrationTokens(path, {});
+  Expected<std::vector<TokenId>> ids =
+      core::readTokenFile(path, {}, "--eval-data");
   if (!ids)
     return ids.status();
   if (ids->size() < size_t(window))
@@ -267,6 +270,21 @@ Expected<std::string> runKVQuant(const std::string &model,
         "--tokenizer only encodes text --calibration-data, and none was given");
   if (o.promptTokens >= o.evalWindow)
     return Status::invalidArgument("--prompt-tokens must be below the window");
+  auto fp8 = [](const std::string &d) { return d.rfind("fp8", 0) == 0; };
+  if (!o.calibrationData.empty()) {
+    if (std::none_of(o.dtypes.begin(), o.dtypes.end(), fp8))
+      return Status::invalidArgument(
+          "--calibration-data sets fp8 scales, and no fp8 dtype is listed");
+    char *a = realpath(o.calibrationData.c_str(), nullptr);
+    char *b = realpath(o.evalData.c_str(), nullptr);
+    bool same = a && b && std::string(a) == b;
+    std::free(a);
+    std::free(b);
+    if (same)
+      return Status::invalidArgument(
+          "--calibration-data is the --eval-data file: calibrating on the "
+          "evaluation text would flatter fp8");
+  }
   std::vector<std::string> dtypes = o.dtypes;
   if (std::find(dtypes.begin(), dtypes.end(), "f32") == dtypes.end())
     dtypes.insert(dtypes.begin(), "f32");
@@ -309,8 +327,7 @@ Expected<std::string> runKVQuant(const std::string &model,
   std::string cpu = cpuName();
   for (const std::string &dtype : dtypes) {
     std::cerr << "folio-bench: kv-quant " << dtype << "\n";
-    bool fp8 = dtype.rfind("fp8", 0) == 0;
-    if (fp8 && !o.calibrationData.empty() && !calibration) {
+    if (fp8(dtype) && !o.calibrationData.empty() && !calibration) {
       std::function<Expected<std::vector<TokenId>>(const std::string &)> encode;
       std::shared_ptr<Tokenizer> tok;
       if (!o.tokenizer.empty()) {
@@ -321,17 +338,17 @@ Expected<std::string> runKVQuant(const std::string &model,
         encode = [tok](const std::string &text) { return tok->encode(text); };
       }
       Expected<std::vector<TokenId>> ids =
-          core::readCalibrationTokens(o.calibrationData, encode);
+          core::readTokenFile(o.calibrationData, encode);
       if (!ids)
         return ids.status();
-      Expected<core::KVAbsMax> absMax =
-          core::calibrateKVAbsMax(f32Plan, *ids, o.evalWindow);
+      // folioc's calibration, window rule included.
+      Expected<core::KVAbsMax> absMax = core::calibrateKVAbsMax(f32Plan, *ids);
       if (!absMax)
         return absMax.status();
       calibration = std::make_unique<core::KVAbsMax>(std::move(*absMax));
     }
     Expected<std::shared_ptr<const plan::Plan>> plan =
-        compile(dtype, fp8 ? calibration.get() : nullptr);
+        compile(dtype, fp8(dtype) ? calibration.get() : nullptr);
     if (!plan)
       return Status::invalidArgument("--kv-cache-dtype " + dtype + ": " +
                                      plan.status().message());
@@ -339,6 +356,29 @@ Expected<std::string> runKVQuant(const std::string &model,
     if (Status s = probe->load(*plan); !s)
       return s;
     exec::KVCacheLayout layout = probe->kvCacheLayout();
+    // Every run stays inside what the plan was compiled to serve.
+    for (const char *limit : {"max_positions", "max_context"}) {
+      int64_t most = (*plan)->configValue(limit, 0);
+      if (most <= 0)
+        continue;
+      if (o.evalWindow > most)
+        return Status::invalidArgument(
+            "--eval-window " + std::to_string(o.evalWindow) +
+            " exceeds the "
+            "model's " +
+            limit + " (" + std::to_string(most) + ")");
+      if (o.promptTokens + perPrompt > most)
+        return Status::invalidArgument(
+            "--prompt-tokens plus the " + std::to_string(perPrompt) +
+            " greedy tokens per prompt exceed the model's " + limit + " (" +
+            std::to_string(most) + ")");
+      if (o.context + o.decodeSteps * o.repeats > most)
+        return Status::invalidArgument(
+            "--context " + std::to_string(o.context) + " plus " +
+            std::to_string(o.decodeSteps * o.repeats) +
+            " timed decode steps exceeds the model's " + limit + " (" +
+            std::to_string(most) + ")");
+    }
     if (dtype == "f32") {
       f32Plan = *plan;
       Expected<Seqs> cont =
@@ -376,11 +416,13 @@ Expected<std::string> runKVQuant(const std::string &model,
     j.key("greedy_agreement").value(*agree);
     j.key("greedy_tokens_compared").value(compared);
     j.key("decode_tokens_per_s").value(*speed);
-    bool computed = dtype == "int8" || dtype == "int4";
-    j.key("scales").value(computed      ? "per token, computed when written"
-                          : !fp8        ? "none"
-                          : calibration ? "calibrated"
-                                        : "default (uncalibrated)");
+    std::string compiled = mlir::folio::planKVCacheDType(**plan);
+    bool computed = compiled == "int8" || compiled == "int4";
+    j.key("kv_cache_dtype").value(compiled);
+    j.key("scales").value(computed         ? "per token, computed when written"
+                          : !fp8(compiled) ? "none"
+                          : calibration    ? "calibrated"
+                                           : "default (uncalibrated)");
     j.key("kv_cache_memory").value(o.kvCacheMemory);
     j.key("context").value(o.context);
     j.key("decode_batch").value(o.decodeBatch);

@@ -130,6 +130,7 @@ struct Options {
   std::vector<std::string> kvCacheDtypes;
   bench::KVQuantOptions kvQuant;
   bool repeatsGiven = false, decodeTokensGiven = false;
+  std::vector<std::string> given; ///< every flag, for the per-mode check
   bench::RooflineOptions roofline;
   // Serving mode.
   bench::WorkloadOptions workload;
@@ -165,6 +166,7 @@ Status parse(int argc, char **argv, Options &o) {
       return Status::ok();
     };
     Status s;
+    o.given.push_back(arg);
     if (arg == "--mode") {
       s = need();
       o.mode = value;
@@ -324,15 +326,47 @@ Status parse(int argc, char **argv, Options &o) {
                          "--workload for serving"
                        : "--mode: '" + o.mode +
                              "' is not a mode (roofline, serving, kv-quant)");
+  // A flag of another mode would be silently ignored: refuse it.
+  static const std::vector<std::pair<std::string, std::string>> modesOf = {
+      {"--repeats", "roofline,kv-quant"},
+      {"--prefill-tokens", "roofline"},
+      {"--decode-tokens", "roofline,kv-quant"},
+      {"--bandwidth-mib", "roofline"},
+      {"--gemm-sizes", "roofline"},
+      {"--gemm-size", "roofline"},
+      {"--weight-dtype", "roofline,serving"},
+      {"--workload", "serving"},
+      {"--num-requests", "serving"},
+      {"--seed", "serving"},
+      {"--max-model-len", "serving"},
+      {"--request-rate", "serving"},
+      {"--policy", "serving"},
+      {"--max-num-seqs", "serving"},
+      {"--max-num-batched-tokens", "serving"},
+      {"--enable-prefix-caching", "serving"},
+      {"--kv-cache-memory", "serving,kv-quant"},
+      {"--eval-data", "kv-quant"},
+      {"--calibration-data", "kv-quant"},
+      {"--tokenizer", "kv-quant"},
+      {"--eval-window", "kv-quant"},
+      {"--prompt-tokens", "kv-quant"},
+      {"--agreement-tokens", "kv-quant"},
+      {"--context", "kv-quant"},
+      {"--decode-batch", "kv-quant"},
+  };
+  for (const std::string &flag : o.given)
+    for (const auto &[name, modes] : modesOf) {
+      if (flag != name)
+        continue;
+      std::vector<std::string> allowed = split(modes);
+      if (std::find(allowed.begin(), allowed.end(), o.mode) == allowed.end())
+        return Status::invalidArgument(flag + " applies to --mode=" + modes +
+                                       ", not " + o.mode);
+    }
   if (o.mode != "kv-quant") {
     if (o.kvCacheDtypes.size() > 1)
       return Status::invalidArgument(
           "--kv-cache-dtype takes one dtype outside --mode=kv-quant");
-    if (!o.kvQuant.evalData.empty() || !o.kvQuant.calibrationData.empty() ||
-        !o.kvQuant.tokenizer.empty())
-      return Status::invalidArgument("--eval-data, --calibration-data and "
-                                     "--tokenizer apply to --mode=kv-quant "
-                                     "only");
   } else {
     if (!o.kvCacheDtypes.empty())
       o.kvQuant.dtypes = o.kvCacheDtypes;
@@ -348,9 +382,6 @@ Status parse(int argc, char **argv, Options &o) {
         return Status::invalidArgument("kv-quant mode takes one --threads");
       o.kvQuant.threads = o.roofline.threads[0];
     }
-    if (o.weightsGiven)
-      return Status::invalidArgument(
-          "kv-quant mode runs f32 weights; --weight-dtype is not supported");
   }
   if (o.mode == "serving" &&
       ((o.threadsGiven && o.roofline.threads.size() > 1) ||

@@ -130,8 +130,8 @@ cl::list<int64_t> kvCacheSkipLayers(
 cl::opt<int64_t>
     kvCacheGroupSize("kv-cache-group-size",
                      cl::desc("int4 KV caches: elements per scale group "
-                              "along head_dim (default: 32, or head_dim when "
-                              "smaller)"),
+                              "along head_dim (default: the largest even "
+                              "divisor of head_dim up to 32)"),
                      cl::init(0), cl::cat(folioCategory));
 cl::opt<std::string> calibrationData(
     "calibration-data",
@@ -274,7 +274,7 @@ LogicalResult calibrate(ModuleOp module,
     encode = [&](const std::string &text) { return tokenizer->encode(text); };
   }
   ::folio::Expected<std::vector<::folio::TokenId>> tokens =
-      ::folio::core::readCalibrationTokens(calibrationData, encode);
+      ::folio::core::readTokenFile(calibrationData, encode);
   if (!tokens) {
     errs() << "folioc: error: " << tokens.status().message() << "\n";
     return failure();
@@ -297,12 +297,8 @@ LogicalResult calibrate(ModuleOp module,
     return failure();
   }
   auto shared = std::make_shared<const ::folio::plan::Plan>(std::move(*plan));
-  // Windows as long as the masks were proven causal for, at most 2048.
-  int64_t window = shared->configValue("max_context", 0);
-  if (window <= 0 || window > 2048)
-    window = 2048;
   ::folio::Expected<::folio::core::KVAbsMax> ranges =
-      ::folio::core::calibrateKVAbsMax(shared, *tokens, window);
+      ::folio::core::calibrateKVAbsMax(shared, *tokens);
   if (!ranges) {
     errs() << "folioc: error: --calibration-data: " << ranges.status().message()
            << "\n";
@@ -311,7 +307,8 @@ LogicalResult calibrate(ModuleOp module,
   mlir::folio::setKVCalibration(module, ranges->layers, ranges->kvHeads,
                                 ranges->values);
   errs() << "folioc: calibrated fp8 KV scales on " << ranges->tokens
-         << " tokens\n";
+         << " tokens (windows of " << ::folio::core::calibrationWindow(*shared)
+         << ")\n";
   return success();
 }
 

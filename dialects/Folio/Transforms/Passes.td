@@ -27,11 +27,11 @@ def FolioQuantizeKVPass : Pass<"folio-quantize-kv", "::mlir::ModuleOp"> {
 
     | dtype | cache | scales |
     |---|---|---|
-    | f32 | page-kv's, unchanged | none |
+    | f32 | f32 (also from an f16 or bf16 model) | none |
     | f16, bf16 | f16, bf16 | none |
     | fp8_e4m3, fp8_e5m2 | f8E4M3FN, f8E5M2 | per_head, static |
     | int8 | i8 | per_token_head, computed when written |
-    | int4 | i4 | per_token_group, `group = group-size` (0: 32, or head_dim when smaller) |
+    | int4 | i4 | per_token_group, `group = group-size` (0: the largest even divisor of head_dim up to 32) |
 
     int2 (KIVI) is refused. Layers in `skip-layers` keep a bf16 cache when
     the dtype is quantized. fp8 scales are `arith.constant`s passed to every
@@ -60,7 +60,7 @@ def FolioQuantizeKVPass : Pass<"folio-quantize-kv", "::mlir::ModuleOp"> {
                "quantized">,
     Option<"groupSize", "group-size", "int64_t", /*default=*/"0",
            "Elements per scale group of an int4 cache (even, divides "
-           "head_dim); 0: 32, or head_dim when smaller">
+           "head_dim); 0: the largest even divisor of head_dim up to 32">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

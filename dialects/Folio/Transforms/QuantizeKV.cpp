@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Debug.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -52,6 +53,15 @@ std::optional<CacheDType> parseDType(StringRef name) {
       .Case("int4", CacheDType::Int4)
       .Case("int2", CacheDType::Int2)
       .Default(std::nullopt);
+}
+
+/// The largest even divisor of `n` that is at most `limit`; 0 when `n` has
+/// no even divisor (it is odd).
+int64_t largestEvenDivisor(int64_t n, int64_t limit) {
+  for (int64_t g = std::min(n, limit) / 2 * 2; g >= 2; g -= 2)
+    if (n % g == 0)
+      return g;
+  return 0;
 }
 
 bool isFP8(CacheDType d) {
@@ -161,7 +171,9 @@ QuantizeKVPass::targetType(func::FuncOp func, unsigned layer, KVCacheType from,
     return make(BFloat16Type::get(ctx), ScaleLayout::none);
   switch (dtype) {
   case CacheDType::F32:
-    return from;
+    // Explicitly f32: page-kv's caches have the model's element type, which
+    // is f16 or bf16 for a half-precision export.
+    return make(Float32Type::get(ctx), ScaleLayout::none);
   case CacheDType::F16:
     return make(Float16Type::get(ctx), ScaleLayout::none);
   case CacheDType::BF16:
@@ -174,21 +186,30 @@ QuantizeKVPass::targetType(func::FuncOp func, unsigned layer, KVCacheType from,
     return make(IntegerType::get(ctx, 8), ScaleLayout::per_token_head);
   case CacheDType::Int4: {
     int64_t headDim = from.getHeadDim();
-    // 0: the default, 32 elements, or the whole head when it is smaller.
-    int64_t group =
-        groupSize == 0 ? std::min<int64_t>(32, headDim) : int64_t(groupSize);
+    // 0: the default, the largest even divisor of head_dim up to 32 (32
+    // for the usual power-of-two heads; 20 for head_dim 80, 24 for 48, 28
+    // for 112).
+    int64_t group = groupSize;
+    if (groupSize == 0)
+      group = largestEvenDivisor(headDim, 32);
     if (group > 0 && group % 2 == 0 && headDim % group == 0)
       return make(IntegerType::get(ctx, 4), ScaleLayout::per_token_group,
                   unsigned(group));
+    InFlightDiagnostic diag = func.emitError()
+                              << "int4 KV cache of layer " << layer << ": ";
+    if (groupSize == 0) {
+      // Only an odd head_dim has no even divisor.
+      diag << "head_dim " << headDim
+           << " has no even divisor, so no int4 group fits (a group is an "
+              "even number of elements that divides head_dim)";
+      return failure();
+    }
     std::string allowed;
     for (int64_t g = 2; g <= headDim; g += 2)
       if (headDim % g == 0)
         allowed += (allowed.empty() ? "" : ", ") + std::to_string(g);
-    InFlightDiagnostic diag = func.emitError()
-                              << "int4 KV cache of layer " << layer
-                              << ": group-size " << group
-                              << " must be even and divide head_dim " << headDim
-                              << "; ";
+    diag << "group-size " << group << " must be even and divide head_dim "
+         << headDim << "; ";
     if (allowed.empty())
       diag << "head_dim " << headDim << " has no even divisor";
     else

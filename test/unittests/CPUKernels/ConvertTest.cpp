@@ -112,4 +112,29 @@ TEST(Convert, RowPathsMatchScalar) {
   }
 }
 
+// Tests that the plain-float row conversions stop with a message when
+// handed a quantized type, in release builds too (they used to write
+// nothing or read NaNs once asserts were compiled out).
+TEST(ConvertDeathTest, RowConversionsRefuseQuantizedTypes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  alignas(64) float f[16] = {};
+  alignas(64) uint8_t b[64] = {};
+  for (Isa isa : hostIsas()) {
+    IsaScope scope(isa);
+    SCOPED_TRACE(isaName(isa));
+    EXPECT_DEATH(detail::loadRow(b, DType::I8, f, 16),
+                 "loadRow takes f32, bf16 and f16 only, got int8");
+    EXPECT_DEATH(detail::storeRow(f, b, DType::FP8E4M3, 16),
+                 "storeRow takes f32, bf16 and f16 only, got fp8_e4m3");
+    EXPECT_DEATH(detail::loadRow(b, DType::I4, f, 16),
+                 "loadRow takes f32, bf16 and f16 only, got int4");
+  }
+  if (hostFeatures().avx512) {
+    EXPECT_DEATH(detail::loadRowAvx512(b, DType::FP8E5M2, f, 16),
+                 "loadRowAvx512 takes bf16 and f16 only, got fp8_e5m2");
+    EXPECT_DEATH(detail::storeRowAvx512(f, b, DType::F32, 16),
+                 "storeRowAvx512 takes bf16 and f16 only, got f32");
+  }
+}
+
 } // namespace

@@ -379,6 +379,49 @@ TEST(KVQuant, RowPathsMatchReference) {
   }
 }
 
+// Tests that loading a chunk of rows at once (loadKvRows, what the tiles
+// call; plain floats go through the row conversions) gives each row bit
+// for bit as dequantizeKvRow does, rows scattered in memory, on every ISA.
+TEST(KVQuant, ChunkLoadsMatchReference) {
+  for (Isa isa : hostIsas()) {
+    IsaScope scope(isa);
+    for (DType t : {DType::F32, DType::BF16, DType::F16, DType::FP8E4M3,
+                    DType::FP8E5M2, DType::I8, DType::I4})
+      for (int64_t hd : {16, 80, 128}) {
+        SCOPED_TRACE(std::string(isaName(isa)) + " " + dtypeName(t) + " hd " +
+                     std::to_string(hd));
+        int64_t group = hasGroupParams(t) ? 16 : 0;
+        float scale = isFp8(t) ? 0.37f : 1.0f;
+        std::vector<std::vector<float>> xs = stressRows(hd);
+        std::vector<RoundTrip> stored;
+        for (const auto &x : xs)
+          stored.push_back(roundTrip(x, t, group, scale));
+        // Newest row first, as a block table may scatter them.
+        std::vector<const char *> rows;
+        std::vector<const uint16_t *> params;
+        for (size_t j = stored.size(); j-- > 0;) {
+          rows.push_back(reinterpret_cast<const char *>(stored[j].data.data()));
+          params.push_back(stored[j].params.data());
+        }
+        int64_t n = int64_t(rows.size());
+        std::vector<float> got(size_t(n * hd) + 1, -7.0f);
+        detail::loadKvRows({t, hd, group, scale}, rows.data(),
+                           hasGroupParams(t) ? params.data() : nullptr, n,
+                           got.data());
+        for (int64_t j = 0; j < n; ++j) {
+          const RoundTrip &r = stored[size_t(n - 1 - j)];
+          std::vector<float> want(static_cast<size_t>(hd));
+          dequantizeKvRow(r.data.data(), r.params.data(), hd, t, group, scale,
+                          want.data());
+          for (int64_t i = 0; i < hd; ++i)
+            ASSERT_TRUE(sameFloat(got[size_t(j * hd + i)], want[size_t(i)]))
+                << "row " << j << " element " << i;
+        }
+        EXPECT_EQ(got.back(), -7.0f); // nothing past the chunk
+      }
+  }
+}
+
 // Tests loading every fp8 code and every int8 / int4 code, with scales
 // and mins that make the products and sums round.
 TEST(KVQuant, LoadAllCodes) {

@@ -3,6 +3,7 @@
 
 #include "runtime/Plan/PlanIO.h"
 #include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Target/Target.h"
 #include "runtime/Core/Engine.h"
 
 #include <gtest/gtest.h>
@@ -488,6 +489,48 @@ TEST(PlanIO, RejectsBadCacheFormats) {
   }
 }
 
+// Tests that a cache's geometry is bounded (heads and head_dim at most
+// 4096 each) so no size computed from it can overflow, and that the
+// limits themselves load.
+TEST(PlanIO, BoundsCacheGeometry) {
+  using T = plan::ElemType;
+  auto error = [](int64_t heads, int64_t headDim) {
+    return loadError(
+        planWithCache(cacheValue(T::F32, Scale::None, 0, heads, headDim)));
+  };
+  EXPECT_EQ(error(plan::kMaxKVHeads, plan::kMaxHeadDim), "");
+  EXPECT_EQ(error(4097, 64), "plan: value 0 is a KV cache with 4097 heads of "
+                             "64 elements; heads may be at most 4096 and "
+                             "head_dim at most 4096");
+  EXPECT_EQ(error(8, 4098), "plan: value 0 is a KV cache with 8 heads of 4098 "
+                            "elements; heads may be at most 4096 and "
+                            "head_dim at most 4096");
+  // Sizes whose product wraps 64 bits.
+  EXPECT_NE(error(int64_t(1) << 40, int64_t(1) << 40)
+                .find("heads may be at most 4096"),
+            std::string::npos);
+}
+
+// Tests that the config's kv_cache_dtype, when present, is a resolved
+// folio::KVCacheDType (f32 = 1 to int2 = 8; never auto = 0).
+TEST(PlanIO, ChecksConfigKVCacheDType) {
+  static_assert(plan::kMinConfigKVCacheDType == int64_t(KVCacheDType::F32));
+  static_assert(plan::kMaxConfigKVCacheDType == int64_t(KVCacheDType::Int2));
+  plan::Plan p = planWithCache(cacheValue(plan::ElemType::BF16, Scale::None));
+  for (int64_t ok : {int64_t(KVCacheDType::F32), int64_t(KVCacheDType::Int8),
+                     int64_t(KVCacheDType::Int2)}) {
+    p.config = {{"kv_cache_dtype", ok}};
+    EXPECT_EQ(loadError(p), "") << ok;
+  }
+  for (int64_t bad : {int64_t(0), int64_t(9), int64_t(-1)}) {
+    p.config = {{"kv_cache_dtype", bad}};
+    EXPECT_EQ(loadError(p), "plan: the config's kv_cache_dtype " +
+                                std::to_string(bad) +
+                                " is not a KV-cache dtype; it must be 1 "
+                                "(f32) to 8 (int2)");
+  }
+}
+
 namespace {
 
 /// kv_write and paged_attention over one cache with per-head static
@@ -606,6 +649,50 @@ TEST(PlanIO, ChecksStaticCacheScales) {
   }
 }
 
+// Tests that every step of a cache names the same k_scale and v_scale
+// values: a read with other constants (even of equal values) or with the
+// two swapped would dequantize with scales the write did not use.
+TEST(PlanIO, ChecksOneSetOfScalesPerCache) {
+  auto withOtherScales = [](bool swap) {
+    plan::Plan p = staticScalePlan(Scale::PerHead, {1.f, 1.f}, {1.f, 1.f});
+    int32_t ks = p.steps[0].operands[4];
+    if (swap) {
+      std::swap(p.steps[1].operands[5], p.steps[1].operands[6]);
+    } else {
+      // A copy of k_scale: the same bytes under another value id.
+      int32_t copy = p.addValue(p.values[size_t(ks)]);
+      std::vector<float> ones = {1.f, 1.f};
+      p.constants.push_back({copy, p.blob.append(ones.data(), 8), 8});
+      p.steps[1].operands[5] = copy;
+    }
+    return p;
+  };
+  const std::string read = "plan: step 'paged_attention' ('/layers.0/attn') "
+                           "on KV cache value 0 has ";
+  const std::string first = " but step 'kv_write' ('/layers.0/write') on the "
+                            "same cache has k_scale value 7, v_scale value 8; "
+                            "every step of a cache uses the same scales";
+  plan::Plan p = withOtherScales(false);
+  int32_t copy = int32_t(p.values.size()) - 1;
+  EXPECT_EQ(loadError(p), read + "k_scale value " + std::to_string(copy) +
+                              ", v_scale value 8" + first);
+  EXPECT_EQ(loadError(withOtherScales(true)),
+            read + "k_scale value 8, v_scale value 7" + first);
+  // Two reads that agree with the write load.
+  plan::Plan twice = staticScalePlan(Scale::PerHead, {1.f, 1.f}, {1.f, 1.f});
+  twice.steps.push_back(twice.steps[1]);
+  twice.steps[2].name = "/layers.0/attn2";
+  twice.steps[2].results = {
+      twice.addValue(twice.values[size_t(twice.steps[1].results[0])])};
+  twice.kernels.push_back({"paged_attention",
+                           2,
+                           1,
+                           twice.steps[2].operands,
+                           twice.steps[2].results,
+                           {}});
+  EXPECT_EQ(loadError(twice), "");
+}
+
 // Tests that the compiler maps each quantized cache to its plan dtype,
 // scale layout and group, and gives fp8 caches' steps their scales.
 TEST(PlanIO, LowersQuantizedCaches) {
@@ -662,7 +749,44 @@ TEST(PlanIO, LowersQuantizedCaches) {
       writes += s.kind == "kv_write";
     }
     EXPECT_EQ(writes, cs.size()) << c.dtype;
+    // The requested dtype, as folio::KVCacheDType's value.
+    EXPECT_EQ(p.configValue("kv_cache_dtype", -1),
+              int64_t(*parseKVCacheDType(c.dtype)))
+        << c.dtype;
     auto r = plan::parsePlan(plan::serializePlan(p));
     EXPECT_TRUE(r) << c.dtype << ": " << r.status().message();
   }
+  // auto resolves before the plan records it (int8 on the CPU).
+  EXPECT_EQ(compile("auto", 0).configValue("kv_cache_dtype", -1),
+            int64_t(KVCacheDType::Int8));
+}
+
+// Tests that the plan names the requested KV dtype even when every layer
+// is kept at 16 bits, where the caches alone would say bf16.
+TEST(PlanIO, RecordsTheRequestedDTypeWhenEveryLayerIsSkipped) {
+  mlir::folio::CompileToPlanOptions o;
+  o.kvCacheDtype = "fp8_e4m3";
+  o.onWarning = [](const std::string &) {};
+  const std::string model =
+      std::string(FOLIO_SOURCE_DIR) + "/models/zoo/llama/cached.onnx";
+  auto first = mlir::folio::compileONNXToPlan(model, o);
+  ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
+  int64_t layers = 0;
+  for (const plan::Argument &a : first->inputs)
+    layers +=
+        first->values[size_t(a.value)].kind == plan::ValueInfo::Kind::KVCache;
+  ASSERT_GT(layers, 0);
+  for (int64_t l = 0; l < layers; ++l)
+    o.kvCacheSkipLayers.push_back(l);
+  auto p = mlir::folio::compileONNXToPlan(model, o);
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  for (const plan::Argument &a : p->inputs) {
+    const plan::ValueInfo &v = p->values[size_t(a.value)];
+    if (v.kind == plan::ValueInfo::Kind::KVCache) {
+      EXPECT_EQ(v.type, plan::ElemType::BF16);
+    }
+  }
+  EXPECT_EQ(p->configValue("kv_cache_dtype", -1),
+            int64_t(KVCacheDType::FP8E4M3));
+  EXPECT_EQ(loadError(*p), "");
 }

@@ -178,7 +178,7 @@ TEST_P(KVQuantModel, PerplexityWithinBound) {
     std::vector<TokenId> ids;
     for (const auto &s : calib)
       ids.insert(ids.end(), s.begin(), s.end());
-    auto r = core::calibrateKVAbsMax(b.f32, ids, 256);
+    auto r = core::calibrateKVAbsMax(b.f32, ids);
     ASSERT_TRUE(r) << r.status().message();
     calibration = std::make_unique<core::KVAbsMax>(std::move(*r));
   }
@@ -205,7 +205,7 @@ TEST(KVCalibration, ScalesReachThePlan) {
   const Baseline &b = baseline();
   ASSERT_TRUE(b.f32);
   std::vector<TokenId> ids = heldOut(8, 1)[0];
-  auto r = core::calibrateKVAbsMax(b.f32, ids, 256);
+  auto r = core::calibrateKVAbsMax(b.f32, ids);
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_EQ(r->layers, 6);
   EXPECT_EQ(r->kvHeads, 4);
@@ -213,7 +213,7 @@ TEST(KVCalibration, ScalesReachThePlan) {
     EXPECT_TRUE(std::isfinite(v) && v > 0) << v;
   // A prefix of the data sees no larger range than all of it.
   std::vector<TokenId> prefix(ids.begin(), ids.begin() + 64);
-  auto small = core::calibrateKVAbsMax(b.f32, prefix, 256);
+  auto small = core::calibrateKVAbsMax(b.f32, prefix);
   ASSERT_TRUE(small);
   for (size_t i = 0; i < r->values.size(); ++i)
     EXPECT_LE(small->values[i], r->values[i]);
@@ -244,6 +244,24 @@ TEST(KVCalibration, ScalesReachThePlan) {
   warnings.clear();
   ASSERT_TRUE(compile("fp8_e4m3", nullptr, &warnings));
   EXPECT_FALSE(warnings.empty());
+}
+
+TEST(KVCalibration, MergeKeepsNaN) {
+  std::vector<float> into = {1, 5, NAN, 2};
+  core::mergeAbsMax(into, {3, 4, 1, NAN});
+  EXPECT_EQ(into[0], 3);
+  EXPECT_EQ(into[1], 5);
+  EXPECT_TRUE(std::isnan(into[2]));
+  EXPECT_TRUE(std::isnan(into[3]));
+}
+
+TEST(KVCalibration, WindowRespectsThePlansLimits) {
+  plan::Plan p;
+  EXPECT_EQ(core::calibrationWindow(p), 2048);
+  p.config.push_back({"max_positions", 128});
+  EXPECT_EQ(core::calibrationWindow(p), 128);
+  p.config.push_back({"max_context", 64});
+  EXPECT_EQ(core::calibrationWindow(p), 64);
 }
 
 TEST(KVQuantPlan, RequestedDtypeMustMatchTheFile) {
