@@ -44,6 +44,13 @@ struct AttentionTile {
   size_t slotBytes = 0;  ///< one slot (all kv heads) in a data pool
   int64_t paramRow = 0;  ///< uint16 params of one kv head's row (0: none)
   int64_t paramSlot = 0; ///< uint16 params of one slot
+  /// int2 (KIVI): the cache's residentIndex [numBlocks] and residual pools
+  /// ([entries][blockSize][numKvHeads][headDim] f32); kParams then holds
+  /// per-block, per-channel params [numBlocks][numKvHeads][headDim][2].
+  const int32_t *residentIndex = nullptr;
+  const float *kResidual = nullptr;
+  const float *vResidual = nullptr;
+  int64_t numKvHeads = 0;
   float scale = 1.0f;
   float softCap = 0.0f;
   int64_t window = 0;
@@ -69,19 +76,40 @@ constexpr int64_t kLaneRows = 64;
 
 /// Offsets of the tile's kv-head rows at consecutive key positions in the
 /// data pools (bytes) and the params pools (uint16): one block-table
-/// lookup per block, not a division per key.
+/// lookup per block, not a division per key. int2 caches also need the
+/// block's residency (residentEntry) and, for resident blocks, the row's
+/// offset in the residual pools.
 class KvRowCursor {
 public:
   KvRowCursor(const AttentionTile &a, int64_t pos)
-      : table(a.blockTable), blockSize(a.blockSize), slotBytes(a.slotBytes),
-        headBytes(size_t(a.kvHead) * a.rowBytes),
+      : table(a.blockTable), resident(a.residentIndex), blockSize(a.blockSize),
+        slotBytes(a.slotBytes), headBytes(size_t(a.kvHead) * a.rowBytes),
         paramSlot(size_t(a.paramSlot)),
-        paramHead(size_t(a.kvHead * a.paramRow)), block(pos / a.blockSize),
+        paramHead(size_t(a.kvHead * a.paramRow)), kvHead(a.kvHead),
+        numKvHeads(a.numKvHeads), headDim(a.headDim), block(pos / a.blockSize),
         inBlock(pos % a.blockSize) {}
   /// Only positions the tile reads may be asked for: the table entries
   /// past them need not be valid, or exist.
   size_t offset() { return slot() * slotBytes + headBytes; }
   size_t paramOffset() { return slot() * paramSlot + paramHead; }
+  /// int2: the residual entry of the current block, -1 when quantized.
+  int64_t residentEntry() {
+    slot();
+    return entry;
+  }
+  /// int2, resident blocks: offset (in floats) of the row in a residual
+  /// pool.
+  size_t residualOffset() {
+    slot();
+    return size_t(((entry * blockSize + inBlock) * numKvHeads + kvHead) *
+                  headDim);
+  }
+  /// int2, quantized blocks: offset (uint16) of the block's per-channel
+  /// key params for this kv head.
+  size_t blockParamOffset() {
+    slot();
+    return size_t((physBlock * numKvHeads + kvHead) * headDim * 2);
+  }
   void next() {
     ++current;
     if (++inBlock == blockSize) {
@@ -94,18 +122,30 @@ public:
 private:
   size_t slot() {
     if (stale) {
-      current = size_t(int64_t(table[block]) * blockSize + inBlock);
+      physBlock = table[block];
+      current = size_t(physBlock * blockSize + inBlock);
+      entry = resident ? resident[physBlock] : -1;
       stale = false;
     }
     return current;
   }
 
   const int32_t *table;
+  const int32_t *resident;
   int64_t blockSize;
   size_t slotBytes, headBytes, paramSlot, paramHead;
+  int64_t kvHead, numKvHeads, headDim;
   int64_t block, inBlock;
+  int64_t physBlock = 0, entry = -1;
   size_t current = 0;
   bool stale = true;
+};
+
+/// Where one row of a pool is: its bytes and its params (null for types
+/// without, and for int2 resident rows, which are f32).
+struct KvRowRef {
+  const char *row;
+  const uint16_t *params;
 };
 
 /// One of the tile's pools (K or V): where a row is and how to widen it.
@@ -113,21 +153,31 @@ struct KvPool {
   const char *data;
   const uint16_t *params;
   KvRowFormat format;
+  const float *residual = nullptr; ///< int2: the residual pool
 
-  const char *row(size_t offset) const { return data + offset; }
-  const uint16_t *rowParams(size_t paramOffset) const {
-    return params ? params + paramOffset : nullptr;
+  /// The row at the cursor's position. int2: the f32 row in the residual
+  /// pool for a resident block (params null), else the codes with the
+  /// block's per-channel params (K) or the slot's per-group ones (V).
+  KvRowRef at(KvRowCursor &c) const {
+    if (format.dtype != DType::I2)
+      return {data + c.offset(), params ? params + c.paramOffset() : nullptr};
+    if (c.residentEntry() >= 0)
+      return {reinterpret_cast<const char *>(residual + c.residualOffset()),
+              nullptr};
+    return {data + c.offset(),
+            params + (format.kiviKey ? c.blockParamOffset() : c.paramOffset())};
   }
 };
 
 inline KvPool kPoolOf(const AttentionTile &a) {
-  return {static_cast<const char *>(a.kPool), a.kParams,
-          KvRowFormat{a.dtype, a.headDim, a.quantGroup, a.kScale}};
+  KvRowFormat f{a.dtype, a.headDim, a.quantGroup, a.kScale};
+  f.kiviKey = a.dtype == DType::I2;
+  return {static_cast<const char *>(a.kPool), a.kParams, f, a.kResidual};
 }
 
 inline KvPool vPoolOf(const AttentionTile &a) {
   return {static_cast<const char *>(a.vPool), a.vParams,
-          KvRowFormat{a.dtype, a.headDim, a.quantGroup, a.vScale}};
+          KvRowFormat{a.dtype, a.headDim, a.quantGroup, a.vScale}, a.vResidual};
 }
 
 /// Requests the cache lines of rows[j] (if any) into the cache.

@@ -228,22 +228,20 @@ FOLIO_AMX void convertKeys(const AttentionTile &a, int64_t s0, int64_t n,
   const bool convert = a.dtype != DType::F32;
   const KvPool kp = kPoolOf(a), vp = vPoolOf(a);
   const int64_t nPad = (n + kChunk - 1) / kChunk * kChunk;
-  size_t vOff[kSuper], vParamOff[kSuper];
+  KvRowRef vRef[kSuper];
   KvRowCursor cursor(a, s0);
   for (int64_t j = 0; j < n; ++j, cursor.next()) {
-    size_t off = cursor.offset();
-    const float *k = reinterpret_cast<const float *>(kp.row(off));
+    KvRowRef kr = kp.at(cursor);
+    const float *k = reinterpret_cast<const float *>(kr.row);
     if (convert) {
-      loadKvRowAvx512(kp.format, kp.row(off),
-                      kp.rowParams(cursor.paramOffset()), rowTmp);
+      loadKvRowAvx512(kp.format, kr.row, kr.params, rowTmp);
       k = rowTmp;
     }
     for (int64_t d = 0; d < hd; d += 32)
       _mm512_store_si512(
           kb + j * hd + d,
           toBf16x32(_mm512_loadu_ps(k + d), _mm512_loadu_ps(k + d + 16)));
-    vOff[j] = off;
-    vParamOff[j] = convert ? cursor.paramOffset() : 0;
+    vRef[j] = vp.at(cursor);
   }
   for (int64_t j = n; j < nPad; ++j)
     for (int64_t d = 0; d < hd; d += 32)
@@ -258,8 +256,8 @@ FOLIO_AMX void convertKeys(const AttentionTile &a, int64_t s0, int64_t n,
     const uint16_t *par[kChunk];
     int64_t real = n - c < kChunk ? n - c : kChunk;
     for (int64_t i = 0; i < real; ++i) {
-      src[i] = vp.row(vOff[c + i]);
-      par[i] = vp.rowParams(vParamOff[c + i]);
+      src[i] = vRef[c + i].row;
+      par[i] = vRef[c + i].params;
     }
     if (convert)
       loadKvRowsAvx512(vp.format, src, par, real, conv);

@@ -170,8 +170,6 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
   const int64_t lastKey = lastTileKey(a, maxPos);
   const int64_t maxLow = lowestKey(a, maxPos);
   const KvPool kp = kPoolOf(a), vp = vPoolOf(a);
-  const char *kPool = kp.data;
-  const char *vPool = vp.data;
   const size_t rowBytes = a.rowBytes;
   const float *kRow[kChunk + kMaxKeyBlock], *vRow[kChunk];
 
@@ -182,11 +180,11 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
     const char *kSrc[kChunk], *vSrc[kChunk];
     const uint16_t *kPar[kChunk], *vPar[kChunk];
     for (int64_t j = 0; j < n; ++j, cursor.next()) {
-      size_t off = cursor.offset(), po = convert ? cursor.paramOffset() : 0;
-      kSrc[j] = kp.row(off);
-      vSrc[j] = vp.row(off);
-      kPar[j] = kp.rowParams(po);
-      vPar[j] = vp.rowParams(po);
+      KvRowRef kr = kp.at(cursor), vr = vp.at(cursor);
+      kSrc[j] = kr.row;
+      vSrc[j] = vr.row;
+      kPar[j] = kr.params;
+      vPar[j] = vr.params;
     }
     for (int64_t j = 0; j < n; ++j) {
       kRow[j] =
@@ -203,11 +201,10 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
     // arithmetic is long enough to absorb the burst.
     for (int64_t pos = c1; pos < c1 + kChunk && pos <= lastKey;
          ++pos, cursor.next()) {
-      size_t off = cursor.offset();
-      for (const char *pool : {kPool, vPool}) {
-        uintptr_t first =
-            reinterpret_cast<uintptr_t>(pool + off) & ~uintptr_t(63);
-        uintptr_t last = reinterpret_cast<uintptr_t>(pool + off + rowBytes - 1);
+      // int2: a resident row is f32; its first rowBytes are asked for.
+      for (const char *row : {kp.at(cursor).row, vp.at(cursor).row}) {
+        uintptr_t first = reinterpret_cast<uintptr_t>(row) & ~uintptr_t(63);
+        uintptr_t last = reinterpret_cast<uintptr_t>(row + rowBytes - 1);
         for (uintptr_t line = first; line <= last; line += 64)
           _mm_prefetch(reinterpret_cast<const char *>(line), _MM_HINT_T1);
       }

@@ -19,8 +19,10 @@ namespace folio::cpu {
 /// tables) take only F32, BF16 and F16 and reject the rest; the quantized
 /// types are KV-cache formats (KVQuant.h defines them): FP8 with a static
 /// per-kv-head scale, I8 (uint8 codes) and I4 (two codes per byte) with an
-/// f16 (scale, min) pair per token, head and group.
-enum class DType : uint8_t { F32, BF16, F16, FP8E4M3, FP8E5M2, I8, I4 };
+/// f16 (scale, min) pair per token, head and group; I2 (four codes per
+/// byte) is the KIVI cache: keys per channel over a block, values per
+/// token and group, the newest blocks resident in f32 (KVCache.h).
+enum class DType : uint8_t { F32, BF16, F16, FP8E4M3, FP8E5M2, I8, I4, I2 };
 
 /// Bits one element takes.
 inline unsigned dtypeBits(DType t) {
@@ -36,12 +38,14 @@ inline unsigned dtypeBits(DType t) {
     return 8;
   case DType::I4:
     return 4;
+  case DType::I2:
+    return 2;
   }
   return 0;
 }
 
-/// Bytes one element takes, for the byte-sized types; 0 for I4, which has
-/// none (caches size rows with KVCacheView::headRowBytes instead).
+/// Bytes one element takes, for the byte-sized types; 0 for I4 / I2, which
+/// have none (caches size rows with KVCacheView::headRowBytes instead).
 inline size_t dtypeSize(DType t) {
   unsigned bits = dtypeBits(t);
   return bits % 8 == 0 ? bits / 8 : 0;
@@ -57,8 +61,14 @@ inline bool isFp8(DType t) {
   return t == DType::FP8E4M3 || t == DType::FP8E5M2;
 }
 
-/// Types whose rows carry (scale, min) params per group.
+/// Types whose rows carry (scale, min) params per group, in params pools
+/// indexed by slot for both K and V (int8 / int4). I2 is not one of them:
+/// its K params are per block (isKivi).
 inline bool hasGroupParams(DType t) { return t == DType::I8 || t == DType::I4; }
+
+/// The KIVI 2-bit cache: K params per (block, head, channel), V params per
+/// (slot, head, group), resident blocks in f32 residual pools.
+inline bool isKivi(DType t) { return t == DType::I2; }
 
 inline const char *dtypeName(DType t) {
   switch (t) {
@@ -76,6 +86,8 @@ inline const char *dtypeName(DType t) {
     return "int8";
   case DType::I4:
     return "int4";
+  case DType::I2:
+    return "int2";
   }
   return "?";
 }
@@ -244,6 +256,7 @@ inline float loadAsFloat(const void *p, DType t, size_t i) {
     return fp8E5M2ToFloat(static_cast<const uint8_t *>(p)[i]);
   case DType::I8:
   case DType::I4:
+  case DType::I2:
     break;
   }
   return bitsToFloat(0x7fc00000u);
@@ -271,6 +284,7 @@ inline void storeFromFloat(void *p, DType t, size_t i, float v) {
     return;
   case DType::I8:
   case DType::I4:
+  case DType::I2:
     return;
   }
 }

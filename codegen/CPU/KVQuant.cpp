@@ -3,6 +3,7 @@
 #include "codegen/CPU/KVQuant.h"
 
 #include <cmath>
+#include <vector>
 
 namespace folio::cpu {
 
@@ -71,7 +72,39 @@ void quantizeGroup(const float *x, int64_t n, unsigned qmax, uint16_t *params,
   }
 }
 
+/// Stores 2-bit code q as element i (the first element of a byte assigns
+/// it, the others OR into it: callers go in increasing order).
+inline void putCode2(uint8_t *b, int64_t i, unsigned q) {
+  uint8_t &byte = b[i / 4];
+  byte = i % 4 == 0 ? uint8_t(q) : uint8_t(byte | (q << (2 * (i % 4))));
+}
+
 } // namespace
+
+void kiviQuantizeKeys(const float *rows, int64_t n, int64_t headDim,
+                      uint8_t *codes, uint16_t *params) {
+  if (n <= 0)
+    return;
+  const int64_t rowBytes = headDim / 4;
+  std::vector<float> col(static_cast<size_t>(n));
+  for (int64_t c = 0; c < headDim; ++c) {
+    for (int64_t r = 0; r < n; ++r)
+      col[size_t(r)] = rows[r * headDim + c];
+    quantizeGroup(col.data(), n, 3, params + 2 * c, [&](int64_t r, unsigned q) {
+      putCode2(codes + r * rowBytes, c, q);
+    });
+  }
+}
+
+void kiviDequantizeKey(const uint8_t *code, const uint16_t *params,
+                       int64_t headDim, float *out) {
+  for (int64_t c = 0; c < headDim; ++c) {
+    unsigned q = (code[c / 4] >> (2 * (c % 4))) & 0x3u;
+    // Exact product (2 + 11 significant bits): one rounding, as the FMA.
+    out[c] =
+        f16ToFloat(params[2 * c + 1]) + float(q) * f16ToFloat(params[2 * c]);
+  }
+}
 
 void detail::kvGroupParams(float lo, float hi, unsigned qmax, uint16_t &scaleH,
                            uint16_t &minH) {
@@ -118,6 +151,12 @@ void quantizeKvRow(const float *x, int64_t headDim, DType dtype, int64_t group,
                                               : uint8_t(byte | (q << 4));
                     });
     return;
+  case DType::I2:
+    // Elements in increasing order: the first of each byte assigns it.
+    for (int64_t g = 0; g < headDim; g += group)
+      quantizeGroup(x + g, group, 3, paramsOut + 2 * (g / group),
+                    [&](int64_t i, unsigned q) { putCode2(b, g + i, q); });
+    return;
   }
 }
 
@@ -142,12 +181,14 @@ void dequantizeKvRow(const void *data, const uint16_t *params, int64_t headDim,
     return;
   case DType::I8:
   case DType::I4:
+  case DType::I2:
     for (int64_t g = 0; g < headDim; g += group) {
       float scale = f16ToFloat(params[2 * (g / group)]);
       float mn = f16ToFloat(params[2 * (g / group) + 1]);
       for (int64_t i = g; i < g + group; ++i) {
-        unsigned q =
-            dtype == DType::I8 ? b[i] : (b[i / 2] >> (4 * (i % 2))) & 0xfu;
+        unsigned q = dtype == DType::I8   ? b[i]
+                     : dtype == DType::I4 ? (b[i / 2] >> (4 * (i % 2))) & 0xfu
+                                          : (b[i / 4] >> (2 * (i % 4))) & 0x3u;
         // q * scale is exact (at most 8 + 11 significant bits), so this is
         // also the single rounding of fma(q, scale, min) the vector path
         // uses.

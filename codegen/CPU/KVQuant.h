@@ -23,6 +23,12 @@
 // -65504 (x' = -65504). A group holding a NaN or an inf stores NaN for both
 // params and zero codes: it dequantizes to NaN, never to a plausible number.
 //
+// int2 (KIVI) uses the same params rules with qmax 3 and packs element
+// 4i + j in bits 2j..2j+1 of byte i. Values are rows like int4's
+// (quantizeKvRow / dequantizeKvRow with DType::I2 and a group); keys are
+// quantized per channel over the rows of a block (kiviQuantizeKeys): one
+// {scale, min} pair per channel of one head.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FOLIO_CODEGEN_CPU_KVQUANT_H
@@ -37,7 +43,10 @@ namespace folio::cpu {
 
 /// Largest code of an int8 / int4 cache element (0 for other types).
 inline unsigned kvQuantMax(DType t) {
-  return t == DType::I8 ? 255u : t == DType::I4 ? 15u : 0u;
+  return t == DType::I8   ? 255u
+         : t == DType::I4 ? 15u
+         : t == DType::I2 ? 3u
+                          : 0u;
 }
 
 /// Bytes of one kv head's row of headDim elements in a data pool.
@@ -46,9 +55,11 @@ inline size_t kvRowBytes(DType t, int64_t headDim) {
 }
 
 /// uint16 params of one kv head's row: a {scale, min} pair per group; 0
-/// for types without params.
+/// for types without params. For int2 this is a value row's (keys have
+/// per-block params, kiviQuantizeKeys).
 inline int64_t kvRowParams(DType t, int64_t headDim, int64_t group) {
-  return hasGroupParams(t) && group > 0 ? 2 * (headDim / group) : 0;
+  return (hasGroupParams(t) || isKivi(t)) && group > 0 ? 2 * (headDim / group)
+                                                       : 0;
 }
 
 /// Stores one head's row x[0, headDim) as `dtype`: kvRowBytes bytes to
@@ -62,6 +73,19 @@ void quantizeKvRow(const float *x, int64_t headDim, DType dtype, int64_t group,
 /// The f32 values of a row stored by quantizeKvRow.
 void dequantizeKvRow(const void *data, const uint16_t *params, int64_t headDim,
                      DType dtype, int64_t group, float staticScale, float *out);
+
+/// int2 keys of one kv head over n rows (rows[r * headDim + c]): per
+/// channel c, the params of {rows[r][c] : r < n} as for a group (qmax 3;
+/// NaN params and zero codes for a channel holding a NaN or an inf) to
+/// params[2c] (scale), params[2c + 1] (min), and row r's codes to
+/// codes + r * headDim / 4 (headDim % 4 == 0).
+void kiviQuantizeKeys(const float *rows, int64_t n, int64_t headDim,
+                      uint8_t *codes, uint16_t *params);
+
+/// One key row of codes (headDim / 4 bytes) with its block's per-channel
+/// params: out[c] = min[c] + q[c] * scale[c].
+void kiviDequantizeKey(const uint8_t *code, const uint16_t *params,
+                       int64_t headDim, float *out);
 
 namespace detail {
 

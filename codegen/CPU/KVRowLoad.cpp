@@ -5,7 +5,24 @@
 #include "codegen/CPU/Convert.h"
 #include "codegen/CPU/KVQuant.h"
 
+#include <cstring>
+
 namespace folio::cpu::detail {
+
+namespace {
+
+void loadKiviRow(const KvRowFormat &f, const void *data, const uint16_t *params,
+                 float *out) {
+  if (!params)
+    std::memcpy(out, data, size_t(f.headDim) * sizeof(float));
+  else if (f.kiviKey)
+    kiviDequantizeKey(static_cast<const uint8_t *>(data), params, f.headDim,
+                      out);
+  else
+    dequantizeKvRow(data, params, f.headDim, f.dtype, f.group, 1.0f, out);
+}
+
+} // namespace
 
 void loadKvRow(const KvRowFormat &f, const void *data, const uint16_t *params,
                float *out) {
@@ -13,6 +30,8 @@ void loadKvRow(const KvRowFormat &f, const void *data, const uint16_t *params,
     return loadRow(data, f.dtype, out, f.headDim);
   if (activeIsa() == Isa::Avx512)
     return loadKvRowAvx512(f, data, params, out);
+  if (isKivi(f.dtype))
+    return loadKiviRow(f, data, params, out);
   dequantizeKvRow(data, params, f.headDim, f.dtype, f.group, f.scale, out);
 }
 
@@ -25,6 +44,11 @@ void loadKvRows(const KvRowFormat &f, const char *const *rows,
   if (isPlainFloat(f.dtype)) {
     for (int64_t j = 0; j < n; ++j)
       loadRow(rows[j], f.dtype, out + j * f.headDim, f.headDim);
+    return;
+  }
+  if (isKivi(f.dtype)) {
+    for (int64_t j = 0; j < n; ++j)
+      loadKiviRow(f, rows[j], params[j], out + j * f.headDim);
     return;
   }
   for (int64_t j = 0; j < n; ++j)

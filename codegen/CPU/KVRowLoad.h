@@ -23,7 +23,14 @@ struct KvRowFormat {
   int64_t headDim = 0;
   int64_t group = 0;  ///< int8 / int4
   float scale = 1.0f; ///< fp8: the head's static scale
+  /// int2 keys: params are the block's per-channel pairs [headDim][2]
+  /// (kiviDequantizeKey) instead of per-group ones.
+  bool kiviKey = false;
 };
+
+// int2 rows: a row whose params pointer is null is a resident row, headDim
+// f32 values copied as they are; otherwise int2 codes with the params
+// kiviKey says.
 
 /// out[0, headDim) = the row at `data` (with its params, int8 / int4) as
 /// f32, exactly as dequantizeKvRow gives it. Picks the ISA.

@@ -143,6 +143,63 @@ FOLIO_AVX512 void loadInt4(const char *const *rows,
   }
 }
 
+/// 16 int2 codes from element i (a multiple of 4) of row b, m of them
+/// real, as f32: element 4k + j is bits 2j..2j+1 of byte k, so lane l's
+/// code is bits 2l..2l+1 of the little-endian word of the 4 bytes.
+FOLIO_AVX512 inline __m512 int2x16(const uint8_t *b, int64_t i, __mmask16 m) {
+  int64_t left = m == 0xffff ? 16 : __builtin_popcount(m);
+  __m128i bytes = _mm_maskz_loadu_epi8(tailMask((left + 3) / 4), b + i / 4);
+  __m512i word = _mm512_set1_epi32(_mm_cvtsi128_si32(bytes));
+  const __m512i shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18,
+                                           20, 22, 24, 26, 28, 30);
+  __m512i q =
+      _mm512_and_si512(_mm512_srlv_epi32(word, shifts), _mm512_set1_epi32(3));
+  return _mm512_cvtepi32_ps(q);
+}
+
+/// int2 rows (DType::I2): resident rows (null params) copied, keys with
+/// their block's per-channel params, values with per-group params like
+/// int4 (groups that are not a multiple of 16 go through the scalar
+/// definition). Every product q * scale is exact, so the FMA rounds as the
+/// scalar min + q * scale.
+FOLIO_AVX512 void loadInt2(const KvRowFormat &f, const char *const *rows,
+                           const uint16_t *const *params, int64_t n,
+                           float *out) {
+  const int64_t hd = f.headDim, group = f.group;
+  for (int64_t j = 0; j < n; ++j, out += hd) {
+    const uint8_t *b = reinterpret_cast<const uint8_t *>(rows[j]);
+    const uint16_t *p = params[j];
+    if (!p) {
+      std::memcpy(out, b, size_t(hd) * sizeof(float));
+      continue;
+    }
+    if (f.kiviKey) {
+      for (int64_t i = 0; i < hd; i += 16) {
+        __mmask16 m = maskOf(hd - i);
+        // 16 {scale, min} pairs: scales in the low halves, mins high.
+        __m512i pairs = _mm512_maskz_loadu_epi32(m, p + 2 * i);
+        __m512 scale = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs));
+        __m512 mn = _mm512_cvtph_ps(
+            _mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16)));
+        _mm512_mask_storeu_ps(out + i, m,
+                              _mm512_fmadd_ps(int2x16(b, i, m), scale, mn));
+      }
+      continue;
+    }
+    if (group % 16 != 0) {
+      dequantizeKvRow(b, p, hd, DType::I2, group, 1.0f, out);
+      continue;
+    }
+    for (int64_t g = 0; g < hd; g += group, p += 2) {
+      __m512 scale, mn;
+      groupScaleMin(p, scale, mn);
+      for (int64_t i = g; i < g + group; i += 16)
+        _mm512_storeu_ps(out + i,
+                         _mm512_fmadd_ps(int2x16(b, i, 0xffff), scale, mn));
+    }
+  }
+}
+
 /// f32 to fp8 codes, bit-exact with floatToFp8E4M3 / floatToFp8E5M2:
 /// normal results by integer rounding of the f32 bits, subnormal ones by
 /// scaling to units of the smallest subnormal (exact) and rounding to an
@@ -294,6 +351,8 @@ FOLIO_AVX512 void loadKvRowsAvx512(const KvRowFormat &f,
     return loadInt8(rows, params, n, hd, f.group, out);
   case DType::I4:
     return loadInt4(rows, params, n, hd, f.group, out);
+  case DType::I2:
+    return loadInt2(f, rows, params, n, out);
   }
 }
 
@@ -320,6 +379,8 @@ FOLIO_AVX512 void storeKvRowAvx512(const KvRowFormat &f, const float *x,
     return storeInt8(x, f.headDim, f.group, b, params);
   case DType::I4:
     return storeInt4(x, f.headDim, f.group, b, params);
+  case DType::I2: // int2 values are quantized per block, off the hot path
+    return quantizeKvRow(x, f.headDim, f.dtype, f.group, f.scale, data, params);
   }
 }
 

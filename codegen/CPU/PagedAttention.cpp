@@ -155,6 +155,13 @@ Status validatePagedAttention(const KVCacheView &cache, const RaggedBatch &b,
             seqMsg(s, "block table entry " + std::to_string(i) + " = " +
                           std::to_string(table[i]) + " is outside [0, " +
                           std::to_string(cache.numBlocks) + ")"));
+      else if (isKivi(cache.dtype) &&
+               cache.residentIndex[table[i]] >= cache.residualEntries)
+        return Status::error(seqMsg(
+            s, "block " + std::to_string(table[i]) + " has residual entry " +
+                   std::to_string(cache.residentIndex[table[i]]) +
+                   " outside [0, " + std::to_string(cache.residualEntries) +
+                   ")"));
   }
   return Status::success();
 }
@@ -186,6 +193,12 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
   base.slotBytes = cache.slotBytes();
   base.paramRow = kvRowParams(cache.dtype, cache.headDim, cache.group);
   base.paramSlot = int64_t(cache.paramSlotBytes() / 2);
+  base.numKvHeads = cache.numKvHeads;
+  if (isKivi(cache.dtype)) {
+    base.residentIndex = cache.residentIndex;
+    base.kResidual = cache.kResidual;
+    base.vResidual = cache.vResidual;
+  }
   base.scale = params.scale;
   base.softCap = params.softCap;
   base.window = params.slidingWindow;

@@ -62,6 +62,7 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
   FolioQuantizeKVPassOptions quantizeOptions;
   quantizeOptions.skipLayers = skipLayers;
   quantizeOptions.groupSize = options.kvCacheGroupSize;
+  quantizeOptions.residual = options.kvCacheResidual;
   pm.addPass(createFolioQuantizeKVPass(quantizeOptions));
   if (stopAfter == FolioPhase::PageKV)
     return;

@@ -33,8 +33,16 @@ struct FolioPipelineOptions : public PassPipelineOptions<FolioPipelineOptions> {
   Option<int64_t> kvCacheGroupSize{
       *this, "kv-cache-group-size",
       llvm::cl::desc("Elements per scale group of an int4 KV cache (even, "
-                     "divides head_dim); 0: the largest even divisor of "
+                     "divides head_dim) or per value group of an int2 one "
+                     "(divides head_dim); 0: the largest even divisor of "
                      "head_dim up to 32"),
+      llvm::cl::init(0)};
+  Option<int64_t> kvCacheResidual{
+      *this, "kv-cache-residual",
+      llvm::cl::desc("Tokens per sequence an int2 (KIVI) KV cache keeps in "
+                     "full precision (a positive multiple of the block "
+                     "size); 0: 128 rounded up to a multiple of the block "
+                     "size"),
       llvm::cl::init(0)};
 };
 

@@ -63,6 +63,7 @@ compileONNXToPlan(const std::string &path,
   pipelineOptions.blockSize = options.blockSize;
   pipelineOptions.kvCacheSkipLayers = options.kvCacheSkipLayers;
   pipelineOptions.kvCacheGroupSize = options.kvCacheGroupSize;
+  pipelineOptions.kvCacheResidual = options.kvCacheResidual;
   if (!options.kvCalibration.empty())
     setKVCalibration(*module, options.kvCalibrationLayers,
                      options.kvCalibrationHeads, options.kvCalibration);

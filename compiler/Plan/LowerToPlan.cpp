@@ -64,6 +64,8 @@ std::optional<plan::ElemType> cacheElemTypeOf(Type t) {
     return plan::ElemType::I8;
   if (t.isSignlessInteger(4))
     return plan::ElemType::I4;
+  if (t.isSignlessInteger(2))
+    return plan::ElemType::I2;
   if (t.isF32() || t.isF16() || t.isBF16())
     return elemTypeOf(t);
   return std::nullopt;
@@ -83,7 +85,7 @@ std::optional<plan::ValueInfo::KVScale> kvScaleOf(ScaleLayout scale) {
   case ScaleLayout::per_token_group:
     return S::PerTokenGroup;
   case ScaleLayout::kivi:
-    break;
+    return S::Kivi;
   }
   return std::nullopt;
 }
@@ -160,7 +162,8 @@ public:
             llvm::inconvertibleErrorCode(),
             "KV cache " + type +
                 " is not supported by plans yet (f32, f16, bf16; fp8 with "
-                "static scales; int8 and int4 with per-token scales)");
+                "static scales; int8 and int4 with per-token scales; int2 "
+                "with kivi)");
       }
       info.type = *et;
       info.kvHeads = cache.getHeads();
@@ -168,6 +171,7 @@ public:
       info.blockSize = cache.getBlock();
       info.kvScale = *scale;
       info.kvGroup = cache.getGroup();
+      info.kvResidual = cache.getResidual();
     } else if (auto rt = dyn_cast<RankedTensorType>(t)) {
       auto et = elemTypeOf(rt.getElementType());
       if (!et)

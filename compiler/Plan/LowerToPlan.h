@@ -34,6 +34,9 @@ struct CompileToPlanOptions {
   /// int4 caches: elements per scale group; 0: the largest even divisor of
   /// head_dim up to 32.
   int64_t kvCacheGroupSize = 0;
+  /// int2 (KIVI) caches: the newest tokens kept in full precision; 0: 128
+  /// rounded up to a multiple of the block size.
+  int64_t kvCacheResidual = 0;
   int64_t blockSize = 16;
   /// Calibrated abs-max of K and V per layer and KV head, [layers, 2,
   /// kvHeads] row-major, for caches with static scales (fp8); empty: none,

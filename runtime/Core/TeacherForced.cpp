@@ -22,8 +22,9 @@ Status runTeacherForced(exec::Executor &executor,
   const int64_t blockSize = executor.kvCacheLayout().blockSize;
   if (blockSize <= 0)
     return Status::invalidArgument("the executor has no plan loaded");
-  if (options.chunkTokens <= 0)
-    return Status::invalidArgument("chunkTokens must be positive");
+  if (options.chunkTokens <= 0 || options.tokensPerSequence < 0)
+    return Status::invalidArgument(
+        "chunkTokens must be positive and tokensPerSequence non-negative");
   std::vector<std::vector<BlockId>> tables(seqs.size());
   BlockId next = 1;
   for (size_t s = 0; s < seqs.size(); ++s) {
@@ -46,7 +47,11 @@ Status runTeacherForced(exec::Executor &executor,
     int64_t budget = options.chunkTokens;
     for (size_t s = first; s < seqs.size() && budget > 0; ++s) {
       int64_t left = int64_t(seqs[s].size()) - done[s];
+      if (left == 0)
+        continue;
       int64_t take = std::min(left, budget);
+      if (options.tokensPerSequence > 0)
+        take = std::min(take, options.tokensPerSequence);
       ScheduledSequence sched;
       sched.tokens = &seqs[s];
       sched.numComputed = done[s];

@@ -23,6 +23,11 @@ struct TeacherForcedOptions {
   /// Tokens per forward call (all sequences together); a sequence longer
   /// than this is split into prefill chunks over its cached prefix.
   int64_t chunkTokens = 2048;
+  /// Tokens of each sequence per call at most; 0: as many as fit. 1 runs
+  /// every sequence as decode does, one token a step, so each token reads
+  /// the cache in the state decoding would leave it (which matters for
+  /// caches whose format changes with age, such as int2 KIVI's window).
+  int64_t tokensPerSequence = 0;
   /// Called with each chunk's logits rows [rows, vocab] and, per row, the
   /// sequence and position it predicts from; empty: no logits are asked
   /// for (calibration).

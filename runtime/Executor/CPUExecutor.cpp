@@ -11,6 +11,7 @@
 
 #include "runtime/Executor/Executor.h"
 #include "runtime/Executor/FusedKernels.h"
+#include "runtime/Executor/KiviResidency.h"
 #include "runtime/Executor/StepKernel.h"
 
 #include "codegen/CPU/Linear.h"
@@ -118,8 +119,9 @@ public:
       ++layout.numLayers;
       layout.blockSize = v.blockSize;
       layout.bytesPerBlock +=
-          v.blockSize * int64_t(cpu::kvBytesPerToken(format->dtype, v.kvHeads,
-                                                     v.headDim, format->group));
+          v.blockSize *
+          int64_t(cpu::kvBytesPerToken(format->dtype, v.kvHeads, v.headDim,
+                                       format->group, v.blockSize));
       layout.bytesPerBlock16 += v.blockSize * 2 * v.kvHeads * v.headDim * 2;
     }
     return Status::ok();
@@ -174,9 +176,16 @@ public:
                       "group scales only");
       f.group = v.kvGroup;
       break;
+    case plan::ElemType::I2:
+      f.dtype = cpu::DType::I2;
+      if (v.kvScale != Scale::Kivi)
+        return refuse("the CPU kernels take int2 caches as KIVI only");
+      f.group = v.kvGroup;
+      f.residual = v.kvResidual;
+      break;
     default:
       return refuse("not a KV cache dtype the CPU executor supports (f32, "
-                    "f16, bf16, fp8_e4m3, fp8_e5m2, int8, int4)");
+                    "f16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, int2)");
     }
     return f;
   }
@@ -204,8 +213,8 @@ public:
       };
       for (Pool pool :
            {Pool{&cs.k, cs.view.poolBytes()}, Pool{&cs.v, cs.view.poolBytes()},
-            Pool{&cs.kParams, cs.view.paramPoolBytes()},
-            Pool{&cs.vParams, cs.view.paramPoolBytes()}}) {
+            Pool{&cs.kParams, cs.view.kParamPoolBytes()},
+            Pool{&cs.vParams, cs.view.vParamPoolBytes()}}) {
         if (pool.bytes == 0)
           continue;
         *pool.mem = allocatePool(pool.bytes);
@@ -221,6 +230,21 @@ public:
       storage.push_back(std::move(cs));
       caches[size_t(a.value)] = &storage.back().view;
     }
+    // int2 (KIVI) caches share one residency table: block ids are the same
+    // in every layer.
+    kiviCaches.clear();
+    for (CacheStorage &cs : storage)
+      if (cs.view.dtype == cpu::DType::I2) {
+        if (!kiviCaches.empty() &&
+            (cs.view.residual != kiviCaches[0]->residual ||
+             cs.view.blockSize != kiviCaches[0]->blockSize))
+          return Status::invalidArgument(
+              "int2 KV caches with different residual windows or block "
+              "sizes are not supported");
+        kiviCaches.push_back(&cs.view);
+      }
+    if (!kiviCaches.empty())
+      kivi.reset(numBlocks, kiviCaches[0]->blockSize, kiviCaches[0]->residual);
     return Status::ok();
   }
 
@@ -272,6 +296,9 @@ public:
     // scratch slots) and after each forward, instead of copying the whole
     // table per forward (876 slots, 304 constants with heap-allocated
     // shapes, for the 110M model).
+    if (!kiviCaches.empty())
+      if (Status s = kivi.prepare(batch, kiviCaches); !s)
+        return s;
     std::vector<Tensor> &values = work;
     values.resize(plan->values.size());
     clearTransient();
@@ -561,6 +588,9 @@ private:
   std::vector<cpu::KVCacheView *> caches;
   /// Each cache's dtype and scale layout, by value slot (from load).
   std::vector<cpu::KVCacheView> cacheFormats;
+  /// The int2 (KIVI) caches and their full-precision window.
+  std::vector<cpu::KVCacheView *> kiviCaches;
+  KiviResidency kivi;
   KVCacheLayout layout;
 };
 

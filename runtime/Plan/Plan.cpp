@@ -28,6 +28,8 @@ const char *elemTypeName(ElemType t) {
     return "int8";
   case ElemType::I4:
     return "int4";
+  case ElemType::I2:
+    return "int2";
   }
   return "?";
 }
@@ -47,13 +49,18 @@ size_t elemTypeSize(ElemType t) {
   case ElemType::I8:
     return 1;
   case ElemType::I4:
+  case ElemType::I2:
     return 0;
   }
   return 0;
 }
 
 size_t elemTypeBits(ElemType t) {
-  return t == ElemType::I4 ? 4 : 8 * elemTypeSize(t);
+  if (t == ElemType::I4)
+    return 4;
+  if (t == ElemType::I2)
+    return 2;
+  return 8 * elemTypeSize(t);
 }
 
 bool isTensorElemType(ElemType t) {
@@ -68,6 +75,7 @@ bool isTensorElemType(ElemType t) {
   case ElemType::F8E5M2:
   case ElemType::I8:
   case ElemType::I4:
+  case ElemType::I2:
     return false;
   }
   return false;
@@ -83,6 +91,8 @@ const char *kvScaleName(ValueInfo::KVScale s) {
     return "per_head";
   case ValueInfo::KVScale::PerTokenHead:
     return "per_token_head";
+  case ValueInfo::KVScale::Kivi:
+    return "kivi";
   case ValueInfo::KVScale::PerTokenGroup:
     return "per_token_group";
   }

@@ -21,8 +21,8 @@
 namespace folio::plan {
 
 /// Element types of plan values. Index values (MLIR `index`) are I64.
-/// F8E4M3, F8E5M2, I8 and I4 are KV-cache dtypes only: no tensor value has
-/// them (validatePlan refuses one that does).
+/// F8E4M3, F8E5M2, I8, I4 and I2 are KV-cache dtypes only: no tensor value
+/// has them (validatePlan refuses one that does).
 enum class ElemType : uint8_t {
   F32 = 0,
   F16 = 1,
@@ -32,16 +32,17 @@ enum class ElemType : uint8_t {
   F8E4M3 = 5,
   F8E5M2 = 6,
   I8 = 7,
-  I4 = 8
+  I4 = 8,
+  I2 = 9
 };
 
 /// "f32", ..., "i32"; the cache dtypes by their --kv-cache-dtype names
-/// ("fp8_e4m3", "fp8_e5m2", "int8", "int4").
+/// ("fp8_e4m3", "fp8_e5m2", "int8", "int4", "int2").
 const char *elemTypeName(ElemType t);
-/// Bytes per element; 0 for I4 (two elements per byte: size caches with
-/// elemTypeBits).
+/// Bytes per element; 0 for I4 and I2 (two or four elements per byte: size
+/// caches with elemTypeBits).
 size_t elemTypeSize(ElemType t);
-/// Bits per element (4 for I4).
+/// Bits per element (4 for I4, 2 for I2).
 size_t elemTypeBits(ElemType t);
 /// Whether tensor values may have the type (every type but the cache-only
 /// ones).
@@ -72,12 +73,16 @@ struct ValueInfo {
   /// constants the cache's kv_write and paged_attention steps take as their
   /// k_scale and v_scale operands; PerTokenHead and PerTokenGroup (kvGroup
   /// elements of a head) are computed when a slot is written and stored
-  /// with it.
+  /// with it. Kivi (int2): keys per channel over one block of tokens,
+  /// values per token over kvGroup channels, both stored with the block;
+  /// the newest kvResidual tokens of each sequence stay in full precision,
+  /// kept by the runtime outside the block pool.
   enum class KVScale : uint8_t {
     None = 0,
     PerTensor = 1,
     PerHead = 2,
     PerTokenHead = 3,
+    Kivi = 4,
     PerTokenGroup = 5
   };
   // KV caches only.
@@ -85,7 +90,10 @@ struct ValueInfo {
   int64_t headDim = 0;
   int64_t blockSize = 0;
   KVScale kvScale = KVScale::None;
-  int64_t kvGroup = 0; ///< elements per scale group (PerTokenGroup only)
+  /// Elements per scale group (PerTokenGroup) or per value group (Kivi).
+  int64_t kvGroup = 0;
+  /// Kivi only: tokens per sequence kept in full precision, whole blocks.
+  int64_t kvResidual = 0;
 };
 
 const char *kvScaleName(ValueInfo::KVScale s);

@@ -102,6 +102,7 @@ std::string encodeHeader(const Plan &plan) {
     w.pod<int32_t>(v.buffer);
     w.pod<uint8_t>(uint8_t(v.kvScale));
     w.pod<int64_t>(v.kvGroup);
+    w.pod<int64_t>(v.kvResidual);
   }
   w.pod<uint32_t>(uint32_t(plan.inputs.size()));
   for (const Argument &a : plan.inputs) {
@@ -166,12 +167,12 @@ Status decodeHeader(Reader &r, Plan &plan) {
     std::string key = r.str();
     plan.config.emplace_back(key, r.pod<int64_t>());
   }
-  uint32_t numValues = r.count(44);
+  uint32_t numValues = r.count(52);
   plan.values.resize(numValues);
   for (ValueInfo &v : plan.values) {
     uint8_t kind = r.pod<uint8_t>();
     uint8_t type = r.pod<uint8_t>();
-    if (kind > 1 || type > uint8_t(ElemType::I4))
+    if (kind > 1 || type > uint8_t(ElemType::I2))
       return Status::invalidArgument("plan: bad value kind or element type");
     v.kind = ValueInfo::Kind(kind);
     v.type = ElemType(type);
@@ -185,10 +186,11 @@ Status decodeHeader(Reader &r, Plan &plan) {
     v.symbol = DimSymbol(symbol);
     v.buffer = r.pod<int32_t>();
     uint8_t scale = r.pod<uint8_t>();
-    if (scale > uint8_t(ValueInfo::KVScale::PerTokenGroup) || scale == 4)
+    if (scale > uint8_t(ValueInfo::KVScale::PerTokenGroup))
       return Status::invalidArgument("plan: bad KV-cache scale layout");
     v.kvScale = ValueInfo::KVScale(scale);
     v.kvGroup = r.pod<int64_t>();
+    v.kvResidual = r.pod<int64_t>();
   }
   uint32_t numInputs = r.count(8);
   for (uint32_t i = 0; i < numInputs && !r.failed; ++i) {
@@ -298,8 +300,8 @@ Expected<Plan> parseBytes(const uint8_t *data, uint64_t size,
 }
 
 /// The dialect's KV-cache rules (dialects/Folio/IR/FolioTypes.cpp) for a
-/// plan from anywhere: "" when `v` pairs its dtype, scale layout and group
-/// as a compiled cache can, else why not.
+/// plan from anywhere: "" when `v` pairs its dtype, scale layout, group and
+/// residual window as a compiled cache can, else why not.
 std::string cacheFormatError(const ValueInfo &v) {
   using Scale = ValueInfo::KVScale;
   bool isStatic = v.kvScale == Scale::PerTensor || v.kvScale == Scale::PerHead;
@@ -324,13 +326,34 @@ std::string cacheFormatError(const ValueInfo &v) {
     if (v.kvScale != Scale::PerTokenGroup)
       return "int4 caches take per_token_group scales";
     break;
+  case ElemType::I2:
+    if (v.kvScale != Scale::Kivi)
+      return "int2 caches take kivi scales";
+    break;
   case ElemType::I64:
   case ElemType::I32:
     return "not a KV-cache dtype";
   }
+  if (v.kvScale == Scale::Kivi) {
+    // Keys per channel over a block, values per token over kvGroup
+    // channels, four elements per byte; the newest kvResidual tokens in
+    // whole blocks of full precision.
+    if (v.kvResidual <= 0 || v.kvResidual % v.blockSize != 0)
+      return "the residual window must be a positive multiple of the block "
+             "size " +
+             std::to_string(v.blockSize);
+    if (v.kvGroup <= 0 || v.headDim % v.kvGroup != 0)
+      return "the group must divide head_dim " + std::to_string(v.headDim);
+    if (v.headDim % 4 != 0)
+      return "an int2 head_dim must be a multiple of 4 (four elements per "
+             "byte)";
+    return "";
+  }
+  if (v.kvResidual != 0)
+    return "a residual window only goes with kivi scales";
   if (v.kvScale != Scale::PerTokenGroup) {
     if (v.kvGroup != 0)
-      return "a group only goes with per_token_group scales";
+      return "a group only goes with per_token_group or kivi scales";
     return "";
   }
   if (v.kvGroup <= 0 || v.headDim % v.kvGroup != 0)
@@ -549,18 +572,27 @@ Status validatePlan(const Plan &plan) {
             where + " is a KV cache with block size " +
             std::to_string(v.blockSize) + " but the plan's config says " +
             std::to_string(configBlock));
-      if (std::string why = cacheFormatError(v); !why.empty())
+      if (std::string why = cacheFormatError(v); !why.empty()) {
+        // The residual window only where it is set or should be.
+        std::string format = std::string(kvScaleName(v.kvScale));
+        if (v.kvResidual != 0 || v.kvScale == ValueInfo::KVScale::Kivi)
+          format += ", group " + std::to_string(v.kvGroup) + " and residual " +
+                    std::to_string(v.kvResidual);
+        else
+          format += " and group " + std::to_string(v.kvGroup);
         return Status::invalidArgument(where + " is a KV cache of " +
                                        elemTypeName(v.type) + " with scale " +
-                                       kvScaleName(v.kvScale) + " and group " +
-                                       std::to_string(v.kvGroup) + ": " + why);
+                                       format + ": " + why);
+      }
       continue;
     }
     if (!isTensorElemType(v.type))
       return Status::invalidArgument(
           where + " is a tensor of " + elemTypeName(v.type) +
-          "; fp8_e4m3, fp8_e5m2, int8 and int4 are KV-cache dtypes only");
-    if (v.kvScale != ValueInfo::KVScale::None || v.kvGroup != 0)
+          "; fp8_e4m3, fp8_e5m2, int8, int4 and int2 are KV-cache dtypes "
+          "only");
+    if (v.kvScale != ValueInfo::KVScale::None || v.kvGroup != 0 ||
+        v.kvResidual != 0)
       return Status::invalidArgument(where + " is a tensor with KV-cache "
                                              "scales");
     for (int64_t d : v.dims)

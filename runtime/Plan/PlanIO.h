@@ -25,7 +25,7 @@
 
 namespace folio::plan {
 
-inline constexpr uint32_t kPlanVersion = 3;
+inline constexpr uint32_t kPlanVersion = 4;
 inline constexpr char kPlanMagic[9] = "FOLIOPLN";
 
 /// The largest KV-cache geometry a plan may declare: heads and head_dim

@@ -218,3 +218,36 @@ module attributes {folio.kv_cache_dtype = "int4"} {
     return
   }
 }
+
+// -----
+
+// Tests that int2 caches get KIVI: keys per channel over a block, values per
+// token over groups of group-size channels (the int4 default: the largest
+// even divisor of head_dim up to 32), and a residual window of 128 tokens
+// rounded up to whole blocks (256 for block 256); no scale operands appear.
+// A skipped layer stays at bf16.
+
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[C0:[^:]*]]: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi, residual = 128, group = 32> {folio.onnx_name = "kv_cache.0"}
+// CHECK-SAME: %[[C1:[^:]*]]: !folio.kv_cache<heads = 2, head_dim = 80, block = 256, dtype = i2, scale = kivi, residual = 256, group = 20> {folio.onnx_name = "kv_cache.1"}
+// CHECK-NOT: arith.constant
+// CHECK: folio.kv_write %[[C0]], %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} : !folio.kv_cache<{{.*}}dtype = i2, scale = kivi, residual = 128, group = 32>
+// CHECK: folio.paged_attention %{{[^ ]*}}, %[[C0]], %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} {scale
+// CHECK: folio.kv_write %[[C1]], %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} : !folio.kv_cache<{{.*}}dtype = i2, scale = kivi, residual = 256, group = 20>
+
+// SKIP-LABEL: func.func @forward(
+// SKIP-SAME: head_dim = 64, block = 16, dtype = i2, scale = kivi, residual = 128, group = 16> {folio.onnx_name = "kv_cache.0"}
+// SKIP-SAME: !folio.kv_cache<heads = 2, head_dim = 80, block = 256, dtype = bf16> {folio.onnx_name = "kv_cache.1"}
+// SKIP-NOT: arith.constant
+module attributes {folio.kv_cache_dtype = "int2"} {
+  func.func @forward(%slots: tensor<?xi64>, %bt: tensor<?x?xi32>, %lens: tensor<?xi32>, %qsl: tensor<?xi32>,
+                     %q: tensor<?x4x64xf32>, %k: tensor<?x2x64xf32>, %k80: tensor<?x2x80xf32>,
+                     %c0: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = f32> {folio.onnx_name = "kv_cache.0"},
+                     %c1: !folio.kv_cache<heads = 2, head_dim = 80, block = 256, dtype = f16> {folio.onnx_name = "kv_cache.1"})
+      -> tensor<?x4x64xf32> {
+    folio.kv_write %c0, %k, %k, %slots : !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = f32>, tensor<?x2x64xf32>, tensor<?x2x64xf32>, tensor<?xi64>
+    %a = folio.paged_attention %q, %c0, %bt, %lens, %qsl {scale = 0.125 : f64} : (tensor<?x4x64xf32>, !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = f32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x64xf32>
+    folio.kv_write %c1, %k80, %k80, %slots : !folio.kv_cache<heads = 2, head_dim = 80, block = 256, dtype = f16>, tensor<?x2x80xf32>, tensor<?x2x80xf32>, tensor<?xi64>
+    return %a : tensor<?x4x64xf32>
+  }
+}

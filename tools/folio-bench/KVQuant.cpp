@@ -5,8 +5,9 @@
 // - bytes_per_token: what the executor sizes its block pool by (all layers,
 //   K and V, scales included);
 // - perplexity: teacher-forced over the held-out windows, each from
-//   position 0 at the full window (the prefill reads the quantized cache
-//   for every key, its own token's included);
+//   position 0 at the full window, one token of every window per step, so
+//   each token reads the cache as decoding leaves it (int2 KIVI's window
+//   included);
 // - greedy_agreement: the f32 cache's greedy continuations of the windows'
 //   prompts are fed back, and each next-token argmax is compared. Feeding
 //   the same context keeps one early difference from making every later
@@ -94,6 +95,7 @@ Expected<double> perplexity(std::shared_ptr<const plan::Plan> plan,
   int64_t scored = 0;
   core::TeacherForcedOptions o;
   o.chunkTokens = 1024;
+  o.tokensPerSequence = 1; // as decode reads the cache
   o.onLogits = [&](const std::vector<float> &logits, int64_t vocab,
                    const std::vector<int64_t> &seq,
                    const std::vector<int64_t> &pos) {
@@ -177,6 +179,7 @@ Expected<double> agreement(std::shared_ptr<const plan::Plan> plan,
   compared = 0;
   core::TeacherForcedOptions o;
   o.chunkTokens = 1024;
+  o.tokensPerSequence = 1; // as decode reads the cache
   o.onLogits = [&](const std::vector<float> &logits, int64_t vocab,
                    const std::vector<int64_t> &seq,
                    const std::vector<int64_t> &pos) {
@@ -417,7 +420,8 @@ Expected<std::string> runKVQuant(const std::string &model,
     j.key("greedy_tokens_compared").value(compared);
     j.key("decode_tokens_per_s").value(*speed);
     std::string compiled = mlir::folio::planKVCacheDType(**plan);
-    bool computed = compiled == "int8" || compiled == "int4";
+    bool computed =
+        compiled == "int8" || compiled == "int4" || compiled == "int2";
     j.key("kv_cache_dtype").value(compiled);
     j.key("scales").value(computed         ? "per token, computed when written"
                           : !fp8(compiled) ? "none"

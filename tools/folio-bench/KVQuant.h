@@ -18,8 +18,8 @@ namespace folio::bench {
 
 struct KVQuantOptions {
   /// Cache dtypes; f32 (the baseline) is measured whether listed or not.
-  std::vector<std::string> dtypes = {"f32",      "bf16", "fp8_e4m3",
-                                     "fp8_e5m2", "int8", "int4"};
+  std::vector<std::string> dtypes = {"f32",  "bf16", "fp8_e4m3", "fp8_e5m2",
+                                     "int8", "int4", "int2"};
   int64_t blockSize = 16;
   /// Held-out windows, int32 little-endian, evalWindow tokens each.
   std::string evalData;

@@ -45,7 +45,8 @@ const char *const kUsage =
     "sequences)\n"
     "  --kv-cache-dtype D          KV-cache storage when compiling an .onnx: "
     "auto (default: int8 on the CPU), f32, f16, bf16, fp8_e4m3, fp8_e5m2, "
-    "int8, int4; with a .folio plan it must be what the plan was compiled "
+    "int8, int4, int2; with a .folio plan it must be what the plan was "
+    "compiled "
     "with\n";
 
 struct Options {

@@ -44,7 +44,8 @@ const char *const kUsage =
     "  --block-size      KV block size when compiling an .onnx (default 16)\n"
     "  --kv-cache-dtype  KV-cache storage when compiling an .onnx: auto "
     "(default: int8 on the CPU), f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, "
-    "int4; with a .folio plan it must be what the plan was compiled with\n"
+    "int4, int2; with a .folio plan it must be what the plan was compiled "
+    "with\n"
     "  --max-model-len   longest context accepted (default: the model's "
     "positions); never more than the context its attention masks were "
     "proven causal up to\n";

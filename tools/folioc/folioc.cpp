@@ -129,10 +129,16 @@ cl::list<int64_t> kvCacheSkipLayers(
     cl::cat(folioCategory));
 cl::opt<int64_t>
     kvCacheGroupSize("kv-cache-group-size",
-                     cl::desc("int4 KV caches: elements per scale group "
-                              "along head_dim (default: the largest even "
-                              "divisor of head_dim up to 32)"),
+                     cl::desc("int4 KV caches, and int2 values: elements "
+                              "per scale group along head_dim (default: the "
+                              "largest even divisor of head_dim up to 32)"),
                      cl::init(0), cl::cat(folioCategory));
+cl::opt<int64_t> kvCacheResidual(
+    "kv-cache-residual",
+    cl::desc("int2 (KIVI) KV caches: the newest tokens of each sequence kept "
+             "in full precision, a multiple of --block-size (default: 128 "
+             "rounded up to one)"),
+    cl::init(0), cl::cat(folioCategory));
 cl::opt<std::string> calibrationData(
     "calibration-data",
     cl::desc("fp8 KV caches: run the model on this file at compile time and "
@@ -239,8 +245,13 @@ LogicalResult checkKVOptions() {
     return refuse("--kv-cache-dtype-skip-layers",
                   "keeps layers of a quantized cache at 16 bits");
   if (kvCacheGroupSize.getNumOccurrences() &&
-      resolved != ::folio::KVCacheDType::Int4)
-    return refuse("--kv-cache-group-size", "applies to int4 caches only");
+      resolved != ::folio::KVCacheDType::Int4 &&
+      resolved != ::folio::KVCacheDType::Int2)
+    return refuse("--kv-cache-group-size", "applies to int4 and int2 caches "
+                                           "only");
+  if (kvCacheResidual.getNumOccurrences() &&
+      resolved != ::folio::KVCacheDType::Int2)
+    return refuse("--kv-cache-residual", "applies to int2 (KIVI) caches only");
   if (!calibrationData.empty() && !fp8)
     return refuse("--calibration-data",
                   "sets the static scales of fp8 caches (int8 and int4 "
@@ -393,6 +404,7 @@ int main(int argc, char **argv) {
     pipelineOptions.blockSize = blockSize.getValue();
     pipelineOptions.kvCacheSkipLayers = kvCacheSkipLayers;
     pipelineOptions.kvCacheGroupSize = kvCacheGroupSize.getValue();
+    pipelineOptions.kvCacheResidual = kvCacheResidual.getValue();
     if (failed(checkKVOptions()))
       return 1;
     if (!calibrationData.empty()) {

@@ -42,7 +42,9 @@ void rotary(float *x, int64_t numTokens, int64_t numHeads,
 
 /// Paged attention by the definition: for each token and head, the visible
 /// keys' scores, a softmax, a weighted sum; reads the cache through the
-/// block tables, each row widened by dequantizeKvRow (KVQuant.h).
+/// block tables, each row widened by dequantizeKvRow (KVQuant.h); int2
+/// rows come from the residual pools for resident blocks and through
+/// kiviDequantizeKey / dequantizeKvRow otherwise.
 void pagedAttention(const float *q, const KVCacheView &cache,
                     const RaggedBatch &batch, const AttentionParams &params,
                     float *out);

@@ -3,6 +3,7 @@
 #include "codegen/CPU/KVQuant.h"
 #include "codegen/CPU/Reference/Reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -95,8 +96,29 @@ void pagedAttention(const float *q, const KVCacheView &cache,
               params ? static_cast<const uint16_t *>(params) +
                            size_t((slot * cache.numKvHeads + g) * paramRow)
                      : nullptr;
-          dequantizeKvRow(data, p, hd, cache.dtype, cache.group,
-                          scales ? scales[g] : 1.0f, r.values.data() + i * hd);
+          float *dst = r.values.data() + i * hd;
+          int64_t block = table[pos / cache.blockSize];
+          if (isKivi(cache.dtype) && cache.residentIndex[block] >= 0) {
+            // Resident: the f32 rows of the block's residual entry.
+            const float *res = which == 0 ? cache.kResidual : cache.vResidual;
+            const float *src =
+                res + ((int64_t(cache.residentIndex[block]) * cache.blockSize +
+                        pos % cache.blockSize) *
+                           cache.numKvHeads +
+                       g) *
+                          hd;
+            std::copy(src, src + hd, dst);
+          } else if (isKivi(cache.dtype) && which == 0) {
+            // Keys: the block's per-channel params.
+            kiviDequantizeKey(
+                reinterpret_cast<const uint8_t *>(data),
+                static_cast<const uint16_t *>(cache.kParams) +
+                    size_t((block * cache.numKvHeads + g) * hd * 2),
+                hd, dst);
+          } else {
+            dequantizeKvRow(data, p, hd, cache.dtype, cache.group,
+                            scales ? scales[g] : 1.0f, dst);
+          }
           r.done[i] = true;
         }
         return r.values[i * size_t(hd) + size_t(e)];

@@ -31,10 +31,12 @@ bool KVCacheType::hasStaticScales() const {
 
 /// The layouts each dtype may take: what a kernel can read back exactly.
 /// fp8 takes static scales only (per-token fp8 buys nothing over int8);
-/// i4 needs groups or KIVI to stay accurate, i2 KIVI.
+/// i4 needs groups to stay accurate, i2 KIVI. (i4 with KIVI is refused
+/// until something can run it.)
 static LogicalResult
 verifyScaleLayout(function_ref<InFlightDiagnostic()> emitError, Type dtype,
-                  ScaleLayout scale, unsigned headDim, unsigned group) {
+                  ScaleLayout scale, unsigned headDim, unsigned block,
+                  unsigned residual, unsigned group) {
   auto fail = [&](StringRef allowed) {
     return emitError() << "kv_cache dtype " << dtype << " takes scale "
                        << allowed << ", got '" << stringifyScaleLayout(scale)
@@ -59,8 +61,8 @@ verifyScaleLayout(function_ref<InFlightDiagnostic()> emitError, Type dtype,
         scale != ScaleLayout::per_token_group)
       return fail("per_token_head, per_token_group, per_head or per_tensor");
   } else if (dtype.isSignlessInteger(4)) {
-    if (scale != ScaleLayout::per_token_group && scale != ScaleLayout::kivi)
-      return fail("per_token_group or kivi");
+    if (scale != ScaleLayout::per_token_group)
+      return fail("per_token_group");
   } else if (dtype.isSignlessInteger(2)) {
     if (scale != ScaleLayout::kivi)
       return fail("kivi");
@@ -70,11 +72,29 @@ verifyScaleLayout(function_ref<InFlightDiagnostic()> emitError, Type dtype,
                           "f8E4M3FN, f8E5M2, i8, i4, i2";
   }
 
+  if (scale == ScaleLayout::kivi) {
+    // Keys per channel over a block of tokens, values per token over
+    // groups of `group` channels; the newest `residual` tokens stay in full
+    // precision outside the pool.
+    if (residual == 0)
+      return emitError() << "kv_cache scale 'kivi' needs a residual window "
+                            "(residual > 0, a multiple of the block size "
+                         << block << ")";
+    if (group == 0 || headDim % group != 0)
+      return emitError() << "kv_cache scale 'kivi' needs a value group that "
+                            "divides head_dim ("
+                         << headDim << "), got " << group;
+    if (headDim % 4 != 0)
+      return emitError() << "kv_cache i2 head_dim must be a multiple of 4 "
+                            "(four elements per byte), got "
+                         << headDim;
+    return success();
+  }
   if (scale != ScaleLayout::per_token_group) {
     if (group != 0)
       return emitError() << "kv_cache group (" << group
                          << ") is only meaningful with scale "
-                            "'per_token_group'";
+                            "'per_token_group' or 'kivi'";
     return success();
   }
   if (group == 0 || headDim % group != 0)
@@ -100,8 +120,6 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_cache block size must be a power of two from 1 "
                           "to 256, got "
                        << block;
-  if (failed(verifyScaleLayout(emitError, dtype, scale, headDim, group)))
-    return failure();
   if (residual != 0 && scale != ScaleLayout::kivi)
     return emitError() << "kv_cache residual window is only meaningful with "
                           "scale 'kivi'";
@@ -109,5 +127,6 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_cache KIVI residual window (" << residual
                        << ") must be a multiple of the block size (" << block
                        << ")";
-  return success();
+  return verifyScaleLayout(emitError, dtype, scale, headDim, block, residual,
+                           group);
 }

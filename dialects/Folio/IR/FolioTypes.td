@@ -28,9 +28,11 @@ def Folio_KVCacheType : Folio_Type<"KVCache", "kv_cache"> {
     - `per_token_group`: the same per `group` consecutive elements of a
       head (i8, i4; `group` divides head_dim, and is even for i4 so that a
       group fills whole bytes);
-    - `kivi` (KIVI: keys per channel, values per token) for i4/i2 caches,
-      which keep the newest `residual` tokens of each sequence in full
-      precision.
+    - `kivi` (KIVI) for i2 caches: keys per channel over one block of
+      tokens, values per token over groups of `group` channels (`group`
+      divides head_dim, which is a multiple of 4); the runtime keeps the
+      newest `residual` tokens of each sequence (> 0, whole blocks) in full
+      precision outside the pool. (i4 with kivi is refused for now.)
     fp8 is never unscaled: an implicit scale of 1 would silently clip every
     value beyond the format's range.
 
@@ -45,7 +47,7 @@ def Folio_KVCacheType : Folio_Type<"KVCache", "kv_cache"> {
     !folio.kv_cache<heads = 8, head_dim = 128, block = 16, dtype = f8E4M3FN,
                     scale = per_head>
     !folio.kv_cache<heads = 2, head_dim = 64, block = 32, dtype = i2,
-                    scale = kivi, residual = 32>
+                    scale = kivi, residual = 128, group = 32>
     ```
   }];
   let parameters = (ins

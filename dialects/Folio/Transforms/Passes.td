@@ -32,8 +32,11 @@ def FolioQuantizeKVPass : Pass<"folio-quantize-kv", "::mlir::ModuleOp"> {
     | fp8_e4m3, fp8_e5m2 | f8E4M3FN, f8E5M2 | per_head, static |
     | int8 | i8 | per_token_head, computed when written |
     | int4 | i4 | per_token_group, `group = group-size` (0: the largest even divisor of head_dim up to 32) |
+    | int2 | i2 | kivi: keys per channel over a block, values per token over `group = group-size` channels (default as for int4), `residual = residual` (0: 128 rounded up to whole blocks) |
 
-    int2 (KIVI) is refused. Layers in `skip-layers` keep a bf16 cache when
+    int2 (KIVI) needs head_dim a multiple of 4; an explicit `residual` must
+    be a positive multiple of the block size, and is an error for any other
+    dtype. Layers in `skip-layers` keep a bf16 cache when
     the dtype is quantized. fp8 scales are `arith.constant`s passed to every
     `folio.kv_write` and `folio.paged_attention` of the cache:
     `absmax / fp8max` per head (448 for e4m3, 57344 for e5m2) from the
@@ -60,7 +63,12 @@ def FolioQuantizeKVPass : Pass<"folio-quantize-kv", "::mlir::ModuleOp"> {
                "quantized">,
     Option<"groupSize", "group-size", "int64_t", /*default=*/"0",
            "Elements per scale group of an int4 cache (even, divides "
-           "head_dim); 0: the largest even divisor of head_dim up to 32">
+           "head_dim) or per value group of an int2 (KIVI) cache (divides "
+           "head_dim); 0: the largest even divisor of head_dim up to 32">,
+    Option<"residual", "residual", "int64_t", /*default=*/"0",
+           "Tokens per sequence an int2 (KIVI) cache keeps in full "
+           "precision (a positive multiple of the block size); 0: 128 "
+           "rounded up to a multiple of the block size">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -40,7 +40,11 @@ namespace {
 enum class CacheDType { F32, F16, BF16, FP8E4M3, FP8E5M2, Int8, Int4, Int2 };
 
 constexpr StringLiteral kSupported =
-    "f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, int4";
+    "f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, int2";
+
+/// The KIVI residual window when none is given: 128 tokens, rounded up to
+/// whole blocks.
+constexpr int64_t kDefaultResidual = 128;
 
 std::optional<CacheDType> parseDType(StringRef name) {
   return llvm::StringSwitch<std::optional<CacheDType>>(name)
@@ -161,9 +165,10 @@ FailureOr<KVCacheType>
 QuantizeKVPass::targetType(func::FuncOp func, unsigned layer, KVCacheType from,
                            CacheDType dtype, bool skipped) {
   MLIRContext *ctx = func.getContext();
-  auto make = [&](Type element, ScaleLayout scale, unsigned group = 0) {
+  auto make = [&](Type element, ScaleLayout scale, unsigned group = 0,
+                  unsigned residual = 0) {
     return KVCacheType::get(ctx, from.getHeads(), from.getHeadDim(),
-                            from.getBlock(), element, scale, 0, group);
+                            from.getBlock(), element, scale, residual, group);
   };
   bool quantized = dtype != CacheDType::F32 && dtype != CacheDType::F16 &&
                    dtype != CacheDType::BF16;
@@ -216,10 +221,47 @@ QuantizeKVPass::targetType(func::FuncOp func, unsigned layer, KVCacheType from,
       diag << "allowed: " << allowed;
     return failure();
   }
-  case CacheDType::Int2:
-    break;
+  case CacheDType::Int2: {
+    // KIVI: keys per channel over one block (the block is KIVI's key
+    // group), values per token over `group` channels, the newest
+    // `residual` tokens in full precision.
+    int64_t headDim = from.getHeadDim();
+    int64_t block = from.getBlock();
+    auto fail = [&]() -> InFlightDiagnostic {
+      return func.emitError() << "int2 KV cache of layer " << layer << ": ";
+    };
+    if (headDim % 4 != 0) {
+      fail() << "head_dim " << headDim
+             << " is not a multiple of 4 (four 2-bit elements per byte)";
+      return failure();
+    }
+    int64_t window = residual;
+    if (residual == 0)
+      window = (kDefaultResidual + block - 1) / block * block;
+    if (window <= 0 || window % block != 0 ||
+        window > int64_t(std::numeric_limits<unsigned>::max())) {
+      fail() << "residual " << int64_t(residual)
+             << " must be a positive multiple of the block size " << block;
+      return failure();
+    }
+    // 0: as for int4, the largest even divisor of head_dim up to 32 (one
+    // always exists: head_dim is a multiple of 4).
+    int64_t group =
+        groupSize == 0 ? largestEvenDivisor(headDim, 32) : groupSize;
+    if (group <= 0 || headDim % group != 0) {
+      std::string allowed;
+      for (int64_t g = 1; g <= headDim; ++g)
+        if (headDim % g == 0)
+          allowed += (allowed.empty() ? "" : ", ") + std::to_string(g);
+      fail() << "group-size " << group << " must divide head_dim " << headDim
+             << "; allowed: " << allowed;
+      return failure();
+    }
+    return make(IntegerType::get(ctx, 2), ScaleLayout::kivi, unsigned(group),
+                unsigned(window));
   }
-  llvm_unreachable("int2 is refused before any layer is retyped");
+  }
+  llvm_unreachable("every cache dtype is handled");
 }
 
 Value QuantizeKVPass::scaleConstant(OpBuilder &b, Location loc,
@@ -260,10 +302,11 @@ void QuantizeKVPass::runOnOperation() {
                        << "'; supported: " << kSupported;
     return signalPassFailure();
   }
-  if (*dtype == CacheDType::Int2) {
-    module.emitError() << "kv-cache-dtype int2 (KIVI) is not supported yet; "
-                          "supported: "
-                       << kSupported;
+  if (residual != 0 && *dtype != CacheDType::Int2) {
+    module.emitError() << "residual " << int64_t(residual)
+                       << " is the full-precision window of an int2 (KIVI) "
+                          "cache; the KV cache dtype here is "
+                       << dtypeAttr.getValue();
     return signalPassFailure();
   }
   auto func = module.lookupSymbol<func::FuncOp>("forward");

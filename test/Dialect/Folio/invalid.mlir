@@ -66,12 +66,12 @@ func.func private @i8_kivi(!folio.kv_cache<heads = 2, head_dim = 64, block = 16,
 
 // -----
 
-// expected-error @+1 {{kv_cache dtype 'i4' takes scale per_token_group or kivi, got 'per_token_head'}}
+// expected-error @+1 {{kv_cache dtype 'i4' takes scale per_token_group, got 'per_token_head'}}
 func.func private @i4_per_token_head(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = per_token_head>)
 
 // -----
 
-// expected-error @+1 {{kv_cache dtype 'i4' takes scale per_token_group or kivi, got 'per_head'}}
+// expected-error @+1 {{kv_cache dtype 'i4' takes scale per_token_group, got 'per_head'}}
 func.func private @i4_per_head(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = per_head>)
 
 // -----
@@ -81,12 +81,12 @@ func.func private @i2_group(!folio.kv_cache<heads = 2, head_dim = 64, block = 16
 
 // -----
 
-// expected-error @+1 {{kv_cache group (16) is only meaningful with scale 'per_token_group'}}
+// expected-error @+1 {{kv_cache group (16) is only meaningful with scale 'per_token_group' or 'kivi'}}
 func.func private @group_without_layout(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i8, scale = per_token_head, group = 16>)
 
 // -----
 
-// expected-error @+1 {{kv_cache group (8) is only meaningful with scale 'per_token_group'}}
+// expected-error @+1 {{kv_cache group (8) is only meaningful with scale 'per_token_group' or 'kivi'}}
 func.func private @float_with_group(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = bf16, group = 8>)
 
 // -----
@@ -112,7 +112,38 @@ func.func private @residual_without_kivi(!folio.kv_cache<heads = 2, head_dim = 6
 // -----
 
 // expected-error @+1 {{kv_cache KIVI residual window (24) must be a multiple of the block size (16)}}
-func.func private @residual_not_block_multiple(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = kivi, residual = 24>)
+func.func private @residual_not_block_multiple(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi, residual = 24, group = 32>)
+
+// -----
+
+// i4 with KIVI is refused until something runs it.
+// expected-error @+1 {{kv_cache dtype 'i4' takes scale per_token_group, got 'kivi'}}
+func.func private @i4_kivi(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = kivi, residual = 64, group = 32>)
+
+// -----
+
+// expected-error @+1 {{kv_cache dtype 'i2' takes scale kivi, got 'none'}}
+func.func private @i2_unscaled(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2>)
+
+// -----
+
+// expected-error @+1 {{kv_cache scale 'kivi' needs a residual window (residual > 0, a multiple of the block size 16)}}
+func.func private @i2_no_residual(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi, group = 32>)
+
+// -----
+
+// expected-error @+1 {{kv_cache scale 'kivi' needs a value group that divides head_dim (64), got 0}}
+func.func private @i2_no_group(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi, residual = 32>)
+
+// -----
+
+// expected-error @+1 {{kv_cache scale 'kivi' needs a value group that divides head_dim (64), got 24}}
+func.func private @i2_group_not_divisor(!folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi, residual = 32, group = 24>)
+
+// -----
+
+// expected-error @+1 {{kv_cache i2 head_dim must be a multiple of 4 (four elements per byte), got 66}}
+func.func private @i2_head_dim(!folio.kv_cache<heads = 2, head_dim = 66, block = 16, dtype = i2, scale = kivi, residual = 32, group = 2>)
 
 //===----------------------------------------------------------------------===//
 // folio.embedding

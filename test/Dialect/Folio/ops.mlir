@@ -14,9 +14,9 @@
 // CHECK-SAME: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_token_head>
 // CHECK-SAME: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_head>
 // CHECK-SAME: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_token_group, group = 16>
-// CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 64, block = 32, dtype = i4, scale = kivi, residual = 64>
 // CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = per_token_group, group = 32>
-// CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi>
+// CHECK-SAME: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi, residual = 128, group = 32>
+// CHECK-SAME: !folio.kv_cache<heads = 1, head_dim = 4, block = 1, dtype = i2, scale = kivi, residual = 1, group = 1>
 func.func @kv_cache_types(
     %a: !folio.kv_cache<heads = 8, head_dim = 128, block = 16, dtype = f16>,
     %b: !folio.kv_cache<heads = 8, head_dim = 128, block = 16, dtype = bf16>,
@@ -26,9 +26,9 @@ func.func @kv_cache_types(
     %f: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_token_head>,
     %g: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_head>,
     %g2: !folio.kv_cache<heads = 4, head_dim = 64, block = 32, dtype = i8, scale = per_token_group, group = 16>,
-    %h: !folio.kv_cache<heads = 2, head_dim = 64, block = 32, dtype = i4, scale = kivi, residual = 64>,
     %h2: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i4, scale = per_token_group, group = 32>,
-    %i: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi>) {
+    %i: !folio.kv_cache<heads = 2, head_dim = 64, block = 16, dtype = i2, scale = kivi, residual = 128, group = 32>,
+    %i2: !folio.kv_cache<heads = 1, head_dim = 4, block = 1, dtype = i2, scale = kivi, residual = 1, group = 1>) {
   return
 }
 

@@ -89,14 +89,17 @@ TEST(PlanIO, RejectsOtherVersions) {
             "plan format version 99 is not supported (this runtime reads "
             "version " +
                 current + "); recompile the model with folioc");
-  // Version 2 had no KV-cache scale layouts.
-  bytes[8] = 2;
-  r = plan::parsePlan(bytes);
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.status().message(),
-            "plan format version 2 is not supported (this runtime reads "
-            "version " +
-                current + "); recompile the model with folioc");
+  // Version 2 had no KV-cache scale layouts, version 3 no KIVI residual
+  // window.
+  for (char old : {char(2), char(3)}) {
+    bytes[8] = old;
+    r = plan::parsePlan(bytes);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.status().message(),
+              "plan format version " + std::to_string(int(old)) +
+                  " is not supported (this runtime reads version " + current +
+                  "); recompile the model with folioc");
+  }
 }
 
 TEST(PlanIO, RejectsTruncatedArtifacts) {
@@ -349,6 +352,15 @@ plan::ValueInfo cacheValue(plan::ElemType type, Scale scale, int64_t group = 0,
   return v;
 }
 
+/// An int2 KIVI cache of 2 heads (block 16).
+plan::ValueInfo kiviValue(int64_t group, int64_t residual,
+                          int64_t headDim = 64) {
+  plan::ValueInfo v =
+      cacheValue(plan::ElemType::I2, Scale::Kivi, group, 2, headDim);
+  v.kvResidual = residual;
+  return v;
+}
+
 plan::ValueInfo tensorValue(plan::ElemType type, std::vector<int64_t> dims) {
   plan::ValueInfo v;
   v.type = type;
@@ -380,6 +392,8 @@ TEST(PlanIO, EveryCacheDTypeRoundTrips) {
       cacheValue(T::I8, Scale::PerTokenGroup, 16),
       cacheValue(T::I8, Scale::PerHead),
       cacheValue(T::I4, Scale::PerTokenGroup, 32),
+      kiviValue(32, 128),
+      kiviValue(1, 16),
   };
   plan::Plan p;
   for (const plan::ValueInfo &c : caches)
@@ -394,6 +408,7 @@ TEST(PlanIO, EveryCacheDTypeRoundTrips) {
     EXPECT_EQ(got.type, caches[i].type) << i;
     EXPECT_EQ(got.kvScale, caches[i].kvScale) << i;
     EXPECT_EQ(got.kvGroup, caches[i].kvGroup) << i;
+    EXPECT_EQ(got.kvResidual, caches[i].kvResidual) << i;
     EXPECT_EQ(got.kvHeads, 2);
     EXPECT_EQ(got.headDim, 64);
   }
@@ -403,15 +418,23 @@ TEST(PlanIO, EveryCacheDTypeRoundTrips) {
   EXPECT_STREQ(plan::elemTypeName(T::F8E5M2), "fp8_e5m2");
   EXPECT_STREQ(plan::elemTypeName(T::I8), "int8");
   EXPECT_STREQ(plan::elemTypeName(T::I4), "int4");
+  EXPECT_STREQ(plan::elemTypeName(T::I2), "int2");
+  EXPECT_EQ(int(T::I2), 9);
+  EXPECT_EQ(int(Scale::Kivi), 4);
   EXPECT_EQ(plan::elemTypeSize(T::F8E4M3), 1u);
   EXPECT_EQ(plan::elemTypeSize(T::I8), 1u);
   EXPECT_EQ(plan::elemTypeSize(T::I4), 0u);
   EXPECT_EQ(plan::elemTypeBits(T::I4), 4u);
+  EXPECT_EQ(plan::elemTypeSize(T::I2), 0u);
+  EXPECT_EQ(plan::elemTypeBits(T::I2), 2u);
+  EXPECT_FALSE(plan::isTensorElemType(T::I2));
   EXPECT_EQ(plan::elemTypeBits(T::F8E5M2), 8u);
   EXPECT_EQ(plan::elemTypeBits(T::BF16), 16u);
   EXPECT_STREQ(plan::kvScaleName(Scale::PerTokenGroup), "per_token_group");
+  EXPECT_STREQ(plan::kvScaleName(Scale::Kivi), "kivi");
   // A tensor of a cache-only type has no size expression.
   EXPECT_EQ(plan::bufferBytes(tensorValue(T::I4, {4}), 1, 1, 1), -1);
+  EXPECT_EQ(plan::bufferBytes(tensorValue(T::I2, {4}), 1, 1, 1), -1);
 }
 
 // Tests that a cache's dtype, scale layout and group are checked together
@@ -450,27 +473,71 @@ TEST(PlanIO, RejectsBadCacheFormats) {
             "and group 1: an int4 group must be even (two elements per byte)");
   EXPECT_EQ(error(cacheValue(T::I8, Scale::PerTokenHead, 16)),
             "plan: value 0 is a KV cache of int8 with scale per_token_head "
-            "and group 16: a group only goes with per_token_group scales");
+            "and group 16: a group only goes with per_token_group or kivi "
+            "scales");
+  // int2 (KIVI): kivi scales, a residual window of whole blocks, a value
+  // group dividing head_dim, four elements per byte; no other dtype has a
+  // residual window, and int4 has no kivi.
+  EXPECT_EQ(error(cacheValue(T::I2, Scale::PerTokenGroup, 32)),
+            "plan: value 0 is a KV cache of int2 with scale per_token_group "
+            "and group 32: int2 caches take kivi scales");
+  EXPECT_EQ(error(kiviValue(32, 0)),
+            "plan: value 0 is a KV cache of int2 with scale kivi, group 32 "
+            "and residual 0: the residual window must be a positive multiple "
+            "of the block size 16");
+  EXPECT_EQ(error(kiviValue(32, -16)),
+            "plan: value 0 is a KV cache of int2 with scale kivi, group 32 "
+            "and residual -16: the residual window must be a positive "
+            "multiple of the block size 16");
+  EXPECT_EQ(error(kiviValue(32, 24)),
+            "plan: value 0 is a KV cache of int2 with scale kivi, group 32 "
+            "and residual 24: the residual window must be a positive multiple "
+            "of the block size 16");
+  EXPECT_EQ(error(kiviValue(0, 128)),
+            "plan: value 0 is a KV cache of int2 with scale kivi, group 0 and "
+            "residual 128: the group must divide head_dim 64");
+  EXPECT_EQ(error(kiviValue(24, 128)),
+            "plan: value 0 is a KV cache of int2 with scale kivi, group 24 "
+            "and residual 128: the group must divide head_dim 64");
+  EXPECT_EQ(error(kiviValue(2, 128, 66)),
+            "plan: value 0 is a KV cache of int2 with scale kivi, group 2 and "
+            "residual 128: an int2 head_dim must be a multiple of 4 (four "
+            "elements per byte)");
+  {
+    plan::ValueInfo v = kiviValue(32, 128);
+    v.type = T::I4;
+    EXPECT_EQ(error(v), "plan: value 0 is a KV cache of int4 with scale "
+                        "kivi, group 32 and residual 128: int4 caches take "
+                        "per_token_group scales");
+    v = cacheValue(T::I8, Scale::PerTokenHead);
+    v.kvResidual = 16;
+    EXPECT_EQ(error(v), "plan: value 0 is a KV cache of int8 with scale "
+                        "per_token_head, group 0 and residual 16: a residual "
+                        "window only goes with kivi scales");
+  }
   EXPECT_EQ(error(cacheValue(T::I32, Scale::None)),
             "plan: value 0 is a KV cache of i32 with scale none and group 0: "
             "not a KV-cache dtype");
-  for (T t : {T::F8E4M3, T::F8E5M2, T::I8, T::I4}) {
+  for (T t : {T::F8E4M3, T::F8E5M2, T::I8, T::I4, T::I2}) {
     plan::Plan p;
     p.addValue(tensorValue(t, {4}));
     EXPECT_EQ(loadError(p), std::string("plan: value 0 is a tensor of ") +
                                 plan::elemTypeName(t) +
-                                "; fp8_e4m3, fp8_e5m2, int8 and int4 are "
-                                "KV-cache dtypes only");
+                                "; fp8_e4m3, fp8_e5m2, int8, int4 and int2 "
+                                "are KV-cache dtypes only");
   }
-  {
+  for (bool residual : {false, true}) {
     plan::Plan p;
     plan::ValueInfo v = tensorValue(T::F32, {4});
-    v.kvScale = Scale::PerHead;
+    if (residual)
+      v.kvResidual = 128;
+    else
+      v.kvScale = Scale::PerHead;
     p.addValue(v);
     EXPECT_EQ(loadError(p), "plan: value 0 is a tensor with KV-cache scales");
   }
-  // A scale layout the format does not know (4 is the dialect's kivi,
-  // which plans cannot hold).
+  // A scale layout and an element type the format does not know (6 is past
+  // per_token_group, 10 past int2).
   {
     std::string bytes = plan::serializePlan(
         planWithCache(cacheValue(T::I8, Scale::PerTokenHead)));
@@ -482,10 +549,16 @@ TEST(PlanIO, RejectsBadCacheFormats) {
     ASSERT_EQ(bytes[record + 1], char(T::I8));
     size_t scaleAt = record + 2 + 4 + 3 * 8 + 1 + 4;
     ASSERT_EQ(bytes[scaleAt], char(Scale::PerTokenHead));
-    bytes[scaleAt] = 4;
-    auto r = plan::parsePlan(bytes);
+    std::string badScale = bytes;
+    badScale[scaleAt] = 6;
+    auto r = plan::parsePlan(badScale);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.status().message(), "plan: bad KV-cache scale layout");
+    std::string badType = bytes;
+    badType[record + 1] = 10;
+    r = plan::parsePlan(badType);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.status().message(), "plan: bad value kind or element type");
   }
 }
 
@@ -647,6 +720,25 @@ TEST(PlanIO, ChecksStaticCacheScales) {
               "(per_token_head scales) takes no scale operands, got 6 "
               "operands");
   }
+  {
+    // So does a KIVI cache: its scales live in its blocks.
+    plan::Plan p = staticScalePlan(Scale::PerHead, {1.f, 1.f}, {1.f, 1.f});
+    p.values[0].type = plan::ElemType::I2;
+    p.values[0].kvScale = Scale::Kivi;
+    p.values[0].kvGroup = 4;
+    p.values[0].kvResidual = 128;
+    EXPECT_EQ(loadError(p),
+              "plan: step 'kv_write' ('/layers.0/write') on KV cache value 0 "
+              "(kivi scales) takes no scale operands, got 6 operands");
+    p.steps[0].operands.resize(4);
+    p.kernels[0].inputs.resize(4);
+    EXPECT_EQ(loadError(p),
+              "plan: step 'paged_attention' ('/layers.0/attn') on KV cache "
+              "value 0 (kivi scales) takes no scale operands, got 7 operands");
+    p.steps[1].operands.resize(5);
+    p.kernels[1].inputs.resize(5);
+    EXPECT_EQ(loadError(p), "");
+  }
 }
 
 // Tests that every step of a cache names the same k_scale and v_scale
@@ -696,10 +788,12 @@ TEST(PlanIO, ChecksOneSetOfScalesPerCache) {
 // Tests that the compiler maps each quantized cache to its plan dtype,
 // scale layout and group, and gives fp8 caches' steps their scales.
 TEST(PlanIO, LowersQuantizedCaches) {
-  auto compile = [](const std::string &dtype, int64_t group = 32) {
+  auto compile = [](const std::string &dtype, int64_t group = 32,
+                    int64_t residual = 0) {
     mlir::folio::CompileToPlanOptions o;
     o.kvCacheDtype = dtype;
     o.kvCacheGroupSize = group;
+    o.kvCacheResidual = residual;
     o.onWarning = [](const std::string &) {};
     auto p = mlir::folio::compileONNXToPlan(
         std::string(FOLIO_SOURCE_DIR) + "/models/zoo/llama/cached.onnx", o);
@@ -721,12 +815,14 @@ TEST(PlanIO, LowersQuantizedCaches) {
     plan::ElemType type;
     Scale scale;
     int64_t group;
+    int64_t residual = 0;
   };
   for (const Case &c :
        {Case{"f32", plan::ElemType::F32, Scale::None, 0},
         Case{"bf16", plan::ElemType::BF16, Scale::None, 0},
         Case{"int8", plan::ElemType::I8, Scale::PerTokenHead, 0},
         Case{"int4", plan::ElemType::I4, Scale::PerTokenGroup, 4},
+        Case{"int2", plan::ElemType::I2, Scale::Kivi, 4, 128},
         Case{"fp8_e5m2", plan::ElemType::F8E5M2, Scale::PerHead, 0}}) {
     plan::Plan p = compile(c.dtype, 4);
     std::vector<plan::ValueInfo> cs = caches(p);
@@ -735,6 +831,7 @@ TEST(PlanIO, LowersQuantizedCaches) {
       EXPECT_EQ(v.type, c.type) << c.dtype;
       EXPECT_EQ(v.kvScale, c.scale) << c.dtype;
       EXPECT_EQ(v.kvGroup, c.group) << c.dtype;
+      EXPECT_EQ(v.kvResidual, c.residual) << c.dtype;
     }
     // Static scales ride on the steps: two more operands, and nothing of
     // the operand segments leaks into the attributes.
@@ -755,6 +852,11 @@ TEST(PlanIO, LowersQuantizedCaches) {
         << c.dtype;
     auto r = plan::parsePlan(plan::serializePlan(p));
     EXPECT_TRUE(r) << c.dtype << ": " << r.status().message();
+  }
+  // An explicit KIVI residual window reaches the plan.
+  for (const plan::ValueInfo &v : caches(compile("int2", 0, 32))) {
+    EXPECT_EQ(v.kvResidual, 32);
+    EXPECT_EQ(v.kvGroup, 8); // head_dim 8: the largest even divisor
   }
   // auto resolves before the plan records it (int8 on the CPU).
   EXPECT_EQ(compile("auto", 0).configValue("kv_cache_dtype", -1),

@@ -42,9 +42,10 @@ Seqs heldOut(int first, int count) {
 
 std::shared_ptr<const plan::Plan>
 compile(const std::string &dtype, const core::KVAbsMax *calibration = nullptr,
-        std::vector<std::string> *warnings = nullptr) {
+        std::vector<std::string> *warnings = nullptr, int64_t residual = 0) {
   mlir::folio::CompileToPlanOptions o;
   o.kvCacheDtype = dtype;
+  o.kvCacheResidual = residual;
   if (calibration) {
     o.kvCalibration = calibration->values;
     o.kvCalibrationLayers = calibration->layers;
@@ -68,8 +69,11 @@ struct LogitsRun {
   int64_t vocab = 0;
 };
 
+/// Decode-style by default (one token of every sequence per step), so each
+/// token reads the cache as decoding would leave it.
 LogitsRun teacherForced(std::shared_ptr<const plan::Plan> plan,
-                        const Seqs &seqs, int64_t chunk = 1024) {
+                        const Seqs &seqs, int64_t chunk = 1024,
+                        int64_t perSequence = 1) {
   LogitsRun r;
   auto e = exec::createCPUExecutor();
   EXPECT_TRUE(e->load(plan));
@@ -82,6 +86,7 @@ LogitsRun teacherForced(std::shared_ptr<const plan::Plan> plan,
   std::map<std::pair<int64_t, int64_t>, std::vector<float>> rows;
   core::TeacherForcedOptions o;
   o.chunkTokens = chunk;
+  o.tokensPerSequence = perSequence;
   o.onLogits = [&](const std::vector<float> &logits, int64_t vocab,
                    const std::vector<int64_t> &seq,
                    const std::vector<int64_t> &pos) {
@@ -138,12 +143,15 @@ const Baseline &baseline() {
   return b;
 }
 
-/// The per-dtype bounds on the perplexity increase documented in
-/// docs/kv-cache-quantization.md.
+/// The per-dtype bounds on the perplexity increase: about three times what
+/// was measured on these eight windows, decoded one token a step (f16
+/// 0.000 %, bf16 0.005 %, fp8_e4m3 0.14 %, fp8_e5m2 0.08 %, int8 0.008 %,
+/// int4 0.10 %, int2 0.004 % with half the context in its window), so a
+/// doubled error fails; all inside docs/kv-cache-quantization.md's targets.
 double maxDeltaPct(const std::string &dtype) {
   static const std::map<std::string, double> bound = {
-      {"f16", 0.1},      {"bf16", 0.5}, {"fp8_e4m3", 1.0},
-      {"fp8_e5m2", 3.0}, {"int8", 0.5}, {"int4", 3.0}};
+      {"f16", 0.01},  {"bf16", 0.02}, {"fp8_e4m3", 0.45}, {"fp8_e5m2", 0.25},
+      {"int8", 0.03}, {"int4", 0.3},  {"int2", 0.05}};
   return bound.at(dtype);
 }
 
@@ -153,8 +161,10 @@ TEST(TeacherForced, ChunkedEqualsWhole) {
   const Baseline &b = baseline();
   ASSERT_TRUE(b.f32);
   Seqs two = heldOut(0, 2);
-  LogitsRun whole = teacherForced(b.f32, two, 1024);
-  LogitsRun chunked = teacherForced(b.f32, two, 37);
+  LogitsRun whole = teacherForced(b.f32, two, 1024, 0);
+  LogitsRun chunked = teacherForced(b.f32, two, 37, 0);
+  LogitsRun decode = teacherForced(b.f32, two, 1024, 1);
+  ASSERT_EQ(whole.logits.size(), decode.logits.size());
   ASSERT_EQ(whole.logits.size(), chunked.logits.size());
   double worst = 0, peak = 0;
   for (size_t i = 0; i < whole.logits.size(); ++i) {
@@ -162,6 +172,11 @@ TEST(TeacherForced, ChunkedEqualsWhole) {
         std::max(worst, double(std::fabs(whole.logits[i] - chunked.logits[i])));
     peak = std::max(peak, double(std::fabs(whole.logits[i])));
   }
+  EXPECT_LE(worst, 1e-5 * peak);
+  worst = 0;
+  for (size_t i = 0; i < whole.logits.size(); ++i)
+    worst =
+        std::max(worst, double(std::fabs(whole.logits[i] - decode.logits[i])));
   EXPECT_LE(worst, 1e-5 * peak);
 }
 
@@ -199,7 +214,27 @@ TEST_P(KVQuantModel, PerplexityWithinBound) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, KVQuantModel,
                          ::testing::Values("f16", "bf16", "fp8_e4m3",
-                                           "fp8_e5m2", "int8", "int4"));
+                                           "fp8_e5m2", "int8", "int4", "int2"));
+
+// int2 with the smallest window (one block): almost every key is read at
+// two bits, which is what KIVI's bound is about.
+TEST(KVQuantModel, Int2OneBlockWindowWithinTenPercent) {
+  const Baseline &b = baseline();
+  ASSERT_TRUE(b.f32);
+  auto p = compile("int2", nullptr, nullptr, 16);
+  ASSERT_TRUE(p);
+  LogitsRun run = teacherForced(p, b.eval);
+  double ppl = perplexity(run, b.eval);
+  double delta = 100.0 * (ppl - b.ppl) / b.ppl;
+  std::printf("int2, 16-token window: perplexity %.4f (%+.3f %%), argmax "
+              "agreement %.4f\n",
+              ppl, delta, argmaxAgreement(run, b.run));
+  EXPECT_LE(std::fabs(delta), 10.0);
+  // The prefill-all run reads every key in full precision: the window
+  // matters only once tokens age out of it.
+  LogitsRun prefill = teacherForced(p, b.eval, 4096, 0);
+  EXPECT_NEAR(perplexity(prefill, b.eval), b.ppl, 1e-3 * b.ppl);
+}
 
 TEST(KVCalibration, ScalesReachThePlan) {
   const Baseline &b = baseline();
