@@ -420,13 +420,15 @@ Expected<std::string> runKVQuant(const std::string &model,
     j.key("greedy_tokens_compared").value(compared);
     j.key("decode_tokens_per_s").value(*speed);
     std::string compiled = mlir::folio::planKVCacheDType(**plan);
-    bool computed =
-        compiled == "int8" || compiled == "int4" || compiled == "int2";
     j.key("kv_cache_dtype").value(compiled);
-    j.key("scales").value(computed         ? "per token, computed when written"
-                          : !fp8(compiled) ? "none"
-                          : calibration    ? "calibrated"
-                                           : "default (uncalibrated)");
+    j.key("scales").value(
+        compiled == "int2" ? "KIVI: keys per channel over a block, values per "
+                             "token, the newest tokens in full precision"
+        : compiled == "int8" || compiled == "int4"
+            ? "per token, computed when written"
+        : !fp8(compiled) ? "none"
+        : calibration    ? "calibrated"
+                         : "default (uncalibrated)");
     j.key("kv_cache_memory").value(o.kvCacheMemory);
     j.key("context").value(o.context);
     j.key("decode_batch").value(o.decodeBatch);

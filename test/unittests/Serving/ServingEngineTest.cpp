@@ -20,20 +20,27 @@ using namespace folio;
 
 namespace {
 
-std::shared_ptr<const plan::Plan> compileLlama() {
-  static std::shared_ptr<const plan::Plan> cached = [] {
+/// The zoo llama with the default KV cache (int8 on the CPU), or the given
+/// dtype.
+std::shared_ptr<const plan::Plan> compileLlama(const std::string &dtype = "") {
+  static std::map<std::string, std::shared_ptr<const plan::Plan>> cached;
+  auto &slot = cached[dtype];
+  if (!slot) {
     mlir::folio::CompileToPlanOptions options;
     options.blockSize = 4; // Small blocks: many block boundaries per prompt.
+    if (!dtype.empty())
+      options.kvCacheDtype = dtype;
+    options.kvCacheResidual = dtype == "int2" ? 8 : 0;
     auto p = mlir::folio::compileONNXToPlan(std::string(FOLIO_SOURCE_DIR) +
                                                 "/models/zoo/llama/cached.onnx",
                                             options);
     if (!p) {
       ADD_FAILURE() << llvm::toString(p.takeError());
-      return std::shared_ptr<const plan::Plan>();
+      return nullptr;
     }
-    return std::make_shared<const plan::Plan>(std::move(*p));
-  }();
-  return cached;
+    slot = std::make_shared<const plan::Plan>(std::move(*p));
+  }
+  return slot;
 }
 
 const std::vector<std::vector<TokenId>> kPrompts = {
@@ -45,8 +52,8 @@ const std::vector<std::vector<TokenId>> kPrompts = {
 constexpr size_t kNewTokens = 12;
 
 /// The reference: every prompt in one plain batch, greedy.
-std::vector<std::vector<TokenId>> reference() {
-  auto p = compileLlama();
+std::vector<std::vector<TokenId>> reference(const std::string &dtype = "") {
+  auto p = compileLlama(dtype);
   auto engine =
       core::Engine::create(p, exec::createCPUExecutor(),
                            core::Engine::blocksFor(kPrompts, kNewTokens, 4));
@@ -64,6 +71,7 @@ struct EngineSetup {
   size_t maxNumSeqs = 256;
   bool prefixCaching = false;
   size_t maxModelLen = 64;
+  std::string dtype; ///< KV cache; empty: the default
 };
 
 std::unique_ptr<core::ServingEngine> makeEngine(const EngineSetup &setup) {
@@ -77,7 +85,7 @@ std::unique_ptr<core::ServingEngine> makeEngine(const EngineSetup &setup) {
   kv.blockSize = 4;
   kv.enablePrefixCaching = setup.prefixCaching;
   auto engine = core::ServingEngine::create(
-      compileLlama(), exec::createCPUExecutor(), config, kv);
+      compileLlama(setup.dtype), exec::createCPUExecutor(), config, kv);
   EXPECT_TRUE(engine) << engine.status().message();
   return engine ? std::move(*engine) : nullptr;
 }
@@ -167,6 +175,40 @@ TEST(ServingEngine, PrefixCacheHitsGiveTheSameTokens) {
   expectMatchesReference(serve(*engine, again));
   EXPECT_GT(engine->getScheduler().kvCache().numPrefixHitTokens(), hitsBefore)
       << "the second round was meant to hit the prefix cache";
+}
+
+// int2 (KIVI) keeps each sequence's newest tokens in full precision and
+// quantizes blocks as they age, from the executor's view of each step.
+// Served with every sequence in every step, that is the plain batch's
+// schedule, so the tokens are the same.
+TEST(ServingEngine, Int2GreedyMatchesThePlainBatch) {
+  EngineSetup setup;
+  setup.dtype = "int2";
+  auto engine = makeEngine(setup);
+  ASSERT_TRUE(engine);
+  auto served = serve(*engine, greedyRequests());
+  std::vector<std::vector<TokenId>> ref = reference("int2");
+  for (size_t i = 0; i < kPrompts.size(); ++i)
+    EXPECT_EQ(served["r" + std::to_string(i)], ref[i]) << "request r" << i;
+}
+
+// Under preemption (recomputed prefixes are written afresh) and prefix
+// hits (blocks read quantized by another sequence), every request still
+// completes.
+TEST(ServingEngine, Int2ServesUnderPreemptionAndPrefixHits) {
+  EngineSetup setup;
+  setup.dtype = "int2";
+  setup.numBlocks = 12;
+  setup.maxModelLen = 28;
+  setup.prefixCaching = true;
+  auto engine = makeEngine(setup);
+  ASSERT_TRUE(engine);
+  for (int round = 0; round < 2; ++round) {
+    auto served = serve(*engine, greedyRequests());
+    for (size_t i = 0; i < kPrompts.size(); ++i)
+      EXPECT_EQ(served["r" + std::to_string(i)].size(), kNewTokens);
+  }
+  EXPECT_GT(engine->getScheduler().numPreemptions(), 0u);
 }
 
 TEST(ServingEngine, SeededSamplingIgnoresTheBatchMix) {
