@@ -24,8 +24,9 @@ struct FolioPipelineOptions : public PassPipelineOptions<FolioPipelineOptions> {
       llvm::cl::init("auto")};
   Option<int64_t> blockSize{
       *this, "block-size",
-      llvm::cl::desc("KV-cache block size in tokens (power of two, 1..256)"),
-      llvm::cl::init(16)};
+      llvm::cl::desc("KV-cache block size in tokens (power of two, 1..256); "
+                     "0: 16, or 32 for int2 caches"),
+      llvm::cl::init(0)};
   ListOption<int64_t> kvCacheSkipLayers{
       *this, "kv-cache-dtype-skip-layers",
       llvm::cl::desc("Layers whose KV caches stay at 16 bits (bf16) when the "

@@ -37,7 +37,8 @@ struct CompileToPlanOptions {
   /// int2 (KIVI) caches: the newest tokens kept in full precision; 0: 128
   /// rounded up to a multiple of the block size.
   int64_t kvCacheResidual = 0;
-  int64_t blockSize = 16;
+  /// 0: 16, or 32 for int2 caches.
+  int64_t blockSize = 0;
   /// Calibrated abs-max of K and V per layer and KV head, [layers, 2,
   /// kvHeads] row-major, for caches with static scales (fp8); empty: none,
   /// and quantize-kv warns and uses its documented default.

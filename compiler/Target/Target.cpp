@@ -106,6 +106,12 @@ unsigned kvCacheDTypeBits(KVCacheDType dtype) {
   return 0;
 }
 
+int64_t resolveBlockSize(KVCacheDType resolved, int64_t requested) {
+  if (requested != 0)
+    return requested;
+  return resolved == KVCacheDType::Int2 ? 32 : 16;
+}
+
 bool isValidBlockSize(int64_t blockSize) {
   return blockSize >= 1 && blockSize <= 256 &&
          (blockSize & (blockSize - 1)) == 0;

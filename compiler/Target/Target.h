@@ -54,6 +54,12 @@ unsigned kvCacheDTypeBits(KVCacheDType dtype);
 /// KV block sizes are powers of two from 1 to 256 tokens.
 bool isValidBlockSize(int64_t blockSize);
 
+/// The block size for a resolved cache dtype when none was asked for (0):
+/// 32 for int2, whose keys are quantized per channel over a block (KIVI's
+/// group of 32 tokens; their scales then cost under 0.10x of an f32
+/// cache), 16 otherwise. A requested size is returned unchanged.
+int64_t resolveBlockSize(KVCacheDType resolved, int64_t requested);
+
 } // namespace folio
 
 #endif // FOLIO_TARGET_TARGET_H

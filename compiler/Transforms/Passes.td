@@ -31,8 +31,9 @@ def FolioSetTargetPass : Pass<"folio-set-target", "::mlir::ModuleOp"> {
            /*default=*/"\"auto\"",
            "KV-cache dtype: auto, f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, "
            "int4, int2">,
-    Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
-           "KV-cache block size in tokens: a power of two from 1 to 256">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"0",
+           "KV-cache block size in tokens: a power of two from 1 to 256; "
+           "0: 16, or 32 for int2 caches">,
   ];
 }
 

@@ -38,22 +38,23 @@ struct SetTargetPass
                          << ::folio::supportedKVCacheDTypes();
       return signalPassFailure();
     }
-    if (!::folio::isValidBlockSize(blockSize)) {
+    ::folio::KVCacheDType dtype =
+        ::folio::resolveKVCacheDType(*parsedTarget, *requested);
+    int64_t block = ::folio::resolveBlockSize(dtype, blockSize);
+    if (!::folio::isValidBlockSize(block)) {
       module.emitError() << "block-size must be a power of two from 1 to 256, "
                             "got "
-                         << static_cast<int64_t>(blockSize);
+                         << block;
       return signalPassFailure();
     }
 
     Builder b(module.getContext());
-    ::folio::KVCacheDType dtype =
-        ::folio::resolveKVCacheDType(*parsedTarget, *requested);
     NamedAttribute attrs[] = {
         b.getNamedAttr(kTargetAttrName,
                        b.getStringAttr(::folio::targetName(*parsedTarget))),
         b.getNamedAttr(kKVCacheDTypeAttrName,
                        b.getStringAttr(::folio::kvCacheDTypeName(dtype))),
-        b.getNamedAttr(kBlockSizeAttrName, b.getI64IntegerAttr(blockSize)),
+        b.getNamedAttr(kBlockSizeAttrName, b.getI64IntegerAttr(block)),
     };
     // A module compiled for one configuration must not silently be
     // re-targeted: its caches and kernels were specialised for it.

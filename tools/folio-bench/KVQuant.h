@@ -20,7 +20,7 @@ struct KVQuantOptions {
   /// Cache dtypes; f32 (the baseline) is measured whether listed or not.
   std::vector<std::string> dtypes = {"f32",  "bf16", "fp8_e4m3", "fp8_e5m2",
                                      "int8", "int4", "int2"};
-  int64_t blockSize = 16;
+  int64_t blockSize = 0; ///< 0: the compiler's default per dtype
   /// Held-out windows, int32 little-endian, evalWindow tokens each.
   std::string evalData;
   int64_t evalWindow = 256;

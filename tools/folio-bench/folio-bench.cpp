@@ -51,7 +51,8 @@ const char *const kUsage =
     "  --gemm-sizes L      square GEMM sizes; the peak is the best of them\n"
     "                      (default 2048,4096)\n"
     "  --block-size B      KV block size when compiling an .onnx (default "
-    "16)\n"
+    "16,\n"
+    "                      or 32 for int2 caches)\n"
     "  --kv-cache-dtype D  KV-cache storage when compiling an .onnx (default\n"
     "                      auto: int8 on the CPU); with a .folio, what it was\n"
     "                      compiled with\n"
@@ -127,7 +128,7 @@ std::vector<std::string> split(const std::string &s) {
 
 struct Options {
   std::string mode, model;
-  int64_t blockSize = 16;
+  int64_t blockSize = 0; ///< 0: the compiler's default
   std::vector<std::string> kvCacheDtypes;
   bench::KVQuantOptions kvQuant;
   bool repeatsGiven = false, decodeTokensGiven = false;

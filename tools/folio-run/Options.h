@@ -24,8 +24,8 @@ struct Options {
   std::string dumpLogits;
   bool json = false;
   std::string weightDtype = "f32";
-  int64_t threads = 0; ///< 0 = FOLIO_NUM_THREADS or every core
-  int64_t blockSize = 16;
+  int64_t threads = 0;   ///< 0 = FOLIO_NUM_THREADS or every core
+  int64_t blockSize = 0; ///< 0: the compiler's default
   std::string kvCacheDtype = "auto";
   int64_t maxModelLen = 0;
   bool help = false;

@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
   if (!loaded)
     return fail(loaded.status());
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
-  int64_t blockSize = plan->configValue("block_size", o.blockSize);
+  int64_t blockSize = plan->configValue("block_size", 16);
   int64_t numBlocks =
       core::Engine::blocksFor(o.prompts, o.maxNewTokens, blockSize);
   exec::ExecutorOptions eopts;

@@ -152,8 +152,9 @@ cl::opt<std::string> tokenizerPath("tokenizer",
                                    cl::cat(folioCategory));
 cl::opt<int64_t> blockSize("block-size",
                            cl::desc("KV-cache block size in tokens (power of "
-                                    "two, 1..256)"),
-                           cl::init(16), cl::cat(folioCategory));
+                                    "two, 1..256; default 16, or 32 for "
+                                    "int2 caches)"),
+                           cl::init(0), cl::cat(folioCategory));
 cl::opt<bool> dumpImport("dump-import",
                          cl::desc("Also print the imported IR to stderr "
                                   "(the pipeline's IR: "

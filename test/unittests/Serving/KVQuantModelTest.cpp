@@ -42,10 +42,12 @@ Seqs heldOut(int first, int count) {
 
 std::shared_ptr<const plan::Plan>
 compile(const std::string &dtype, const core::KVAbsMax *calibration = nullptr,
-        std::vector<std::string> *warnings = nullptr, int64_t residual = 0) {
+        std::vector<std::string> *warnings = nullptr, int64_t residual = 0,
+        int64_t blockSize = 0) {
   mlir::folio::CompileToPlanOptions o;
   o.kvCacheDtype = dtype;
   o.kvCacheResidual = residual;
+  o.blockSize = blockSize;
   if (calibration) {
     o.kvCalibration = calibration->values;
     o.kvCalibrationLayers = calibration->layers;
@@ -146,12 +148,12 @@ const Baseline &baseline() {
 /// The per-dtype bounds on the perplexity increase: about three times what
 /// was measured on these eight windows, decoded one token a step (f16
 /// 0.000 %, bf16 0.005 %, fp8_e4m3 0.14 %, fp8_e5m2 0.08 %, int8 0.008 %,
-/// int4 0.10 %, int2 0.004 % with half the context in its window), so a
+/// int4 0.10 %, int2 0.02 % with half the context in its window), so a
 /// doubled error fails; all inside docs/kv-cache-quantization.md's targets.
 double maxDeltaPct(const std::string &dtype) {
   static const std::map<std::string, double> bound = {
       {"f16", 0.01},  {"bf16", 0.02}, {"fp8_e4m3", 0.45}, {"fp8_e5m2", 0.25},
-      {"int8", 0.03}, {"int4", 0.3},  {"int2", 0.05}};
+      {"int8", 0.03}, {"int4", 0.3},  {"int2", 0.1}};
   return bound.at(dtype);
 }
 
@@ -216,12 +218,12 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, KVQuantModel,
                          ::testing::Values("f16", "bf16", "fp8_e4m3",
                                            "fp8_e5m2", "int8", "int4", "int2"));
 
-// int2 with the smallest window (one block): almost every key is read at
-// two bits, which is what KIVI's bound is about.
+// int2 with the smallest window (one block of 16): almost every key is
+// read at two bits, which is what KIVI's bound is about.
 TEST(KVQuantModel, Int2OneBlockWindowWithinTenPercent) {
   const Baseline &b = baseline();
   ASSERT_TRUE(b.f32);
-  auto p = compile("int2", nullptr, nullptr, 16);
+  auto p = compile("int2", nullptr, nullptr, 16, 16);
   ASSERT_TRUE(p);
   LogitsRun run = teacherForced(p, b.eval);
   double ppl = perplexity(run, b.eval);
