@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -83,35 +84,48 @@ makeExecutor(std::shared_ptr<const plan::Plan> plan, int64_t blocks,
   return e;
 }
 
-/// exp(mean NLL of each window's next tokens).
-Expected<double> perplexity(std::shared_ptr<const plan::Plan> plan,
-                            const Seqs &windows, int64_t threads) {
+/// Calls `row(seq, pos, logits)` for every position of every sequence,
+/// one token of each sequence per step, as decode reads the cache.
+using RowFn = std::function<void(const std::vector<TokenId> &seq, int64_t pos,
+                                 const float *logits, int64_t vocab)>;
+Status forEachRow(std::shared_ptr<const plan::Plan> plan, const Seqs &seqs,
+                  int64_t threads, const RowFn &row) {
   int64_t block = plan->configValue("block_size", 16);
   Expected<std::unique_ptr<exec::Executor>> e =
-      makeExecutor(plan, core::teacherForcedBlocks(windows, block), threads);
+      makeExecutor(plan, core::teacherForcedBlocks(seqs, block), threads);
   if (!e)
     return e.status();
-  double nll = 0;
-  int64_t scored = 0;
   core::TeacherForcedOptions o;
   o.chunkTokens = 1024;
-  o.tokensPerSequence = 1; // as decode reads the cache
+  o.tokensPerSequence = 1;
   o.onLogits = [&](const std::vector<float> &logits, int64_t vocab,
                    const std::vector<int64_t> &seq,
                    const std::vector<int64_t> &pos) {
-    for (size_t r = 0; r < seq.size(); ++r) {
-      const std::vector<TokenId> &w = windows[size_t(seq[r])];
-      if (pos[r] + 1 >= int64_t(w.size()))
-        continue;
-      const float *row = logits.data() + r * size_t(vocab);
-      double peak = *std::max_element(row, row + vocab), sum = 0;
-      for (int64_t v = 0; v < vocab; ++v)
-        sum += std::exp(double(row[v]) - peak);
-      nll += peak + std::log(sum) - row[w[size_t(pos[r] + 1)]];
-      ++scored;
-    }
+    for (size_t r = 0; r < seq.size(); ++r)
+      row(seqs[size_t(seq[r])], pos[r], logits.data() + r * size_t(vocab),
+          vocab);
   };
-  if (Status s = core::runTeacherForced(**e, windows, o); !s)
+  return core::runTeacherForced(**e, seqs, o);
+}
+
+/// exp(mean NLL of each window's next tokens).
+Expected<double> perplexity(std::shared_ptr<const plan::Plan> plan,
+                            const Seqs &windows, int64_t threads) {
+  double nll = 0;
+  int64_t scored = 0;
+  Status s = forEachRow(plan, windows, threads,
+                        [&](const std::vector<TokenId> &w, int64_t pos,
+                            const float *row, int64_t vocab) {
+                          if (pos + 1 >= int64_t(w.size()))
+                            return;
+                          double peak = *std::max_element(row, row + vocab),
+                                 sum = 0;
+                          for (int64_t v = 0; v < vocab; ++v)
+                            sum += std::exp(double(row[v]) - peak);
+                          nll += peak + std::log(sum) - row[w[size_t(pos + 1)]];
+                          ++scored;
+                        });
+  if (!s)
     return s;
   return std::exp(nll / double(std::max<int64_t>(scored, 1)));
 }
@@ -170,30 +184,20 @@ Expected<Seqs> greedyContinue(std::shared_ptr<const plan::Plan> plan,
 Expected<double> agreement(std::shared_ptr<const plan::Plan> plan,
                            const Seqs &reference, int64_t promptTokens,
                            int64_t threads, int64_t &compared) {
-  int64_t block = plan->configValue("block_size", 16);
-  Expected<std::unique_ptr<exec::Executor>> e =
-      makeExecutor(plan, core::teacherForcedBlocks(reference, block), threads);
-  if (!e)
-    return e.status();
   int64_t same = 0;
   compared = 0;
-  core::TeacherForcedOptions o;
-  o.chunkTokens = 1024;
-  o.tokensPerSequence = 1; // as decode reads the cache
-  o.onLogits = [&](const std::vector<float> &logits, int64_t vocab,
-                   const std::vector<int64_t> &seq,
-                   const std::vector<int64_t> &pos) {
-    for (size_t r = 0; r < seq.size(); ++r) {
-      const std::vector<TokenId> &s = reference[size_t(seq[r])];
-      // Rows predicting a generated token: positions promptTokens-1 on.
-      if (pos[r] + 1 < promptTokens || pos[r] + 1 >= int64_t(s.size()))
-        continue;
-      ++compared;
-      same += argmax(logits.data() + r * size_t(vocab), vocab) ==
-              s[size_t(pos[r] + 1)];
-    }
-  };
-  if (Status s = core::runTeacherForced(**e, reference, o); !s)
+  Status s =
+      forEachRow(plan, reference, threads,
+                 [&](const std::vector<TokenId> &seq, int64_t pos,
+                     const float *row, int64_t vocab) {
+                   // Rows predicting a generated token: positions
+                   // promptTokens-1 on.
+                   if (pos + 1 < promptTokens || pos + 1 >= int64_t(seq.size()))
+                     return;
+                   ++compared;
+                   same += argmax(row, vocab) == seq[size_t(pos + 1)];
+                 });
+  if (!s)
     return s;
   return compared ? double(same) / double(compared) : 0.0;
 }
