@@ -338,10 +338,12 @@ std::string cacheFormatError(const ValueInfo &v) {
     // Keys per channel over a block, values per token over kvGroup
     // channels, four elements per byte; the newest kvResidual tokens in
     // whole blocks of full precision.
-    if (v.kvResidual <= 0 || v.kvResidual % v.blockSize != 0)
+    if (v.kvResidual <= 0 || v.kvResidual % v.blockSize != 0 ||
+        v.kvResidual > kMaxKiviResidual)
       return "the residual window must be a positive multiple of the block "
              "size " +
-             std::to_string(v.blockSize);
+             std::to_string(v.blockSize) + " up to " +
+             std::to_string(kMaxKiviResidual) + " tokens";
     if (v.kvGroup <= 0 || v.headDim % v.kvGroup != 0)
       return "the group must divide head_dim " + std::to_string(v.headDim);
     if (v.headDim % 4 != 0)

@@ -33,6 +33,9 @@ inline constexpr char kPlanMagic[9] = "FOLIOPLN";
 /// tokens x 4 bytes = 2^34) is far from overflowing a size computation.
 inline constexpr int64_t kMaxKVHeads = 4096;
 inline constexpr int64_t kMaxHeadDim = 4096;
+/// The longest int2 (KIVI) full-precision window: it lives outside the KV
+/// block budget, so it must stay a small part of a context.
+inline constexpr int64_t kMaxKiviResidual = 8192;
 
 /// The values the config's `kv_cache_dtype` may take: folio::KVCacheDType
 /// (compiler/Target/Target.h) from F32 = 1 to Int2 = 8, never Auto = 0

@@ -238,10 +238,13 @@ QuantizeKVPass::targetType(func::FuncOp func, unsigned layer, KVCacheType from,
     int64_t window = residual;
     if (residual == 0)
       window = (kDefaultResidual + block - 1) / block * block;
-    if (window <= 0 || window % block != 0 ||
-        window > int64_t(std::numeric_limits<unsigned>::max())) {
+    // The window lives outside the KV block budget (the runtime keeps it
+    // in f32): a small part of a context, as in KIVI (32 to 128 tokens).
+    constexpr int64_t kMaxResidual = 8192;
+    if (window <= 0 || window % block != 0 || window > kMaxResidual) {
       fail() << "residual " << int64_t(residual)
-             << " must be a positive multiple of the block size " << block;
+             << " must be a positive multiple of the block size " << block
+             << " up to " << kMaxResidual << " tokens";
       return failure();
     }
     // 0: as for int4, the largest even divisor of head_dim up to 32 (one

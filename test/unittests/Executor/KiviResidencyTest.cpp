@@ -126,7 +126,7 @@ TEST(KiviResidency, WindowAndWrittenBlocksStayResident) {
   EXPECT_EQ(r.entriesInUse(), 3);
 }
 
-TEST(KiviResidency, UnscheduledBlocksAreQuantizedAndEntriesReused) {
+TEST(KiviResidency, SequenceSittingOutAStepKeepsItsWindow) {
   Layer l;
   KiviResidency r;
   r.reset(kBlocks, kBlock, kResidual);
@@ -134,24 +134,89 @@ TEST(KiviResidency, UnscheduledBlocksAreQuantizedAndEntriesReused) {
   ForwardBatch a = makeBatch({{{1, 2}, 6, 6}});
   ASSERT_TRUE(r.prepare(a, {&l.view}));
   write(l, a, rng);
-  int32_t e1 = r.entryOf(1), e2 = r.entryOf(2);
-  // Another sequence alone: the first one's blocks are quantized, and
-  // their entries serve the new blocks.
+  int32_t e2 = r.entryOf(2);
+  // Another sequence alone: the first one's blocks are held by no scheduled
+  // sequence, and few, so they stay in full precision.
   ForwardBatch b = makeBatch({{{5}, 3, 3}});
   ASSERT_TRUE(r.prepare(b, {&l.view}));
-  EXPECT_EQ(r.entryOf(1), -1);
-  EXPECT_EQ(r.entryOf(2), -1);
-  int32_t e5 = r.entryOf(5);
-  EXPECT_TRUE(e5 == e1 || e5 == e2);
-  EXPECT_EQ(r.entriesInUse(), 1);
-  // The first sequence comes back and continues block 2 at slot 2: the
-  // two slots written before are widened back from int2, within its step.
   write(l, b, rng);
+  EXPECT_GE(r.entryOf(1), 0);
+  EXPECT_EQ(r.entryOf(2), e2);
+  EXPECT_NE(r.entryOf(5), e2);
+  // It comes back and continues block 2 at slot 2.
   ForwardBatch c = makeBatch({{{1, 2}, 7, 1}});
   ASSERT_TRUE(r.prepare(c, {&l.view}));
-  EXPECT_GE(r.entryOf(2), 0);
+  EXPECT_EQ(r.entryOf(2), e2);
   EXPECT_EQ(r.filledOf(2), 3);
-  EXPECT_EQ(r.entryOf(1), -1); // read quantized: outside what is written
+}
+
+TEST(KiviResidency, UnheldBlocksBeyondTheSlackAreQuantizedAndWidenedBack) {
+  constexpr int64_t kMany = 40;
+  Layer l;
+  l.view.numBlocks = kMany + 2;
+  l.k.assign(l.view.poolBytes(), 0);
+  l.v.assign(l.view.poolBytes(), 0);
+  l.kp.assign(l.view.kParamPoolBytes(), 0);
+  l.vp.assign(l.view.vParamPoolBytes(), 0);
+  l.view.k = l.k.data();
+  l.view.v = l.v.data();
+  l.view.kParams = l.kp.data();
+  l.view.vParams = l.vp.data();
+  KiviResidency r;
+  r.reset(kMany + 2, kBlock, kResidual);
+  std::mt19937 rng(4);
+  // 30 one-block sequences of two tokens, then one other sequence alone.
+  std::vector<Seq> many;
+  for (int32_t b = 1; b <= 30; ++b)
+    many.push_back({{b}, 2, 2});
+  ForwardBatch a = makeBatch(many);
+  ASSERT_TRUE(r.prepare(a, {&l.view}));
+  write(l, a, rng);
+  ForwardBatch b = makeBatch({{{kMany + 1}, 1, 1}});
+  ASSERT_TRUE(r.prepare(b, {&l.view}));
+  write(l, b, rng);
+  // One block in use: 16 of the 30 unheld ones are kept, 14 quantized.
+  int64_t quantized = 0, victim = -1;
+  for (int32_t blk = 1; blk <= 30; ++blk)
+    if (r.entryOf(blk) < 0) {
+      ++quantized;
+      victim = blk;
+    }
+  EXPECT_EQ(quantized, 14);
+  ASSERT_GT(victim, 0);
+  // Its sequence comes back at slot 2: the two slots are widened back and
+  // read the same as the quantized block did.
+  ForwardBatch c = makeBatch({{{int32_t(victim)}, 3, 1}});
+  ASSERT_TRUE(r.prepare(c, {&l.view}));
+  EXPECT_GE(r.entryOf(victim), 0);
+  EXPECT_EQ(r.filledOf(victim), 3);
+}
+
+TEST(KiviResidency, LayersOfDifferentShapesGetTheirOwnRowSize) {
+  Layer small, big;
+  big.view.numKvHeads = 4 * kHeads;
+  big.k.assign(big.view.poolBytes(), 0);
+  big.v.assign(big.view.poolBytes(), 0);
+  big.kp.assign(big.view.kParamPoolBytes(), 0);
+  big.vp.assign(big.view.vParamPoolBytes(), 0);
+  big.view.k = big.k.data();
+  big.view.v = big.v.data();
+  big.view.kParams = big.kp.data();
+  big.view.vParams = big.vp.data();
+  KiviResidency r;
+  r.reset(kBlocks, kBlock, kResidual);
+  ForwardBatch a = makeBatch({{{1, 2, 3}, 12, 12}});
+  ASSERT_TRUE(r.prepare(a, {&small.view, &big.view}));
+  // Every slot of every written block, in the larger layer's row size.
+  std::vector<float> k(size_t(12 * big.view.slotElements()), 1.0f);
+  ASSERT_TRUE(cpu::kvWrite(big.view, k.data(), big.view.slotElements(),
+                           k.data(), big.view.slotElements(),
+                           a.slotMapping.data(), 12)
+                  .ok());
+  // Read back through the pools' own size.
+  const float *row = big.view.kResidual + (int64_t(r.entryOf(3)) * kBlock + 3) *
+                                              big.view.slotElements();
+  EXPECT_EQ(row[big.view.slotElements() - 1], 1.0f);
 }
 
 TEST(KiviResidency, BlockReusedFromSlotZeroStartsEmpty) {

@@ -484,15 +484,19 @@ TEST(PlanIO, RejectsBadCacheFormats) {
   EXPECT_EQ(error(kiviValue(32, 0)),
             "plan: value 0 is a KV cache of int2 with scale kivi, group 32 "
             "and residual 0: the residual window must be a positive multiple "
-            "of the block size 16");
+            "of the block size 16 up to 8192 tokens");
   EXPECT_EQ(error(kiviValue(32, -16)),
             "plan: value 0 is a KV cache of int2 with scale kivi, group 32 "
             "and residual -16: the residual window must be a positive "
-            "multiple of the block size 16");
+            "multiple of the block size 16 up to 8192 tokens");
   EXPECT_EQ(error(kiviValue(32, 24)),
             "plan: value 0 is a KV cache of int2 with scale kivi, group 32 "
             "and residual 24: the residual window must be a positive multiple "
-            "of the block size 16");
+            "of the block size 16 up to 8192 tokens");
+  EXPECT_EQ(error(kiviValue(32, 8192 + 16)),
+            "plan: value 0 is a KV cache of int2 with scale kivi, group 32 "
+            "and residual 8208: the residual window must be a positive "
+            "multiple of the block size 16 up to 8192 tokens");
   EXPECT_EQ(error(kiviValue(0, 128)),
             "plan: value 0 is a KV cache of int2 with scale kivi, group 0 and "
             "residual 128: the group must divide head_dim 64");

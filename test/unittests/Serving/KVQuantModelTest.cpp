@@ -210,8 +210,9 @@ TEST_P(KVQuantModel, PerplexityWithinBound) {
               "%.4f\n",
               dtype.c_str(), ppl, b.ppl, delta, agree);
   EXPECT_LE(std::fabs(delta), maxDeltaPct(dtype));
-  if (dtype == "int8")
+  if (dtype == "int8") {
     EXPECT_GE(agree, 0.99);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, KVQuantModel,
