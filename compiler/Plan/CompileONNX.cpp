@@ -131,7 +131,8 @@ mlir::folio::loadOrCompilePlan(const std::string &path,
     return StringRef(path).ends_with(suffix);
   };
   if (endsWith(".folio")) {
-    ::folio::Expected<::folio::plan::Plan> p = ::folio::plan::readPlan(path);
+    ::folio::Expected<::folio::plan::Plan> p = ::folio::plan::readPlan(
+        path, ::folio::plan::ReadPlanOptions{options.verifyWeights});
     if (!p)
       return p;
     if (::folio::Status s = checkPlanKVCacheDType(*p, path, options); !s)

@@ -45,6 +45,10 @@ struct CompileToPlanOptions {
   std::vector<float> kvCalibration;
   int64_t kvCalibrationLayers = 0;
   int64_t kvCalibrationHeads = 0;
+  /// A .folio plan only: hash its weight blob against the checksum the file
+  /// stores (the metadata's is always checked). Off skips one pass over
+  /// the weights at load time and trusts them.
+  bool verifyWeights = true;
   /// Receives each compiler warning; unset: printed to stderr.
   std::function<void(const std::string &)> onWarning;
 };

@@ -2,6 +2,7 @@
 
 #include "runtime/Plan/PlanIO.h"
 
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -15,7 +16,7 @@ namespace {
 
 enum AttrTag : uint8_t { TagInt = 0, TagFloat, TagString, TagInts, TagFloats };
 
-constexpr uint64_t kFixedHeader = 40;
+constexpr uint64_t kFixedHeader = 64;
 
 class Writer {
 public:
@@ -269,26 +270,93 @@ Status decodeHeader(Reader &r, Plan &plan) {
   return Status::ok();
 }
 
+uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+uint64_t load64(const uint8_t *p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v; // The format (and every supported host) is little-endian.
+}
+
+uint32_t load32(const uint8_t *p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+constexpr uint64_t kP1 = 0x9E3779B185EBCA87ULL, kP2 = 0xC2B2AE3D27D4EB4FULL,
+                   kP3 = 0x165667B19E3779F9ULL, kP4 = 0x85EBCA77C2B2AE63ULL,
+                   kP5 = 0x27D4EB2F165667C5ULL;
+
+uint64_t xxRound(uint64_t acc, uint64_t input) {
+  return rotl(acc + input * kP2, 31) * kP1;
+}
+
+uint64_t xxMerge(uint64_t acc, uint64_t v) {
+  return (acc ^ xxRound(0, v)) * kP1 + kP4;
+}
+
+std::string hex(uint64_t v) {
+  char buf[19];
+  std::snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
+  return buf;
+}
+
+/// The metadata hash of an artifact whose blob starts at `blobOffset`:
+/// everything before the blob, with its own field read as zero.
+uint64_t metadataHash(const uint8_t *data, uint64_t blobOffset) {
+  std::string meta(reinterpret_cast<const char *>(data), blobOffset);
+  std::memset(&meta[kMetadataHashOffset], 0, 8);
+  return planHash(meta.data(), meta.size());
+}
+
 Expected<Plan> parseBytes(const uint8_t *data, uint64_t size,
-                          std::shared_ptr<void> keepAlive) {
-  if (size < kFixedHeader || std::memcmp(data, kPlanMagic, 8) != 0)
+                          std::shared_ptr<void> keepAlive,
+                          const ReadPlanOptions &options) {
+  if (size < 16 || std::memcmp(data, kPlanMagic, 8) != 0)
     return Status::invalidArgument(
         "not a Folio plan (missing the FOLIOPLN magic)");
-  Reader fixed(data + 8, kFixedHeader - 8);
-  uint32_t version = fixed.pod<uint32_t>();
-  fixed.pod<uint32_t>();
-  uint64_t headerOffset = fixed.pod<uint64_t>();
-  uint64_t headerBytes = fixed.pod<uint64_t>();
-  uint64_t blobOffset = fixed.pod<uint64_t>();
+  uint32_t version = load32(data + 8);
   if (version != kPlanVersion)
     return Status::invalidArgument(
         "plan format version " + std::to_string(version) +
         " is not supported (this runtime reads version " +
         std::to_string(kPlanVersion) + "); recompile the model with folioc");
+  // A file cut inside its fixed header has no size to compare with.
+  uint64_t fileBytes =
+      size >= kFixedHeader ? load64(data + kFileBytesOffset) : kFixedHeader;
+  if (size < kFixedHeader || fileBytes != size)
+    return Status::invalidArgument(
+        "plan: the file is " + std::to_string(size) +
+        " bytes but its header says " + std::to_string(fileBytes) +
+        (size < fileBytes ? " (truncated)" : " (bytes appended)"));
+  Reader fixed(data + 16, 24);
+  uint64_t headerOffset = fixed.pod<uint64_t>();
+  uint64_t headerBytes = fixed.pod<uint64_t>();
+  uint64_t blobOffset = fixed.pod<uint64_t>();
   if (headerOffset != kFixedHeader || headerBytes > size - headerOffset ||
       blobOffset < headerOffset + headerBytes || blobOffset > size ||
       blobOffset % kBlobAlignment != 0)
     return Status::invalidArgument("plan: header or blob offsets out of range");
+  uint64_t wantMeta = load64(data + kMetadataHashOffset);
+  uint64_t gotMeta = metadataHash(data, blobOffset);
+  if (gotMeta != wantMeta)
+    return Status::invalidArgument(
+        "plan: the metadata section (" + std::to_string(blobOffset) +
+        " bytes) fails its checksum: the header says " + hex(wantMeta) +
+        ", the bytes hash to " + hex(gotMeta) +
+        "; the file is corrupt (re-copy or recompile it)");
+  if (options.verifyWeights) {
+    uint64_t wantWeights = load64(data + kWeightsHashOffset);
+    uint64_t gotWeights = planHash(data + blobOffset, size - blobOffset);
+    if (gotWeights != wantWeights)
+      return Status::invalidArgument(
+          "plan: the weights section (" + std::to_string(size - blobOffset) +
+          " bytes at offset " + std::to_string(blobOffset) +
+          ") fails its checksum: the header says " + hex(wantWeights) +
+          ", the bytes hash to " + hex(gotWeights) +
+          "; the file is corrupt (re-copy or recompile it)");
+  }
   Plan plan;
   Reader r(data + headerOffset, headerBytes);
   if (Status s = decodeHeader(r, plan); !s)
@@ -457,6 +525,46 @@ Status checkSameScales(const Step &s, int32_t cacheId, size_t numBefore,
 
 } // namespace
 
+uint64_t planHash(const void *data, uint64_t bytes) {
+  // XXH64 with seed 0, as the xxHash specification defines it.
+  const uint8_t *p = static_cast<const uint8_t *>(data);
+  const uint8_t *end = p + bytes;
+  uint64_t h;
+  if (bytes >= 32) {
+    uint64_t v1 = kP1 + kP2, v2 = kP2, v3 = 0, v4 = 0 - kP1;
+    const uint8_t *limit = end - 32;
+    do {
+      v1 = xxRound(v1, load64(p));
+      v2 = xxRound(v2, load64(p + 8));
+      v3 = xxRound(v3, load64(p + 16));
+      v4 = xxRound(v4, load64(p + 24));
+      p += 32;
+    } while (p <= limit);
+    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+    h = xxMerge(h, v1);
+    h = xxMerge(h, v2);
+    h = xxMerge(h, v3);
+    h = xxMerge(h, v4);
+  } else {
+    h = kP5;
+  }
+  h += bytes;
+  for (; end - p >= 8; p += 8)
+    h = rotl(h ^ xxRound(0, load64(p)), 27) * kP1 + kP4;
+  if (end - p >= 4) {
+    h = rotl(h ^ (uint64_t(load32(p)) * kP1), 23) * kP2 + kP3;
+    p += 4;
+  }
+  for (; p < end; ++p)
+    h = rotl(h ^ (uint64_t(*p) * kP5), 11) * kP1;
+  h ^= h >> 33;
+  h *= kP2;
+  h ^= h >> 29;
+  h *= kP3;
+  h ^= h >> 32;
+  return h;
+}
+
 std::string serializePlan(const Plan &plan) {
   std::string header = encodeHeader(plan);
   uint64_t blobOffset = (kFixedHeader + header.size() + kBlobAlignment - 1) /
@@ -468,8 +576,14 @@ std::string serializePlan(const Plan &plan) {
   w.pod<uint64_t>(kFixedHeader);
   w.pod<uint64_t>(header.size());
   w.pod<uint64_t>(blobOffset);
+  w.pod<uint64_t>(blobOffset + plan.blob.size());
+  w.pod<uint64_t>(0); // the metadata hash, below
+  w.pod<uint64_t>(planHash(plan.blob.data(), plan.blob.size()));
   w.out += header;
   w.out.resize(blobOffset, '\0');
+  uint64_t meta =
+      metadataHash(reinterpret_cast<const uint8_t *>(w.out.data()), blobOffset);
+  std::memcpy(&w.out[kMetadataHashOffset], &meta, 8);
   w.out.append(reinterpret_cast<const char *>(plan.blob.data()),
                plan.blob.size());
   return w.out;
@@ -491,7 +605,8 @@ Status writePlan(const Plan &plan, const std::string &path) {
   return Status::ok();
 }
 
-Expected<Plan> readPlan(const std::string &path) {
+Expected<Plan> readPlan(const std::string &path,
+                        const ReadPlanOptions &options) {
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0)
     return Status::notFound("cannot open '" + path +
@@ -508,18 +623,19 @@ Expected<Plan> readPlan(const std::string &path) {
     return Status::invalidArgument("cannot map '" + path + "'");
   std::shared_ptr<void> keep(map, [size](void *p) { ::munmap(p, size); });
   Expected<Plan> plan =
-      parseBytes(static_cast<const uint8_t *>(map), size, keep);
+      parseBytes(static_cast<const uint8_t *>(map), size, keep, options);
   if (!plan)
     return Status::invalidArgument(path + ": " + plan.status().message());
   return plan;
 }
 
-Expected<Plan> parsePlan(const std::string &bytes) {
+Expected<Plan> parsePlan(const std::string &bytes,
+                         const ReadPlanOptions &options) {
   // Copy so the blob is 64-byte aligned, as the mapping would be.
   Blob copy;
   copy.append(bytes.data(), bytes.size());
   auto holder = std::make_shared<Blob>(std::move(copy));
-  return parseBytes(holder->data(), holder->size(), holder);
+  return parseBytes(holder->data(), holder->size(), holder, options);
 }
 
 Status validatePlan(const Plan &plan) {

@@ -4,14 +4,21 @@
 //   0   "FOLIOPLN"            magic
 //   8   u32 version           kPlanVersion
 //   12  u32 0                 reserved
-//   16  u64 headerOffset      (40)
+//   16  u64 headerOffset      (64)
 //   24  u64 headerBytes
 //   32  u64 blobOffset        a multiple of 64; the blob runs to end of file
-//   40  header                tagged binary records (PlanIO.cpp), see
+//   40  u64 fileBytes         the whole file
+//   48  u64 metadataHash      planHash of bytes [0, blobOffset) with this
+//                             field read as zero (so it covers the size
+//                             and the weights' hash)
+//   56  u64 weightsHash       planHash of the blob, [blobOffset, fileBytes)
+//   64  header                tagged binary records (PlanIO.cpp), see
 //                             docs/plan-and-executor.md
 //   blobOffset: blob          weights and large constants, each 64-aligned
 // Loading maps the file and points the plan's blob into the mapping, so
-// weights are never copied (executors may still pack them).
+// weights are never copied (executors may still pack them). Reading checks
+// the file size and both hashes before parsing (the weights' unless
+// ReadPlanOptions::verifyWeights is off).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,7 +32,7 @@
 
 namespace folio::plan {
 
-inline constexpr uint32_t kPlanVersion = 4;
+inline constexpr uint32_t kPlanVersion = 5;
 inline constexpr char kPlanMagic[9] = "FOLIOPLN";
 
 /// The largest KV-cache geometry a plan may declare: heads and head_dim
@@ -44,17 +51,38 @@ inline constexpr int64_t kMaxKiviResidual = 8192;
 inline constexpr int64_t kMinConfigKVCacheDType = 1;
 inline constexpr int64_t kMaxConfigKVCacheDType = 8;
 
+/// Byte offsets of the fixed header's fields that version 5 added.
+inline constexpr uint64_t kFileBytesOffset = 40;
+inline constexpr uint64_t kMetadataHashOffset = 48;
+inline constexpr uint64_t kWeightsHashOffset = 56;
+
+/// The checksum of both sections: XXH64 (xxHash's 64-bit hash, seed 0) of
+/// `bytes` bytes at `data`, as the xxHash specification defines it, so the
+/// same on every machine (little-endian reads).
+uint64_t planHash(const void *data, uint64_t bytes);
+
+struct ReadPlanOptions {
+  /// Hash the weight blob and refuse a mismatch. Off trusts the weights
+  /// (the file size and the metadata hash are still checked), saving one
+  /// pass over the blob at load time.
+  bool verifyWeights = true;
+};
+
 /// Writes `plan` to `path` (atomically: a temporary file renamed into place).
 Status writePlan(const Plan &plan, const std::string &path);
 
 /// Serialises to memory (the same bytes writePlan stores).
 std::string serializePlan(const Plan &plan);
 
-/// Maps and parses `path`; every offset, id and size is checked.
-Expected<Plan> readPlan(const std::string &path);
+/// Maps and parses `path`; the file size, the metadata hash, the weights'
+/// hash (see `options`) and every offset, id and size are checked.
+Expected<Plan> readPlan(const std::string &path,
+                        const ReadPlanOptions &options = {});
 
-/// Parses an in-memory artifact, copying the blob (tests, embedded plans).
-Expected<Plan> parsePlan(const std::string &bytes);
+/// Parses an in-memory artifact, copying the blob (tests, embedded plans),
+/// with the same checks as readPlan.
+Expected<Plan> parsePlan(const std::string &bytes,
+                         const ReadPlanOptions &options = {});
 
 /// Checks ids, constant ranges, op and kernel kinds, KV-cache geometry and
 /// dtypes with their scale layouts (and the static scales their steps take,

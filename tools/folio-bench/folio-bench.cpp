@@ -56,6 +56,9 @@ const char *const kUsage =
     "  --kv-cache-dtype D  KV-cache storage when compiling an .onnx (default\n"
     "                      auto: int8 on the CPU); with a .folio, what it was\n"
     "                      compiled with\n"
+    "  --no-verify-weights with a .folio: skip hashing the weights against\n"
+    "                      the file's checksum (the metadata is always\n"
+    "                      checked); also in serving mode\n"
     "\n"
     "usage: folio-bench --mode=kv-quant --model M.onnx --eval-data W.i32 "
     "[options]\n"
@@ -140,6 +143,7 @@ struct Options {
   bool maxModelLenGiven = false, kvMemoryGiven = false;
   bool threadsGiven = false, weightsGiven = false;
   bool runContinuous = true, runStatic = true;
+  bool verifyWeights = true; ///< a .folio plan's weights against its hash
 };
 
 Status parse(int argc, char **argv, Options &o) {
@@ -313,6 +317,8 @@ Status parse(int argc, char **argv, Options &o) {
       o.kvMemoryGiven = true;
     } else if (arg == "--enable-prefix-caching") {
       o.serving.enablePrefixCaching = true;
+    } else if (arg == "--no-verify-weights") {
+      o.verifyWeights = false;
     } else if (arg == "--json") {
       // JSON is what folio-bench prints; accepted for the spelling.
     } else {
@@ -355,6 +361,7 @@ Status parse(int argc, char **argv, Options &o) {
       {"--agreement-tokens", "kv-quant"},
       {"--context", "kv-quant"},
       {"--decode-batch", "kv-quant"},
+      {"--no-verify-weights", "roofline,serving"},
   };
   for (const std::string &flag : o.given)
     for (const auto &[name, modes] : modesOf) {
@@ -400,6 +407,7 @@ Expected<plan::Plan> loadModel(const Options &o) {
   copts.blockSize = o.blockSize;
   if (!o.kvCacheDtypes.empty())
     copts.kvCacheDtype = o.kvCacheDtypes[0];
+  copts.verifyWeights = o.verifyWeights;
   return mlir::folio::loadOrCompilePlan(o.model, copts);
 }
 

@@ -20,7 +20,7 @@ const char *const kUsage =
     "                 [--dump-logits out.npy] [--json] [--weight-dtype "
     "f32|bf16|f16]\n"
     "                 [--threads N] [--block-size B] [--max-model-len L]\n"
-    "                 [--kv-cache-dtype D]\n"
+    "                 [--kv-cache-dtype D] [--no-verify-weights]\n"
     "Runs every prompt together as one ragged batch.\n"
     "  --model           a model exported to ONNX (compiled in-process) or a "
     "plan from `folioc -o M.folio`\n"
@@ -47,6 +47,9 @@ const char *const kUsage =
     "(default: int8 on the CPU), f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, "
     "int4, int2; with a .folio plan it must be what the plan was compiled "
     "with\n"
+    "  --no-verify-weights  with a .folio plan: skip hashing the weights "
+    "against the file's checksum (the metadata is always checked); a "
+    "corrupt weight then gives wrong tokens, not an error\n"
     "  --max-model-len   longest context accepted (default: the model's "
     "positions); never more than the context its attention masks were "
     "proven causal up to\n";
@@ -136,6 +139,8 @@ Expected<Options> parseOptions(int argc, char **argv) {
       return o;
     } else if (arg == "--json") {
       o.json = true;
+    } else if (arg == "--no-verify-weights") {
+      o.verifyWeights = false;
     } else if (arg == "--model") {
       s = needValue();
       o.model = value;

@@ -23,6 +23,8 @@ struct Options {
   std::optional<uint64_t> seed;
   std::string dumpLogits;
   bool json = false;
+  /// A .folio plan's weights are hashed against its checksum.
+  bool verifyWeights = true;
   std::string weightDtype = "f32";
   int64_t threads = 0;   ///< 0 = FOLIO_NUM_THREADS or every core
   int64_t blockSize = 0; ///< 0: the compiler's default

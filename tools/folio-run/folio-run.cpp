@@ -30,6 +30,7 @@ Expected<plan::Plan> loadModel(const run::Options &o) {
   mlir::folio::CompileToPlanOptions copts;
   copts.blockSize = o.blockSize;
   copts.kvCacheDtype = o.kvCacheDtype;
+  copts.verifyWeights = o.verifyWeights;
   return mlir::folio::loadOrCompilePlan(o.model, copts);
 }
 

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 using namespace folio;
@@ -41,6 +42,32 @@ core::GenerateResult run(std::shared_ptr<const plan::Plan> p) {
 
 std::string tempPath(const char *name) {
   return ::testing::TempDir() + "/" + name;
+}
+
+uint64_t field(const std::string &bytes, uint64_t offset) {
+  uint64_t v = 0;
+  std::memcpy(&v, bytes.data() + offset, 8);
+  return v;
+}
+
+/// Recomputes the metadata hash of serialized `bytes` after a test patched
+/// a record, so the parser's own checks behind the checksum are reached.
+void resealMetadata(std::string &bytes) {
+  uint64_t blobOffset = field(bytes, 32);
+  std::string meta = bytes.substr(0, blobOffset);
+  std::memset(&meta[plan::kMetadataHashOffset], 0, 8);
+  uint64_t h = plan::planHash(meta.data(), meta.size());
+  std::memcpy(&bytes[plan::kMetadataHashOffset], &h, 8);
+}
+
+void writeFile(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), bytes.size());
+}
+
+std::string hex(uint64_t v) {
+  char buf[19];
+  std::snprintf(buf, sizeof(buf), "0x%016llx", (unsigned long long)v);
+  return buf;
 }
 
 // Serialise, load (mapped from a file and parsed from memory) and run: the
@@ -90,8 +117,8 @@ TEST(PlanIO, RejectsOtherVersions) {
             "version " +
                 current + "); recompile the model with folioc");
   // Version 2 had no KV-cache scale layouts, version 3 no KIVI residual
-  // window.
-  for (char old : {char(2), char(3)}) {
+  // window, version 4 no checksums.
+  for (char old : {char(2), char(3), char(4)}) {
     bytes[8] = old;
     r = plan::parsePlan(bytes);
     ASSERT_FALSE(r);
@@ -105,16 +132,127 @@ TEST(PlanIO, RejectsOtherVersions) {
 TEST(PlanIO, RejectsTruncatedArtifacts) {
   plan::Plan original = compileLlama();
   std::string bytes = plan::serializePlan(original);
-  // Cut inside the header: offsets then point past the end.
-  auto r = plan::parsePlan(bytes.substr(0, 200));
+  std::string n = std::to_string(bytes.size());
+  // Cut inside the header, inside the blob, or one byte short: the size
+  // the header records says so, whether or not the weights are verified.
+  for (size_t keep : {size_t(200), bytes.size() - 1000, bytes.size() - 1})
+    for (bool verify : {true, false}) {
+      auto r = plan::parsePlan(bytes.substr(0, keep), {verify});
+      ASSERT_FALSE(r);
+      EXPECT_EQ(r.status().message(),
+                "plan: the file is " + std::to_string(keep) +
+                    " bytes but its header says " + n + " (truncated)");
+    }
+  // Cut inside the fixed header.
+  auto r = plan::parsePlan(bytes.substr(0, 40));
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.status().message(), "plan: header or blob offsets out of range");
-  // Cut inside the blob: constants then lie outside it.
-  r = plan::parsePlan(bytes.substr(0, bytes.size() - 1000));
+  EXPECT_EQ(r.status().message(),
+            "plan: the file is 40 bytes but its header says 64 (truncated)");
+  // An appended byte, through readPlan: the message names the file.
+  std::string path = tempPath("appended.folio");
+  writeFile(path, bytes + '\0');
+  r = plan::readPlan(path);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.status().message().find("lies outside the blob"),
-            std::string::npos)
-      << r.status().message();
+  EXPECT_EQ(r.status().message(),
+            path + ": plan: the file is " + std::to_string(bytes.size() + 1) +
+                " bytes but its header says " + n + " (bytes appended)");
+  std::remove(path.c_str());
+}
+
+// Tests the checksum itself: XXH64 (seed 0), as the xxHash specification
+// and its reference implementation give it, on the short-input path and
+// the 32-byte-stripe path.
+TEST(PlanIO, HashIsXXH64) {
+  auto h = [](const std::string &s) {
+    return plan::planHash(s.data(), s.size());
+  };
+  EXPECT_EQ(h(""), 0xEF46DB3751D8E999ULL);
+  EXPECT_EQ(h("a"), 0xD24EC4F1A98C6E5BULL);
+  EXPECT_EQ(h("abc"), 0x44BC2CF5AD770999ULL);
+  EXPECT_EQ(h("Nobody inspects the spammish repetition"),
+            0xFBCEA83C8A378BF1ULL);
+}
+
+// Tests that a written plan carries its size and both hashes and reads
+// back verified, from a file and from memory.
+TEST(PlanIO, RoundTripVerifiesChecksums) {
+  plan::Plan original = compileLlama();
+  std::string bytes = plan::serializePlan(original);
+  uint64_t blobOffset = field(bytes, 32);
+  EXPECT_EQ(field(bytes, plan::kFileBytesOffset), bytes.size());
+  EXPECT_EQ(
+      field(bytes, plan::kWeightsHashOffset),
+      plan::planHash(bytes.data() + blobOffset, bytes.size() - blobOffset));
+  std::string resealed = bytes;
+  resealMetadata(resealed);
+  EXPECT_EQ(resealed, bytes);
+  std::string path = tempPath("verified.folio");
+  ASSERT_TRUE(plan::writePlan(original, path));
+  auto r = plan::readPlan(path);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_EQ(plan::serializePlan(*r), bytes);
+  std::remove(path.c_str());
+}
+
+// Tests that one flipped bit anywhere is an error naming the section, the
+// file and both hashes; the weights' check alone can be turned off.
+TEST(PlanIO, RejectsFlippedBits) {
+  plan::Plan original = compileLlama();
+  std::string bytes = plan::serializePlan(original);
+  uint64_t blobOffset = field(bytes, 32);
+  uint64_t blobBytes = bytes.size() - blobOffset;
+  std::string path = tempPath("flipped.folio");
+
+  // A bit of the last weight byte.
+  std::string weights = bytes;
+  weights.back() ^= 0x10;
+  uint64_t want = field(bytes, plan::kWeightsHashOffset);
+  uint64_t got = plan::planHash(weights.data() + blobOffset, blobBytes);
+  ASSERT_NE(want, got);
+  writeFile(path, weights);
+  auto r = plan::readPlan(path);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            path + ": plan: the weights section (" + std::to_string(blobBytes) +
+                " bytes at offset " + std::to_string(blobOffset) +
+                ") fails its checksum: the header says " + hex(want) +
+                ", the bytes hash to " + hex(got) +
+                "; the file is corrupt (re-copy or recompile it)");
+  EXPECT_FALSE(plan::parsePlan(weights));
+  auto trusted = plan::readPlan(path, {/*verifyWeights=*/false});
+  ASSERT_TRUE(trusted) << trusted.status().message();
+  EXPECT_TRUE(plan::parsePlan(weights, {false}));
+
+  // A bit of the metadata: the entry name's first character, a value's
+  // dims, the padding before the blob; verified with or without weights.
+  for (uint64_t at : {uint64_t(64 + 4), uint64_t(200), blobOffset - 1}) {
+    std::string meta = bytes;
+    meta[at] ^= 0x01;
+    writeFile(path, meta);
+    for (bool verify : {true, false}) {
+      r = plan::readPlan(path, {verify});
+      ASSERT_FALSE(r);
+      EXPECT_NE(r.status().message().find(
+                    path + ": plan: the metadata section (" +
+                    std::to_string(blobOffset) +
+                    " bytes) fails its checksum: the header says " +
+                    hex(field(bytes, plan::kMetadataHashOffset)) +
+                    ", the bytes hash to 0x"),
+                std::string::npos)
+          << r.status().message();
+    }
+  }
+  // Both stored hashes are metadata too.
+  for (uint64_t at : {plan::kMetadataHashOffset, plan::kWeightsHashOffset}) {
+    std::string hashes = bytes;
+    hashes[at] ^= 0x01;
+    r = plan::parsePlan(hashes, {false});
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.status().message().find("plan: the metadata section"),
+              std::string::npos)
+        << r.status().message();
+  }
+  std::remove(path.c_str());
 }
 
 TEST(PlanIO, RejectsOutOfRangeIds) {
@@ -548,18 +686,20 @@ TEST(PlanIO, RejectsBadCacheFormats) {
     // The one value record follows the entry name "forward", the empty
     // config and the value count: kind, type, dims, 3 x i64, symbol,
     // buffer, then the scale layout.
-    size_t record = 40 + (4 + 7) + 4 + 4;
+    size_t record = 64 + (4 + 7) + 4 + 4;
     ASSERT_EQ(bytes[record], char(plan::ValueInfo::Kind::KVCache));
     ASSERT_EQ(bytes[record + 1], char(T::I8));
     size_t scaleAt = record + 2 + 4 + 3 * 8 + 1 + 4;
     ASSERT_EQ(bytes[scaleAt], char(Scale::PerTokenHead));
     std::string badScale = bytes;
     badScale[scaleAt] = 6;
+    resealMetadata(badScale);
     auto r = plan::parsePlan(badScale);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.status().message(), "plan: bad KV-cache scale layout");
     std::string badType = bytes;
     badType[record + 1] = 10;
+    resealMetadata(badType);
     r = plan::parsePlan(badType);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.status().message(), "plan: bad value kind or element type");
