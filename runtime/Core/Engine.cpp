@@ -5,7 +5,6 @@
 #include "runtime/Sampler/Sampler.h"
 
 #include <algorithm>
-#include <cmath>
 #include <random>
 
 namespace folio::core {
@@ -151,22 +150,28 @@ Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
       kept.assign(size_t(prompts.size() * options.maxNewTokens * vocab_), 0.f);
     for (size_t i = 0; i < seqs.size(); ++i) {
       const float *row = logits.data() + i * size_t(vocab_);
-      // The argmax (first maximum, as the references take it) in the same
-      // pass that refuses a NaN or +inf logit: the model broke for this
-      // sequence, and any token would be arbitrary.
-      TokenId best = 0;
-      for (int64_t v = 0; v < vocab_; ++v) {
-        if (std::isnan(row[v]) || row[v] == INFINITY) {
-          for (SequenceState &st : states)
-            release(st);
-          return Status::internal(
-              "prompt " + std::to_string(i + 1) + ": the model produced a " +
-              (std::isnan(row[v]) ? "NaN" : "+inf") + " logit (token " +
-              std::to_string(v) + ") at new token " + std::to_string(stepIdx));
-        }
-        if (row[v] > row[best])
-          best = TokenId(v);
+      // Refuse a row holding NaN or +inf, or only -inf (the same guard as
+      // the serving engine's, see checkLogitsRow): the model broke for
+      // this sequence, and any token would be arbitrary. generate()
+      // returns one batch result, so the failure names the prompt and
+      // fails the call; the serving engine fails only that request.
+      LogitsCheck check = checkLogitsRow(row, size_t(vocab_));
+      if (!check.ok()) {
+        for (SequenceState &st : states)
+          release(st);
+        std::string at = " at new token " + std::to_string(stepIdx);
+        std::string which = "prompt " + std::to_string(i + 1) + ": ";
+        if (check.fault == LogitsFault::AllNegInf)
+          return Status::internal(which +
+                                  "every logit the model produced "
+                                  "is -inf" +
+                                  at);
+        return Status::internal(
+            which + "the model produced a " + logitsFaultName(check.fault) +
+            " logit (token " + std::to_string(check.index) + ")" + at);
       }
+      // The argmax, first maximum as the references take it.
+      TokenId best = TokenId(std::max_element(row, row + vocab_) - row);
       if (!sp.isGreedy()) {
         // Keyed by the sampled token's position: a prompt's draws do not
         // depend on the batch around it.

@@ -72,6 +72,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(const SchedulerOutput &step) {
   }
 
   ModelRunnerOutput result;
+  uint64_t stepIndex = numSteps++;
   if (seqs.empty())
     return result;
   Expected<exec::ForwardBatch> batch = buildForwardBatch(seqs, blockSize);
@@ -87,21 +88,41 @@ Expected<ModelRunnerOutput> ModelRunner::execute(const SchedulerOutput &step) {
                             std::to_string(sampled.size()) + " rows of " +
                             std::to_string(vocab));
 
-  std::vector<SampleRow> rows;
-  for (const RequestId *id : sampled) {
-    const RequestState &state = requests.at(*id);
-    SampleRow row;
-    row.params = &state.params;
-    row.promptTokenIds = &state.prompt;
-    row.outputTokenIds = &state.output;
-    row.seed = state.seed;
-    row.position = state.all.size();
-    rows.push_back(row);
+  // Every sampled row is checked (one pass) before sampling: NaN or +inf
+  // anywhere, or no entry above -inf, fails that request alone; the rest
+  // of the batch samples as if it were not there.
+  std::vector<SampledToken> tokens(sampled.size());
+  std::vector<std::string> errors(sampled.size());
+  for (size_t r = 0; r < sampled.size(); ++r) {
+    const RequestState &state = requests.at(*sampled[r]);
+    const float *row = logits.data() + r * size_t(vocab);
+    auto where = [&] {
+      return " at step " + std::to_string(stepIndex) + ", output token " +
+             std::to_string(state.output.size());
+    };
+    LogitsCheck check = checkLogitsRow(row, size_t(vocab));
+    if (!check.ok()) {
+      errors[r] = "logits of request '" + *sampled[r] + "' hold " +
+                  logitsFaultName(check.fault) +
+                  (check.fault == LogitsFault::AllNegInf
+                       ? ""
+                       : " (entry " + std::to_string(check.index) + ")") +
+                  where();
+      continue;
+    }
+    SampleRow sr;
+    sr.params = &state.params;
+    sr.promptTokenIds = &state.prompt;
+    sr.outputTokenIds = &state.output;
+    sr.seed = state.seed;
+    sr.position = state.all.size();
+    Expected<SampledToken> token = sampleRow(row, size_t(vocab), sr);
+    if (!token)
+      errors[r] = "sampling request '" + *sampled[r] + "' failed" + where() +
+                  ": " + token.status().message();
+    else
+      tokens[r] = std::move(*token);
   }
-  Expected<std::vector<SampledToken>> tokens =
-      sampleBatch(logits.data(), size_t(vocab), rows);
-  if (!tokens)
-    return tokens.status();
 
   size_t next = 0;
   for (const RequestId *id : order) {
@@ -110,10 +131,14 @@ Expected<ModelRunnerOutput> ModelRunner::execute(const SchedulerOutput &step) {
     RunnerRequestOutput out;
     out.requestId = *id;
     if (next < sampled.size() && sampled[next] == id) {
-      const SampledToken &token = (*tokens)[next++];
-      out.sampledTokenIds.push_back(token.token);
-      if (token.hasLogprobs)
-        out.logprobs.push_back(token.logprobs);
+      size_t r = next++;
+      if (!errors[r].empty()) {
+        out.error = std::move(errors[r]);
+      } else {
+        out.sampledTokenIds.push_back(tokens[r].token);
+        if (tokens[r].hasLogprobs)
+          out.logprobs.push_back(std::move(tokens[r].logprobs));
+      }
     }
     result.outputs.push_back(std::move(out));
   }

@@ -28,7 +28,13 @@ public:
 
   /// Runs one scheduled step. Fails without changing what it knows about
   /// requests when the step refers to a request it has no state for, or
-  /// the executor or sampler fail.
+  /// the executor fails. A sampled row holding NaN or +inf, or only -inf,
+  /// (or one the sampler refuses) is that request's error alone: its
+  /// output carries `error` and no token, and the other rows sample as if
+  /// it were not in the batch.
+  ///
+  /// Steps are numbered from 0 in the order execute() is called; error
+  /// messages name that step and the output token that was being sampled.
   Expected<ModelRunnerOutput> execute(const SchedulerOutput &step);
 
   /// Requests the runner currently holds state for.
@@ -47,6 +53,7 @@ private:
 
   exec::Executor &executor;
   int64_t blockSize;
+  uint64_t numSteps = 0;
   std::unordered_map<RequestId, RequestState> requests;
 };
 

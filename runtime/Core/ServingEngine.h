@@ -40,6 +40,9 @@ public:
 
   /// One engine step; the outputs of the requests that advanced. An empty
   /// result with unfinished requests means they are all waiting for memory.
+  /// A request whose logits row held NaN or +inf, or only -inf, finishes
+  /// alone with FinishReason::Error and RequestOutput::error set; the step
+  /// itself succeeds.
   Expected<std::vector<RequestOutput>> step();
 
   /// Steps until every request finished, calling `onOutput` for each

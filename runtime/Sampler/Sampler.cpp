@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -76,21 +77,75 @@ TokenLogprobs computeLogprobs(const std::vector<double> &logits, TokenId token,
 
 } // namespace
 
+const char *folio::logitsFaultName(LogitsFault fault) {
+  switch (fault) {
+  case LogitsFault::None:
+    return "";
+  case LogitsFault::NaN:
+    return "NaN";
+  case LogitsFault::PosInf:
+    return "+inf";
+  case LogitsFault::AllNegInf:
+    return "only -inf";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr uint32_t kAbsMask = 0x7fffffffu;
+constexpr uint32_t kPosInfBits = 0x7f800000u;
+constexpr uint32_t kNegInfBits = 0xff800000u;
+
+uint32_t bitsOf(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  return bits;
+}
+
+} // namespace
+
+LogitsCheck folio::checkLogitsRow(const float *logits, size_t vocabSize) {
+  // Integer compares on the bit patterns: no branch, so the loop
+  // vectorises, and no float compare that -ffinite-math-only could fold.
+  uint32_t nan = 0, posInf = 0, live = 0;
+  for (size_t i = 0; i < vocabSize; ++i) {
+    uint32_t bits = bitsOf(logits[i]);
+    nan |= (bits & kAbsMask) > kPosInfBits;
+    posInf |= bits == kPosInfBits;
+    live |= bits != kNegInfBits;
+  }
+  LogitsCheck check;
+  if (!nan && !posInf && live)
+    return check;
+  check.fault = nan      ? LogitsFault::NaN
+                : posInf ? LogitsFault::PosInf
+                         : LogitsFault::AllNegInf;
+  if (check.fault == LogitsFault::AllNegInf)
+    return check;
+  for (size_t i = 0; i < vocabSize; ++i) {
+    uint32_t bits = bitsOf(logits[i]);
+    if (check.fault == LogitsFault::NaN ? (bits & kAbsMask) > kPosInfBits
+                                        : bits == kPosInfBits) {
+      check.index = i;
+      break;
+    }
+  }
+  return check;
+}
+
 Expected<std::vector<double>> folio::processLogits(const float *logits,
                                                    size_t vocabSize,
                                                    const SampleRow &row) {
   assert(row.params && "a sample row needs sampling parameters");
   if (vocabSize == 0)
     return Status::invalidArgument("vocabulary size must be positive");
-  bool anyFinite = false;
-  for (size_t i = 0; i < vocabSize; ++i) {
-    if (std::isnan(logits[i]) || logits[i] == INFINITY)
-      return Status::internal("logit " + std::to_string(i) + " is " +
-                              (std::isnan(logits[i]) ? "NaN" : "+inf"));
-    anyFinite |= std::isfinite(logits[i]);
-  }
-  if (!anyFinite)
+  LogitsCheck check = checkLogitsRow(logits, vocabSize);
+  if (check.fault == LogitsFault::AllNegInf)
     return Status::internal("every logit is -inf: no token can be sampled");
+  if (!check.ok())
+    return Status::internal("logit " + std::to_string(check.index) + " is " +
+                            logitsFaultName(check.fault));
   for (const std::vector<TokenId> *tokens :
        {row.promptTokenIds, row.outputTokenIds})
     if (Status status = checkHistory(tokens, vocabSize); !status)

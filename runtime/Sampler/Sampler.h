@@ -50,6 +50,27 @@ struct SampledToken {
   TokenLogprobs logprobs;
 };
 
+/// What makes a logits row unusable. Any NaN, or any +inf, means the
+/// model broke for that row: a token drawn from it would be arbitrary.
+/// -inf entries are legitimate (a masked token) unless every entry is -inf.
+enum class LogitsFault { None, NaN, PosInf, AllNegInf };
+
+/// "NaN", "+inf" or "only -inf" ("" for None).
+const char *logitsFaultName(LogitsFault fault);
+
+struct LogitsCheck {
+  LogitsFault fault = LogitsFault::None;
+  /// The first entry holding the fault (0 for AllNegInf).
+  size_t index = 0;
+  bool ok() const { return fault == LogitsFault::None; }
+};
+
+/// Checks one row in a single branch-free pass over the bit patterns (it
+/// vectorises, and fast-math cannot fold it away); only a faulty row is
+/// scanned again to find the first bad entry. NaN wins over +inf, which
+/// wins over an all -inf row. An empty row has no finite logit.
+LogitsCheck checkLogitsRow(const float *logits, size_t vocabSize);
+
 /// The final logits of the distribution `row`'s token is drawn from:
 /// penalties, then (unless greedy) temperature, min-p, top-k and top-p,
 /// with masked tokens at -inf. Greedy rows keep temperature 1, so their

@@ -14,6 +14,8 @@ const char *folio::finishReasonName(FinishReason reason) {
     return "length";
   case FinishReason::Abort:
     return "abort";
+  case FinishReason::Error:
+    return "error";
   }
   return "unknown";
 }

@@ -34,9 +34,13 @@ enum class FinishReason {
   Stop,   ///< EOS or a stop token was generated.
   Length, ///< max_tokens or the model's context length was reached.
   Abort,  ///< The client went away.
+  /// The request broke (e.g. its logits held NaN or +inf); only this
+  /// request ends, and RequestOutput::error says why.
+  Error,
 };
 
-/// The OpenAI `finish_reason` string ("stop", "length", "abort").
+/// The OpenAI `finish_reason` string ("stop", "length", "abort"), or
+/// "error" for FinishReason::Error.
 const char *finishReasonName(FinishReason reason);
 
 /// What a client submits.

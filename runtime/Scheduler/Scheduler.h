@@ -64,7 +64,9 @@ public:
   /// Applies the executor's result for `output`'s step: appends sampled
   /// tokens, rolls back rejected draft tokens, caches newly computed full
   /// blocks, and finishes requests that hit a stop condition, freeing
-  /// their blocks. Returns one entry per request with news.
+  /// their blocks. A request whose runner output carries an error finishes
+  /// alone with FinishReason::Error (its blocks freed, this step's KV not
+  /// cached). Returns one entry per request with news.
   std::vector<RequestOutput> updateFromOutput(const SchedulerOutput &output,
                                               const ModelRunnerOutput &result);
 

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -75,6 +76,9 @@ struct RunnerRequestOutput {
   std::vector<TokenId> sampledTokenIds;
   /// One entry per sampled token when the request asked for logprobs.
   std::vector<TokenLogprobs> logprobs;
+  /// Non-empty when this request's step failed (non-finite logits): no
+  /// tokens; the scheduler finishes the request with FinishReason::Error.
+  std::string error;
 };
 
 struct ModelRunnerOutput {
@@ -89,6 +93,10 @@ struct RequestOutput {
   bool finished = false;
   FinishReason finishReason = FinishReason::None;
   std::optional<TokenId> stopTokenId;
+  /// With FinishReason::Error: what went wrong, naming the request and the
+  /// step (e.g. "logits of request 'r3' hold NaN (entry 5) at step 17,
+  /// output token 4"). Empty otherwise.
+  std::string error;
 };
 
 } // namespace folio

@@ -196,6 +196,20 @@ Scheduler::updateFromOutput(const SchedulerOutput &output,
                          : specIt->second.size();
     request->specTokenIds.clear();
     auto it = byId.find(id);
+    if (it != byId.end() && !it->second->error.empty()) {
+      // This request's step failed (non-finite logits). It ends here, as
+      // an abort does, freeing its blocks at once; what this step computed
+      // is not put in the prefix cache, where it could poison other
+      // requests. Nothing else in the batch is touched.
+      RequestOutput news;
+      news.requestId = id;
+      news.finished = true;
+      news.finishReason = FinishReason::Error;
+      news.error = it->second->error;
+      finish(request, FinishReason::Error);
+      outputs.push_back(std::move(news));
+      return;
+    }
     const RunnerRequestOutput *sampled =
         it == byId.end() || it->second->sampledTokenIds.empty() ? nullptr
                                                                 : it->second;

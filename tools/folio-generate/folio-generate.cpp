@@ -47,7 +47,10 @@ const char *const kUsage =
     "auto (default: int8 on the CPU), f32, f16, bf16, fp8_e4m3, fp8_e5m2, "
     "int8, int4, int2; with a .folio plan it must be what the plan was "
     "compiled "
-    "with\n";
+    "with\n"
+    "  --no-verify-weights         with a .folio plan: skip hashing the "
+    "weights against the file's checksum (the metadata is always checked); "
+    "a corrupt weight then gives wrong text, not an error\n";
 
 struct Options {
   std::string model, tokenizer;
@@ -57,11 +60,16 @@ struct Options {
   size_t numBlocks = 0;
   float temperature = 0.7f, topP = 0.95f;
   uint64_t seed = 0;
+  bool verifyWeights = true;
 };
 
 Status parse(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--no-verify-weights") {
+      o.verifyWeights = false;
+      continue;
+    }
     if (i + 1 >= argc)
       return Status::invalidArgument(arg + " needs a value");
     std::string value = argv[++i];
@@ -148,6 +156,7 @@ int main(int argc, char **argv) {
     return fail(tok.status());
   mlir::folio::CompileToPlanOptions copts;
   copts.kvCacheDtype = o.kvCacheDtype;
+  copts.verifyWeights = o.verifyWeights;
   Expected<plan::Plan> loaded = mlir::folio::loadOrCompilePlan(o.model, copts);
   if (!loaded)
     return fail(loaded.status());
@@ -203,7 +212,7 @@ int main(int argc, char **argv) {
   const Scheduler &scheduler = (*engine)->getScheduler();
   const BlockPool &pool = scheduler.kvCache().pool();
   double utilizationSum = 0, utilizationPeak = 0;
-  size_t samples = 0, tokens = 0;
+  size_t samples = 0, tokens = 0, failed = 0;
   while ((*engine)->hasUnfinishedRequests()) {
     Expected<std::vector<RequestOutput>> step = (*engine)->step();
     if (!step)
@@ -224,8 +233,16 @@ int main(int argc, char **argv) {
       tokens += out.newTokenIds.size();
       if (!out.finished)
         continue;
-      Expected<std::string> text = tok->decode(seq, /*skipSpecialTokens=*/true);
       size_t i = std::stoul(out.requestId);
+      if (out.finishReason == FinishReason::Error) {
+        // One request failed (e.g. non-finite logits); the others go on.
+        std::cout << "=== prompt " << i << "\n";
+        std::cerr << "folio-generate: error: prompt " << i << ": " << out.error
+                  << "\n";
+        ++failed;
+        continue;
+      }
+      Expected<std::string> text = tok->decode(seq, /*skipSpecialTokens=*/true);
       // The continuation in bold on a terminal, plain in logs.
       std::cout << "=== prompt " << i << "\n"
                 << o.prompts[i] << (bold ? "\033[1m" : "")
@@ -259,5 +276,9 @@ int main(int argc, char **argv) {
                 mlir::folio::planKVCacheDType(*plan).c_str(), perToken,
                 100.0 * std::fabs(saved), saved >= 0 ? "less" : "more");
   }
+  if (failed)
+    return fail(Status::internal(std::to_string(failed) + " of " +
+                                 std::to_string(o.prompts.size()) +
+                                 " prompts failed"));
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -218,6 +219,29 @@ TEST(RuntimeSampler, RejectsRowsWithoutAFiniteLogit) {
       sampleBatch(batch.data(), 2, rows);
   ASSERT_FALSE(tokens);
   EXPECT_NE(tokens.status().message().find("row 1"), std::string::npos);
+}
+
+TEST(RuntimeSampler, CheckLogitsRowFindsTheFirstFault) {
+  auto check = [](std::vector<float> row) {
+    return checkLogitsRow(row.data(), row.size());
+  };
+  EXPECT_TRUE(check({0.0f, kNegInf, -1e30f, 3.0f}).ok());
+  EXPECT_TRUE(check({kNegInf, kNegInf, -FLT_MAX}).ok());
+  LogitsCheck nan = check({1.0f, INFINITY, -NAN, NAN});
+  EXPECT_EQ(nan.fault, LogitsFault::NaN); // NaN wins over +inf
+  EXPECT_EQ(nan.index, 2u);
+  LogitsCheck inf = check({1.0f, kNegInf, INFINITY});
+  EXPECT_EQ(inf.fault, LogitsFault::PosInf);
+  EXPECT_EQ(inf.index, 2u);
+  EXPECT_EQ(check({kNegInf, kNegInf}).fault, LogitsFault::AllNegInf);
+  EXPECT_EQ(check({}).fault, LogitsFault::AllNegInf);
+  EXPECT_STREQ(logitsFaultName(LogitsFault::AllNegInf), "only -inf");
+  // A long row: the vectorised pass and its tail both see the fault.
+  for (size_t at : {0u, 7u, 63u, 64u, 999u}) {
+    std::vector<float> row(1000, 0.5f);
+    row[at] = NAN;
+    EXPECT_EQ(check(row).index, at);
+  }
 }
 
 TEST(RuntimeSampler, RejectsHistoryOutsideTheVocabulary) {

@@ -73,6 +73,42 @@ std::vector<RequestOutput> step(Scheduler &scheduler, SchedulerOutput &output,
   return news;
 }
 
+// A runner error finishes that request alone, the way an abort does: its
+// blocks are freed in the same update and the runner hears of it next step.
+TEST(RuntimeScheduler, RunnerErrorFinishesOnlyThatRequest) {
+  auto scheduler = make(schedConfig(64), kvConfig(64));
+  size_t freeBefore = scheduler->kvCache().numFreeBlocks();
+  ASSERT_TRUE(scheduler->addRequest(request("a", 6)));
+  ASSERT_TRUE(scheduler->addRequest(request("bad", 9)));
+  SchedulerOutput out = scheduler->schedule();
+  size_t freeWithA = freeBefore - scheduler->kvCache().blockIds("a").size();
+  ModelRunnerOutput result = answer(*scheduler, out);
+  for (RunnerRequestOutput &r : result.outputs)
+    if (r.requestId == "bad") {
+      r.sampledTokenIds.clear();
+      r.error = "logits of request 'bad' hold NaN";
+    }
+  std::vector<RequestOutput> news = scheduler->updateFromOutput(out, result);
+  ASSERT_EQ(news.size(), 2u);
+  for (const RequestOutput &n : news) {
+    if (n.requestId == "bad") {
+      EXPECT_TRUE(n.finished);
+      EXPECT_EQ(n.finishReason, FinishReason::Error);
+      EXPECT_EQ(n.error, "logits of request 'bad' hold NaN");
+      EXPECT_TRUE(n.newTokenIds.empty());
+    } else {
+      EXPECT_FALSE(n.finished);
+      EXPECT_EQ(n.newTokenIds, std::vector<TokenId>{7});
+    }
+  }
+  EXPECT_EQ(scheduler->findRequest("bad"), nullptr);
+  EXPECT_EQ(scheduler->kvCache().numFreeBlocks(), freeWithA);
+  EXPECT_TRUE(scheduler->checkInvariants());
+  out = scheduler->schedule();
+  EXPECT_EQ(out.finishedRequestIds, std::vector<RequestId>{"bad"});
+  EXPECT_EQ(scheduledFor(out, "a"), 1u);
+}
+
 TEST(RuntimeScheduler, ChunkedPrefillSplitsALongPrompt) {
   auto scheduler = make(schedConfig(8), kvConfig(64));
   ASSERT_TRUE(scheduler->addRequest(request("a", 20, 2)));
