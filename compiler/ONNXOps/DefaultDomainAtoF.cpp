@@ -222,10 +222,11 @@ LogicalResult inferConstantOfShape(ONNXInferenceContext &ctx) {
     else
       fill.reset();
   }
-  if (shape.ints)
-    out.dims = *shape.ints;
-  else if (std::optional<int64_t> n = shape.getStaticNumElements())
-    out.dims = Dims(*n, AffineExpr());
+  FailureOr<std::optional<Dims>> dims =
+      shapeInputDims(ctx, shape, "shape input");
+  if (failed(dims))
+    return failure();
+  out.dims = *dims;
   // Small fills are tracked so that mask and shape arithmetic folds.
   std::optional<int64_t> count = out.getStaticNumElements();
   if (fill && count && *count <= kMaxTrackedElements && out.dims->size() <= 1) {
@@ -293,10 +294,11 @@ LogicalResult inferExpand(ONNXInferenceContext &ctx) {
     return ctx.emitError() << "shape input must be a 1-D int64 tensor";
   ONNXValueFacts target;
   target.elementType = ctx.input(0).elementType;
-  if (shape.ints)
-    target.dims = *shape.ints;
-  else if (std::optional<int64_t> n = shape.getStaticNumElements())
-    target.dims = Dims(*n, AffineExpr());
+  FailureOr<std::optional<Dims>> shapeDims =
+      shapeInputDims(ctx, shape, "shape input");
+  if (failed(shapeDims))
+    return failure();
+  target.dims = *shapeDims;
   FailureOr<std::optional<Dims>> dims =
       broadcastInputs(ctx, {&ctx.input(0), &target});
   if (failed(dims))

@@ -3,9 +3,11 @@
 #include "compiler/ONNXOps/InferHelpers.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <climits>
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::folio;
@@ -25,9 +27,13 @@ struct Product {
       known = false;
       return;
     }
-    if (std::optional<int64_t> c = getConstantDim(dim))
-      coefficient *= *c;
-    else
+    if (std::optional<int64_t> c = getConstantDim(dim)) {
+      // An overflowing product is no size at all: leave the dim unknown
+      // (the result's own check then names the shape).
+      std::optional<int64_t> product = checkedMul(coefficient, *c);
+      known &= product.has_value();
+      coefficient = product.value_or(1);
+    } else
       factors.push_back(dim);
   }
 };
@@ -70,8 +76,19 @@ LogicalResult inferRange(ONNXInferenceContext &ctx) {
                          cLimit = getConstantDim(limit),
                          cDelta = getConstantDim(delta);
   if (cStart && cLimit && cDelta && *cDelta != 0) {
-    int64_t n =
-        (*cLimit - *cStart + *cDelta + (*cDelta > 0 ? -1 : 1)) / *cDelta;
+    // ceil((limit - start) / delta), computed without overflow.
+    int64_t span;
+    if (llvm::SubOverflow(*cLimit, *cStart, span) ||
+        !checkedAdd(span, *cDelta + (*cDelta > 0 ? -1 : 1)))
+      return ctx.emitError()
+             << "start " << *cStart << ", limit " << *cLimit << " and delta "
+             << *cDelta << " give a length that overflows int64";
+    int64_t numerator = span + (*cDelta + (*cDelta > 0 ? -1 : 1));
+    int64_t n = *cDelta == -1
+                    ? (numerator == std::numeric_limits<int64_t>::min()
+                           ? std::numeric_limits<int64_t>::max()
+                           : -numerator)
+                    : numerator / *cDelta;
     n = std::max<int64_t>(n, 0);
     length = cst(ctx, n);
     if (n <= kMaxTrackedElements && isIntegerLike(out.elementType)) {
@@ -153,8 +170,11 @@ LogicalResult inferReshape(ONNXInferenceContext &ctx) {
   ONNXValueFacts &out = ctx.output(0);
   out.elementType = data.elementType;
   if (!shape.ints) {
-    if (std::optional<int64_t> n = shape.getStaticNumElements())
-      out.dims = Dims(*n, AffineExpr());
+    FailureOr<std::optional<Dims>> dims =
+        shapeInputDims(ctx, shape, "shape input");
+    if (failed(dims))
+      return failure();
+    out.dims = *dims;
     return success();
   }
   Dims dims;
@@ -348,7 +368,7 @@ LogicalResult inferSlice(ONNXInferenceContext &ctx) {
   // Slicing a tracked 1-D vector with constant bounds.
   std::optional<SmallVector<int64_t, 4>> s = starts.getConstantInts(),
                                          e = ends.getConstantInts();
-  if (rank == 1 && data.ints && s && e && steps[0] > 0) {
+  if (rank == 1 && n == 1 && data.ints && s && e && steps[0] > 0) {
     int64_t len = data.ints->size();
     int64_t from =
         std::clamp<int64_t>((*s)[0] < 0 ? (*s)[0] + len : (*s)[0], 0, len);
@@ -507,8 +527,18 @@ LogicalResult inferTile(ONNXInferenceContext &ctx) {
                            << " entries for a rank-" << data.dims->size()
                            << " input";
   Dims dims;
-  for (auto [dim, repeat] : llvm::zip(*data.dims, *repeats.ints))
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(*data.dims, *repeats.ints))) {
+    auto [dim, repeat] = pair;
+    std::optional<int64_t> cDim = getConstantDim(dim),
+                           cRepeat = getConstantDim(repeat);
+    if (cRepeat && *cRepeat < 0)
+      return ctx.emitError() << "repeats[" << i << "] is " << *cRepeat;
+    if (cDim && cRepeat && !checkedMul(*cDim, *cRepeat))
+      return ctx.emitError()
+             << "dim " << i << " (" << *cDim << ") times "
+             << "repeats[" << i << "] (" << *cRepeat << ") overflows int64";
     dims.push_back(dim && repeat ? dim * repeat : AffineExpr());
+  }
   out.dims = dims;
   return success();
 }

@@ -60,23 +60,45 @@ infer::broadcastInputs(ONNXInferenceContext &ctx,
   return std::optional<Dims>(result);
 }
 
+FailureOr<std::optional<Dims>>
+infer::shapeInputDims(ONNXInferenceContext &ctx, const ONNXValueFacts &shape,
+                      StringRef what) {
+  if (shape.ints)
+    return std::optional<Dims>(*shape.ints);
+  if (!shape.dims || shape.dims->size() != 1)
+    return std::optional<Dims>();
+  std::optional<int64_t> length = getConstantDim(shape.dims->front());
+  if (!length)
+    return std::optional<Dims>();
+  if (*length < 0 || *length > kMaxRank)
+    return ctx.emitError() << what << " has " << *length
+                           << " elements, so the result would have rank "
+                           << *length << "; Folio supports ranks up to "
+                           << kMaxRank;
+  return std::optional<Dims>(Dims(*length, AffineExpr()));
+}
+
 void infer::passThrough(ONNXInferenceContext &ctx, unsigned i, unsigned o) {
   ctx.output(o).elementType = ctx.input(i).elementType;
   ctx.output(o).dims = ctx.input(i).dims;
 }
 
-/// Number of elements a tracked vector stands for, and the element at `i`
-/// under broadcasting (a length-1 vector repeats).
+/// `fn` applied to the vectors' elements under broadcasting: a length-1
+/// vector repeats; the others must have one length, which may be 0 (an
+/// empty operand gives an empty result); nullopt if they differ.
 template <typename T>
 static std::optional<SmallVector<T, 4>>
 zipBroadcast(ArrayRef<const SmallVector<T, 4> *> vectors,
              std::function<std::optional<T>(ArrayRef<T>)> fn) {
-  size_t n = 1;
+  std::optional<size_t> length;
   for (const auto *v : vectors) {
-    if (v->size() != 1 && n != 1 && v->size() != n)
+    if (v->size() == 1)
+      continue;
+    if (length && *length != v->size())
       return std::nullopt;
-    n = std::max(n, v->size());
+    length = v->size();
   }
+  size_t n = length.value_or(1);
   SmallVector<T, 4> out;
   for (size_t i = 0; i < n; ++i) {
     SmallVector<T, 4> args;

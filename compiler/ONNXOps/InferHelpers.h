@@ -25,6 +25,14 @@ FailureOr<std::optional<Dims>>
 broadcastInputs(ONNXInferenceContext &ctx,
                 ArrayRef<const ONNXValueFacts *> operands);
 
+/// The dims a 1-D shape input (Expand, Reshape, ConstantOfShape) stands for:
+/// its tracked elements, else as many unknown dims as its static length,
+/// else nullopt. Fails, naming the input as `what`, when that length is over
+/// kMaxRank (a shape vector of 2^62 elements must not become 2^62 dims).
+FailureOr<std::optional<Dims>> shapeInputDims(ONNXInferenceContext &ctx,
+                                              const ONNXValueFacts &shape,
+                                              StringRef what);
+
 /// Copies input `i`'s type and dims to output `o` (values are dropped).
 void passThrough(ONNXInferenceContext &ctx, unsigned i = 0, unsigned o = 0);
 

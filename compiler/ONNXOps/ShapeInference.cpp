@@ -196,9 +196,61 @@ ONNXShapeInference::inferNode(StringRef domain, StringRef opType, int64_t opset,
     assert(out.elementType && "handler left an output without a type");
     simplify(out.dims);
     simplify(out.ints);
+    if (failed(checkResultShape(out, results.size(), opType, loc)))
+      return failure();
     results.push_back(std::move(out));
   }
   return success();
+}
+
+std::string ONNXShapeInference::describeDims(ArrayRef<AffineExpr> dims) const {
+  std::string out = "[";
+  for (auto [i, dim] : llvm::enumerate(dims))
+    out += (i ? ", " : "") + describe(dim);
+  return out + "]";
+}
+
+LogicalResult ONNXShapeInference::checkResultShape(const ONNXValueFacts &out,
+                                                   unsigned index,
+                                                   StringRef opType,
+                                                   Location loc) const {
+  if (!out.dims)
+    return success();
+  if (int64_t(out.dims->size()) > kMaxRank)
+    return emitError(loc) << opType << ": result " << index << " has rank "
+                          << out.dims->size() << "; Folio supports ranks up to "
+                          << kMaxRank;
+  // The constant part of the shape must be a tensor that could exist:
+  // no negative dim, no element count beyond kMaxElementCount.
+  int64_t count = 1;
+  bool overflow = false;
+  for (auto [i, dim] : llvm::enumerate(*out.dims)) {
+    std::optional<int64_t> value = getConstantDim(dim);
+    if (!value)
+      continue;
+    if (*value < 0)
+      return emitError(loc) << opType << ": result " << index << " would have "
+                            << "negative dim " << *value << " at index " << i
+                            << " (shape " << describeDims(*out.dims) << ")";
+    std::optional<int64_t> product = checkedMul(count, *value);
+    overflow |= !product;
+    count = product.value_or(count);
+  }
+  // A zero dim makes the tensor empty, whatever the other dims.
+  bool empty = llvm::any_of(*out.dims, [](AffineExpr dim) {
+    return getConstantDim(dim) == int64_t(0);
+  });
+  if (empty || (!overflow && count <= kMaxElementCount))
+    return success();
+  InFlightDiagnostic diag = emitError(loc)
+                            << opType << ": result " << index << " would have "
+                            << "shape " << describeDims(*out.dims) << ", ";
+  if (overflow)
+    diag << "more than 2^63 elements";
+  else
+    diag << count << " elements";
+  return diag << "; Folio supports at most " << kMaxElementCount
+              << " (2^40) elements per tensor";
 }
 
 LogicalResult ONNXShapeInference::run(func::FuncOp func) {

@@ -37,6 +37,8 @@ public:
   AffineExpr getNamedDim(StringRef name);
   /// "batch_size * sequence_length + 1": an expression with symbol names.
   std::string describe(AffineExpr expr) const;
+  /// "[batch, 4, ?]": dims described as `describe` does.
+  std::string describeDims(ArrayRef<AffineExpr> dims) const;
 
   /// The value's facts. In lazy mode (setLazy), a result of a non-ONNX op
   /// created after run() (a folio op a raise pass made) gets its facts
@@ -70,6 +72,10 @@ public:
 
 private:
   const ONNXValueFacts *inferLazily(Value value, unsigned depth);
+  /// Fails (at `loc`) when a handler's result could not be a tensor: a rank
+  /// over kMaxRank, a negative dim, or more than kMaxElementCount elements.
+  LogicalResult checkResultShape(const ONNXValueFacts &out, unsigned index,
+                                 StringRef opType, Location loc) const;
 
   MLIRContext *context;
   bool lazy = false;

@@ -2,6 +2,8 @@
 
 #include "compiler/ONNXOps/ValueFacts.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 using namespace mlir::folio;
 
@@ -9,6 +11,20 @@ std::optional<int64_t> mlir::folio::getConstantDim(AffineExpr expr) {
   if (auto constant = dyn_cast_or_null<AffineConstantExpr>(expr))
     return constant.getValue();
   return std::nullopt;
+}
+
+std::optional<int64_t> mlir::folio::checkedMul(int64_t a, int64_t b) {
+  int64_t result;
+  if (llvm::MulOverflow(a, b, result))
+    return std::nullopt;
+  return result;
+}
+
+std::optional<int64_t> mlir::folio::checkedAdd(int64_t a, int64_t b) {
+  int64_t result;
+  if (llvm::AddOverflow(a, b, result))
+    return std::nullopt;
+  return result;
 }
 
 TensorType ONNXValueFacts::getType() const {
@@ -28,9 +44,12 @@ std::optional<int64_t> ONNXValueFacts::getStaticNumElements() const {
   int64_t count = 1;
   for (AffineExpr dim : *dims) {
     std::optional<int64_t> value = getConstantDim(dim);
-    if (!value)
+    if (!value || *value < 0)
       return std::nullopt;
-    count *= *value;
+    std::optional<int64_t> product = checkedMul(count, *value);
+    if (!product)
+      return std::nullopt;
+    count = *product;
   }
   return count;
 }

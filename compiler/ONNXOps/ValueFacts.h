@@ -23,6 +23,14 @@ namespace mlir::folio {
 /// elements tracked (shape vectors, axes, scales).
 inline constexpr int64_t kMaxTrackedElements = 64;
 
+/// Bounds on what inference accepts of a value, so that hostile shapes get
+/// an error instead of an overflow or a huge allocation: a value's constant
+/// dims may multiply to at most kMaxElementCount elements (the loader bounds
+/// graph inputs the same way), and a rank read from a shape vector's length
+/// may be at most kMaxRank.
+inline constexpr int64_t kMaxElementCount = int64_t(1) << 40;
+inline constexpr int64_t kMaxRank = 64;
+
 struct ONNXValueFacts {
   /// Always set once a value is inferred.
   Type elementType;
@@ -40,7 +48,8 @@ struct ONNXValueFacts {
   std::optional<int64_t> getRank() const {
     return dims ? std::optional<int64_t>(dims->size()) : std::nullopt;
   }
-  /// The element count when every dim is a constant.
+  /// The element count when every dim is a constant; nullopt also when a
+  /// dim is negative or the product overflows.
   std::optional<int64_t> getStaticNumElements() const;
   /// True if every tracked integer element is a constant.
   bool hasConstantInts() const;
@@ -50,6 +59,11 @@ struct ONNXValueFacts {
 
 /// The constant value of a dim expression, if it is one.
 std::optional<int64_t> getConstantDim(AffineExpr expr);
+
+/// a * b, or nullopt on overflow.
+std::optional<int64_t> checkedMul(int64_t a, int64_t b);
+/// a + b, or nullopt on overflow.
+std::optional<int64_t> checkedAdd(int64_t a, int64_t b);
 
 } // namespace mlir::folio
 

@@ -11,6 +11,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <cstring>
@@ -27,12 +28,18 @@ using Kind = ConcreteTensor::Kind;
 static constexpr int64_t kMaxElements = int64_t(1) << 22;
 static constexpr unsigned kMaxOps = 20000;
 
-int64_t ConcreteTensor::getNumElements() const {
+/// The element count of `shape`, saturated: INT64_MAX when a dim is
+/// negative or the product overflows, so every "> kMaxElements" check
+/// refuses it.
+static int64_t countElements(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (d < 0 || llvm::MulOverflow(n, d, n))
+      return std::numeric_limits<int64_t>::max();
   return n;
 }
+
+int64_t ConcreteTensor::getNumElements() const { return countElements(shape); }
 
 double ConcreteTensor::at(ArrayRef<int64_t> index) const {
   int64_t offset = 0;
@@ -46,7 +53,12 @@ ConcreteTensor ConcreteTensor::filled(Kind kind, ArrayRef<int64_t> shape,
   ConcreteTensor t;
   t.kind = kind;
   t.shape.assign(shape.begin(), shape.end());
-  t.data.assign(t.getNumElements(), value);
+  // Callers check the size; a shape over the bound gets no elements (and so
+  // fails every data.size() == getNumElements() check) instead of a huge
+  // allocation.
+  int64_t n = t.getNumElements();
+  if (n <= kMaxElements)
+    t.data.assign(n, value);
   return t;
 }
 
@@ -595,8 +607,7 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
       fill = v->data[0];
     }
     SmallVector<int64_t> shape = asInts(*a);
-    if (llvm::any_of(shape,
-                     [](int64_t d) { return d < 0 || d > kMaxElements; }))
+    if (countElements(shape) > kMaxElements)
       return unsupported();
     return set(ConcreteTensor::filled(kind, shape, fill));
   }
@@ -687,9 +698,8 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
         inferred = i;
         continue;
       }
-      if (d < 0)
+      if (d < 0 || llvm::MulOverflow(known, d, known))
         return unsupported();
-      known *= d;
     }
     int64_t n = a->getNumElements();
     if (inferred >= 0) {
@@ -854,11 +864,13 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
     return set(t);
   }
   if (type == "Expand" && a && b) {
-    ConcreteTensor target = ConcreteTensor::filled(Kind::Int, asInts(*b), 0);
+    // Only shapes, not the elements, of `target` take part: it is never
+    // filled (the shape may be 2^62 elements).
+    ConcreteTensor target;
+    target.kind = Kind::Int;
+    target.shape = asInts(*b);
     if (llvm::any_of(target.shape, [](int64_t d) { return d < 0; }))
       return unsupported();
-    // Only shapes, not the elements, of `target` take part.
-    target.data.clear();
     target.data.resize(1);
     ConcreteTensor shapeOnly = target;
     FailureOr<SmallVector<int64_t, 4>> shape = broadcastShapes({a, &shapeOnly});
@@ -879,7 +891,7 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
       return unsupported();
     SmallVector<SmallVector<int64_t>> index;
     for (auto [d, r] : llvm::enumerate(repeats)) {
-      if (r < 0 || r * a->shape[d] > kMaxElements)
+      if (r < 0 || countElements({r, a->shape[d]}) > kMaxElements)
         return unsupported();
       SmallVector<int64_t> idx;
       for (int64_t k = 0; k < r; ++k)

@@ -121,3 +121,30 @@ func.func @gqa_needs_lengths(%q: tensor<1x3x32xf32>, %k: tensor<1x3x16xf32>, %v:
   %0:3 = folio.onnx_node "GroupQueryAttention"(%q, %k, %v) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {num_heads = 4 : i64, kv_num_heads = 2 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x16xf32>, tensor<1x3x16xf32>) -> (tensor<1x3x32xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>)
   return
 }
+
+// -----
+
+// A shape vector of 2^62 elements once became 2^62 dims (LLVM ERROR:
+// SmallVector unable to grow).
+func.func @expand_huge_rank(%x: tensor<1xf32>, %s: tensor<4611686018427387904xi64>) {
+  // expected-error @+1 {{Expand: shape input has 4611686018427387904 elements, so the result would have rank 4611686018427387904; Folio supports ranks up to 64}}
+  %0 = folio.onnx_node "Expand"(%x, %s) {opset = 17 : i64} : (tensor<1xf32>, tensor<4611686018427387904xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @expand_too_many_elements(%x: tensor<1xf32>) {
+  %s = arith.constant dense<[2147483648, 2147483648]> : tensor<2xi64>
+  // expected-error @+1 {{Expand: result 0 would have shape [2147483648, 2147483648], 4611686018427387904 elements; Folio supports at most 1099511627776 (2^40) elements per tensor}}
+  %0 = folio.onnx_node "Expand"(%x, %s) {opset = 17 : i64} : (tensor<1xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_huge_rank(%x: tensor<1xf32>, %s: tensor<100xi64>) {
+  // expected-error @+1 {{Reshape: shape input has 100 elements, so the result would have rank 100; Folio supports ranks up to 64}}
+  %0 = folio.onnx_node "Reshape"(%x, %s) {opset = 17 : i64} : (tensor<1xf32>, tensor<100xi64>) -> tensor<*xf32>
+  return
+}

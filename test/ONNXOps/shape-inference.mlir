@@ -144,3 +144,19 @@ func.func @slice_from_end(%m: tensor<?x?xi64> {folio.dim_names = ["batch", "tota
   %t = folio.onnx_node "Slice"(%m, %one, %neg, %one) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?xi64>
   return %s : tensor<?x?xi64>
 }
+
+// -----
+
+// Tests that a zero dim makes a tensor empty however large the others are,
+// and that folding with an empty constant gives an empty result.
+// CHECK-LABEL: func @empty_tensors
+func.func @empty_tensors(%x: tensor<1xf32>) {
+  %s = arith.constant dense<[4611686018427387904, 4611686018427387904, 0]> : tensor<3xi64>
+  // CHECK: "Expand"{{.*}}folio.test.dims = ["[4611686018427387904, 4611686018427387904, 0]"]
+  %e = folio.onnx_node "Expand"(%x, %s) {opset = 17 : i64} : (tensor<1xf32>, tensor<3xi64>) -> tensor<?x?x0xf32>
+  %empty = arith.constant dense<> : tensor<0xi64>
+  %one = arith.constant dense<7> : tensor<1xi64>
+  // CHECK: "Add"{{.*}}folio.test.dims = ["[0]"], folio.test.values = ["[]"]
+  %a = folio.onnx_node "Add"(%empty, %one) {opset = 17 : i64} : (tensor<0xi64>, tensor<1xi64>) -> tensor<0xi64>
+  return
+}

@@ -26,6 +26,10 @@ inline constexpr int64_t kMinIrVersion = 7;
 /// The range of default-domain (ai.onnx) opsets accepted.
 inline constexpr int64_t kMinDefaultOpset = 13;
 inline constexpr int64_t kMaxDefaultOpset = 23;
+/// The largest fixed dim, and the largest number of elements the fixed dims
+/// of a graph value may multiply to (2^40): bigger is a hostile or corrupt
+/// model, and would overflow shape arithmetic downstream.
+inline constexpr int64_t kMaxDimension = int64_t(1) << 40;
 
 /// Loads the model at `path`. The file is mapped, not read; external data
 /// files are resolved relative to the model's directory, mapped once each,

@@ -11,6 +11,7 @@
 
 #include "compiler/Import/ONNX/ErrorUtil.h"
 #include "compiler/Import/ONNX/ExternalData.h"
+#include "compiler/Import/ONNX/Loader.h"
 #include "compiler/Import/ONNX/TensorConversion.h"
 #include "compiler/Import/ONNX/Validation.h"
 
@@ -18,6 +19,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace folio::onnx {
 namespace {
@@ -67,12 +69,24 @@ convertValueInfo(const folio_onnx::ValueInfoProto &proto,
   if (!tensorType.has_shape())
     return info;
   info.shape.emplace();
+  int64_t fixedElements = 1;
   for (const auto &[i, dim] : llvm::enumerate(tensorType.shape().dim())) {
     if (dim.has_dim_value()) {
       if (dim.dim_value() < 0)
         return makeError(what + " has negative dimension " +
                          llvm::Twine(dim.dim_value()) + " at index " +
                          llvm::Twine(i));
+      if (dim.dim_value() > kMaxDimension)
+        return makeError(what + " has dimension " +
+                         llvm::Twine(dim.dim_value()) + " at index " +
+                         llvm::Twine(i) + ", more than Folio supports (2^40)");
+      if (llvm::MulOverflow(fixedElements, int64_t(dim.dim_value()),
+                            fixedElements) ||
+          fixedElements > kMaxDimension)
+        return makeError(what +
+                         " has more than 2^40 elements in its fixed "
+                         "dimensions (up to index " +
+                         llvm::Twine(i) + ")");
       info.shape->push_back(Dim::fixed(dim.dim_value()));
     } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
       info.shape->push_back(Dim::symbolic(dim.dim_param()));

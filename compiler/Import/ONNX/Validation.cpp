@@ -5,8 +5,12 @@
 #include "compiler/Import/ONNX/ErrorUtil.h"
 #include "compiler/Import/ONNX/Loader.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <deque>
+#include <optional>
 
 namespace folio::onnx {
 namespace {
@@ -52,6 +56,43 @@ public:
 private:
   llvm::StringMap<std::string> producers;
 };
+
+/// When `node` consumes a value of the later node `producer`: the nodes of
+/// a cycle through both, in dataflow order starting at `node` ("node 'a'
+/// (#0, ai.onnx Add, opset 17) -> node 'b' (#1, …) -> node 'a'"), if `producer`
+/// depends on `node`; nullopt if it does not (the graph is merely unsorted).
+/// Breadth-first, so the shortest such cycle, and no recursion on deep graphs.
+std::optional<std::string>
+findCycle(const Node &node, const Node &producer,
+          const llvm::StringMap<const Node *> &allProducers) {
+  // parent[n]: the node whose input n produces, one step nearer `producer`.
+  llvm::DenseMap<const Node *, const Node *> parent;
+  std::deque<const Node *> queue{&producer};
+  parent[&producer] = nullptr;
+  while (!queue.empty()) {
+    const Node *current = queue.front();
+    queue.pop_front();
+    for (const std::string &input : current->getInputs()) {
+      const Node *source = input.empty() ? nullptr : allProducers.lookup(input);
+      if (!source || parent.count(source))
+        continue;
+      parent[source] = current;
+      if (source != &node) {
+        queue.push_back(source);
+        continue;
+      }
+      // node -> parent[node] -> ... -> producer -> node.
+      std::string path;
+      for (const Node *n = &node; n; n = parent.lookup(n))
+        path += (path.empty() ? "" : " -> ") + n->describe();
+      std::string again = node.getName().empty()
+                              ? "#" + std::to_string(node.getIndex())
+                              : "'" + node.getName().str() + "'";
+      return path + " -> node " + again;
+    }
+  }
+  return std::nullopt;
+}
 
 } // namespace
 
@@ -119,6 +160,16 @@ llvm::Error checkGraph(const Graph &graph, const ModelHeader &header,
       if (input.empty() || producers.find(input))
         continue;
       const Node *later = allProducers.lookup(input);
+      if (later == &node)
+        return node.makeError("consumes its own output '" + input +
+                              "' (input #" + llvm::Twine(i) +
+                              "); the graph must be acyclic");
+      if (later) {
+        if (std::optional<std::string> cycle =
+                findCycle(node, *later, allProducers))
+          return makeError("graph has a cycle: " + *cycle +
+                           "; the graph must be acyclic");
+      }
       if (later)
         return node.makeError("input #" + llvm::Twine(i) + " '" + input +
                               "' is produced only by a later " +
