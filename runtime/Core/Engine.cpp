@@ -72,26 +72,19 @@ Status Engine::step(std::vector<SequenceState *> &seqs,
   return Status::ok();
 }
 
-Expected<GenerateResult>
-Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
-                 const GenerateOptions &options) {
+Status Engine::checkGenerate(const plan::Plan &plan, int64_t vocab,
+                             const std::vector<std::vector<TokenId>> &prompts,
+                             const GenerateOptions &options) {
   if (prompts.empty())
     return Status::invalidArgument("no prompts");
   if (options.maxNewTokens < 1)
     return Status::invalidArgument("max new tokens must be at least 1");
-  const SamplingParams &sp = options.sampling;
-  if (Status s = sp.validate(size_t(vocab_)); !s)
+  if (Status s = options.sampling.validate(size_t(vocab)); !s)
     return s;
-  std::vector<uint64_t> seeds(prompts.size(), sp.seed.value_or(0));
-  if (!sp.seed) {
-    std::random_device rd;
-    for (uint64_t &seed : seeds)
-      seed = (uint64_t(rd()) << 32) ^ rd();
-  }
   // The compiler proved the attention masks causal (as raised) only up to
   // max_context tokens; past that the model's mask is unknown, so nothing
   // longer is served.
-  int64_t maxContext = plan_->configValue("max_context", 0);
+  int64_t maxContext = plan.configValue("max_context", 0);
   std::string proven = "the " + std::to_string(maxContext) +
                        " tokens the model's attention masks were proven "
                        "causal up to";
@@ -99,23 +92,31 @@ Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
     return Status::invalidArgument("max-model-len " +
                                    std::to_string(options.maxModelLen) +
                                    " exceeds " + proven);
-  int64_t maxLen = options.maxModelLen ? options.maxModelLen : maxPositions_;
+  // A table indexed by position (learned position embeddings, a rotary
+  // cos/sin table) has max_positions rows; a longer context would index
+  // past it.
+  int64_t maxPositions = plan.configValue("max_positions", 0);
+  if (maxPositions > 0 && options.maxModelLen > maxPositions)
+    return Status::invalidArgument(
+        "max-model-len " + std::to_string(options.maxModelLen) +
+        " exceeds the model's " + std::to_string(maxPositions) +
+        " positions (its position table's rows, the plan's max_positions)");
+  int64_t maxLen = options.maxModelLen ? options.maxModelLen : maxPositions;
   std::string limit = "the model's " + std::to_string(maxLen) + " positions";
   if (maxContext > 0 && (maxLen == 0 || maxContext < maxLen)) {
     maxLen = maxContext;
     limit = proven;
   }
-  std::vector<SequenceState> states(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     const auto &p = prompts[i];
     std::string which = "prompt " + std::to_string(i + 1);
     if (p.empty())
       return Status::invalidArgument(which + " is empty");
     for (TokenId t : p)
-      if (t < 0 || (vocab_ > 0 && t >= vocab_))
+      if (t < 0 || (vocab > 0 && t >= vocab))
         return Status::invalidArgument(
             which + ": token id " + std::to_string(t) +
-            " is outside the vocabulary [0, " + std::to_string(vocab_) + ")");
+            " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
     if (maxLen > 0 && int64_t(p.size()) > maxLen)
       return Status::invalidArgument(which + " has " +
                                      std::to_string(p.size()) +
@@ -127,8 +128,26 @@ Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
                                      " tokens) plus " +
                                      std::to_string(options.maxNewTokens) +
                                      " new tokens exceeds " + limit);
+  }
+  return Status::ok();
+}
+
+Expected<GenerateResult>
+Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
+                 const GenerateOptions &options) {
+  if (Status s = checkGenerate(*plan_, vocab_, prompts, options); !s)
+    return s;
+  const SamplingParams &sp = options.sampling;
+  std::vector<uint64_t> seeds(prompts.size(), sp.seed.value_or(0));
+  if (!sp.seed) {
+    std::random_device rd;
+    for (uint64_t &seed : seeds)
+      seed = (uint64_t(rd()) << 32) ^ rd();
+  }
+  std::vector<SequenceState> states(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
     states[i].id = "seq" + std::to_string(i);
-    states[i].tokens = p;
+    states[i].tokens = prompts[i];
   }
   GenerateResult result;
   result.tokens.resize(prompts.size());

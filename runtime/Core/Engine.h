@@ -26,8 +26,9 @@ namespace folio::core {
 struct GenerateOptions {
   int64_t maxNewTokens = 16;
   /// Longest context accepted; 0 = the plan's max_positions (unbounded when
-  /// the plan names none). Never more than the plan's max_context, the
-  /// length its attention masks were proven causal up to.
+  /// the plan names none). Never more than the plan's max_positions (the
+  /// rows of its position table) or max_context (the length its attention
+  /// masks were proven causal up to): a larger value is refused.
   int64_t maxModelLen = 0;
   /// Keep every step's logits rows ([prompts, maxNewTokens, vocab]).
   bool keepLogits = false;
@@ -95,6 +96,15 @@ public:
     options.sampling = GenerateOptions::greedySampling();
     return generate(prompts, options);
   }
+
+  /// What generate() refuses before running anything: no prompts, an empty
+  /// one, a token id outside [0, vocab) (vocab 0: unchecked), bad sampling
+  /// parameters, a maxModelLen beyond the plan's max_context or
+  /// max_positions, and a prompt, or prompt + maxNewTokens - 1, longer than
+  /// the context allowed. Tools call it before sizing the KV cache.
+  static Status checkGenerate(const plan::Plan &plan, int64_t vocab,
+                              const std::vector<std::vector<TokenId>> &prompts,
+                              const GenerateOptions &options);
 
   /// Blocks needed to generate `maxNewTokens` after each prompt, plus the
   /// null block.

@@ -17,6 +17,14 @@ ServingEngine::create(std::shared_ptr<const plan::Plan> plan,
         "max-model-len " + std::to_string(schedulerConfig.maxModelLen) +
         " exceeds the " + std::to_string(maxContext) +
         " tokens the model's attention masks were proven causal up to");
+  // A table indexed by position has max_positions rows; the scheduler
+  // keeps every request within max-model-len, so that is the bound.
+  int64_t maxPositions = plan->configValue("max_positions", 0);
+  if (maxPositions > 0 && schedulerConfig.maxModelLen > size_t(maxPositions))
+    return Status::invalidArgument(
+        "max-model-len " + std::to_string(schedulerConfig.maxModelLen) +
+        " exceeds the model's " + std::to_string(maxPositions) +
+        " positions (its position table's rows, the plan's max_positions)");
   if (Status s = executor->load(plan); !s)
     return s;
   exec::KVCacheLayout layout = executor->kvCacheLayout();

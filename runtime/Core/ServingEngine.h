@@ -25,7 +25,10 @@ namespace folio::core {
 class ServingEngine {
 public:
   /// Loads `plan`, sizes the executor's KV cache to `kvCache.numBlocks`
-  /// and builds the scheduler. The block size must be the plan's.
+  /// and builds the scheduler. The block size must be the plan's; the
+  /// scheduler's max-model-len at most the plan's max_positions and
+  /// max_context (the scheduler then refuses requests whose prompt +
+  /// max_tokens exceed it).
   static Expected<std::unique_ptr<ServingEngine>>
   create(std::shared_ptr<const plan::Plan> plan,
          std::unique_ptr<exec::Executor> executor,

@@ -275,6 +275,16 @@ Status runEmbedding(StepContext &ctx) {
   std::vector<int32_t> ids;
   if (Status s = toInt32(ctx, ctx.in(1), ids); !s)
     return s;
+  // The table may be a vocabulary or a position table (a learned position
+  // embedding indexed by positions), so the message names rows, not tokens;
+  // the engines refuse contexts past max_positions before any forward.
+  int64_t rows = table.shape[0];
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= rows)
+      return ctx.error("index " + std::to_string(ids[i]) + " (element " +
+                       std::to_string(i) + " of the indices) is outside the " +
+                       "table's " + std::to_string(rows) + " rows [0, " +
+                       std::to_string(rows) + ")");
   Shape shape = ctx.in(1).shape;
   shape.push_back(table.shape[1]);
   Tensor out = ctx.output(0, ElemType::F32, shape); // every row written

@@ -1,6 +1,7 @@
 //===- PlanIO.cpp - Reading and writing .folio artifacts ------------------===//
 
 #include "runtime/Plan/PlanIO.h"
+#include "runtime/Plan/PlanMapping.h"
 
 #include <cinttypes>
 #include <cmath>
@@ -621,7 +622,14 @@ Expected<Plan> readPlan(const std::string &path,
   ::close(fd);
   if (map == MAP_FAILED)
     return Status::invalidArgument("cannot map '" + path + "'");
-  std::shared_ptr<void> keep(map, [size](void *p) { ::munmap(p, size); });
+  // Weights are read from the mapping for as long as the plan lives: a
+  // file truncated meanwhile faults (SIGBUS), which the registry turns
+  // into an error naming the file (PlanMapping.h).
+  int slot = registerPlanMapping(map, size, path.c_str());
+  std::shared_ptr<void> keep(map, [size, slot](void *p) {
+    unregisterPlanMapping(slot);
+    ::munmap(p, size);
+  });
   Expected<Plan> plan =
       parseBytes(static_cast<const uint8_t *>(map), size, keep, options);
   if (!plan)

@@ -18,7 +18,9 @@
 // Loading maps the file and points the plan's blob into the mapping, so
 // weights are never copied (executors may still pack them). Reading checks
 // the file size and both hashes before parsing (the weights' unless
-// ReadPlanOptions::verifyWeights is off).
+// ReadPlanOptions::verifyWeights is off). A mapped file truncated while the
+// plan lives ends the process with an error naming it, not a bare SIGBUS
+// (PlanMapping.h).
 //
 //===----------------------------------------------------------------------===//
 

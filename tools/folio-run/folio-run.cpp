@@ -64,6 +64,20 @@ int main(int argc, char **argv) {
   if (!loaded)
     return fail(loaded.status());
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
+  core::GenerateOptions gopts;
+  gopts.maxNewTokens = o.maxNewTokens;
+  gopts.maxModelLen = o.maxModelLen;
+  gopts.keepLogits = !o.dumpLogits.empty();
+  gopts.sampling.temperature = float(o.temperature);
+  gopts.sampling.topK = int32_t(std::min<int64_t>(o.topK, INT32_MAX));
+  gopts.sampling.topP = float(o.topP);
+  gopts.sampling.seed = o.seed;
+  // Lengths past the plan's positions or proven context are refused before
+  // the KV cache is sized for them.
+  if (Status s = core::Engine::checkGenerate(
+          *plan, plan->configValue("vocab", 0), o.prompts, gopts);
+      !s)
+    return fail(s);
   int64_t blockSize = plan->configValue("block_size", 16);
   int64_t numBlocks =
       core::Engine::blocksFor(o.prompts, o.maxNewTokens, blockSize);
@@ -77,14 +91,6 @@ int main(int argc, char **argv) {
       core::Engine::create(plan, exec::createCPUExecutor(eopts), numBlocks);
   if (!engine)
     return fail(engine.status());
-  core::GenerateOptions gopts;
-  gopts.maxNewTokens = o.maxNewTokens;
-  gopts.maxModelLen = o.maxModelLen;
-  gopts.keepLogits = !o.dumpLogits.empty();
-  gopts.sampling.temperature = float(o.temperature);
-  gopts.sampling.topK = int32_t(std::min<int64_t>(o.topK, INT32_MAX));
-  gopts.sampling.topP = float(o.topP);
-  gopts.sampling.seed = o.seed;
   Expected<core::GenerateResult> result = (*engine)->generate(o.prompts, gopts);
   if (!result)
     return fail(result.status());

@@ -5,13 +5,16 @@
 #include "compiler/Plan/LowerToPlan.h"
 #include "compiler/Target/Target.h"
 #include "runtime/Core/Engine.h"
+#include "runtime/Plan/PlanMapping.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <unistd.h>
 
 using namespace folio;
 
@@ -1035,4 +1038,85 @@ TEST(PlanIO, RecordsTheRequestedDTypeWhenEveryLayerIsSkipped) {
   EXPECT_EQ(p->configValue("kv_cache_dtype", -1),
             int64_t(KVCacheDType::FP8E4M3));
   EXPECT_EQ(loadError(*p), "");
+}
+
+namespace {
+
+/// A plan of one 64 KiB f32 constant: its blob spans many pages.
+plan::Plan planWithLargeBlob() {
+  plan::Plan p;
+  plan::ValueInfo v;
+  v.dims = {16384};
+  int32_t id = p.addValue(v);
+  std::vector<float> weights(16384, 0.5f);
+  uint64_t offset =
+      p.blob.append(weights.data(), weights.size() * sizeof(float));
+  p.constants.push_back({id, offset, weights.size() * sizeof(float)});
+  return p;
+}
+
+/// Loads `path`, truncates the file under the mapping and reads the last
+/// weight, as a forward would.
+void truncateWhileMappedAndTouch(const std::string &path) {
+  auto r = plan::readPlan(path);
+  if (!r) {
+    std::fprintf(stderr, "load failed: %s\n", r.status().message().c_str());
+    std::_Exit(3);
+  }
+  if (::truncate(path.c_str(), 8) != 0)
+    std::_Exit(4);
+  const volatile uint8_t *last = r->blob.data() + r->blob.size() - 1;
+  uint8_t byte = *last;
+  std::fprintf(stderr, "read %d from a truncated file\n", int(byte));
+  std::_Exit(0);
+}
+
+} // namespace
+
+// A plan file truncated in place while its weights are mapped: touching a
+// vanished page is an error naming the file and exit status 1, not a bare
+// "Bus error".
+TEST(PlanIODeathTest, TruncatedWhileMappedIsAClearError) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::string path = tempPath("truncated-while-mapped.folio");
+  ASSERT_TRUE(plan::writePlan(planWithLargeBlob(), path));
+  {
+    // Loads and reads fine before the truncation.
+    auto r = plan::readPlan(path);
+    ASSERT_TRUE(r) << r.status().message();
+    EXPECT_STREQ(plan::planMappingAt(r->blob.data()), path.c_str());
+    EXPECT_STREQ(plan::planMappingAt(r->blob.data() + r->blob.size() - 1),
+                 path.c_str());
+    EXPECT_EQ(plan::planMappingAt(&path), nullptr);
+  }
+  EXPECT_EXIT(truncateWhileMappedAndTouch(path), ::testing::ExitedWithCode(1),
+              "folio: error: the plan file '.*truncated-while-mapped\\.folio' "
+              "changed or was truncated while in use \\(its weights are "
+              "mapped\\); reload it");
+  std::remove(path.c_str());
+}
+
+// Unmapping forgets the range; a SIGBUS outside every plan keeps the
+// default action.
+TEST(PlanIODeathTest, OtherBusErrorsKeepTheDefaultAction) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::string path = tempPath("unmapped.folio");
+  ASSERT_TRUE(plan::writePlan(planWithLargeBlob(), path));
+  const uint8_t *data = nullptr;
+  {
+    auto r = plan::readPlan(path);
+    ASSERT_TRUE(r) << r.status().message();
+    data = r->blob.data();
+  }
+  EXPECT_EQ(plan::planMappingAt(data), nullptr);
+  EXPECT_EXIT(
+      {
+        // With a plan mapped (and so the handler installed).
+        auto r = plan::readPlan(path);
+        if (r)
+          std::raise(SIGBUS);
+        std::_Exit(3);
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
+  std::remove(path.c_str());
 }
