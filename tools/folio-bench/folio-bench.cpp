@@ -6,10 +6,11 @@
 //             2048,4096]
 // folio-bench --model M --workload sharegpt-like --num-requests N --seed S
 //             --max-model-len L --policy continuous,static [--json] ...
+// folio-bench --mode=kv-quant --model M.onnx --eval-data W.i32 [...]
 //
 // A tool, not a test: it prints one JSON object on stdout (progress on
-// stderr). Each mode is one function over the loaded plan; the serving
-// workloads of issue 5 arrive as another --mode.
+// stderr). Each mode is one function over the loaded plan (kv-quant over
+// one plan per KV-cache dtype).
 //
 //===----------------------------------------------------------------------===//
 
@@ -320,7 +321,7 @@ Status parse(int argc, char **argv, Options &o) {
     } else if (arg == "--no-verify-weights") {
       o.verifyWeights = false;
     } else if (arg == "--json") {
-      // JSON is what folio-bench prints; accepted for the issue's spelling.
+      // JSON is what folio-bench prints; accepted for the usual spelling.
     } else {
       return Status::invalidArgument("unknown argument '" +
                                      std::string(argv[i]) + "'");
