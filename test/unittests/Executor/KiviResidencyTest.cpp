@@ -35,6 +35,10 @@ struct Layer {
     view.dtype = cpu::DType::I2;
     view.group = kHeadDim;
     view.residual = kResidual;
+    allocate();
+  }
+  /// (Re)allocates the pools for the view's current geometry.
+  void allocate() {
     k.assign(view.poolBytes(), 0);
     v.assign(view.poolBytes(), 0);
     kp.assign(view.kParamPoolBytes(), 0);
@@ -154,14 +158,7 @@ TEST(KiviResidency, UnheldBlocksBeyondTheSlackAreQuantizedAndWidenedBack) {
   constexpr int64_t kMany = 40;
   Layer l;
   l.view.numBlocks = kMany + 2;
-  l.k.assign(l.view.poolBytes(), 0);
-  l.v.assign(l.view.poolBytes(), 0);
-  l.kp.assign(l.view.kParamPoolBytes(), 0);
-  l.vp.assign(l.view.vParamPoolBytes(), 0);
-  l.view.k = l.k.data();
-  l.view.v = l.v.data();
-  l.view.kParams = l.kp.data();
-  l.view.vParams = l.vp.data();
+  l.allocate();
   KiviResidency r;
   r.reset(kMany + 2, kBlock, kResidual);
   std::mt19937 rng(4);
@@ -195,14 +192,7 @@ TEST(KiviResidency, UnheldBlocksBeyondTheSlackAreQuantizedAndWidenedBack) {
 TEST(KiviResidency, LayersOfDifferentShapesGetTheirOwnRowSize) {
   Layer small, big;
   big.view.numKvHeads = 4 * kHeads;
-  big.k.assign(big.view.poolBytes(), 0);
-  big.v.assign(big.view.poolBytes(), 0);
-  big.kp.assign(big.view.kParamPoolBytes(), 0);
-  big.vp.assign(big.view.vParamPoolBytes(), 0);
-  big.view.k = big.k.data();
-  big.view.v = big.v.data();
-  big.view.kParams = big.kp.data();
-  big.view.vParams = big.vp.data();
+  big.allocate();
   KiviResidency r;
   r.reset(kBlocks, kBlock, kResidual);
   ForwardBatch a = makeBatch({{{1, 2, 3}, 12, 12}});
