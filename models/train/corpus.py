@@ -59,7 +59,9 @@ def load_split(root=None):
     info = {
         "source": "Python standard library sources (*.py) of the training interpreter",
         "python": sys.version.split()[0],
-        "root": str(root),
+        # Where the files come from, not this machine's path to them.
+        "root": "sysconfig.get_paths()['stdlib']" if root == stdlib_root()
+        else "a directory given to corpus.py",
         "excluded_dirs": sorted(EXCLUDED_DIRS),
         "excluded_prefixes": list(EXCLUDED_PREFIXES),
         "heldout_rule": f"int(sha256(relpath)[:8 hex], 16) % {HELDOUT_MODULUS} == 0",
