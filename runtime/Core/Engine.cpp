@@ -72,6 +72,22 @@ Status Engine::step(std::vector<SequenceState *> &seqs,
   return Status::ok();
 }
 
+Status Engine::checkMaxModelLen(const plan::Plan &plan, int64_t maxModelLen) {
+  int64_t maxContext = plan.configValue("max_context", 0);
+  if (maxContext > 0 && maxModelLen > maxContext)
+    return Status::invalidArgument(
+        "max-model-len " + std::to_string(maxModelLen) + " exceeds the " +
+        std::to_string(maxContext) +
+        " tokens the model's attention masks were proven causal up to");
+  int64_t maxPositions = plan.configValue("max_positions", 0);
+  if (maxPositions > 0 && maxModelLen > maxPositions)
+    return Status::invalidArgument(
+        "max-model-len " + std::to_string(maxModelLen) +
+        " exceeds the model's " + std::to_string(maxPositions) +
+        " positions (its position table's rows, the plan's max_positions)");
+  return Status::ok();
+}
+
 Status Engine::checkGenerate(const plan::Plan &plan, int64_t vocab,
                              const std::vector<std::vector<TokenId>> &prompts,
                              const GenerateOptions &options) {
@@ -81,26 +97,16 @@ Status Engine::checkGenerate(const plan::Plan &plan, int64_t vocab,
     return Status::invalidArgument("max new tokens must be at least 1");
   if (Status s = options.sampling.validate(size_t(vocab)); !s)
     return s;
+  if (Status s = checkMaxModelLen(plan, options.maxModelLen); !s)
+    return s;
   // The compiler proved the attention masks causal (as raised) only up to
   // max_context tokens; past that the model's mask is unknown, so nothing
-  // longer is served.
+  // longer is served, however short max-model-len was left.
   int64_t maxContext = plan.configValue("max_context", 0);
   std::string proven = "the " + std::to_string(maxContext) +
                        " tokens the model's attention masks were proven "
                        "causal up to";
-  if (maxContext > 0 && options.maxModelLen > maxContext)
-    return Status::invalidArgument("max-model-len " +
-                                   std::to_string(options.maxModelLen) +
-                                   " exceeds " + proven);
-  // A table indexed by position (learned position embeddings, a rotary
-  // cos/sin table) has max_positions rows; a longer context would index
-  // past it.
   int64_t maxPositions = plan.configValue("max_positions", 0);
-  if (maxPositions > 0 && options.maxModelLen > maxPositions)
-    return Status::invalidArgument(
-        "max-model-len " + std::to_string(options.maxModelLen) +
-        " exceeds the model's " + std::to_string(maxPositions) +
-        " positions (its position table's rows, the plan's max_positions)");
   int64_t maxLen = options.maxModelLen ? options.maxModelLen : maxPositions;
   std::string limit = "the model's " + std::to_string(maxLen) + " positions";
   if (maxContext > 0 && (maxLen == 0 || maxContext < maxLen)) {

@@ -102,6 +102,12 @@ public:
   /// parameters, a maxModelLen beyond the plan's max_context or
   /// max_positions, and a prompt, or prompt + maxNewTokens - 1, longer than
   /// the context allowed. Tools call it before sizing the KV cache.
+  /// Refuses a max-model-len the plan cannot serve: past max_context (the
+  /// attention masks are proven causal only that far) or past
+  /// max_positions (a table indexed by position has that many rows). The
+  /// one check the plain and the serving engine share.
+  static Status checkMaxModelLen(const plan::Plan &plan, int64_t maxModelLen);
+
   static Status checkGenerate(const plan::Plan &plan, int64_t vocab,
                               const std::vector<std::vector<TokenId>> &prompts,
                               const GenerateOptions &options);

@@ -2,6 +2,11 @@
 
 #include "runtime/Core/ServingEngine.h"
 
+#include "runtime/Core/Engine.h"
+
+#include <algorithm>
+#include <cstdint>
+
 namespace folio::core {
 
 Expected<std::unique_ptr<ServingEngine>>
@@ -9,22 +14,13 @@ ServingEngine::create(std::shared_ptr<const plan::Plan> plan,
                       std::unique_ptr<exec::Executor> executor,
                       const SchedulerConfig &schedulerConfig,
                       const KVCacheConfig &kvCache) {
-  // Past max_context tokens the attention masks are unproven (see
-  // Engine::generate).
-  int64_t maxContext = plan->configValue("max_context", 0);
-  if (maxContext > 0 && schedulerConfig.maxModelLen > size_t(maxContext))
-    return Status::invalidArgument(
-        "max-model-len " + std::to_string(schedulerConfig.maxModelLen) +
-        " exceeds the " + std::to_string(maxContext) +
-        " tokens the model's attention masks were proven causal up to");
-  // A table indexed by position has max_positions rows; the scheduler
-  // keeps every request within max-model-len, so that is the bound.
-  int64_t maxPositions = plan->configValue("max_positions", 0);
-  if (maxPositions > 0 && schedulerConfig.maxModelLen > size_t(maxPositions))
-    return Status::invalidArgument(
-        "max-model-len " + std::to_string(schedulerConfig.maxModelLen) +
-        " exceeds the model's " + std::to_string(maxPositions) +
-        " positions (its position table's rows, the plan's max_positions)");
+  // The scheduler keeps every request within max-model-len, so that is
+  // what must fit the plan.
+  if (Status s = Engine::checkMaxModelLen(
+          *plan, int64_t(std::min<size_t>(schedulerConfig.maxModelLen,
+                                          size_t(INT64_MAX))));
+      !s)
+    return s;
   if (Status s = executor->load(plan); !s)
     return s;
   exec::KVCacheLayout layout = executor->kvCacheLayout();
