@@ -19,6 +19,9 @@ void KiviResidency::reset(int64_t blocks, int64_t block, int64_t window) {
   numEntries = 0;
   step = 0;
   lastUsed.assign(size_t(blocks), -1);
+  firstOff.assign(size_t(blocks), -1);
+  lastOff.assign(size_t(blocks), -1);
+  state.assign(size_t(blocks), 0);
   forgetAll();
 }
 
@@ -97,9 +100,19 @@ Status KiviResidency::prepare(const ForwardBatch &batch,
         "int2 KV cache: the batch's seq_lens, query_start_loc and "
         "block_tables disagree");
   // Blocks this step writes, with the first and last slot offset written.
-  std::vector<int64_t> written;
-  std::vector<int64_t> firstOff(size_t(numBlocks), -1);
-  std::vector<int64_t> lastOff(size_t(numBlocks), -1);
+  // The per-block scratch is kept across steps and only its touched
+  // entries are cleared, so a step costs what it touches, not numBlocks.
+  std::vector<int64_t> written, held;
+  struct ClearScratch {
+    KiviResidency &r;
+    const std::vector<int64_t> &written, &held;
+    ~ClearScratch() {
+      for (int64_t b : written)
+        r.firstOff[size_t(b)] = r.lastOff[size_t(b)] = -1;
+      for (int64_t b : held)
+        r.state[size_t(b)] = 0;
+    }
+  } clear{*this, written, held};
   for (size_t t = 0; t < batch.slotMapping.size(); ++t) {
     int64_t slot = batch.slotMapping[t];
     if (slot < 0)
@@ -120,7 +133,6 @@ Status KiviResidency::prepare(const ForwardBatch &batch,
   // Per block: 2 = read within a scheduled sequence's window (or written),
   // 1 = held by a scheduled sequence before its window (aged), 0 = held by
   // no scheduled sequence.
-  std::vector<char> state(size_t(numBlocks), 0);
   for (int64_t s = 0; s < seqs; ++s) {
     int64_t len = batch.seqLens[size_t(s)];
     int64_t qLen = int64_t(batch.queryStartLoc[size_t(s + 1)]) -
@@ -145,11 +157,16 @@ Status KiviResidency::prepare(const ForwardBatch &batch,
       // A block shared through the prefix cache may sit in one sequence's
       // window and before another's: the window wins.
       char here = (i + 1) * blockSize > from ? 2 : 1;
+      if (state[size_t(b)] == 0)
+        held.push_back(b);
       state[size_t(b)] = std::max(state[size_t(b)], here);
     }
   }
-  for (int64_t b : written)
+  for (int64_t b : written) {
+    if (state[size_t(b)] == 0)
+      held.push_back(b);
     state[size_t(b)] = 2;
+  }
 
   // Which resident blocks to quantize: every aged one, then the least
   // recently used of the unheld ones beyond a slack of what this step needs.

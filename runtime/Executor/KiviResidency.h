@@ -75,6 +75,11 @@ private:
   std::vector<int32_t> residentIndex; ///< [numBlocks]
   std::vector<int64_t> filled;        ///< [numBlocks], resident blocks only
   std::vector<int64_t> lastUsed;      ///< [numBlocks], the step it was hot
+  /// prepare's per-block scratch, all -1 / 0 between steps: the first and
+  /// last slot offset written this step, and how a scheduled sequence
+  /// holds the block (2 in a window or written, 1 aged, 0 not held).
+  std::vector<int64_t> firstOff, lastOff;
+  std::vector<char> state;
   std::vector<int64_t> residentBlocks;
   std::vector<int32_t> freeEntries;
   int64_t numEntries = 0;
