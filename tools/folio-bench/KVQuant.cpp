@@ -134,41 +134,69 @@ int64_t argmax(const float *row, int64_t n) {
   return std::max_element(row, row + n) - row;
 }
 
-/// Greedy continuations of `prompts`, `newTokens` each, decoded step by
-/// step over the paged cache as the engine would.
-Expected<Seqs> greedyContinue(std::shared_ptr<const plan::Plan> plan,
-                              const Seqs &prompts, int64_t newTokens,
-                              int64_t threads) {
-  int64_t block = plan->configValue("block_size", 16);
-  Seqs seqs = prompts;
-  std::vector<std::vector<BlockId>> tables(seqs.size());
+/// Sequences of known lengths, each with its own run of blocks from block
+/// 1 on, and an executor whose cache holds them all.
+struct PagedRun {
+  std::unique_ptr<exec::Executor> executor;
+  std::vector<std::vector<BlockId>> tables;
+  int64_t block = 0;
+
+  /// Runs tokens [from[s], from[s] + count[s]) of every sequence of `seqs`
+  /// as one step, with logits for each sequence's last token.
+  Status step(const Seqs &seqs, const std::vector<int64_t> &from,
+              const std::vector<int64_t> &count, std::vector<float> &logits,
+              int64_t &vocab) {
+    std::vector<core::ScheduledSequence> sched(seqs.size());
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      sched[s].tokens = &seqs[s];
+      sched[s].numComputed = from[s];
+      sched[s].numScheduled = count[s];
+      sched[s].blockTable = &tables[s];
+    }
+    Expected<exec::ForwardBatch> batch = core::buildForwardBatch(sched, block);
+    if (!batch)
+      return batch.status();
+    return executor->forward(*batch, logits, vocab);
+  }
+};
+
+Expected<PagedRun> pagedRun(std::shared_ptr<const plan::Plan> plan,
+                            const std::vector<int64_t> &lengths,
+                            int64_t threads) {
+  PagedRun r;
+  r.block = plan->configValue("block_size", 16);
   BlockId next = 1;
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    int64_t len = int64_t(seqs[s].size()) + newTokens;
-    for (int64_t b = 0; b < (len + block - 1) / block; ++b)
-      tables[s].push_back(next++);
+  for (int64_t len : lengths) {
+    r.tables.emplace_back();
+    for (int64_t b = 0; b < (len + r.block - 1) / r.block; ++b)
+      r.tables.back().push_back(next++);
   }
   Expected<std::unique_ptr<exec::Executor>> e =
       makeExecutor(plan, next, threads);
   if (!e)
     return e.status();
-  std::vector<int64_t> computed(seqs.size(), 0);
+  r.executor = std::move(*e);
+  return r;
+}
+
+/// Greedy continuations of `prompts`, `newTokens` each, decoded step by
+/// step over the paged cache as the engine would.
+Expected<Seqs> greedyContinue(std::shared_ptr<const plan::Plan> plan,
+                              const Seqs &prompts, int64_t newTokens,
+                              int64_t threads) {
+  Seqs seqs = prompts;
+  std::vector<int64_t> lengths, computed(seqs.size(), 0), count(seqs.size());
+  for (const std::vector<TokenId> &p : prompts)
+    lengths.push_back(int64_t(p.size()) + newTokens);
+  Expected<PagedRun> run = pagedRun(plan, lengths, threads);
+  if (!run)
+    return run.status();
   std::vector<float> logits;
   for (int64_t step = 0; step < newTokens; ++step) {
-    std::vector<core::ScheduledSequence> sched;
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      core::ScheduledSequence q;
-      q.tokens = &seqs[s];
-      q.numComputed = computed[s];
-      q.numScheduled = int64_t(seqs[s].size()) - computed[s];
-      q.blockTable = &tables[s];
-      sched.push_back(q);
-    }
-    Expected<exec::ForwardBatch> batch = core::buildForwardBatch(sched, block);
-    if (!batch)
-      return batch.status();
+    for (size_t s = 0; s < seqs.size(); ++s)
+      count[s] = int64_t(seqs[s].size()) - computed[s];
     int64_t vocab = 0;
-    if (Status st = (*e)->forward(*batch, logits, vocab); !st)
+    if (Status st = run->step(seqs, computed, count, logits, vocab); !st)
       return st;
     for (size_t s = 0; s < seqs.size(); ++s) {
       computed[s] = int64_t(seqs[s].size());
@@ -205,7 +233,6 @@ Expected<double> agreement(std::shared_ptr<const plan::Plan> plan,
 /// Decode tokens per second of `batch` sequences at context `context`.
 Expected<double> decodeSpeed(std::shared_ptr<const plan::Plan> plan,
                              const KVQuantOptions &o) {
-  int64_t block = plan->configValue("block_size", 16);
   int64_t vocab = plan->configValue("vocab", 0);
   int64_t len = o.context + o.decodeSteps * o.repeats;
   std::mt19937 rng(0);
@@ -213,31 +240,15 @@ Expected<double> decodeSpeed(std::shared_ptr<const plan::Plan> plan,
   for (std::vector<TokenId> &s : seqs)
     for (int64_t i = 0; i < len; ++i)
       s.push_back(TokenId(rng() % uint32_t(std::max<int64_t>(vocab, 1))));
-  std::vector<std::vector<BlockId>> tables(seqs.size());
-  BlockId next = 1;
-  for (auto &t : tables)
-    for (int64_t b = 0; b < (len + block - 1) / block; ++b)
-      t.push_back(next++);
-  Expected<std::unique_ptr<exec::Executor>> e =
-      makeExecutor(plan, next, o.threads);
-  if (!e)
-    return e.status();
+  Expected<PagedRun> paged =
+      pagedRun(plan, std::vector<int64_t>(seqs.size(), len), o.threads);
+  if (!paged)
+    return paged.status();
   std::vector<float> logits;
   auto run = [&](int64_t from, int64_t count) -> Status {
-    std::vector<core::ScheduledSequence> sched;
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      core::ScheduledSequence q;
-      q.tokens = &seqs[s];
-      q.numComputed = from;
-      q.numScheduled = count;
-      q.blockTable = &tables[s];
-      sched.push_back(q);
-    }
-    Expected<exec::ForwardBatch> batch = core::buildForwardBatch(sched, block);
-    if (!batch)
-      return batch.status();
     int64_t v = 0;
-    return (*e)->forward(*batch, logits, v);
+    return paged->step(seqs, std::vector<int64_t>(seqs.size(), from),
+                       std::vector<int64_t>(seqs.size(), count), logits, v);
   };
   // The context, one sequence's chunk at a time.
   for (int64_t p = 0; p < o.context; p += 512)
