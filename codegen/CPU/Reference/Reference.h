@@ -14,6 +14,7 @@
 #include "codegen/CPU/KVCache.h"
 #include "codegen/CPU/PagedAttention.h"
 #include "codegen/CPU/Rotary.h"
+#include "codegen/CPU/SpecVerify.h"
 
 #include <cstdint>
 
@@ -55,6 +56,19 @@ void denseAttention(const float *q, const float *const *k,
                     const float *const *v, const int32_t *queryStartLoc,
                     const int32_t *seqLens, int64_t numSeqs, int64_t numKvHeads,
                     int64_t headDim, const AttentionParams &params, float *out);
+
+/// Speculative verification by the definition (SpecVerify.h): writes
+/// args.accepted and args.tokens.
+void specVerifyGreedy(const SpecVerifyArgs &args);
+
+/// Rejection sampling with every row's softmax as a vector of doubles and
+/// the residual normalised before its draw. `margins`, if not null,
+/// receives [S]: for each sequence the smallest distance, in probability,
+/// between a sampled decision's two sides (u q(x) against p(x); u against
+/// the edges of the drawn token's CDF interval; the residual's mass against
+/// 0). A kernel that rounds differently can decide otherwise only where
+/// that distance is within its rounding error.
+void specVerifySample(const SpecVerifyArgs &args, double *margins = nullptr);
 
 } // namespace folio::cpu::ref
 
