@@ -80,6 +80,9 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
   if (stopAfter == FolioPhase::Lower)
     return;
 
+  // The verify entries of speculative decoding, next to forward; fuse makes
+  // their spec_verify a kernel of its own.
+  pm.addPass(createFolioSpeculativePass());
   // Fuse: kernel boundaries for every backend; the plan is a list of them.
   pm.nest<func::FuncOp>().addPass(createFolioFusePass());
 }

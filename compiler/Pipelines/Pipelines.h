@@ -54,7 +54,8 @@ std::optional<FolioPhase> parseFolioPhase(StringRef name);
 /// Appends the passes from an imported module up to and including
 /// `stopAfter`: set-target, raise (simplify, norms, rotary, attention,
 /// linear), page-kv + the serving-contract check + quantize-kv, lowering to
-/// folio ops + its check, fuse. Speculative decoding follows as it lands.
+/// folio ops + its check, the verify entries of speculative decoding
+/// (folio-speculative), fuse.
 void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
                         FolioPhase stopAfter);
 

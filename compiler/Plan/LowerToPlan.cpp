@@ -307,14 +307,28 @@ public:
     return llvm::Error::success();
   }
 
-  llvm::Error lowerOp(Operation *op) {
+  llvm::Error lowerOp(Operation *op) { return lowerOp(op, p.steps); }
+
+  /// One step for `op`, appended to `steps` (forward's or an entry's).
+  llvm::Error lowerOp(Operation *op, std::vector<plan::Step> &steps) {
     if (op->getNumRegions() != 0)
       return opError(op, "nested regions are not part of the lowered form");
     plan::Step step;
     step.kind = op->getName().stripDialect().str();
     if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
       step.name = loc.getName().str();
-    for (Value v : op->getOperands()) {
+    // spec_verify's operands keep their places, -1 for an absent optional
+    // one (the executors read them by position); other ops list what they
+    // have (kv_write's and paged_attention's trailing scales).
+    SmallVector<Value> operands(op->getOperands());
+    if (auto verify = dyn_cast<SpecVerifyOp>(op))
+      operands = {verify.getTargetLogits(), verify.getDraftTokens(),
+                  verify.getDraftProbs(), verify.getUniforms()};
+    for (Value v : operands) {
+      if (!v) {
+        step.operands.push_back(-1);
+        continue;
+      }
       auto id = valueFor(v);
       if (!id)
         return opError(op, toString(id.takeError()));
@@ -347,14 +361,69 @@ public:
       os << castOp.getType().getElementType();
       step.attrs.push_back({"to", to});
     } else {
-      // Which optional operands are present is the operand list itself
-      // (kv_write's and paged_attention's trailing scales).
       for (NamedAttribute a : op->getAttrs())
         if (a.getName() != "operandSegmentSizes")
           if (auto err = addAttr(a.getName(), a.getValue()))
             return err;
     }
-    p.steps.push_back(std::move(step));
+    steps.push_back(std::move(step));
+    return llvm::Error::success();
+  }
+
+  /// A verify entry (folio-speculative): its arguments by name, its ops as
+  /// steps that run alone (a folio.kernel region's body is lowered in
+  /// place: an entry has no kernels), its results.
+  llvm::Error lowerEntry(func::FuncOp func, plan::Entry &e) {
+    e.name = func.getName().str();
+    for (BlockArgument arg : func.getArguments()) {
+      auto id = valueFor(arg);
+      if (!id)
+        return id.takeError();
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                    "folio.onnx_name");
+      if (!name)
+        return opError(func, "argument " + Twine(arg.getArgNumber()) +
+                                 " of the verify entry has no "
+                                 "folio.onnx_name (run folio-speculative)");
+      e.inputs.push_back({name.getValue().str(), *id});
+    }
+    for (Operation &op : func.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (Value v : ret.getOperands()) {
+          auto id = valueFor(v);
+          if (!id)
+            return id.takeError();
+          e.outputs.push_back(*id);
+        }
+        continue;
+      }
+      if (auto kernel = dyn_cast<KernelOp>(op)) {
+        Block &body = kernel.getBody().front();
+        for (auto [arg, input] :
+             llvm::zip(body.getArguments(), kernel.getInputs())) {
+          auto id = valueFor(input);
+          if (!id)
+            return opError(kernel, toString(id.takeError()));
+          alias(arg, *id);
+        }
+        for (Operation &inner : body.without_terminator())
+          if (auto err = lowerOp(&inner, e.steps))
+            return err;
+        auto yield = cast<YieldOp>(body.getTerminator());
+        for (auto [result, yielded] :
+             llvm::zip(kernel.getResults(), yield.getOperands())) {
+          auto id = valueFor(yielded);
+          if (!id)
+            return opError(kernel, toString(id.takeError()));
+          alias(result, *id);
+        }
+        continue;
+      }
+      if (isa<arith::ConstantOp>(op))
+        return opError(&op, "a verify entry takes no constants");
+      if (auto err = lowerOp(&op, e.steps))
+        return err;
+    }
     return llvm::Error::success();
   }
 
@@ -623,6 +692,17 @@ llvm::Expected<plan::Plan> lowerModuleToPlan(ModuleOp module) {
   assignDimSymbols(p, func);
   planReleases(p);
   planBuffers(p);
+  // The verify entries after forward's memory plan: their values are bound
+  // to the caller's arrays, never to planned buffers.
+  for (StringRef name : {plan::kVerifyGreedyEntry, plan::kVerifySampleEntry,
+                         plan::kVerifySampleOneHotEntry}) {
+    auto entry = module.lookupSymbol<func::FuncOp>(name);
+    if (!entry || entry.isExternal())
+      continue;
+    p.entries.emplace_back();
+    if (auto err = lowering.lowerEntry(entry, p.entries.back()))
+      return std::move(err);
+  }
   if (p.outputs.size() != 1)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "forward must return exactly the logits");

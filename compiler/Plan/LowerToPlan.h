@@ -3,7 +3,8 @@
 // Turns the compiled module's `forward` function into a runtime plan: one
 // step per op in program order, one value slot per SSA value, every
 // constant's bytes (dense attributes and the model's dense_resource weights)
-// copied once into the plan's aligned blob.
+// copied once into the plan's aligned blob. The verify entries
+// folio-speculative adds become the plan's entries (Plan::entries).
 //
 //===----------------------------------------------------------------------===//
 

@@ -12,7 +12,9 @@
 #include "runtime/Executor/Executor.h"
 #include "runtime/Executor/FusedKernels.h"
 #include "runtime/Executor/KiviResidency.h"
+#include "runtime/Executor/RunVerify.h"
 #include "runtime/Executor/StepKernel.h"
+#include "runtime/Plan/VerifyEntries.h"
 
 #include "codegen/CPU/Linear.h"
 
@@ -65,6 +67,10 @@ public:
     }
     kernels.clear();
     states.clear();
+    // The verify entries are checked here, at load, so that verify() never
+    // meets one it cannot run.
+    if (Status s = plan::validateEntries(*plan); !s)
+      return s;
     if (plan->kernels.empty() && !plan->steps.empty())
       return Status::invalidArgument(
           "the plan has steps but no kernels (recompile it with folioc)");
@@ -336,6 +342,14 @@ public:
     values.resize(plan->values.size());
     clearTransient();
     return Status::ok();
+  }
+
+  Status verify(const VerifyBatch &batch, std::vector<int32_t> &accepted,
+                std::vector<int32_t> &tokens) override {
+    if (!plan)
+      return Status::invalidArgument("verify needs a loaded plan");
+    cpu::ThreadPool &pool = ownPool ? *ownPool : cpu::ThreadPool::global();
+    return runVerifyEntry(*plan, batch, accepted, tokens, pool);
   }
 
   Status runStep(size_t i, std::vector<Tensor> &values, cpu::ThreadPool &pool) {

@@ -35,6 +35,20 @@ struct ForwardBatch {
   std::vector<int32_t> logitsIndices; ///< [R]
 };
 
+/// One verification of speculative tokens (the plan's `verify` entry, see
+/// codegen/CPU/SpecVerify.h for the meaning of each array). Views only.
+struct VerifyBatch {
+  int64_t numSeqs = 0;  ///< S
+  int64_t numDraft = 0; ///< K
+  int64_t vocab = 0;    ///< V
+  /// Rejection sampling (true) or longest argmax match (false).
+  bool sample = false;
+  const float *targetLogits = nullptr;  ///< [S, K+1, V]
+  const int32_t *draftTokens = nullptr; ///< [S, K], -1 padded
+  const float *draftProbs = nullptr;    ///< [S, K, V] or null (one-hot)
+  const float *uniforms = nullptr;      ///< [S, K+1], sample only
+};
+
 /// The model geometry an executor reads off its plan.
 struct KVCacheLayout {
   int64_t numLayers = 0;
@@ -107,6 +121,19 @@ public:
   virtual Status forward(const ForwardBatch &batch, std::vector<float> &logits,
                          int64_t &vocab) = 0;
 
+  /// Runs the plan's verify entry: `accepted` receives [S] kept drafts,
+  /// `tokens` [S, K+1] (kept drafts, then the corrected or bonus token,
+  /// then -1).
+  virtual Status verify(const VerifyBatch &batch,
+                        std::vector<int32_t> &accepted,
+                        std::vector<int32_t> &tokens) {
+    (void)batch;
+    (void)accepted;
+    (void)tokens;
+    return Status::invalidArgument(std::string(deviceName()) +
+                                   " executor cannot verify speculative "
+                                   "tokens");
+  }
   /// The ranges of what the caches hold (calibration: needs f32 caches).
   virtual Expected<KVCacheAbsMax> kvCacheAbsMax() const {
     return Status::invalidArgument(std::string(deviceName()) +

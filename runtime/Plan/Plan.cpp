@@ -115,10 +115,10 @@ const char *dimSymbolName(DimSymbol s) {
 
 const std::vector<std::string> &opKinds() {
   static const std::vector<std::string> kinds = {
-      "embedding",   "linear",    "gated_mlp", "rms_norm",
-      "layer_norm",  "rotary",    "kv_write",  "paged_attention",
-      "gather_rows", "binary",    "unary",     "cast",
-      "reshape",     "transpose", "slice",     "concat"};
+      "embedding", "linear",     "gated_mlp",       "rms_norm",    "layer_norm",
+      "rotary",    "kv_write",   "paged_attention", "gather_rows", "binary",
+      "unary",     "cast",       "reshape",         "transpose",   "slice",
+      "concat",    "spec_verify"};
   return kinds;
 }
 
@@ -252,6 +252,13 @@ int64_t Plan::configValue(const std::string &key, int64_t dflt) const {
     if (kv.first == key)
       return kv.second;
   return dflt;
+}
+
+const Entry *Plan::findEntry(const std::string &name) const {
+  for (const Entry &e : entries)
+    if (e.name == name)
+      return &e;
+  return nullptr;
 }
 
 int32_t Plan::addValue(ValueInfo info) {

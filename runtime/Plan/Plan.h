@@ -177,11 +177,39 @@ struct Kernel {
 };
 
 /// The closed sets a plan may name: op kinds of steps, kernel kinds (the
-/// fused ones plus every op kind, for kernels of one op).
+/// fused ones plus every op kind, for kernels of one op). `spec_verify` is
+/// an op kind of the verify entries only (see Entry), never of forward.
 const std::vector<std::string> &opKinds();
 const std::vector<std::string> &fusedKernelKinds();
 bool isOpKind(const std::string &kind);
 bool isKernelKind(const std::string &kind);
+
+/// The verify entries of speculative decoding (the compiler's
+/// folio-speculative adds them): one `spec_verify` step each, in greedy
+/// mode, in sample mode with the draft's probabilities, and in sample mode
+/// with one-hot drafts (a deterministic proposer, no probabilities).
+inline constexpr const char *kVerifyGreedyEntry = "verify_greedy";
+inline constexpr const char *kVerifySampleEntry = "verify_sample";
+inline constexpr const char *kVerifySampleOneHotEntry = "verify_sample_onehot";
+/// The inputs of a verify entry, in the order of the spec_verify step's
+/// four operands (an absent one is -1): target_logits f32 [S, K+1, V],
+/// draft_tokens i32 [S, K], draft_probs f32 [S, K, V], uniforms f32
+/// [S, K+1]. Its outputs are the step's results: accepted i32 [S] and
+/// tokens i32 [S, K+1].
+inline constexpr const char *kVerifyInputNames[4] = {
+    "target_logits", "draft_tokens", "draft_probs", "uniforms"};
+
+/// An entry besides forward. It shares the plan's value table (its values
+/// are tensors no forward step touches) and runs its steps in order, each
+/// on its own: no kernels, no planned buffers (buffer -1, symbol None). The
+/// executor binds the caller's arrays to `inputs` as views and writes
+/// `outputs` straight into the caller's vectors.
+struct Entry {
+  std::string name;
+  std::vector<Argument> inputs;
+  std::vector<int32_t> outputs;
+  std::vector<Step> steps;
+};
 
 /// A reusable buffer: values whose lifetimes do not overlap share it, so
 /// a forward needs as many allocations as buffers, not as values. Its size
@@ -200,12 +228,16 @@ struct Plan {
   std::vector<Step> steps;
   std::vector<Kernel> kernels;
   std::vector<BufferInfo> buffers;
+  /// Entries besides forward (the verify entries), by name.
+  std::vector<Entry> entries;
   Blob blob;
   /// Model facts the runtime needs without reading steps (vocab, maximum
   /// positions, block size), as name -> integer.
   std::vector<std::pair<std::string, int64_t>> config;
 
   int64_t configValue(const std::string &key, int64_t dflt) const;
+  /// The entry named `name`, or null.
+  const Entry *findEntry(const std::string &name) const;
   int32_t addValue(ValueInfo info);
 };
 

@@ -2,6 +2,7 @@
 
 #include "runtime/Plan/PlanIO.h"
 #include "runtime/Plan/PlanMapping.h"
+#include "runtime/Plan/VerifyEntries.h"
 
 #include <cinttypes>
 #include <cmath>
@@ -84,42 +85,17 @@ private:
   uint64_t pos = 0;
 };
 
-std::string encodeHeader(const Plan &plan) {
-  Writer w;
-  w.str(plan.entry);
-  w.pod<uint32_t>(uint32_t(plan.config.size()));
-  for (const auto &kv : plan.config) {
-    w.str(kv.first);
-    w.pod<int64_t>(kv.second);
-  }
-  w.pod<uint32_t>(uint32_t(plan.values.size()));
-  for (const ValueInfo &v : plan.values) {
-    w.pod<uint8_t>(uint8_t(v.kind));
-    w.pod<uint8_t>(uint8_t(v.type));
-    w.vec<int64_t>(v.dims);
-    w.pod<int64_t>(v.kvHeads);
-    w.pod<int64_t>(v.headDim);
-    w.pod<int64_t>(v.blockSize);
-    w.pod<uint8_t>(uint8_t(v.symbol));
-    w.pod<int32_t>(v.buffer);
-    w.pod<uint8_t>(uint8_t(v.kvScale));
-    w.pod<int64_t>(v.kvGroup);
-    w.pod<int64_t>(v.kvResidual);
-  }
-  w.pod<uint32_t>(uint32_t(plan.inputs.size()));
-  for (const Argument &a : plan.inputs) {
+void encodeArguments(Writer &w, const std::vector<Argument> &args) {
+  w.pod<uint32_t>(uint32_t(args.size()));
+  for (const Argument &a : args) {
     w.str(a.name);
     w.pod<int32_t>(a.value);
   }
-  w.vec<int32_t>(plan.outputs);
-  w.pod<uint32_t>(uint32_t(plan.constants.size()));
-  for (const Constant &c : plan.constants) {
-    w.pod<int32_t>(c.value);
-    w.pod<uint64_t>(c.offset);
-    w.pod<uint64_t>(c.bytes);
-  }
-  w.pod<uint32_t>(uint32_t(plan.steps.size()));
-  for (const Step &s : plan.steps) {
+}
+
+void encodeSteps(Writer &w, const std::vector<Step> &steps) {
+  w.pod<uint32_t>(uint32_t(steps.size()));
+  for (const Step &s : steps) {
     w.str(s.kind);
     w.str(s.name);
     w.vec<int32_t>(s.operands);
@@ -145,6 +121,39 @@ std::string encodeHeader(const Plan &plan) {
       }
     }
   }
+}
+
+std::string encodeHeader(const Plan &plan) {
+  Writer w;
+  w.str(plan.entry);
+  w.pod<uint32_t>(uint32_t(plan.config.size()));
+  for (const auto &kv : plan.config) {
+    w.str(kv.first);
+    w.pod<int64_t>(kv.second);
+  }
+  w.pod<uint32_t>(uint32_t(plan.values.size()));
+  for (const ValueInfo &v : plan.values) {
+    w.pod<uint8_t>(uint8_t(v.kind));
+    w.pod<uint8_t>(uint8_t(v.type));
+    w.vec<int64_t>(v.dims);
+    w.pod<int64_t>(v.kvHeads);
+    w.pod<int64_t>(v.headDim);
+    w.pod<int64_t>(v.blockSize);
+    w.pod<uint8_t>(uint8_t(v.symbol));
+    w.pod<int32_t>(v.buffer);
+    w.pod<uint8_t>(uint8_t(v.kvScale));
+    w.pod<int64_t>(v.kvGroup);
+    w.pod<int64_t>(v.kvResidual);
+  }
+  encodeArguments(w, plan.inputs);
+  w.vec<int32_t>(plan.outputs);
+  w.pod<uint32_t>(uint32_t(plan.constants.size()));
+  for (const Constant &c : plan.constants) {
+    w.pod<int32_t>(c.value);
+    w.pod<uint64_t>(c.offset);
+    w.pod<uint64_t>(c.bytes);
+  }
+  encodeSteps(w, plan.steps);
   w.pod<uint32_t>(uint32_t(plan.kernels.size()));
   for (const Kernel &k : plan.kernels) {
     w.str(k.kind);
@@ -159,7 +168,63 @@ std::string encodeHeader(const Plan &plan) {
     w.pod<int64_t>(b.staticBytes);
     w.pod<uint8_t>(uint8_t(b.symbol));
   }
+  w.pod<uint32_t>(uint32_t(plan.entries.size()));
+  for (const Entry &e : plan.entries) {
+    w.str(e.name);
+    encodeArguments(w, e.inputs);
+    w.vec<int32_t>(e.outputs);
+    encodeSteps(w, e.steps);
+  }
   return w.out;
+}
+
+void decodeArguments(Reader &r, std::vector<Argument> &args) {
+  uint32_t n = r.count(8);
+  for (uint32_t i = 0; i < n && !r.failed; ++i) {
+    Argument a;
+    a.name = r.str();
+    a.value = r.pod<int32_t>();
+    args.push_back(std::move(a));
+  }
+}
+
+Status decodeSteps(Reader &r, std::vector<Step> &steps) {
+  uint32_t numSteps = r.count(20);
+  for (uint32_t i = 0; i < numSteps && !r.failed; ++i) {
+    Step s;
+    s.kind = r.str();
+    s.name = r.str();
+    s.operands = r.vec<int32_t>();
+    s.results = r.vec<int32_t>();
+    uint32_t numAttrs = r.count(5);
+    for (uint32_t j = 0; j < numAttrs && !r.failed; ++j) {
+      Attr a;
+      a.name = r.str();
+      switch (r.pod<uint8_t>()) {
+      case TagInt:
+        a.value = r.pod<int64_t>();
+        break;
+      case TagFloat:
+        a.value = r.pod<double>();
+        break;
+      case TagString:
+        a.value = r.str();
+        break;
+      case TagInts:
+        a.value = r.vec<int64_t>();
+        break;
+      case TagFloats:
+        a.value = r.vec<double>();
+        break;
+      default:
+        return Status::invalidArgument("plan: step '" + s.kind +
+                                       "' has an attribute of unknown tag");
+      }
+      s.attrs.push_back(std::move(a));
+    }
+    steps.push_back(std::move(s));
+  }
+  return Status::ok();
 }
 
 Status decodeHeader(Reader &r, Plan &plan) {
@@ -194,13 +259,7 @@ Status decodeHeader(Reader &r, Plan &plan) {
     v.kvGroup = r.pod<int64_t>();
     v.kvResidual = r.pod<int64_t>();
   }
-  uint32_t numInputs = r.count(8);
-  for (uint32_t i = 0; i < numInputs && !r.failed; ++i) {
-    Argument a;
-    a.name = r.str();
-    a.value = r.pod<int32_t>();
-    plan.inputs.push_back(std::move(a));
-  }
+  decodeArguments(r, plan.inputs);
   plan.outputs = r.vec<int32_t>();
   uint32_t numConstants = r.count(20);
   for (uint32_t i = 0; i < numConstants && !r.failed; ++i) {
@@ -210,41 +269,8 @@ Status decodeHeader(Reader &r, Plan &plan) {
     c.bytes = r.pod<uint64_t>();
     plan.constants.push_back(c);
   }
-  uint32_t numSteps = r.count(20);
-  for (uint32_t i = 0; i < numSteps && !r.failed; ++i) {
-    Step s;
-    s.kind = r.str();
-    s.name = r.str();
-    s.operands = r.vec<int32_t>();
-    s.results = r.vec<int32_t>();
-    uint32_t numAttrs = r.count(5);
-    for (uint32_t j = 0; j < numAttrs && !r.failed; ++j) {
-      Attr a;
-      a.name = r.str();
-      switch (r.pod<uint8_t>()) {
-      case TagInt:
-        a.value = r.pod<int64_t>();
-        break;
-      case TagFloat:
-        a.value = r.pod<double>();
-        break;
-      case TagString:
-        a.value = r.str();
-        break;
-      case TagInts:
-        a.value = r.vec<int64_t>();
-        break;
-      case TagFloats:
-        a.value = r.vec<double>();
-        break;
-      default:
-        return Status::invalidArgument("plan: step '" + s.kind +
-                                       "' has an attribute of unknown tag");
-      }
-      s.attrs.push_back(std::move(a));
-    }
-    plan.steps.push_back(std::move(s));
-  }
+  if (Status st = decodeSteps(r, plan.steps); !st)
+    return st;
   uint32_t numKernels = r.count(24);
   for (uint32_t i = 0; i < numKernels && !r.failed; ++i) {
     Kernel k;
@@ -265,6 +291,16 @@ Status decodeHeader(Reader &r, Plan &plan) {
       return Status::invalidArgument("plan: bad buffer dim symbol");
     b.symbol = DimSymbol(symbol);
     plan.buffers.push_back(b);
+  }
+  uint32_t numEntries = r.count(16);
+  for (uint32_t i = 0; i < numEntries && !r.failed; ++i) {
+    Entry e;
+    e.name = r.str();
+    decodeArguments(r, e.inputs);
+    e.outputs = r.vec<int32_t>();
+    if (Status st = decodeSteps(r, e.steps); !st)
+      return st;
+    plan.entries.push_back(std::move(e));
   }
   if (r.failed)
     return Status::invalidArgument("plan: the header is truncated");
@@ -798,6 +834,11 @@ Status validatePlan(const Plan &plan) {
       return Status::invalidArgument("plan: step '" + s.name +
                                      "' has the unknown op kind '" + s.kind +
                                      "'");
+    if (s.kind == "spec_verify")
+      return Status::invalidArgument(
+          "plan: step '" + s.name +
+          "' of forward is a spec_verify, which runs in the verify entries "
+          "only");
     for (int32_t id : s.operands)
       if (bad(id))
         return Status::invalidArgument("plan: step '" + s.kind +
@@ -876,7 +917,7 @@ Status validatePlan(const Plan &plan) {
     return Status::invalidArgument(
         "plan: " + std::to_string(plan.steps.size() - next) +
         " steps belong to no kernel");
-  return Status::ok();
+  return validateEntries(plan);
 }
 
 } // namespace folio::plan

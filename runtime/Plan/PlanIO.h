@@ -34,7 +34,7 @@
 
 namespace folio::plan {
 
-inline constexpr uint32_t kPlanVersion = 5;
+inline constexpr uint32_t kPlanVersion = 6;
 inline constexpr char kPlanMagic[9] = "FOLIOPLN";
 
 /// The largest KV-cache geometry a plan may declare: heads and head_dim
@@ -88,8 +88,9 @@ Expected<Plan> parsePlan(const std::string &bytes,
 
 /// Checks ids, constant ranges, op and kernel kinds, KV-cache geometry and
 /// dtypes with their scale layouts (and the static scales their steps take,
-/// the same for every step of a cache), the config's kv_cache_dtype, and
-/// that the kernels cover the steps in order, against the value table.
+/// the same for every step of a cache), the config's kv_cache_dtype, that
+/// the kernels cover the steps in order, against the value table, and the
+/// verify entries (validateEntries, runtime/Plan/VerifyEntries.h).
 Status validatePlan(const Plan &plan);
 
 } // namespace folio::plan

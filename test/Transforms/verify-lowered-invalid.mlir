@@ -62,3 +62,19 @@ func.func @quantize_left(%x: tensor<4x8xf32>, %s: tensor<4x1xf32>) -> tensor<4x8
   %q = folio.quantize %x, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xi8>
   return %q : tensor<4x8xi8>
 }
+
+// -----
+
+// Tests that verification stays out of the serving entry: it runs in the
+// verify entries, which pass the check.
+
+func.func @forward(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>) -> tensor<?xi32> {
+  // expected-error @+1 {{'folio.spec_verify' runs in the verify entries (verify_greedy, verify_sample, verify_sample_onehot, added by folio-speculative), not in the serving entry 'forward'}}
+  %n, %t = folio.spec_verify <greedy> %l, %d : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  return %n : tensor<?xi32>
+}
+
+func.func @verify_greedy(%l: tensor<?x?x256xf32>, %d: tensor<?x?xi32>) -> (tensor<?xi32>, tensor<?x?xi32>) {
+  %n, %t = folio.spec_verify <greedy> %l, %d : tensor<?x?x256xf32>, tensor<?x?xi32> -> tensor<?xi32>, tensor<?x?xi32>
+  return %n, %t : tensor<?xi32>, tensor<?x?xi32>
+}

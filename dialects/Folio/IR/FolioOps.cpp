@@ -552,9 +552,31 @@ LogicalResult DequantizeOp::verify() {
 // Speculative decoding
 //===----------------------------------------------------------------------===//
 
+/// Checks that `v` holds `want` elements (the spec_verify kernels take f32
+/// logits and i32 tokens, nothing else).
+static LogicalResult checkElement(Operation *op, Value v, StringRef name,
+                                  Type want) {
+  Type got = tensorOf(v).getElementType();
+  if (got == want)
+    return success();
+  return op->emitOpError() << name << " must have " << want << " elements, got "
+                           << got;
+}
+
 LogicalResult SpecVerifyOp::verify() {
   Operation *op = getOperation();
   Value logits = getTargetLogits(), drafts = getDraftTokens();
+  Builder b(getContext());
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  if (failed(checkElement(op, logits, "target_logits", f32)) ||
+      failed(checkElement(op, drafts, "draft_tokens", i32)) ||
+      failed(checkElement(op, getAccepted(), "accepted", i32)) ||
+      failed(checkElement(op, getTokens(), "tokens", i32)) ||
+      (getDraftProbs() &&
+       failed(checkElement(op, getDraftProbs(), "draft_probs", f32))) ||
+      (getUniforms() &&
+       failed(checkElement(op, getUniforms(), "uniforms", f32))))
+    return failure();
   if (failed(checkRank(op, logits, "target_logits", 3,
                        "[seqs, draft_len + 1, vocab]")) ||
       failed(checkRank(op, drafts, "draft_tokens", 2, "[seqs, draft_len]")) ||
@@ -577,22 +599,20 @@ LogicalResult SpecVerifyOp::verify() {
                          << " rows per sequence, got " << rows;
 
   if (getMode() == SpecVerifyMode::greedy) {
-    if (getDraftProbs() || getUniforms() || getTemperatures())
-      return emitOpError("greedy verification takes no draft_probs, uniforms "
-                         "or temperatures");
+    if (getDraftProbs() || getUniforms())
+      return emitOpError("greedy verification takes no draft_probs or "
+                         "uniforms");
     return success();
   }
-  if (!getUniforms() || !getTemperatures())
-    return emitOpError("sample verification needs uniforms and temperatures");
+  if (!getUniforms())
+    return emitOpError("sample verification needs uniforms [seqs, draft_len "
+                       "+ 1] (draft_probs are optional)");
   if (failed(checkRank(op, getUniforms(), "uniforms", 2,
                        "[seqs, draft_len + 1]")) ||
       failed(checkDim(op, getUniforms(), "uniforms", 0, logits, "target_logits",
                       0)) ||
       failed(checkDim(op, getUniforms(), "uniforms", 1, logits, "target_logits",
-                      1)) ||
-      failed(checkRank(op, getTemperatures(), "temperatures", 1, "[seqs]")) ||
-      failed(checkDim(op, getTemperatures(), "temperatures", 0, logits,
-                      "target_logits", 0)))
+                      1)))
     return failure();
   if (Value probs = getDraftProbs())
     if (failed(checkRank(op, probs, "draft_probs", 3,

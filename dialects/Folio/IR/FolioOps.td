@@ -396,19 +396,27 @@ def Folio_SpecVerifyOp : Folio_Op<"spec_verify",
                                   [Pure, AttrSizedOperandSegments]> {
   let summary = "lossless verification of speculative tokens";
   let description = [{
-    For `S` sequences with `K` draft tokens each, `target_logits[S, K+1, V]`
-    are the target model's logits at the K draft positions and one past them.
-    `greedy`: accept the longest prefix of `draft_tokens[S, K]` equal to the
-    target's argmax, then emit the target's argmax at the first mismatch (or
-    the bonus token). `sample`: Leviathan/Chen rejection sampling with
-    `uniforms[S, K+1]` and per-sequence `temperatures[S]`; `draft_probs[S, K, V]`
-    are the draft's probabilities (absent: a deterministic proposer such as
-    n-gram, i.e. one-hot drafts). Results: `accepted[S]` (0..K) and
-    `tokens[S, K+1]`: the accepted drafts then the corrected/bonus token,
-    padded with -1.
+    For `S` sequences with up to `K` draft tokens each,
+    `target_logits[S, K+1, V]` are the final logits of the distribution
+    each row samples from, at the K draft positions and one past them: the
+    runtime's sampler has already applied penalties, temperature, min-p,
+    top-k and top-p (masked tokens at -inf), so p_j = softmax(row j).
+    `draft_tokens[S, K]` are -1 padded after a sequence's own drafts.
+    `greedy`: accept the longest prefix of drafts equal to the target's
+    argmax, then emit the target's argmax at the first mismatch (or the
+    bonus token). `sample`: Leviathan/Chen rejection sampling with
+    `uniforms[S, K+1]` in [0, 1); `draft_probs[S, K, V]` are the draft's
+    probabilities from the same logits processing (absent: a deterministic
+    proposer such as n-gram lookup, i.e. one-hot drafts). Results:
+    `accepted[S]` (0..K) and `tokens[S, K+1]`: the accepted drafts, then
+    the corrected or bonus token, padded with -1. Logits, probabilities and
+    uniforms are f32; tokens and counts i32 (what the kernels take).
 
     ```mlir
-    %n, %toks = folio.spec_verify greedy %logits, %drafts
+    %n, %toks = folio.spec_verify <greedy> %logits, %drafts
+        : tensor<?x5x32000xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+    %m, %ts = folio.spec_verify <sample> %logits, %drafts
+        draft_probs(%q : tensor<?x4x32000xf32>) uniforms(%u : tensor<?x5xf32>)
         : tensor<?x5x32000xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
     ```
   }];
@@ -416,14 +424,12 @@ def Folio_SpecVerifyOp : Folio_Op<"spec_verify",
     Folio_SpecVerifyModeAttr:$mode,
     Folio_FloatTensor:$target_logits, Folio_IntTensor:$draft_tokens,
     Optional<Folio_FloatTensor>:$draft_probs,
-    Optional<Folio_FloatTensor>:$uniforms,
-    Optional<Folio_FloatTensor>:$temperatures);
+    Optional<Folio_FloatTensor>:$uniforms);
   let results = (outs Folio_IntTensor:$accepted, Folio_IntTensor:$tokens);
   let assemblyFormat = [{
     $mode $target_logits `,` $draft_tokens
     (`draft_probs` `(` $draft_probs^ `:` type($draft_probs) `)`)?
     (`uniforms` `(` $uniforms^ `:` type($uniforms) `)`)?
-    (`temperatures` `(` $temperatures^ `:` type($temperatures) `)`)?
     attr-dict `:` type($target_logits) `,` type($draft_tokens) `->`
     type($accepted) `,` type($tokens)
   }];

@@ -31,6 +31,17 @@ inline constexpr llvm::StringLiteral kServingArgNames[] = {
 /// The dim symbol page-kv gives the step's token count.
 inline constexpr llvm::StringLiteral kNumTokensDim = "num_tokens";
 
+/// The verify entries folio-speculative adds (runtime/Plan/Plan.h names
+/// the same strings; PlanIOTests checks that they agree).
+inline constexpr llvm::StringLiteral kVerifyGreedyEntry = "verify_greedy";
+inline constexpr llvm::StringLiteral kVerifySampleEntry = "verify_sample";
+inline constexpr llvm::StringLiteral kVerifySampleOneHotEntry =
+    "verify_sample_onehot";
+/// Their arguments' names, in the order of spec_verify's operands (an entry
+/// takes the ones its mode has).
+inline constexpr llvm::StringLiteral kVerifyArgNames[] = {
+    "target_logits", "draft_tokens", "draft_probs", "uniforms"};
+
 #define GEN_PASS_DECL
 #include "dialects/Folio/Transforms/Passes.h.inc"
 

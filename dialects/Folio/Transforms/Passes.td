@@ -80,11 +80,48 @@ def FolioVerifyLoweredPass
   let description = [{
     The phase boundary after lowering: every op of every function is a folio
     op (not `folio.onnx_node`, not the logical `folio.attention`), an
-    `arith.constant` or the return. Anything else stops the compiler: a
+    `arith.constant` or the return, and `folio.spec_verify` appears only
+    outside `forward` (in the verify entries folio-speculative adds). Anything else stops the compiler: a
     leftover ONNX node is named with its op, domain, opset and the reason
     the lowering gave (its `folio.lowering_error`), so a model with an op
     Folio cannot lower fails at compile time, never at load or run time.
   }];
+}
+
+def FolioSpeculativePass : Pass<"folio-speculative", "::mlir::ModuleOp"> {
+  let summary = "Adds the verify entries of speculative decoding next to "
+                "forward";
+  let description = [{
+    Adds three public functions whose body is one `folio.spec_verify`, with
+    the sequence count and the draft length dynamic and the vocabulary that
+    of `forward`'s logits (so the plan knows V). One entry per mode keeps
+    each signature fixed: an executor binds every argument, and none is
+    an optional that may or may not be there.
+
+    | entry | mode | arguments |
+    |---|---|---|
+    | `verify_greedy` | greedy | target_logits, draft_tokens |
+    | `verify_sample` | sample | target_logits, draft_tokens, draft_probs, uniforms |
+    | `verify_sample_onehot` | sample, one-hot drafts (n-gram) | target_logits, draft_tokens, uniforms |
+
+    Arguments carry their names in `folio.onnx_name`, as the serving
+    entry's do. A module without `forward` is left alone; an entry that
+    already exists with its signature is kept (running the pass twice adds
+    nothing), and another symbol of an entry's name is an error.
+
+    ```mlir
+    func.func @verify_greedy(
+        %target_logits: tensor<?x?x256xf32> {folio.onnx_name = "target_logits"},
+        %draft_tokens: tensor<?x?xi32> {folio.onnx_name = "draft_tokens"})
+        -> (tensor<?xi32>, tensor<?x?xi32>) {
+      %accepted, %tokens = folio.spec_verify <greedy> %target_logits, %draft_tokens
+          : tensor<?x?x256xf32>, tensor<?x?xi32> -> tensor<?xi32>, tensor<?x?xi32>
+      return %accepted, %tokens : tensor<?xi32>, tensor<?x?xi32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::folio::FolioDialect"];
 }
 
 def FolioSinkGatherRowsPass

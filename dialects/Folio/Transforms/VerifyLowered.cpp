@@ -40,10 +40,20 @@ LogicalResult verifyOp(Operation *op) {
     return op->emitError()
            << "folio.attention is left after page-kv; the serving entry "
               "reads the KV cache through folio.paged_attention";
-  if (isa<QuantizeOp, DequantizeOp, SpecVerifyOp>(op))
+  if (isa<QuantizeOp, DequantizeOp>(op))
     return op->emitError() << "'" << op->getName()
                            << "' has no kernel in plans yet; the serving "
                               "entry cannot use it";
+  // Verification runs in entries of its own (folio-speculative), after the
+  // sampler has processed the logits forward returns.
+  if (isa<SpecVerifyOp>(op) &&
+      op->getParentOfType<func::FuncOp>().getName() == "forward")
+    return op->emitError()
+           << "'folio.spec_verify' runs in the verify entries ("
+           << kVerifyGreedyEntry << ", " << kVerifySampleEntry << ", "
+           << kVerifySampleOneHotEntry
+           << ", added by folio-speculative), not in the serving entry "
+              "'forward'";
   if (isa<FolioDialect>(op->getDialect()) || isa<func::FuncOp>(op) ||
       isa<func::ReturnOp>(op))
     return success();

@@ -1176,88 +1176,132 @@ func.func @spec_rows(%l: tensor<?x4x256xf32>, %d: tensor<?x4xi32>) {
 // -----
 
 func.func @spec_greedy_extra(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %u: tensor<?x5xf32>) {
-  // expected-error @+1 {{'folio.spec_verify' op greedy verification takes no draft_probs, uniforms or temperatures}}
+  // expected-error @+1 {{'folio.spec_verify' op greedy verification takes no draft_probs or uniforms}}
   %n, %t = folio.spec_verify <greedy> %l, %d uniforms(%u : tensor<?x5xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
   return
 }
 
 // -----
 
-func.func @spec_sample_missing(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %u: tensor<?x5xf32>) {
-  // expected-error @+1 {{'folio.spec_verify' op sample verification needs uniforms and temperatures}}
-  %n, %t = folio.spec_verify <sample> %l, %d uniforms(%u : tensor<?x5xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+func.func @spec_sample_missing(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %p: tensor<?x4x256xf32>) {
+  // expected-error @+1 {{'folio.spec_verify' op sample verification needs uniforms [seqs, draft_len + 1] (draft_probs are optional)}}
+  %n, %t = folio.spec_verify <sample> %l, %d draft_probs(%p : tensor<?x4x256xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
   return
 }
 
 // -----
 
-func.func @spec_uniforms_rank(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %u: tensor<?xf32>, %t0: tensor<?xf32>) {
+func.func @spec_uniforms_rank(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %u: tensor<?xf32>) {
   // expected-error @+1 {{'folio.spec_verify' op uniforms must be rank 2 [seqs, draft_len + 1], got rank 1}}
-  %n, %t = folio.spec_verify <sample> %l, %d uniforms(%u : tensor<?xf32>) temperatures(%t0 : tensor<?xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  %n, %t = folio.spec_verify <sample> %l, %d uniforms(%u : tensor<?xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
   return
 }
 
 // -----
 
-func.func @spec_uniforms_width(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %u: tensor<?x4xf32>, %t0: tensor<?xf32>) {
+func.func @spec_uniforms_width(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %u: tensor<?x4xf32>) {
   // expected-error @+1 {{'folio.spec_verify' op uniforms dim 1 (4) does not match target_logits dim 1 (5)}}
-  %n, %t = folio.spec_verify <sample> %l, %d uniforms(%u : tensor<?x4xf32>) temperatures(%t0 : tensor<?xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  %n, %t = folio.spec_verify <sample> %l, %d uniforms(%u : tensor<?x4xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
   return
 }
 
 // -----
 
-func.func @spec_uniforms_seqs(%l: tensor<2x5x256xf32>, %d: tensor<2x4xi32>, %u: tensor<3x5xf32>, %t0: tensor<2xf32>) {
+func.func @spec_uniforms_seqs(%l: tensor<2x5x256xf32>, %d: tensor<2x4xi32>, %u: tensor<3x5xf32>) {
   // expected-error @+1 {{'folio.spec_verify' op uniforms dim 0 (3) does not match target_logits dim 0 (2)}}
-  %n, %t = folio.spec_verify <sample> %l, %d uniforms(%u : tensor<3x5xf32>) temperatures(%t0 : tensor<2xf32>) : tensor<2x5x256xf32>, tensor<2x4xi32> -> tensor<2xi32>, tensor<2x5xi32>
+  %n, %t = folio.spec_verify <sample> %l, %d uniforms(%u : tensor<3x5xf32>) : tensor<2x5x256xf32>, tensor<2x4xi32> -> tensor<2xi32>, tensor<2x5xi32>
   return
 }
 
 // -----
 
-func.func @spec_temperatures_rank(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %u: tensor<?x5xf32>, %t0: tensor<f32>) {
-  // expected-error @+1 {{'folio.spec_verify' op temperatures must be rank 1 [seqs], got rank 0}}
-  %n, %t = folio.spec_verify <sample> %l, %d uniforms(%u : tensor<?x5xf32>) temperatures(%t0 : tensor<f32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
-  return
-}
-
-// -----
-
-func.func @spec_temperatures_seqs(%l: tensor<2x5x256xf32>, %d: tensor<2x4xi32>, %u: tensor<2x5xf32>, %t0: tensor<4xf32>) {
-  // expected-error @+1 {{'folio.spec_verify' op temperatures dim 0 (4) does not match target_logits dim 0 (2)}}
-  %n, %t = folio.spec_verify <sample> %l, %d uniforms(%u : tensor<2x5xf32>) temperatures(%t0 : tensor<4xf32>) : tensor<2x5x256xf32>, tensor<2x4xi32> -> tensor<2xi32>, tensor<2x5xi32>
-  return
-}
-
-// -----
-
-func.func @spec_probs_rank(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %p: tensor<?x256xf32>, %u: tensor<?x5xf32>, %t0: tensor<?xf32>) {
+func.func @spec_probs_rank(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %p: tensor<?x256xf32>, %u: tensor<?x5xf32>) {
   // expected-error @+1 {{'folio.spec_verify' op draft_probs must be rank 3 [seqs, draft_len, vocab], got rank 2}}
-  %n, %t = folio.spec_verify <sample> %l, %d draft_probs(%p : tensor<?x256xf32>) uniforms(%u : tensor<?x5xf32>) temperatures(%t0 : tensor<?xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  %n, %t = folio.spec_verify <sample> %l, %d draft_probs(%p : tensor<?x256xf32>) uniforms(%u : tensor<?x5xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
   return
 }
 
 // -----
 
-func.func @spec_probs_seqs(%l: tensor<2x5x256xf32>, %d: tensor<2x4xi32>, %p: tensor<1x4x256xf32>, %u: tensor<2x5xf32>, %t0: tensor<2xf32>) {
+func.func @spec_probs_seqs(%l: tensor<2x5x256xf32>, %d: tensor<2x4xi32>, %p: tensor<1x4x256xf32>, %u: tensor<2x5xf32>) {
   // expected-error @+1 {{'folio.spec_verify' op draft_probs dim 0 (1) does not match target_logits dim 0 (2)}}
-  %n, %t = folio.spec_verify <sample> %l, %d draft_probs(%p : tensor<1x4x256xf32>) uniforms(%u : tensor<2x5xf32>) temperatures(%t0 : tensor<2xf32>) : tensor<2x5x256xf32>, tensor<2x4xi32> -> tensor<2xi32>, tensor<2x5xi32>
+  %n, %t = folio.spec_verify <sample> %l, %d draft_probs(%p : tensor<1x4x256xf32>) uniforms(%u : tensor<2x5xf32>) : tensor<2x5x256xf32>, tensor<2x4xi32> -> tensor<2xi32>, tensor<2x5xi32>
   return
 }
 
 // -----
 
-func.func @spec_probs_len(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %p: tensor<?x5x256xf32>, %u: tensor<?x5xf32>, %t0: tensor<?xf32>) {
+func.func @spec_probs_len(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %p: tensor<?x5x256xf32>, %u: tensor<?x5xf32>) {
   // expected-error @+1 {{'folio.spec_verify' op draft_probs dim 1 (5) does not match draft_tokens dim 1 (4)}}
-  %n, %t = folio.spec_verify <sample> %l, %d draft_probs(%p : tensor<?x5x256xf32>) uniforms(%u : tensor<?x5xf32>) temperatures(%t0 : tensor<?xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  %n, %t = folio.spec_verify <sample> %l, %d draft_probs(%p : tensor<?x5x256xf32>) uniforms(%u : tensor<?x5xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
   return
 }
 
 // -----
 
-func.func @spec_probs_vocab(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %p: tensor<?x4x128xf32>, %u: tensor<?x5xf32>, %t0: tensor<?xf32>) {
+func.func @spec_probs_vocab(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %p: tensor<?x4x128xf32>, %u: tensor<?x5xf32>) {
   // expected-error @+1 {{'folio.spec_verify' op draft_probs dim 2 (128) does not match target_logits dim 2 (256)}}
-  %n, %t = folio.spec_verify <sample> %l, %d draft_probs(%p : tensor<?x4x128xf32>) uniforms(%u : tensor<?x5xf32>) temperatures(%t0 : tensor<?xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  %n, %t = folio.spec_verify <sample> %l, %d draft_probs(%p : tensor<?x4x128xf32>) uniforms(%u : tensor<?x5xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  return
+}
+
+// -----
+
+// Tests that greedy mode refuses draft probabilities too (the argmax match
+// reads none).
+func.func @spec_greedy_probs(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %p: tensor<?x4x256xf32>) {
+  // expected-error @+1 {{'folio.spec_verify' op greedy verification takes no draft_probs or uniforms}}
+  %n, %t = folio.spec_verify <greedy> %l, %d draft_probs(%p : tensor<?x4x256xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  return
+}
+
+// -----
+
+// Tests the element types the kernels take: f32 logits, probabilities and
+// uniforms; i32 drafts, counts and tokens.
+func.func @spec_logits_bf16(%l: tensor<?x5x256xbf16>, %d: tensor<?x4xi32>) {
+  // expected-error @+1 {{'folio.spec_verify' op target_logits must have 'f32' elements, got 'bf16'}}
+  %n, %t = folio.spec_verify <greedy> %l, %d : tensor<?x5x256xbf16>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @spec_drafts_i64(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi64>) {
+  // expected-error @+1 {{'folio.spec_verify' op draft_tokens must have 'i32' elements, got 'i64'}}
+  %n, %t = folio.spec_verify <greedy> %l, %d : tensor<?x5x256xf32>, tensor<?x4xi64> -> tensor<?xi32>, tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @spec_accepted_i64(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>) {
+  // expected-error @+1 {{'folio.spec_verify' op accepted must have 'i32' elements, got 'i64'}}
+  %n, %t = folio.spec_verify <greedy> %l, %d : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi64>, tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @spec_tokens_i64(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>) {
+  // expected-error @+1 {{'folio.spec_verify' op tokens must have 'i32' elements, got 'i64'}}
+  %n, %t = folio.spec_verify <greedy> %l, %d : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi64>
+  return
+}
+
+// -----
+
+func.func @spec_probs_f16(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %p: tensor<?x4x256xf16>, %u: tensor<?x5xf32>) {
+  // expected-error @+1 {{'folio.spec_verify' op draft_probs must have 'f32' elements, got 'f16'}}
+  %n, %t = folio.spec_verify <sample> %l, %d draft_probs(%p : tensor<?x4x256xf16>) uniforms(%u : tensor<?x5xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @spec_uniforms_f16(%l: tensor<?x5x256xf32>, %d: tensor<?x4xi32>, %u: tensor<?x5xf16>) {
+  // expected-error @+1 {{'folio.spec_verify' op uniforms must have 'f32' elements, got 'f16'}}
+  %n, %t = folio.spec_verify <sample> %l, %d uniforms(%u : tensor<?x5xf16>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
   return
 }
 

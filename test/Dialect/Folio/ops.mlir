@@ -212,16 +212,15 @@ func.func @quantization(%x: tensor<?x8x64xf32>, %s: tensor<?x8x1xf32>,
 
 // CHECK-LABEL: func @spec_verify
 func.func @spec_verify(%logits: tensor<?x5x256xf32>, %drafts: tensor<?x4xi32>,
-                       %probs: tensor<?x4x256xf32>, %u: tensor<?x5xf32>,
-                       %t: tensor<?xf32>)
+                       %probs: tensor<?x4x256xf32>, %u: tensor<?x5xf32>)
     -> (tensor<?xi32>, tensor<?x5xi32>, tensor<?xi32>, tensor<?x5xi32>,
         tensor<?xi32>, tensor<?x5xi32>) {
   // CHECK: folio.spec_verify <greedy> %{{.*}}, %{{.*}} : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
   %n0, %t0 = folio.spec_verify <greedy> %logits, %drafts : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
-  // CHECK: folio.spec_verify <sample> %{{.*}}, %{{.*}} draft_probs(%{{.*}} : tensor<?x4x256xf32>) uniforms(%{{.*}} : tensor<?x5xf32>) temperatures(%{{.*}} : tensor<?xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
-  %n1, %t1 = folio.spec_verify <sample> %logits, %drafts draft_probs(%probs : tensor<?x4x256xf32>) uniforms(%u : tensor<?x5xf32>) temperatures(%t : tensor<?xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
-  // CHECK: folio.spec_verify <sample> %{{.*}}, %{{.*}} uniforms(%{{.*}} : tensor<?x5xf32>) temperatures(%{{.*}} : tensor<?xf32>) :
-  %n2, %t2 = folio.spec_verify <sample> %logits, %drafts uniforms(%u : tensor<?x5xf32>) temperatures(%t : tensor<?xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  // CHECK: folio.spec_verify <sample> %{{.*}}, %{{.*}} draft_probs(%{{.*}} : tensor<?x4x256xf32>) uniforms(%{{.*}} : tensor<?x5xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  %n1, %t1 = folio.spec_verify <sample> %logits, %drafts draft_probs(%probs : tensor<?x4x256xf32>) uniforms(%u : tensor<?x5xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
+  // CHECK: folio.spec_verify <sample> %{{.*}}, %{{.*}} uniforms(%{{.*}} : tensor<?x5xf32>) :
+  %n2, %t2 = folio.spec_verify <sample> %logits, %drafts uniforms(%u : tensor<?x5xf32>) : tensor<?x5x256xf32>, tensor<?x4xi32> -> tensor<?xi32>, tensor<?x5xi32>
   return %n0, %t0, %n1, %t1, %n2, %t2 : tensor<?xi32>, tensor<?x5xi32>, tensor<?xi32>, tensor<?x5xi32>, tensor<?xi32>, tensor<?x5xi32>
 }
 
