@@ -259,12 +259,10 @@ LogicalResult inferEqual(ONNXInferenceContext &ctx) {
   return inferElementwise(
       ctx, IntegerType::get(ctx.getContext(), 1),
       [](AffineExpr a, AffineExpr b) -> AffineExpr {
-        if (a == b)
-          return getAffineConstantExpr(1, a.getContext());
-        std::optional<int64_t> ca = getConstantDim(a), cb = getConstantDim(b);
-        if (ca && cb)
-          return getAffineConstantExpr(*ca == *cb, a.getContext());
-        return AffineExpr();
+        std::optional<int> sign = compareDims(a, b);
+        if (!sign)
+          return AffineExpr();
+        return getAffineConstantExpr(*sign == 0, a.getContext());
       },
       nullptr);
 }

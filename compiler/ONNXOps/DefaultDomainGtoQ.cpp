@@ -102,26 +102,27 @@ LogicalResult inferCompare(ONNXInferenceContext &ctx, Compare kind) {
     return ctx.emitError() << "inputs have different element types ("
                            << ctx.input(0).elementType << " and "
                            << ctx.input(1).elementType << ")";
-  auto decide = [kind](int64_t a, int64_t b) {
+  // On the sign of a - b, which holds for every value of the symbols.
+  auto decide = [kind](int sign) {
     switch (kind) {
     case Compare::Less:
-      return a < b;
+      return sign < 0;
     case Compare::LessOrEqual:
-      return a <= b;
+      return sign <= 0;
     case Compare::Greater:
-      return a > b;
+      return sign > 0;
     case Compare::GreaterOrEqual:
-      return a >= b;
+      return sign >= 0;
     }
     return false;
   };
   return inferElementwise(
       ctx, IntegerType::get(ctx.getContext(), 1),
       [decide](AffineExpr a, AffineExpr b) -> AffineExpr {
-        std::optional<int64_t> ca = getConstantDim(a), cb = getConstantDim(b);
-        if (!ca || !cb)
+        std::optional<int> sign = compareDims(a, b);
+        if (!sign)
           return AffineExpr();
-        return getAffineConstantExpr(decide(*ca, *cb), a.getContext());
+        return getAffineConstantExpr(decide(*sign), a.getContext());
       },
       nullptr);
 }
@@ -141,6 +142,16 @@ LogicalResult inferGreaterOrEqual(ONNXInferenceContext &ctx) {
 
 LogicalResult inferIdentity(ONNXInferenceContext &ctx) {
   ctx.output(0) = ctx.input(0);
+  return success();
+}
+
+/// IsNaN: a bool per element (SDPA exports guard fully masked softmax rows
+/// with Where(IsNaN(p), 0, p)).
+LogicalResult inferIsNaN(ONNXInferenceContext &ctx) {
+  if (failed(requireFloat(ctx, 0, "X")))
+    return failure();
+  passThrough(ctx);
+  ctx.output(0).elementType = IntegerType::get(ctx.getContext(), 1);
   return success();
 }
 
@@ -323,6 +334,7 @@ void mlir::folio::appendDefaultDomainGtoQ(std::vector<ONNXOpSchema> &table) {
   add("Greater", 7, 2, 2, inferGreater);
   add("GreaterOrEqual", 12, 2, 2, inferGreaterOrEqual);
   add("Identity", 1, 1, 1, inferIdentity);
+  add("IsNaN", 13, 1, 1, inferIsNaN);
   add("LayerNormalization", 17, 2, 3, inferLayerNormalization, 3);
   add("Less", 7, 2, 2, inferLess);
   add("LessOrEqual", 12, 2, 2, inferLessOrEqual);

@@ -239,6 +239,42 @@ LogicalResult inferShape(ONNXInferenceContext &ctx) {
   return success();
 }
 
+/// ScatterND: data's shape, with indices [..., k] naming slices of data's
+/// first k dims and updates holding one slice per index tuple. Exporters
+/// write it for in-place slice assignment (mask[:, :, :, :n] = ...);
+/// Folio evaluates it where it builds a mask and lowers it nowhere else.
+LogicalResult inferScatterND(ONNXInferenceContext &ctx) {
+  const ONNXValueFacts &data = ctx.input(0), &indices = ctx.input(1),
+                       &updates = ctx.input(2);
+  if (!isIntegerLike(indices.elementType))
+    return ctx.emitError() << "indices must be integers, got "
+                           << indices.elementType;
+  if (updates.elementType != data.elementType)
+    return ctx.emitError() << "updates (" << updates.elementType
+                           << ") and data (" << data.elementType
+                           << ") have different element types";
+  FailureOr<std::string> reduction = ctx.getString("reduction", "none");
+  if (failed(reduction))
+    return failure();
+  if (*reduction != "none")
+    return ctx.emitError() << "reduction '" << *reduction
+                           << "' is not supported (only 'none')";
+  if (data.dims && indices.dims && updates.dims) {
+    std::optional<int64_t> depth = indices.dims->empty()
+                                       ? std::nullopt
+                                       : getConstantDim(indices.dims->back());
+    int64_t rank = data.dims->size(), irank = indices.dims->size();
+    if (depth && (*depth < 1 || *depth > rank))
+      return ctx.emitError() << "indices' last dim " << *depth
+                             << " must be in [1, " << rank << "]";
+    if (depth && int64_t(updates.dims->size()) != irank - 1 + rank - *depth)
+      return ctx.emitError() << "updates have rank " << updates.dims->size()
+                             << ", expected " << irank - 1 + rank - *depth;
+  }
+  passThrough(ctx);
+  return success();
+}
+
 LogicalResult inferSigmoid(ONNXInferenceContext &ctx) {
   return inferUnaryFloat(ctx,
                          [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
@@ -656,6 +692,7 @@ void mlir::folio::appendDefaultDomainRtoZ(std::vector<ONNXOpSchema> &table) {
   add("ReduceSum", 13, 1, 2, inferReduce);
   add("Relu", 6, 1, 1, inferRelu);
   add("Reshape", 5, 2, 2, inferReshape);
+  add("ScatterND", 16, 3, 3, inferScatterND);
   add("Shape", 1, 1, 1, inferShape);
   add("Sigmoid", 6, 1, 1, inferSigmoid);
   add("Sin", 7, 1, 1, inferSin);

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -43,6 +44,24 @@ ONNXValueFacts withDims(ONNXShapeInference &engine, Value result,
     if (!getConstantDim(known))
       known = inferred;
   return facts;
+}
+
+/// The symbolic value of an index-typed size: a constant, or `tensor.dim`
+/// of a value whose dims are known; null otherwise.
+AffineExpr dimOfSize(ONNXShapeInference &engine, OpFoldResult size) {
+  MLIRContext *ctx = engine.getContext();
+  if (std::optional<int64_t> c = getConstantIntValue(size))
+    return cst(ctx, *c);
+  auto dim = dyn_cast_if_present<Value>(size)
+                 ? cast<Value>(size).getDefiningOp<tensor::DimOp>()
+                 : tensor::DimOp();
+  if (!dim)
+    return AffineExpr();
+  std::optional<int64_t> index = dim.getConstantIndex();
+  std::optional<Dims> dims = dimsOf(engine, dim.getSource());
+  if (!index || !dims || *index < 0 || *index >= int64_t(dims->size()))
+    return AffineExpr();
+  return (*dims)[*index];
 }
 
 } // namespace
@@ -108,6 +127,13 @@ mlir::folio::inferNonONNXOp(Operation *op, ONNXShapeInference &engine) {
             if (dynamic.size() == 1)
               (*dims)[dynamic[0]] = (*in)[i];
           }
+          // Several dynamic dims in a group: the output_shape operands say
+          // what each is (constants, or dims read off other tensors).
+          Builder builder(ctx);
+          for (auto [d, size] : llvm::enumerate(getMixedValues(
+                   e.getStaticOutputShape(), e.getOutputShape(), builder)))
+            if (!(*dims)[d])
+              (*dims)[d] = dimOfSize(engine, size);
         }
         return withDims(engine, result, dims);
       })

@@ -15,6 +15,43 @@ Dims infer::constDims(ONNXInferenceContext &ctx, ArrayRef<int64_t> values) {
   return dims;
 }
 
+bool infer::isProvablyNonNegative(AffineExpr expr) {
+  if (!expr)
+    return false;
+  if (auto c = dyn_cast<AffineConstantExpr>(expr))
+    return c.getValue() >= 0;
+  if (isa<AffineSymbolExpr, AffineDimExpr>(expr))
+    return true;
+  auto bin = cast<AffineBinaryOpExpr>(expr);
+  switch (expr.getKind()) {
+  case AffineExprKind::Add:
+  case AffineExprKind::Mul:
+    return isProvablyNonNegative(bin.getLHS()) &&
+           isProvablyNonNegative(bin.getRHS());
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv:
+  case AffineExprKind::Mod: {
+    std::optional<int64_t> d = getConstantDim(bin.getRHS());
+    return d && *d > 0 && isProvablyNonNegative(bin.getLHS());
+  }
+  default:
+    return false;
+  }
+}
+
+std::optional<int> infer::compareDims(AffineExpr a, AffineExpr b) {
+  if (!a || !b)
+    return std::nullopt;
+  if (a == b)
+    return 0;
+  AffineExpr one = getAffineConstantExpr(1, a.getContext());
+  if (isProvablyNonNegative(a - b - one))
+    return 1;
+  if (isProvablyNonNegative(b - a - one))
+    return -1;
+  return std::nullopt;
+}
+
 /// Broadcasts two dims; `failed` for two different constants other than 1.
 static FailureOr<AffineExpr> broadcastDim(AffineExpr a, AffineExpr b) {
   std::optional<int64_t> ca = getConstantDim(a), cb = getConstantDim(b);

@@ -51,6 +51,16 @@ LogicalResult inferUnaryFloat(ONNXInferenceContext &ctx,
 FailureOr<SmallVector<int64_t>> requireConstantInts(ONNXInferenceContext &ctx,
                                                     unsigned i, StringRef what);
 
+/// Whether `expr` is >= 0 for every value of its symbols. Symbols stand
+/// for named dims, which are sizes, so sums and products of symbols and
+/// non-negative constants qualify (`batch - 1` does not).
+bool isProvablyNonNegative(AffineExpr expr);
+
+/// The sign of a - b where it holds for every value of the symbols: -1, 0
+/// or 1; nullopt when it depends on them or either is unknown. Lets
+/// Equal(batch, -1), the test exporters write for expand(-1), fold.
+std::optional<int> compareDims(AffineExpr a, AffineExpr b);
+
 /// True for integer (incl. bool) element types.
 inline bool isIntegerLike(Type type) { return isa<IntegerType>(type); }
 

@@ -163,6 +163,44 @@ LogicalResult lowerSlice(ONNXLoweringContext &ctx) {
   return success();
 }
 
+/// Gather with constant indices that pick a contiguous ascending run of a
+/// static dim (Falcon's fused_qkv[..., [-2], :]) is a slice, reshaped to
+/// the indices' shape; any other gather moves data by run-time indices.
+LogicalResult lowerGather(ONNXLoweringContext &ctx) {
+  Value x = ctx.input(0);
+  auto in = ctx.refinedType(x);
+  int64_t rank = in.getRank();
+  int64_t axis = ctx.getInt("axis", 0);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return ctx.fail("axis is out of range for rank " + std::to_string(rank));
+  int64_t dim = in.getDimSize(axis);
+  std::optional<SmallVector<int64_t, 4>> indices = ctx.constantInts(1);
+  if (!indices || indices->empty() || ShapedType::isDynamic(dim))
+    return ctx.fail("gathers by indices computed at run time or along a dim "
+                    "known only at run time; Folio lowers a Gather of "
+                    "constant, contiguous indices along a static dim (a "
+                    "slice)");
+  SmallVector<int64_t, 4> picks;
+  for (int64_t i : *indices) {
+    if (i < -dim || i >= dim)
+      return ctx.fail("index " + std::to_string(i) +
+                      " is out of range for a dim of size " +
+                      std::to_string(dim));
+    picks.push_back(i < 0 ? i + dim : i);
+  }
+  for (size_t i = 1; i < picks.size(); ++i)
+    if (picks[i] != picks[0] + int64_t(i))
+      return ctx.fail("its indices are not a contiguous ascending run; "
+                      "Folio lowers a Gather that is a slice");
+  Value source = createReshape(ctx.getRewriter(), ctx.getLoc(), x, in);
+  Value slice = createSlice(ctx, source, axis, picks[0], picks.size());
+  ctx.replaceNode(
+      createReshape(ctx.getRewriter(), ctx.getLoc(), slice, ctx.resultType(0)));
+  return success();
+}
+
 LogicalResult lowerSplit(ONNXLoweringContext &ctx) {
   Value x = ctx.input(0);
   auto in = ctx.refinedType(x);
@@ -248,6 +286,7 @@ void mlir::folio::appendDataMovementLowerings(std::vector<ONNXLowering> &t) {
   t.push_back({kONNXDomain, "Identity", 1, lowerIdentity});
   t.push_back({kONNXDomain, "Transpose", 1, lowerTranspose});
   t.push_back({kONNXDomain, "Slice", 1, lowerSlice});
+  t.push_back({kONNXDomain, "Gather", 1, lowerGather});
   t.push_back({kONNXDomain, "Split", 2, lowerSplit});
   t.push_back({kONNXDomain, "Concat", 4, lowerConcat});
 }

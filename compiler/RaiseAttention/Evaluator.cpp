@@ -495,6 +495,7 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
           .Case("Identity", [](Args x) { return x[0]; })
           .Case("Cast", [](Args x) { return x[0]; })
           .Case("IsInf", [](Args x) { return double(std::isinf(x[0])); })
+          .Case("IsNaN", [](Args x) { return double(std::isnan(x[0])); })
           .Default(std::nullopt);
   if (unary && a)
     return set(elementwise({a}, resultKind, *unary));
@@ -861,6 +862,46 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
         auto begin = a->data.begin() + (o * dim + i) * inner;
         t.data.insert(t.data.end(), begin, begin + inner);
       }
+    return set(t);
+  }
+  if (type == "ScatterND" && a && b && view.in(2)) {
+    // data with the slices indices[...] names replaced by updates: the
+    // in-place slice assignment of older masking code
+    // (mask[:, :, :, :n] = ...).
+    const ConcreteTensor *updates = view.in(2);
+    std::string reduction = "none";
+    if (auto attr = node.getOnnxAttributes().getAs<StringAttr>("reduction"))
+      reduction = attr.getValue().str();
+    int64_t rank = a->getRank(), irank = b->getRank();
+    int64_t depth = irank ? b->shape.back() : 0;
+    if (reduction != "none" || irank < 1 || depth < 1 || depth > rank)
+      return unsupported();
+    int64_t slice = 1;
+    for (int64_t d = depth; d < rank; ++d)
+      slice *= a->shape[d];
+    int64_t count = b->getNumElements() / depth;
+    if (updates->getNumElements() != count * slice)
+      return fail(op, "ScatterND updates have " +
+                          std::to_string(updates->getNumElements()) +
+                          " elements, not indices x slice = " +
+                          std::to_string(count * slice));
+    ConcreteTensor t = *a;
+    for (int64_t n = 0; n < count; ++n) {
+      int64_t offset = 0;
+      for (int64_t d = 0; d < depth; ++d) {
+        int64_t i = toIndex(b->data[n * depth + d]);
+        if (i < 0)
+          i += a->shape[d];
+        if (i < 0 || i >= a->shape[d])
+          return fail(op, "ScatterND index " + std::to_string(i) +
+                              " is out of range for dim " + std::to_string(d) +
+                              " of size " + std::to_string(a->shape[d]));
+        offset = offset * a->shape[d] + i;
+      }
+      std::copy(updates->data.begin() + n * slice,
+                updates->data.begin() + (n + 1) * slice,
+                t.data.begin() + offset * slice);
+    }
     return set(t);
   }
   if (type == "Expand" && a && b) {

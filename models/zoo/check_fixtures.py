@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Self-check of the committed model zoo, using only onnx + onnxruntime + numpy (no torch).
 
-For every fixture in models/zoo/manifest.json: check the file hashes, run onnx.checker on
+For every fixture in models/zoo/manifest.json (or --manifest, e.g. models/zoo-hf/manifest.json): check the file hashes, run onnx.checker on
 graphs in standard domains, then replay the stored greedy generation with ONNX Runtime (teacher
 forcing with the stored tokens, so a near-tie cannot derail the replay) and compare
   * the prefill logits of every real (non-pad) prompt row and the logits of every step with the
@@ -48,10 +48,11 @@ def load_refs(path):
     return refs
 
 
-def check_entry(entry, threads):
+def check_entry(entry, threads, root=HERE):
+    """Paths in `entry` are relative to `root`, the manifest's folder."""
     problems = []
-    path = HERE / entry["file"]
-    files = [path] + [HERE / p for p in (entry.get("external_data") or [])]
+    path = root / entry["file"]
+    files = [path] + [root / p for p in (entry.get("external_data") or [])]
     for f in files:
         if not f.exists():
             return [f"missing file {f}"], 0.0
@@ -71,7 +72,7 @@ def check_entry(entry, threads):
         problems.append(f"inputs {names_in} differ from manifest")
 
     run, io_ = rd.ort_runner(path, intra_threads=threads)
-    refs = load_refs(HERE / entry["reference"])
+    refs = load_refs(root / entry["reference"])
     if sorted(refs) != sorted(entry["cases"]):
         problems.append(f"reference cases {sorted(refs)} != manifest {sorted(entry['cases'])}")
     worst = 0.0
@@ -121,7 +122,7 @@ def main():
             continue
         t0 = time.time()
         try:
-            problems, worst = check_entry(entry, args.threads)
+            problems, worst = check_entry(entry, args.threads, Path(args.manifest).resolve().parent)
         except Exception as e:  # noqa: BLE001
             problems, worst = [f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"], 0.0
         dt = time.time() - t0

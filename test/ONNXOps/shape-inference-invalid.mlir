@@ -148,3 +148,27 @@ func.func @reshape_huge_rank(%x: tensor<1xf32>, %s: tensor<100xi64>) {
   %0 = folio.onnx_node "Reshape"(%x, %s) {opset = 17 : i64} : (tensor<1xf32>, tensor<100xi64>) -> tensor<*xf32>
   return
 }
+
+// -----
+
+func.func @scatternd_reduction(%x: tensor<4x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) {
+  // expected-error @+1 {{ScatterND: reduction 'add' is not supported (only 'none')}}
+  %0 = folio.onnx_node "ScatterND"(%x, %i, %u) {opset = 17 : i64, onnx_attributes = {reduction = "add"}} : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatternd_updates_rank(%x: tensor<4x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2xf32>) {
+  // expected-error @+1 {{ScatterND: updates have rank 1, expected 2}}
+  %0 = folio.onnx_node "ScatterND"(%x, %i, %u) {opset = 17 : i64} : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @isnan_of_integers(%x: tensor<4xi64>) {
+  // expected-error @+1 {{IsNaN: X must be}}
+  %0 = folio.onnx_node "IsNaN"(%x) {opset = 17 : i64} : (tensor<4xi64>) -> tensor<4xi1>
+  return
+}

@@ -160,3 +160,41 @@ func.func @empty_tensors(%x: tensor<1xf32>) {
   %a = folio.onnx_node "Add"(%empty, %one) {opset = 17 : i64} : (tensor<0xi64>, tensor<1xi64>) -> tensor<0xi64>
   return
 }
+
+// -----
+
+// Tests that Equal and the comparisons decide on dims alone when the sign
+// of the difference holds for every size: batch is never -1, so the
+// Where(Equal(shape, -1), 1, shape) exporters write for expand(-1) folds to
+// the shape itself.
+
+// CHECK-LABEL: func @compare_symbolic
+func.func @compare_symbolic(%x: tensor<?x?xf32> {folio.dim_names = ["batch", "seq"]}) -> (tensor<2xi1>, tensor<2xi1>, tensor<2xi1>, tensor<2xi64>) {
+  %shape = folio.onnx_node "Shape"(%x) {opset = 17 : i64} : (tensor<?x?xf32>) -> tensor<2xi64>
+  %minus1 = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<-1> : tensor<2xi64>}} : () -> tensor<2xi64>
+  %ones = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<1> : tensor<2xi64>}} : () -> tensor<2xi64>
+  // CHECK: "Equal"{{.*}}folio.test.values = ["[0, 0]"]
+  %eq = folio.onnx_node "Equal"(%shape, %minus1) {opset = 17 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi1>
+  // CHECK: "Greater"{{.*}}folio.test.values = ["[1, 1]"]
+  %gt = folio.onnx_node "Greater"(%shape, %minus1) {opset = 17 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi1>
+  // batch - 1 may be 0 or more: undecided.
+  // CHECK: "Less"{{.*}}folio.test.values = ["[?, ?]"]
+  %lt = folio.onnx_node "Less"(%ones, %shape) {opset = 17 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi1>
+  // CHECK: "Where"{{.*}}folio.test.values = ["[batch, seq]"]
+  %w = folio.onnx_node "Where"(%eq, %ones, %shape) {opset = 17 : i64} : (tensor<2xi1>, tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  return %eq, %gt, %lt, %w : tensor<2xi1>, tensor<2xi1>, tensor<2xi1>, tensor<2xi64>
+}
+
+// -----
+
+// Tests IsNaN (a bool per element) and ScatterND (data's shape), which SDPA
+// exports and older masking code write.
+
+// CHECK-LABEL: func @isnan_scatternd
+func.func @isnan_scatternd(%p: tensor<?x4x?x?xf32> {folio.dim_names = ["batch", "", "seq", "total"]}, %i: tensor<?x?x1x1x4xi64>, %u: tensor<?x?x1x1xf32>) -> (tensor<?x4x?x?xi1>, tensor<?x4x?x?xf32>) {
+  // CHECK: "IsNaN"{{.*}}folio.test.dims = ["[batch, 4, seq, total]"]
+  %n = folio.onnx_node "IsNaN"(%p) {opset = 17 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xi1>
+  // CHECK: "ScatterND"{{.*}}folio.test.dims = ["[batch, 4, seq, total]"]
+  %s = folio.onnx_node "ScatterND"(%p, %i, %u) {opset = 17 : i64} : (tensor<?x4x?x?xf32>, tensor<?x?x1x1x4xi64>, tensor<?x?x1x1xf32>) -> tensor<?x4x?x?xf32>
+  return %n, %s : tensor<?x4x?x?xi1>, tensor<?x4x?x?xf32>
+}

@@ -81,3 +81,34 @@ func.func @keys_not_transposed(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>
   %o = folio.onnx_node "MatMul"(%p, %v) {opset = 17 : i64} : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   return %o : tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// Tests that the mask analysis reads what ScatterND writes: zeros scattered
+// into row 0 of a causal mask let query 0 see later keys.
+
+func.func @scatternd_unmasks_row(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                        %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                        %k: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                        %v: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> tensor<?x2x?x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %shape = folio.onnx_node "Shape"(%ids) {opset = 17 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %c1 = arith.constant dense<1> : tensor<1xi64>
+  %c2 = arith.constant dense<2> : tensor<1xi64>
+  %c0 = arith.constant dense<0> : tensor<1xi64>
+  %seq = folio.onnx_node "Slice"(%shape, %c1, %c2, %c0) {opset = 17 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %sq = folio.onnx_node "Concat"(%seq, %seq) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %full = folio.onnx_node "ConstantOfShape"(%sq) {opset = 17 : i64, onnx_attributes = {value = dense<0xFF800000> : tensor<1xf32>}} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %one = arith.constant dense<1> : tensor<i64>
+  %tri = folio.onnx_node "Trilu"(%full, %one) {opset = 17 : i64, onnx_attributes = {upper = 1 : i64}} : (tensor<?x?xf32>, tensor<i64>) -> tensor<?x?xf32>
+  %rowshape = folio.onnx_node "Concat"(%c1, %seq) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %zero = folio.onnx_node "ConstantOfShape"(%rowshape) {opset = 17 : i64, onnx_attributes = {value = dense<0.0> : tensor<1xf32>}} : (tensor<2xi64>) -> tensor<1x?xf32>
+  %at = arith.constant dense<[[0]]> : tensor<1x1xi64>
+  // expected-error @+1 {{the mask is not causal: with batch 1, 0 past and 5 new tokens, query 0 (position 0) sees key 1}}
+  %mask = folio.onnx_node "ScatterND"(%tri, %at, %zero) {opset = 17 : i64} : (tensor<?x?xf32>, tensor<1x1xi64>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %m = folio.onnx_node "Add"(%s, %mask) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = folio.onnx_node "Softmax"(%m) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = folio.onnx_node "MatMul"(%p, %v) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}

@@ -98,3 +98,39 @@ func.func @where_window_gqa(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids"
   %o = folio.onnx_node "MatMul"(%p, %kr) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %o, %kc : tensor<?x2x?x4xf32>, tensor<?x1x?x4xf32>
 }
+
+// -----
+
+// Tests that a mask written back into itself with ScatterND (the in-place
+// slice assignment of older masking code: here row 0 of a Trilu causal mask
+// replaced by itself) is evaluated like the rest of the mask: causal
+// folio.attention, and the ScatterND is erased with the mask.
+
+// CHECK-LABEL: func @scatternd_mask
+// CHECK-NOT: "ScatterND"
+// CHECK: folio.attention
+// CHECK-NOT: "ScatterND"
+func.func @scatternd_mask(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                        %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                        %k: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                        %v: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> tensor<?x2x?x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %shape = folio.onnx_node "Shape"(%ids) {opset = 17 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %c1 = arith.constant dense<1> : tensor<1xi64>
+  %c2 = arith.constant dense<2> : tensor<1xi64>
+  %c0 = arith.constant dense<0> : tensor<1xi64>
+  %seq = folio.onnx_node "Slice"(%shape, %c1, %c2, %c0) {opset = 17 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %sq = folio.onnx_node "Concat"(%seq, %seq) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %full = folio.onnx_node "ConstantOfShape"(%sq) {opset = 17 : i64, onnx_attributes = {value = dense<0xFF800000> : tensor<1xf32>}} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %one = arith.constant dense<1> : tensor<i64>
+  %tri = folio.onnx_node "Trilu"(%full, %one) {opset = 17 : i64, onnx_attributes = {upper = 1 : i64}} : (tensor<?x?xf32>, tensor<i64>) -> tensor<?x?xf32>
+  %rowshape = folio.onnx_node "Concat"(%c1, %seq) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %row = folio.onnx_node "Slice"(%tri, %c0, %c1, %c0) {opset = 17 : i64} : (tensor<?x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?xf32>
+  %at = arith.constant dense<[[0]]> : tensor<1x1xi64>
+  %mask = folio.onnx_node "ScatterND"(%tri, %at, %row) {opset = 17 : i64} : (tensor<?x?xf32>, tensor<1x1xi64>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %m = folio.onnx_node "Add"(%s, %mask) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = folio.onnx_node "Softmax"(%m) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = folio.onnx_node "MatMul"(%p, %v) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}

@@ -108,3 +108,24 @@ func.func @not_lowered(%x: tensor<1x?x8xf32> {folio.dim_names = ["", "num_tokens
   %shape = folio.onnx_node "Shape"(%x) {opset = 17 : i64} : (tensor<1x?x8xf32>) -> tensor<3xi64>
   return %s, %m, %shape : tensor<1x?x4xf32>, tensor<1x?x8xf32>, tensor<3xi64>
 }
+
+// -----
+
+// Tests that a Gather of constant, contiguous indices along a static dim
+// (Falcon's fused_qkv[..., [-2], :]) becomes a folio.slice, reshaped to the
+// indices' shape for a scalar index, and that run-time indices stay with a
+// reason.
+
+// CHECK-LABEL: func @gather_as_slice
+// CHECK: folio.slice %arg0 {axis = 2 : i64, size = 1 : i64, start = 4 : i64}
+// CHECK: %[[V:.*]] = folio.slice %arg0 {axis = 2 : i64, size = 1 : i64, start = 5 : i64}
+// CHECK: folio.reshape %[[V]] : tensor<1x?x1x8xf32> to tensor<1x?x8xf32>
+// CHECK: folio.onnx_node "Gather"{{.*}}folio.lowering_error = "gathers by indices computed at run time
+func.func @gather_as_slice(%x: tensor<1x?x6x8xf32> {folio.dim_names = ["", "num_tokens", "", ""]}, %idx: tensor<1xi64>) -> (tensor<1x?x1x8xf32>, tensor<1x?x8xf32>, tensor<1x?x1x8xf32>) {
+  %k = arith.constant dense<-2> : tensor<1xi64>
+  %g = folio.onnx_node "Gather"(%x, %k) {opset = 17 : i64, onnx_attributes = {axis = 2 : i64}} : (tensor<1x?x6x8xf32>, tensor<1xi64>) -> tensor<1x?x1x8xf32>
+  %v = arith.constant dense<5> : tensor<i64>
+  %h = folio.onnx_node "Gather"(%x, %v) {opset = 17 : i64, onnx_attributes = {axis = 2 : i64}} : (tensor<1x?x6x8xf32>, tensor<i64>) -> tensor<1x?x8xf32>
+  %r = folio.onnx_node "Gather"(%x, %idx) {opset = 17 : i64, onnx_attributes = {axis = 2 : i64}} : (tensor<1x?x6x8xf32>, tensor<1xi64>) -> tensor<1x?x1x8xf32>
+  return %g, %h, %r : tensor<1x?x1x8xf32>, tensor<1x?x8xf32>, tensor<1x?x1x8xf32>
+}
