@@ -3,18 +3,20 @@
 #include "runtime/Core/ModelRunner.h"
 
 #include "runtime/Core/BatchBuilder.h"
+#include "runtime/Core/SpeculativeStep.h"
 #include "runtime/Sampler/Sampler.h"
+
+#include <algorithm>
 
 namespace folio::core {
 
-Expected<ModelRunnerOutput> ModelRunner::execute(const SchedulerOutput &step) {
+Expected<ModelRunnerOutput> ModelRunner::execute(
+    const SchedulerOutput &step,
+    const std::unordered_map<RequestId, std::vector<float>> *draftProbs) {
   for (const RequestId &id : step.finishedRequestIds)
     requests.erase(id);
   for (const RequestId &id : step.preemptedRequestIds)
     requests.erase(id);
-  if (!step.scheduledSpecDecodeTokens.empty())
-    return Status::invalidArgument(
-        "the model runner does not verify speculative tokens yet");
 
   for (const NewRequestData &n : step.scheduledNewRequests) {
     RequestState state;
@@ -53,8 +55,18 @@ Expected<ModelRunnerOutput> ModelRunner::execute(const SchedulerOutput &step) {
   for (const CachedRequestData &c : step.scheduledCachedRequests)
     order.push_back(&c.requestId);
 
+  // Rows: speculating requests first, K + 1 each ([S, K + 1, V], the
+  // verify entry's layout, padded by repeating the last row), then one per
+  // other request that samples.
   std::vector<ScheduledSequence> seqs;
-  std::vector<const RequestId *> sampled;
+  std::vector<const RequestId *> sampled, speculating;
+  std::vector<const std::vector<TokenId> *> specDrafts;
+  std::vector<size_t> sampledSeq, specSeq; // index into seqs
+  // Known tokens then drafts, per speculating request: what the forward
+  // runs. Reserved, so the views into it stay valid.
+  std::vector<std::vector<TokenId>> withDrafts;
+  withDrafts.reserve(step.scheduledSpecDecodeTokens.size());
+  size_t maxDrafts = 0;
   for (const RequestId *id : order) {
     auto count = step.numScheduledTokens.find(*id);
     if (count == step.numScheduledTokens.end() || count->second == 0)
@@ -65,9 +77,29 @@ Expected<ModelRunnerOutput> ModelRunner::execute(const SchedulerOutput &step) {
     seq.numComputed = int64_t(state.numComputed);
     seq.numScheduled = int64_t(count->second);
     seq.blockTable = &state.blockTable;
-    seq.wantLogits = state.numComputed + count->second >= state.all.size();
-    if (seq.wantLogits)
+    seq.wantLogits = false; // the rows are laid out below
+    auto spec = step.scheduledSpecDecodeTokens.find(*id);
+    if (spec != step.scheduledSpecDecodeTokens.end() && !spec->second.empty()) {
+      const std::vector<TokenId> &drafts = spec->second;
+      if (state.numComputed + count->second != state.all.size() + drafts.size())
+        return Status::invalidArgument(
+            "the step schedules " + std::to_string(count->second) +
+            " tokens of request '" + *id + "' from " +
+            std::to_string(state.numComputed) + ", which does not end at its " +
+            std::to_string(drafts.size()) + " drafts after " +
+            std::to_string(state.all.size()) + " known tokens");
+      withDrafts.push_back(state.all);
+      withDrafts.back().insert(withDrafts.back().end(), drafts.begin(),
+                               drafts.end());
+      seq.tokens = &withDrafts.back();
+      speculating.push_back(id);
+      specDrafts.push_back(&drafts);
+      specSeq.push_back(seqs.size());
+      maxDrafts = std::max(maxDrafts, drafts.size());
+    } else if (state.numComputed + count->second >= state.all.size()) {
       sampled.push_back(id);
+      sampledSeq.push_back(seqs.size());
+    }
     seqs.push_back(seq);
   }
 
@@ -78,15 +110,59 @@ Expected<ModelRunnerOutput> ModelRunner::execute(const SchedulerOutput &step) {
   Expected<exec::ForwardBatch> batch = buildForwardBatch(seqs, blockSize);
   if (!batch)
     return batch.status();
-  std::vector<float> logits;
+  std::vector<int32_t> &rows = batch->logitsIndices;
+  rows.clear();
+  for (size_t i = 0; i < speculating.size(); ++i) {
+    int32_t end = batch->queryStartLoc[specSeq[i] + 1];
+    int32_t k = int32_t(specDrafts[i]->size());
+    for (int32_t j = 0; j <= int32_t(maxDrafts); ++j)
+      rows.push_back(end - 1 - k + std::min(j, k));
+  }
+  for (size_t i : sampledSeq)
+    rows.push_back(batch->queryStartLoc[i + 1] - 1);
+  std::vector<float> allLogits;
   int64_t vocab = 0;
-  if (Status s = executor.forward(*batch, logits, vocab); !s)
+  if (Status s = executor.forward(*batch, allLogits, vocab); !s)
     return s;
-  if (logits.size() != sampled.size() * size_t(vocab))
+  size_t specRows = speculating.size() * (maxDrafts + 1);
+  if (allLogits.size() != (specRows + sampled.size()) * size_t(vocab))
     return Status::internal("the executor returned " +
-                            std::to_string(logits.size()) + " logits for " +
-                            std::to_string(sampled.size()) + " rows of " +
-                            std::to_string(vocab));
+                            std::to_string(allLogits.size()) + " logits for " +
+                            std::to_string(specRows + sampled.size()) +
+                            " rows of " + std::to_string(vocab));
+
+  std::vector<SpecSequence> specs;
+  for (size_t i = 0; i < speculating.size(); ++i) {
+    const RequestState &state = requests.at(*speculating[i]);
+    SpecSequence s;
+    s.prompt = &state.prompt;
+    s.output = &state.output;
+    s.drafts = specDrafts[i];
+    if (draftProbs) {
+      auto it = draftProbs->find(*speculating[i]);
+      if (it != draftProbs->end()) {
+        if (!it->second.empty() &&
+            it->second.size() < specDrafts[i]->size() * size_t(vocab))
+          return Status::invalidArgument(
+              "request '" + *speculating[i] + "' has draft probabilities for " +
+              std::to_string(it->second.size() / size_t(vocab)) +
+              " tokens but " + std::to_string(specDrafts[i]->size()) +
+              " drafts");
+        s.draftProbs = &it->second;
+      }
+    }
+    s.params = &state.params;
+    s.seed = state.seed;
+    s.position = state.all.size();
+    specs.push_back(s);
+  }
+  std::vector<SpecOutcome> outcomes;
+  if (Status s = verifySpeculative(executor, allLogits.data(),
+                                   int64_t(maxDrafts), vocab, specs, outcomes);
+      !s)
+    return s;
+  // The plain rows follow the speculative ones.
+  const float *plainLogits = allLogits.data() + specRows * size_t(vocab);
 
   // Every sampled row is checked (one pass) before sampling: NaN or +inf
   // anywhere, or no entry above -inf, fails that request alone; the rest
@@ -95,7 +171,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(const SchedulerOutput &step) {
   std::vector<std::string> errors(sampled.size());
   for (size_t r = 0; r < sampled.size(); ++r) {
     const RequestState &state = requests.at(*sampled[r]);
-    const float *row = logits.data() + r * size_t(vocab);
+    const float *row = plainLogits + r * size_t(vocab);
     auto where = [&] {
       return " at step " + std::to_string(stepIndex) + ", output token " +
              std::to_string(state.output.size());
@@ -124,13 +200,24 @@ Expected<ModelRunnerOutput> ModelRunner::execute(const SchedulerOutput &step) {
       tokens[r] = std::move(*token);
   }
 
-  size_t next = 0;
+  size_t next = 0, nextSpec = 0;
   for (const RequestId *id : order) {
     if (!step.numScheduledTokens.count(*id))
       continue;
     RunnerRequestOutput out;
     out.requestId = *id;
-    if (next < sampled.size() && sampled[next] == id) {
+    if (nextSpec < speculating.size() && speculating[nextSpec] == id) {
+      SpecOutcome &o = outcomes[nextSpec++];
+      if (!o.error.empty()) {
+        out.error = "logits of request '" + *id + "': " + o.error +
+                    " at step " + std::to_string(stepIndex) +
+                    ", output token " +
+                    std::to_string(requests.at(*id).output.size());
+      } else {
+        out.sampledTokenIds = std::move(o.tokens);
+        out.logprobs = std::move(o.logprobs);
+      }
+    } else if (next < sampled.size() && sampled[next] == id) {
       size_t r = next++;
       if (!errors[r].empty()) {
         out.error = std::move(errors[r]);

@@ -5,7 +5,9 @@
 // diffs, turns a step into the serving-contract batch, runs the plan and
 // samples one token for every request whose scheduled tokens reach the end
 // of what it knows (a prefill chunk that does not finish the prompt samples
-// nothing).
+// nothing). A request with draft tokens scheduled gets k + 1 logits rows,
+// verified by the plan's verify entry (SpeculativeStep.h): its output is
+// the kept drafts and one more token.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +37,14 @@ public:
   ///
   /// Steps are numbered from 0 in the order execute() is called; error
   /// messages name that step and the output token that was being sampled.
-  Expected<ModelRunnerOutput> execute(const SchedulerOutput &step);
+  ///
+  /// `draftProbs` gives, per request with drafts scheduled, the draft's
+  /// distributions ([k, vocab] for at least the scheduled drafts); a
+  /// request not in it (or no map) was proposed deterministically.
+  Expected<ModelRunnerOutput>
+  execute(const SchedulerOutput &step,
+          const std::unordered_map<RequestId, std::vector<float>> *draftProbs =
+              nullptr);
 
   /// Requests the runner currently holds state for.
   size_t numTrackedRequests() const { return requests.size(); }

@@ -5,6 +5,7 @@
 #include "runtime/Core/Engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 namespace folio::core {
@@ -13,7 +14,15 @@ Expected<std::unique_ptr<ServingEngine>>
 ServingEngine::create(std::shared_ptr<const plan::Plan> plan,
                       std::unique_ptr<exec::Executor> executor,
                       const SchedulerConfig &schedulerConfig,
-                      const KVCacheConfig &kvCache) {
+                      const KVCacheConfig &kvCache,
+                      SpeculativeConfig speculative) {
+  if (speculative.proposer && speculative.numSpeculativeTokens == 0)
+    return Status::invalidArgument(
+        "speculative decoding needs --num-speculative-tokens >= 1");
+  if (!speculative.proposer && speculative.numSpeculativeTokens > 0)
+    return Status::invalidArgument(
+        "--num-speculative-tokens needs a proposer (--speculative-model or "
+        "--speculative-method ngram)");
   // The scheduler keeps every request within max-model-len, so that is
   // what must fit the plan.
   if (Status s = Engine::checkMaxModelLen(
@@ -43,6 +52,10 @@ ServingEngine::create(std::shared_ptr<const plan::Plan> plan,
   engine->scheduler = std::move(*scheduler);
   engine->runner =
       std::make_unique<ModelRunner>(*engine->executor, layout.blockSize);
+  if (speculative.proposer)
+    engine->controller = std::make_unique<spec::SpecController>(
+        speculative.numSpeculativeTokens, speculative.adaptive);
+  engine->speculative = std::move(speculative);
   return engine;
 }
 
@@ -56,12 +69,125 @@ double ServingEngine::kvUtilization() const {
          double(held * kv.blockSize());
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+} // namespace
+
 Expected<std::vector<RequestOutput>> ServingEngine::step() {
+  Clock::time_point start = Clock::now();
   SchedulerOutput scheduled = scheduler->schedule();
-  Expected<ModelRunnerOutput> result = runner->execute(scheduled);
+  Expected<ModelRunnerOutput> result =
+      runner->execute(scheduled, controller ? &draftProbs : nullptr);
   if (!result)
     return result.status();
-  return scheduler->updateFromOutput(scheduled, *result);
+  std::vector<RequestOutput> outputs =
+      scheduler->updateFromOutput(scheduled, *result);
+  if (!controller)
+    return outputs;
+  double stepSeconds = secondsSince(start);
+  specStats.targetSeconds += stepSeconds;
+
+  // Acceptance of what this step verified.
+  size_t proposed = 0, kept = 0, rejectedRuns = 0;
+  for (const RunnerRequestOutput &out : result->outputs) {
+    auto spec = scheduled.scheduledSpecDecodeTokens.find(out.requestId);
+    if (spec == scheduled.scheduledSpecDecodeTokens.end() ||
+        spec->second.empty() || out.sampledTokenIds.empty())
+      continue;
+    size_t n = out.sampledTokenIds.size() - 1;
+    proposed += spec->second.size();
+    kept += n;
+    rejectedRuns += n < spec->second.size();
+    ++specStats.numVerifiedSeqSteps;
+    specStats.numEmittedTokens += n + 1;
+  }
+  specStats.numProposed += proposed;
+  specStats.numAccepted += kept;
+  controller->recordAcceptance(proposed, kept, rejectedRuns);
+  // A step that only decoded is comparable with other such steps; its
+  // cost includes proposing its drafts at the end of the step before.
+  bool decodeOnly = !scheduled.numScheduledTokens.empty() &&
+                    scheduled.scheduledNewRequests.empty();
+  for (const auto &[id, count] : scheduled.numScheduledTokens) {
+    auto spec = scheduled.scheduledSpecDecodeTokens.find(id);
+    size_t drafts = spec == scheduled.scheduledSpecDecodeTokens.end()
+                        ? 0
+                        : spec->second.size();
+    decodeOnly &= count == drafts + 1;
+  }
+  if (decodeOnly)
+    controller->recordTime(scheduled.numScheduledTokens.size(), lastK,
+                           stepSeconds + lastProposeSeconds);
+
+  if (Status s = propose(scheduled, outputs); !s)
+    return s;
+  return outputs;
+}
+
+Status ServingEngine::propose(const SchedulerOutput &scheduled,
+                              const std::vector<RequestOutput> &outputs) {
+  spec::Proposer &proposer = *speculative.proposer;
+  // What the proposer holds for requests that left the batch goes now.
+  for (const RequestId &id : scheduled.finishedRequestIds)
+    proposer.release(id);
+  for (const RequestId &id : scheduled.preemptedRequestIds)
+    proposer.release(id);
+  for (const RequestOutput &out : outputs)
+    if (out.finished)
+      proposer.release(out.requestId);
+  draftProbs.clear();
+
+  Clock::time_point start = Clock::now();
+  // Requests that decode next step: everything but their newest token
+  // computed. Requests still prefilling do not speculate.
+  std::vector<const Request *> decoding;
+  for (const Request *r : scheduler->runningRequests())
+    if (r->numComputedTokens + 1 == r->numTokens() &&
+        r->numTokens() < r->maxTotalTokens())
+      decoding.push_back(r);
+  lastK = decoding.empty() ? 0 : controller->chooseK(decoding.size());
+  if (lastK == 0) {
+    specStats.numOffSteps += !decoding.empty();
+    lastProposeSeconds = 0;
+    return Status::ok();
+  }
+  std::vector<spec::ProposeInput> inputs;
+  for (const Request *r : decoding) {
+    spec::ProposeInput in;
+    in.requestId = &r->requestId;
+    in.tokens = &r->allTokenIds;
+    in.numPromptTokens = r->numPromptTokens();
+    in.params = &r->samplingParams;
+    in.seed = r->seed;
+    // The last draft must leave room for the bonus token.
+    in.maxDrafts = r->maxTotalTokens() - r->numTokens() - 1;
+    inputs.push_back(in);
+  }
+  std::vector<spec::Proposal> proposals;
+  if (Status s = proposer.propose(inputs, lastK, proposals); !s)
+    return s;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    spec::Proposal &p = proposals[i];
+    if (p.tokens.empty())
+      continue;
+    if (Status s =
+            scheduler->setSpeculativeTokens(*inputs[i].requestId, p.tokens);
+        !s)
+      return s;
+    if (!p.probs.empty())
+      draftProbs[*inputs[i].requestId] = std::move(p.probs);
+  }
+  ++specStats.numSpecSteps;
+  specStats.sumK += lastK;
+  lastProposeSeconds = secondsSince(start);
+  specStats.proposeSeconds += lastProposeSeconds;
+  return Status::ok();
 }
 
 Status ServingEngine::runToCompletion(

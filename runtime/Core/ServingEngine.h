@@ -16,11 +16,51 @@
 #include "runtime/Executor/Executor.h"
 #include "runtime/Plan/Plan.h"
 #include "runtime/Scheduler/Scheduler.h"
+#include "runtime/SpecDecode/Proposer.h"
+#include "runtime/SpecDecode/SpecController.h"
 
 #include <functional>
 #include <memory>
+#include <unordered_map>
 
 namespace folio::core {
+
+/// Speculative decoding: off unless a proposer is given.
+struct SpeculativeConfig {
+  std::unique_ptr<spec::Proposer> proposer;
+  /// Drafts per sequence and step at most (--num-speculative-tokens).
+  size_t numSpeculativeTokens = 0;
+  /// Choose k per step from measured acceptance and step times (0 when
+  /// speculating stops paying); off: always numSpeculativeTokens.
+  bool adaptive = true;
+};
+
+/// What speculation did over the engine's life.
+struct SpeculativeStats {
+  uint64_t numProposed = 0; ///< drafts verified
+  uint64_t numAccepted = 0; ///< drafts kept
+  /// Sequence-steps that verified drafts, and tokens they emitted (kept
+  /// drafts plus one each).
+  uint64_t numVerifiedSeqSteps = 0;
+  uint64_t numEmittedTokens = 0;
+  /// Steps that proposed, and the sum of the k they chose.
+  uint64_t numSpecSteps = 0;
+  uint64_t sumK = 0;
+  /// Decode steps that chose k = 0 (speculation judged not to pay).
+  uint64_t numOffSteps = 0;
+  double proposeSeconds = 0; ///< in the proposer (draft model or lookup)
+  double targetSeconds = 0;  ///< in the target's steps (forward, verify)
+
+  double acceptanceRate() const {
+    return numProposed ? double(numAccepted) / double(numProposed) : 0.0;
+  }
+  /// Tokens per sequence-step that verified: kept drafts + 1.
+  double meanAcceptedLength() const {
+    return numVerifiedSeqSteps
+               ? double(numEmittedTokens) / double(numVerifiedSeqSteps)
+               : 0.0;
+  }
+};
 
 class ServingEngine {
 public:
@@ -29,10 +69,14 @@ public:
   /// scheduler's max-model-len at most the plan's max_positions and
   /// max_context (the scheduler then refuses requests whose prompt +
   /// max_tokens exceed it).
+  ///
+  /// With `speculative.proposer`, each step ends by proposing drafts for
+  /// the decoding requests, which the next step verifies.
   static Expected<std::unique_ptr<ServingEngine>>
   create(std::shared_ptr<const plan::Plan> plan,
          std::unique_ptr<exec::Executor> executor,
-         const SchedulerConfig &schedulerConfig, const KVCacheConfig &kvCache);
+         const SchedulerConfig &schedulerConfig, const KVCacheConfig &kvCache,
+         SpeculativeConfig speculative = {});
 
   Status addRequest(const NewRequest &request) {
     return scheduler->addRequest(request);
@@ -63,6 +107,11 @@ public:
     return executor->kvCacheLayout();
   }
 
+  /// Speculation so far (all zero when off).
+  const SpeculativeStats &speculativeStats() const { return specStats; }
+  /// The proposer, or null when speculation is off.
+  const spec::Proposer *proposer() const { return speculative.proposer.get(); }
+
   bool hasUnfinishedRequests() const {
     return scheduler->hasUnfinishedRequests();
   }
@@ -75,6 +124,16 @@ private:
   std::unique_ptr<exec::Executor> executor;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<ModelRunner> runner;
+
+  /// Drafts for the next step's decoding requests.
+  Status propose(const SchedulerOutput &scheduled,
+                 const std::vector<RequestOutput> &outputs);
+  SpeculativeConfig speculative;
+  std::unique_ptr<spec::SpecController> controller;
+  SpeculativeStats specStats;
+  std::unordered_map<RequestId, std::vector<float>> draftProbs;
+  size_t lastK = 0;
+  double lastProposeSeconds = 0;
 };
 
 } // namespace folio::core

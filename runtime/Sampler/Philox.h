@@ -38,6 +38,16 @@ inline PhiloxCounter philox4x32(PhiloxCounter ctr, PhiloxKey key) {
   return ctr;
 }
 
+/// The independent draws of one token position. Speculative decoding
+/// needs draws that do not depend on each other: the draft's choice of a
+/// token must be independent of the verifier's decision to keep it.
+enum PhiloxStream : uint32_t {
+  kSampleStream = 0,       ///< plain sampling (Sampler)
+  kVerifyAcceptStream = 1, ///< keep or reject a draft (spec_verify)
+  kVerifyDrawStream = 2,   ///< the corrected or bonus token (spec_verify)
+  kDraftStream = 3,        ///< the draft model's own sampling
+};
+
 /// A uniform double in [0, 1) for draw `stream` of the token at `position`
 /// of the request seeded with `seed`.
 inline double philoxUniform(uint64_t seed, uint64_t position,

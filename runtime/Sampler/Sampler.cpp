@@ -28,14 +28,15 @@ Status checkHistory(const std::vector<TokenId> *tokens, size_t vocabSize) {
   return Status::ok();
 }
 
-/// Lowest index among the largest values: a deterministic greedy choice.
-TokenId argmax(const std::vector<double> &logits) {
+} // namespace
+
+TokenId folio::argmaxProcessed(const std::vector<double> &logits) {
   return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) -
                               logits.begin());
 }
 
-/// Inverse-CDF draw over the unmasked tokens in token-id order.
-TokenId drawToken(const std::vector<double> &logits, double uniform) {
+TokenId folio::drawProcessed(const std::vector<double> &logits,
+                             double uniform) {
   double best = *std::max_element(logits.begin(), logits.end());
   double total = 0;
   for (double l : logits)
@@ -55,8 +56,8 @@ TokenId drawToken(const std::vector<double> &logits, double uniform) {
   return static_cast<TokenId>(last);
 }
 
-TokenLogprobs computeLogprobs(const std::vector<double> &logits, TokenId token,
-                              int32_t numTop) {
+TokenLogprobs folio::logprobsProcessed(const std::vector<double> &logits,
+                                       TokenId token, int32_t numTop) {
   double lse = logSumExp(logits);
   TokenLogprobs result;
   result.logprob = static_cast<float>(logits[token] - lse);
@@ -74,8 +75,6 @@ TokenLogprobs computeLogprobs(const std::vector<double> &logits, TokenId token,
                             static_cast<float>(logits[order[i]] - lse));
   return result;
 }
-
-} // namespace
 
 const char *folio::logitsFaultName(LogitsFault fault) {
   switch (fault) {
@@ -175,12 +174,12 @@ Expected<SampledToken> folio::sampleRow(const float *logits, size_t vocabSize,
   SampledToken result;
   result.token =
       row.params->isGreedy()
-          ? argmax(*processed)
-          : drawToken(*processed, philoxUniform(row.seed, row.position));
+          ? argmaxProcessed(*processed)
+          : drawProcessed(*processed, philoxUniform(row.seed, row.position));
   if (row.params->logprobs) {
     result.hasLogprobs = true;
     result.logprobs =
-        computeLogprobs(*processed, result.token, *row.params->logprobs);
+        logprobsProcessed(*processed, result.token, *row.params->logprobs);
   }
   return result;
 }

@@ -80,6 +80,19 @@ LogitsCheck checkLogitsRow(const float *logits, size_t vocabSize);
 Expected<std::vector<double>>
 processLogits(const float *logits, size_t vocabSize, const SampleRow &row);
 
+/// The greedy choice over processed logits: the lowest index among the
+/// largest values.
+TokenId argmaxProcessed(const std::vector<double> &processed);
+
+/// Inverse-CDF draw over the unmasked tokens of processed logits, in
+/// token-id order, with `uniform` in [0, 1). Never returns a masked token.
+TokenId drawProcessed(const std::vector<double> &processed, double uniform);
+
+/// Logprobs of `token` and the `numTop` most likely tokens under the
+/// distribution of processed logits.
+TokenLogprobs logprobsProcessed(const std::vector<double> &processed,
+                                TokenId token, int32_t numTop);
+
 /// Samples one token for one row (see processLogits for failures).
 Expected<SampledToken> sampleRow(const float *logits, size_t vocabSize,
                                  const SampleRow &row);

@@ -75,6 +75,10 @@ public:
   size_t numRunning() const { return running_.size(); }
   /// Null once a request has finished.
   const Request *findRequest(const RequestId &requestId) const;
+  /// The running requests in the order the last step scheduled them.
+  std::vector<const Request *> runningRequests() const {
+    return {running_.begin(), running_.end()};
+  }
   const KVCacheManager &kvCache() const { return kvCache_; }
   const SchedulerConfig &config() const { return config_; }
   uint64_t numPreemptions() const { return numPreemptions_; }

@@ -225,13 +225,12 @@ Scheduler::updateFromOutput(const SchedulerOutput &output,
       // the last token next step rather than stall.
       request->numComputedTokens = request->numTokens() - 1;
     }
-    // Before any block can go back to the pool, so that a finished
-    // request's history stays findable (a conversation's next turn).
-    kvCache_.cacheComputedBlocks(id, request->allTokenIds,
-                                 request->numComputedTokens,
-                                 request->cacheSalt);
-    if (!wantsToken || !sampled)
+    if (!wantsToken || !sampled) {
+      kvCache_.cacheComputedBlocks(id, request->allTokenIds,
+                                   request->numComputedTokens,
+                                   request->cacheSalt);
       return;
+    }
 
     RequestOutput news;
     news.requestId = id;
@@ -245,6 +244,13 @@ Scheduler::updateFromOutput(const SchedulerOutput &output,
         break;
       }
     }
+    // After the kept drafts joined the tokens, so that the blocks they
+    // filled are cacheable now; before any block can go back to the pool,
+    // so that a finished request's history stays findable (a
+    // conversation's next turn).
+    kvCache_.cacheComputedBlocks(id, request->allTokenIds,
+                                 request->numComputedTokens,
+                                 request->cacheSalt);
     if (news.finished) {
       news.finishReason = request->finishReason;
       news.stopTokenId = request->stopTokenId;

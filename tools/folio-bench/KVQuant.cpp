@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/folio-bench/KVQuant.h"
+#include "tools/folio-bench/BenchData.h"
 #include "tools/folio-bench/Json.h"
 
 #include "compiler/Plan/LowerToPlan.h"
@@ -42,34 +43,6 @@ namespace folio::bench {
 namespace {
 
 using Seqs = std::vector<std::vector<TokenId>>;
-
-std::string cpuName() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos)
-        return line.substr(colon + 2);
-    }
-  return "unknown";
-}
-
-Expected<Seqs> readWindows(const std::string &path, int64_t window) {
-  Expected<std::vector<TokenId>> ids =
-      core::readTokenFile(path, {}, "--eval-data");
-  if (!ids)
-    return ids.status();
-  if (ids->size() < size_t(window))
-    return Status::invalidArgument(
-        "evaluation data '" + path + "' holds " + std::to_string(ids->size()) +
-        " tokens, less than one window of " + std::to_string(window));
-  Seqs windows;
-  for (size_t b = 0; b + size_t(window) <= ids->size(); b += size_t(window))
-    windows.emplace_back(ids->begin() + std::ptrdiff_t(b),
-                         ids->begin() + std::ptrdiff_t(b + size_t(window)));
-  return windows;
-}
 
 Expected<std::unique_ptr<exec::Executor>>
 makeExecutor(std::shared_ptr<const plan::Plan> plan, int64_t blocks,
@@ -280,7 +253,7 @@ Expected<std::string> runKVQuant(const std::string &model,
         model + "'");
   if (o.evalData.empty())
     return Status::invalidArgument("--mode=kv-quant needs --eval-data");
-  Expected<Seqs> windows = readWindows(o.evalData, o.evalWindow);
+  Expected<Seqs> windows = readWindows(o.evalData, o.evalWindow, "--eval-data");
   if (!windows)
     return windows.status();
   if (!o.tokenizer.empty() && o.calibrationData.empty())

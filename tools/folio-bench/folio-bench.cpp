@@ -7,6 +7,8 @@
 // folio-bench --model M --workload sharegpt-like --num-requests N --seed S
 //             --max-model-len L --policy continuous,static [--json] ...
 // folio-bench --mode=kv-quant --model M.onnx --eval-data W.i32 [...]
+// folio-bench --mode=spec --model T --speculative-model D
+//             --num-speculative-tokens 1,2,4,6 --batch-sizes 1,4,16 [...]
 //
 // A tool, not a test: it prints one JSON object on stdout (progress on
 // stderr). Each mode is one function over the loaded plan (kv-quant over
@@ -16,6 +18,7 @@
 
 #include "tools/folio-bench/KVQuant.h"
 #include "tools/folio-bench/Roofline.h"
+#include "tools/folio-bench/Spec.h"
 
 #include "compiler/Target/Target.h"
 
@@ -105,7 +108,30 @@ const char *const kUsage =
     "                              max-model-len sequences)\n"
     "  --enable-prefix-caching\n"
     "  --json                      (JSON is the only output format)\n"
-    "  --threads N / --weight-dtype D  as above, one value each\n";
+    "  --threads N / --weight-dtype D  as above, one value each\n"
+    "\n"
+    "usage: folio-bench --mode=spec --model T (--speculative-model D |\n"
+    "                   --speculative-method ngram) [options]\n"
+    "  spec      greedy decoding with speculation against without, the same\n"
+    "            prompts in the same run: per batch size, per fixed k and\n"
+    "            adaptive (docs/speculative-decoding.md)\n"
+    "  --num-speculative-tokens L  comma-separated k (default 4)\n"
+    "  --batch-sizes L             comma-separated (default 1,4,16)\n"
+    "  --workload W                heldout (default): prompts are held-out\n"
+    "                              windows' starts; edit: the same, then\n"
+    "                              their first quarter again\n"
+    "  --eval-data FILE            int32 token windows (default:\n"
+    "                              heldout_slice.i32 next to --model)\n"
+    "  --eval-window N             tokens per window (default 256)\n"
+    "  --prompt-tokens N           prompt length before the edit workload's\n"
+    "                              repeat (default 64, edit 128)\n"
+    "  --new-tokens N              tokens generated per prompt (default 128,\n"
+    "                              edit 64)\n"
+    "  --repeats N                 runs per configuration, fastest kept\n"
+    "                              (default 1)\n"
+    "  --threads N                 one value (default: every core)\n"
+    "  --speculative-method, --speculative-model, --ngram-prompt-lookup-*,\n"
+    "  --no-adaptive-speculation   as folio-generate takes them\n";
 
 bool parseInt(const std::string &s, int64_t &out) {
   char *end = nullptr;
@@ -145,6 +171,8 @@ struct Options {
   bool threadsGiven = false, weightsGiven = false;
   bool runContinuous = true, runStatic = true;
   bool verifyWeights = true; ///< a .folio plan's weights against its hash
+  bench::SpecBenchOptions spec;
+  bool promptTokensGiven = false, evalWindowGiven = false;
 };
 
 Status parse(int argc, char **argv, Options &o) {
@@ -174,6 +202,37 @@ Status parse(int argc, char **argv, Options &o) {
     };
     Status s;
     o.given.push_back(arg);
+    if (tools::SpeculativeFlags::isFlag(arg)) {
+      bool consumed = false;
+      const char *next = inlineValue    ? value.c_str()
+                         : i + 1 < argc ? argv[i + 1]
+                                        : nullptr;
+      if (Status st = o.spec.speculative.parse(arg, next, consumed,
+                                               /*allowList=*/true);
+          !st)
+        return st;
+      if (consumed && !inlineValue)
+        ++i;
+      continue;
+    }
+    if (arg == "--batch-sizes") {
+      if (!(s = need()))
+        return s;
+      o.spec.batchSizes.clear();
+      for (const std::string &t : split(value)) {
+        int64_t n;
+        if (!parseInt(t, n) || n < 1 || n > 1024)
+          return Status::invalidArgument("--batch-sizes: '" + t +
+                                         "' is not a batch size in [1, 1024]");
+        o.spec.batchSizes.push_back(n);
+      }
+      continue;
+    }
+    if (arg == "--new-tokens") {
+      if (!(s = positive(o.spec.newTokens)))
+        return s;
+      continue;
+    }
     if (arg == "--mode") {
       s = need();
       o.mode = value;
@@ -246,8 +305,10 @@ Status parse(int argc, char **argv, Options &o) {
                                      : o.kvQuant.tokenizer) = value;
     } else if (arg == "--eval-window") {
       s = positive(o.kvQuant.evalWindow);
+      o.evalWindowGiven = true;
     } else if (arg == "--prompt-tokens") {
       s = positive(o.kvQuant.promptTokens);
+      o.promptTokensGiven = true;
     } else if (arg == "--agreement-tokens") {
       s = positive(o.kvQuant.agreementTokens);
     } else if (arg == "--context") {
@@ -329,22 +390,24 @@ Status parse(int argc, char **argv, Options &o) {
     if (!s)
       return s;
   }
-  if (o.mode != "roofline" && o.mode != "serving" && o.mode != "kv-quant")
+  if (o.mode != "roofline" && o.mode != "serving" && o.mode != "kv-quant" &&
+      o.mode != "spec")
     return Status::invalidArgument(
-        o.mode.empty() ? "--mode is required (roofline, kv-quant), or "
+        o.mode.empty() ? "--mode is required (roofline, kv-quant, spec), or "
                          "--workload for serving"
                        : "--mode: '" + o.mode +
-                             "' is not a mode (roofline, serving, kv-quant)");
+                             "' is not a mode (roofline, serving, kv-quant, "
+                             "spec)");
   // A flag of another mode would be silently ignored: refuse it.
   static const std::vector<std::pair<std::string, std::string>> modesOf = {
-      {"--repeats", "roofline,kv-quant"},
+      {"--repeats", "roofline,kv-quant,spec"},
       {"--prefill-tokens", "roofline"},
       {"--decode-tokens", "roofline,kv-quant"},
       {"--bandwidth-mib", "roofline"},
       {"--gemm-sizes", "roofline"},
       {"--gemm-size", "roofline"},
       {"--weight-dtype", "roofline,serving"},
-      {"--workload", "serving"},
+      {"--workload", "serving,spec"},
       {"--num-requests", "serving"},
       {"--seed", "serving"},
       {"--max-model-len", "serving"},
@@ -354,15 +417,23 @@ Status parse(int argc, char **argv, Options &o) {
       {"--max-num-batched-tokens", "serving"},
       {"--enable-prefix-caching", "serving"},
       {"--kv-cache-memory", "serving,kv-quant"},
-      {"--eval-data", "kv-quant"},
+      {"--eval-data", "kv-quant,spec"},
       {"--calibration-data", "kv-quant"},
       {"--tokenizer", "kv-quant"},
-      {"--eval-window", "kv-quant"},
-      {"--prompt-tokens", "kv-quant"},
+      {"--eval-window", "kv-quant,spec"},
+      {"--prompt-tokens", "kv-quant,spec"},
       {"--agreement-tokens", "kv-quant"},
       {"--context", "kv-quant"},
       {"--decode-batch", "kv-quant"},
-      {"--no-verify-weights", "roofline,serving"},
+      {"--no-verify-weights", "roofline,serving,spec"},
+      {"--speculative-model", "spec"},
+      {"--speculative-method", "spec"},
+      {"--num-speculative-tokens", "spec"},
+      {"--ngram-prompt-lookup-min", "spec"},
+      {"--ngram-prompt-lookup-max", "spec"},
+      {"--no-adaptive-speculation", "spec"},
+      {"--batch-sizes", "spec"},
+      {"--new-tokens", "spec"},
   };
   for (const std::string &flag : o.given)
     for (const auto &[name, modes] : modesOf) {
@@ -393,6 +464,29 @@ Status parse(int argc, char **argv, Options &o) {
       o.kvQuant.threads = o.roofline.threads[0];
     }
   }
+  if (o.mode == "spec") {
+    if (Status st = o.spec.speculative.finish(); !st)
+      return st;
+    if (std::find(o.given.begin(), o.given.end(), "--workload") !=
+        o.given.end())
+      o.spec.workload = o.workload.kind;
+    o.spec.evalData = o.kvQuant.evalData;
+    if (o.evalWindowGiven)
+      o.spec.evalWindow = o.kvQuant.evalWindow;
+    bool edit = o.spec.workload == "edit";
+    o.spec.promptTokens = o.promptTokensGiven ? o.kvQuant.promptTokens
+                          : edit              ? 128
+                                              : 64;
+    if (o.spec.newTokens == 0)
+      o.spec.newTokens = edit ? 64 : 128;
+    if (o.repeatsGiven)
+      o.spec.repeats = o.roofline.repeats;
+    if (o.threadsGiven) {
+      if (o.roofline.threads.size() != 1)
+        return Status::invalidArgument("spec mode takes one --threads");
+      o.spec.threads = o.roofline.threads[0];
+    }
+  }
   if (o.mode == "serving" &&
       ((o.threadsGiven && o.roofline.threads.size() > 1) ||
        (o.weightsGiven && o.roofline.weights.size() > 1)))
@@ -403,13 +497,17 @@ Status parse(int argc, char **argv, Options &o) {
   return Status::ok();
 }
 
-Expected<plan::Plan> loadModel(const Options &o) {
+mlir::folio::CompileToPlanOptions compileOptions(const Options &o) {
   mlir::folio::CompileToPlanOptions copts;
   copts.blockSize = o.blockSize;
   if (!o.kvCacheDtypes.empty())
     copts.kvCacheDtype = o.kvCacheDtypes[0];
   copts.verifyWeights = o.verifyWeights;
-  return mlir::folio::loadOrCompilePlan(o.model, copts);
+  return copts;
+}
+
+Expected<plan::Plan> loadModel(const Options &o) {
+  return mlir::folio::loadOrCompilePlan(o.model, compileOptions(o));
 }
 
 /// The serving comparison: one workload, both policies, one plan.
@@ -505,7 +603,9 @@ int main(int argc, char **argv) {
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
   Expected<std::string> report =
       o.mode == "serving" ? runServing(plan, o)
-                          : bench::runRoofline(plan, o.model, o.roofline);
+      : o.mode == "spec"
+          ? bench::runSpecBench(plan, o.model, compileOptions(o), o.spec)
+          : bench::runRoofline(plan, o.model, o.roofline);
   if (!report) {
     std::cerr << "folio-bench: error: " << report.status().message() << "\n";
     return 1;

@@ -4,11 +4,14 @@
 //                --prompt TEXT [--prompt TEXT ...] [--max-new-tokens N]
 //                [--temperature T] [--top-p P] [--seed S] [--max-num-seqs N]
 //                [--max-num-batched-tokens N] [--num-blocks N]
+//                [--speculative-model D | --speculative-method ngram]
+//                [--num-speculative-tokens K]
 //
 // Offline serving: every prompt becomes a request of the continuous-
 // batching engine (scheduler, paged KV, chunked prefill, preemption); the
 // continuations are printed as they finish, then a summary: throughput,
-// time to first token and KV-cache utilization.
+// time to first token, KV-cache utilization and, when speculating, how
+// many drafts were kept.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,7 @@
 #include "compiler/Target/Target.h"
 #include "runtime/Core/ServingEngine.h"
 #include "runtime/Tokenizer/Tokenizer.h"
+#include "tools/common/SpeculativeFlags.h"
 
 #include <algorithm>
 #include <chrono>
@@ -50,7 +54,8 @@ const char *const kUsage =
     "with\n"
     "  --no-verify-weights         with a .folio plan: skip hashing the "
     "weights against the file's checksum (the metadata is always checked); "
-    "a corrupt weight then gives wrong text, not an error\n";
+    "a corrupt weight then gives wrong text, not an error\n"
+    "Speculative decoding (off by default):\n";
 
 struct Options {
   std::string model, tokenizer;
@@ -61,6 +66,7 @@ struct Options {
   float temperature = 0.7f, topP = 0.95f;
   uint64_t seed = 0;
   bool verifyWeights = true;
+  tools::SpeculativeFlags speculative;
 };
 
 Status parse(int argc, char **argv, Options &o) {
@@ -68,6 +74,16 @@ Status parse(int argc, char **argv, Options &o) {
     std::string arg = argv[i];
     if (arg == "--no-verify-weights") {
       o.verifyWeights = false;
+      continue;
+    }
+    if (tools::SpeculativeFlags::isFlag(arg)) {
+      bool consumed = false;
+      if (Status s = o.speculative.parse(
+              arg, i + 1 < argc ? argv[i + 1] : nullptr, consumed,
+              /*allowList=*/false);
+          !s)
+        return s;
+      i += consumed;
       continue;
     }
     if (i + 1 >= argc)
@@ -130,7 +146,7 @@ Status parse(int argc, char **argv, Options &o) {
   if (o.model.empty() || o.tokenizer.empty() || o.prompts.empty())
     return Status::invalidArgument(
         "--model, --tokenizer and at least one --prompt are required");
-  return Status::ok();
+  return o.speculative.finish();
 }
 
 int fail(const Status &s) {
@@ -144,11 +160,12 @@ int main(int argc, char **argv) {
   Options o;
   if (argc == 2 &&
       (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-    std::cout << kUsage;
+    std::cout << kUsage << tools::SpeculativeFlags::usage();
     return 0;
   }
   if (Status s = parse(argc, argv, o); !s) {
-    std::cerr << "folio-generate: error: " << s.message() << "\n" << kUsage;
+    std::cerr << "folio-generate: error: " << s.message() << "\n"
+              << kUsage << tools::SpeculativeFlags::usage();
     return 2;
   }
   Expected<Tokenizer> tok = Tokenizer::fromFile(o.tokenizer);
@@ -178,8 +195,19 @@ int main(int argc, char **argv) {
   kv.numBlocks =
       o.numBlocks ? o.numBlocks
                   : 4 * ((maxModelLen + kv.blockSize - 1) / kv.blockSize) + 1;
-  auto engine =
-      core::ServingEngine::create(plan, exec::createCPUExecutor(), config, kv);
+  Expected<std::shared_ptr<const plan::Plan>> draftPlan =
+      tools::loadDraftPlan(o.speculative, copts);
+  if (!draftPlan)
+    return fail(draftPlan.status());
+  Expected<core::SpeculativeConfig> speculative = tools::makeSpeculativeConfig(
+      o.speculative,
+      o.speculative.enabled() ? size_t(o.speculative.numTokens[0]) : 0,
+      *draftPlan, int64_t(config.vocabSize), int64_t(maxModelLen),
+      int64_t(kv.numBlocks - 1) * int64_t(kv.blockSize));
+  if (!speculative)
+    return fail(speculative.status());
+  auto engine = core::ServingEngine::create(
+      plan, exec::createCPUExecutor(), config, kv, std::move(*speculative));
   if (!engine)
     return fail(engine.status());
 
@@ -275,6 +303,20 @@ int main(int argc, char **argv) {
                 "scales included), %.0f%% %s than 16 bits\n",
                 mlir::folio::planKVCacheDType(*plan).c_str(), perToken,
                 100.0 * std::fabs(saved), saved >= 0 ? "less" : "more");
+  }
+  if (o.speculative.enabled()) {
+    const core::SpeculativeStats &st = (*engine)->speculativeStats();
+    std::printf(
+        "speculative decoding (%s, k <= %lld%s): %llu of %llu drafts "
+        "kept (%.0f%%), %.2f tokens per verifying step; %llu steps "
+        "speculated (mean k %.1f), %llu judged not to pay\n",
+        o.speculative.method.c_str(), (long long)o.speculative.numTokens[0],
+        o.speculative.adaptive ? ", adaptive" : "",
+        (unsigned long long)st.numAccepted, (unsigned long long)st.numProposed,
+        100.0 * st.acceptanceRate(), st.meanAcceptedLength(),
+        (unsigned long long)st.numSpecSteps,
+        st.numSpecSteps ? double(st.sumK) / double(st.numSpecSteps) : 0.0,
+        (unsigned long long)st.numOffSteps);
   }
   if (failed)
     return fail(Status::internal(std::to_string(failed) + " of " +

@@ -1,0 +1,63 @@
+//===- SpeculativeStep.h - Verifying one step's draft tokens ----*- C++ -*-===//
+//
+// The host side of verification: the target scored each speculating
+// sequence's k drafts and the position after them (k + 1 logits rows,
+// laid out [S, K + 1, V] by the model runner). Each row gets the
+// request's logits processing with the drafts before it as history
+// (penalties, temperature, min-p, top-k, top-p), so that target and draft
+// distributions are processed alike; then the plan's verify entry
+// (`folio.spec_verify`) keeps drafts and draws the corrected or bonus
+// token, with uniforms keyed by the request's seed and the token position
+// (runtime/Sampler/Philox.h), so a seeded request verifies the same way in
+// any batch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_CORE_SPECULATIVESTEP_H
+#define FOLIO_RUNTIME_CORE_SPECULATIVESTEP_H
+
+#include "runtime/Executor/Executor.h"
+#include "runtime/Sampler/Sampler.h"
+#include "runtime/Sampler/SamplingParams.h"
+
+#include <string>
+#include <vector>
+
+namespace folio::core {
+
+/// One speculating sequence of a step. Views only.
+struct SpecSequence {
+  const std::vector<TokenId> *prompt = nullptr;
+  const std::vector<TokenId> *output = nullptr;
+  const std::vector<TokenId> *drafts = nullptr; ///< k >= 1 tokens
+  /// [k', V] with k' >= k: the draft's distributions, or null/empty for a
+  /// deterministic proposer (one-hot).
+  const std::vector<float> *draftProbs = nullptr;
+  const SamplingParams *params = nullptr;
+  uint64_t seed = 0;
+  /// Position of the first draft (the sequence's known length).
+  size_t position = 0;
+};
+
+struct SpecOutcome {
+  /// The kept drafts, then the corrected or bonus token.
+  std::vector<TokenId> tokens;
+  /// One per token when the request asked for logprobs.
+  std::vector<TokenLogprobs> logprobs;
+  size_t numAccepted = 0;
+  /// Set when this sequence's rows were unusable (NaN, +inf, only -inf,
+  /// or a history token outside the vocabulary): no tokens then.
+  std::string error;
+};
+
+/// Verifies `seqs` against `logits` ([seqs.size(), maxDrafts + 1, vocab],
+/// rewritten in place with the processed rows). Fails only when the
+/// executor fails; a sequence's own bad rows fail that sequence alone.
+Status verifySpeculative(exec::Executor &executor, float *logits,
+                         int64_t maxDrafts, int64_t vocab,
+                         const std::vector<SpecSequence> &seqs,
+                         std::vector<SpecOutcome> &out);
+
+} // namespace folio::core
+
+#endif // FOLIO_RUNTIME_CORE_SPECULATIVESTEP_H

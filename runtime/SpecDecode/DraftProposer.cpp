@@ -1,0 +1,200 @@
+//===- DraftProposer.cpp - A small model guesses for the big one ----------===//
+
+#include "runtime/SpecDecode/DraftProposer.h"
+
+#include "runtime/Core/BatchBuilder.h"
+#include "runtime/Core/Engine.h"
+#include "runtime/Sampler/Philox.h"
+#include "runtime/Sampler/Sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace folio::spec {
+
+Expected<std::unique_ptr<DraftProposer>>
+DraftProposer::create(std::shared_ptr<const plan::Plan> plan,
+                      std::unique_ptr<exec::Executor> executor,
+                      int64_t numBlocks, int64_t targetVocab,
+                      int64_t maxModelLen) {
+  int64_t vocab = plan->configValue("vocab", 0);
+  if (vocab != targetVocab)
+    return Status::invalidArgument(
+        "the speculative model's vocabulary (" + std::to_string(vocab) +
+        " tokens) differs from the target's (" + std::to_string(targetVocab) +
+        "); a draft must share the target's tokenizer");
+  if (Status s = core::Engine::checkMaxModelLen(*plan, maxModelLen); !s)
+    return Status::invalidArgument("the speculative model: " + s.message());
+  if (Status s = executor->load(plan); !s)
+    return Status::invalidArgument("the speculative model: " + s.message());
+  exec::KVCacheLayout layout = executor->kvCacheLayout();
+  if (layout.numLayers == 0)
+    return Status::invalidArgument(
+        "the speculative model's plan has no KV cache inputs");
+  if (Status s = executor->allocateKVCache(numBlocks); !s)
+    return s;
+  KVCacheConfig config;
+  config.numBlocks = size_t(numBlocks);
+  config.blockSize = size_t(layout.blockSize);
+  // Prefix sharing would need the draft to follow the target's cache
+  // decisions; its KV is a tenth of the target's, so it keeps its own.
+  config.enablePrefixCaching = false;
+  if (Status s = config.validate(); !s)
+    return s;
+  auto proposer = std::unique_ptr<DraftProposer>(new DraftProposer());
+  proposer->plan = std::move(plan);
+  proposer->executor = std::move(executor);
+  proposer->kv = std::make_unique<KVCacheManager>(config);
+  proposer->blockSize_ = layout.blockSize;
+  proposer->vocab = vocab;
+  return proposer;
+}
+
+void DraftProposer::release(const RequestId &requestId) {
+  seqs.erase(requestId);
+  kv->freeRequest(requestId);
+}
+
+size_t DraftProposer::numCached(const RequestId &requestId) const {
+  auto it = seqs.find(requestId);
+  return it == seqs.end() ? 0 : it->second.numComputed;
+}
+
+namespace {
+
+bool hasPenalties(const SamplingParams &p) {
+  return p.repetitionPenalty != 1.0f || p.presencePenalty != 0.0f ||
+         p.frequencyPenalty != 0.0f;
+}
+
+} // namespace
+
+Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
+                              std::vector<Proposal> &out) {
+  out.assign(inputs.size(), Proposal());
+  if (k == 0)
+    return Status::ok();
+
+  // Catch up: roll each sequence back to what the cache holds of it, then
+  // schedule everything after that.
+  struct Active {
+    size_t input;
+    SeqState *state;
+    size_t numDrafts; ///< drafts wanted
+    size_t numNew;    ///< tokens this round computes
+  };
+  std::vector<Active> active;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ProposeInput &in = inputs[i];
+    const std::vector<TokenId> &tokens = *in.tokens;
+    size_t want = std::min(k, in.maxDrafts);
+    if (want == 0 || tokens.empty())
+      continue;
+    SeqState &st = seqs[*in.requestId];
+    size_t common = 0, limit = std::min(st.numComputed, tokens.size());
+    while (common < limit && st.tokens[common] == tokens[common])
+      ++common;
+    // The last token is always recomputed: its logits give the first draft.
+    common = std::min(common, tokens.size() - 1);
+    // KV for the new tokens and for the drafts fed back (all but the last).
+    if (!kv->allocateSlots(*in.requestId, common, tokens.size() - common, {},
+                           want - 1)) {
+      // The draft's cache is full: this sequence does not speculate now.
+      if (st.numComputed == 0)
+        release(*in.requestId);
+      continue;
+    }
+    st.tokens = tokens;
+    st.numComputed = common;
+    active.push_back({i, &st, want, tokens.size() - common});
+  }
+
+  std::vector<float> logits;
+  std::vector<double> processed;
+  for (size_t round = 0; !active.empty(); ++round) {
+    std::vector<core::ScheduledSequence> batch;
+    for (const Active &a : active) {
+      core::ScheduledSequence s;
+      s.tokens = &a.state->tokens;
+      s.numComputed = int64_t(a.state->numComputed);
+      s.numScheduled = int64_t(a.numNew);
+      s.blockTable = &kv->blockIds(*inputs[a.input].requestId);
+      batch.push_back(s);
+    }
+    Expected<exec::ForwardBatch> fb =
+        core::buildForwardBatch(batch, blockSize_);
+    if (!fb)
+      return fb.status();
+    int64_t rowVocab = 0;
+    if (Status s = executor->forward(*fb, logits, rowVocab); !s)
+      return Status::internal("the speculative model: " + s.message());
+    if (rowVocab != vocab || logits.size() != active.size() * size_t(vocab))
+      return Status::internal("the speculative model returned " +
+                              std::to_string(logits.size()) + " logits for " +
+                              std::to_string(active.size()) + " rows of " +
+                              std::to_string(vocab));
+
+    std::vector<Active> next;
+    for (size_t r = 0; r < active.size(); ++r) {
+      Active &a = active[r];
+      const ProposeInput &in = inputs[a.input];
+      SeqState &st = *a.state;
+      st.numComputed += a.numNew;
+      Proposal &p = out[a.input];
+      const float *row = logits.data() + r * size_t(vocab);
+      // History for penalties: the prompt, then the output and the drafts
+      // so far, as the target's verification will see them.
+      std::vector<TokenId> prompt, output;
+      SampleRow sr;
+      sr.params = in.params;
+      if (hasPenalties(*in.params)) {
+        prompt.assign(st.tokens.begin(),
+                      st.tokens.begin() + long(in.numPromptTokens));
+        output.assign(st.tokens.begin() + long(in.numPromptTokens),
+                      st.tokens.end());
+        sr.promptTokenIds = &prompt;
+        sr.outputTokenIds = &output;
+      }
+      sr.seed = in.seed;
+      sr.position = st.tokens.size();
+      Expected<std::vector<double>> proc =
+          processLogits(row, size_t(vocab), sr);
+      if (!proc) {
+        // A broken draft row ends this sequence's guesses, not the step:
+        // what was drafted so far is still worth verifying.
+        continue;
+      }
+      TokenId token;
+      if (in.params->isGreedy()) {
+        token = argmaxProcessed(*proc);
+      } else {
+        token = drawProcessed(
+            *proc, philoxUniform(in.seed, st.tokens.size(), kDraftStream));
+        // q: the distribution the token was drawn from.
+        double best = *std::max_element(proc->begin(), proc->end());
+        double total = 0;
+        for (double l : *proc)
+          total += std::exp(l - best);
+        size_t base = p.probs.size();
+        p.probs.resize(base + size_t(vocab));
+        for (int64_t v = 0; v < vocab; ++v)
+          p.probs[base + size_t(v)] =
+              float(std::exp((*proc)[size_t(v)] - best) / total);
+        // Rounding to float must not make the drawn token impossible.
+        float &q = p.probs[base + size_t(token)];
+        q = std::max(q, std::numeric_limits<float>::min());
+      }
+      p.tokens.push_back(token);
+      st.tokens.push_back(token);
+      if (p.tokens.size() < a.numDrafts) {
+        a.numNew = 1;
+        next.push_back(a);
+      }
+    }
+    active = std::move(next);
+  }
+  return Status::ok();
+}
+
+} // namespace folio::spec

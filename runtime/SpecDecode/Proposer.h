@@ -1,0 +1,70 @@
+//===- Proposer.h - Draft tokens for speculative decoding -------*- C++ -*-===//
+//
+// A proposer guesses the next k tokens of running sequences; the target
+// model then scores all of them in one forward and `folio.spec_verify`
+// keeps what the target agrees with (runtime/Core/ModelRunner). Proposers
+// are interchangeable behind this interface: a draft model compiled by
+// Folio (DraftProposer) or n-gram lookup in the sequence itself
+// (NgramProposer).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_SPECDECODE_PROPOSER_H
+#define FOLIO_RUNTIME_SPECDECODE_PROPOSER_H
+
+#include "runtime/Sampler/SamplingParams.h"
+#include "runtime/Support/Status.h"
+#include "runtime/Support/Types.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace folio::spec {
+
+/// One running sequence that may speculate this step. Views only.
+struct ProposeInput {
+  const RequestId *requestId = nullptr;
+  /// Every known token: prompt then output (never earlier drafts).
+  const std::vector<TokenId> *tokens = nullptr;
+  /// The prompt's length within `tokens` (penalties treat the two apart).
+  size_t numPromptTokens = 0;
+  const SamplingParams *params = nullptr;
+  /// The request's seed: keys the draft's own random draws.
+  uint64_t seed = 0;
+  /// The most drafts worth proposing: tokens left before the request's
+  /// length limit (drafts past it could never be kept).
+  size_t maxDrafts = SIZE_MAX;
+};
+
+/// What a proposer guesses for one sequence.
+struct Proposal {
+  /// At most k tokens; empty when it has no guess (speculation is off for
+  /// the sequence this step).
+  std::vector<TokenId> tokens;
+  /// [tokens.size(), vocab] row-major: the distribution each token was
+  /// drawn from, after the request's logits processing. Empty for a
+  /// deterministic guess (n-gram lookup, or a greedy request), which
+  /// verification treats as one-hot.
+  std::vector<float> probs;
+};
+
+class Proposer {
+public:
+  virtual ~Proposer() = default;
+  /// "draft" or "ngram", as --speculative-method names it.
+  virtual const char *method() const = 0;
+  /// Up to `k` tokens for each input (k >= 1); `out` gets one entry per
+  /// input, in order. Fails only when the proposer itself broke (an
+  /// executor error); a sequence it cannot serve gets an empty proposal.
+  virtual Status propose(const std::vector<ProposeInput> &inputs, size_t k,
+                         std::vector<Proposal> &out) = 0;
+  /// Forgets a sequence (finished, aborted or preempted) and frees what it
+  /// held. Unknown ids are ignored.
+  virtual void release(const RequestId &requestId) = 0;
+};
+
+} // namespace folio::spec
+
+#endif // FOLIO_RUNTIME_SPECDECODE_PROPOSER_H

@@ -1,0 +1,144 @@
+//===- SpecController.cpp - How many tokens to speculate this step --------===//
+
+#include "runtime/SpecDecode/SpecController.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace folio::spec {
+
+namespace {
+
+/// Weight of a new timing in its moving average: a few steps follow a
+/// change in load, one noisy step does not swing the choice.
+constexpr double kTimeWeight = 0.25;
+/// Acceptance counts decay by this per step, remembering roughly the last
+/// few hundred steps.
+constexpr double kAcceptDecay = 0.995;
+
+} // namespace
+
+SpecController::SpecController(size_t maxK, bool adaptive)
+    : maxK_(maxK), adaptive_(adaptive) {
+  assert(maxK >= 1 && "speculating needs at least one token");
+  // A neutral prior: one kept and one rejected draft.
+  keptDecayed = 1;
+  rejectedDecayed = 1;
+}
+
+SpecController::Bucket &SpecController::bucketFor(size_t batchSize) {
+  size_t index = 0;
+  while ((size_t(2) << index) <= batchSize)
+    ++index;
+  if (buckets.size() <= index)
+    buckets.resize(index + 1);
+  Bucket &b = buckets[index];
+  if (b.byK.empty())
+    b.byK.resize(maxK_ + 1);
+  return b;
+}
+
+double SpecController::acceptanceRate() const {
+  return keptDecayed / (keptDecayed + rejectedDecayed);
+}
+
+double SpecController::expectedTokens(size_t k) const {
+  double a = std::min(acceptanceRate(), 1.0 - 1e-9);
+  return (1.0 - std::pow(a, double(k + 1))) / (1.0 - a);
+}
+
+double SpecController::estimate(const Bucket &b, size_t k) const {
+  if (b.byK[k].samples)
+    return b.byK[k].seconds;
+  // Linear through the nearest timed k below and above; with one side
+  // only, through the two nearest on that side; with a single timed k,
+  // nothing to go on (negative).
+  std::vector<size_t> timed;
+  for (size_t j = 0; j < b.byK.size(); ++j)
+    if (b.byK[j].samples)
+      timed.push_back(j);
+  if (timed.size() < 2)
+    return -1;
+  size_t lo = 0, hi = 0;
+  auto above = std::upper_bound(timed.begin(), timed.end(), k);
+  if (above == timed.begin()) {
+    lo = timed[0];
+    hi = timed[1];
+  } else if (above == timed.end()) {
+    lo = timed[timed.size() - 2];
+    hi = timed.back();
+  } else {
+    lo = *(above - 1);
+    hi = *above;
+  }
+  double slope = (b.byK[hi].seconds - b.byK[lo].seconds) / double(hi - lo);
+  // A step never gets cheaper with more drafts; noise can say otherwise.
+  slope = std::max(slope, 0.0);
+  return b.byK[lo].seconds + slope * (double(k) - double(lo));
+}
+
+double SpecController::predictedSeconds(size_t batchSize, size_t k) {
+  return estimate(bucketFor(batchSize), std::min(k, maxK_));
+}
+
+size_t SpecController::chooseK(size_t batchSize) {
+  if (!adaptive_ || batchSize == 0)
+    return maxK_;
+  Bucket &b = bucketFor(batchSize);
+  ++b.steps;
+  // Time the baseline and one draft first, twice each (one step can be
+  // an outlier): the model needs two points.
+  for (unsigned round = 1; round <= 2; ++round)
+    for (size_t k : {size_t(0), size_t(1)})
+      if (b.byK[k].samples < round)
+        return k;
+  size_t best = 0;
+  double bestRate = -1;
+  for (size_t k = 0; k <= maxK_; ++k) {
+    double seconds = estimate(b, k);
+    if (seconds <= 0)
+      continue;
+    double rate = expectedTokens(k) / seconds;
+    if (rate > bestRate * (1 + 1e-9)) {
+      bestRate = rate;
+      best = k;
+    }
+  }
+  if (b.steps % kRefreshInterval == 0) {
+    // Re-time the stalest of the baseline and the choice's neighbours:
+    // the linear model is only as good as the points next to the optimum,
+    // and a baseline timed once, slowly, must not keep speculation on.
+    size_t stalest = best;
+    for (size_t k : {size_t(0), best > 0 ? best - 1 : best,
+                     best < maxK_ ? best + 1 : best}) {
+      if (k == best)
+        continue;
+      if (stalest == best || b.byK[k].lastStep < b.byK[stalest].lastStep)
+        stalest = k;
+    }
+    return stalest;
+  }
+  return best;
+}
+
+void SpecController::recordAcceptance(size_t numProposed, size_t numAccepted,
+                                      size_t numRejectedRuns) {
+  proposed += numProposed;
+  accepted += numAccepted;
+  keptDecayed = keptDecayed * kAcceptDecay + double(numAccepted);
+  rejectedDecayed = rejectedDecayed * kAcceptDecay + double(numRejectedRuns);
+}
+
+void SpecController::recordTime(size_t batchSize, size_t k, double seconds) {
+  if (batchSize == 0 || k > maxK_ || !(seconds > 0))
+    return;
+  Bucket &b = bucketFor(batchSize);
+  Timing &t = b.byK[k];
+  t.seconds =
+      t.samples ? t.seconds + kTimeWeight * (seconds - t.seconds) : seconds;
+  ++t.samples;
+  t.lastStep = b.steps;
+}
+
+} // namespace folio::spec

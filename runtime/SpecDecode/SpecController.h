@@ -1,0 +1,96 @@
+//===- SpecController.h - How many tokens to speculate this step -*- C++
+//-*-===//
+//
+// Speculation pays when the target's forward over B x (k + 1) tokens costs
+// little more than over B tokens, and the proposer guesses well. Both
+// change with the batch: at batch 1 a CPU decode step is bound by reading
+// the weights and verifying k more tokens is almost free; at batch 16 it
+// turns compute-bound and every rejected draft is wasted work. So k is
+// chosen per step from what was measured, not configured once:
+//
+//   tokens per step(k) = B * (1 - a^(k+1)) / (1 - a)   (a: acceptance rate)
+//   throughput(k)      = tokens per step(k) / step time(B, k)
+//
+// where a is the measured per-draft acceptance (the geometric model of
+// Leviathan et al.) and step time(B, k) is the wall time of a decode step
+// (proposing included) over about B sequences, kept per power-of-two batch
+// bucket and per k. Where a k has not been timed in a bucket, its time is
+// extrapolated linearly from the ks that have (a step's cost grows about
+// linearly in k: k draft forwards and k more target tokens per sequence);
+// the best k by this model is taken, so an untimed k gets timed exactly
+// when the model says it could win. Every kRefreshInterval steps the
+// least recently timed of k = 0 and the choice's neighbours is timed
+// again, so a changing machine load or workload moves it. k = 0 turns
+// speculation off.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_SPECDECODE_SPECCONTROLLER_H
+#define FOLIO_RUNTIME_SPECDECODE_SPECCONTROLLER_H
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace folio::spec {
+
+class SpecController {
+public:
+  /// `maxK` >= 1 is --num-speculative-tokens. Not adaptive: always maxK.
+  SpecController(size_t maxK, bool adaptive);
+
+  /// The k for a step over `batchSize` speculating sequences (0 = off).
+  size_t chooseK(size_t batchSize);
+
+  /// What one step did: drafts proposed, kept, and the sequences whose
+  /// drafts were not all kept (each such run ends in one rejection).
+  void recordAcceptance(size_t numProposed, size_t numAccepted,
+                        size_t numRejectedRuns);
+  /// The wall time of a decode-only step (proposing and the target's
+  /// forward and verification) over `batchSize` sequences with k drafts
+  /// each. Steps that also prefill are not comparable and not recorded.
+  void recordTime(size_t batchSize, size_t k, double seconds);
+
+  /// Per-draft acceptance so far: kept / (kept + first rejections).
+  double acceptanceRate() const;
+  /// Expected tokens per sequence and step with k drafts under the
+  /// measured acceptance rate.
+  double expectedTokens(size_t k) const;
+  /// Drafts proposed and kept over the whole run.
+  uint64_t numProposed() const { return proposed; }
+  uint64_t numAccepted() const { return accepted; }
+  size_t maxK() const { return maxK_; }
+  bool adaptive() const { return adaptive_; }
+
+  /// The step time the model predicts for k drafts over `batchSize`
+  /// sequences; negative when too little was timed in that bucket yet.
+  double predictedSeconds(size_t batchSize, size_t k);
+
+  /// After how many steps in a bucket k = 0 or a neighbour of the choice
+  /// is timed again.
+  static constexpr unsigned kRefreshInterval = 32;
+
+private:
+  struct Timing {
+    double seconds = 0; ///< exponential moving average
+    unsigned samples = 0;
+    uint64_t lastStep = 0; ///< bucket step when last measured
+  };
+  struct Bucket {
+    std::vector<Timing> byK; ///< [maxK + 1]
+    uint64_t steps = 0;
+  };
+  Bucket &bucketFor(size_t batchSize);
+  double estimate(const Bucket &b, size_t k) const;
+
+  size_t maxK_;
+  bool adaptive_;
+  std::vector<Bucket> buckets;
+  /// Acceptance counts, decayed so that the rate follows the workload.
+  double keptDecayed = 0, rejectedDecayed = 0;
+  uint64_t proposed = 0, accepted = 0;
+};
+
+} // namespace folio::spec
+
+#endif // FOLIO_RUNTIME_SPECDECODE_SPECCONTROLLER_H

@@ -1,0 +1,534 @@
+//===- SpecDecodeTest.cpp - Speculative decoding in the serving engine ----===//
+//
+// The bundled target with its bundled draft (real trained weights, so
+// drafts are often kept) and with n-gram lookup: greedy output must be
+// token for token what the target gives alone, under any batch mix,
+// chunked prefill, prefix caching, preemption and abort; sampled output
+// must be distributed as the target's own (a chi-square test); the draft's
+// cache must roll back by length to exactly what recomputing would hold.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Plan/LowerToPlan.h"
+#include "runtime/Core/Engine.h"
+#include "runtime/Core/ServingEngine.h"
+#include "runtime/Sampler/Sampler.h"
+#include "runtime/SpecDecode/DraftProposer.h"
+#include "runtime/SpecDecode/NgramProposer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+using namespace folio;
+
+namespace {
+
+const std::string kBundled = std::string(FOLIO_SOURCE_DIR) + "/models/bundled/";
+constexpr int64_t kTargetBlock = 8, kDraftBlock = 4;
+constexpr size_t kMaxModelLen = 256;
+
+std::shared_ptr<const plan::Plan> compile(const std::string &file,
+                                          int64_t blockSize) {
+  mlir::folio::CompileToPlanOptions options;
+  options.blockSize = blockSize;
+  auto p = mlir::folio::compileONNXToPlan(kBundled + file, options);
+  if (!p) {
+    ADD_FAILURE() << llvm::toString(p.takeError());
+    return nullptr;
+  }
+  return std::make_shared<const plan::Plan>(std::move(*p));
+}
+
+std::shared_ptr<const plan::Plan> target() {
+  static auto p = compile("target.onnx", kTargetBlock);
+  return p;
+}
+std::shared_ptr<const plan::Plan> draft() {
+  static auto p = compile("draft.onnx", kDraftBlock);
+  return p;
+}
+
+/// Held-out text: window w's tokens [from, from + n).
+std::vector<TokenId> heldout(int w, int from, int n) {
+  static std::vector<int32_t> ids = [] {
+    std::ifstream in(kBundled + "heldout_slice.i32", std::ios::binary);
+    std::vector<int32_t> v(16 * 256);
+    in.read(reinterpret_cast<char *>(v.data()),
+            std::streamsize(v.size() * sizeof(int32_t)));
+    EXPECT_EQ(in.gcount(), std::streamsize(v.size() * sizeof(int32_t)));
+    return v;
+  }();
+  return std::vector<TokenId>(ids.begin() + w * 256 + from,
+                              ids.begin() + w * 256 + from + n);
+}
+
+/// Prompts of many lengths; some repeat themselves (n-gram food).
+std::vector<std::vector<TokenId>> prompts() {
+  std::vector<std::vector<TokenId>> out;
+  for (int w = 0; w < 10; ++w)
+    out.push_back(heldout(w, 3 * w, 1 + 7 * w));
+  std::vector<TokenId> twice = heldout(11, 0, 40);
+  std::vector<TokenId> head = heldout(11, 0, 25);
+  twice.insert(twice.end(), head.begin(), head.end());
+  out.push_back(twice);
+  return out;
+}
+
+struct SpecSetup {
+  std::string method; ///< "", "draft" or "ngram"
+  size_t k = 4;
+  bool adaptive = false;
+  size_t numBlocks = 512;
+  size_t maxNumSeqs = 256;
+  size_t maxNumBatchedTokens = 2048;
+  bool prefixCaching = false;
+  size_t draftBlocks = 1024;
+};
+
+std::unique_ptr<core::ServingEngine>
+makeEngine(const SpecSetup &s, spec::DraftProposer **out = nullptr) {
+  SchedulerConfig config;
+  config.maxNumBatchedTokens = s.maxNumBatchedTokens;
+  config.maxNumSeqs = s.maxNumSeqs;
+  config.maxModelLen = kMaxModelLen;
+  config.vocabSize = 4096;
+  KVCacheConfig kv;
+  kv.numBlocks = s.numBlocks;
+  kv.blockSize = kTargetBlock;
+  kv.enablePrefixCaching = s.prefixCaching;
+  core::SpeculativeConfig spec;
+  if (s.method == "draft") {
+    auto d = spec::DraftProposer::create(draft(), exec::createCPUExecutor(),
+                                         int64_t(s.draftBlocks), 4096,
+                                         int64_t(kMaxModelLen));
+    EXPECT_TRUE(d) << d.status().message();
+    if (!d)
+      return nullptr;
+    if (out)
+      *out = d->get();
+    spec.proposer = std::move(*d);
+  } else if (s.method == "ngram") {
+    auto n = spec::NgramProposer::create(1, 4);
+    EXPECT_TRUE(n);
+    spec.proposer = std::move(*n);
+  }
+  if (spec.proposer) {
+    spec.numSpeculativeTokens = s.k;
+    spec.adaptive = s.adaptive;
+  }
+  auto engine = core::ServingEngine::create(target(), exec::createCPUExecutor(),
+                                            config, kv, std::move(spec));
+  EXPECT_TRUE(engine) << engine.status().message();
+  return engine ? std::move(*engine) : nullptr;
+}
+
+NewRequest request(const std::string &id, const std::vector<TokenId> &prompt,
+                   size_t maxTokens, float temperature = 0.0f) {
+  NewRequest r;
+  r.requestId = id;
+  r.promptTokenIds = prompt;
+  r.samplingParams.temperature = temperature;
+  r.samplingParams.maxTokens = maxTokens;
+  r.samplingParams.ignoreEos = true;
+  return r;
+}
+
+using Outputs = std::map<std::string, std::vector<TokenId>>;
+
+/// Steps to completion, checking the scheduler's invariants every step.
+Outputs serve(core::ServingEngine &engine,
+              const std::vector<NewRequest> &requests) {
+  for (const NewRequest &r : requests)
+    EXPECT_TRUE(engine.addRequest(r)) << r.requestId;
+  Outputs out;
+  while (engine.hasUnfinishedRequests()) {
+    auto step = engine.step();
+    if (!step) {
+      ADD_FAILURE() << step.status().message();
+      break;
+    }
+    Status inv = engine.getScheduler().checkInvariants();
+    EXPECT_TRUE(inv) << inv.message();
+    if (!inv)
+      break;
+    for (const RequestOutput &o : *step) {
+      EXPECT_TRUE(o.error.empty()) << o.error;
+      auto &t = out[o.requestId];
+      t.insert(t.end(), o.newTokenIds.begin(), o.newTokenIds.end());
+    }
+  }
+  return out;
+}
+
+std::vector<NewRequest> greedyRequests(size_t maxTokens = 32) {
+  std::vector<NewRequest> rs;
+  auto ps = prompts();
+  for (size_t i = 0; i < ps.size(); ++i)
+    rs.push_back(request("r" + std::to_string(i), ps[i], maxTokens));
+  return rs;
+}
+
+const Outputs &greedyReference() {
+  static Outputs ref = [] {
+    auto engine = makeEngine(SpecSetup());
+    return serve(*engine, greedyRequests());
+  }();
+  return ref;
+}
+
+void expectSame(const Outputs &got, const Outputs &want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto &[id, tokens] : want) {
+    auto it = got.find(id);
+    ASSERT_NE(it, got.end()) << id;
+    EXPECT_EQ(it->second, tokens) << "request " << id;
+  }
+}
+
+TEST(SpecDecode, GreedyDraftMatchesTheTargetAlone) {
+  for (size_t maxSeqs : {size_t(1), size_t(3), size_t(256)}) {
+    SpecSetup s;
+    s.method = "draft";
+    s.maxNumSeqs = maxSeqs;
+    auto engine = makeEngine(s);
+    ASSERT_TRUE(engine);
+    expectSame(serve(*engine, greedyRequests()), greedyReference());
+    const core::SpeculativeStats &st = engine->speculativeStats();
+    EXPECT_GT(st.numProposed, 0u) << "max-num-seqs " << maxSeqs;
+    EXPECT_GT(st.numAccepted, 0u) << "the trained draft keeps some drafts";
+  }
+}
+
+TEST(SpecDecode, GreedyNgramMatchesTheTargetAlone) {
+  for (size_t k : {size_t(1), size_t(3), size_t(6)}) {
+    SpecSetup s;
+    s.method = "ngram";
+    s.k = k;
+    auto engine = makeEngine(s);
+    ASSERT_TRUE(engine);
+    expectSame(serve(*engine, greedyRequests()), greedyReference());
+    EXPECT_GT(engine->speculativeStats().numProposed, 0u);
+  }
+}
+
+TEST(SpecDecode, PenaltiesAndLogprobsMatchTheTargetAlone) {
+  // Penalties see the drafts before each verified row as history, and
+  // logprobs come from the same processed rows: both as without drafts.
+  auto requests = [] {
+    std::vector<NewRequest> rs = greedyRequests(20);
+    for (size_t i = 0; i < rs.size(); ++i) {
+      rs[i].samplingParams.repetitionPenalty = 1.3f;
+      rs[i].samplingParams.presencePenalty = i % 2 ? 0.5f : 0.0f;
+      rs[i].samplingParams.frequencyPenalty = i % 3 ? 0.0f : 0.25f;
+      rs[i].samplingParams.logprobs = 3;
+    }
+    return rs;
+  };
+  auto run = [&](const std::string &method) {
+    SpecSetup s;
+    s.method = method;
+    auto engine = makeEngine(s);
+    std::map<std::string, std::vector<TokenLogprobs>> logprobs;
+    Outputs out;
+    for (const NewRequest &r : requests())
+      EXPECT_TRUE(engine->addRequest(r));
+    EXPECT_TRUE(engine->runToCompletion([&](const RequestOutput &o) {
+      auto &t = out[o.requestId];
+      t.insert(t.end(), o.newTokenIds.begin(), o.newTokenIds.end());
+      auto &l = logprobs[o.requestId];
+      l.insert(l.end(), o.newLogprobs.begin(), o.newLogprobs.end());
+    }));
+    return std::make_pair(out, logprobs);
+  };
+  auto plain = run("");
+  for (const char *method : {"ngram", "draft"}) {
+    auto spec = run(method);
+    expectSame(spec.first, plain.first);
+    for (const auto &[id, want] : plain.second) {
+      const std::vector<TokenLogprobs> &got = spec.second[id];
+      ASSERT_EQ(got.size(), want.size()) << method << " " << id;
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_NEAR(got[i].logprob, want[i].logprob, 1e-3) << id << " " << i;
+        ASSERT_EQ(got[i].top.size(), 3u);
+        EXPECT_EQ(got[i].top[0].first, want[i].top[0].first) << id << " " << i;
+      }
+    }
+  }
+}
+
+TEST(SpecDecode, AdaptiveSpeculationMatchesTheTargetAlone) {
+  SpecSetup s;
+  s.method = "draft";
+  s.adaptive = true;
+  auto engine = makeEngine(s);
+  ASSERT_TRUE(engine);
+  expectSame(serve(*engine, greedyRequests()), greedyReference());
+}
+
+TEST(SpecDecode, ChunkedPrefillPrefixCachingPreemptionAndAbort) {
+  // Few blocks (preemption), a small token budget (chunked prefill and cut
+  // drafts), prefix caching (the repeated prompts share blocks) and aborts
+  // at seeded random steps; the requests that finish must match the
+  // reference, the aborted ones must have produced a prefix of it, and
+  // nothing may stay held in either cache.
+  for (const char *method : {"draft", "ngram"}) {
+    SpecSetup s;
+    s.method = method;
+    s.numBlocks = 34; // the longest request (256 tokens) and little more
+    s.maxNumBatchedTokens = 24;
+    s.prefixCaching = true;
+    s.draftBlocks = 200;
+    spec::DraftProposer *d = nullptr;
+    auto engine = makeEngine(s, &d);
+    ASSERT_TRUE(engine);
+    std::vector<NewRequest> rs = greedyRequests();
+    // Two more with the prompts of r10 (prefix hits).
+    rs.push_back(rs[10]);
+    rs.back().requestId = "r10b";
+    for (const NewRequest &r : rs)
+      ASSERT_TRUE(engine->addRequest(r));
+    // Three requests aborted at seeded random steps.
+    std::mt19937 rng(7);
+    std::map<int, std::string> abortAt;
+    while (abortAt.size() < 3)
+      abortAt[5 + int(rng() % 60)] = "r" + std::to_string(rng() % 11);
+    std::set<std::string> aborted;
+    Outputs out;
+    int steps = 0;
+    while (engine->hasUnfinishedRequests() && steps < 2000) {
+      ++steps;
+      auto victim = abortAt.find(steps);
+      if (victim != abortAt.end() && !aborted.count(victim->second) &&
+          engine->abortRequest(victim->second))
+        aborted.insert(victim->second);
+      auto step = engine->step();
+      ASSERT_TRUE(step) << step.status().message();
+      Status inv = engine->getScheduler().checkInvariants();
+      ASSERT_TRUE(inv) << inv.message();
+      for (const RequestOutput &o : *step) {
+        auto &t = out[o.requestId];
+        t.insert(t.end(), o.newTokenIds.begin(), o.newTokenIds.end());
+      }
+    }
+    ASSERT_FALSE(engine->hasUnfinishedRequests()) << method;
+    EXPECT_GT(engine->getScheduler().numPreemptions(), 0u) << method;
+    const Outputs &ref = greedyReference();
+    for (const auto &[id, tokens] : out) {
+      std::string base = id == "r10b" ? "r10" : id;
+      const std::vector<TokenId> &want = ref.at(base);
+      if (aborted.count(id)) {
+        ASSERT_LE(tokens.size(), want.size()) << id;
+        EXPECT_TRUE(std::equal(tokens.begin(), tokens.end(), want.begin()))
+            << "aborted " << id << " is not a prefix of its reference";
+      } else {
+        EXPECT_EQ(tokens, want) << method << " request " << id;
+      }
+    }
+    const KVCacheManager &kv = engine->getScheduler().kvCache();
+    EXPECT_EQ(kv.numRequests(), 0u);
+    EXPECT_EQ(kv.pool().numFreeBlocks(), kv.pool().numUsableBlocks());
+    if (d) {
+      EXPECT_EQ(d->numTracked(), 0u);
+      EXPECT_EQ(d->kvCache().numRequests(), 0u);
+      EXPECT_EQ(d->kvCache().pool().numFreeBlocks(),
+                d->kvCache().pool().numUsableBlocks());
+    }
+  }
+}
+
+TEST(SpecDecode, DraftRollsBackByLengthToWhatRecomputingGives) {
+  // After any pattern of kept drafts, the draft proposes exactly what a
+  // fresh draft (no cache) proposes for the same tokens.
+  auto make = [] {
+    auto d = spec::DraftProposer::create(draft(), exec::createCPUExecutor(),
+                                         256, 4096, int64_t(kMaxModelLen));
+    EXPECT_TRUE(d) << d.status().message();
+    return std::move(*d);
+  };
+  auto rolling = make();
+  std::vector<TokenId> tokens = heldout(3, 0, 13);
+  RequestId id = "s";
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::mt19937 rng(3);
+  for (int round = 0; round < 12; ++round) {
+    spec::ProposeInput in;
+    in.requestId = &id;
+    in.tokens = &tokens;
+    in.numPromptTokens = 13;
+    in.params = &greedy;
+    std::vector<spec::Proposal> got, want;
+    ASSERT_TRUE(rolling->propose({in}, 5, got));
+    auto fresh = make();
+    ASSERT_TRUE(fresh->propose({in}, 5, want));
+    ASSERT_EQ(got[0].tokens, want[0].tokens) << "round " << round;
+    ASSERT_EQ(got[0].tokens.size(), 5u);
+    // The sequence and the drafts fed back (all but the last) are cached.
+    EXPECT_EQ(rolling->numCached(id), tokens.size() + 4);
+    // Keep a random number of drafts, then a token of our own.
+    size_t keep = rng() % 6;
+    tokens.insert(tokens.end(), got[0].tokens.begin(),
+                  got[0].tokens.begin() + long(keep));
+    tokens.push_back(TokenId(rng() % 4096));
+  }
+  rolling->release(id);
+  EXPECT_EQ(rolling->numTracked(), 0u);
+  EXPECT_EQ(rolling->kvCache().pool().numFreeBlocks(),
+            rolling->kvCache().pool().numUsableBlocks());
+}
+
+/// The chi-square quantile with `dof` degrees of freedom at upper tail
+/// probability 1e-6 (Wilson-Hilferty; within a few percent for dof >= 3).
+double chiSquareCritical(int dof) {
+  const double z = 4.753; // the standard normal's 1 - 1e-6 quantile
+  double d = double(dof);
+  double t = 1 - 2 / (9 * d) + z * std::sqrt(2 / (9 * d));
+  return d * t * t * t;
+}
+
+/// Samples many seeded requests of one prompt with speculation and
+/// compares the joint distribution of the first two new tokens (the
+/// second comes out of verification) with the target's own: p(t1) p(t2 |
+/// t1), computed from the target's logits through the same processing.
+/// Each test fails falsely with probability about 1e-6 per seed set
+/// (fixed seeds make it deterministic).
+void expectDistributedAsTarget(const std::string &method) {
+  constexpr int kSamples = 1500;
+  SamplingParams params;
+  params.temperature = 0.8f;
+  params.topK = 4;
+  // A text that repeats itself: its own next token is likely again, so
+  // n-gram lookup proposes too.
+  std::vector<TokenId> prompt = heldout(5, 10, 12);
+  prompt.insert(prompt.end(), prompt.begin(), prompt.end() - 2);
+
+  // The target's distributions.
+  auto engine = core::Engine::create(target(), exec::createCPUExecutor(), 64);
+  ASSERT_TRUE(engine);
+  auto distribution = [&](const std::vector<TokenId> &ctx) {
+    std::vector<core::SequenceState> st(1);
+    st[0].id =
+        "p" + std::to_string(ctx.size()) + "-" + std::to_string(ctx.back());
+    st[0].tokens = ctx;
+    std::vector<core::SequenceState *> seqs = {&st[0]};
+    std::vector<float> logits;
+    EXPECT_TRUE((*engine)->step(seqs, {int64_t(ctx.size())}, logits));
+    (*engine)->release(st[0]);
+    SampleRow row;
+    row.params = &params;
+    auto proc = processLogits(logits.data(), 4096, row);
+    EXPECT_TRUE(proc);
+    double best = *std::max_element(proc->begin(), proc->end());
+    std::vector<double> p(4096);
+    double total = 0;
+    for (size_t v = 0; v < 4096; ++v)
+      total += p[v] = std::exp((*proc)[v] - best);
+    for (double &x : p)
+      x /= total;
+    return p;
+  };
+  std::vector<double> p1 = distribution(prompt);
+
+  SpecSetup s;
+  s.method = method;
+  s.k = 3;
+  s.numBlocks = 2048;
+  s.draftBlocks = 4096;
+  s.maxNumSeqs = 256;
+  // Every request shares the prompt: its full blocks are computed once.
+  s.prefixCaching = true;
+  auto spec = makeEngine(s);
+  ASSERT_TRUE(spec);
+  std::vector<NewRequest> rs;
+  for (int i = 0; i < kSamples; ++i) {
+    NewRequest r = request("s" + std::to_string(i), prompt, 3, 0.8f);
+    r.samplingParams.topK = 4;
+    r.samplingParams.seed = 1000 + uint64_t(i);
+    rs.push_back(r);
+  }
+  Outputs out = serve(*spec, rs);
+  ASSERT_EQ(out.size(), size_t(kSamples));
+  EXPECT_GT(spec->speculativeStats().numProposed, 0u);
+
+  std::map<std::pair<TokenId, TokenId>, int> counts;
+  for (const auto &[id, t] : out) {
+    ASSERT_GE(t.size(), 2u);
+    ++counts[{t[0], t[1]}];
+  }
+  // Expected counts over every (t1, t2) with mass; bins expecting fewer
+  // than 5 samples are pooled into one.
+  double chi2 = 0, pooledExpected = 0;
+  int pooledObserved = 0, bins = 0;
+  for (TokenId a = 0; a < 4096; ++a) {
+    if (p1[size_t(a)] == 0)
+      continue;
+    std::vector<TokenId> ctx = prompt;
+    ctx.push_back(a);
+    std::vector<double> p2 = distribution(ctx);
+    for (TokenId b = 0; b < 4096; ++b) {
+      double e = kSamples * p1[size_t(a)] * p2[size_t(b)];
+      if (e == 0) {
+        EXPECT_EQ(counts.count({a, b}), 0u)
+            << "sampled (" << a << ", " << b << "), which has no mass";
+        continue;
+      }
+      int o = counts.count({a, b}) ? counts[{a, b}] : 0;
+      if (e < 5) {
+        pooledExpected += e;
+        pooledObserved += o;
+        continue;
+      }
+      chi2 += (o - e) * (o - e) / e;
+      ++bins;
+    }
+  }
+  if (pooledExpected > 0) {
+    chi2 += (pooledObserved - pooledExpected) *
+            (pooledObserved - pooledExpected) / pooledExpected;
+    ++bins;
+  }
+  ASSERT_GE(bins, 4);
+  EXPECT_LT(chi2, chiSquareCritical(bins - 1))
+      << method << ": chi-square " << chi2 << " over " << bins << " bins";
+}
+
+TEST(SpecDecode, SampledDraftIsDistributedAsTheTarget) {
+  expectDistributedAsTarget("draft");
+}
+
+TEST(SpecDecode, SampledNgramIsDistributedAsTheTarget) {
+  expectDistributedAsTarget("ngram");
+}
+
+TEST(SpecDecode, DraftWithAnotherVocabularyIsRefused) {
+  auto zoo = mlir::folio::compileONNXToPlan(
+      std::string(FOLIO_SOURCE_DIR) + "/models/zoo/llama/cached.onnx", {});
+  ASSERT_TRUE(bool(zoo));
+  auto d = spec::DraftProposer::create(
+      std::make_shared<const plan::Plan>(std::move(*zoo)),
+      exec::createCPUExecutor(), 64, 4096, 64);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.status().message().find("vocabulary"), std::string::npos)
+      << d.status().message();
+}
+
+TEST(SpecDecode, SpeculativeTokensWithoutAProposerAreRefused) {
+  SchedulerConfig config;
+  config.maxModelLen = kMaxModelLen;
+  KVCacheConfig kv;
+  kv.numBlocks = 64;
+  kv.blockSize = kTargetBlock;
+  core::SpeculativeConfig spec;
+  spec.numSpeculativeTokens = 3;
+  auto engine = core::ServingEngine::create(target(), exec::createCPUExecutor(),
+                                            config, kv, std::move(spec));
+  ASSERT_FALSE(engine);
+  EXPECT_NE(engine.status().message().find("proposer"), std::string::npos);
+}
+
+} // namespace

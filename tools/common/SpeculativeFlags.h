@@ -1,0 +1,67 @@
+//===- SpeculativeFlags.h - The speculative-decoding flags of the tools -*- C++
+//-*-===//
+//
+// One parser for the flags every serving tool takes, named as vLLM names
+// them: --speculative-model, --speculative-method draft|ngram,
+// --num-speculative-tokens, --ngram-prompt-lookup-min/max, and
+// --no-adaptive-speculation. A flag that means nothing with the others
+// given is refused, never ignored.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_TOOLS_COMMON_SPECULATIVEFLAGS_H
+#define FOLIO_TOOLS_COMMON_SPECULATIVEFLAGS_H
+
+#include "compiler/Plan/LowerToPlan.h"
+#include "runtime/Core/ServingEngine.h"
+
+#include <string>
+#include <vector>
+
+namespace folio::tools {
+
+struct SpeculativeFlags {
+  std::string model;  ///< --speculative-model (.onnx or .folio)
+  std::string method; ///< "draft", "ngram" or "" (off)
+  /// --num-speculative-tokens: one value, or a list for folio-bench.
+  std::vector<int64_t> numTokens;
+  int64_t ngramMin = 0, ngramMax = 0; ///< 0: not given
+  bool adaptive = true;
+
+  /// Whether `arg` is one of these flags. If so, `value` (the next
+  /// argument, null when there is none) is consumed unless the flag takes
+  /// none (`consumed` says), and a bad value is an error.
+  static bool isFlag(const std::string &arg);
+  Status parse(const std::string &arg, const char *value, bool &consumed,
+               bool allowList);
+
+  /// Fills defaults and refuses combinations that mean nothing: a method
+  /// needs its inputs (draft: a model; ngram: no model), and
+  /// --num-speculative-tokens, the n-gram bounds and
+  /// --no-adaptive-speculation need speculation.
+  Status finish();
+  bool enabled() const { return !method.empty(); }
+
+  /// The usage lines of these flags.
+  static const char *usage();
+};
+
+/// The draft model of `flags` (--speculative-model), loaded or compiled
+/// with `compile`'s options and the draft's own block size; null when the
+/// method takes no model.
+Expected<std::shared_ptr<const plan::Plan>>
+loadDraftPlan(const SpeculativeFlags &flags,
+              const mlir::folio::CompileToPlanOptions &compile);
+
+/// The engine's speculative configuration with `k` drafts at most: a fresh
+/// proposer (for a draft model, on `draftPlan` with a KV cache holding
+/// `cacheTokens` tokens, like the target's).
+Expected<core::SpeculativeConfig>
+makeSpeculativeConfig(const SpeculativeFlags &flags, size_t k,
+                      std::shared_ptr<const plan::Plan> draftPlan,
+                      int64_t targetVocab, int64_t maxModelLen,
+                      int64_t cacheTokens, unsigned numThreads = 0);
+
+} // namespace folio::tools
+
+#endif // FOLIO_TOOLS_COMMON_SPECULATIVEFLAGS_H

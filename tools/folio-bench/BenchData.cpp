@@ -1,0 +1,39 @@
+//===- BenchData.cpp - What several folio-bench modes read ----------------===//
+
+#include "tools/folio-bench/BenchData.h"
+
+#include "runtime/Core/KVCalibration.h"
+
+#include <fstream>
+
+namespace folio::bench {
+
+std::string cpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos)
+        return line.substr(colon + 2);
+    }
+  return "unknown";
+}
+
+Expected<std::vector<std::vector<TokenId>>>
+readWindows(const std::string &path, int64_t window, const std::string &flag) {
+  Expected<std::vector<TokenId>> ids = core::readTokenFile(path, {}, flag);
+  if (!ids)
+    return ids.status();
+  if (ids->size() < size_t(window))
+    return Status::invalidArgument(
+        flag + " '" + path + "' holds " + std::to_string(ids->size()) +
+        " tokens, less than one window of " + std::to_string(window));
+  std::vector<std::vector<TokenId>> windows;
+  for (size_t b = 0; b + size_t(window) <= ids->size(); b += size_t(window))
+    windows.emplace_back(ids->begin() + std::ptrdiff_t(b),
+                         ids->begin() + std::ptrdiff_t(b + size_t(window)));
+  return windows;
+}
+
+} // namespace folio::bench

@@ -1,0 +1,26 @@
+//===- BenchData.h - What several folio-bench modes read --------*- C++ -*-===//
+
+#ifndef FOLIO_TOOLS_FOLIO_BENCH_BENCHDATA_H
+#define FOLIO_TOOLS_FOLIO_BENCH_BENCHDATA_H
+
+#include "runtime/Support/Status.h"
+#include "runtime/Support/Types.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace folio::bench {
+
+/// The CPU's model name (/proc/cpuinfo), for the report: figures from
+/// different machines must say where they came from.
+std::string cpuName();
+
+/// The whole windows of `window` tokens in an int32 token file (the
+/// bundled model's heldout_slice.i32, say); `flag` names it in errors.
+Expected<std::vector<std::vector<TokenId>>>
+readWindows(const std::string &path, int64_t window, const std::string &flag);
+
+} // namespace folio::bench
+
+#endif // FOLIO_TOOLS_FOLIO_BENCH_BENCHDATA_H

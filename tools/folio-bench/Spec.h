@@ -1,0 +1,54 @@
+//===- Spec.h - folio-bench --mode=spec -------------------------*- C++ -*-===//
+//
+// Speculative decoding against plain decoding of the same prompts in the
+// same run: for each batch size, one run without speculation, one per
+// fixed k and one adaptive; throughput, acceptance, per-step costs, the
+// analytical speedup bound those imply, and whether the tokens were the
+// same.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_TOOLS_FOLIO_BENCH_SPEC_H
+#define FOLIO_TOOLS_FOLIO_BENCH_SPEC_H
+
+#include "compiler/Plan/LowerToPlan.h"
+#include "runtime/Plan/Plan.h"
+#include "tools/common/SpeculativeFlags.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace folio::bench {
+
+struct SpecBenchOptions {
+  tools::SpeculativeFlags speculative;
+  std::vector<int64_t> batchSizes = {1, 4, 16};
+  /// "heldout": each prompt is the start of a held-out window; "edit": the
+  /// same followed by its own first quarter again, so that the rest of
+  /// the prompt is the likely continuation (editing code: the prompt holds
+  /// most of the answer).
+  std::string workload = "heldout";
+  /// int32 token windows of evalWindow tokens; empty: heldout_slice.i32
+  /// next to the model.
+  std::string evalData;
+  int64_t evalWindow = 256;
+  /// Defaults: 64 prompt and 128 new tokens for heldout, 128 and 64 for
+  /// edit (whose prompt grows by a quarter): within the bundled model's
+  /// 256 trained positions either way.
+  int64_t promptTokens = 0;
+  int64_t newTokens = 0;
+  int64_t repeats = 1;
+  int64_t threads = 0;
+};
+
+/// Runs the comparison; one JSON object {"runs": [...]}.
+Expected<std::string>
+runSpecBench(std::shared_ptr<const plan::Plan> plan,
+             const std::string &modelPath,
+             const mlir::folio::CompileToPlanOptions &compile,
+             const SpecBenchOptions &options);
+
+} // namespace folio::bench
+
+#endif // FOLIO_TOOLS_FOLIO_BENCH_SPEC_H
