@@ -48,6 +48,7 @@ DraftProposer::create(std::shared_ptr<const plan::Plan> plan,
   proposer->kv = std::make_unique<KVCacheManager>(config);
   proposer->blockSize_ = layout.blockSize;
   proposer->vocab = vocab;
+  proposer->numBlocks = numBlocks;
   return proposer;
 }
 

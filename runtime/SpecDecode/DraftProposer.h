@@ -41,6 +41,9 @@ public:
   Status propose(const std::vector<ProposeInput> &inputs, size_t k,
                  std::vector<Proposal> &out) override;
   void release(const RequestId &requestId) override;
+  int64_t kvCacheBytes() const override {
+    return numBlocks * executor->kvCacheLayout().bytesPerBlock;
+  }
 
   int64_t blockSize() const { return blockSize_; }
   exec::KVCacheLayout kvCacheLayout() const {
@@ -67,6 +70,7 @@ private:
   std::unique_ptr<KVCacheManager> kv;
   int64_t blockSize_ = 16;
   int64_t vocab = 0;
+  int64_t numBlocks = 0;
   std::unordered_map<RequestId, SeqState> seqs;
 };
 

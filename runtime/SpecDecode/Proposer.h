@@ -63,6 +63,8 @@ public:
   /// Forgets a sequence (finished, aborted or preempted) and frees what it
   /// held. Unknown ids are ignored.
   virtual void release(const RequestId &requestId) = 0;
+  /// Bytes of KV cache the proposer allocated for itself (0 for none).
+  virtual int64_t kvCacheBytes() const { return 0; }
 };
 
 } // namespace folio::spec

@@ -317,6 +317,12 @@ int main(int argc, char **argv) {
         (unsigned long long)st.numSpecSteps,
         st.numSpecSteps ? double(st.sumK) / double(st.numSpecSteps) : 0.0,
         (unsigned long long)st.numOffSteps);
+    if (int64_t bytes = (*engine)->proposer()->kvCacheBytes())
+      std::printf("draft KV cache: %.1f MiB, for as many tokens as the "
+                  "target's %.1f MiB\n",
+                  double(bytes) / (1 << 20),
+                  double(layout.bytesPerBlock) * double(kv.numBlocks) /
+                      (1 << 20));
   }
   if (failed)
     return fail(Status::internal(std::to_string(failed) + " of " +

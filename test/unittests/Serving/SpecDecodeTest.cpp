@@ -505,6 +505,36 @@ TEST(SpecDecode, SampledNgramIsDistributedAsTheTarget) {
   expectDistributedAsTarget("ngram");
 }
 
+TEST(SpecDecode, SeededParallelSamplesIgnoreTheBatchMix) {
+  // A seeded request with n = 2 samples the same tokens alone and among
+  // other requests: verification draws are keyed by seed and position,
+  // and the draft's and the target's rows do not depend on the batch.
+  for (const char *method : {"draft", "ngram"}) {
+    auto seeded = [] {
+      NewRequest r = request("s", prompts()[10], 24, 0.9f);
+      r.samplingParams.topP = 0.9f;
+      r.samplingParams.seed = 42;
+      r.samplingParams.n = 2;
+      return r;
+    };
+    SpecSetup s;
+    s.method = method;
+    auto alone = makeEngine(s);
+    Outputs a = serve(*alone, {seeded()});
+    auto mixed = makeEngine(s);
+    std::vector<NewRequest> rs = greedyRequests(16);
+    rs.push_back(seeded());
+    Outputs b = serve(*mixed, rs);
+    ASSERT_EQ(a.size(), 2u);
+    for (const char *id : {"s#0", "s#1"}) {
+      ASSERT_EQ(a[id].size(), 24u) << method << " " << id;
+      EXPECT_EQ(a[id], b[id]) << method << " " << id;
+    }
+    EXPECT_NE(a["s#0"], a["s#1"]) << "samples of one request differ";
+    EXPECT_GT(alone->speculativeStats().numProposed, 0u) << method;
+  }
+}
+
 TEST(SpecDecode, DraftWithAnotherVocabularyIsRefused) {
   auto zoo = mlir::folio::compileONNXToPlan(
       std::string(FOLIO_SOURCE_DIR) + "/models/zoo/llama/cached.onnx", {});
