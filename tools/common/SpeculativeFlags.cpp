@@ -177,7 +177,8 @@ Expected<core::SpeculativeConfig>
 makeSpeculativeConfig(const SpeculativeFlags &flags, size_t k,
                       std::shared_ptr<const plan::Plan> draftPlan,
                       int64_t targetVocab, int64_t maxModelLen,
-                      int64_t cacheTokens, unsigned numThreads) {
+                      int64_t cacheTokens,
+                      const exec::ExecutorOptions &executorOptions) {
   core::SpeculativeConfig config;
   if (!flags.enabled())
     return config;
@@ -196,11 +197,9 @@ makeSpeculativeConfig(const SpeculativeFlags &flags, size_t k,
                                    "needs the model loaded");
   int64_t blockSize = draftPlan->configValue("block_size", 16);
   int64_t blocks = (cacheTokens + blockSize - 1) / blockSize + 1;
-  exec::ExecutorOptions eopts;
-  eopts.numThreads = numThreads;
-  auto draft =
-      spec::DraftProposer::create(draftPlan, exec::createCPUExecutor(eopts),
-                                  blocks, targetVocab, maxModelLen);
+  auto draft = spec::DraftProposer::create(
+      draftPlan, exec::createCPUExecutor(executorOptions), blocks, targetVocab,
+      maxModelLen);
   if (!draft)
     return Status::invalidArgument("--speculative-model " + flags.model + ": " +
                                    draft.status().message());

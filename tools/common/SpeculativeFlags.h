@@ -60,7 +60,8 @@ Expected<core::SpeculativeConfig>
 makeSpeculativeConfig(const SpeculativeFlags &flags, size_t k,
                       std::shared_ptr<const plan::Plan> draftPlan,
                       int64_t targetVocab, int64_t maxModelLen,
-                      int64_t cacheTokens, unsigned numThreads = 0);
+                      int64_t cacheTokens,
+                      const exec::ExecutorOptions &executorOptions = {});
 
 } // namespace folio::tools
 

@@ -61,13 +61,14 @@ Expected<Run> runOnce(const Setup &s,
   kv.numBlocks = prompts.size() * perSeq + 1;
   exec::ExecutorOptions eopts;
   eopts.numThreads = unsigned(o.threads);
+  eopts.weights = o.weights;
   core::SpeculativeConfig spec;
   if (k > 0) {
     tools::SpeculativeFlags flags = o.speculative;
     flags.adaptive = adaptive;
     Expected<core::SpeculativeConfig> made = tools::makeSpeculativeConfig(
         flags, k, s.draft, int64_t(s.vocab), int64_t(s.maxModelLen),
-        int64_t(kv.numBlocks - 1) * int64_t(kv.blockSize), eopts.numThreads);
+        int64_t(kv.numBlocks - 1) * int64_t(kv.blockSize), eopts);
     if (!made)
       return made.status();
     spec = std::move(*made);
@@ -194,6 +195,7 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
   j.field("method", o.speculative.method);
   j.field("workload", o.workload);
   j.field("new_tokens", o.newTokens);
+  j.field("weight_dtype", exec::weightTypeName(o.weights));
   j.key("runs").beginArray();
   // One untimed run first: page the weights in, warm the allocator.
   if (Expected<Run> warm = runOnce(s, {base[0]}, 0, false); !warm)

@@ -12,6 +12,7 @@
 #define FOLIO_TOOLS_FOLIO_BENCH_SPEC_H
 
 #include "compiler/Plan/LowerToPlan.h"
+#include "runtime/Executor/Executor.h"
 #include "runtime/Plan/Plan.h"
 #include "tools/common/SpeculativeFlags.h"
 
@@ -40,6 +41,8 @@ struct SpecBenchOptions {
   int64_t newTokens = 0;
   int64_t repeats = 1;
   int64_t threads = 0;
+  /// Linear weights of the target and the draft as the executor packs them.
+  exec::WeightType weights = exec::WeightType::F32;
 };
 
 /// Runs the comparison; one JSON object {"runs": [...]}.

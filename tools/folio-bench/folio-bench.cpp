@@ -130,6 +130,8 @@ const char *const kUsage =
     "  --repeats N                 runs per configuration, fastest kept\n"
     "                              (default 1)\n"
     "  --threads N                 one value (default: every core)\n"
+    "  --weight-dtype D            f32 (default), bf16 or f16, target and\n"
+    "                              draft\n"
     "  --speculative-method, --speculative-model, --ngram-prompt-lookup-*,\n"
     "  --no-adaptive-speculation   as folio-generate takes them\n";
 
@@ -406,7 +408,7 @@ Status parse(int argc, char **argv, Options &o) {
       {"--bandwidth-mib", "roofline"},
       {"--gemm-sizes", "roofline"},
       {"--gemm-size", "roofline"},
-      {"--weight-dtype", "roofline,serving"},
+      {"--weight-dtype", "roofline,serving,spec"},
       {"--workload", "serving,spec"},
       {"--num-requests", "serving"},
       {"--seed", "serving"},
@@ -485,6 +487,11 @@ Status parse(int argc, char **argv, Options &o) {
       if (o.roofline.threads.size() != 1)
         return Status::invalidArgument("spec mode takes one --threads");
       o.spec.threads = o.roofline.threads[0];
+    }
+    if (o.weightsGiven) {
+      if (o.roofline.weights.size() != 1)
+        return Status::invalidArgument("spec mode takes one --weight-dtype");
+      o.spec.weights = o.roofline.weights[0];
     }
   }
   if (o.mode == "serving" &&
