@@ -382,6 +382,35 @@ TEST(SpecDecode, DraftRollsBackByLengthToWhatRecomputingGives) {
             rolling->kvCache().pool().numUsableBlocks());
 }
 
+TEST(SpecDecode, DraftWithoutRoomProposesNothingForThatSequence) {
+  // 8 blocks of 4 tokens (one is the null block): room for one sequence
+  // of 20 tokens and its drafts, not two. The second gets no proposal
+  // (it decodes without speculation) until the first is released.
+  auto d = spec::DraftProposer::create(draft(), exec::createCPUExecutor(), 8,
+                                       4096, int64_t(kMaxModelLen));
+  ASSERT_TRUE(d) << d.status().message();
+  std::vector<TokenId> a = heldout(1, 0, 20), b = heldout(2, 0, 20);
+  RequestId ia = "a", ib = "b";
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  auto input = [&](const RequestId &id, const std::vector<TokenId> &t) {
+    spec::ProposeInput in;
+    in.requestId = &id;
+    in.tokens = &t;
+    in.numPromptTokens = t.size();
+    in.params = &greedy;
+    return in;
+  };
+  std::vector<spec::Proposal> out;
+  ASSERT_TRUE((*d)->propose({input(ia, a), input(ib, b)}, 4, out));
+  EXPECT_EQ(out[0].tokens.size(), 4u);
+  EXPECT_TRUE(out[1].tokens.empty());
+  EXPECT_EQ((*d)->numTracked(), 1u) << "nothing is held for 'b'";
+  (*d)->release(ia);
+  ASSERT_TRUE((*d)->propose({input(ib, b)}, 4, out));
+  EXPECT_EQ(out[0].tokens.size(), 4u);
+}
+
 /// The chi-square quantile with `dof` degrees of freedom at upper tail
 /// probability 1e-6 (Wilson-Hilferty; within a few percent for dof >= 3).
 double chiSquareCritical(int dof) {
