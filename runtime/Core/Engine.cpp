@@ -9,29 +9,40 @@
 
 namespace folio::core {
 
-Expected<std::unique_ptr<Engine>>
-Engine::create(std::shared_ptr<const plan::Plan> plan,
-               std::unique_ptr<exec::Executor> executor, int64_t numBlocks) {
-  if (Status s = executor->load(plan); !s)
+Expected<std::unique_ptr<KVCacheManager>>
+Engine::loadWithOwnCache(exec::Executor &executor,
+                         std::shared_ptr<const plan::Plan> plan,
+                         int64_t numBlocks) {
+  if (Status s = executor.load(plan); !s)
     return s;
-  exec::KVCacheLayout layout = executor->kvCacheLayout();
+  exec::KVCacheLayout layout = executor.kvCacheLayout();
   if (layout.numLayers == 0)
     return Status::invalidArgument("the plan has no KV cache inputs");
-  if (Status s = executor->allocateKVCache(numBlocks); !s)
+  if (Status s = executor.allocateKVCache(numBlocks); !s)
     return s;
-  auto engine = std::unique_ptr<Engine>(new Engine());
-  engine->plan_ = plan;
-  engine->executor_ = std::move(executor);
-  engine->blockSize_ = layout.blockSize;
-  engine->vocab_ = plan->configValue("vocab", 0);
-  engine->maxPositions_ = plan->configValue("max_positions", 0);
   KVCacheConfig config;
   config.numBlocks = size_t(numBlocks);
   config.blockSize = size_t(layout.blockSize);
   config.enablePrefixCaching = false;
   if (Status s = config.validate(); !s)
     return s;
-  engine->kv_ = std::make_unique<KVCacheManager>(config);
+  return std::make_unique<KVCacheManager>(config);
+}
+
+Expected<std::unique_ptr<Engine>>
+Engine::create(std::shared_ptr<const plan::Plan> plan,
+               std::unique_ptr<exec::Executor> executor, int64_t numBlocks) {
+  Expected<std::unique_ptr<KVCacheManager>> kv =
+      loadWithOwnCache(*executor, plan, numBlocks);
+  if (!kv)
+    return kv.status();
+  auto engine = std::unique_ptr<Engine>(new Engine());
+  engine->plan_ = plan;
+  engine->blockSize_ = executor->kvCacheLayout().blockSize;
+  engine->executor_ = std::move(executor);
+  engine->vocab_ = plan->configValue("vocab", 0);
+  engine->maxPositions_ = plan->configValue("max_positions", 0);
+  engine->kv_ = std::move(*kv);
   return engine;
 }
 

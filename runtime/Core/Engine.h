@@ -68,6 +68,14 @@ public:
   create(std::shared_ptr<const plan::Plan> plan,
          std::unique_ptr<exec::Executor> executor, int64_t numBlocks);
 
+  /// Loads `plan` into `executor`, allocates `numBlocks` KV blocks (null
+  /// block included) and returns a block manager for them, without prefix
+  /// caching: the setup of anything that runs its own sequences over its
+  /// own cache (this engine, a draft model).
+  static Expected<std::unique_ptr<KVCacheManager>>
+  loadWithOwnCache(exec::Executor &executor,
+                   std::shared_ptr<const plan::Plan> plan, int64_t numBlocks);
+
   int64_t blockSize() const { return blockSize_; }
   int64_t vocab() const { return vocab_; }
   /// The plan's maximum positions, or 0 when it has none.

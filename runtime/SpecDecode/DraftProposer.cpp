@@ -26,27 +26,18 @@ DraftProposer::create(std::shared_ptr<const plan::Plan> plan,
         "); a draft must share the target's tokenizer");
   if (Status s = core::Engine::checkMaxModelLen(*plan, maxModelLen); !s)
     return Status::invalidArgument("the speculative model: " + s.message());
-  if (Status s = executor->load(plan); !s)
-    return Status::invalidArgument("the speculative model: " + s.message());
-  exec::KVCacheLayout layout = executor->kvCacheLayout();
-  if (layout.numLayers == 0)
-    return Status::invalidArgument(
-        "the speculative model's plan has no KV cache inputs");
-  if (Status s = executor->allocateKVCache(numBlocks); !s)
-    return s;
-  KVCacheConfig config;
-  config.numBlocks = size_t(numBlocks);
-  config.blockSize = size_t(layout.blockSize);
   // Prefix sharing would need the draft to follow the target's cache
   // decisions; its KV is a tenth of the target's, so it keeps its own.
-  config.enablePrefixCaching = false;
-  if (Status s = config.validate(); !s)
-    return s;
+  Expected<std::unique_ptr<KVCacheManager>> kv =
+      core::Engine::loadWithOwnCache(*executor, plan, numBlocks);
+  if (!kv)
+    return Status::invalidArgument("the speculative model: " +
+                                   kv.status().message());
   auto proposer = std::unique_ptr<DraftProposer>(new DraftProposer());
+  proposer->blockSize_ = executor->kvCacheLayout().blockSize;
   proposer->plan = std::move(plan);
   proposer->executor = std::move(executor);
-  proposer->kv = std::make_unique<KVCacheManager>(config);
-  proposer->blockSize_ = layout.blockSize;
+  proposer->kv = std::move(*kv);
   proposer->vocab = vocab;
   proposer->numBlocks = numBlocks;
   return proposer;
