@@ -33,6 +33,7 @@ public:
   Json &value(int64_t v) { return raw(std::to_string(v)); }
   Json &value(int v) { return value(int64_t(v)); }
   Json &value(bool b) { return raw(b ? "true" : "false"); }
+  Json &null() { return raw("null"); }
   Json &value(const std::string &s) { return raw(quote(s)); }
   Json &value(const char *s) { return value(std::string(s)); }
   Json &values(const std::vector<double> &v) {

@@ -40,6 +40,12 @@ struct SpecBenchOptions {
   int64_t promptTokens = 0;
   int64_t newTokens = 0;
   int64_t repeats = 1;
+  /// 0: greedy (outputs compared with the baseline's token for token);
+  /// otherwise every request samples at this temperature, seeded by its
+  /// index plus `seed` (outputs then differ from the baseline's by design:
+  /// only their distribution is the same).
+  float temperature = 0.0f;
+  uint64_t seed = 0;
   int64_t threads = 0;
   /// Linear weights of the target and the draft as the executor packs them.
   exec::WeightType weights = exec::WeightType::F32;

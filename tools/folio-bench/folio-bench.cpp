@@ -132,6 +132,9 @@ const char *const kUsage =
     "  --threads N                 one value (default: every core)\n"
     "  --weight-dtype D            f32 (default), bf16 or f16, target and\n"
     "                              draft\n"
+    "  --temperature T             0 (default): greedy, outputs compared\n"
+    "                              with the baseline's; else sampled, request\n"
+    "                              i seeded with --seed + i\n"
     "  --speculative-method, --speculative-model, --ngram-prompt-lookup-*,\n"
     "  --no-adaptive-speculation   as folio-generate takes them\n";
 
@@ -228,6 +231,17 @@ Status parse(int argc, char **argv, Options &o) {
                                          "' is not a batch size in [1, 1024]");
         o.spec.batchSizes.push_back(n);
       }
+      continue;
+    }
+    if (arg == "--temperature") {
+      if (!(s = need()))
+        return s;
+      char *end = nullptr;
+      double t = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(t >= 0 && t <= 100))
+        return Status::invalidArgument("--temperature: '" + value +
+                                       "' is not a number in [0, 100]");
+      o.spec.temperature = float(t);
       continue;
     }
     if (arg == "--new-tokens") {
@@ -411,7 +425,8 @@ Status parse(int argc, char **argv, Options &o) {
       {"--weight-dtype", "roofline,serving,spec"},
       {"--workload", "serving,spec"},
       {"--num-requests", "serving"},
-      {"--seed", "serving"},
+      {"--seed", "serving,spec"},
+      {"--temperature", "spec"},
       {"--max-model-len", "serving"},
       {"--request-rate", "serving"},
       {"--policy", "serving"},
@@ -488,6 +503,7 @@ Status parse(int argc, char **argv, Options &o) {
         return Status::invalidArgument("spec mode takes one --threads");
       o.spec.threads = o.roofline.threads[0];
     }
+    o.spec.seed = o.workload.seed;
     if (o.weightsGiven) {
       if (o.roofline.weights.size() != 1)
         return Status::invalidArgument("spec mode takes one --weight-dtype");
