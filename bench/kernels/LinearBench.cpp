@@ -10,13 +10,19 @@
 //    or stacked into one [2F, K] weight, q/k/v apart or stacked, and the
 //    weights borrowed from plain 4 KiB-page memory instead of packed into
 //    PackedWeight's huge-page chunks.
+//  verify: the same token's linears at the few rows a speculative verify
+//    step has (M = 1 .. 16: one sequence's drafts plus one), through the
+//    GEMV kernel for every M and through linear() (oneDNN above kSmallM),
+//    each reported as the median ratio of its time to M = 1's GEMV in the
+//    same round.
 //  prefill: each distinct linear shape at M = 512 through linear(), on the
 //    same thread count, with oneDNN's square bf16 GEMM (folio-bench's peak
 //    probe) sampled in every round: each shape is reported as GFLOP/s and as
 //    the median ratio to the probe of its own round (on these shared vCPUs
 //    the probe alone swings 3x between minutes).
 //
-// Usage: folio-linear-bench [rounds=15] [threads=1] [decode|prefill|both]
+// Usage: folio-linear-bench [rounds=15] [threads=1]
+//                           [decode|verify|prefill|both]
 //
 //===----------------------------------------------------------------------===//
 
@@ -187,6 +193,38 @@ void decode(int rounds, unsigned threads) {
                 median(gbs[v]), median(ratio[v]));
 }
 
+void verify(int rounds, unsigned threads) {
+  Model model = build("stacked gate/up", true, false, false);
+  const std::vector<int64_t> ms = {1, 2, 3, 4, 5, 6, 8, 12, 16};
+  ThreadPool pool(threads);
+  setLibraryThreads(int(threads));
+  std::vector<float> x(size_t(16 * kFfn), 0.01f);
+  std::vector<float> y(size_t(16 * kVocab));
+  auto run = [&](int64_t m, bool gemvOnly) {
+    double t0 = seconds();
+    for (const PackedWeight &w : model.weights)
+      if (!(gemvOnly ? linearGemv(x.data(), m, w, y.data(), pool)
+                     : linear(x.data(), m, w, y.data(), pool)))
+        std::exit(1);
+    return seconds() - t0;
+  };
+  std::vector<std::vector<double>> gemv(ms.size()), dispatched(ms.size());
+  for (int r = 0; r < rounds; ++r) {
+    double base = run(1, true);
+    for (size_t i = 0; i < ms.size(); ++i) {
+      gemv[i].push_back(run(ms[i], true) / base);
+      dispatched[i].push_back(run(ms[i], false) / base);
+    }
+  }
+  std::printf("verify (one token's linears at M rows, bf16, %d rounds, %u "
+              "threads; time / M = 1's GEMV in the same round, medians):\n",
+              rounds, threads);
+  for (size_t i = 0; i < ms.size(); ++i)
+    std::printf("  M = %2ld  GEMV %.2f  linear() %.2f%s\n", long(ms[i]),
+                median(gemv[i]), median(dispatched[i]),
+                ms[i] > kSmallM ? " (oneDNN)" : "");
+}
+
 void prefill(int rounds, unsigned threads) {
   struct Case {
     const char *name;
@@ -253,10 +291,15 @@ int main(int argc, char **argv) {
   int threads = argc > 2 ? std::atoi(argv[2]) : 1;
   std::string what = argc > 3 ? argv[3] : "both";
   if (rounds < 1 || threads < 1 ||
-      (what != "both" && what != "decode" && what != "prefill")) {
+      (what != "both" && what != "decode" && what != "verify" &&
+       what != "prefill")) {
     std::fprintf(stderr, "usage: folio-linear-bench [rounds>=1] [threads>=1] "
-                         "[decode|prefill|both]\n");
+                         "[decode|verify|prefill|both]\n");
     return 2;
+  }
+  if (what == "verify") {
+    verify(rounds, unsigned(threads));
+    return 0;
   }
   if (what != "prefill")
     decode(rounds, unsigned(threads));

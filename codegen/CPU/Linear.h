@@ -2,8 +2,9 @@
 //
 // Weights keep the PyTorch/ONNX-Gemm layout W[N, K] (row n = output n),
 // stored f32 or bf16. That one copy serves both paths:
-//  - M <= kSmallM rows (decode): a hand-written GEMV that streams W once at
-//    memory bandwidth, M rows at a time, threads splitting N;
+//  - M <= kSmallM rows (decode, speculative verify): a hand-written GEMV
+//    that streams W once at memory bandwidth, M rows at a time, threads
+//    splitting N;
 //  - larger M (prefill): oneDNN matmul (AMX / AVX-512). For K < 2048 the
 //    weights are also reordered once, at pack, into the layout oneDNN's
 //    brgemm picks (a second copy: those weights take twice the memory) and
@@ -29,7 +30,13 @@
 namespace folio::cpu {
 
 /// Rows up to which linear() uses the GEMV kernel even when oneDNN is there.
-constexpr int64_t kSmallM = 4;
+/// Decode has one row per sequence; a speculative verify step has k + 1
+/// per sequence, which is why the bound sits past 4: one token's linears
+/// of the 110M Llama (bf16, folio-linear-bench 15 2 verify, AMD EPYC,
+/// time over M = 1's in the same round) took 1.22 (GEMV) against 1.63
+/// (oneDNN) at M = 5 and 1.44 against 1.70 at M = 6; oneDNN wins from M = 8
+/// (1.64 against 1.78).
+constexpr int64_t kSmallM = 6;
 
 /// One linear layer's weights (and bias), prepared once at load.
 class PackedWeight {
