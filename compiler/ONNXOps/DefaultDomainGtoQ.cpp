@@ -12,6 +12,32 @@ using namespace mlir::folio::infer;
 
 namespace {
 
+/// GatherElements(data, indices, axis): out[i][j][k] = data[indices[i][j][k]]
+/// along `axis` (GPT-J gathers its sin/cos rows by position this way). The
+/// result has the indices' shape.
+LogicalResult inferGatherElements(ONNXInferenceContext &ctx) {
+  const ONNXValueFacts &data = ctx.input(0), &indices = ctx.input(1);
+  if (!isIntegerLike(indices.elementType))
+    return ctx.emitError() << "indices must be integers, got "
+                           << indices.elementType;
+  ONNXValueFacts &out = ctx.output(0);
+  out.elementType = data.elementType;
+  if (!indices.dims)
+    return success();
+  if (data.dims) {
+    int64_t rank = data.dims->size();
+    if (int64_t(indices.dims->size()) != rank)
+      return ctx.emitError() << "data and indices must have the same rank, got "
+                             << rank << " and " << indices.dims->size();
+    FailureOr<int64_t> axis = ctx.getInt("axis", 0);
+    if (failed(axis) ||
+        failed(ctx.normalizeAxis(*axis, std::max<int64_t>(rank, 1), "axis")))
+      return failure();
+  }
+  out.dims = *indices.dims;
+  return success();
+}
+
 LogicalResult inferGather(ONNXInferenceContext &ctx) {
   const ONNXValueFacts &data = ctx.input(0), &indices = ctx.input(1);
   if (!isIntegerLike(indices.elementType))
@@ -329,6 +355,7 @@ void mlir::folio::appendDefaultDomainGtoQ(std::vector<ONNXOpSchema> &table) {
     table.push_back({kONNXDomain, op, since, minIn, maxIn, 1, maxOut, fn});
   };
   add("Gather", 11, 2, 2, inferGather);
+  add("GatherElements", 11, 2, 2, inferGatherElements);
   add("Gelu", 20, 1, 1, inferGelu);
   add("Gemm", 11, 2, 3, inferGemm);
   add("Greater", 7, 2, 2, inferGreater);

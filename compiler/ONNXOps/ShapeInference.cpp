@@ -15,6 +15,9 @@ using namespace mlir;
 using namespace mlir::folio;
 
 AffineExpr ONNXShapeInference::getNamedDim(StringRef name) {
+  auto related = relatedDims.find(name);
+  if (related != relatedDims.end())
+    return related->second;
   auto [it, inserted] = symbolIndex.try_emplace(name, symbolNames.size());
   if (inserted)
     symbolNames.push_back(name.str());
@@ -253,7 +256,49 @@ LogicalResult ONNXShapeInference::checkResultShape(const ONNXValueFacts &out,
               << " (2^40) elements per tensor";
 }
 
+/// The name of dim `i` of input `arg`, or "" if it has none.
+static StringRef inputDimName(func::FuncOp func, unsigned arg, unsigned i) {
+  auto names = func.getArgAttrOfType<ArrayAttr>(arg, kDimNamesAttrName);
+  if (!names || i >= names.size())
+    return "";
+  auto name = dyn_cast<StringAttr>(names[i]);
+  return name ? name.getValue() : "";
+}
+
+void ONNXShapeInference::relateDecoderDims(func::FuncOp func) {
+  StringRef seq, total, past;
+  bool hasPast = false;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto name = func.getArgAttrOfType<StringAttr>(i, "folio.onnx_name");
+    if (!name)
+      continue;
+    StringRef n = name.getValue();
+    if (n == "input_ids") {
+      seq = inputDimName(func, i, 1);
+    } else if (n == "attention_mask") {
+      total = inputDimName(func, i, 1);
+    } else if (n.starts_with("past_key_values.") ||
+               n.starts_with("past_key.") || n.starts_with("past_value.")) {
+      StringRef p = inputDimName(func, i, 2);
+      // Every past input must name the same length for it to be the past.
+      if (hasPast && p != past)
+        return;
+      hasPast = true;
+      past = p;
+    }
+  }
+  if (seq.empty() || total.empty() || total == seq ||
+      (hasPast && (past.empty() || past == seq || past == total)))
+    return;
+  AffineExpr length = getNamedDim(seq);
+  if (hasPast)
+    length = getNamedDim(past) + length;
+  // In the canonical form results get, so that the two compare equal.
+  relatedDims[total] = simplifyAffineExpr(length, 0, symbolNames.size());
+}
+
 LogicalResult ONNXShapeInference::run(func::FuncOp func) {
+  relateDecoderDims(func);
   for (BlockArgument arg : func.getArguments())
     setFacts(arg, factsForType(arg.getType(),
                                func.getArgAttrOfType<ArrayAttr>(

@@ -33,8 +33,17 @@ public:
 
   MLIRContext *getContext() const { return context; }
 
-  /// The symbol standing for a named dim: one name, one symbol.
+  /// The symbol standing for a named dim: one name, one symbol, unless the
+  /// name was related to other dims (relateDecoderDims).
   AffineExpr getNamedDim(StringRef name);
+  /// Applies the decoder contract (DESIGN.md) to `func`'s inputs, found by
+  /// `folio.onnx_name`: attention_mask covers the past and the new tokens,
+  /// so its length dim names `past + seq` (`seq` without past inputs)
+  /// rather than a symbol of its own. Then a mask sliced past the past
+  /// (`mask[:, past:]`, position code) has the new tokens' length. Does
+  /// nothing where the names do not give distinct dims. Call before facts
+  /// are made for the inputs.
+  void relateDecoderDims(func::FuncOp func);
   /// "batch_size * sequence_length + 1": an expression with symbol names.
   std::string describe(AffineExpr expr) const;
   /// "[batch, 4, ?]": dims described as `describe` does.
@@ -80,6 +89,8 @@ private:
   MLIRContext *context;
   bool lazy = false;
   llvm::StringMap<unsigned> symbolIndex;
+  /// Named dims that stand for an expression of other named dims.
+  llvm::StringMap<AffineExpr> relatedDims;
   std::vector<std::string> symbolNames;
   /// Boxed so that pointers handed to handlers survive later insertions.
   /// Mutable: lazy lookups memoise.

@@ -864,6 +864,40 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
       }
     return set(t);
   }
+  if (type == "GatherElements" && a && b) {
+    int64_t rank = a->getRank();
+    std::optional<int64_t> axis = normAxis(view.intAttr("axis", 0), rank);
+    if (!axis || b->getRank() != rank)
+      return unsupported();
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != *axis && b->shape[d] > a->shape[d])
+        return unsupported();
+    ConcreteTensor t;
+    t.kind = a->kind;
+    t.shape = b->shape;
+    SmallVector<int64_t, 4> strides = stridesOf(a->shape),
+                            outStrides = stridesOf(b->shape);
+    int64_t dim = a->shape[*axis];
+    t.data.resize(b->data.size());
+    for (int64_t flat = 0; flat < int64_t(b->data.size()); ++flat) {
+      int64_t i = toIndex(b->data[flat]);
+      if (i < 0)
+        i += dim;
+      if (i < 0 || i >= dim)
+        return fail(op, "GatherElements index " +
+                            std::to_string(toIndex(b->data[flat])) +
+                            " is out of range [0, " + std::to_string(dim) +
+                            ")");
+      int64_t source = 0, rest = flat;
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t coordinate = rest / outStrides[d];
+        rest %= outStrides[d];
+        source += (d == *axis ? i : coordinate) * strides[d];
+      }
+      t.data[flat] = a->data[source];
+    }
+    return set(t);
+  }
   if (type == "ScatterND" && a && b && view.in(2)) {
     // data with the slices indices[...] names replaced by updates: the
     // in-place slice assignment of older masking code

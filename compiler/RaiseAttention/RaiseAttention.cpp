@@ -99,6 +99,100 @@ static bool isHidingConstant(Value value) {
   return v && *v <= -1e4;
 }
 
+/// Where(IsNaN(p), 0, p) on the Softmax output `p`.
+static ONNXNodeOp matchNaNGuard(Operation *user, Value p) {
+  auto where = dyn_cast<ONNXNodeOp>(user);
+  if (!where || where.getOpType() != "Where" || !where.getDomain().empty() ||
+      where.getInputs().size() != 3 || where.getInputs()[2] != p)
+    return {};
+  ONNXNodeOp isNaN = matchONNX(where.getInputs()[0], "IsNaN");
+  std::optional<double> zero = getScalarConstant(where.getInputs()[1]);
+  if (!isNaN || isNaN.getInputs()[0] != p || !zero || *zero != 0.0)
+    return {};
+  return where;
+}
+
+namespace {
+/// One mask applied to the scores on their way to the Softmax.
+struct MaskTerm {
+  Value mask;
+  MaskForm form;
+};
+} // namespace
+
+/// Parses masks applied one after another to the scores (GPT-2's eager
+/// attention selects with its causal buffer, then adds the padding mask):
+/// Add(x, mask), Where(keep, x, -inf) or Where(hide, -inf, x) down to the
+/// score chain; `terms` gets the masks innermost first.
+static std::optional<ScoreChain>
+parseMaskedScores(Value value, SmallVectorImpl<MaskTerm> &terms,
+                  unsigned depth = 0) {
+  value = stripCasts(value);
+  if (std::optional<ScoreChain> chain = parseScores(value))
+    return chain;
+  auto node = value.getDefiningOp<ONNXNodeOp>();
+  if (!node || !node.getDomain().empty() || depth >= 4)
+    return std::nullopt;
+  if (node.getOpType() == "Add" && node.getInputs().size() == 2) {
+    for (unsigned i = 0; i < 2; ++i)
+      if (std::optional<ScoreChain> chain =
+              parseMaskedScores(node.getInputs()[i], terms, depth + 1)) {
+        terms.push_back({node.getInputs()[1 - i], MaskForm::Additive});
+        return chain;
+      }
+  } else if (node.getOpType() == "Where" && node.getInputs().size() == 3) {
+    Value cond = node.getInputs()[0];
+    if (isHidingConstant(node.getInputs()[2]))
+      if (std::optional<ScoreChain> chain =
+              parseMaskedScores(node.getInputs()[1], terms, depth + 1)) {
+        terms.push_back({cond, MaskForm::KeepIfTrue});
+        return chain;
+      }
+    if (isHidingConstant(node.getInputs()[1]))
+      if (std::optional<ScoreChain> chain =
+              parseMaskedScores(node.getInputs()[2], terms, depth + 1)) {
+        terms.push_back({cond, MaskForm::KeepIfFalse});
+        return chain;
+      }
+  }
+  return std::nullopt;
+}
+
+/// One additive mask equal to `terms` applied in turn, for the mask
+/// analysis: each boolean mask becomes Where(., 0, -inf) (or -inf, 0) and
+/// the terms are summed. A key is kept iff every term keeps it; hidden keys
+/// sum to a large negative number or -inf, and both weigh 0 in the Softmax
+/// as long as a row keeps some key, which the analysis proves (causal: a
+/// query sees itself). Only the analysis reads it; it is dead afterwards.
+static Value combineMasks(ONNXNodeBuilder &nb, Location loc, StringRef name,
+                          ArrayRef<MaskTerm> terms, FloatType scoreElement) {
+  const llvm::fltSemantics &semantics = scoreElement.getFloatSemantics();
+  auto scalarType = RankedTensorType::get({}, scoreElement);
+  Value combined;
+  for (auto [i, term] : llvm::enumerate(terms)) {
+    std::string termName = (name + "/folio_mask_" + Twine(i)).str();
+    Value additive = term.mask;
+    if (term.form != MaskForm::Additive) {
+      Value zero = nb.constant(
+          loc, DenseElementsAttr::get(scalarType, APFloat::getZero(semantics)));
+      Value hidden = nb.constant(
+          loc, DenseElementsAttr::get(
+                   scalarType, APFloat::getInf(semantics, /*Negative=*/true)));
+      SmallVector<Value, 3> operands = {term.mask, zero, hidden};
+      if (term.form == MaskForm::KeepIfFalse)
+        std::swap(operands[1], operands[2]);
+      additive = nb.create(loc, "Where", termName, operands);
+    }
+    if (!additive)
+      return {};
+    combined = combined ? nb.create(loc, "Add", termName, {combined, additive})
+                        : additive;
+    if (!combined)
+      return {};
+  }
+  return combined;
+}
+
 /// Removes a GQA repeat from [B, Hq, L, D] and returns [B, Hkv, L, D]:
 /// Reshape(Expand|Tile(Unsqueeze(kv, 2))) or, for one KV head, Tile.
 static FailureOr<Value> stripRepeat(Value value, ONNXShapeInference &inf,
@@ -261,16 +355,30 @@ LogicalResult RaiseAttentionPass::raiseDecomposed(AttentionContext &ctx,
                                                   ONNXNodeOp softmax) {
   ONNXShapeInference &inf = ctx.inference;
   // Only a Softmax whose probabilities multiply values is attention.
-  ONNXNodeOp pv;
-  for (Operation *user : softmax.getResult(0).getUsers()) {
-    auto node = dyn_cast<ONNXNodeOp>(user);
-    while (node && node.getOpType() == "Cast" && node.getResult(0).hasOneUse())
-      node = dyn_cast<ONNXNodeOp>(*node.getResult(0).user_begin());
-    if (node && node.getOpType() == "MatMul" && node.getDomain().empty() &&
-        stripCasts(node.getInputs()[0]) == softmax.getResult(0)) {
-      pv = node;
-      break;
+  auto findValueMatMul = [](Value probs) {
+    for (Operation *user : probs.getUsers()) {
+      auto node = dyn_cast<ONNXNodeOp>(user);
+      while (node && node.getOpType() == "Cast" &&
+             node.getResult(0).hasOneUse())
+        node = dyn_cast<ONNXNodeOp>(*node.getResult(0).user_begin());
+      if (node && node.getOpType() == "MatMul" && node.getDomain().empty() &&
+          stripCasts(node.getInputs()[0]) == probs)
+        return node;
     }
+    return ONNXNodeOp();
+  };
+  ONNXNodeOp pv = findValueMatMul(softmax.getResult(0));
+  // Newer SDPA exports zero the probabilities of fully masked rows (NaN
+  // after Softmax) before the MatMul. The guard changes nothing once the
+  // mask is proven to keep at least one key in every real row, which every
+  // class the mask analysis accepts does: causal rows see their own
+  // position, windows include it, and an unmasked row sees every key.
+  ONNXNodeOp guard;
+  for (Operation *user : softmax.getResult(0).getUsers()) {
+    if (pv)
+      break;
+    if ((guard = matchNaNGuard(user, softmax.getResult(0))))
+      pv = findValueMatMul(guard.getResult(0));
   }
   std::optional<SmallVector<AffineExpr, 4>> dims =
       getDims(inf, softmax.getResult(0));
@@ -284,38 +392,34 @@ LogicalResult RaiseAttentionPass::raiseDecomposed(AttentionContext &ctx,
   if (normalizeAxis(getONNXIntAttr(softmax, "axis", defaultAxis), 4) != 3)
     return error(softmax) << "Softmax must run over the keys (the last axis)";
 
-  // Mask: Add(scores, mask) or Where(keep, scores, -inf).
+  // Masks: Add(scores, mask) or Where(keep, scores, -inf), possibly several
+  // in a row.
   Value scores = stripCasts(softmax.getInputs()[0]);
-  Value mask;
-  MaskForm form = MaskForm::None;
-  std::optional<ScoreChain> chain = parseScores(scores);
-  if (!chain) {
-    auto node = scores.getDefiningOp<ONNXNodeOp>();
-    if (node && node.getOpType() == "Add" && node.getInputs().size() == 2) {
-      for (unsigned i = 0; i < 2 && !chain; ++i)
-        if ((chain = parseScores(node.getInputs()[i]))) {
-          mask = node.getInputs()[1 - i];
-          form = MaskForm::Additive;
-        }
-    } else if (node && node.getOpType() == "Where") {
-      if ((chain = parseScores(node.getInputs()[1])) &&
-          isHidingConstant(node.getInputs()[2])) {
-        mask = node.getInputs()[0];
-        form = MaskForm::KeepIfTrue;
-      } else if ((chain = parseScores(node.getInputs()[2])) &&
-                 isHidingConstant(node.getInputs()[1])) {
-        mask = node.getInputs()[0];
-        form = MaskForm::KeepIfFalse;
-      } else {
-        chain.reset();
-      }
-    }
-  }
+  SmallVector<MaskTerm> terms;
+  std::optional<ScoreChain> chain = parseMaskedScores(scores, terms);
   if (!chain) {
     Operation *at = scores.getDefiningOp() ? scores.getDefiningOp() : softmax;
     return error(at) << "the Softmax input (node " << describeNode(at)
-                     << ") is not scale -> soft-cap -> mask applied to "
-                        "MatMul(q, Transpose(k))";
+                     << ") is not scale -> soft-cap -> masks (Add, or Where "
+                        "with -inf) applied to MatMul(q, Transpose(k))";
+  }
+  Value mask;
+  MaskForm form = MaskForm::None;
+  if (terms.size() == 1) {
+    mask = terms.front().mask;
+    form = terms.front().form;
+  } else if (terms.size() > 1) {
+    auto element = dyn_cast<FloatType>(getElementTypeOrSelf(scores.getType()));
+    if (!element)
+      return error(softmax) << "its scores are not floating point";
+    ctx.nodes.getBuilder().setInsertionPoint(softmax);
+    mask = combineMasks(ctx.nodes, softmax.getLoc(),
+                        softmax.getNodeName().empty() ? "Softmax"
+                                                      : softmax.getNodeName(),
+                        terms, element);
+    if (!mask)
+      return failure();
+    form = MaskForm::Additive;
   }
 
   // Scales on q and k before the MatMul (SDPA exports scale both by
@@ -360,6 +464,19 @@ LogicalResult RaiseAttentionPass::raiseDecomposed(AttentionContext &ctx,
       ctx.masks.classify(mask, form, /*alsoCausal=*/false, qk.getResult(0), 2,
                          qk.getResult(0), 3, message);
   if (failed(maskClass)) {
+    if (terms.size() > 1) {
+      // The combined mask is Folio's; name the model's nodes.
+      std::string producers;
+      for (const MaskTerm &term : terms)
+        producers +=
+            (producers.empty() ? "" : ", ") +
+            (term.mask.getDefiningOp() ? describeNode(term.mask.getDefiningOp())
+                                       : std::string("a graph input"));
+      Operation *at = scores.getDefiningOp();
+      return at->emitError()
+             << "attention at node " << describeNode(softmax) << ": " << message
+             << " (masks applied in turn, from nodes " << producers << ")";
+    }
     Operation *at = mask && mask.getDefiningOp() ? mask.getDefiningOp()
                                                  : softmax.getOperation();
     return at->emitError() << "attention at node " << describeNode(softmax)
@@ -372,7 +489,7 @@ LogicalResult RaiseAttentionPass::raiseDecomposed(AttentionContext &ctx,
   LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << describeNode(softmax)
                           << ": scale " << scale << ", softcap "
                           << chain->softcap << ", window " << maskClass->window
-                          << "\n");
+                          << (guard ? ", NaN guard dropped" : "") << "\n");
   ctx.nodes.getBuilder().setInsertionPoint(pv);
   Value attention = createAttention(ctx, pv, q, *kvKeys, *kvValues, *maskClass,
                                     scale, chain->softcap);

@@ -56,6 +56,22 @@ static void findAngleSources(ArrayRef<Value> roots,
           tableRows = tableRows == 0 ? rows : std::min(tableRows, rows);
         }
       }
+    // GPT-J: GatherElements(Tile(table), Tile(positions), axis 1) picks
+    // the rows of a fixed-size table repeated over the batch.
+    if (node && node.getOpType() == "GatherElements" &&
+        node.getInputs().size() == 2) {
+      auto type = dyn_cast<RankedTensorType>(node.getInputs()[0].getType());
+      if (type) {
+        int64_t rank = type.getRank();
+        int64_t axis = getONNXIntAttr(node, "axis", 0);
+        if (axis < 0)
+          axis += rank;
+        if (axis >= 0 && axis < rank && !type.isDynamicDim(axis)) {
+          int64_t rows = type.getDimSize(axis);
+          tableRows = tableRows == 0 ? rows : std::min(tableRows, rows);
+        }
+      }
+    }
     for (Value operand : def->getOperands())
       stack.push_back(operand);
   }

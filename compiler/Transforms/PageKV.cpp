@@ -3,17 +3,19 @@
 #include "compiler/ONNXOps/DeadOps.h"
 #include "compiler/ONNXOps/Match.h"
 #include "compiler/ONNXOps/ShapeInference.h"
+#include "compiler/RaiseAttention/MaskAnalysis.h"
+#include "compiler/RaiseAttention/PositionAnalysis.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/TokenwiseCheck.h"
 #include "dialects/Folio/IR/FolioOps.h"
 
-#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "folio-page-kv"
@@ -115,6 +117,7 @@ private:
   Value fromTokenMajor(Location loc, Value v, Type originalType);
   Value asBatchOfOne(Location loc, Value flat, Type originalType);
   LogicalResult rewriteAttention(AttentionOp attention, unsigned layer);
+  LogicalResult planPositions();
   LogicalResult replacePositions();
   LogicalResult rewriteLogits();
   LogicalResult dropImportedInterface();
@@ -126,6 +129,8 @@ private:
   BlockArgument tokens, positions, queryStartLoc, seqLens, blockTables,
       slotMapping, logitsIndices;
   Value numTokens;
+  /// Values computed inside the graph that equal `positions`.
+  SmallVector<Value> positionValues;
   unsigned numOriginalArgs = 0, numOriginalResults = 0;
 };
 
@@ -245,9 +250,153 @@ LogicalResult Rewriter::rewriteAttention(AttentionOp attention,
   return success();
 }
 
-/// Positions come from `positions`: the position_ids input, or, for graphs
-/// that compute them from attention_mask, whatever positions operand of a
-/// rotary or position embedding depends on the mask.
+/// What the value of `v` is computed from: the graph inputs it reads the
+/// values of (not only the shape), and whether a shape enters it as data
+/// (Range(past_len, past_len + seq) reads no input's values).
+struct ValueSources {
+  llvm::SmallPtrSet<Value, 4> inputs;
+  bool fromShapes = false;
+};
+
+ValueSources findValueSources(Value v) {
+  ValueSources sources;
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  SmallVector<Value> stack = {v};
+  while (!stack.empty()) {
+    Value value = stack.pop_back_val();
+    Operation *def = value.getDefiningOp();
+    if (!def) {
+      sources.inputs.insert(value);
+      continue;
+    }
+    if (!seen.insert(def).second)
+      continue;
+    auto node = dyn_cast<ONNXNodeOp>(def);
+    if (node && (node.getOpType() == "Shape" || node.getOpType() == "Size")) {
+      sources.fromShapes = true;
+      continue;
+    }
+    llvm::append_range(stack, def->getOperands());
+  }
+  return sources;
+}
+
+/// `v`, then what it is computed from through Cast and the addition of a
+/// constant (OPT adds 2 to its positions to index its table): the values
+/// that may be the positions themselves.
+SmallVector<Value> positionCandidates(Value v) {
+  SmallVector<Value> chain = {v};
+  while (chain.size() < 8) {
+    ONNXNodeOp node = dyn_cast_or_null<ONNXNodeOp>(v.getDefiningOp());
+    if (!node || !node.getDomain().empty())
+      break;
+    StringRef op = node.getOpType();
+    if (op == "Cast" && node.getInputs().size() == 1) {
+      v = node.getInputs()[0];
+    } else if ((op == "Add" || op == "Sub") && node.getInputs().size() == 2 &&
+               getScalarConstant(node.getInputs()[1])) {
+      v = node.getInputs()[0];
+    } else if (op == "Add" && node.getInputs().size() == 2 &&
+               getScalarConstant(node.getInputs()[0])) {
+      v = node.getInputs()[1];
+    } else {
+      break;
+    }
+    chain.push_back(v);
+  }
+  return chain;
+}
+
+/// Finds, before anything is rewritten, the values that stand for the
+/// serving contract's `positions`. A rotary's positions and a position
+/// embedding's ids (an embedding whose ids do not read input_ids) are either
+/// the position_ids input, computed from it, or computed inside the graph;
+/// the last must be proven equal to each token's position in its sequence
+/// (provePositions), or the model is refused: a value such as Range(0, seq)
+/// over the flattened batch would be wrong for every sequence but the first.
+LogicalResult Rewriter::planPositions() {
+  // Facts only when some value needs a proof: most graphs have
+  // position_ids.
+  std::optional<ONNXShapeInference> inference;
+  int64_t maxContext = 0;
+  if (auto attr = func->getAttrOfType<IntegerAttr>(kMaxContextAttrName))
+    maxContext = attr.getInt();
+  llvm::SmallPtrSet<Value, 4> proven;
+  int64_t provenContext = 0;
+  auto settle = [&](Operation *consumer, Value v,
+                    StringRef what) -> LogicalResult {
+    ValueSources sources = findValueSources(v);
+    if (sources.inputs.empty() && !sources.fromShapes)
+      return success(); // Constant: the same for every token.
+    std::string firstError;
+    Operation *firstErrorOp = nullptr;
+    for (Value candidate : positionCandidates(v)) {
+      if (candidate == roles.positionIds || proven.contains(candidate))
+        return success();
+      if (!inference) {
+        inference.emplace(func.getContext());
+        if (failed(inference->run(func)))
+          return failure();
+      }
+      int64_t context = 0;
+      std::string error;
+      Operation *errorOp = nullptr;
+      if (succeeded(provePositions(func, *inference, candidate, maxContext,
+                                   context, error, errorOp))) {
+        LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] positions proven up to "
+                                << context << ": " << candidate << "\n");
+        proven.insert(candidate);
+        positionValues.push_back(candidate);
+        provenContext =
+            provenContext ? std::min(provenContext, context) : context;
+        return success();
+      }
+      if (firstError.empty()) {
+        firstError = error;
+        firstErrorOp = errorOp;
+      }
+    }
+    std::string producer = "a graph input";
+    if (Operation *def = v.getDefiningOp()) {
+      auto node = dyn_cast<ONNXNodeOp>(def);
+      producer = node && !node.getNodeName().empty()
+                     ? "node '" + node.getNodeName().str() + "'"
+                     : "'" + def->getName().getStringRef().str() + "'";
+    }
+    InFlightDiagnostic diag =
+        consumer->emitError()
+        << "the " << what << " are computed inside the graph (by " << producer
+        << ") and cannot be proven equal to each token's position in its "
+           "sequence, which is what serving provides: "
+        << firstError
+        << "; supported are a position_ids input, past length + "
+           "Range(seq), Range(0, seq) without a KV cache, and "
+           "cumsum(attention_mask) - 1";
+    if (firstErrorOp && firstErrorOp != consumer)
+      diag.attachNote(firstErrorOp->getLoc()) << "evaluation stopped here";
+    return failure();
+  };
+  WalkResult walk = func.walk([&](Operation *op) {
+    LogicalResult result = success();
+    if (auto rotary = dyn_cast<RotaryOp>(op)) {
+      result = settle(op, rotary.getPositions(), "positions of this rotary");
+    } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+      // Token embeddings read input_ids; the others are indexed by position.
+      if (!findValueSources(embedding.getIds()).inputs.contains(roles.inputIds))
+        result =
+            settle(op, embedding.getIds(), "ids of this position embedding");
+    }
+    return failed(result) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (provenContext > 0 && (maxContext == 0 || provenContext < maxContext))
+    func->setAttr(kMaxContextAttrName, b.getI64IntegerAttr(provenContext));
+  return success();
+}
+
+/// Positions come from `positions`: the position_ids input and the values
+/// planPositions proved equal to it.
 LogicalResult Rewriter::replacePositions() {
   b.setInsertionPointAfter(numTokens.getDefiningOp());
   if (roles.positionIds) {
@@ -255,37 +404,9 @@ LogicalResult Rewriter::replacePositions() {
         asBatchOfOne(func.getLoc(), positions, roles.positionIds.getType());
     roles.positionIds.replaceAllUsesWith(pos);
   }
-  if (!roles.attentionMask)
-    return success();
-  auto dependsOnMask = [&](Value v) {
-    if (v == roles.attentionMask)
-      return true;
-    Operation *def = v.getDefiningOp();
-    if (!def)
-      return false;
-    SetVector<Operation *> slice;
-    BackwardSliceOptions options;
-    options.inclusive = true;
-    getBackwardSlice(def, &slice, options);
-    return llvm::any_of(slice, [&](Operation *op) {
-      return llvm::is_contained(op->getOperands(), roles.attentionMask);
-    });
-  };
-  SmallVector<std::pair<OpOperand *, Type>> uses;
-  func.walk([&](Operation *op) {
-    if (auto rotary = dyn_cast<RotaryOp>(op)) {
-      if (dependsOnMask(rotary.getPositions()))
-        uses.push_back(
-            {&rotary.getPositionsMutable(), rotary.getPositions().getType()});
-    } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
-      if (dependsOnMask(embedding.getIds()))
-        uses.push_back(
-            {&embedding.getIdsMutable(), embedding.getIds().getType()});
-    }
-  });
-  for (auto [use, type] : uses) {
-    b.setInsertionPoint(use->getOwner());
-    use->set(asBatchOfOne(use->getOwner()->getLoc(), positions, type));
+  for (Value value : positionValues) {
+    Value pos = asBatchOfOne(value.getLoc(), positions, value.getType());
+    value.replaceAllUsesWith(pos);
   }
   return success();
 }
@@ -353,6 +474,8 @@ LogicalResult Rewriter::run() {
     return func.emitError(
         "no folio.attention to page: run the raise passes first, or the "
         "model's attention was not recognised");
+  if (failed(planPositions()))
+    return failure();
 
   MLIRContext *ctx = func.getContext();
   auto i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);

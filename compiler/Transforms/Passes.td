@@ -82,9 +82,12 @@ def FolioPageKVPass : Pass<"folio-page-kv", "::mlir::ModuleOp"> {
     T tokens of the step; each `folio.attention` becomes one
     `folio.kv_write` of the step's new K/V rows and one
     `folio.paged_attention`; the past/present KV inputs and outputs and the
-    attention_mask disappear; positions computed from the mask are replaced
-    by `positions`. It then proves that everything outside attention is
-    token-wise, naming the node that is not. Cache dtype is the model's;
+    attention_mask disappear; position_ids, and positions the graph computes
+    (from the past length, Range(0, seq) without a cache, the mask's
+    cumsum) once proven equal to each token's position in its sequence,
+    become `positions`, else the rotary or position embedding is refused.
+    It then proves that everything outside attention is token-wise, naming
+    the node that is not. Cache dtype is the model's;
     block size is the module's `folio.block_size` (16 if unset).
   }];
   let options = [

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -43,6 +44,29 @@ const llvm::StringSet<> &layoutOps() {
   return ops;
 }
 
+/// The inputs of an op that are sizes, indices or axes rather than data:
+/// the token count may flow into them (a Reshape to [1, T, 4, 8]).
+bool isShapeOperand(StringRef op, unsigned index) {
+  if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "Unsqueeze" ||
+      op == "Squeeze" || op == "Split" || op == "CumSum" ||
+      op.starts_with("Reduce"))
+    return index == 1;
+  if (op == "Slice")
+    return index >= 1;
+  if (op == "ConstantOfShape")
+    return index == 0;
+  if (op == "Pad")
+    return index == 1 || index == 3;
+  return false;
+}
+
+/// Ops that may give a value a token axis it did not have: they repeat one
+/// value for every token (Expand broadcasts a size-1 dim, ConstantOfShape
+/// fills), so no token's row depends on where it sits in the batch.
+bool repeatsAlongNewAxes(StringRef op) {
+  return op == "Expand" || op == "ConstantOfShape";
+}
+
 class Checker {
 public:
   explicit Checker(func::FuncOp func)
@@ -52,6 +76,7 @@ public:
     if (failed(inference.run(func)))
       return failure();
     tokenDim = inference.getNamedDim(kNumTokensDim);
+    tokenSymbol = cast<AffineSymbolExpr>(tokenDim).getPosition();
     WalkResult walk = func.walk([&](Operation *op) {
       return failed(check(op)) ? WalkResult::interrupt()
                                : WalkResult::advance();
@@ -99,10 +124,62 @@ private:
     return llvm::is_contained(tokenAxes(v), axis);
   }
 
+  /// True if the value of `v` (not its shape) depends on the token count:
+  /// a Shape of a token-carrying value, and what is computed from one
+  /// without a token axis of its own (Gather(Shape(x), 1), its Cast).
+  bool isCountValue(Value v) { return countValues.contains(v); }
+
+  /// Records which results of `node` carry the token count as a value.
+  void trackCountValues(ONNXNodeOp node) {
+    StringRef op = node.getOpType();
+    for (Value result : node.getResults()) {
+      if (hasTokens(result))
+        continue;
+      const ONNXValueFacts *facts = inference.lookup(result);
+      if (facts && facts->ints) {
+        // Known elements say it exactly (Gather(Shape(x), 2) is the hidden
+        // size).
+        if (llvm::any_of(*facts->ints, [&](AffineExpr e) {
+              return !e || e.isFunctionOfSymbol(tokenSymbol);
+            }))
+          countValues.insert(result);
+        continue;
+      }
+      bool fromCount =
+          ((op == "Shape" || op == "Size") && hasTokens(node.getInputs()[0])) ||
+          llvm::any_of(node.getInputs(),
+                       [&](Value in) { return isCountValue(in); });
+      if (fromCount)
+        countValues.insert(result);
+    }
+  }
+
   LogicalResult checkONNX(ONNXNodeOp node) {
+    StringRef op = node.getOpType();
+    bool resultHasTokens =
+        llvm::any_of(node.getResults(), [&](Value r) { return hasTokens(r); });
+    if (resultHasTokens && node.getDomain().empty()) {
+      // Data made from the token count: it follows the batch's layout
+      // (Range(0, T) numbers the flattened batch, not each sequence).
+      if (!anyOperandHasTokens(node) && !repeatsAlongNewAxes(op))
+        return node.emitError()
+               << "is not token-wise: ONNX op " << op
+               << " makes a token axis from a size, so each token's value "
+                  "is its index in the flattened batch, which depends on how "
+                  "the batch is laid out rather than on the token; positions "
+                  "must come from position_ids or a computation page-kv "
+                  "proves equal to them";
+      for (unsigned i = 0; i < node.getNumONNXInputs(); ++i)
+        if (Value in = getONNXInput(node, i);
+            in && isCountValue(in) && !isShapeOperand(op, i))
+          return node.emitError()
+                 << "is not token-wise: its input " << i
+                 << " is computed from the number of tokens in the batch, so "
+                    "each token's result depends on the rest of the batch";
+    }
+    trackCountValues(node);
     if (!anyOperandHasTokens(node))
       return success();
-    StringRef op = node.getOpType();
     if (!node.getDomain().empty())
       return mixes(node, "ONNX op " + node.getDomain() + "." + op +
                              " has no token-wise rule");
@@ -190,6 +267,8 @@ private:
   func::FuncOp func;
   ONNXShapeInference inference;
   AffineExpr tokenDim;
+  unsigned tokenSymbol = 0;
+  llvm::DenseSet<Value> countValues;
 };
 
 } // namespace

@@ -79,12 +79,37 @@ SEEDS = {"llama": 0, "mistral": 1, "qwen2": 0, "qwen3": 0, "phi": 0, "phi3": 0, 
 FORMS = {
     "sdpa_cached": ("sdpa", True, True),
     "eager_cached": ("eager", True, True),
+    "sdpa_cached_nopos": ("sdpa", True, False),
+    "sdpa_nocache": ("sdpa", False, True),
+    "sdpa_nocache_nopos": ("sdpa", False, False),
+    "sdpa_cached_guard": ("sdpa", True, True),
 }
 FORM_DOC = {
     "sdpa_cached": "torch.onnx.export (TorchScript, opset 17) of XForCausalLM with "
                    "attn_implementation='sdpa' (transformers' default): input_ids, attention_mask, "
                    "position_ids, past_key_values.{i}.key|value -> logits, present.{i}.key|value",
     "eager_cached": "as sdpa_cached with attn_implementation='eager'",
+    "sdpa_cached_nopos": "as sdpa_cached without the position_ids input: the graph computes "
+                         "positions from the past length (cache_position) or the attention_mask",
+    "sdpa_nocache": "as sdpa_cached without past_key_values / present (full recompute): "
+                    "input_ids, attention_mask, position_ids -> logits",
+    "sdpa_nocache_nopos": "as sdpa_nocache without the position_ids input: positions Range(0, "
+                          "sequence_length), or from the attention_mask",
+    "sdpa_cached_guard": "as sdpa_cached with Where(IsNaN(p), 0, p) inserted after every Softmax "
+                         "(onnx.helper), the guard for fully masked rows that newer torch and "
+                         "Optimum SDPA exports write; torch 2.6's TorchScript exporter does not",
+}
+# Forms made by rewriting the export (see add_nan_guard).
+GUARDED_FORMS = {"sdpa_cached_guard"}
+# The forms beyond the two cached ones are built for the architectures whose position code
+# differs (rotary from cache_position, a learned position table, the attention_mask cumsum),
+# to keep the committed fixtures small. None = every architecture.
+POSITION_ARCHS = ["llama", "gpt2", "opt"]
+FORM_ARCHS = {
+    "sdpa_cached_nopos": POSITION_ARCHS,
+    "sdpa_nocache": POSITION_ARCHS,
+    "sdpa_nocache_nopos": POSITION_ARCHS,
+    "sdpa_cached_guard": ["llama"],
 }
 
 # What Folio does with each fixture, measured with folioc/folio-run (run_check.py): "supported"
@@ -92,14 +117,12 @@ FORM_DOC = {
 # have not been tried.
 SUPPORT = {name: "supported" for name in [
     f"{arch}/{form}" for arch in ["llama", "mistral", "qwen2", "qwen3", "phi", "phi3", "gpt2",
-                                  "gpt_neox", "gemma", "gemma2", "stablelm", "falcon", "opt", "olmo"]
+                                  "gpt_neox", "gemma", "gemma2", "stablelm", "falcon", "opt", "olmo",
+                                  "gptj"]
     for form in ["sdpa_cached", "eager_cached"]]}
-# GPT-2's eager attention applies its causal buffer with Where(bias, scores, finfo.min) and then
-# adds the padding mask: two masks in a row, which attention raising does not combine yet.
-SUPPORT["gpt2/eager_cached"] = ("is not scale -> soft-cap -> mask applied to MatMul(q, "
-                                "Transpose(k))")
-# GPT-J's rotary gathers sin/cos rows with GatherElements.
-SUPPORT["gptj/eager_cached"] = "unsupported ONNX op 'GatherElements'"
+SUPPORT.update({f"{arch}/{form}": "supported" for arch in POSITION_ARCHS
+                for form in ["sdpa_cached_nopos", "sdpa_nocache", "sdpa_nocache_nopos"]})
+SUPPORT["llama/sdpa_cached_guard"] = "supported"
 # Forms transformers itself cannot build, with its reason (filled in by build_arch).
 NOT_BUILT = {}
 
@@ -273,6 +296,31 @@ def export(model, form, path):
                           opset_version=OPSET, do_constant_folding=True, dynamo=False)
 
 
+def add_nan_guard(path):
+    """Inserts Where(IsNaN(p), 0, p) between every Softmax and its consumers, as newer SDPA
+    exports guard the probabilities of fully masked rows."""
+    m = onnx.load(str(path))
+    g = m.graph
+    g.initializer.append(onnx.helper.make_tensor("folio_guard_zero", onnx.TensorProto.FLOAT,
+                                                 [], [0.0]))
+    nodes = []
+    renamed = {}
+    for n in g.node:
+        for i, name in enumerate(n.input):
+            if name in renamed:
+                n.input[i] = renamed[name]
+        nodes.append(n)
+        if n.op_type == "Softmax":
+            p = n.output[0]
+            renamed[p] = p + "_guarded"
+            nodes.append(onnx.helper.make_node("IsNaN", [p], [p + "_isnan"], name=n.name + "_isnan"))
+            nodes.append(onnx.helper.make_node("Where", [p + "_isnan", "folio_guard_zero", p],
+                                               [p + "_guarded"], name=n.name + "_guard"))
+    del g.node[:]
+    g.node.extend(nodes)
+    onnx.save(m, str(path))
+
+
 def torch_runner(model, form):
     _, cached, with_pos = FORMS[form]
     ins, outs, _ = io_names(model, cached, with_pos)
@@ -336,6 +384,8 @@ def build_arch(arch, seed):
     cases = list(rd.PROMPTS)
     entries = []
     for form, (attn, cached, with_pos) in FORMS.items():
+        if FORM_ARCHS.get(form) is not None and arch not in FORM_ARCHS[form]:
+            continue
         try:
             model = build_model(arch, attn, seed)
         except ValueError as e:  # e.g. GPT-J has no SDPA attention in transformers
@@ -344,6 +394,8 @@ def build_arch(arch, seed):
             continue
         path = outdir / f"{form}.onnx"
         export(model, form, path)
+        if form in GUARDED_FORMS:
+            add_nan_guard(path)
         onnx.checker.check_model(str(path), full_check=True)
         run, io_ = rd.ort_runner(path)
         res = run_cases(run, io_, cases)

@@ -124,7 +124,8 @@ def main():
     ap.add_argument("--folio-run", required=True, help="the folio-run binary")
     ap.add_argument("--manifest", default=str(Path(__file__).resolve().parent / "manifest.json"))
     ap.add_argument("--all", action="store_true", help="every fixture in the manifest")
-    ap.add_argument("--form", help="with --all: only fixtures of this form (e.g. sdpa_cached)")
+    ap.add_argument("--form", nargs="+",
+                    help="with --all: only fixtures of these forms (e.g. sdpa_cached)")
     ap.add_argument("--survey", action="store_true",
                     help="treat every fixture as supported (to measure what Folio does with each)")
     ap.add_argument("names", nargs="*", help="fixtures, e.g. llama/sdpa_cached")
@@ -132,7 +133,7 @@ def main():
     root = Path(args.manifest).resolve().parent
     entries = {e["name"]: e for e in json.loads(Path(args.manifest).read_text())["models"]}
     tools = {"folioc": args.folioc, "folio-run": args.folio_run}
-    names = [n for n, e in entries.items() if not args.form or e["form"] == args.form] \
+    names = [n for n, e in entries.items() if not args.form or e["form"] in args.form] \
         if args.all else args.names
     if not names:
         ap.error("name fixtures or pass --all")

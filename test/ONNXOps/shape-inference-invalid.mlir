@@ -172,3 +172,19 @@ func.func @isnan_of_integers(%x: tensor<4xi64>) {
   %0 = folio.onnx_node "IsNaN"(%x) {opset = 17 : i64} : (tensor<4xi64>) -> tensor<4xi1>
   return
 }
+
+// -----
+
+func.func @gather_elements_rank(%x: tensor<1x16x4xf32>, %i: tensor<1x3xi64>) {
+  // expected-error @+1 {{GatherElements: data and indices must have the same rank, got 3 and 2}}
+  %0 = folio.onnx_node "GatherElements"(%x, %i) {opset = 17 : i64, onnx_attributes = {axis = 1 : i64}} : (tensor<1x16x4xf32>, tensor<1x3xi64>) -> tensor<1x3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_axis(%x: tensor<1x16x4xf32>, %i: tensor<1x3x4xi64>) {
+  // expected-error @+1 {{GatherElements: axis 3 is out of range for rank 3}}
+  %0 = folio.onnx_node "GatherElements"(%x, %i) {opset = 17 : i64, onnx_attributes = {axis = 3 : i64}} : (tensor<1x16x4xf32>, tensor<1x3x4xi64>) -> tensor<1x3x4xf32>
+  return
+}

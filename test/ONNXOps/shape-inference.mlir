@@ -198,3 +198,54 @@ func.func @isnan_scatternd(%p: tensor<?x4x?x?xf32> {folio.dim_names = ["batch", 
   %s = folio.onnx_node "ScatterND"(%p, %i, %u) {opset = 17 : i64} : (tensor<?x4x?x?xf32>, tensor<?x?x1x1x4xi64>, tensor<?x?x1x1xf32>) -> tensor<?x4x?x?xf32>
   return %n, %s : tensor<?x4x?x?xi1>, tensor<?x4x?x?xf32>
 }
+
+// -----
+
+// Tests the decoder contract's relation between inputs: attention_mask
+// covers the past and the new tokens, so its length is past + seq, and
+// slicing it past the past (OPT's positions, mask[:, past:]) leaves the new
+// tokens' length, which broadcasts with the hidden states.
+
+// CHECK-LABEL: func @mask_length
+func.func @mask_length(%ids: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"], folio.onnx_name = "input_ids"},
+                       %mask: tensor<?x?xi64> {folio.dim_names = ["batch", "total"], folio.onnx_name = "attention_mask"},
+                       %pk: tensor<?x2x?x8xf32> {folio.dim_names = ["batch", "", "past", ""], folio.onnx_name = "past_key_values.0.key"}) -> tensor<?x?xi64> {
+  %one = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<1> : tensor<i64>}} : () -> tensor<i64>
+  // CHECK: "CumSum"{{.*}}folio.test.dims = ["[batch, seq + past]"]
+  %cs = folio.onnx_node "CumSum"(%mask, %one) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
+  %shape = folio.onnx_node "Shape"(%pk) {opset = 17 : i64} : (tensor<?x2x?x8xf32>) -> tensor<4xi64>
+  %two = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<2> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %past = folio.onnx_node "Gather"(%shape, %two) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<4xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %end = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<9223372036854775807> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %axis = folio.onnx_node "Constant"() {opset = 17 : i64, onnx_attributes = {value = dense<1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  // CHECK: "Slice"{{.*}}folio.test.dims = ["[batch, seq]"]
+  %new = folio.onnx_node "Slice"(%cs, %past, %end, %axis) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?xi64>
+  // CHECK: "Add"{{.*}}folio.test.dims = ["[batch, seq]"]
+  %sum = folio.onnx_node "Add"(%new, %ids) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
+  return %sum : tensor<?x?xi64>
+}
+
+// -----
+
+// Tests that without past inputs the mask's length is the new tokens'.
+
+// CHECK-LABEL: func @mask_length_no_cache
+func.func @mask_length_no_cache(%ids: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"], folio.onnx_name = "input_ids"},
+                                %mask: tensor<?x?xi64> {folio.dim_names = ["batch", "total"], folio.onnx_name = "attention_mask"}) -> tensor<?x?xi64> {
+  // CHECK: "Add"{{.*}}folio.test.dims = ["[batch, seq]"]
+  %sum = folio.onnx_node "Add"(%mask, %ids) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
+  return %sum : tensor<?x?xi64>
+}
+
+// -----
+
+// Tests that GatherElements (GPT-J's sin/cos rows picked by position) has
+// the indices' shape.
+
+// CHECK-LABEL: func @gather_elements
+func.func @gather_elements(%table: tensor<?x16x4xf32> {folio.dim_names = ["batch", "", ""]},
+                           %idx: tensor<?x?x4xi64> {folio.dim_names = ["batch", "seq", ""]}) -> tensor<?x?x4xf32> {
+  // CHECK: "GatherElements"{{.*}}folio.test.dims = ["[batch, seq, 4]"]
+  %0 = folio.onnx_node "GatherElements"(%table, %idx) {opset = 17 : i64, onnx_attributes = {axis = 1 : i64}} : (tensor<?x16x4xf32>, tensor<?x?x4xi64>) -> tensor<?x?x4xf32>
+  return %0 : tensor<?x?x4xf32>
+}

@@ -112,3 +112,22 @@ func.func @scatternd_unmasks_row(%ids: tensor<?x?xi64> {folio.onnx_name = "input
   %o = folio.onnx_node "MatMul"(%p, %v) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %o : tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// Tests that of two masks applied in turn, a second one holding a bias is
+// refused, naming both masks' producers.
+
+func.func @stacked_bias(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %keep = folio.onnx_node "Constant"() {node_name = "causal_keep", opset = 17 : i64, onnx_attributes = {value = dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>}} : () -> tensor<3x3xi1>
+  %min = arith.constant dense<-3.40282347E+38> : tensor<f32>
+  %causal = folio.onnx_node "Where"(%keep, %s, %min) {opset = 17 : i64} : (tensor<3x3xi1>, tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %bias = folio.onnx_node "Constant"() {node_name = "bias", opset = 17 : i64, onnx_attributes = {value = dense<0.5> : tensor<3x3xf32>}} : () -> tensor<3x3xf32>
+  // expected-error @+1 {{attention at node 'Softmax': the mask holds 0.5, which is neither 0 (keep) nor a large negative number (hide) (masks applied in turn, from nodes 'causal_keep', 'bias')}}
+  %m = folio.onnx_node "Add"(%causal, %bias) {opset = 17 : i64} : (tensor<1x2x3x3xf32>, tensor<3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = folio.onnx_node "Softmax"(%m) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = folio.onnx_node "MatMul"(%p, %k) {opset = 17 : i64} : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}

@@ -134,3 +134,84 @@ func.func @scatternd_mask(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", 
   %o = folio.onnx_node "MatMul"(%p, %v) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %o : tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// Tests two masks applied in turn, as GPT-2's eager attention does: a
+// causal Where(keep, scores, finfo.min), then an additive padding mask from
+// attention_mask. Together they are causal attention with key padding.
+
+// CHECK-LABEL: func @stacked_masks
+// CHECK-SAME: %[[AM:[a-z0-9]+]]: tensor<?x?xi64> {folio.dim_names = ["batch_size", "total_sequence_length"]
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<?x2x?x4xf32>
+// CHECK-SAME: %[[K:[a-z0-9]+]]: tensor<?x2x?x4xf32>
+// CHECK-NOT: "Softmax"
+// CHECK: %[[O:.*]] = folio.attention %[[Q]], %[[K]], %[[K]], %[[AM]] {scale = 1.000000e+00 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @stacked_masks(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                         %am: tensor<?x?xi64> {folio.onnx_name = "attention_mask", folio.dim_names = ["batch_size", "total_sequence_length"]},
+                         %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                         %k: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> tensor<?x2x?x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %shape = folio.onnx_node "Shape"(%ids) {opset = 17 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %s0 = arith.constant dense<0> : tensor<i64>
+  %s1 = arith.constant dense<1> : tensor<i64>
+  %i0 = arith.constant dense<0> : tensor<1xi64>
+  %i1 = arith.constant dense<1> : tensor<1xi64>
+  %seq = folio.onnx_node "Gather"(%shape, %s1) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %r = folio.onnx_node "Range"(%s0, %seq, %s1) {opset = 17 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %kpos = folio.onnx_node "Unsqueeze"(%r, %i0) {opset = 17 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %qpos = folio.onnx_node "Unsqueeze"(%r, %i1) {opset = 17 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %keep = folio.onnx_node "LessOrEqual"(%kpos, %qpos) {opset = 17 : i64} : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %min = arith.constant dense<-3.40282347E+38> : tensor<f32>
+  %causal = folio.onnx_node "Where"(%keep, %s, %min) {node_name = "causal", opset = 17 : i64} : (tensor<?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %axes12 = arith.constant dense<[1, 2]> : tensor<2xi64>
+  %am4 = folio.onnx_node "Unsqueeze"(%am, %axes12) {opset = 17 : i64} : (tensor<?x?xi64>, tensor<2xi64>) -> tensor<?x1x1x?xi64>
+  %amf = folio.onnx_node "Cast"(%am4) {opset = 17 : i64, onnx_attributes = {to = 1 : i64}} : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?xf32>
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %inv = folio.onnx_node "Sub"(%one, %amf) {opset = 17 : i64} : (tensor<f32>, tensor<?x1x1x?xf32>) -> tensor<?x1x1x?xf32>
+  %pad = folio.onnx_node "Mul"(%inv, %min) {opset = 17 : i64} : (tensor<?x1x1x?xf32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+  %m = folio.onnx_node "Add"(%causal, %pad) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = folio.onnx_node "Softmax"(%m) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = folio.onnx_node "MatMul"(%p, %k) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// Tests the guard newer SDPA exports put between Softmax and the value
+// MatMul, Where(IsNaN(p), 0, p) for fully masked rows: with the mask proven
+// causal every query sees itself, so the guard changes nothing and is
+// dropped with the rest.
+
+// CHECK-LABEL: func @nan_guard
+// CHECK-SAME: (%{{.*}}, %[[Q:.*]]: tensor<?x2x?x4xf32> {{.*}}, %[[K:.*]]: tensor<?x2x?x4xf32> {{.*}}, %[[V:.*]]: tensor<?x2x?x4xf32>
+// CHECK-NOT: "IsNaN"
+// CHECK: %[[O:.*]] = folio.attention %[[Q]], %[[K]], %[[V]] {scale = 5.000000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @nan_guard(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                     %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                     %k: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                     %v: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> tensor<?x2x?x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 17 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %two = arith.constant dense<2.0> : tensor<f32>
+  %sc = folio.onnx_node "Div"(%s, %two) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %shape = folio.onnx_node "Shape"(%ids) {opset = 17 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %c1 = arith.constant dense<1> : tensor<1xi64>
+  %c2 = arith.constant dense<2> : tensor<1xi64>
+  %c0 = arith.constant dense<0> : tensor<1xi64>
+  %seq = folio.onnx_node "Slice"(%shape, %c1, %c2, %c0) {opset = 17 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %sq = folio.onnx_node "Concat"(%seq, %seq) {opset = 17 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %full = folio.onnx_node "ConstantOfShape"(%sq) {opset = 17 : i64, onnx_attributes = {value = dense<0xFF800000> : tensor<1xf32>}} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %one = arith.constant dense<1> : tensor<i64>
+  %tri = folio.onnx_node "Trilu"(%full, %one) {opset = 17 : i64, onnx_attributes = {upper = 1 : i64}} : (tensor<?x?xf32>, tensor<i64>) -> tensor<?x?xf32>
+  %m = folio.onnx_node "Add"(%sc, %tri) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = folio.onnx_node "Softmax"(%m) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %nan = folio.onnx_node "IsNaN"(%p) {opset = 17 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xi1>
+  %zero = arith.constant dense<0.0> : tensor<f32>
+  %g = folio.onnx_node "Where"(%nan, %zero, %p) {opset = 17 : i64} : (tensor<?x2x?x?xi1>, tensor<f32>, tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = folio.onnx_node "MatMul"(%g, %v) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}

@@ -82,12 +82,17 @@ LogicalResult Importer::importInputs(func::FuncOp func,
       for (const onnx::Dim &dim : *info.shape)
         dimNames.push_back(builder.getStringAttr(dim.getSymbol()));
     func.setArgAttr(i, kONNXNameAttrName, builder.getStringAttr(info.name));
-    ArrayAttr names = builder.getArrayAttr(dimNames);
     if (info.shape)
-      func.setArgAttr(i, kDimNamesAttrName, names);
-    inference.setFacts(arg, inference.factsForType(arg.getType(), names));
+      func.setArgAttr(i, kDimNamesAttrName, builder.getArrayAttr(dimNames));
     values[info.name] = arg;
   }
+  // Facts after every name is known: the contract relates inputs' dims.
+  inference.relateDecoderDims(func);
+  for (BlockArgument arg : entry->getArguments())
+    inference.setFacts(
+        arg, inference.factsForType(
+                 arg.getType(), func.getArgAttrOfType<ArrayAttr>(
+                                    arg.getArgNumber(), kDimNamesAttrName)));
   builder.setInsertionPointToStart(entry);
   return success();
 }
