@@ -19,4 +19,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.folio_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["folio-opt", "folioc", "folio-run", "folio-bench", "folio-generate"], tool_dirs)
+# folio-serve is built only where cpp-httplib and nlohmann-json are.
+if os.path.exists(os.path.join(config.folio_tools_dir, "folio-serve")):
+    config.available_features.add("folio-serve")
+    llvm_config.add_tool_substitutions(["folio-serve"], tool_dirs)
 config.substitutions.append(("%models", os.path.join(config.folio_src_root, "models", "zoo")))

@@ -14,6 +14,8 @@ packages=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libgtest-dev libbenchmark-dev libdnnl-dev
   libprotobuf-dev protobuf-compiler
+  # folio-serve (HTTP and JSON); without them the build skips it.
+  libcpp-httplib-dev nlohmann-json3-dev pkgconf
 )
 missing=()
 for pkg in "${packages[@]}"; do

@@ -1,0 +1,200 @@
+//===- HttpServer.cpp - The OpenAI-compatible HTTP front end --------------===//
+
+#include "runtime/Server/HttpServer.h"
+#include "runtime/Server/ServerContext.h"
+
+#include <nlohmann/json.hpp>
+
+#include <mutex>
+#include <thread>
+
+using namespace folio;
+using namespace folio::server;
+using Json = nlohmann::json;
+
+namespace {
+
+/// Compares without an early exit, so timing does not reveal the key.
+bool sameSecret(const std::string &a, const std::string &b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i)
+    diff |=
+        static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0 && !b.empty();
+}
+
+/// Metric labels: the known endpoints, everything else as one label.
+std::string endpointLabel(const std::string &path) {
+  for (const char *known : {"/v1/completions", "/v1/chat/completions",
+                            "/v1/models", "/health", "/metrics"})
+    if (path == known)
+      return path;
+  return "other";
+}
+
+} // namespace
+
+void folio::server::sendError(httplib::Response &response,
+                              const ApiError &error) {
+  response.status = error.status;
+  response.set_content(errorBody(error), "application/Json");
+}
+
+struct HttpServer::Impl {
+  ServerContext context;
+  httplib::Server server;
+  std::mutex mutex;
+  bool stopRequested = false;
+  bool listening = false;
+};
+
+HttpServer::HttpServer(HttpServerOptions options,
+                       std::shared_ptr<AsyncEngine> engine,
+                       std::shared_ptr<const Tokenizer> tokenizer,
+                       std::shared_ptr<ServerMetrics> metrics)
+    : impl_(std::make_unique<Impl>()) {
+  ServerContext &c = impl_->context;
+  c.options = std::move(options);
+  c.engine = std::move(engine);
+  c.tokenizer = std::move(tokenizer);
+  c.metrics = std::move(metrics);
+  httplib::Server &s = impl_->server;
+
+  size_t threads = std::max<size_t>(c.options.numThreads, 2);
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.set_payload_max_length(c.options.maxRequestBytes);
+  s.set_tcp_nodelay(true); // Stream tokens as they come.
+
+  s.set_pre_routing_handler(
+      [&c](const httplib::Request &req, httplib::Response &res) {
+        if (c.options.apiKey.empty() || req.path.rfind("/v1/", 0) != 0)
+          return httplib::Server::HandlerResponse::Unhandled;
+        std::string auth = req.get_header_value("Authorization");
+        if (sameSecret(auth, "Bearer " + c.options.apiKey))
+          return httplib::Server::HandlerResponse::Unhandled;
+        ApiError e;
+        e.status = 401;
+        e.code = "invalid_api_key";
+        e.message = auth.empty() ? "this server needs an API key: send "
+                                   "\"Authorization: Bearer <key>\""
+                                 : "the API key in the Authorization header is "
+                                   "not this server's";
+        sendError(res, e);
+        return httplib::Server::HandlerResponse::Handled;
+      });
+
+  // httplib's own refusals (no route, body too large) get OpenAI's shape
+  // too; handlers' errors already have a body.
+  s.set_error_handler(
+      [&c](const httplib::Request &req, httplib::Response &res) {
+        if (!res.body.empty())
+          return;
+        ApiError e;
+        e.status = res.status;
+        if (res.status == 413)
+          e.message = "the request body is larger than " +
+                      std::to_string(c.options.maxRequestBytes) +
+                      " bytes (--max-request-bytes)";
+        else if (res.status == 404)
+          e.message = "no endpoint " + req.method + " " + req.path +
+                      "; endpoints: POST /v1/completions, POST "
+                      "/v1/chat/completions, GET /v1/models, GET /health, GET "
+                      "/metrics";
+        else
+          e.message = "HTTP error " + std::to_string(res.status);
+        res.set_content(errorBody(e), "application/Json");
+      });
+
+  s.set_logger([&c](const httplib::Request &req, const httplib::Response &res) {
+    c.metrics->recordHttpResponse(endpointLabel(req.path), res.status);
+  });
+
+  s.Get("/health", [&c](const httplib::Request &, httplib::Response &res) {
+    if (c.engine->isDraining()) {
+      ApiError e;
+      e.status = 503;
+      e.message = "the server is shutting down";
+      sendError(res, e);
+      return;
+    }
+    res.set_content("{\"status\":\"ok\"}", "application/Json");
+  });
+
+  s.Get("/metrics", [&c](const httplib::Request &, httplib::Response &res) {
+    res.set_content(c.metrics->render(), "text/plain; version=0.0.4");
+  });
+
+  s.Get("/v1/models", [&c](const httplib::Request &, httplib::Response &res) {
+    Json model = {{"id", c.options.servedModelName},
+                  {"object", "model"},
+                  {"created", int64_t(c.started)},
+                  {"owned_by", "folio"},
+                  {"max_model_len", c.options.maxModelLen}};
+    Json body = {{"object", "list"}, {"data", Json::array({model})}};
+    res.set_content(body.dump(), "application/Json");
+  });
+
+  s.Post("/v1/completions",
+         [&c](const httplib::Request &req, httplib::Response &res) {
+           handleGenerate(c, Endpoint::Completions, req, res);
+         });
+  s.Post("/v1/chat/completions",
+         [&c](const httplib::Request &req, httplib::Response &res) {
+           handleGenerate(c, Endpoint::ChatCompletions, req, res);
+         });
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+Expected<int> HttpServer::bind() {
+  const HttpServerOptions &o = impl_->context.options;
+  if (o.port == 0) {
+    int port = impl_->server.bind_to_any_port(o.host);
+    if (port > 0)
+      return port;
+  } else if (impl_->server.bind_to_port(o.host, o.port)) {
+    return o.port;
+  }
+  return Status::invalidArgument("cannot listen on " + o.host + ":" +
+                                 std::to_string(o.port) +
+                                 " (address in use, or not an address of "
+                                 "this machine)");
+}
+
+Status HttpServer::listen() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (impl_->stopRequested)
+      return Status::ok();
+    impl_->listening = true;
+  }
+  bool ok = impl_->server.listen_after_bind();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->listening = false;
+  }
+  if (!ok)
+    return Status::internal("the HTTP server stopped with an error");
+  return Status::ok();
+}
+
+void HttpServer::stop() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stopRequested = true;
+  }
+  // httplib's stop() does nothing until its loop runs, so a stop that
+  // comes while listen() is starting waits for the loop to run (or fail).
+  for (;;) {
+    if (impl_->server.is_running()) {
+      impl_->server.stop();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      if (!impl_->listening)
+        return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}

@@ -1,0 +1,70 @@
+//===- HttpServer.h - The OpenAI-compatible HTTP front end -----*- C++ -*-===//
+//
+// /v1/completions, /v1/chat/completions (server-sent events or one JSON
+// body), /v1/models, /health and /metrics over cpp-httplib. Each HTTP
+// request runs on a pool thread, which parses and checks the body,
+// tokenizes, submits to the AsyncEngine and then turns the request's
+// token stream into text (TextStream) and OpenAI JSON. See docs/server.md.
+//
+// This header keeps cpp-httplib and nlohmann-json out of its users.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_SERVER_HTTPSERVER_H
+#define FOLIO_RUNTIME_SERVER_HTTPSERVER_H
+
+#include "runtime/Server/AsyncEngine.h"
+#include "runtime/Server/ServerMetrics.h"
+#include "runtime/Support/Status.h"
+#include "runtime/Tokenizer/Tokenizer.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace folio::server {
+
+struct HttpServerOptions {
+  /// Loopback unless told otherwise: the server has no TLS.
+  std::string host = "127.0.0.1";
+  /// 0 binds any free port (bind() says which).
+  int port = 8000;
+  /// When set, /v1/* requests need "Authorization: Bearer <apiKey>".
+  std::string apiKey;
+  /// The name /v1/models lists and requests must use.
+  std::string servedModelName;
+  /// Larger request bodies get 413.
+  size_t maxRequestBytes = 1 << 20;
+  /// Prompt plus output at most (the engine's max-model-len).
+  size_t maxModelLen = 0;
+  /// HTTP worker threads; each open stream holds one.
+  size_t numThreads = 64;
+  /// Ends generation (and is left out of the text) unless ignore_eos.
+  std::optional<TokenId> eosTokenId;
+  /// Where the model's chat template was found; chat requests are refused
+  /// when set, since the template cannot be rendered.
+  std::string chatTemplatePath;
+};
+
+class HttpServer {
+public:
+  HttpServer(HttpServerOptions options, std::shared_ptr<AsyncEngine> engine,
+             std::shared_ptr<const Tokenizer> tokenizer,
+             std::shared_ptr<ServerMetrics> metrics);
+  ~HttpServer();
+
+  /// Binds the listening socket; returns the port.
+  Expected<int> bind();
+  /// Serves until stop(); returns once the worker threads finished.
+  Status listen();
+  /// Stops accepting connections; requests in flight finish first.
+  void stop();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace folio::server
+
+#endif // FOLIO_RUNTIME_SERVER_HTTPSERVER_H
