@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <unordered_map>
 
 namespace folio::core {
 
@@ -65,8 +66,26 @@ double ServingEngine::kvUtilization() const {
   size_t held = pool.numUsableBlocks() - pool.numFreeBlocks();
   if (held == 0)
     return 0;
-  return double(scheduler->numRunningComputedTokens()) /
-         double(held * kv.blockSize());
+  // Slots holding KV, each physical block counted once: requests sharing
+  // a prefix hold the same blocks, and counting their tokens per request
+  // would report more than the cache holds.
+  size_t blockSize = kv.blockSize();
+  std::unordered_map<BlockId, size_t> filled;
+  for (const Request *r : scheduler->runningRequests()) {
+    const std::vector<BlockId> &table = kv.blockIds(r->requestId);
+    for (size_t i = 0; i < table.size(); ++i) {
+      size_t start = i * blockSize;
+      if (start >= r->numComputedTokens)
+        break;
+      size_t n = std::min(blockSize, r->numComputedTokens - start);
+      size_t &slot = filled[table[i]];
+      slot = std::max(slot, n);
+    }
+  }
+  size_t tokens = 0;
+  for (const auto &[block, n] : filled)
+    tokens += n;
+  return double(tokens) / double(held * blockSize);
 }
 
 namespace {

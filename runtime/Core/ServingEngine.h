@@ -98,8 +98,9 @@ public:
   Status
   runToCompletion(const std::function<void(const RequestOutput &)> &onOutput);
 
-  /// Token slots whose KV a running request holds over the token slots of
-  /// every held block (paging wastes only partly filled last blocks); 0
+  /// Token slots holding a running request's KV over the token slots of
+  /// every held block, each physical block counted once however many
+  /// requests share it (paging wastes only partly filled last blocks); 0
   /// when no block is held.
   double kvUtilization() const;
   /// The loaded plan's KV geometry (bytes per block, dtypes by layer).

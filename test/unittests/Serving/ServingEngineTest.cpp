@@ -295,4 +295,26 @@ TEST(ServingEngine, KVUtilizationIsLiveOverHeldSlots) {
   EXPECT_EQ(engine->kvUtilization(), 0.0) << "finished requests hold none";
 }
 
+TEST(ServingEngine, KVUtilizationCountsSharedBlocksOnce) {
+  // Two samples of one 16-token prompt share its 4 full blocks: 16 live
+  // slots, not 32, whatever each request holds.
+  EngineSetup setup;
+  setup.prefixCaching = true;
+  auto engine = makeEngine(setup);
+  ASSERT_TRUE(engine);
+  NewRequest r = greedyRequest("p", kPrompts[3]);
+  r.samplingParams.n = 2;
+  r.samplingParams.temperature = 1.0f;
+  r.samplingParams.seed = 1;
+  ASSERT_TRUE(engine->addRequest(r));
+  double peak = 0;
+  while (engine->hasUnfinishedRequests()) {
+    auto out = engine->step();
+    ASSERT_TRUE(out) << out.status().message();
+    peak = std::max(peak, engine->kvUtilization());
+  }
+  EXPECT_GT(peak, 0.5);
+  EXPECT_LE(peak, 1.0) << "a shared block counted twice";
+}
+
 } // namespace
