@@ -18,6 +18,7 @@
 #include "compiler/Plan/LowerToPlan.h"
 #include "compiler/Target/Target.h"
 #include "runtime/Core/ServingEngine.h"
+#include "runtime/Server/TextStream.h"
 #include "runtime/Tokenizer/Tokenizer.h"
 #include "tools/common/SpeculativeFlags.h"
 
@@ -42,7 +43,27 @@ const char *const kUsage =
     "48)\n"
     "  --temperature T             0 = greedy (default 0.7)\n"
     "  --top-p P                   nucleus sampling (default 0.95)\n"
-    "  --seed S                    sampling seed (default 0)\n"
+    "  --top-k K                   keep the K most likely tokens (default 0: "
+    "all)\n"
+    "  --min-p P                   drop tokens below P x the most likely "
+    "(default 0)\n"
+    "  --repetition-penalty R      > 1 discourages seen tokens (default 1)\n"
+    "  --presence-penalty P        [-2, 2], once per generated token (default "
+    "0)\n"
+    "  --frequency-penalty P       [-2, 2], per occurrence (default 0)\n"
+    "  --seed S                    sampling seed (default 0); prompt i's "
+    "sample j uses S + i * n + j\n"
+    "  --n N                       samples per prompt (default 1)\n"
+    "  --stop TEXT                 end a sample at TEXT (matched across "
+    "tokens, not printed); repeatable\n"
+    "  --stop-token-ids L          comma-separated token ids that end a "
+    "sample\n"
+    "  --ignore-eos                keep going past the tokenizer's "
+    "end-of-sequence token\n"
+    "  --logprobs N                print each new token's logprob and its N "
+    "most likely alternatives (0-20)\n"
+    "  --enable-prefix-caching     reuse KV blocks of identical prompt "
+    "prefixes\n"
     "  --max-num-seqs N            running requests at most (default 8)\n"
     "  --max-num-batched-tokens N  tokens per step (default 256)\n"
     "  --num-blocks N              KV blocks (default: 4 max-length "
@@ -63,7 +84,14 @@ struct Options {
   std::vector<std::string> prompts;
   size_t maxNewTokens = 48, maxNumSeqs = 8, maxNumBatchedTokens = 256;
   size_t numBlocks = 0;
-  float temperature = 0.7f, topP = 0.95f;
+  float temperature = 0.7f, topP = 0.95f, minP = 0.0f;
+  float repetitionPenalty = 1.0f, presencePenalty = 0.0f,
+        frequencyPenalty = 0.0f;
+  int32_t topK = 0, n = 1;
+  std::optional<int32_t> logprobs;
+  std::vector<std::string> stop;
+  std::vector<TokenId> stopTokenIds;
+  bool ignoreEos = false, prefixCaching = false;
   uint64_t seed = 0;
   bool verifyWeights = true;
   tools::SpeculativeFlags speculative;
@@ -74,6 +102,10 @@ Status parse(int argc, char **argv, Options &o) {
     std::string arg = argv[i];
     if (arg == "--no-verify-weights") {
       o.verifyWeights = false;
+      continue;
+    }
+    if (arg == "--ignore-eos" || arg == "--enable-prefix-caching") {
+      (arg == "--ignore-eos" ? o.ignoreEos : o.prefixCaching) = true;
       continue;
     }
     if (tools::SpeculativeFlags::isFlag(arg)) {
@@ -132,7 +164,48 @@ Status parse(int argc, char **argv, Options &o) {
       s = real(o.temperature, 0, 100);
     else if (arg == "--top-p")
       s = real(o.topP, 1e-6f, 1);
-    else if (arg == "--seed") {
+    else if (arg == "--min-p")
+      s = real(o.minP, 0, 1);
+    else if (arg == "--repetition-penalty")
+      s = real(o.repetitionPenalty, 1e-6f, 100);
+    else if (arg == "--presence-penalty")
+      s = real(o.presencePenalty, -2, 2);
+    else if (arg == "--frequency-penalty")
+      s = real(o.frequencyPenalty, -2, 2);
+    else if (arg == "--top-k" || arg == "--n" || arg == "--logprobs") {
+      long long v = std::strtoll(value.c_str(), &end, 10);
+      long long lo = arg == "--n" ? 1 : arg == "--top-k" ? -1 : 0;
+      long long hi = arg == "--n" ? 64 : arg == "--top-k" ? INT32_MAX : 20;
+      if (value.empty() || *end || v < lo || v > hi)
+        return Status::invalidArgument(
+            arg + ": '" + value + "' is not an integer in [" +
+            std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      if (arg == "--top-k")
+        o.topK = int32_t(v);
+      else if (arg == "--n")
+        o.n = int32_t(v);
+      else
+        o.logprobs = int32_t(v);
+    } else if (arg == "--stop") {
+      if (value.empty())
+        return Status::invalidArgument("--stop needs a non-empty string");
+      o.stop.push_back(value);
+    } else if (arg == "--stop-token-ids") {
+      size_t start = 0;
+      while (true) {
+        size_t comma = value.find(',', start);
+        std::string item = value.substr(
+            start, comma == std::string::npos ? comma : comma - start);
+        long long v = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end || v < 0 || v > INT32_MAX)
+          return Status::invalidArgument("--stop-token-ids: '" + item +
+                                         "' is not a token id");
+        o.stopTokenIds.push_back(TokenId(v));
+        if (comma == std::string::npos)
+          break;
+        start = comma + 1;
+      }
+    } else if (arg == "--seed") {
       unsigned long long seed = std::strtoull(value.c_str(), &end, 10);
       if (value.empty() || *end || value[0] == '-')
         return Status::invalidArgument("--seed: '" + value +
@@ -190,8 +263,19 @@ int main(int argc, char **argv) {
   config.maxNumSeqs = o.maxNumSeqs;
   config.maxNumBatchedTokens = o.maxNumBatchedTokens;
   config.vocabSize = size_t(plan->configValue("vocab", 0));
+  // The end-of-sequence token: the tokenizer's one special token (GPT-2's
+  // <|endoftext|>, the bundled model's id 0); with several there is no
+  // telling which ends a sequence, and generation runs to its length.
+  std::optional<TokenId> eos;
+  size_t numSpecial = 0;
+  for (const AddedToken &t : tok->addedTokens())
+    if (t.special && numSpecial++ == 0)
+      eos = t.id;
+  if (numSpecial == 1)
+    config.eosTokenId = eos;
   KVCacheConfig kv;
   kv.blockSize = size_t(blockSize);
+  kv.enablePrefixCaching = o.prefixCaching;
   kv.numBlocks =
       o.numBlocks ? o.numBlocks
                   : 4 * ((maxModelLen + kv.blockSize - 1) / kv.blockSize) + 1;
@@ -217,6 +301,8 @@ int main(int argc, char **argv) {
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
   std::map<std::string, std::vector<TokenId>> outputs;
+  std::map<std::string, std::vector<TokenLogprobs>> logprobs;
+  std::map<std::string, server::TextStream> texts;
   std::map<std::string, double> firstToken;
   for (size_t i = 0; i < o.prompts.size(); ++i) {
     Expected<std::vector<TokenId>> ids = tok->encode(o.prompts[i]);
@@ -225,12 +311,26 @@ int main(int argc, char **argv) {
     NewRequest r;
     r.requestId = std::to_string(i);
     r.promptTokenIds = *ids;
-    r.samplingParams.temperature = o.temperature;
+    SamplingParams &sp = r.samplingParams;
+    sp.temperature = o.temperature;
     if (o.temperature > 0) {
-      r.samplingParams.topP = o.topP;
-      r.samplingParams.seed = o.seed + i;
+      sp.topP = o.topP;
+      sp.topK = o.topK;
+      sp.minP = o.minP;
+      sp.seed = o.seed + i * size_t(o.n);
+    } else if (o.topK != 0 || o.minP != 0) {
+      return fail(Status::invalidArgument(
+          "--top-k and --min-p shape sampling; with --temperature 0 "
+          "(greedy) they would be ignored"));
     }
-    r.samplingParams.maxTokens = o.maxNewTokens;
+    sp.repetitionPenalty = o.repetitionPenalty;
+    sp.presencePenalty = o.presencePenalty;
+    sp.frequencyPenalty = o.frequencyPenalty;
+    sp.n = o.n;
+    sp.logprobs = o.logprobs;
+    sp.stopTokenIds = o.stopTokenIds;
+    sp.ignoreEos = o.ignoreEos;
+    sp.maxTokens = o.maxNewTokens;
     if (Status s = (*engine)->addRequest(r); !s)
       return fail(Status::invalidArgument("prompt " + std::to_string(i) + ": " +
                                           s.message()));
@@ -241,6 +341,27 @@ int main(int argc, char **argv) {
   const BlockPool &pool = scheduler.kvCache().pool();
   double utilizationSum = 0, utilizationPeak = 0;
   size_t samples = 0, tokens = 0, failed = 0;
+  // Prints a finished sample: its prompt, its text, its logprobs.
+  auto report = [&](const std::string &id) {
+    size_t hash = id.find('#');
+    size_t i = std::stoul(id.substr(0, hash));
+    std::cout << "=== prompt " << i
+              << (hash == std::string::npos ? ""
+                                            : ", sample " + id.substr(hash + 1))
+              << "\n";
+    server::TextStream &text = texts.at(id);
+    Expected<std::string> rest = text.flush();
+    // The continuation in bold on a terminal, plain in logs.
+    std::cout << o.prompts[i] << (bold ? "\033[1m" : "")
+              << (rest ? text.text() : "<" + rest.status().message() + ">")
+              << (bold ? "\033[0m" : "") << "\n";
+    for (const TokenLogprobs &lp : logprobs[id]) {
+      std::printf("  logprob %.4f; top", lp.logprob);
+      for (const auto &[token, value] : lp.top)
+        std::printf(" %d:%.4f", token, value);
+      std::printf("\n");
+    }
+  };
   while ((*engine)->hasUnfinishedRequests()) {
     Expected<std::vector<RequestOutput>> step = (*engine)->step();
     if (!step)
@@ -257,25 +378,33 @@ int main(int argc, char **argv) {
       auto &seq = outputs[out.requestId];
       if (seq.empty() && !out.newTokenIds.empty())
         firstToken[out.requestId] = since();
-      seq.insert(seq.end(), out.newTokenIds.begin(), out.newTokenIds.end());
-      tokens += out.newTokenIds.size();
-      if (!out.finished)
-        continue;
-      size_t i = std::stoul(out.requestId);
+      server::TextStream &text =
+          texts.try_emplace(out.requestId, *tok, o.stop).first->second;
+      bool stopped = text.stopped();
+      for (size_t t = 0; t < out.newTokenIds.size() && !stopped; ++t) {
+        seq.push_back(out.newTokenIds[t]);
+        if (t < out.newLogprobs.size())
+          logprobs[out.requestId].push_back(out.newLogprobs[t]);
+        ++tokens;
+        if (Expected<std::string> piece = text.append(out.newTokenIds[t]);
+            !piece)
+          return fail(piece.status());
+        stopped = text.stopped();
+      }
       if (out.finishReason == FinishReason::Error) {
         // One request failed (e.g. non-finite logits); the others go on.
-        std::cout << "=== prompt " << i << "\n";
-        std::cerr << "folio-generate: error: prompt " << i << ": " << out.error
-                  << "\n";
+        std::cout << "=== prompt " << out.requestId << "\n";
+        std::cerr << "folio-generate: error: prompt " << out.requestId << ": "
+                  << out.error << "\n";
         ++failed;
         continue;
       }
-      Expected<std::string> text = tok->decode(seq, /*skipSpecialTokens=*/true);
-      // The continuation in bold on a terminal, plain in logs.
-      std::cout << "=== prompt " << i << "\n"
-                << o.prompts[i] << (bold ? "\033[1m" : "")
-                << (text ? *text : "<" + text.status().message() + ">")
-                << (bold ? "\033[0m" : "") << "\n";
+      // A stop string ends the sample: its blocks go back now.
+      if (stopped && !out.finished)
+        if (Status s = (*engine)->abortRequest(out.requestId); !s)
+          return fail(s);
+      if (stopped || out.finished)
+        report(out.requestId);
     }
   }
   double seconds = since();
@@ -283,11 +412,12 @@ int main(int argc, char **argv) {
   for (auto &[id, t] : firstToken)
     ttft.push_back(t * 1e3);
   std::sort(ttft.begin(), ttft.end());
-  std::printf("\n%zu prompts, %zu new tokens in %.2f s: %.1f tokens/s; time "
+  std::printf("\n%zu prompts (%zu samples), %zu new tokens in %.2f s: %.1f "
+              "tokens/s; time "
               "to first token median %.0f ms; KV cache utilization mean "
               "%.0f%%, peak %.0f%% (%zu blocks of %zu tokens); %llu "
               "preemptions\n",
-              o.prompts.size(), tokens, seconds,
+              o.prompts.size(), o.prompts.size() * size_t(o.n), tokens, seconds,
               seconds > 0 ? double(tokens) / seconds : 0.0,
               ttft.empty() ? 0.0 : ttft[ttft.size() / 2],
               samples ? 100.0 * utilizationSum / double(samples) : 0.0,
