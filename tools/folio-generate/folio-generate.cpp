@@ -424,6 +424,17 @@ int main(int argc, char **argv) {
               100.0 * utilizationPeak, pool.numUsableBlocks(),
               size_t(kv.blockSize),
               (unsigned long long)scheduler.numPreemptions());
+  if (o.prefixCaching) {
+    const KVCacheManager &kvm = scheduler.kvCache();
+    std::printf("prefix cache: %llu of %llu prompt tokens looked up were "
+                "cached (%.0f%%)\n",
+                (unsigned long long)kvm.numPrefixHitTokens(),
+                (unsigned long long)kvm.numPrefixQueryTokens(),
+                kvm.numPrefixQueryTokens()
+                    ? 100.0 * double(kvm.numPrefixHitTokens()) /
+                          double(kvm.numPrefixQueryTokens())
+                    : 0.0);
+  }
   exec::KVCacheLayout layout = (*engine)->kvCacheLayout();
   if (layout.blockSize > 0 && layout.bytesPerBlock16 > 0) {
     double perToken = double(layout.bytesPerBlock) / double(layout.blockSize);
