@@ -86,6 +86,11 @@ public:
         return Status::invalidArgument(step.kind + " '" + step.name +
                                        "': " + std::to_string(n) +
                                        " operands is not a valid arity");
+      if (step.results.size() != size_t(k->numResults))
+        return Status::invalidArgument(
+            step.kind + " '" + step.name +
+            "': " + std::to_string(step.results.size()) + " results; a " +
+            step.kind + " step has " + std::to_string(k->numResults));
       // The required operands (all but trailing optional ones) must be
       // present: kernels read them without asking.
       for (int i = 0; i < k->minOperands; ++i)

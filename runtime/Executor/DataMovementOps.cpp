@@ -199,17 +199,18 @@ Status runReshape(StepContext &ctx) {
       inferred = int64_t(i);
       continue;
     }
-    if (shape[i] < 0)
+    // A product past int64 cannot be the input's element count.
+    if (shape[i] < 0 || __builtin_mul_overflow(known, shape[i], &known))
       return ctx.error("bad target shape " + shapeString(shape));
-    known *= shape[i];
   }
   if (inferred >= 0) {
     if (known == 0 || x.numel() % known != 0)
       return ctx.error("cannot reshape " + shapeString(x.shape) + " to " +
                        shapeString(shape));
     shape[size_t(inferred)] = x.numel() / known;
+    known = x.numel();
   }
-  if (numelOf(shape) != x.numel())
+  if (known != x.numel())
     return ctx.error("cannot reshape " + shapeString(x.shape) + " (" +
                      std::to_string(x.numel()) + " elements) to " +
                      shapeString(shape));

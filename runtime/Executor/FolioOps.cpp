@@ -86,8 +86,12 @@ Status packWeights(const PrepareContext &ctx,
   const float *bias = nullptr;
   if (biasOp >= 0) {
     const Tensor &b = ctx.values[size_t(biasOp)];
-    if (!b.data || b.type != ElemType::F32)
-      return prepareError(ctx, "bias must be a constant f32 tensor");
+    if (!b.data || b.type != ElemType::F32 || b.numel() != n)
+      return prepareError(ctx, "bias must be a constant f32 tensor of " +
+                                   std::to_string(n) +
+                                   " elements (the "
+                                   "weight's output features), not " +
+                                   shapeString(b.shape));
     bias = b.as<float>();
   }
   // f16 storage is not an option for the GEMM (oneDNN 2.6 has no f16
@@ -134,8 +138,15 @@ Status packWeight(const PrepareContext &ctx,
   return packWeights(ctx, weights, biasOp, inOut, out, gatedHalves);
 }
 
-bool isInOut(const plan::Step &step) {
-  return step.getString("weight_layout", "in_out") == "in_out";
+/// The step's weight layout: in_out ([K, N], as ONNX MatMul) or out_in
+/// ([N, K]); any other spelling is a corrupt plan, not a layout.
+Status weightLayout(const PrepareContext &ctx, bool &inOut) {
+  std::string layout = ctx.step.getString("weight_layout", "in_out");
+  if (layout != "in_out" && layout != "out_in")
+    return prepareError(ctx, "weight_layout '" + layout +
+                                 "' is not a weight layout (in_out, out_in)");
+  inOut = layout == "in_out";
+  return Status::ok();
 }
 
 struct LinearState : WeightState {
@@ -147,7 +158,10 @@ Status prepareLinear(const PrepareContext &ctx,
                      std::unique_ptr<StepState> &state) {
   auto st = std::make_unique<LinearState>();
   int32_t bias = ctx.step.operands.size() > 2 ? ctx.step.operands[2] : -1;
-  if (Status s = packWeight(ctx, {1}, bias, isInOut(ctx.step), st->w); !s)
+  bool inOut = true;
+  if (Status s = weightLayout(ctx, inOut); !s)
+    return s;
+  if (Status s = packWeight(ctx, {1}, bias, inOut, st->w); !s)
     return s;
   state = std::move(st);
   return Status::ok();
@@ -210,7 +224,9 @@ Status prepareGatedMLP(const PrepareContext &ctx,
   else
     return prepareError(ctx, "activation '" + act +
                                  "' is not supported (silu, gelu, gelu_tanh)");
-  bool inOut = isInOut(ctx.step);
+  bool inOut = true;
+  if (Status s = weightLayout(ctx, inOut); !s)
+    return s;
   const Tensor &gate = ctx.values[size_t(ctx.step.operands[1])];
   const Tensor &up = ctx.values[size_t(ctx.step.operands[2])];
   if (gate.rank() != 2 || gate.shape != up.shape)
@@ -347,9 +363,13 @@ Status prepareRotary(const PrepareContext &ctx,
   p.headDim = in.dims.empty() ? 0 : in.dims.back();
   p.rotaryDim = ctx.step.getInt("rotary_dim", 0);
   p.base = float(ctx.step.getFloat("base", 10000.0));
-  p.style = ctx.step.getString("style", "half_split") == "interleaved"
-                ? cpu::RotaryStyle::Interleaved
-                : cpu::RotaryStyle::HalfSplit;
+  std::string style = ctx.step.getString("style", "half_split");
+  if (style != "half_split" && style != "interleaved")
+    return prepareError(ctx, "style '" + style +
+                                 "' is not a rotary style (half_split, "
+                                 "interleaved)");
+  p.style = style == "interleaved" ? cpu::RotaryStyle::Interleaved
+                                   : cpu::RotaryStyle::HalfSplit;
   std::string scaling = ctx.step.getString("scaling", "none");
   p.factor = float(ctx.step.getFloat("scaling_factor", 1.0));
   if (scaling == "none") {
@@ -469,8 +489,12 @@ Status runPagedAttention(StepContext &ctx) {
       lens.type != ElemType::I32 || qsl.type != ElemType::I32 ||
       lens.numel() != bt.shape[0] || qsl.numel() != bt.shape[0] + 1)
     return ctx.error("block_tables, seq_lens and query_start_loc disagree");
-  if (!ctx.step.getInt("causal", 1))
+  int64_t causal = ctx.step.getInt("causal", 1);
+  if (causal == 0)
     return ctx.error("non-causal paged attention is not supported");
+  if (causal != 1)
+    return ctx.error("causal " + std::to_string(causal) +
+                     " is not a flag (1: causal, 0: not)");
   cpu::RaggedBatch batch;
   batch.numTokens = q.shape[0];
   batch.numSeqs = bt.shape[0];
@@ -528,7 +552,7 @@ const std::vector<StepKernel> &folioStepKernels() {
       {"rms_norm", runRMSNorm, nullptr, 2, 2},
       {"layer_norm", runLayerNorm, nullptr, 2, 3},
       {"rotary", runRotary, prepareRotary, 2, 3},
-      {"kv_write", runKVWrite, nullptr, 4, 6},
+      {"kv_write", runKVWrite, nullptr, 4, 6, /*numResults=*/0},
       {"paged_attention", runPagedAttention, nullptr, 5, 7},
       {"gather_rows", runGatherRows, nullptr, 2, 2},
   };

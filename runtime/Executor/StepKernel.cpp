@@ -3,6 +3,7 @@
 #include "runtime/Executor/StepKernel.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 namespace folio::exec {
@@ -49,8 +50,14 @@ void BufferArena::size(int64_t tokens, int64_t rows, int64_t seqs) {
     case plan::DimSymbol::None:
       break;
     }
-    size_t bytes =
-        size_t(info.staticBytes) * size_t(std::max<int64_t>(count, 0));
+    size_t bytes = 0;
+    if (__builtin_mul_overflow(size_t(std::max<int64_t>(info.staticBytes, 0)),
+                               size_t(std::max<int64_t>(count, 0)), &bytes) ||
+        bytes > SIZE_MAX - 64) {
+      storage[b] = nullptr; // make() falls back to fresh tensors
+      capacity[b] = 0;
+      continue;
+    }
     if (storage[b] && capacity[b] >= bytes)
       continue;
     // 64-byte aligned, like every tensor the kernels get; at least one

@@ -104,6 +104,9 @@ struct StepKernel {
   /// Minimum and maximum operand counts (a cheap load-time arity check).
   int minOperands;
   int maxOperands;
+  /// The results every step of the kind has (kernels write them without
+  /// asking).
+  int numResults = 1;
 };
 
 /// The CPU kernel for `kind`, or null.

@@ -4,6 +4,7 @@
 #include "runtime/Plan/PlanMapping.h"
 #include "runtime/Plan/VerifyEntries.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -305,6 +306,23 @@ Status decodeHeader(Reader &r, Plan &plan) {
   if (r.failed)
     return Status::invalidArgument("plan: the header is truncated");
   return Status::ok();
+}
+
+/// The product of a tensor's static dims (-1 counts as 1), or -1 when it
+/// overflows or passes kMaxTensorElements.
+int64_t staticElements(const ValueInfo &v) {
+  int64_t n = 1;
+  for (int64_t d : v.dims)
+    if (d >= 0 && (__builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements))
+      return -1;
+  return n;
+}
+
+std::string dimsString(const std::vector<int64_t> &dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
 }
 
 uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
@@ -762,6 +780,15 @@ Status validatePlan(const Plan &plan) {
         return Status::invalidArgument(where + " has the dim " +
                                        std::to_string(d) +
                                        "; dims are sizes or -1");
+    if (int64_t(v.dims.size()) > kMaxTensorRank)
+      return Status::invalidArgument(
+          where + " has rank " + std::to_string(v.dims.size()) +
+          "; a tensor has at most " + std::to_string(kMaxTensorRank) + " dims");
+    if (staticElements(v) < 0)
+      return Status::invalidArgument(
+          where + " has dims " + dimsString(v.dims) + ", more than " +
+          std::to_string(kMaxTensorElements) +
+          " (2^40) elements; a tensor has at most that many");
   }
   for (const Constant &c : plan.constants) {
     if (c.value < 0 || c.value >= n)
@@ -802,13 +829,45 @@ Status validatePlan(const Plan &plan) {
   for (const BufferInfo &b : plan.buffers)
     if (b.staticBytes < 0)
       return Status::invalidArgument("plan: a buffer has a negative size");
+  // Each value in a buffer has exactly the buffer's size expression (the
+  // compiler shares a buffer only between such values), and every buffer
+  // holds one: the executor allocates each buffer it is given.
+  std::vector<bool> bufferUsed(plan.buffers.size(), false);
   for (int64_t id = 0; id < n; ++id) {
-    int32_t b = plan.values[size_t(id)].buffer;
+    const ValueInfo &v = plan.values[size_t(id)];
+    int32_t b = v.buffer;
     if (b < -1 || b >= int64_t(plan.buffers.size()))
       return Status::invalidArgument("plan: value " + std::to_string(id) +
                                      " names buffer " + std::to_string(b) +
                                      ", which does not exist");
+    if (b < 0)
+      continue;
+    bufferUsed[size_t(b)] = true;
+    const BufferInfo &buffer = plan.buffers[size_t(b)];
+    int64_t dynamic = std::count(v.dims.begin(), v.dims.end(), int64_t(-1));
+    DimSymbol symbol = dynamic ? v.symbol : DimSymbol::None;
+    bool sized = v.kind == ValueInfo::Kind::Tensor && dynamic <= 1 &&
+                 (dynamic == 0 || v.symbol != DimSymbol::None) &&
+                 staticElements(v) * int64_t(elemTypeSize(v.type)) ==
+                     buffer.staticBytes &&
+                 symbol == buffer.symbol;
+    if (!sized)
+      return Status::invalidArgument(
+          "plan: value " + std::to_string(id) + " (" +
+          (v.kind == ValueInfo::Kind::Tensor
+               ? std::string(elemTypeName(v.type)) + " " + dimsString(v.dims) +
+                     ", dynamic dim " + dimSymbolName(v.symbol)
+               : std::string("a KV cache")) +
+          ") is in buffer " + std::to_string(b) + " of " +
+          std::to_string(buffer.staticBytes) + " bytes x " +
+          dimSymbolName(buffer.symbol) +
+          "; a buffer holds tensors of its own size, with at most one "
+          "dynamic dim, which names what it counts");
   }
+  for (size_t b = 0; b < plan.buffers.size(); ++b)
+    if (!bufferUsed[b])
+      return Status::invalidArgument("plan: buffer " + std::to_string(b) +
+                                     " holds no value");
   // The logits' width is the vocabulary the config names.
   int64_t vocab = plan.configValue("vocab", 0);
   if (vocab != 0 && plan.outputs.size() == 1) {

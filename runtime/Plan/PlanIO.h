@@ -46,6 +46,14 @@ inline constexpr int64_t kMaxHeadDim = 4096;
 /// block budget, so it must stay a small part of a context.
 inline constexpr int64_t kMaxKiviResidual = 8192;
 
+/// The largest tensor a plan may declare: rank 64 and 2^40 elements of its
+/// static dims, the bounds the compiler puts on every node result
+/// (compiler/ONNXOps/ValueFacts.h), so that no byte count computed from a
+/// value's dims (or from a buffer's size times a step's token count)
+/// overflows.
+inline constexpr int64_t kMaxTensorRank = 64;
+inline constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
+
 /// The values the config's `kv_cache_dtype` may take: folio::KVCacheDType
 /// (compiler/Target/Target.h) from F32 = 1 to Int2 = 8, never Auto = 0
 /// (the compiler records the dtype after resolving auto). PlanIOTest checks

@@ -5,7 +5,7 @@
 // under AddressSanitizer. External data resolves against a scratch directory
 // holding one small weights file, so the path checks and range checks are
 // fuzzed too; the loader only ever reads, so nothing outside that directory
-// can change. Built and run by run-onnx-fuzz.sh.
+// can change. Built and run by run-fuzz.sh (target `loader`).
 //
 //===----------------------------------------------------------------------===//
 
