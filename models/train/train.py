@@ -7,7 +7,8 @@ Python standard library sources (corpus.py), then exports both to ONNX in the zo
 Everything is seeded and single-threaded (torch, ONNX Runtime, the tokenizer trainer), and the
 step counts are fixed, so a rerun on the same machine and Python version repeats the run.
 Writes tokenizer.json, target.onnx, draft.onnx, heldout_slice.i32 and bundled.json (configs,
-data, perplexities, ORT-vs-torch differences, samples, sizes, hashes).
+data, perplexities, ORT-vs-torch differences, samples, sizes, hashes). The committed draft is not
+this one: distill.py, run afterwards, replaces it by a draft distilled from the target.
 """
 import os
 

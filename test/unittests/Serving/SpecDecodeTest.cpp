@@ -280,7 +280,7 @@ TEST(SpecDecode, ChunkedPrefillPrefixCachingPreemptionAndAbort) {
     SpecSetup s;
     s.method = method;
     s.numBlocks = 34; // the longest request (256 tokens) and little more
-    s.maxNumBatchedTokens = 24;
+    s.maxNumBatchedTokens = 48;
     s.prefixCaching = true;
     s.draftBlocks = 200;
     spec::DraftProposer *d = nullptr;
