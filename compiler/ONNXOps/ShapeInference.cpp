@@ -171,7 +171,11 @@ ONNXShapeInference::inferNode(StringRef domain, StringRef opType, int64_t opset,
                                   ? ""
                                   : " to " + std::to_string(schema->maxInputs))
                           << " inputs, got " << inputs.size();
-  for (unsigned i = 0; i < schema->minInputs; ++i)
+  // A variadic op (Concat, Max, Min) has no optional inputs: every one it
+  // is given must be there.
+  unsigned required =
+      schema->maxInputs == ~0u ? unsigned(inputs.size()) : schema->minInputs;
+  for (unsigned i = 0; i < required; ++i)
     if (!inputs[i])
       return emitError(loc)
              << opType << " input " << i << " is required but omitted";

@@ -163,11 +163,14 @@ struct RaiseNormsPass
     }
   }
 
-  /// Checks a fused norm's axis attribute names the last axis.
+  /// Whether the fused norm normalizes the last axis of a ranked float input:
+  /// what folio.rms_norm and folio.layer_norm take (an input of unknown
+  /// rank stays an ONNX node, which later phases name).
   bool normalizesLastAxis(ONNXNodeOp node) {
     auto type = dyn_cast<RankedTensorType>(node.getInputs()[0].getType());
     int64_t axis = getONNXIntAttr(node, "axis", -1);
-    return type && (axis == -1 || axis == type.getRank() - 1);
+    return type && isa<FloatType>(type.getElementType()) &&
+           (axis == -1 || axis == type.getRank() - 1);
   }
 
   void replace(ONNXNodeOp node, Value result, unsigned index = 0) {
@@ -281,7 +284,7 @@ struct RaiseNormsPass
     for (unsigned i = 1; i < 3 && i < node.getNumResults(); ++i)
       if (!node.getResult(i).use_empty())
         return;
-    if (input.getType() != skip.getType() ||
+    if (!normalizesLastAxis(node) || input.getType() != skip.getType() ||
         input.getType() != node.getResult(0).getType())
       return;
     b.setInsertionPoint(node);

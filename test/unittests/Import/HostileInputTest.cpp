@@ -416,4 +416,50 @@ TEST(HostileInputTest, HugeInputDimsAreRefusedAtLoad) {
   EXPECT_EQ(compileError(edge), "");
 }
 
+// --- Fused norms over inputs of unknown rank -------------------------------
+
+TEST(HostileInputTest, FusedNormsOfUnknownRankStayONNXNodes) {
+  // Once (the ONNX graph fuzzer): the raise built folio.rms_norm on a
+  // tensor<*xf32>, an assertion in a debug build and an op the verifier
+  // refused in a release one. Such a node stays an ONNX node.
+  ModelProto proto = makeModel();
+  folio_onnx::OperatorSetIdProto *ms = proto.add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  GraphProto &graph = *proto.mutable_graph();
+  for (const char *name : {"x", "skip"})
+    addInput(graph, name, TensorProto::FLOAT, {})
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->clear_shape();
+  addInitializer(graph,
+                 makeFloatTensor("gamma", {8}, std::vector<float>(8, 1)));
+  addNode(graph, "SkipSimplifiedLayerNormalization", {"x", "skip", "gamma"},
+          {"y"}, "norm", "com.microsoft");
+  addOutput(graph, "y", TensorProto::FLOAT, {});
+  std::string ir;
+  EXPECT_EQ(compileError(proto, &ir), "");
+  EXPECT_THAT(
+      ir, HasSubstr("folio.onnx_node \"SkipSimplifiedLayerNormalization\""));
+  EXPECT_THAT(ir, ::testing::Not(HasSubstr("folio.rms_norm")));
+}
+
+// --- Omitted inputs of variadic ops -----------------------------------------
+
+TEST(HostileInputTest, VariadicOpsTakeNoOmittedInputs) {
+  // Once (the ONNX graph fuzzer): Concat's shape inference read an omitted
+  // input ("") as a value, a null dereference.
+  for (const char *op : {"Concat", "Max", "Min"}) {
+    ModelProto proto = makeModel();
+    GraphProto &graph = *proto.mutable_graph();
+    addInput(graph, "x", TensorProto::FLOAT, {2, 3});
+    NodeProto *node = addOnlyNode(proto, op, {"x", "", "x"}, "variadic");
+    if (std::string(op) == "Concat")
+      addIntAttr(*node, "axis", 0);
+    EXPECT_THAT(compileError(proto),
+                HasSubstr(std::string(op) + " input 1 is required but omitted"))
+        << op;
+  }
+}
+
 } // namespace
