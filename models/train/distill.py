@@ -15,9 +15,11 @@ cross-entropy by default (--ce-weight): the target's argmax is the data's next t
 the time on held-out text, and every step toward the data where they differ is a step away from
 the target.
 
-Reuses train.py (corpus, token streams, the Llama configuration and architecture, initialisation,
-learning-rate schedule, perplexity, ONNX export and the ORT-vs-torch check) and the committed
-tokenizer.json and target.onnx (whose weights are read back into the torch model). Seeded,
+Starts from train.py's draft (same shape, seeded initialisation, 460 cross-entropy steps, rerun
+here), then distils for a fixed number of steps. Reuses train.py (corpus, token streams, the Llama
+configuration and architecture, initialisation, cross-entropy training, learning-rate schedule,
+perplexity, ONNX export and the ORT-vs-torch check) and the committed tokenizer.json and
+target.onnx (whose weights are read back into the torch model). Seeded,
 single-threaded and with fixed step counts like train.py. Rewrites draft.onnx and the draft's
 entries of bundled.json (models.draft, files, total_bytes, a 'distill' section); the target,
 the tokenizer and the held-out slice are inputs and stay as they are.
@@ -43,12 +45,13 @@ SEQ = train.SEQ
 BATCH = train.BATCH
 # The draft keeps train.py's shape (hidden 64, 2 layers, 615K parameters, a tenth of the target).
 # A wider one distils to a closer copy but costs more per proposal than it gains: in a 200-step
-# trial, hidden 112 (1.25M parameters) reached a greedy acceptance of 0.81 at k = 1 against 0.84
-# for this shape (started from its cross-entropy training), while its decode step took 0.20 ms
-# against 0.11 ms on one core next to the target's 1.26 ms verifying step.
+# trial, hidden 112 (1.25M parameters) reached a greedy acceptance of 0.81 at k = 1 against
+# 0.84-0.88 for this shape started from its cross-entropy training (0.48 from scratch), while its
+# decode step took 0.20 ms against 0.11 ms on one core next to the target's 1.26 ms verifying step.
 DRAFT, CE_STEPS, CE_LR = train.MODELS["draft"]
-# KL phase, sized for about 60 minutes on one shared core (1.4-2 s a step: the target's forward
-# and the draft's forward and backward on 16 x 256 tokens).
+# KL phase, sized for about 60 minutes on one shared core (1.4 s a step on an idle core, 2.1-2.4 s
+# beside other builds: the target's forward and the draft's forward and backward on 16 x 256
+# tokens).
 STEPS = 1500
 PEAK_LR = 3e-3  # trials at 200 steps: 1e-3, 2e-3, 3e-3 gave held-out KL 0.221, 0.174, 0.155
 TEMPERATURE = 1.0
@@ -91,7 +94,8 @@ def load_onnx(cfg, path):
         raise SystemExit(f"{path}: weights do not fit the configuration {train.public_cfg(cfg)}: "
                          f"missing {missing}, unexpected {extra}, wrong shape {bad}; expected a "
                          "graph exported by models/train/train.py or distill.py")
-    model.load_state_dict({k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()})
+    model.load_state_dict({k: torch.from_numpy(np.array(v, dtype=np.float32))
+                           for k, v in state.items()})
     return model.eval()
 
 
@@ -160,7 +164,8 @@ def distill(draft, teacher, train_ids, steps, peak_lr, temperature, ce_weight):
         if step % 25 == 0 or step == steps - 1:
             el = time.time() - t0
             log(f"draft step {step:4d} kl {np.mean(kls[-25:]):.4f} ce {np.mean(ces[-25:]):.3f} "
-                f"lr {train.lr_at(step, steps, peak_lr):.2e} {BATCH * SEQ * (step + 1) / el:.0f} tok/s")
+                f"lr {train.lr_at(step, steps, peak_lr):.2e} "
+                f"{BATCH * SEQ * (step + 1) / el:.0f} tok/s")
     draft.eval()
     return {"parameters": n_params, "steps": steps, "batch": BATCH, "seq": SEQ,
             "peak_lr": peak_lr, "warmup": train.WARMUP, "schedule": "linear warmup, cosine to 10%",
@@ -242,7 +247,8 @@ def evaluate(name, draft, teacher, windows, sequences):
     res = {"heldout_perplexity": round(ppl, 4), "heldout_tokens_scored": n_tok,
            "slice_perplexity": round(ppl_slice, 4),
            "heldout_vs_target": agreement(draft, teacher, windows),
-           "greedy_speculation": greedy_acceptance(draft, sequences, ACCEPT_PROMPT_TOKENS, ACCEPT_K)}
+           "greedy_speculation": greedy_acceptance(draft, sequences, ACCEPT_PROMPT_TOKENS,
+                                                   ACCEPT_K)}
     log(f"{name}: held-out perplexity {ppl:.3f} (slice {ppl_slice:.3f}), vs target "
         f"{res['heldout_vs_target']}, greedy speculation {res['greedy_speculation']}")
     return res
@@ -252,7 +258,8 @@ def evaluate(name, draft, teacher, windows, sequences):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", type=Path, default=HERE.parent / "bundled",
                     help="the bundle: reads target.onnx, draft.onnx, tokenizer.json, bundled.json; "
                          "rewrites draft.onnx and bundled.json")
@@ -280,10 +287,12 @@ def main():
                          f"{meta['data']['python']} there); distil with the training interpreter")
     train_ids = train.token_stream(tok, train_docs)
     windows = train.eval_windows(train.token_stream(tok, held_docs))
-    if len(train_ids) != meta["data"]["train_tokens"] or len(windows) != meta["data"]["heldout_windows"]:
+    if (len(train_ids) != meta["data"]["train_tokens"]
+            or len(windows) != meta["data"]["heldout_windows"]):
         raise SystemExit(f"tokens: {len(train_ids)} training tokens and {len(windows)} held-out "
                          f"windows, bundled.json records {meta['data']['train_tokens']} and "
-                         f"{meta['data']['heldout_windows']}: tokenizer.json does not match the bundle")
+                         f"{meta['data']['heldout_windows']}: tokenizer.json does not match the "
+                         "bundle")
     log(f"tokens: {len(train_ids)} train, {len(windows)} held-out windows")
 
     teacher = load_onnx(recorded_cfg(meta, "target"), args.dir / "target.onnx")
@@ -298,8 +307,8 @@ def main():
 
     prompts = windows[:ACCEPT_PROMPTS, :ACCEPT_PROMPT_TOKENS]
     sequences = greedy_continuations(teacher, prompts, ACCEPT_NEW)
-    before = evaluate("current draft", load_onnx(recorded_cfg(meta, "draft"), args.dir / "draft.onnx"),
-                      teacher, windows, sequences)
+    current = load_onnx(recorded_cfg(meta, "draft"), args.dir / "draft.onnx")
+    before = evaluate("current draft", current, teacher, windows, sequences)
     before_sha = train.sha256_file(args.dir / "draft.onnx")
 
     # Start from train.py's draft recipe (seeded initialisation, 460 cross-entropy steps), rerun
@@ -332,7 +341,8 @@ def main():
         "teacher": {"file": "target.onnx", "sha256": meta["files"]["target.onnx"]["sha256"]},
         "loss": f"forward KL(target || draft) over the full {train.VOCAB}-token next-token "
                 f"distributions, temperature {args.temperature:g}, mean over positions"
-                + (f", plus {args.ce_weight:g} x the data's cross-entropy" if args.ce_weight else ""),
+                + (f", plus {args.ce_weight:g} x the data's cross-entropy"
+                   if args.ce_weight else ""),
         "temperature": args.temperature,
         "ce_weight": args.ce_weight,
         "data": f"random {SEQ}-token windows of the training stream (batch seed {BATCH_SEED}); "
@@ -342,8 +352,8 @@ def main():
                  "seeds": {"init": train.SEED, "batches": train.SEED + 1}, **ce_info},
         "parameter_ratio": round(target_params / info["parameters"], 2),
         "evaluation": {
-            "heldout_vs_target": "teacher-forced on every held-out window: mean KL(target || draft), "
-                                 "argmax agreement, 1 - total variation",
+            "heldout_vs_target": "teacher-forced on every held-out window: mean "
+                                 "KL(target || draft), argmax agreement, 1 - total variation",
             "greedy_speculation": f"greedy speculative decoding replayed on the target's greedy "
                                   f"continuations ({ACCEPT_NEW} tokens) of the first "
                                   f"{ACCEPT_PROMPT_TOKENS} tokens of the first {ACCEPT_PROMPTS} "
