@@ -888,6 +888,15 @@ Status validatePlan(const Plan &plan) {
     const Step *first = nullptr;
   };
   std::vector<ScalePair> scalesOf(static_cast<size_t>(n));
+  // Steps are in dataflow order, each value defined once (the compiler
+  // writes SSA in program order): every operand is an input, a constant or
+  // an earlier step's result, so no kernel, fused or not, reads a value
+  // before it exists.
+  std::vector<bool> defined(size_t(n), false);
+  for (const Argument &a : plan.inputs)
+    defined[size_t(a.value)] = true;
+  for (const Constant &c : plan.constants)
+    defined[size_t(c.value)] = true;
   for (const Step &s : plan.steps) {
     if (!isOpKind(s.kind))
       return Status::invalidArgument("plan: step '" + s.name +
@@ -906,6 +915,21 @@ Status validatePlan(const Plan &plan) {
       if (id < 0 || id >= n)
         return Status::invalidArgument("plan: step '" + s.kind +
                                        "' has a result out of range");
+    for (int32_t id : s.operands)
+      if (id >= 0 && !defined[size_t(id)])
+        return Status::invalidArgument(
+            "plan: step '" + s.kind + "' ('" + s.name + "') reads value " +
+            std::to_string(id) +
+            " before an input, a constant or an earlier step defines it");
+    for (int32_t id : s.results) {
+      if (defined[size_t(id)])
+        return Status::invalidArgument(
+            "plan: step '" + s.kind + "' ('" + s.name + "') writes value " +
+            std::to_string(id) +
+            ", which an input, a constant or an earlier step already "
+            "defines");
+      defined[size_t(id)] = true;
+    }
     // Scales, epsilons, thetas: a non-finite one is a corrupted plan.
     for (const Attr &a : s.attrs) {
       bool finite = true;
@@ -939,6 +963,11 @@ Status validatePlan(const Plan &plan) {
       }
     }
   }
+  for (int32_t o : plan.outputs)
+    if (!defined[size_t(o)])
+      return Status::invalidArgument(
+          "plan: output value " + std::to_string(o) +
+          " is not an input, a constant or a step's result");
   // Kernels cover the steps in order, each step once; releases name only
   // values a forward makes (a released constant would be gone for good).
   std::vector<bool> lasting(size_t(n), false);

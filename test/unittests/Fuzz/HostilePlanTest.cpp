@@ -57,17 +57,48 @@ size_t firstStep(const plan::Plan &p, const std::string &kind) {
 
 TEST(HostilePlan, TheCompiledPlanRuns) { EXPECT_EQ(refusal(llama()), ""); }
 
-// A step with fewer results than its kind writes (the kernels write result
-// 0 without asking) is refused at load; so is a kv_write with a result.
+// A step with another result count than its kind writes (kernels write
+// result 0 without asking) is refused at load; so is a kv_write with a
+// result. (A step missing its result is refused earlier: its readers would
+// read a value nothing defines.)
 TEST(HostilePlan, ResultCountsAreCheckedAtLoad) {
   plan::Plan p = llama();
-  p.steps[firstStep(p, "reshape")].results.clear();
-  EXPECT_THAT(refusal(p), HasSubstr("0 results; a reshape step has 1"));
+  plan::ValueInfo extra;
+  extra.dims = {1};
+  int32_t id = p.addValue(extra);
+  p.steps[firstStep(p, "reshape")].results.push_back(id);
+  EXPECT_THAT(refusal(p), HasSubstr("2 results; a reshape step has 1"));
 
   p = llama();
-  plan::Step &write = p.steps[firstStep(p, "kv_write")];
-  write.results.push_back(write.operands[1]);
+  id = p.addValue(extra);
+  p.steps[firstStep(p, "kv_write")].results.push_back(id);
   EXPECT_THAT(refusal(p), HasSubstr("1 results; a kv_write step has 0"));
+}
+
+// Steps are in dataflow order, each value defined once: a step reading a
+// value defined later (which a fused pointwise chain once read as a null
+// scalar) or redefining one is refused.
+TEST(HostilePlan, StepsAreInDataflowOrder) {
+  plan::Plan p = llama();
+  size_t reshape = firstStep(p, "reshape");
+  int32_t later = p.steps.back().results.at(0);
+  p.steps[reshape].operands[0] = later;
+  EXPECT_THAT(refusal(p),
+              HasSubstr("reads value " + std::to_string(later) +
+                        " before an input, a constant or an earlier step "
+                        "defines it"));
+
+  p = llama();
+  int32_t first = p.steps[0].results.at(0);
+  p.steps[reshape].results[0] = first;
+  EXPECT_THAT(refusal(p), HasSubstr("writes value " + std::to_string(first) +
+                                    ", which an input, a constant or an "
+                                    "earlier step already defines"));
+
+  p = llama();
+  p.outputs[0] = p.addValue(p.values[size_t(p.outputs[0])]);
+  EXPECT_THAT(refusal(p), HasSubstr("is not an input, a constant or a step's "
+                                    "result"));
 }
 
 // A reshape whose target dims multiply past int64 is refused, not

@@ -260,7 +260,8 @@ TEST(PlanIO, RejectsFlippedBits) {
 
 TEST(PlanIO, RejectsOutOfRangeIds) {
   plan::Plan p;
-  p.values.push_back({});
+  p.values.resize(2);
+  p.inputs.push_back({"x", 0});
   plan::Step s;
   s.kind = "unary";
   s.operands = {0};
@@ -271,7 +272,7 @@ TEST(PlanIO, RejectsOutOfRangeIds) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(),
             "plan: step 'unary' has a result out of range");
-  p.steps[0].results = {0};
+  p.steps[0].results = {1};
   r = plan::parsePlan(plan::serializePlan(p));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(),
@@ -282,12 +283,13 @@ TEST(PlanIO, RejectsOutOfRangeIds) {
 // kernel kinds, and that the kernels cover the steps in order.
 TEST(PlanIO, RejectsUnknownKindsAndUncoveredSteps) {
   plan::Plan p;
-  p.values.push_back({});
+  p.values.resize(2);
+  p.inputs.push_back({"x", 0});
   plan::Step s;
   s.kind = "onnx.Tanh";
   s.name = "/model/t";
   s.operands = {0};
-  s.results = {0};
+  s.results = {1};
   p.steps.push_back(s);
   auto r = plan::parsePlan(plan::serializePlan(p));
   ASSERT_FALSE(r);
@@ -297,12 +299,12 @@ TEST(PlanIO, RejectsUnknownKindsAndUncoveredSteps) {
   r = plan::parsePlan(plan::serializePlan(p));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(), "plan: 1 steps belong to no kernel");
-  p.kernels.push_back({"fused_everything", 0, 1, {0}, {0}, {}});
+  p.kernels.push_back({"fused_everything", 0, 1, {0}, {1}, {}});
   r = plan::parsePlan(plan::serializePlan(p));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(),
             "plan: kernel 0 ('fused_everything') has an unknown kind");
-  p.kernels[0] = {"elementwise", 0, 2, {0}, {0}, {}};
+  p.kernels[0] = {"elementwise", 0, 2, {0}, {1}, {}};
   r = plan::parsePlan(plan::serializePlan(p));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(), "plan: kernel 0 ('elementwise') does not "
@@ -311,12 +313,12 @@ TEST(PlanIO, RejectsUnknownKindsAndUncoveredSteps) {
   EXPECT_TRUE(plan::parsePlan(plan::serializePlan(p)));
   // Releasing the output (or a constant) would leave later forwards
   // without it.
-  p.outputs = {0};
-  p.kernels[0].releases = {0};
+  p.outputs = {1};
+  p.kernels[0].releases = {1};
   r = plan::parsePlan(plan::serializePlan(p));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(),
-            "plan: kernel 0 ('elementwise') releases value 0, a constant, "
+            "plan: kernel 0 ('elementwise') releases value 1, a constant, "
             "output or KV cache that must live on");
 }
 
@@ -767,6 +769,14 @@ plan::Plan staticScalePlan(Scale scale, std::vector<float> kScale,
   int32_t tables = p.addValue(tensorValue(T::I32, {-1, -1}));
   int32_t lens = p.addValue(tensorValue(T::I32, {-1}));
   int32_t starts = p.addValue(tensorValue(T::I32, {-1}));
+  // Defined before the steps read them (validatePlan checks dataflow).
+  for (auto [name, id] : {std::pair{"rows", rows},
+                          {"slot_mapping", slots},
+                          {"q", q},
+                          {"block_tables", tables},
+                          {"seq_lens", lens},
+                          {"query_start_loc", starts}})
+    p.inputs.push_back({name, id});
   // Per tensor: a scalar, unless the test wants a wrong one.
   auto dimsOf = [&](const std::vector<float> &v) {
     return scale == Scale::PerTensor && v.size() == 1
