@@ -316,9 +316,10 @@ public:
     if (Status s = bindInputs(batch, values); !s)
       return s;
     // The compiler's buffers, sized for this step's counts (grown only).
-    arena.size(int64_t(batch.tokens.size()),
-               int64_t(batch.logitsIndices.size()),
-               int64_t(batch.seqLens.size()));
+    stepCounts = {int64_t(batch.tokens.size()),
+                  int64_t(batch.logitsIndices.size()),
+                  int64_t(batch.seqLens.size())};
+    arena.size(stepCounts.tokens, stepCounts.rows, stepCounts.seqs);
     cpu::ThreadPool &pool = ownPool ? *ownPool : cpu::ThreadPool::global();
     // A plain loop over the compiler's kernels: a fused implementation
     // where the CPU has one for the kernel, else its steps in order.
@@ -342,6 +343,12 @@ public:
     if (out.type != plan::ElemType::F32 || out.rank() != 2)
       return Status::internal("logits must be f32 [rows, vocab], got " +
                               shapeString(out.shape));
+    // One row per logits index: the engine reads exactly those.
+    if (out.shape[0] != stepCounts.rows)
+      return Status::invalidArgument(
+          "the plan's logits " + shapeString(out.shape) + " have " +
+          std::to_string(out.shape[0]) + " rows for " +
+          std::to_string(stepCounts.rows) + " logits indices");
     vocab = out.shape[1];
     logits.assign(out.as<float>(), out.as<float>() + out.numel());
     values.resize(plan->values.size());
@@ -569,16 +576,45 @@ private:
       const Tensor &t = ctx.values[size_t(id)];
       const plan::ValueInfo &info = plan->values[size_t(id)];
       bool ok = t.type == info.type && t.rank() == int64_t(info.dims.size());
+      // A dynamic dim with a symbol is that count of this step (the
+      // compiler sized the value's buffer by it).
+      int64_t count = stepCounts.of(info.symbol);
       for (size_t d = 0; ok && d < info.dims.size(); ++d)
-        ok = info.dims[d] < 0 || info.dims[d] == t.shape[d];
+        ok = info.dims[d] < 0 ? count < 0 || t.shape[d] == count
+                              : info.dims[d] == t.shape[d];
       if (!ok)
         return ctx.error(
             std::string("produced ") + plan::elemTypeName(t.type) + " " +
             shapeString(t.shape) + " where the plan expects " +
-            plan::elemTypeName(info.type) + " " + shapeString(info.dims));
+            plan::elemTypeName(info.type) + " " + shapeString(info.dims) +
+            (count < 0 ? std::string()
+                       : std::string(" (-1: the step's ") +
+                             plan::dimSymbolName(info.symbol) + ", " +
+                             std::to_string(count) + ")"));
     }
     return Status::ok();
   }
+
+  /// The current forward's token, logits-row and sequence counts: what a
+  /// value's dynamic dim counts (ValueInfo::symbol).
+  struct StepCounts {
+    int64_t tokens = -1, rows = -1, seqs = -1;
+    /// The count of `symbol`, or -1 (None: any extent).
+    int64_t of(plan::DimSymbol symbol) const {
+      switch (symbol) {
+      case plan::DimSymbol::Tokens:
+        return tokens;
+      case plan::DimSymbol::Rows:
+        return rows;
+      case plan::DimSymbol::Seqs:
+        return seqs;
+      case plan::DimSymbol::None:
+        break;
+      }
+      return -1;
+    }
+  };
+  StepCounts stepCounts;
 
   ExecutorOptions options;
   std::unique_ptr<cpu::ThreadPool> ownPool;

@@ -184,13 +184,19 @@ execs=$( (grep -ho 'stat::number_of_executed_units: [0-9]*' "${logs[@]}" ||
   true) | awk '{s += $2} END {print s + 0}')
 coverage=$( (grep -ho 'cov: [0-9]* ft: [0-9]*' "${logs[@]}" || true) | tail -1)
 crashes=$(find "$work/artifacts" -type f -newer "$work/.started" \
-  \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \
-  -o -name 'slow-unit-*' \) | wc -l)
+  \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) |
+  wc -l)
+# Inputs that took over 10 s but finished within the timeout (libFuzzer's
+# -report_slow_units): findings when FUZZ_TIMEOUT is raised above 10 on a
+# loaded machine; compare their time with a Release build's.
+slow=$(find "$work/artifacts" -type f -newer "$work/.started" \
+  -name 'slow-unit-*' | wc -l)
 corpus=$(find "$work/corpus" -type f | wc -l)
 echo "run-fuzz: $target, ${seconds}s, executions: $execs, ${coverage:-cov: ?}," \
-  "corpus: $corpus inputs, crash artifacts: $crashes (exit status $status)"
+  "corpus: $corpus inputs, crash artifacts: $crashes, slow inputs: $slow" \
+  "(exit status $status)"
 grep -h 'ERROR: \|SUMMARY: \|Test unit written' "${logs[@]}" || true
-if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ]; then
+if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ] || [ "$slow" -ne 0 ]; then
   echo "run-fuzz: FOUND; replay with FOLIO_FUZZ_VERBOSE=1" \
     "$build/bin/$binary <artifact> (artifacts in $work/artifacts)"
   exit 1
