@@ -208,19 +208,25 @@ LogicalResult inferConstantOfShape(ONNXInferenceContext &ctx) {
     return ctx.emitError() << "input must be a 1-D int64 shape";
   ONNXValueFacts &out = ctx.output(0);
   out.elementType = Builder(ctx.getContext()).getF32Type();
+  // The fill value, kept as an integer for integer outputs: a double holds
+  // int64 exactly only up to 2^53.
   std::optional<double> fill = 0.0;
+  std::optional<int64_t> intFill = 0;
   if (ctx.hasAttr("value")) {
     FailureOr<ElementsAttr> value = ctx.getTensor("value");
     if (failed(value))
       return failure();
     ONNXValueFacts valueFacts = ctx.getEngine().factsForConstant(*value);
     out.elementType = valueFacts.elementType;
-    if (valueFacts.floats && valueFacts.floats->size() == 1)
+    intFill.reset();
+    fill.reset();
+    if (valueFacts.floats && valueFacts.floats->size() == 1) {
       fill = (*valueFacts.floats)[0];
-    else if (valueFacts.ints && valueFacts.ints->size() == 1)
-      fill = getConstantDim((*valueFacts.ints)[0]);
-    else
-      fill.reset();
+    } else if (valueFacts.ints && valueFacts.ints->size() == 1) {
+      intFill = getConstantDim((*valueFacts.ints)[0]);
+      if (intFill)
+        fill = double(*intFill);
+    }
   }
   FailureOr<std::optional<Dims>> dims =
       shapeInputDims(ctx, shape, "shape input");
@@ -229,10 +235,10 @@ LogicalResult inferConstantOfShape(ONNXInferenceContext &ctx) {
   out.dims = *dims;
   // Small fills are tracked so that mask and shape arithmetic folds.
   std::optional<int64_t> count = out.getStaticNumElements();
-  if (fill && count && *count <= kMaxTrackedElements && out.dims->size() <= 1) {
-    if (isIntegerLike(out.elementType))
-      out.ints = Dims(*count, cst(ctx, int64_t(*fill)));
-    else
+  if (count && *count <= kMaxTrackedElements && out.dims->size() <= 1) {
+    if (isIntegerLike(out.elementType) && intFill)
+      out.ints = Dims(*count, cst(ctx, *intFill));
+    else if (!isIntegerLike(out.elementType) && fill)
       out.floats = SmallVector<double, 4>(*count, *fill);
   }
   return success();

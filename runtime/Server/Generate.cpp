@@ -299,13 +299,17 @@ std::optional<ApiError> buildPrompt(ServerContext &c,
                                     std::string &text) {
   const Tokenizer &tokenizer = *c.tokenizer;
   if (request.endpoint == Endpoint::ChatCompletions) {
-    if (!c.options.chatTemplatePath.empty())
-      return badRequest(
-          "messages",
-          "this model's chat template (" + c.options.chatTemplatePath +
-              ") is a Jinja template, which folio-serve does not render; "
-              "format the conversation yourself and use /v1/completions");
-    text = renderDefaultChat(request.messages);
+    if (!c.options.chatTemplateError.empty())
+      return badRequest("messages", c.options.chatTemplateError);
+    if (c.options.chatTemplate) {
+      Expected<std::string> rendered =
+          c.options.chatTemplate->render(request.messages);
+      if (!rendered)
+        return badRequest("messages", rendered.status().message());
+      text = std::move(*rendered);
+    } else {
+      text = renderDefaultChat(request.messages);
+    }
   } else if (request.promptText) {
     text = *request.promptText;
   } else {

@@ -14,6 +14,7 @@
 #define FOLIO_RUNTIME_SERVER_HTTPSERVER_H
 
 #include "runtime/Server/AsyncEngine.h"
+#include "runtime/Server/ChatTemplate.h"
 #include "runtime/Server/ServerMetrics.h"
 #include "runtime/Support/Status.h"
 #include "runtime/Tokenizer/Tokenizer.h"
@@ -41,9 +42,12 @@ struct HttpServerOptions {
   size_t numThreads = 64;
   /// Ends generation (and is left out of the text) unless ignore_eos.
   std::optional<TokenId> eosTokenId;
-  /// Where the model's chat template was found; chat requests are refused
-  /// when set, since the template cannot be rendered.
-  std::string chatTemplatePath;
+  /// The model's chat template; chat requests use the default format
+  /// (renderDefaultChat) when null.
+  std::shared_ptr<const ChatTemplate> chatTemplate;
+  /// Why the model's chat template could not be parsed (chat requests are
+  /// refused with it), or empty.
+  std::string chatTemplateError;
 };
 
 class HttpServer {

@@ -273,8 +273,16 @@ int main(int argc, char **argv) {
   // Every sequence the engine may hold can have its stream open.
   http.numThreads = o.maxNumSeqs + o.maxQueuedRequests + 4;
   http.eosTokenId = *eos;
-  if (tokenizerConfig->hasChatTemplate)
-    http.chatTemplatePath = tokenizerConfig->path;
+  if (tokenizerConfig->hasChatTemplate()) {
+    // A template Folio cannot parse leaves completions working; chat
+    // requests are refused with the reason, which is also printed here.
+    Expected<std::shared_ptr<const server::ChatTemplate>> chat =
+        server::ChatTemplate::create(*tokenizerConfig);
+    if (chat)
+      http.chatTemplate = std::move(*chat);
+    else
+      http.chatTemplateError = chat.status().message();
+  }
   server::HttpServer httpServer(
       http, asyncEngine,
       std::make_shared<const Tokenizer>(std::move(*tokenizer)), metrics);
@@ -298,9 +306,11 @@ int main(int argc, char **argv) {
             << kv.blockSize << " tokens, prefix caching "
             << (o.prefixCaching ? "on" : "off") << ", EOS "
             << (*eos ? "token " + std::to_string(**eos) : std::string("none"))
-            << (tokenizerConfig->hasChatTemplate
-                    ? ", chat disabled: the model's chat template is Jinja"
-                    : ", default chat format")
+            << (http.chatTemplate
+                    ? ", chat template " + http.chatTemplate->path()
+                : !http.chatTemplateError.empty()
+                    ? ", chat disabled: " + http.chatTemplateError
+                    : std::string(", default chat format"))
             << ")" << std::endl;
   Status served = httpServer.listen();
   if (!served) {

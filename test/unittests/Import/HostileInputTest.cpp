@@ -15,6 +15,8 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration/RegisterAll.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -170,6 +172,35 @@ TEST(HostileInputTest, ConstantOfShapeBoundsItsElementCount) {
             "node 'fill' (#0, ai.onnx ConstantOfShape, opset 17): "
             "ConstantOfShape: result 0 would have negative dim -3 at index 1 "
             "(shape [2, -3])");
+}
+
+TEST(HostileInputTest, ConstantOfShapeKeepsIntegerFillsExact) {
+  // The fill went through a double: 2^53 + 1 was tracked as 2^53, and
+  // INT64_MAX converted back to int64 out of range (undefined behaviour).
+  mlir::MLIRContext context;
+  mlir::folio::ONNXShapeInference engine(&context);
+  auto i64 = mlir::IntegerType::get(&context, 64);
+  auto c = [&](int64_t v) { return mlir::getAffineConstantExpr(v, &context); };
+  mlir::folio::ONNXValueFacts shape;
+  shape.elementType = i64;
+  shape.dims.emplace({c(1)});
+  shape.ints.emplace({c(2)});
+  for (int64_t fill : {(int64_t(1) << 53) + 1,
+                       std::numeric_limits<int64_t>::max()}) {
+    SCOPED_TRACE(fill);
+    auto type = mlir::RankedTensorType::get({1}, i64);
+    mlir::NamedAttribute value(
+        mlir::StringAttr::get(&context, "value"),
+        mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int64_t>{fill}));
+    llvm::SmallVector<mlir::folio::ONNXValueFacts> results;
+    ASSERT_TRUE(mlir::succeeded(engine.inferNode(
+        "ai.onnx", "ConstantOfShape", 17,
+        mlir::DictionaryAttr::get(&context, {value}), {&shape}, 1,
+        mlir::UnknownLoc::get(&context), results)));
+    ASSERT_TRUE(results[0].ints);
+    EXPECT_EQ(*results[0].ints,
+              (llvm::SmallVector<mlir::AffineExpr, 4>{c(fill), c(fill)}));
+  }
 }
 
 TEST(HostileInputTest, TileBoundsItsElementCount) {
