@@ -1,7 +1,8 @@
 //===- Generate.cpp - /v1/completions and /v1/chat/completions ------------===//
 //
 // One generation request from body to response: parse and check, build the
-// prompt, submit to the engine, then turn each sample's tokens into text
+// prompts (a completions request may carry a batch; each prompt is its own
+// engine request), submit them, then turn each sample's tokens into text
 // (with stop strings) and logprobs, sent as server-sent events while they
 // come or as one JSON body at the end. A streaming client that goes away
 // makes a write fail, which aborts the request and frees its blocks.
@@ -26,6 +27,9 @@ namespace {
 /// How long a streaming writer waits for tokens before it looks at its
 /// client again.
 constexpr std::chrono::milliseconds kPollInterval(50);
+/// With a batch of prompts, the wait on one prompt's stream while the
+/// others may have news: short, so no prompt's tokens wait on another's.
+constexpr std::chrono::milliseconds kBatchPollInterval(2);
 
 struct Sample {
   explicit Sample(const Tokenizer &tokenizer, std::vector<std::string> stop)
@@ -47,12 +51,17 @@ struct Sample {
 /// the streaming provider, which outlives the handler.
 class Generation {
 public:
+  /// One stream per prompt, each with the request's n samples; sample g
+  /// of the response is sample g % n of prompt g / n.
   Generation(ServerContext &context, GenerateRequest request, std::string id,
-             std::string promptText, std::shared_ptr<RequestStream> stream)
+             std::vector<std::string> promptTexts,
+             std::vector<std::shared_ptr<RequestStream>> streams)
       : context_(context), request_(std::move(request)), id_(std::move(id)),
-        promptText_(std::move(promptText)), stream_(std::move(stream)) {
-    for (size_t i = 0; i < stream_->numSamples(); ++i)
-      samples_.emplace_back(*context_.tokenizer, request_.stop);
+        promptTexts_(std::move(promptTexts)), streams_(std::move(streams)) {
+    samplesPerPrompt_ = streams_.front()->numSamples();
+    for (size_t p = 0; p < streams_.size(); ++p)
+      for (size_t i = 0; i < samplesPerPrompt_; ++i)
+        samples_.emplace_back(*context_.tokenizer, request_.stop);
     stopTokens_.insert(request_.params.stopTokenIds.begin(),
                        request_.params.stopTokenIds.end());
     if (context_.options.eosTokenId && !request_.params.ignoreEos)
@@ -76,14 +85,27 @@ public:
   /// SSE text to send.
   std::string poll(bool streaming) {
     std::string out;
-    for (StreamEvent &event : stream_->wait(kPollInterval)) {
-      Sample &s = samples_[event.sample];
-      if (s.done)
+    bool waited = false;
+    for (size_t p = 0; p < streams_.size(); ++p) {
+      if (promptDone(p))
         continue;
-      std::string delta = consume(s, event);
-      if (streaming && (!delta.empty() || s.done || !s.headerSent ||
-                        s.logprobsSent < s.logprobs.size()))
-        out += sse(chunk(event.sample, delta));
+      // Block on the first unfinished prompt only; take what the others
+      // already have.
+      std::chrono::milliseconds timeout = waited ? std::chrono::milliseconds(0)
+                                          : streams_.size() == 1
+                                              ? kPollInterval
+                                              : kBatchPollInterval;
+      waited = true;
+      for (StreamEvent &event : streams_[p]->wait(timeout)) {
+        size_t g = p * samplesPerPrompt_ + event.sample;
+        Sample &s = samples_[g];
+        if (s.done)
+          continue;
+        std::string delta = consume(s, g, event);
+        if (streaming && (!delta.empty() || s.done || !s.headerSent ||
+                          s.logprobsSent < s.logprobs.size()))
+          out += sse(chunk(g, delta));
+      }
     }
     if (streaming && allDone()) {
       if (const std::string *e = error()) {
@@ -104,8 +126,9 @@ public:
 
   /// Ends every sample still running (the client went away).
   void abort() {
-    if (!allDone())
-      context_.engine->abort(id_, FinishReason::Abort);
+    for (size_t p = 0; p < streams_.size(); ++p)
+      if (!promptDone(p))
+        context_.engine->abort(streams_[p]->id(), FinishReason::Abort);
   }
 
   Json response() const {
@@ -113,13 +136,12 @@ public:
     for (size_t i = 0; i < samples_.size(); ++i) {
       const Sample &s = samples_[i];
       Json choice = {{"index", i},
-                     {"logprobs", logprobsJson(s, 0)},
+                     {"logprobs", logprobsJson(i, 0)},
                      {"finish_reason", finishReasonName(s.reason)}};
       if (chat())
         choice["message"] = {{"role", "assistant"}, {"content", s.text.text()}};
       else
-        choice["text"] =
-            (request_.echo ? promptText_ : std::string()) + s.text.text();
+        choice["text"] = echo(i) + s.text.text();
       choices.push_back(std::move(choice));
     }
     Json body = chunkHeader();
@@ -130,13 +152,29 @@ public:
   }
 
 private:
-  RequestId sampleId(size_t i) const {
-    return samples_.size() == 1 ? id_ : id_ + "#" + std::to_string(i);
+  /// The engine's id of response sample g.
+  RequestId sampleId(size_t g) const {
+    const RequestId &id = streams_[g / samplesPerPrompt_]->id();
+    return samplesPerPrompt_ == 1
+               ? id
+               : id + "#" + std::to_string(g % samplesPerPrompt_);
+  }
+
+  bool promptDone(size_t p) const {
+    for (size_t i = 0; i < samplesPerPrompt_; ++i)
+      if (!samples_[p * samplesPerPrompt_ + i].done)
+        return false;
+    return true;
+  }
+
+  /// What precedes sample g's text: its prompt with `echo`, else nothing.
+  std::string echo(size_t g) const {
+    return request_.echo ? promptTexts_[g / samplesPerPrompt_] : std::string();
   }
 
   /// Feeds one event's tokens through the sample's text stream; returns
   /// the text that became final.
-  std::string consume(Sample &s, const StreamEvent &event) {
+  std::string consume(Sample &s, size_t g, const StreamEvent &event) {
     std::string delta;
     // A stop token (EOS or stop_token_ids) ends the text without being in
     // it, as in OpenAI's API.
@@ -152,7 +190,7 @@ private:
         if (!piece) {
           finish(s, FinishReason::Error,
                  "cannot decode generated token: " + piece.status().message());
-          context_.engine->abort(sampleId(event.sample), FinishReason::Error);
+          context_.engine->abort(sampleId(g), FinishReason::Error);
           return delta;
         }
         delta += *piece;
@@ -164,7 +202,7 @@ private:
       }
       if (s.text.stopped()) {
         finish(s, FinishReason::Stop, "");
-        context_.engine->abort(sampleId(event.sample), FinishReason::Stop);
+        context_.engine->abort(sampleId(g), FinishReason::Stop);
       }
     }
     if (event.finished && !s.done) {
@@ -189,10 +227,11 @@ private:
 
   /// Logprobs of the sample's tokens from `from` on, in the endpoint's
   /// shape; null when the request asked for none.
-  Json logprobsJson(const Sample &s, size_t from) const {
+  Json logprobsJson(size_t g, size_t from) const {
     if (!request_.params.logprobs)
       return nullptr;
-    size_t base = request_.echo ? promptText_.size() : 0;
+    const Sample &s = samples_[g];
+    size_t base = echo(g).size();
     if (chat()) {
       Json content = Json::array();
       for (size_t k = from; k < s.logprobs.size(); ++k) {
@@ -248,12 +287,10 @@ private:
         d["content"] = delta;
       choice["delta"] = std::move(d);
     } else {
-      choice["text"] =
-          (!s.headerSent && request_.echo ? promptText_ : std::string()) +
-          delta;
+      choice["text"] = (s.headerSent ? std::string() : echo(i)) + delta;
     }
     s.headerSent = true;
-    choice["logprobs"] = logprobsJson(s, s.logprobsSent);
+    choice["logprobs"] = logprobsJson(i, s.logprobsSent);
     s.logprobsSent = s.logprobs.size();
     choice["finish_reason"] =
         s.done ? Json(finishReasonName(s.reason)) : Json(nullptr);
@@ -268,7 +305,9 @@ private:
     size_t completion = 0;
     for (const Sample &s : samples_)
       completion += s.numTokens;
-    size_t prompt = stream_->numPromptTokens();
+    size_t prompt = 0;
+    for (const std::shared_ptr<RequestStream> &stream : streams_)
+      prompt += stream->numPromptTokens();
     return Json{{"prompt_tokens", prompt},
                 {"completion_tokens", completion},
                 {"total_tokens", prompt + completion}};
@@ -277,8 +316,9 @@ private:
   ServerContext &context_;
   GenerateRequest request_;
   RequestId id_;
-  std::string promptText_;
-  std::shared_ptr<RequestStream> stream_;
+  std::vector<std::string> promptTexts_;
+  std::vector<std::shared_ptr<RequestStream>> streams_;
+  size_t samplesPerPrompt_ = 1;
   std::vector<Sample> samples_;
   std::unordered_set<TokenId> stopTokens_;
   std::time_t created_ = std::time(nullptr);
@@ -292,13 +332,18 @@ ApiError badRequest(const std::string &param, const std::string &message) {
   return e;
 }
 
-/// The prompt's token ids and text, or why there are none.
+/// The token ids and text of prompt `index` (chat: the conversation), or
+/// why there are none.
 std::optional<ApiError> buildPrompt(ServerContext &c,
                                     const GenerateRequest &request,
-                                    std::vector<TokenId> &ids,
+                                    size_t index, std::vector<TokenId> &ids,
                                     std::string &text) {
   const Tokenizer &tokenizer = *c.tokenizer;
-  if (request.endpoint == Endpoint::ChatCompletions) {
+  bool chat = request.endpoint == Endpoint::ChatCompletions;
+  std::string where = request.prompts.size() > 1
+                          ? "prompt[" + std::to_string(index) + "]"
+                          : "the prompt";
+  if (chat) {
     if (!c.options.chatTemplateError.empty())
       return badRequest("messages", c.options.chatTemplateError);
     if (c.options.chatTemplate) {
@@ -310,13 +355,14 @@ std::optional<ApiError> buildPrompt(ServerContext &c,
     } else {
       text = renderDefaultChat(request.messages);
     }
-  } else if (request.promptText) {
-    text = *request.promptText;
+  } else if (const std::optional<std::string> &promptText =
+                 request.prompts[index].text) {
+    text = *promptText;
   } else {
-    ids = request.promptIds;
+    ids = request.prompts[index].ids;
     for (TokenId id : ids)
       if (size_t(id) >= tokenizer.vocabSize())
-        return badRequest("prompt", "prompt token " + std::to_string(id) +
+        return badRequest("prompt", where + " token " + std::to_string(id) +
                                         " is outside the vocabulary (" +
                                         std::to_string(tokenizer.vocabSize()) +
                                         " tokens)");
@@ -328,10 +374,37 @@ std::optional<ApiError> buildPrompt(ServerContext &c,
   }
   Expected<std::vector<TokenId>> encoded = tokenizer.encode(text);
   if (!encoded)
-    return badRequest(request.endpoint == Endpoint::ChatCompletions ? "messages"
-                                                                    : "prompt",
-                      encoded.status().message());
+    return badRequest(chat ? "messages" : "prompt", encoded.status().message());
   ids = std::move(*encoded);
+  return std::nullopt;
+}
+
+/// Refuses a prompt with no tokens or too many for max-model-len.
+std::optional<ApiError> checkPromptLength(const ServerContext &c,
+                                          const GenerateRequest &request,
+                                          size_t index, size_t numTokens) {
+  size_t limit = c.options.maxModelLen;
+  bool chat = request.endpoint == Endpoint::ChatCompletions;
+  std::string field = chat ? "messages" : "prompt";
+  std::string where = request.prompts.size() > 1
+                          ? "prompt[" + std::to_string(index) + "]"
+                          : "the prompt";
+  if (numTokens == 0)
+    return badRequest(field, where + " has no tokens");
+  if (numTokens >= limit)
+    return badRequest(field, where + " has " + std::to_string(numTokens) +
+                                 " tokens, but the maximum context length "
+                                 "(max-model-len) is " +
+                                 std::to_string(limit) +
+                                 " tokens, prompt and completion together");
+  if (request.params.maxTokens && numTokens + *request.params.maxTokens > limit)
+    return badRequest("max_tokens",
+                      where + " has " + std::to_string(numTokens) +
+                          " tokens and max_tokens is " +
+                          std::to_string(*request.params.maxTokens) +
+                          ", more than the maximum context length "
+                          "(max-model-len) of " +
+                          std::to_string(limit) + " tokens");
   return std::nullopt;
 }
 
@@ -376,55 +449,50 @@ void folio::server::handleGenerate(ServerContext &c, Endpoint endpoint,
     return sendError(res, e);
   }
 
-  std::vector<TokenId> promptIds;
-  std::string promptText;
-  if (std::optional<ApiError> e =
-          buildPrompt(c, request, promptIds, promptText))
-    return sendError(res, *e);
-  size_t limit = c.options.maxModelLen;
-  std::string field =
-      endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
-  if (promptIds.empty())
-    return sendError(res, badRequest(field, "the prompt has no tokens"));
-  if (promptIds.size() >= limit)
-    return sendError(
-        res,
-        badRequest(field, "the prompt has " + std::to_string(promptIds.size()) +
-                              " tokens, but the maximum context length "
-                              "(max-model-len) is " +
-                              std::to_string(limit) +
-                              " tokens, prompt and completion together"));
-  if (request.params.maxTokens &&
-      promptIds.size() + *request.params.maxTokens > limit)
-    return sendError(
-        res, badRequest("max_tokens",
-                        "the prompt has " + std::to_string(promptIds.size()) +
-                            " tokens and max_tokens is " +
-                            std::to_string(*request.params.maxTokens) +
-                            ", more than the maximum context length "
-                            "(max-model-len) of " +
-                            std::to_string(limit) + " tokens"));
+  // Every prompt is built and checked before any is submitted: a batch
+  // is admitted whole or refused.
+  bool chat = endpoint == Endpoint::ChatCompletions;
+  size_t numPrompts = chat ? 1 : request.prompts.size();
+  std::vector<std::vector<TokenId>> promptIds(numPrompts);
+  std::vector<std::string> promptTexts(numPrompts);
+  for (size_t p = 0; p < numPrompts; ++p) {
+    if (std::optional<ApiError> e =
+            buildPrompt(c, request, p, promptIds[p], promptTexts[p]))
+      return sendError(res, *e);
+    if (std::optional<ApiError> e =
+            checkPromptLength(c, request, p, promptIds[p].size()))
+      return sendError(res, *e);
+  }
 
-  std::string id =
-      std::string(endpoint == Endpoint::ChatCompletions ? "chatcmpl-"
-                                                        : "cmpl-") +
-      std::to_string(c.started) + "-" + std::to_string(c.nextRequest++);
-  NewRequest newRequest;
-  newRequest.requestId = id;
-  newRequest.promptTokenIds = std::move(promptIds);
-  newRequest.samplingParams = request.params;
-  Expected<std::shared_ptr<RequestStream>> stream =
-      c.engine->submit(std::move(newRequest));
-  if (!stream) {
-    ApiError e;
-    e.status = c.engine->isDraining() ? 503 : statusFor(stream.status());
-    e.message = stream.status().message();
-    return sendError(res, e);
+  std::string id = std::string(chat ? "chatcmpl-" : "cmpl-") +
+                   std::to_string(c.started) + "-" +
+                   std::to_string(c.nextRequest++);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t p = 0; p < numPrompts; ++p) {
+    NewRequest newRequest;
+    // The engine's id of each prompt of a batch; the response has one id.
+    newRequest.requestId = numPrompts == 1 ? id : id + "-p" + std::to_string(p);
+    newRequest.promptTokenIds = std::move(promptIds[p]);
+    newRequest.samplingParams = request.params;
+    Expected<std::shared_ptr<RequestStream>> stream =
+        c.engine->submit(std::move(newRequest));
+    if (!stream) {
+      // The prompts already admitted go too: no partial batch runs.
+      for (const std::shared_ptr<RequestStream> &admitted : streams)
+        c.engine->abort(admitted->id(), FinishReason::Abort);
+      ApiError e;
+      e.status = c.engine->isDraining() ? 503 : statusFor(stream.status());
+      e.message = (numPrompts > 1 ? "prompt[" + std::to_string(p) + "]: "
+                                  : std::string()) +
+                  stream.status().message();
+      return sendError(res, e);
+    }
+    streams.push_back(std::move(*stream));
   }
 
   bool streaming = request.stream;
   auto generation = std::make_shared<Generation>(
-      c, std::move(request), id, std::move(promptText), std::move(*stream));
+      c, std::move(request), id, std::move(promptTexts), std::move(streams));
   if (!streaming) {
     // No way to see the client leave before the answer is written: the
     // request runs to its end (max_tokens bounds it).
@@ -436,7 +504,7 @@ void folio::server::handleGenerate(ServerContext &c, Endpoint endpoint,
       e.message = *error;
       return sendError(res, e);
     }
-    res.set_content(generation->response().dump(), "application/Json");
+    res.set_content(generation->response().dump(), "application/json");
     return;
   }
   res.set_header("Cache-Control", "no-cache");

@@ -37,7 +37,7 @@ std::string endpointLabel(const std::string &path) {
 void folio::server::sendError(httplib::Response &response,
                               const ApiError &error) {
   response.status = error.status;
-  response.set_content(errorBody(error), "application/Json");
+  response.set_content(errorBody(error), "application/json");
 }
 
 struct HttpServer::Impl {
@@ -102,7 +102,7 @@ HttpServer::HttpServer(HttpServerOptions options,
                       "/metrics";
         else
           e.message = "HTTP error " + std::to_string(res.status);
-        res.set_content(errorBody(e), "application/Json");
+        res.set_content(errorBody(e), "application/json");
       });
 
   s.set_logger([&c](const httplib::Request &req, const httplib::Response &res) {
@@ -117,7 +117,7 @@ HttpServer::HttpServer(HttpServerOptions options,
       sendError(res, e);
       return;
     }
-    res.set_content("{\"status\":\"ok\"}", "application/Json");
+    res.set_content("{\"status\":\"ok\"}", "application/json");
   });
 
   s.Get("/metrics", [&c](const httplib::Request &, httplib::Response &res) {
@@ -131,7 +131,7 @@ HttpServer::HttpServer(HttpServerOptions options,
                   {"owned_by", "folio"},
                   {"max_model_len", c.options.maxModelLen}};
     Json body = {{"object", "list"}, {"data", Json::array({model})}};
-    res.set_content(body.dump(), "application/Json");
+    res.set_content(body.dump(), "application/json");
   });
 
   s.Post("/v1/completions",

@@ -166,6 +166,40 @@ std::optional<ApiError> parseMessages(const Json &v,
   return std::nullopt;
 }
 
+/// prompt: a string, a list of token ids, or a batch of either (a list
+/// of strings and id lists).
+std::optional<ApiError> parsePrompts(const Json &v,
+                                     std::vector<PromptInput> &out) {
+  const char *key = "prompt";
+  auto one = [&](const Json &p,
+                 const std::string &where) -> std::optional<ApiError> {
+    PromptInput input;
+    if (p.is_string()) {
+      input.text = p.get<std::string>();
+      if (input.text->empty())
+        return invalid(key, where + " must not be empty");
+    } else if (p.is_array() && !p.empty()) {
+      if (std::optional<ApiError> e = asTokenIds(key, p, input.ids))
+        return e;
+    } else {
+      return invalid(key, where + " must be a string or a non-empty array of "
+                                  "token ids");
+    }
+    out.push_back(std::move(input));
+    return std::nullopt;
+  };
+  if (v.is_string() || (v.is_array() && !v.empty() && v[0].is_number()))
+    return one(v, "prompt");
+  if (!v.is_array() || v.empty())
+    return invalid(key, "prompt must be a string, an array of token ids, or "
+                        "a non-empty array of those (a batch)");
+  for (size_t i = 0; i < v.size(); ++i)
+    if (std::optional<ApiError> e =
+            one(v[i], "prompt[" + std::to_string(i) + "]"))
+      return e;
+  return std::nullopt;
+}
+
 } // namespace
 
 std::optional<ApiError>
@@ -194,26 +228,7 @@ folio::server::parseGenerateRequest(Endpoint endpoint, const std::string &body,
         return invalid(key, "model must be a string");
       out.model = v.get<std::string>();
     } else if (key == "prompt" && !chat) {
-      if (v.is_string()) {
-        out.promptText = v.get<std::string>();
-      } else if (v.is_array() && !v.empty() && v[0].is_number()) {
-        e = asTokenIds(key, v, out.promptIds);
-      } else if (v.is_array() && v.size() == 1 &&
-                 (v[0].is_string() || v[0].is_array())) {
-        // A batch of one is one prompt.
-        if (v[0].is_string())
-          out.promptText = v[0].get<std::string>();
-        else
-          e = asTokenIds(key, v[0], out.promptIds);
-      } else if (v.is_array() && v.size() > 1 &&
-                 (v[0].is_string() || v[0].is_array())) {
-        return invalid(key, "prompt holds " + std::to_string(v.size()) +
-                                " prompts; batched prompts are not "
-                                "supported, send one request per prompt");
-      } else {
-        return invalid(key, "prompt must be a string or an array of token "
-                            "ids");
-      }
+      e = parsePrompts(v, out.prompts);
     } else if (key == "messages" && chat) {
       e = parseMessages(v, out.messages);
     } else if (key == "max_tokens" ||
@@ -283,10 +298,8 @@ folio::server::parseGenerateRequest(Endpoint endpoint, const std::string &body,
                             "served model)");
   if (chat && out.messages.empty())
     return invalid("messages", "messages is required");
-  if (!chat && !out.promptText && out.promptIds.empty())
+  if (!chat && out.prompts.empty())
     return invalid("prompt", "prompt is required");
-  if (out.promptText && out.promptText->empty())
-    return invalid("prompt", "prompt must not be empty");
   if (chat) {
     if (topLogprobs && !chatLogprobs)
       return invalid("top_logprobs", "top_logprobs needs logprobs: true");

@@ -37,12 +37,19 @@ struct ChatMessage {
   std::string content;
 };
 
+/// One prompt of /v1/completions: text, or token ids.
+struct PromptInput {
+  std::optional<std::string> text;
+  std::vector<TokenId> ids;
+};
+
 struct GenerateRequest {
   Endpoint endpoint = Endpoint::Completions;
   std::string model;
-  /// /v1/completions: the prompt as text, or as token ids.
-  std::optional<std::string> promptText;
-  std::vector<TokenId> promptIds;
+  /// /v1/completions: the prompts, one for a string or a list of ids, each
+  /// of a list of strings or id lists (a batch). Prompt i's samples are
+  /// choices i * n to i * n + n - 1, as in OpenAI's API.
+  std::vector<PromptInput> prompts;
   /// /v1/chat/completions.
   std::vector<ChatMessage> messages;
   SamplingParams params;

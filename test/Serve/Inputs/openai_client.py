@@ -140,6 +140,19 @@ def test_basics(s):
     status, body = s.request("GET", "/v1/models")
     models = json.loads(body)
     check(models["data"][0]["id"] == NAME, f"models: {models}")
+    for path, body in (("/v1/models", None),
+                       ("/v1/completions", {"model": NAME, "prompt": "x",
+                                            "max_tokens": 1}),
+                       ("/v1/completions", {"model": "nope", "prompt": "x"})):
+        conn = s.connect()
+        conn.request("POST" if body else "GET", path,
+                     body=json.dumps(body) if body else None,
+                     headers=s.headers())
+        resp = conn.getresponse()
+        resp.read()
+        conn.close()
+        check(resp.getheader("Content-Type") == "application/json",
+              f"{path}: Content-Type {resp.getheader('Content-Type')!r}")
     print("health and models")
 
 
@@ -176,6 +189,38 @@ def test_completions(s):
           events[-1]["usage"]["completion_tokens"] == 24, "include_usage")
     print("stream usage")
     return text
+
+
+def test_batch(s, reference):
+    """A list of prompts: prompt i's samples are choices i*n .. i*n+n-1."""
+    prompts = ["def read_config(path):", "import os\n", [65, 66, 67]]
+    req = {"model": NAME, "prompt": prompts, "max_tokens": 24,
+           "temperature": 0, "ignore_eos": True}
+    status, body = s.post("/v1/completions", req)
+    check(status == 200, f"batch: {body}")
+    choices = sorted(body["choices"], key=lambda c: c["index"])
+    check([c["index"] for c in choices] == [0, 1, 2], f"batch indexes {choices}")
+    check(choices[0]["text"] == reference, "batch: prompt 0 as alone")
+    single_tokens = 0
+    for i, prompt in enumerate(prompts):
+        alone = s.post("/v1/completions", dict(req, prompt=prompt))[1]
+        check(choices[i]["text"] == alone["choices"][0]["text"],
+              f"batch: prompt {i} as alone")
+        single_tokens += alone["usage"]["prompt_tokens"]
+    check(body["usage"]["prompt_tokens"] == single_tokens and
+          body["usage"]["completion_tokens"] == 72, f"batch usage {body['usage']}")
+    streamed, finish = texts(s.stream("/v1/completions", req))
+    check(streamed == {i: c["text"] for i, c in enumerate(choices)},
+          "batch: streamed equals non-streamed")
+    check(finish == {0: "length", 1: "length", 2: "length"}, "batch finish")
+    sampled = s.post("/v1/completions", dict(
+        req, prompt=prompts[:2], n=2, temperature=0.9, seed=5, echo=True))[1]
+    idx = sorted(c["index"] for c in sampled["choices"])
+    check(idx == [0, 1, 2, 3], f"batch with n=2: {idx}")
+    for c in sampled["choices"]:
+        check(c["text"].startswith(prompts[c["index"] // 2]),
+              f"batch echo of choice {c['index']}")
+    print("batched prompts")
 
 
 def test_stop(s, reference):
@@ -415,6 +460,7 @@ def main():
     try:
         test_basics(a)
         reference = test_completions(a)
+        test_batch(a, reference)
         test_stop(a, reference)
         test_seeds_and_n(a)
         test_logprobs(a)

@@ -41,7 +41,8 @@ TEST(OpenAIRequest, CompletionFieldsMapOntoSamplingParams) {
           "ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},
           "user":null})");
   EXPECT_EQ(r.model, "m");
-  EXPECT_EQ(r.promptText, std::optional<std::string>("hi"));
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, std::optional<std::string>("hi"));
   const SamplingParams &p = r.params;
   EXPECT_EQ(p.maxTokens, std::optional<size_t>(5));
   EXPECT_FLOAT_EQ(p.temperature, 0.5f);
@@ -61,9 +62,27 @@ TEST(OpenAIRequest, CompletionFieldsMapOntoSamplingParams) {
   EXPECT_TRUE(r.includeUsage);
 }
 
+TEST(OpenAIRequest, BatchedPrompts) {
+  GenerateRequest r = parseOk(
+      kCompletions, R"({"model":"m","prompt":["hi", [5, 6], "there"]})");
+  ASSERT_EQ(r.prompts.size(), 3u);
+  EXPECT_EQ(r.prompts[0].text, std::optional<std::string>("hi"));
+  EXPECT_FALSE(r.prompts[1].text);
+  EXPECT_EQ(r.prompts[1].ids, (std::vector<TokenId>{5, 6}));
+  EXPECT_EQ(r.prompts[2].text, std::optional<std::string>("there"));
+  // One string in a list is one prompt, as one list of ids is.
+  EXPECT_EQ(
+      parseOk(kCompletions, R"({"model":"m","prompt":["x"]})").prompts.size(),
+      1u);
+  EXPECT_EQ(parseOk(kCompletions, R"({"model":"m","prompt":[[1, 2]]})")
+                .prompts.size(),
+            1u);
+}
+
 TEST(OpenAIRequest, Defaults) {
   GenerateRequest c = parseOk(kCompletions, R"({"model":"m","prompt":[1,2]})");
-  EXPECT_EQ(c.promptIds, (std::vector<TokenId>{1, 2}));
+  ASSERT_EQ(c.prompts.size(), 1u);
+  EXPECT_EQ(c.prompts[0].ids, (std::vector<TokenId>{1, 2}));
   EXPECT_EQ(c.params.maxTokens, std::optional<size_t>(16)); // OpenAI's
   EXPECT_FALSE(c.params.logprobs);
   EXPECT_FALSE(c.stream);
@@ -128,8 +147,16 @@ TEST(OpenAIRequest, RefusalsNameTheField) {
        "must not be empty"},
       {kCompletions, R"({"model":"m","prompt":"x","stop":7})", "stop",
        "stop must be a string or an array of strings"},
-      {kCompletions, R"({"model":"m","prompt":["a","b"]})", "prompt",
-       "batched prompts are not supported"},
+      {kCompletions, R"({"model":"m","prompt":["a",""]})", "prompt",
+       "prompt[1] must not be empty"},
+      {kCompletions, R"({"model":"m","prompt":["a",[]]})", "prompt",
+       "prompt[1] must be a string or a non-empty array of token ids"},
+      {kCompletions, R"({"model":"m","prompt":["a",7]})", "prompt",
+       "prompt[1] must be a string or a non-empty array of token ids"},
+      {kCompletions, R"({"model":"m","prompt":[]})", "prompt",
+       "a non-empty array of those (a batch)"},
+      {kCompletions, R"({"model":"m","prompt":""})", "prompt",
+       "prompt must not be empty"},
       {kCompletions, R"({"model":"m","prompt":[1,-2]})", "prompt", "token ids"},
       {kCompletions, R"({"model":"m","prompt":"x","echo":true,"logprobs":1})",
        "echo", "prompt's logprobs"},
