@@ -5,9 +5,11 @@ references in the protocol of models/zoo (models/zoo/refdriver.py) and a manifes
 
     .venv/bin/python models/zoo-hf/build.py                 # everything
     .venv/bin/python models/zoo-hf/build.py --only llama gpt2
+    .venv/bin/python models/zoo-hf/build.py --forms optimum optimum_nocache
     .venv/bin/python models/zoo-hf/build.py --search-seeds  # re-pick SEEDS
 
-Needs models/zoo-hf/requirements.txt (torch, transformers, onnx, onnxruntime, numpy, pinned).
+Needs models/zoo-hf/requirements.txt (torch, transformers, onnx, onnxruntime, numpy, optimum-onnx
+for the optimum forms, pinned).
 Deterministic: fixed seeds and prompts, single-threaded ORT and torch, fixed zip timestamps.
 Which fixtures Folio supports, and the compile error of the others, is kept in SUPPORT below and
 written to the manifest; models/zoo-hf/run_check.py checks both in the test suite.
@@ -16,7 +18,10 @@ import argparse
 import json
 import math
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -83,6 +88,9 @@ FORMS = {
     "sdpa_nocache": ("sdpa", False, True),
     "sdpa_nocache_nopos": ("sdpa", False, False),
     "sdpa_cached_guard": ("sdpa", True, True),
+    # position_ids: whatever Optimum's export config gives the architecture (None).
+    "optimum": ("sdpa", True, None),
+    "optimum_nocache": ("sdpa", False, None),
 }
 FORM_DOC = {
     "sdpa_cached": "torch.onnx.export (TorchScript, opset 17) of XForCausalLM with "
@@ -98,7 +106,15 @@ FORM_DOC = {
     "sdpa_cached_guard": "as sdpa_cached with Where(IsNaN(p), 0, p) inserted after every Softmax "
                          "(onnx.helper), the guard for fully masked rows that newer torch and "
                          "Optimum SDPA exports write; torch 2.6's TorchScript exporter does not",
+    "optimum": "optimum-cli export onnx --task text-generation-with-past of a save_pretrained "
+               "folder (Optimum's own I/O names, opset, mask and position code; position_ids "
+               "where Optimum's export config has them); SDPA attention, eager where transformers "
+               "has no SDPA for the architecture",
+    "optimum_nocache": "as optimum with --task text-generation: no past_key_values / present "
+                       "(full recompute)",
 }
+# Forms exported by optimum-cli, with its --task.
+OPTIMUM_TASKS = {"optimum": "text-generation-with-past", "optimum_nocache": "text-generation"}
 # Forms made by rewriting the export (see add_nan_guard).
 GUARDED_FORMS = {"sdpa_cached_guard"}
 # The forms beyond the two cached ones are built for the architectures whose position code
@@ -110,6 +126,11 @@ FORM_ARCHS = {
     "sdpa_nocache": POSITION_ARCHS,
     "sdpa_nocache_nopos": POSITION_ARCHS,
     "sdpa_cached_guard": ["llama"],
+    # Gemma 2 is left out: Optimum exports it with SDPA, which in transformers drops the attention
+    # soft-cap, so ONNX Runtime disagrees with the soft-capped (eager) PyTorch model.
+    "optimum": [a for a in CONFIGS if a != "gemma2"],
+    # Gemma: Optimum gives it no position_ids input, so positions are Range(0, seq) in the graph.
+    "optimum_nocache": POSITION_ARCHS + ["gemma"],
 }
 
 # What Folio does with each fixture, measured with folioc/folio-run (run_check.py): "supported"
@@ -123,6 +144,8 @@ SUPPORT = {name: "supported" for name in [
 SUPPORT.update({f"{arch}/{form}": "supported" for arch in POSITION_ARCHS
                 for form in ["sdpa_cached_nopos", "sdpa_nocache", "sdpa_nocache_nopos"]})
 SUPPORT["llama/sdpa_cached_guard"] = "supported"
+SUPPORT.update({f"{arch}/{form}": "supported" for form in OPTIMUM_TASKS
+                for arch in FORM_ARCHS[form]})
 # Forms transformers itself cannot build, with its reason (filled in by build_arch).
 NOT_BUILT = {}
 
@@ -206,6 +229,30 @@ def init_weights(model, seed):
     return model
 
 
+def optimum_versions():
+    from importlib.metadata import version
+    return {"optimum": version("optimum"), "optimum-onnx": version("optimum-onnx")}
+
+
+def export_optimum(model, task, path):
+    """`optimum-cli export onnx --task <task>` on a save_pretrained folder, run as a user runs it
+    (its own process, single-threaded, offline), keeping only model.onnx."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "hf", Path(tmp) / "onnx"
+        model.save_pretrained(src)
+        cli = Path(sys.executable).parent / "optimum-cli"
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="",
+                   HF_HUB_OFFLINE="1")
+        p = subprocess.run([str(cli), "export", "onnx", "--model", str(src), "--task",
+                            task, str(out)],
+                           capture_output=True, text=True, env=env)
+        if p.returncode != 0 or not (out / "model.onnx").exists():
+            raise RuntimeError("optimum-cli failed: " + (p.stderr.strip().splitlines() or ["?"])[-1])
+        if any(f.name != "model.onnx" and "onnx" in f.name for f in out.iterdir()):
+            raise RuntimeError(f"optimum-cli wrote more than model.onnx: {sorted(os.listdir(out))}")
+        shutil.copyfile(out / "model.onnx", path)
+
+
 def build_model(arch, attn, seed):
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(make_config(arch, attn), attn_implementation=attn)
@@ -287,6 +334,9 @@ def dummy_inputs(model, cached, with_pos, batch=2, seq=3, past=4):
 
 
 def export(model, form, path):
+    if form in OPTIMUM_TASKS:
+        export_optimum(model, OPTIMUM_TASKS[form], path)
+        return
     _, cached, with_pos = FORMS[form]
     ins, outs, dyn = io_names(model, cached, with_pos)
     wrapper = Wrapper(model, cached, with_pos).eval()
@@ -321,8 +371,8 @@ def add_nan_guard(path):
     onnx.save(m, str(path))
 
 
-def torch_runner(model, form):
-    _, cached, with_pos = FORMS[form]
+def torch_runner(model, form, with_pos):
+    _, cached, _ = FORMS[form]
     ins, outs, _ = io_names(model, cached, with_pos)
     wrapper = Wrapper(model, cached, with_pos).eval()
 
@@ -336,8 +386,8 @@ def torch_runner(model, form):
                             for i, n in enumerate(ins)], [(n, []) for n in outs])
 
 
-def torch_io(model, form):
-    _, cached, with_pos = FORMS[form]
+def torch_io(model, form, with_pos):
+    _, cached, _ = FORMS[form]
     n, kv, d = cache_dims(model)
     ins = [("input_ids", ["b", "s"]), ("attention_mask", ["b", "t"])]
     if with_pos:
@@ -351,8 +401,8 @@ def torch_io(model, form):
 
 def seed_ok(arch, seed):
     model = build_model(arch, "eager", seed)
-    run, _ = torch_runner(model, "eager_cached")
-    res = run_cases(run, torch_io(model, "eager_cached"), list(rd.PROMPTS))
+    run, _ = torch_runner(model, "eager_cached", True)
+    res = run_cases(run, torch_io(model, "eager_cached", True), list(rd.PROMPTS))
     margin = min(rd.top2_margin(r["step_logits"]) for r in res.values())
     distinct = min(len(set(t.tolist())) for r in res.values() for t in r["tokens"])
     return margin >= MIN_MARGIN and distinct >= MIN_DISTINCT, margin, distinct
@@ -374,20 +424,39 @@ def search_seeds(archs):
     return found
 
 
+def producer(form, m):
+    base = f"transformers {transformers.__version__}, torch {torch.__version__.split('+')[0]}"
+    if form in OPTIMUM_TASKS:
+        v = optimum_versions()
+        opset = max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+        return (f"optimum-onnx {v['optimum-onnx']} (optimum {v['optimum']}), {base}: optimum-cli "
+                f"export onnx --task {OPTIMUM_TASKS[form]} (opset {opset})")
+    return f"{base} torch.onnx.export (TorchScript, opset {OPSET})"
+
+
 def rel(p):
     return str(Path(p).relative_to(HERE))
 
 
-def build_arch(arch, seed):
+def build_arch(arch, seed, forms):
     outdir = HERE / arch
     outdir.mkdir(exist_ok=True)
     cases = list(rd.PROMPTS)
     entries = []
     for form, (attn, cached, with_pos) in FORMS.items():
+        if form not in forms:
+            continue
         if FORM_ARCHS.get(form) is not None and arch not in FORM_ARCHS[form]:
             continue
         try:
-            model = build_model(arch, attn, seed)
+            try:
+                model = build_model(arch, attn, seed)
+            except ValueError:
+                if form not in OPTIMUM_TASKS:
+                    raise
+                # Optimum loads the folder with transformers' default, eager where no SDPA.
+                attn = "eager"
+                model = build_model(arch, attn, seed)
         except ValueError as e:  # e.g. GPT-J has no SDPA attention in transformers
             print(f"  {arch}/{form}: not built: {str(e).splitlines()[0][:120]}", flush=True)
             NOT_BUILT[f"{arch}/{form}"] = str(e).split(". ")[0]
@@ -408,8 +477,10 @@ def build_arch(arch, seed):
                                            if k == "prefill_logits" else np.isfinite(res[c][k]).all()
                                            for k in ("prefill_logits", "step_logits"))]
         res = {c: r for c, r in res.items() if not any(n.startswith(c + ":") for n in notes)}
-        trun, _ = torch_runner(model, form)
-        tres = run_cases(trun, torch_io(model, form), list(res))
+        if with_pos is None:
+            with_pos = "position_ids" in io_.inputs
+        trun, _ = torch_runner(model, form, with_pos)
+        tres = run_cases(trun, torch_io(model, form, with_pos), list(res))
         ref = outdir / f"{form}.ref.npz"
         save_refs(ref, res)
         tok_eq = all((res[c]["tokens"] == tres[c]["tokens"]).all() for c in res)
@@ -439,8 +510,7 @@ def build_arch(arch, seed):
             "reference_bytes": os.path.getsize(ref),
             "new_tokens": rd.N_NEW,
             "seed": seed,
-            "producer": f"transformers {transformers.__version__}, torch "
-                        f"{torch.__version__.split('+')[0]} torch.onnx.export (TorchScript, opset {OPSET})",
+            "producer": producer(form, m),
             "ort_vs_torch": {"max_abs_diff_logits": diff, "tokens_equal": bool(tok_eq)},
             "cases": {c: {"batch": int(r["input_ids"].shape[0]),
                           "prompt_lengths": [int(x) for x in r["attention_mask"].sum(1)],
@@ -459,6 +529,8 @@ def build_arch(arch, seed):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", help="architectures to rebuild (others' manifest entries are kept)")
+    ap.add_argument("--forms", nargs="*", choices=list(FORMS),
+                    help="forms to rebuild (other fixtures' manifest entries are kept)")
     ap.add_argument("--search-seeds", action="store_true", help="search seeds and exit")
     args = ap.parse_args()
     archs = args.only or list(CONFIGS)
@@ -467,15 +539,20 @@ def main():
         return
     manifest_path = HERE / "manifest.json"
     entries = []
-    if args.only and manifest_path.exists():
+    forms = args.forms or list(FORMS)
+    if (args.only or args.forms) and manifest_path.exists():
         old = json.loads(manifest_path.read_text())
-        entries = [e for e in old["models"] if e["architecture"] not in archs]
-        NOT_BUILT.update({n: why for n, why in old.get("not_built", {}).items()
-                          if n.split("/")[0] not in archs})
+
+        def kept(name):
+            arch, form = name.split("/")
+            return arch not in archs or form not in forms
+
+        entries = [e for e in old["models"] if kept(e["name"])]
+        NOT_BUILT.update({n: why for n, why in old.get("not_built", {}).items() if kept(n)})
     for arch in archs:
         print(f"{arch} (seed {SEEDS.get(arch, 0)})", flush=True)
         try:
-            entries.extend(build_arch(arch, SEEDS.get(arch, 0)))
+            entries.extend(build_arch(arch, SEEDS.get(arch, 0), forms))
         except Exception as e:  # noqa: BLE001  (an architecture transformers cannot export)
             print(f"  {arch}: export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
     order = {a: i for i, a in enumerate(CONFIGS)}
@@ -490,7 +567,7 @@ def main():
         "generator": "models/zoo-hf/build.py",
         "versions": {"transformers": transformers.__version__, "torch": torch.__version__.split("+")[0],
                      "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
-                     "numpy": np.__version__},
+                     "numpy": np.__version__, **optimum_versions()},
         "protocol": "as models/zoo/manifest.json 'protocol' (models/zoo/refdriver.py)",
         "total_bytes": total,
         "not_built": dict(sorted(NOT_BUILT.items())),

@@ -2,9 +2,10 @@
 """Runs zoo fixtures through Folio and compares with their ONNX Runtime references. Standard
 library only (the test suite has no numpy).
 
-For a fixture the manifest marks "supported": `folioc --kv-cache-dtype=f32` compiles it, then
-`folio-run` generates 16 greedy tokens for the single-prompt cases (p1, p5, p11, p16) run together
-as one ragged batch. Tokens must equal the reference's and each case's logits must lie within
+For a fixture the manifest marks "supported": `folioc --kv-cache-dtype=f32 --weight-dtype=f32`
+(full-precision cache and weights, so the tolerance measures the import, not storage rounding)
+compiles it, then `folio-run` generates 16 greedy tokens for the single-prompt cases (p1, p5, p11,
+p16) run together as one ragged batch. Tokens must equal the reference's and each case's logits must lie within
 1e-3 * max|reference logit| (the tolerance of test/unittests/Core/ParityTest.cpp).
 For any other fixture the manifest's "folio" entry is the compile error it is expected to give:
 folioc must fail with a message containing it and without crashing.
@@ -26,6 +27,7 @@ from pathlib import Path
 
 CASES = ["p1", "p5", "p11", "p16"]
 REL_TOL = 1e-3
+FOLIOC_FLAGS = ["--kv-cache-dtype=f32", "--weight-dtype=f32"]
 CRASH_MARKS = ("Stack dump", "PLEASE submit", "Assertion", "LLVM ERROR", "Segmentation")
 
 
@@ -74,8 +76,7 @@ def check_supported(root, entry, tools, tmp):
         want_logits.append(logits)
     plan = os.path.join(tmp, "model.folio")
     dump = os.path.join(tmp, "logits.npy")
-    rc, _, err = run([tools["folioc"], str(root / entry["file"]),
-                      "--kv-cache-dtype=f32", "-o", plan])
+    rc, _, err = run([tools["folioc"], str(root / entry["file"]), *FOLIOC_FLAGS, "-o", plan])
     if rc != 0:
         return [f"folioc failed: {err.strip().splitlines()[-1] if err.strip() else rc}"], 0.0
     cmd = [tools["folio-run"], "--model", plan, "--max-new-tokens", str(steps),
@@ -107,8 +108,8 @@ def check_supported(root, entry, tools, tmp):
 
 def check_refused(root, entry, tools, tmp):
     expected = entry["folio"]
-    rc, _, err = run([tools["folioc"], str(root / entry["file"]),
-                      "--kv-cache-dtype=f32", "-o", os.path.join(tmp, "model.folio")])
+    rc, _, err = run([tools["folioc"], str(root / entry["file"]), *FOLIOC_FLAGS,
+                      "-o", os.path.join(tmp, "model.folio")])
     if rc == 0:
         return [f"compiles, but the manifest expects the error '{expected}'"]
     if rc < 0 or any(m in err for m in CRASH_MARKS):
