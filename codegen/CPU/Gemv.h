@@ -20,8 +20,9 @@ struct GemvArgs {
   const float *x = nullptr; ///< [M, K]
   int64_t m = 0;
   int64_t k = 0;
-  const void *w = nullptr; ///< [N, K], f32 or bf16
+  const void *w = nullptr; ///< [N, K], f32, bf16 or f16
   bool bf16 = false;
+  bool f16 = false;
   const float *bias = nullptr; ///< [N] or null
   float *y = nullptr;          ///< [M, N]
   int64_t n = 0;
@@ -29,6 +30,27 @@ struct GemvArgs {
   /// splitPairs() writes, [M, kPairs].
   const float *xPairs = nullptr;
   int64_t kPairs = 0;
+};
+
+/// The int8 kernels' arguments (WeightPack.h): y[m, n] = scales[n] *
+/// (x[m, :] . q[n, :]) + xOut[m, :] . outliers[n, :] + bias[n].
+struct GemvInt8Args {
+  const float *x = nullptr; ///< [M, K]
+  int64_t m = 0;
+  int64_t k = 0;
+  const int8_t *w = nullptr;     ///< [N, K]
+  const float *scales = nullptr; ///< [N]
+  int64_t numOutliers = 0;
+  const uint16_t *outliers = nullptr; ///< bf16 [N, numOutliers]
+  /// x's outlier columns, gathered once per call: [M, numOutliers].
+  const float *xOut = nullptr;
+  /// For gemvInt8Avx512 at M <= kConvertTileRows: x in the quad-split
+  /// layout splitQuads() writes, [M, kQuads].
+  const float *xQuads = nullptr;
+  int64_t kQuads = 0;
+  const float *bias = nullptr; ///< [N] or null
+  float *y = nullptr;          ///< [M, N]
+  int64_t n = 0;
 };
 
 /// K rounded up to kGemvPairBlock: the row length of the pair-split x.
@@ -44,8 +66,29 @@ inline int64_t pairSplitLength(int64_t k) {
 /// this layout without any shuffle in the inner loop.
 void splitPairs(const float *x, int64_t m, int64_t k, float *dst);
 
+/// Elements per block of the quad-split x layout below.
+constexpr int64_t kGemvQuadBlock = 64;
+
+/// K rounded up to kGemvQuadBlock: the row length of the quad-split x.
+inline int64_t quadSplitLength(int64_t k) {
+  return (k + kGemvQuadBlock - 1) / kGemvQuadBlock * kGemvQuadBlock;
+}
+
+/// Writes x[M, K] as dst[M, quadSplitLength(K)]: per block of 64 elements,
+/// element 4l + j at 16j + l, zero padded. A 64-byte load of 64 int8 codes
+/// holds code 4l + j in byte j of 32-bit lane l, so the lane shifted left
+/// by 24 - 8j and arithmetically right by 24 is that code as an int32,
+/// matching the j-th 16 elements of the block without any shuffle.
+void splitQuads(const float *x, int64_t m, int64_t k, float *dst);
+
 void gemvScalar(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 void gemvAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
+/// Rows of x above which gemvInt8Avx512 converts each weight tile to f32
+/// once instead of in registers per x tile.
+constexpr int64_t kConvertTileRows = 8;
+
+void gemvInt8Scalar(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
+void gemvInt8Avx512(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 
 } // namespace folio::cpu::detail
 

@@ -20,6 +20,8 @@
 #include "codegen/CPU/Avx512Math.h"
 #include "codegen/CPU/Gemv.h"
 
+#include <type_traits>
+
 namespace folio::cpu::detail {
 
 namespace {
@@ -74,10 +76,12 @@ FOLIO_AVX512 void tileBf16(const GemvArgs &a, int64_t n, int64_t m) {
 }
 
 /// The f32 counterpart: 16 weights (one line) per load, prefetch as above.
-template <int NR, int MR>
+/// With `F16` the weights are f16 (vcvtph2ps, 16 per half line).
+template <int NR, int MR, bool F16 = false>
 FOLIO_AVX512 void tileF32(const GemvArgs &a, int64_t n, int64_t m) {
   const int64_t k = a.k;
-  const float *w = static_cast<const float *>(a.w) + n * k;
+  using T = std::conditional_t<F16, uint16_t, float>;
+  const T *w = static_cast<const T *>(a.w) + n * k;
   const char *next = reinterpret_cast<const char *>(w + NR * k);
   const bool prefetch = m == 0 && n + 2 * NR <= a.n;
   __m512 acc[NR][MR];
@@ -86,14 +90,19 @@ FOLIO_AVX512 void tileF32(const GemvArgs &a, int64_t n, int64_t m) {
       acc[i][j] = _mm512_setzero_ps();
   for (int64_t kk = 0; kk < k; kk += 16) {
     __mmask16 msk = k - kk >= 16 ? __mmask16(0xffff) : tailMask(k - kk);
-    if (prefetch)
+    if (prefetch && (!F16 || (kk & 31) == 0))
       for (int i = 0; i < NR; ++i)
-        _mm_prefetch(next + (i * k + kk) * 4, _MM_HINT_T0);
+        _mm_prefetch(next + (i * k + kk) * int64_t(sizeof(T)), _MM_HINT_T0);
     __m512 xv[MR];
     for (int j = 0; j < MR; ++j)
       xv[j] = _mm512_maskz_loadu_ps(msk, a.x + (m + j) * k + kk);
     for (int i = 0; i < NR; ++i) {
-      __m512 wv = _mm512_maskz_loadu_ps(msk, w + i * k + kk);
+      __m512 wv;
+      if constexpr (F16)
+        wv = loadF16(reinterpret_cast<const uint16_t *>(w + i * k + kk), msk);
+      else
+        wv = _mm512_maskz_loadu_ps(
+            msk, reinterpret_cast<const float *>(w + i * k + kk));
       for (int j = 0; j < MR; ++j)
         acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
     }
@@ -105,47 +114,50 @@ FOLIO_AVX512 void tileF32(const GemvArgs &a, int64_t n, int64_t m) {
   }
 }
 
-template <bool Bf16, int NR, int MR>
+enum class W { F32, Bf16, F16 };
+
+template <W T, int NR, int MR>
 FOLIO_AVX512 inline void tile(const GemvArgs &a, int64_t n, int64_t m) {
-  if constexpr (Bf16)
+  if constexpr (T == W::Bf16)
     tileBf16<NR, MR>(a, n, m);
   else
-    tileF32<NR, MR>(a, n, m);
+    tileF32<NR, MR, T == W::F16>(a, n, m);
 }
 
-template <bool Bf16, int NR>
-FOLIO_AVX512 void rowsOfX(const GemvArgs &a, int64_t n) {
+template <W T, int NR> FOLIO_AVX512 void rowsOfX(const GemvArgs &a, int64_t n) {
   int64_t m = 0;
   for (; m + 4 <= a.m; m += 4)
-    tile<Bf16, NR, 4>(a, n, m);
+    tile<T, NR, 4>(a, n, m);
   switch (a.m - m) {
   case 3:
-    return tile<Bf16, NR, 3>(a, n, m);
+    return tile<T, NR, 3>(a, n, m);
   case 2:
-    return tile<Bf16, NR, 2>(a, n, m);
+    return tile<T, NR, 2>(a, n, m);
   case 1:
-    return tile<Bf16, NR, 1>(a, n, m);
+    return tile<T, NR, 1>(a, n, m);
   default:
     return;
   }
 }
 
-template <bool Bf16>
+template <W T>
 FOLIO_AVX512 void run(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
   int64_t n = nBegin;
   for (; n + 4 <= nEnd; n += 4)
-    rowsOfX<Bf16, 4>(a, n);
+    rowsOfX<T, 4>(a, n);
   for (; n < nEnd; ++n)
-    rowsOfX<Bf16, 1>(a, n);
+    rowsOfX<T, 1>(a, n);
 }
 
 } // namespace
 
 void gemvAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
   if (a.bf16)
-    run<true>(a, nBegin, nEnd);
+    run<W::Bf16>(a, nBegin, nEnd);
+  else if (a.f16)
+    run<W::F16>(a, nBegin, nEnd);
   else
-    run<false>(a, nBegin, nEnd);
+    run<W::F32>(a, nBegin, nEnd);
 }
 
 } // namespace folio::cpu::detail

@@ -7,15 +7,19 @@ namespace folio::cpu::detail {
 
 namespace {
 
-template <bool Bf16> inline float weightAt(const void *w, int64_t i) {
-  if constexpr (Bf16)
+enum class W { F32, Bf16, F16 };
+
+template <W T> inline float weightAt(const void *w, int64_t i) {
+  if constexpr (T == W::Bf16)
     return bf16ToFloat(static_cast<const uint16_t *>(w)[i]);
+  else if constexpr (T == W::F16)
+    return f16ToFloat(static_cast<const uint16_t *>(w)[i]);
   else
     return static_cast<const float *>(w)[i];
 }
 
 /// Eight partial sums per output give the loop independent chains.
-template <bool Bf16> void run(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
+template <W T> void run(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
   for (int64_t n = nBegin; n < nEnd; ++n) {
     int64_t rowOff = n * a.k;
     for (int64_t m = 0; m < a.m; ++m) {
@@ -24,10 +28,10 @@ template <bool Bf16> void run(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
       int64_t i = 0;
       for (; i + 8 <= a.k; i += 8)
         for (int j = 0; j < 8; ++j)
-          acc[j] += x[i + j] * weightAt<Bf16>(a.w, rowOff + i + j);
+          acc[j] += x[i + j] * weightAt<T>(a.w, rowOff + i + j);
       float s = 0;
       for (; i < a.k; ++i)
-        s += x[i] * weightAt<Bf16>(a.w, rowOff + i);
+        s += x[i] * weightAt<T>(a.w, rowOff + i);
       for (int j = 0; j < 8; ++j)
         s += acc[j];
       a.y[m * a.n + n] = s + (a.bias ? a.bias[n] : 0.0f);
@@ -54,9 +58,11 @@ void splitPairs(const float *x, int64_t m, int64_t k, float *dst) {
 
 void gemvScalar(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
   if (a.bf16)
-    run<true>(a, nBegin, nEnd);
+    run<W::Bf16>(a, nBegin, nEnd);
+  else if (a.f16)
+    run<W::F16>(a, nBegin, nEnd);
   else
-    run<false>(a, nBegin, nEnd);
+    run<W::F32>(a, nBegin, nEnd);
 }
 
 } // namespace folio::cpu::detail

@@ -25,6 +25,47 @@ Status checkLinear(const float *x, int64_t numTokens, const PackedWeight &w,
   return Status::success();
 }
 
+/// The int8 path of linearGemv: x's outlier columns gathered once, then
+/// the int8 tiles over guided chunks of N as for the float weights.
+Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
+                      float *y, ThreadPool &pool) {
+  const WeightView &v = w.view();
+  GemvInt8Args a;
+  a.x = x;
+  a.m = numTokens;
+  a.k = v.k;
+  a.w = static_cast<const int8_t *>(v.data);
+  a.scales = v.scales;
+  a.numOutliers = v.numOutliers;
+  a.outliers = v.outliers;
+  a.bias = w.bias();
+  a.y = y;
+  a.n = v.n;
+  // Per calling thread, as the pair-split x below.
+  thread_local std::vector<float> xOut;
+  if (v.numOutliers) {
+    xOut.resize(size_t(numTokens * v.numOutliers));
+    for (int64_t m = 0; m < numTokens; ++m)
+      for (int64_t j = 0; j < v.numOutliers; ++j)
+        xOut[size_t(m * v.numOutliers + j)] = x[m * v.k + v.outlierCols[j]];
+    a.xOut = xOut.data();
+  }
+  bool avx512 = activeIsa() == Isa::Avx512;
+  if (avx512 && numTokens <= kConvertTileRows) {
+    thread_local std::vector<float> quads;
+    a.kQuads = quadSplitLength(v.k);
+    quads.resize(size_t(numTokens * a.kQuads));
+    splitQuads(x, numTokens, v.k, quads.data());
+    a.xQuads = quads.data();
+  }
+  void (*kernel)(const GemvInt8Args &, int64_t, int64_t) =
+      avx512 ? gemvInt8Avx512 : gemvInt8Scalar;
+  int64_t minRows = ((int64_t(32) << 10) / a.k + 3) / 4 * 4;
+  pool.parallelForGuided(a.n, minRows > 4 ? minRows : 4, /*align=*/4,
+                         [&](int64_t b, int64_t e) { kernel(a, b, e); });
+  return Status::success();
+}
+
 } // namespace
 
 Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
@@ -32,12 +73,15 @@ Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
   FOLIO_RETURN_IF_ERROR(checkLinear(x, numTokens, w, y));
   if (numTokens == 0)
     return Status::success();
+  if (w.storage() == DType::I8)
+    return linearGemvInt8(x, numTokens, w, y, pool);
   GemvArgs a;
   a.x = x;
   a.m = numTokens;
   a.k = w.inFeatures();
   a.w = w.data();
   a.bf16 = w.storage() == DType::BF16;
+  a.f16 = w.storage() == DType::F16;
   a.bias = w.bias();
   a.y = y;
   a.n = w.outFeatures();
@@ -73,8 +117,9 @@ Status linear(const float *x, int64_t numTokens, const PackedWeight &w,
               float *y, ThreadPool &pool) {
   FOLIO_RETURN_IF_ERROR(checkLinear(x, numTokens, w, y));
 #ifdef FOLIO_ENABLE_DNNL
-  if (numTokens > kSmallM && w.impl->dnnl)
-    return w.impl->dnnl->run(x, numTokens, y, pool);
+  if (numTokens > kSmallM)
+    if (const DnnlMatmul *mm = w.impl->matmul())
+      return mm->run(x, numTokens, y, pool);
 #endif
   return linearGemv(x, numTokens, w, y, pool);
 }
@@ -90,9 +135,9 @@ Status gatedLinear(const float *x, int64_t numTokens,
   if (numTokens == 0)
     return Status::success();
 #ifdef FOLIO_ENABLE_DNNL
-  if (numTokens > kSmallM && gateUp.impl->dnnl &&
-      gateUp.impl->dnnl->gatedReady())
-    if (gateUp.impl->dnnl->runGated(x, numTokens, act, h, pool).ok())
+  if (numTokens > kSmallM)
+    if (const DnnlMatmul *mm = gateUp.impl->matmul();
+        mm && mm->gatedReady() && mm->runGated(x, numTokens, act, h, pool).ok())
       return Status::success();
 #endif
   // Per calling thread (the executor runs one layer at a time); decode's

@@ -1,7 +1,8 @@
 //===- Linear.h - y = x W^T + b with weights packed at load -----*- C++ -*-===//
 //
 // Weights keep the PyTorch/ONNX-Gemm layout W[N, K] (row n = output n),
-// stored f32 or bf16. That one copy serves both paths:
+// stored f32, bf16, f16 or int8 (WeightPack.h); f16 and int8 run the GEMV
+// kernel at every M. For f32 and bf16 that one copy serves both paths:
 //  - M <= kSmallM rows (decode, speculative verify): a hand-written GEMV
 //    that streams W once at memory bandwidth, M rows at a time, threads
 //    splitting N;
@@ -23,6 +24,7 @@
 #include "codegen/CPU/DType.h"
 #include "codegen/CPU/Status.h"
 #include "codegen/CPU/ThreadPool.h"
+#include "codegen/CPU/WeightPack.h"
 
 #include <cstdint>
 #include <memory>
@@ -46,8 +48,9 @@ public:
   PackedWeight(PackedWeight &&) noexcept;
   PackedWeight &operator=(PackedWeight &&) noexcept;
 
-  /// Packs W[n, k] of `srcType` into `storage` (F32 or BF16; f16 weights must
-  /// become bf16 or f32 because oneDNN 2.6 has no f16 matmul). bias is [n]
+  /// Packs W[n, k] of `srcType` into `storage` (F32, BF16 or I8; f16 weights
+  /// must become bf16 or f32 because oneDNN 2.6 has no f16 matmul; I8 goes
+  /// through packWeightRows, WeightPack.h). bias is [n]
   /// or null. With `borrow`, when no conversion is needed the weight keeps
   /// pointing at `data` (an mmap-ed artifact, say), which must outlive it.
   /// `gatedHalves`: W is gate and up stacked ([2F, K]); gatedLinear can
@@ -56,11 +59,21 @@ public:
                      const float *bias, DType storage, PackedWeight &out,
                      bool borrow = false, bool gatedHalves = false);
 
+  /// Points at weights already packed (a plan's blob, say), which must
+  /// outlive the result: nothing is converted or copied here; oneDNN's
+  /// prefill primitive (and its blocked copy, f32/bf16 with K < 2048) is
+  /// made at the first linear() with M > kSmallM. bias is [n] or null
+  /// (copied: it is small); `gatedHalves` as for pack.
+  static Status fromView(const WeightView &view, const float *bias,
+                         PackedWeight &out, bool gatedHalves = false);
+
   int64_t outFeatures() const;
   int64_t inFeatures() const;
   DType storage() const;
   const void *data() const;
   const float *bias() const; ///< null when there is none
+  /// The packed form the kernels read (int8 scales and outliers included).
+  const WeightView &view() const;
   /// Whether rows beyond kSmallM go through oneDNN.
   bool usesDnnl() const;
   /// Bytes of weight streamed per GEMV (what a decode step must read).
@@ -69,6 +82,10 @@ public:
   struct Impl;
 
 private:
+  /// Copies the bias and creates the oneDNN primitive where it applies
+  /// (`lazy`: at its first use).
+  static void finish(Impl &impl, const float *bias, bool gatedHalves,
+                     bool lazy);
   std::unique_ptr<Impl> impl;
   friend Status linear(const float *, int64_t, const PackedWeight &, float *,
                        ThreadPool &);

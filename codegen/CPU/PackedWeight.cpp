@@ -120,13 +120,29 @@ const void *PackedWeight::data() const { return impl ? impl->w : nullptr; }
 const float *PackedWeight::bias() const {
   return impl && impl->hasBias ? impl->bias.data() : nullptr;
 }
-size_t PackedWeight::weightBytes() const {
-  return impl ? size_t(impl->n * impl->k) * dtypeSize(impl->storage) : 0;
+const WeightView &PackedWeight::view() const {
+  static const WeightView none;
+  return impl ? impl->view : none;
 }
+size_t PackedWeight::weightBytes() const {
+  return impl ? weightViewBytes(impl->view) : 0;
+}
+
+#ifdef FOLIO_ENABLE_DNNL
+const DnnlMatmul *PackedWeight::Impl::matmul() const {
+  if (dnnlLazy)
+    std::call_once(dnnlOnce, [this] {
+      std::string why;
+      dnnl = DnnlMatmul::create(
+          w, storage, n, k, hasBias ? bias.data() : nullptr, gatedHalves, why);
+    });
+  return dnnl.get();
+}
+#endif
 
 bool PackedWeight::usesDnnl() const {
 #ifdef FOLIO_ENABLE_DNNL
-  return impl && impl->dnnl;
+  return impl && impl->matmul();
 #else
   return false;
 #endif
@@ -139,10 +155,24 @@ Status PackedWeight::pack(const void *data, DType srcType, int64_t n, int64_t k,
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "out features", n));
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "in features", k));
   FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "weight data", data, n * k));
-  if (!isPlainFloat(srcType) || !isPlainFloat(storage))
-    return Status::error(std::string("PackedWeight: weights are f32, bf16 or "
-                                     "f16, not ") +
-                         dtypeName(isPlainFloat(srcType) ? storage : srcType));
+  if (!isPlainFloat(srcType) ||
+      (!isPlainFloat(storage) && storage != DType::I8))
+    return Status::error(
+        std::string("PackedWeight: weights are f32, bf16 or f16 and are "
+                    "stored f32, bf16 or int8, not ") +
+        dtypeName(isPlainFloat(srcType) ? storage : srcType));
+  if (storage == DType::I8) {
+    std::vector<float> rows(size_t(n * k));
+    for (int64_t r = 0; r < n; ++r)
+      loadRow(static_cast<const char *>(data) +
+                  size_t(r * k) * dtypeSize(srcType),
+              srcType, rows.data() + r * k, k);
+    auto packing = std::make_shared<WeightPacking>();
+    FOLIO_RETURN_IF_ERROR(packWeightRows(rows.data(), n, k, storage, *packing));
+    FOLIO_RETURN_IF_ERROR(fromView(packing->view(), bias, out, gatedHalves));
+    out.impl->packing = std::move(packing);
+    return Status::success();
+  }
   if (storage == DType::F16)
     return Status::error("PackedWeight: f16 storage is not supported (oneDNN "
                          "2.6 has no f16 matmul); pack f16 weights as bf16");
@@ -176,20 +206,53 @@ Status PackedWeight::pack(const void *data, DType srcType, int64_t n, int64_t k,
       }
     }
   }
+  impl->view.storage = storage;
+  impl->view.n = n;
+  impl->view.k = k;
+  impl->view.data = impl->w;
+  finish(*impl, bias, gatedHalves, /*lazy=*/false);
+  out.impl = std::move(impl);
+  return Status::success();
+}
+
+void PackedWeight::finish(Impl &impl, const float *bias, bool gatedHalves,
+                          bool lazy) {
   if (bias) {
-    impl->bias.assign(bias, bias + n);
-    impl->hasBias = true;
+    impl.bias.assign(bias, bias + impl.n);
+    impl.hasBias = true;
   }
 #ifndef FOLIO_ENABLE_DNNL
   (void)gatedHalves;
+  (void)lazy;
 #endif
 #ifdef FOLIO_ENABLE_DNNL
+  // int8 and f16 weights stay with the register-converting kernels at
+  // every M (GemvInt8Avx512.cpp): oneDNN 2.6's int8 matmul wants int8
+  // activations, and it has no f16 matmul.
+  if (impl.storage == DType::I8 || impl.storage == DType::F16)
+    return;
+  impl.gatedHalves = gatedHalves;
+  impl.dnnlLazy = lazy;
+  if (lazy)
+    return;
   std::string why;
-  impl->dnnl = DnnlMatmul::create(impl->w, storage, n, k,
-                                  impl->hasBias ? impl->bias.data() : nullptr,
-                                  gatedHalves, why);
+  impl.dnnl = DnnlMatmul::create(impl.w, impl.storage, impl.n, impl.k,
+                                 impl.hasBias ? impl.bias.data() : nullptr,
+                                 gatedHalves, why);
   // No primitive (an exotic CPU): the GEMV kernel takes every M.
 #endif
+}
+
+Status PackedWeight::fromView(const WeightView &view, const float *bias,
+                              PackedWeight &out, bool gatedHalves) {
+  FOLIO_RETURN_IF_ERROR(checkWeightView(view));
+  auto impl = std::make_unique<Impl>();
+  impl->n = view.n;
+  impl->k = view.k;
+  impl->storage = view.storage;
+  impl->w = view.data;
+  impl->view = view;
+  finish(*impl, bias, gatedHalves, /*lazy=*/true);
   out.impl = std::move(impl);
   return Status::success();
 }

@@ -4,12 +4,14 @@
 #define FOLIO_CODEGEN_CPU_PACKEDWEIGHTIMPL_H
 
 #include "codegen/CPU/Linear.h"
+#include "codegen/CPU/WeightPack.h"
 #ifdef FOLIO_ENABLE_DNNL
 #include "codegen/CPU/DnnlMatmul.h"
 #endif
 
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace folio::cpu {
@@ -25,10 +27,22 @@ struct PackedWeight::Impl {
   DType storage = DType::F32;
   const void *w = nullptr;     ///< owned.get() or borrowed
   std::shared_ptr<void> owned; ///< from allocateWeightMemory
+  /// What the kernels read (w plus, for int8, scales and outliers).
+  WeightView view;
+  /// An int8 weight packed here (tests, unpacked plans) rather than viewed.
+  std::shared_ptr<WeightPacking> packing;
   std::vector<float> bias;
   bool hasBias = false;
 #ifdef FOLIO_ENABLE_DNNL
-  std::unique_ptr<detail::DnnlMatmul> dnnl;
+  /// The prefill primitive; for a view (weights stored in a plan) made at
+  /// its first use, so that loading stays a page-in: its blocked copy of
+  /// the weights is the only conversion, and a decode-only run never
+  /// makes it.
+  mutable std::unique_ptr<detail::DnnlMatmul> dnnl;
+  mutable std::once_flag dnnlOnce;
+  bool dnnlLazy = false;
+  bool gatedHalves = false;
+  const detail::DnnlMatmul *matmul() const;
 #endif
 };
 

@@ -1,6 +1,7 @@
 //===- CompileONNX.cpp - ONNX file to plan, in-process --------------------===//
 
 #include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Plan/StoreWeights.h"
 #include "compiler/Target/Target.h"
 #include "runtime/Plan/PlanIO.h"
 
@@ -25,6 +26,10 @@ compileONNXToPlan(const std::string &path,
   auto fail = [](const std::string &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
+  // Refused before the model is read, not after a whole compile.
+  auto weightType = parseWeightDtype(options.weightDtype);
+  if (!weightType)
+    return weightType.takeError();
   llvm::Expected<std::unique_ptr<::folio::onnx::Model>> loaded =
       ::folio::onnx::loadModel(path);
   if (!loaded)
@@ -72,7 +77,12 @@ compileONNXToPlan(const std::string &path,
     return fail(diagnostics.empty() ? "compilation failed" : diagnostics);
   // The plan copies every weight out of the model's mapping before the
   // context and model go away.
-  return lowerModuleToPlan(*module);
+  llvm::Expected<::folio::plan::Plan> p = lowerModuleToPlan(*module);
+  if (!p || !*weightType)
+    return p;
+  if (llvm::Error err = storePackedWeights(*p, **weightType))
+    return std::move(err);
+  return p;
 }
 
 void setKVCalibration(ModuleOp module, int64_t layers, int64_t kvHeads,
@@ -124,6 +134,11 @@ mlir::folio::checkPlanKVCacheDType(const ::folio::plan::Plan &plan,
       options.kvCacheDtype + ", or pass the .onnx model)");
 }
 
+std::string mlir::folio::planWeightDType(const ::folio::plan::Plan &plan) {
+  return plan.weights.empty() ? "none"
+                              : weightDtypeName(plan.weights.front().type);
+}
+
 ::folio::Expected<::folio::plan::Plan>
 mlir::folio::loadOrCompilePlan(const std::string &path,
                                const CompileToPlanOptions &options) {
@@ -137,6 +152,14 @@ mlir::folio::loadOrCompilePlan(const std::string &path,
       return p;
     if (::folio::Status s = checkPlanKVCacheDType(*p, path, options); !s)
       return s;
+    std::string stored = planWeightDType(*p);
+    if (options.weightDtype != "none" && stored != options.weightDtype)
+      return ::folio::Status::invalidArgument(
+          "--weight-dtype " + options.weightDtype + ": '" + path +
+          "' stores its weights as " + stored +
+          "; a plan's weight dtype is fixed when it is compiled (recompile "
+          "with folioc --weight-dtype=" +
+          options.weightDtype + ", or pass the .onnx model)");
     return p;
   }
   if (!endsWith(".onnx"))

@@ -46,6 +46,11 @@ struct CompileToPlanOptions {
   std::vector<float> kvCalibration;
   int64_t kvCalibrationLayers = 0;
   int64_t kvCalibrationHeads = 0;
+  /// How linear weights are stored in the plan (StoreWeights.h): "none"
+  /// keeps them as the model has them (an executor packs them at load);
+  /// "f32", "bf16", "f16" or "int8" packs them at compile time. A .folio
+  /// plan must have been compiled with it unless it is "none".
+  std::string weightDtype = "none";
   /// A .folio plan only: hash its weight blob against the checksum the file
   /// stores (the metadata's is always checked). Off skips one pass over
   /// the weights at load time and trusts them.
@@ -75,11 +80,16 @@ std::string planKVCacheDType(const ::folio::plan::Plan &plan);
                                       const std::string &path,
                                       const CompileToPlanOptions &options);
 
+/// The dtype a plan's linear weights were stored in ("int8", "bf16", ...),
+/// or "none" when it stores none packed.
+std::string planWeightDType(const ::folio::plan::Plan &plan);
+
 /// What the tools take as --model: a `.folio` plan, read (weights mapped,
 /// not copied), or an `.onnx` model, compiled in-process. Errors name the
 /// file and say which suffixes are accepted. A `.folio` plan must have been
-/// compiled with `options.kvCacheDtype` unless that is `auto`; the other
-/// compile options apply to `.onnx` models only.
+/// compiled with `options.kvCacheDtype` unless that is `auto`, and with
+/// `options.weightDtype` unless that is `none`; the other compile options
+/// apply to `.onnx` models only.
 ::folio::Expected<::folio::plan::Plan>
 loadOrCompilePlan(const std::string &path, const CompileToPlanOptions &options);
 

@@ -15,6 +15,7 @@
 #include "runtime/Executor/RunVerify.h"
 #include "runtime/Executor/StepKernel.h"
 #include "runtime/Plan/VerifyEntries.h"
+#include "runtime/Plan/VerifyWeights.h"
 
 #include "codegen/CPU/Linear.h"
 
@@ -55,6 +56,18 @@ public:
       t.data = const_cast<uint8_t *>(plan->blob.data() + c.offset);
       constants[size_t(c.value)] = t;
     }
+    // Weight operands the compiler stored packed have no tensor: their
+    // steps' kernels read the plan's stored weights (FolioOps.cpp), whose
+    // records are checked here too for plans that never went through a
+    // file (readPlan validates the others).
+    if (Status s = plan::validateStoredWeights(*plan); !s)
+      return s;
+    storedOperand.assign(plan->values.size(), false);
+    for (const plan::StoredWeight &w : plan->weights)
+      for (int32_t i = 0; i < w.numOperands; ++i)
+        storedOperand[size_t(
+            plan->steps[size_t(w.step)].operands[size_t(w.operand + i)])] =
+            true;
     work = constants;
     transient.clear();
     {
@@ -372,7 +385,7 @@ public:
     ctx.arena = options.plannedBuffers ? &arena : nullptr;
     for (int32_t id : step.operands)
       if (id >= 0 && !caches[size_t(id)] && !values[size_t(id)].data &&
-          values[size_t(id)].numel() != 0)
+          values[size_t(id)].numel() != 0 && !storedOperand[size_t(id)])
         return ctx.error("an operand has no value (the plan uses a value "
                          "before defining it)");
     Clock::time_point start;
@@ -622,6 +635,8 @@ private:
   std::vector<KindProfile> stepTimes;
   std::shared_ptr<const plan::Plan> plan;
   std::vector<Tensor> constants;
+  /// Values that are weights stored packed in the plan (Plan::weights).
+  std::vector<bool> storedOperand;
   /// The value table of a step: constants plus this step's values.
   std::vector<Tensor> work;
   /// Ids of the values that are not constants.

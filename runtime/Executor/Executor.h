@@ -67,8 +67,10 @@ struct KVCacheAbsMax {
   std::vector<float> values;
 };
 
-/// How linear weights are stored once packed. The plan keeps f32 (or
-/// whatever the model had); an executor converts at load.
+/// How linear weights the plan keeps as constants (f32, or whatever the
+/// model had) are stored once packed: an executor converts them at load.
+/// Weights the compiler stored packed (Plan::weights, folioc
+/// --weight-dtype) run as stored, whatever this says.
 enum class WeightType { F32, BF16, F16 };
 
 /// Parses "f32", "bf16" or "f16".

@@ -1,8 +1,9 @@
 //===- FolioOps.cpp - folio ops on the codegen/CPU kernels ----------------===//
 //
 // Each folio op maps onto one FolioCPUKernels call (or three, for the gated
-// MLP). Weights are packed once in `prepare`; leading dims of the batch x seq
-// layout page-kv leaves are flattened into rows.
+// MLP). Weights the compiler stored packed (Plan::weights) are bound in
+// place in `prepare`; others are packed there once. Leading dims of the
+// batch x seq layout page-kv leaves are flattened into rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -127,11 +128,81 @@ Status packWeights(const PrepareContext &ctx,
   return s.ok() ? Status::ok() : prepareError(ctx, s.message());
 }
 
-/// packWeights over operands of ctx.step.
+/// The weight the compiler stored packed for operand `operand` (onwards)
+/// of ctx.step, or null.
+const plan::StoredWeight *storedWeight(const PrepareContext &ctx,
+                                       size_t operand) {
+  const plan::Step *first = ctx.plan.steps.data();
+  if (&ctx.step < first || &ctx.step >= first + ctx.plan.steps.size())
+    return nullptr;
+  return ctx.plan.findStoredWeight(int32_t(&ctx.step - first),
+                                   int32_t(operand));
+}
+
+/// Points `out` at a stored weight's bytes in the plan's blob (validated
+/// with the plan: validateStoredWeights): nothing is converted or copied.
+Status bindStoredWeight(const PrepareContext &ctx, const plan::StoredWeight &w,
+                        int32_t biasOp, cpu::PackedWeight &out,
+                        bool gatedHalves) {
+  cpu::WeightView v;
+  switch (w.type) {
+  case ElemType::F32:
+    v.storage = cpu::DType::F32;
+    break;
+  case ElemType::BF16:
+    v.storage = cpu::DType::BF16;
+    break;
+  case ElemType::F16:
+    v.storage = cpu::DType::F16;
+    break;
+  case ElemType::I8:
+    v.storage = cpu::DType::I8;
+    break;
+  default:
+    return prepareError(ctx, std::string("stored weight of ") +
+                                 plan::elemTypeName(w.type) +
+                                 "; the CPU reads f32, bf16, f16 or int8");
+  }
+  const uint8_t *blob = ctx.plan.blob.data();
+  v.n = w.n;
+  v.k = w.k;
+  v.data = blob + w.dataOffset;
+  if (w.type == ElemType::I8) {
+    v.scales = reinterpret_cast<const float *>(blob + w.scalesOffset);
+    v.numOutliers = w.numOutliers;
+    v.outlierCols =
+        reinterpret_cast<const int32_t *>(blob + w.outlierColsOffset);
+    v.outliers = reinterpret_cast<const uint16_t *>(blob + w.outliersOffset);
+  }
+  const float *bias = nullptr;
+  if (biasOp >= 0) {
+    const Tensor &b = ctx.values[size_t(biasOp)];
+    if (!b.data || b.type != ElemType::F32 || b.numel() != w.n)
+      return prepareError(ctx, "bias must be a constant f32 tensor of " +
+                                   std::to_string(w.n) +
+                                   " elements (the weight's output features), "
+                                   "not " +
+                                   shapeString(b.shape));
+    bias = b.as<float>();
+  }
+  cpu::Status s = cpu::PackedWeight::fromView(v, bias, out, gatedHalves);
+  return s.ok() ? Status::ok() : prepareError(ctx, s.message());
+}
+
+/// packWeights over operands of ctx.step, or the weight the compiler stored
+/// for them.
 Status packWeight(const PrepareContext &ctx,
                   std::initializer_list<size_t> operands, int32_t biasOp,
                   bool inOut, cpu::PackedWeight &out,
                   bool gatedHalves = false) {
+  if (const plan::StoredWeight *w = storedWeight(ctx, *operands.begin())) {
+    if (size_t(w->numOperands) != operands.size())
+      return prepareError(ctx, "the stored weight stands for " +
+                                   std::to_string(w->numOperands) +
+                                   " operands, the kernel reads " +
+                                   std::to_string(operands.size()));
+    return bindStoredWeight(ctx, *w, biasOp, out, gatedHalves);
+  }
   std::vector<const Tensor *> weights;
   for (size_t operand : operands)
     weights.push_back(&ctx.values[size_t(ctx.step.operands[operand])]);
@@ -227,9 +298,10 @@ Status prepareGatedMLP(const PrepareContext &ctx,
   bool inOut = true;
   if (Status s = weightLayout(ctx, inOut); !s)
     return s;
+  // Stored weights were checked with the plan (the same rule).
   const Tensor &gate = ctx.values[size_t(ctx.step.operands[1])];
   const Tensor &up = ctx.values[size_t(ctx.step.operands[2])];
-  if (gate.rank() != 2 || gate.shape != up.shape)
+  if (!storedWeight(ctx, 1) && (gate.rank() != 2 || gate.shape != up.shape))
     return prepareError(ctx, "gate and up weights disagree in shape");
   if (Status s = packWeight(ctx, {1, 2}, -1, inOut, st->gateUp,
                             /*gatedHalves=*/true);

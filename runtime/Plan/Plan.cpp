@@ -261,6 +261,18 @@ const Entry *Plan::findEntry(const std::string &name) const {
   return nullptr;
 }
 
+const StoredWeight *Plan::findStoredWeight(int32_t step,
+                                           int32_t operand) const {
+  for (const StoredWeight &w : weights)
+    if (w.step == step && w.operand == operand)
+      return &w;
+  return nullptr;
+}
+
+const char *weightLayoutName(WeightLayout l) {
+  return l == WeightLayout::RowsNK ? "rows_nk" : "unknown";
+}
+
 int32_t Plan::addValue(ValueInfo info) {
   values.push_back(std::move(info));
   return int32_t(values.size() - 1);

@@ -211,6 +211,41 @@ struct Entry {
   std::vector<Step> steps;
 };
 
+/// How a stored weight's bytes are laid out. RowsNK: rows W[n, :] of k
+/// elements (the [N, K] out_in layout), the operands it stands for stacked
+/// along N in operand order: the layout the CPU kernels stream
+/// (codegen/CPU/WeightPack.h writes it).
+enum class WeightLayout : uint8_t { RowsNK = 1 };
+
+const char *weightLayoutName(WeightLayout l);
+
+/// A linear weight the compiler stored in the dtype and layout the kernels
+/// read (folioc --weight-dtype), so an executor points its kernels at the
+/// blob and converts nothing. It stands for `numOperands` weight operands
+/// of forward step `step`, from `operand` on: a linear's weight (1, 1),
+/// a gated MLP's gate and up (1, 2) or its down (3, 1). Those operand
+/// values are defined by it (they need no constant). Every byte range is
+/// 64-byte aligned in the blob.
+struct StoredWeight {
+  int32_t step = -1;
+  int32_t operand = -1;
+  int32_t numOperands = 1;
+  /// F32, BF16, F16 or I8 (int8 with one f32 scale per output row and
+  /// outlier columns kept in bf16).
+  ElemType type = ElemType::BF16;
+  WeightLayout layout = WeightLayout::RowsNK;
+  int64_t n = 0;           ///< output features (rows), stacked operands summed
+  int64_t k = 0;           ///< input features
+  int64_t numOutliers = 0; ///< I8: columns kept in bf16
+  /// The weights, [n, k] of `type`.
+  uint64_t dataOffset = 0, dataBytes = 0;
+  /// I8 only (else 0 bytes): f32 scales [n], the increasing i32 outlier
+  /// column indices [numOutliers], their bf16 weights [n, numOutliers].
+  uint64_t scalesOffset = 0, scalesBytes = 0;
+  uint64_t outlierColsOffset = 0, outlierColsBytes = 0;
+  uint64_t outliersOffset = 0, outliersBytes = 0;
+};
+
 /// A reusable buffer: values whose lifetimes do not overlap share it, so
 /// a forward needs as many allocations as buffers, not as values. Its size
 /// is an expression of the step: staticBytes x the symbol's count.
@@ -230,6 +265,9 @@ struct Plan {
   std::vector<BufferInfo> buffers;
   /// Entries besides forward (the verify entries), by name.
   std::vector<Entry> entries;
+  /// Linear weights stored packed (empty: every weight is a constant in
+  /// the model's dtype, which an executor packs at load).
+  std::vector<StoredWeight> weights;
   Blob blob;
   /// Model facts the runtime needs without reading steps (vocab, maximum
   /// positions, block size), as name -> integer.
@@ -238,6 +276,9 @@ struct Plan {
   int64_t configValue(const std::string &key, int64_t dflt) const;
   /// The entry named `name`, or null.
   const Entry *findEntry(const std::string &name) const;
+  /// The stored weight that stands for operand `operand` of forward step
+  /// `step` onwards, or null.
+  const StoredWeight *findStoredWeight(int32_t step, int32_t operand) const;
   int32_t addValue(ValueInfo info);
 };
 

@@ -3,6 +3,7 @@
 #include "runtime/Plan/PlanIO.h"
 #include "runtime/Plan/PlanMapping.h"
 #include "runtime/Plan/VerifyEntries.h"
+#include "runtime/Plan/VerifyWeights.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -176,6 +177,22 @@ std::string encodeHeader(const Plan &plan) {
     w.vec<int32_t>(e.outputs);
     encodeSteps(w, e.steps);
   }
+  w.pod<uint32_t>(uint32_t(plan.weights.size()));
+  for (const StoredWeight &sw : plan.weights) {
+    w.pod<int32_t>(sw.step);
+    w.pod<int32_t>(sw.operand);
+    w.pod<int32_t>(sw.numOperands);
+    w.pod<uint8_t>(uint8_t(sw.type));
+    w.pod<uint8_t>(uint8_t(sw.layout));
+    w.pod<int64_t>(sw.n);
+    w.pod<int64_t>(sw.k);
+    w.pod<int64_t>(sw.numOutliers);
+    for (uint64_t f :
+         {sw.dataOffset, sw.dataBytes, sw.scalesOffset, sw.scalesBytes,
+          sw.outlierColsOffset, sw.outlierColsBytes, sw.outliersOffset,
+          sw.outliersBytes})
+      w.pod<uint64_t>(f);
+  }
   return w.out;
 }
 
@@ -302,6 +319,25 @@ Status decodeHeader(Reader &r, Plan &plan) {
     if (Status st = decodeSteps(r, e.steps); !st)
       return st;
     plan.entries.push_back(std::move(e));
+  }
+  uint32_t numWeights = r.count(102);
+  for (uint32_t i = 0; i < numWeights && !r.failed; ++i) {
+    StoredWeight sw;
+    sw.step = r.pod<int32_t>();
+    sw.operand = r.pod<int32_t>();
+    sw.numOperands = r.pod<int32_t>();
+    // Enums are range-checked by validateStoredWeights, which names them.
+    sw.type = ElemType(r.pod<uint8_t>());
+    sw.layout = WeightLayout(r.pod<uint8_t>());
+    sw.n = r.pod<int64_t>();
+    sw.k = r.pod<int64_t>();
+    sw.numOutliers = r.pod<int64_t>();
+    for (uint64_t *f :
+         {&sw.dataOffset, &sw.dataBytes, &sw.scalesOffset, &sw.scalesBytes,
+          &sw.outlierColsOffset, &sw.outlierColsBytes, &sw.outliersOffset,
+          &sw.outliersBytes})
+      *f = r.pod<uint64_t>();
+    plan.weights.push_back(sw);
   }
   if (r.failed)
     return Status::invalidArgument("plan: the header is truncated");
@@ -691,6 +727,46 @@ Expected<Plan> readPlan(const std::string &path,
   return plan;
 }
 
+Expected<Plan> readPlanAt(const std::string &path, uint64_t offset,
+                          uint64_t bytes, const ReadPlanOptions &options) {
+  std::string where = path + " (the plan at byte offset " +
+                      std::to_string(offset) + ", " + std::to_string(bytes) +
+                      " bytes)";
+  long page = ::sysconf(_SC_PAGESIZE);
+  if (page <= 0 || offset % uint64_t(page) != 0)
+    return Status::invalidArgument(
+        where + ": the offset is not a multiple of the page size (" +
+        std::to_string(page) + "), so the plan cannot be mapped in place");
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    return Status::notFound("cannot open '" + path +
+                            "': " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_size < 0 || bytes == 0 ||
+      offset > uint64_t(st.st_size) || bytes > uint64_t(st.st_size) - offset) {
+    ::close(fd);
+    return Status::invalidArgument(
+        where + ": the file has " + std::to_string(st.st_size) +
+        " bytes, so the plan lies outside it (truncated?)");
+  }
+  size_t size = size_t(bytes);
+  void *map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, off_t(offset));
+  ::close(fd);
+  if (map == MAP_FAILED)
+    return Status::invalidArgument("cannot map " + where + ": " +
+                                   std::strerror(errno));
+  int slot = registerPlanMapping(map, size, path.c_str());
+  std::shared_ptr<void> keep(map, [size, slot](void *p) {
+    unregisterPlanMapping(slot);
+    ::munmap(p, size);
+  });
+  Expected<Plan> plan =
+      parseBytes(static_cast<const uint8_t *>(map), size, keep, options);
+  if (!plan)
+    return Status::invalidArgument(where + ": " + plan.status().message());
+  return plan;
+}
+
 Expected<Plan> parsePlan(const std::string &bytes,
                          const ReadPlanOptions &options) {
   // Copy so the blob is 64-byte aligned, as the mapping would be.
@@ -897,6 +973,13 @@ Status validatePlan(const Plan &plan) {
     defined[size_t(a.value)] = true;
   for (const Constant &c : plan.constants)
     defined[size_t(c.value)] = true;
+  // Stored weights define the weight operands they stand for.
+  if (Status st = validateStoredWeights(plan); !st)
+    return st;
+  for (const StoredWeight &w : plan.weights)
+    for (int32_t i = 0; i < w.numOperands; ++i)
+      defined[size_t(
+          plan.steps[size_t(w.step)].operands[size_t(w.operand + i)])] = true;
   for (const Step &s : plan.steps) {
     if (!isOpKind(s.kind))
       return Status::invalidArgument("plan: step '" + s.name +
@@ -973,6 +1056,10 @@ Status validatePlan(const Plan &plan) {
   std::vector<bool> lasting(size_t(n), false);
   for (const Constant &c : plan.constants)
     lasting[size_t(c.value)] = true;
+  for (const StoredWeight &w : plan.weights)
+    for (int32_t i = 0; i < w.numOperands; ++i)
+      lasting[size_t(
+          plan.steps[size_t(w.step)].operands[size_t(w.operand + i)])] = true;
   for (int32_t o : plan.outputs)
     lasting[size_t(o)] = true;
   for (int64_t id = 0; id < n; ++id)

@@ -34,7 +34,7 @@
 
 namespace folio::plan {
 
-inline constexpr uint32_t kPlanVersion = 6;
+inline constexpr uint32_t kPlanVersion = 7;
 inline constexpr char kPlanMagic[9] = "FOLIOPLN";
 
 /// The largest KV-cache geometry a plan may declare: heads and head_dim
@@ -89,6 +89,14 @@ std::string serializePlan(const Plan &plan);
 Expected<Plan> readPlan(const std::string &path,
                         const ReadPlanOptions &options = {});
 
+/// Maps and parses the artifact stored at bytes [offset, offset + bytes) of
+/// `path` (a plan embedded in a larger file, such as a model binary);
+/// `offset` must be a multiple of the page size. The same checks as
+/// readPlan, with errors naming the path and the offset; the mapping is
+/// guarded against truncation like readPlan's.
+Expected<Plan> readPlanAt(const std::string &path, uint64_t offset,
+                          uint64_t bytes, const ReadPlanOptions &options = {});
+
 /// Parses an in-memory artifact, copying the blob (tests, embedded plans),
 /// with the same checks as readPlan.
 Expected<Plan> parsePlan(const std::string &bytes,
@@ -97,8 +105,9 @@ Expected<Plan> parsePlan(const std::string &bytes,
 /// Checks ids, constant ranges, op and kernel kinds, KV-cache geometry and
 /// dtypes with their scale layouts (and the static scales their steps take,
 /// the same for every step of a cache), the config's kv_cache_dtype, that
-/// the kernels cover the steps in order, against the value table, and the
-/// verify entries (validateEntries, runtime/Plan/VerifyEntries.h).
+/// the kernels cover the steps in order, against the value table, the
+/// verify entries (validateEntries, runtime/Plan/VerifyEntries.h) and the
+/// stored weights (validateStoredWeights, runtime/Plan/VerifyWeights.h).
 Status validatePlan(const Plan &plan);
 
 } // namespace folio::plan

@@ -1,6 +1,7 @@
 //===- Roofline.cpp - Decode vs bandwidth, prefill vs GEMM peak -----------===//
 //
-// Per thread count and weight type: load the model, warm up, then run
+// Per thread count and stored weight dtype (one plan each, compiled once):
+// load the model, warm up, then run
 // `repeats` rounds of: prefill one sequence of `prefillTokens` random ids
 // (timed) and decode `decodeTokens` greedy tokens after it (timed as a
 // whole, batch building and argmax included: that is what a serving step
@@ -14,6 +15,11 @@
 // plus causal attention 4·H·D·T(T+1)/2 per layer, over oneDNN's bf16 peak
 // (the best of the square sizes probed).
 //
+// Weight bytes are what the kernels stream as stored (int8: the codes plus
+// their scales and bf16 outlier columns), so each dtype is judged against
+// the roofline of its own bytes; decode_speedup_vs_bf16 compares the dtypes
+// of one thread count within the run.
+//
 // Two ratios are reported (plus, for context, decode against a read loop
 // over a buffer of one token's bytes, which caches may partly hold). `paired`:
 // each round over the higher of its two neighbouring probes, median over
@@ -26,6 +32,7 @@
 
 #include "tools/folio-bench/Roofline.h"
 
+#include "tools/folio-bench/BenchData.h"
 #include "tools/folio-bench/Json.h"
 #include "tools/folio-bench/Probes.h"
 
@@ -142,10 +149,12 @@ struct RunResult {
 };
 
 Status runModel(std::shared_ptr<const plan::Plan> plan,
-                const RooflineOptions &o, exec::WeightType wt, unsigned threads,
-                Probes &probes, RunResult &out) {
+                const RooflineOptions &o, const std::string &dtype,
+                unsigned threads, Probes &probes, RunResult &out) {
   exec::ExecutorOptions eo;
-  eo.weights = wt;
+  // Stored weights are read as stored; this only lets attention use bf16
+  // where the weights are below f32, as for weights packed at load.
+  eo.weights = dtype == "f32" ? exec::WeightType::F32 : exec::WeightType::BF16;
   eo.numThreads = threads;
   eo.profile = true;
   auto executor = exec::createCPUExecutor(eo);
@@ -220,9 +229,20 @@ std::vector<double> pairedRatios(const std::vector<double> &achieved,
 
 } // namespace
 
-Expected<std::string> runRoofline(std::shared_ptr<const plan::Plan> plan,
+Expected<std::string> runRoofline(const PlanForDtype &planFor,
                                   const std::string &modelName,
                                   const RooflineOptions &o) {
+  std::vector<std::shared_ptr<const plan::Plan>> plans;
+  for (const std::string &dtype : o.weightDtypes) {
+    std::cerr << "folio-bench: plan with " << dtype << " weights\n";
+    Expected<std::shared_ptr<const plan::Plan>> p = planFor(dtype);
+    if (!p)
+      return p.status();
+    plans.push_back(*p);
+  }
+  if (plans.empty())
+    return Status::invalidArgument("--weight-dtype lists no dtype");
+  std::shared_ptr<const plan::Plan> plan = plans.front();
   Geometry g = geometry(*plan);
   {
     // As the executor stores it: narrow dtypes and their scales included.
@@ -240,6 +260,7 @@ Expected<std::string> runRoofline(std::shared_ptr<const plan::Plan> plan,
   j.field("vocab", plan->configValue("vocab", 0));
   j.field("kv_bytes_per_position", g.kvBytesPerPosition);
   j.endObject();
+  j.field("cpu", cpuName());
   j.field("isa", cpu::activeIsa() == cpu::Isa::Avx512 ? "avx512" : "scalar");
   j.field("repeats", o.repeats).field("prefill_tokens", o.prefillTokens);
   j.field("decode_tokens", o.decodeTokens);
@@ -263,11 +284,13 @@ Expected<std::string> runRoofline(std::shared_ptr<const plan::Plan> plan,
 
     j.beginObject().field("threads", t);
     j.key("runs").beginArray();
-    for (exec::WeightType wt : o.weights) {
-      std::cerr << "folio-bench: " << t << " thread(s), "
-                << exec::weightTypeName(wt) << " weights\n";
+    std::vector<std::pair<std::string, double>> decodeMedians;
+    for (size_t d = 0; d < o.weightDtypes.size(); ++d) {
+      const std::string &dtype = o.weightDtypes[d];
+      std::cerr << "folio-bench: " << t << " thread(s), " << dtype
+                << " weights\n";
       RunResult r;
-      if (Status s = runModel(plan, o, wt, unsigned(t), probes, r); !s)
+      if (Status s = runModel(plans[d], o, dtype, unsigned(t), probes, r); !s)
         return s;
       // Average context read per decoded token: the prompt plus the tokens
       // before it, itself included.
@@ -293,7 +316,8 @@ Expected<std::string> runRoofline(std::shared_ptr<const plan::Plan> plan,
       std::vector<double> prefillPaired =
           pairedRatios(prefillFlops, r.probes, &ProbePoint::gemmPeak, 1.0);
 
-      j.beginObject().field("weights", exec::weightTypeName(wt));
+      decodeMedians.emplace_back(dtype, median(decodeTps));
+      j.beginObject().field("weights", dtype);
       j.field("linear_weight_bytes", r.weightBytes);
       j.field("kv_bytes_per_token", kvBytes);
       j.key("probes").beginObject();
@@ -339,6 +363,15 @@ Expected<std::string> runRoofline(std::shared_ptr<const plan::Plan> plan,
       j.endObject();
     }
     j.endArray();
+    // Decode tokens/s of each dtype over bf16's, medians of this run.
+    auto bf16 = std::find_if(decodeMedians.begin(), decodeMedians.end(),
+                             [](const auto &m) { return m.first == "bf16"; });
+    if (bf16 != decodeMedians.end() && bf16->second > 0) {
+      j.key("decode_speedup_vs_bf16").beginObject();
+      for (const auto &[dtype, tps] : decodeMedians)
+        j.field(dtype, tps / bf16->second);
+      j.endObject();
+    }
     // Every probe sample of this thread count, for context.
     stats(j, "read_bandwidth_gb_per_s", probes.bandwidthSamples, 1e-9);
     stats(j, "gemm_bf16_gflops_all_sizes", probes.gemmSamples, 1e-9);

@@ -197,6 +197,7 @@ Expected<Options> parseOptions(int argc, char **argv) {
           return Status::invalidArgument("--weight-dtype: '" + value +
                                          "' is not one of f32, bf16, f16");
         o.weightDtype = value;
+        o.weightDtypeGiven = true;
       }
     } else {
       return Status::invalidArgument("unknown argument '" +

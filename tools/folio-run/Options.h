@@ -26,6 +26,7 @@ struct Options {
   /// A .folio plan's weights are hashed against its checksum.
   bool verifyWeights = true;
   std::string weightDtype = "f32";
+  bool weightDtypeGiven = false;
   int64_t threads = 0;   ///< 0 = FOLIO_NUM_THREADS or every core
   int64_t blockSize = 0; ///< 0: the compiler's default
   std::string kvCacheDtype = "auto";

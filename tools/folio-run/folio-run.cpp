@@ -64,6 +64,13 @@ int main(int argc, char **argv) {
   if (!loaded)
     return fail(loaded.status());
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
+  // Weights folioc stored packed run as stored; packing is fixed then.
+  if (o.weightDtypeGiven && !plan->weights.empty())
+    return fail(Status::invalidArgument(
+        "--weight-dtype " + o.weightDtype + ": '" + o.model +
+        "' stores its linear weights packed (folioc --weight-dtype), and "
+        "they run as stored; recompile with folioc --weight-dtype=" +
+        o.weightDtype + " to change them"));
   core::GenerateOptions gopts;
   gopts.maxNewTokens = o.maxNewTokens;
   gopts.maxModelLen = o.maxModelLen;

@@ -120,8 +120,9 @@ TEST(PlanIO, RejectsOtherVersions) {
             "version " +
                 current + "); recompile the model with folioc");
   // Version 2 had no KV-cache scale layouts, version 3 no KIVI residual
-  // window, version 4 no checksums, version 5 no verify entries.
-  for (char old : {char(2), char(3), char(4), char(5)}) {
+  // window, version 4 no checksums, version 5 no verify entries, version 6
+  // no stored (packed) weights.
+  for (char old : {char(2), char(3), char(4), char(5), char(6)}) {
     bytes[8] = old;
     r = plan::parsePlan(bytes);
     ASSERT_FALSE(r);

@@ -253,7 +253,10 @@ TEST(SpecDecode, PenaltiesAndLogprobsMatchTheTargetAlone) {
       const std::vector<TokenLogprobs> &got = spec.second[id];
       ASSERT_EQ(got.size(), want.size()) << method << " " << id;
       for (size_t i = 0; i < got.size(); ++i) {
-        EXPECT_NEAR(got[i].logprob, want[i].logprob, 1e-3) << id << " " << i;
+        // Verification reads k + 1 rows per sequence, so its linears may
+        // take the batched GEMM (activations rounded to bf16) where the
+        // plain decode took the GEMV: logprobs agree to a few 1e-3.
+        EXPECT_NEAR(got[i].logprob, want[i].logprob, 5e-3) << id << " " << i;
         ASSERT_EQ(got[i].top.size(), 3u);
         EXPECT_EQ(got[i].top[0].first, want[i].top[0].first) << id << " " << i;
       }

@@ -1,0 +1,212 @@
+//===- StoreWeights.cpp - Linear weights packed into the plan -------------===//
+
+#include "compiler/Plan/StoreWeights.h"
+
+#include "codegen/CPU/DType.h"
+#include "codegen/CPU/WeightPack.h"
+
+#include <cstring>
+#include <vector>
+
+namespace mlir::folio {
+
+namespace plan = ::folio::plan;
+namespace cpu = ::folio::cpu;
+
+namespace {
+
+llvm::Error error(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The weight operands of a step that the kernels read as one packed
+/// weight: (first operand, count).
+std::vector<std::pair<int32_t, int32_t>> weightGroups(const plan::Step &s) {
+  if (s.kind == "linear")
+    return {{1, 1}};
+  if (s.kind == "gated_mlp")
+    return {{1, 2}, {3, 1}};
+  return {};
+}
+
+bool toCpuType(plan::ElemType t, cpu::DType &out) {
+  switch (t) {
+  case plan::ElemType::F32:
+    out = cpu::DType::F32;
+    return true;
+  case plan::ElemType::BF16:
+    out = cpu::DType::BF16;
+    return true;
+  case plan::ElemType::F16:
+    out = cpu::DType::F16;
+    return true;
+  case plan::ElemType::I8:
+    out = cpu::DType::I8;
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// One group to store: the step, its operands, and where their constants
+/// are.
+struct Group {
+  int32_t step = -1, operand = -1, count = 0;
+  bool inOut = true;
+  std::vector<const plan::Constant *> constants;
+};
+
+} // namespace
+
+llvm::Expected<std::optional<plan::ElemType>>
+parseWeightDtype(const std::string &name) {
+  if (name == "none")
+    return std::nullopt;
+  if (name == "f32")
+    return plan::ElemType::F32;
+  if (name == "bf16")
+    return plan::ElemType::BF16;
+  if (name == "f16")
+    return plan::ElemType::F16;
+  if (name == "int8")
+    return plan::ElemType::I8;
+  if (name == "fp8_e4m3" || name == "int4")
+    return error("--weight-dtype " + name +
+                 " is not supported yet; supported: " + kSupportedWeightDtypes);
+  return error("--weight-dtype '" + name +
+               "' is not a weight dtype; supported: " + kSupportedWeightDtypes);
+}
+
+const char *weightDtypeName(plan::ElemType type) {
+  return type == plan::ElemType::I8 ? "int8" : plan::elemTypeName(type);
+}
+
+llvm::Error storePackedWeights(plan::Plan &p, plan::ElemType type) {
+  cpu::DType storage;
+  if (!toCpuType(type, storage))
+    return error(std::string("cannot store weights as ") +
+                 plan::elemTypeName(type) +
+                 "; supported: " + kSupportedWeightDtypes);
+  std::vector<const plan::Constant *> constantOf(p.values.size(), nullptr);
+  for (const plan::Constant &c : p.constants)
+    constantOf[size_t(c.value)] = &c;
+  // How many reads each value has outside the groups stored below: a
+  // constant nothing else reads leaves the blob.
+  std::vector<int64_t> reads(p.values.size(), 0);
+  auto countReads = [&](const std::vector<plan::Step> &steps) {
+    for (const plan::Step &s : steps)
+      for (int32_t id : s.operands)
+        if (id >= 0)
+          ++reads[size_t(id)];
+  };
+  countReads(p.steps);
+  for (const plan::Entry &e : p.entries)
+    countReads(e.steps);
+  for (int32_t id : p.outputs)
+    ++reads[size_t(id)];
+
+  std::vector<Group> groups;
+  for (size_t si = 0; si < p.steps.size(); ++si) {
+    const plan::Step &s = p.steps[si];
+    std::string layout = s.getString("weight_layout", "in_out");
+    for (auto [first, count] : weightGroups(s)) {
+      if (s.operands.size() < size_t(first + count))
+        continue;
+      Group g{int32_t(si), first, count, layout == "in_out", {}};
+      for (int32_t j = 0; j < count; ++j) {
+        int32_t id = s.operands[size_t(first + j)];
+        const plan::Constant *c = id >= 0 ? constantOf[size_t(id)] : nullptr;
+        cpu::DType t;
+        // Only constant float matrices; anything else stays with the
+        // executor, which checks it as before.
+        if (!c || p.values[size_t(id)].dims.size() != 2 ||
+            !toCpuType(p.values[size_t(id)].type, t) || t == cpu::DType::I8) {
+          g.constants.clear();
+          break;
+        }
+        g.constants.push_back(c);
+      }
+      if (g.constants.empty())
+        continue;
+      for (int32_t j = 0; j < count; ++j)
+        --reads[size_t(s.operands[size_t(first + j)])];
+      groups.push_back(std::move(g));
+    }
+  }
+
+  // A fresh blob: the constants still read, then the packed weights.
+  plan::Blob blob;
+  std::vector<plan::Constant> kept;
+  for (const plan::Constant &c : p.constants) {
+    if (reads[size_t(c.value)] <= 0)
+      continue;
+    plan::Constant moved = c;
+    moved.offset = blob.append(p.blob.data() + c.offset, c.bytes);
+    kept.push_back(moved);
+  }
+  std::vector<plan::StoredWeight> stored;
+  std::vector<float> rows;
+  for (const Group &g : groups) {
+    const plan::Step &s = p.steps[size_t(g.step)];
+    int64_t n = 0, k = 0;
+    for (const plan::Constant *c : g.constants) {
+      const plan::ValueInfo &v = p.values[size_t(c->value)];
+      k = g.inOut ? v.dims[0] : v.dims[1];
+      n += g.inOut ? v.dims[1] : v.dims[0];
+    }
+    rows.assign(size_t(n * k), 0.0f);
+    int64_t row0 = 0;
+    for (const plan::Constant *c : g.constants) {
+      const plan::ValueInfo &v = p.values[size_t(c->value)];
+      cpu::DType t = cpu::DType::F32;
+      toCpuType(v.type, t); // checked when the group was formed
+      const uint8_t *src = p.blob.data() + c->offset;
+      int64_t r = v.dims[0], cols = v.dims[1];
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          float x = cpu::loadAsFloat(src, t, size_t(i * cols + j));
+          // in_out is [K, N]: element (i, j) is row j of W[N, K].
+          if (g.inOut)
+            rows[size_t((row0 + j) * k + i)] = x;
+          else
+            rows[size_t((row0 + i) * k + j)] = x;
+        }
+      row0 += g.inOut ? cols : r;
+    }
+    cpu::WeightPacking packing;
+    cpu::Status st = cpu::packWeightRows(rows.data(), n, k, storage, packing);
+    if (!st.ok())
+      return error(s.kind + " '" + s.name + "': operand " +
+                   std::to_string(g.operand) + ": " + st.message());
+    plan::StoredWeight w;
+    w.step = g.step;
+    w.operand = g.operand;
+    w.numOperands = g.count;
+    w.type = type;
+    w.layout = plan::WeightLayout::RowsNK;
+    w.n = n;
+    w.k = k;
+    w.dataBytes = packing.data.size();
+    w.dataOffset = blob.append(packing.data.data(), w.dataBytes);
+    if (storage == cpu::DType::I8) {
+      w.numOutliers = int64_t(packing.outlierCols.size());
+      w.scalesBytes = packing.scales.size() * 4;
+      w.scalesOffset = blob.append(packing.scales.data(), w.scalesBytes);
+      if (w.numOutliers) {
+        w.outlierColsBytes = packing.outlierCols.size() * 4;
+        w.outlierColsOffset =
+            blob.append(packing.outlierCols.data(), w.outlierColsBytes);
+        w.outliersBytes = packing.outliers.size() * 2;
+        w.outliersOffset =
+            blob.append(packing.outliers.data(), w.outliersBytes);
+      }
+    }
+    stored.push_back(w);
+  }
+  p.constants = std::move(kept);
+  p.weights = std::move(stored);
+  p.blob = std::move(blob);
+  return llvm::Error::success();
+}
+
+} // namespace mlir::folio

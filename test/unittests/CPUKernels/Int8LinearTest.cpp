@@ -1,0 +1,264 @@
+//===- Int8LinearTest.cpp - int8 weight packing and its kernels -----------===//
+
+#include "test/unittests/CPUKernels/TestUtil.h"
+
+#include "codegen/CPU/Activation.h"
+#include "codegen/CPU/Linear.h"
+#include "codegen/CPU/WeightPack.h"
+
+#include <algorithm>
+
+using namespace folio::cpu;
+using namespace folio::cpu::test;
+
+namespace {
+
+/// y = x . W^T + bias with W as the view stores it (dequantized), in
+/// double: only the kernel's f32 arithmetic differs.
+std::vector<float> reference(const std::vector<float> &x, int64_t m,
+                             const WeightView &v, const float *bias) {
+  std::vector<float> y(size_t(m * v.n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < v.n; ++r) {
+      double s = bias ? bias[r] : 0.0;
+      for (int64_t c = 0; c < v.k; ++c)
+        s += double(x[size_t(i * v.k + c)]) * weightViewAt(v, r, c);
+      y[size_t(i * v.n + r)] = float(s);
+    }
+  return y;
+}
+
+/// |got - want| <= 1e-6 k sum_c |x_c w_c| + tiny: f32 accumulation only.
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 const std::vector<float> &x, int64_t m, const WeightView &v,
+                 const std::string &what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < v.n; ++r) {
+      double mag = 0;
+      for (int64_t c = 0; c < v.k; ++c)
+        mag +=
+            std::fabs(double(x[size_t(i * v.k + c)]) * weightViewAt(v, r, c));
+      size_t at = size_t(i * v.n + r);
+      ASSERT_NEAR(got[at], want[at], 2e-6 * double(v.k) * mag + 1e-30)
+          << what << " at (" << i << "," << r << ")";
+    }
+}
+
+/// Random weights with an outlier column every `every` columns (0: none).
+std::vector<float> weights(int64_t n, int64_t k, uint32_t seed,
+                           int64_t every = 0, float outlier = 40.0f) {
+  std::vector<float> w = randomVector(size_t(n * k), seed);
+  if (every > 0)
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = every / 2; c < k; c += every)
+        w[size_t(r * k + c)] = (r % 2 ? -outlier : outlier) * (1 + r % 3);
+  return w;
+}
+
+TEST(WeightPackTest, Int8RoundsEachRowToItsScale) {
+  int64_t n = 7, k = 100;
+  std::vector<float> w = weights(n, k, 1);
+  WeightPacking p;
+  ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::I8, p).ok());
+  WeightView v = p.view();
+  EXPECT_EQ(v.numOutliers, 0);
+  for (int64_t r = 0; r < n; ++r) {
+    float absMax = 0;
+    for (int64_t c = 0; c < k; ++c)
+      absMax = std::max(absMax, std::fabs(w[size_t(r * k + c)]));
+    EXPECT_FLOAT_EQ(v.scales[r], absMax / 127.0f);
+    for (int64_t c = 0; c < k; ++c)
+      EXPECT_LE(std::fabs(weightViewAt(v, r, c) - w[size_t(r * k + c)]),
+                0.5001f * v.scales[r]);
+  }
+}
+
+TEST(WeightPackTest, OutlierColumnsStayInBf16) {
+  // Outliers at columns 32, 96, 160, ...: 4 of 256, k / 64 = 4 allowed.
+  int64_t n = 9, k = 256;
+  std::vector<float> w = weights(n, k, 2, /*every=*/64);
+  WeightPacking p;
+  ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::I8, p).ok());
+  ASSERT_EQ(p.outlierCols, (std::vector<int32_t>{32, 96, 160, 224}));
+  WeightView v = p.view();
+  for (int64_t r = 0; r < n; ++r) {
+    // The scale ignores the outliers, so the rest keeps its resolution.
+    EXPECT_LE(v.scales[r], 1.0f / 127.0f + 1e-7f);
+    for (int32_t c : p.outlierCols) {
+      EXPECT_EQ(static_cast<const int8_t *>(v.data)[r * k + c], 0);
+      EXPECT_EQ(weightViewAt(v, r, c),
+                bf16ToFloat(floatToBf16(w[size_t(r * k + c)])));
+    }
+  }
+  // More candidates than k / 64: the most extreme are kept.
+  std::vector<float> many = weights(n, k, 3, /*every=*/16);
+  for (int64_t r = 0; r < n; ++r)
+    many[size_t(r * k + 40)] = 1000.0f;
+  ASSERT_TRUE(packWeightRows(many.data(), n, k, DType::I8, p).ok());
+  EXPECT_EQ(p.outlierCols.size(), 4u);
+  EXPECT_TRUE(std::count(p.outlierCols.begin(), p.outlierCols.end(), 40));
+}
+
+TEST(WeightPackTest, RefusesWhatItCannotPack) {
+  std::vector<float> w = {1, 2, NAN, 4};
+  WeightPacking p;
+  Status s = packWeightRows(w.data(), 2, 2, DType::I8, p);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("weight (1, 0) is not finite"), std::string::npos)
+      << s.message();
+  w[2] = 3;
+  s = packWeightRows(w.data(), 2, 2, DType::I4, p);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("f32, bf16, f16 or int8"), std::string::npos);
+}
+
+TEST(WeightPackTest, ViewChecksNameTheBadPart) {
+  std::vector<float> w = weights(4, 128, 4, /*every=*/64);
+  WeightPacking p;
+  ASSERT_TRUE(packWeightRows(w.data(), 4, 128, DType::I8, p).ok());
+  WeightView v = p.view();
+  ASSERT_TRUE(checkWeightView(v).ok());
+  WeightView noScales = v;
+  noScales.scales = nullptr;
+  EXPECT_NE(checkWeightView(noScales).message().find("scales"),
+            std::string::npos);
+  std::vector<int32_t> cols = {70, 30};
+  WeightView unordered = v;
+  unordered.outlierCols = cols.data();
+  EXPECT_NE(checkWeightView(unordered).message().find("increasing"),
+            std::string::npos);
+  WeightView bf16 = v;
+  bf16.storage = DType::BF16;
+  EXPECT_NE(checkWeightView(bf16).message().find("no scales"),
+            std::string::npos);
+}
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// K around the 16-lane vectors and 64-byte lines (1, 15, 17, 63, 65, 130),
+// N = 1 and N off the 4-row tiles, M = 0, 1, the 4-row x tiles with
+// remainders, and M far beyond kSmallM (the prefill path).
+const Shape kShapes[] = {{1, 1, 1},    {1, 1, 17},    {1, 5, 15},
+                         {2, 3, 63},   {3, 9, 65},    {4, 8, 64},
+                         {5, 13, 130}, {6, 4, 256},   {7, 21, 129},
+                         {0, 4, 32},   {33, 37, 200}, {70, 9, 1000}};
+
+TEST(Int8LinearTest, MatchesTheReferenceOnEveryPath) {
+  for (const Shape &s : kShapes)
+    for (int64_t every : {int64_t(0), int64_t(64)}) {
+      std::vector<float> w = weights(s.n, s.k, uint32_t(s.k + s.n), every);
+      std::vector<float> bias = randomVector(size_t(s.n), 9);
+      std::vector<float> x = randomVector(size_t(s.m * s.k), 5);
+      PackedWeight pw;
+      ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, s.n, s.k,
+                                     bias.data(), DType::I8, pw)
+                      .ok());
+      EXPECT_FALSE(pw.usesDnnl());
+      std::vector<float> want = reference(x, s.m, pw.view(), bias.data());
+      for (Isa isa : hostIsas())
+        for (ThreadPool *pool : {&serialPool(), &parallelPool()}) {
+          IsaScope scope(isa);
+          std::vector<float> y(size_t(s.m * s.n), NAN);
+          ASSERT_TRUE(linear(x.data(), s.m, pw, y.data(), *pool).ok());
+          expectClose(y, want, x, s.m, pw.view(),
+                      std::string(isaName(isa)) + " m=" + std::to_string(s.m) +
+                          " n=" + std::to_string(s.n) +
+                          " k=" + std::to_string(s.k) +
+                          " outliers=" + std::to_string(every));
+        }
+    }
+}
+
+TEST(Int8LinearTest, ZeroAndExtremeRows) {
+  // A zero row (scale 0), tiny and huge magnitudes: each row's result is
+  // relative to its own scale, so none swamps another. M = 3 takes the
+  // GEMV tiles, M = 20 the prefill panels.
+  for (int64_t m : {int64_t(3), int64_t(20)}) {
+    int64_t n = 5, k = 67;
+    std::vector<float> w = weights(n, k, 11);
+    for (int64_t c = 0; c < k; ++c) {
+      w[size_t(0 * k + c)] = 0.0f;
+      w[size_t(1 * k + c)] *= 1e-30f;
+      w[size_t(2 * k + c)] *= 1e30f;
+    }
+    std::vector<float> x = randomVector(size_t(m * k), 12);
+    PackedWeight pw;
+    ASSERT_TRUE(
+        PackedWeight::pack(w.data(), DType::F32, n, k, nullptr, DType::I8, pw)
+            .ok());
+    EXPECT_EQ(pw.view().scales[0], 0.0f);
+    std::vector<float> want = reference(x, m, pw.view(), nullptr);
+    for (Isa isa : hostIsas()) {
+      IsaScope scope(isa);
+      std::vector<float> y(size_t(m * n), NAN);
+      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
+      expectClose(y, want, x, m, pw.view(), isaName(isa));
+      for (int64_t i = 0; i < m; ++i) {
+        EXPECT_EQ(y[size_t(i * n)], 0.0f);
+        EXPECT_NE(y[size_t(i * n + 1)], 0.0f);
+        EXPECT_TRUE(std::isfinite(y[size_t(i * n + 2)]));
+      }
+    }
+  }
+}
+
+TEST(Int8LinearTest, ViewsBorrowAndGatedLinearRuns) {
+  int64_t f = 24, k = 80, m = 9;
+  std::vector<float> w = weights(2 * f, k, 21, /*every=*/64);
+  WeightPacking p;
+  ASSERT_TRUE(packWeightRows(w.data(), 2 * f, k, DType::I8, p).ok());
+  PackedWeight pw;
+  ASSERT_TRUE(
+      PackedWeight::fromView(p.view(), nullptr, pw, /*gatedHalves=*/true).ok());
+  // Nothing copied: the kernels read the packing's bytes.
+  EXPECT_EQ(pw.data(), p.data.data());
+  EXPECT_EQ(pw.view().scales, p.scales.data());
+  EXPECT_EQ(pw.weightBytes(),
+            size_t(2 * f * k + 2 * f * 4 + 1 * 4 + 2 * f * 2));
+  std::vector<float> x = randomVector(size_t(m * k), 22);
+  std::vector<float> gu = reference(x, m, p.view(), nullptr);
+  std::vector<float> h(size_t(m * f), NAN);
+  ASSERT_TRUE(
+      gatedLinear(x.data(), m, pw, Activation::Silu, h.data(), serialPool())
+          .ok());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < f; ++j) {
+      float g = gu[size_t(i * 2 * f + j)], u = gu[size_t(i * 2 * f + f + j)];
+      float want = g / (1.0f + std::exp(-g)) * u;
+      EXPECT_NEAR(h[size_t(i * f + j)], want, 1e-3f * (1 + std::fabs(want)));
+    }
+}
+
+} // namespace
+
+namespace {
+
+TEST(PackedViewTest, F16AndBf16ViewsMatchTheReference) {
+  // f16 weights exist only packed by the compiler (fromView): the GEMV
+  // tiles take every M, as for int8.
+  for (DType t : {DType::F16, DType::BF16, DType::F32})
+    for (const Shape &s : kShapes) {
+      std::vector<float> w = weights(s.n, s.k, uint32_t(s.k * 3 + s.n));
+      std::vector<float> x = randomVector(size_t(s.m * s.k), 6);
+      WeightPacking p;
+      ASSERT_TRUE(packWeightRows(w.data(), s.n, s.k, t, p).ok());
+      PackedWeight pw;
+      ASSERT_TRUE(PackedWeight::fromView(p.view(), nullptr, pw).ok());
+      EXPECT_EQ(pw.data(), p.data.data());
+      std::vector<float> want = reference(x, s.m, p.view(), nullptr);
+      for (Isa isa : hostIsas()) {
+        IsaScope scope(isa);
+        std::vector<float> y(size_t(s.m * s.n), NAN);
+        ASSERT_TRUE(
+            linearGemv(x.data(), s.m, pw, y.data(), parallelPool()).ok());
+        expectClose(y, want, x, s.m, p.view(),
+                    std::string(dtypeName(t)) + " " + isaName(isa) + " m=" +
+                        std::to_string(s.m) + " k=" + std::to_string(s.k));
+      }
+    }
+}
+
+} // namespace

@@ -1,0 +1,250 @@
+//===- StoredWeightsTest.cpp - Weights stored packed in a plan ------------===//
+
+#include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Plan/StoreWeights.h"
+#include "runtime/Core/Engine.h"
+#include "runtime/Plan/PlanIO.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+using namespace folio;
+
+namespace {
+
+const char *kModel = FOLIO_SOURCE_DIR "/models/zoo/llama/cached.onnx";
+
+plan::Plan compile(const std::string &weightDtype) {
+  mlir::folio::CompileToPlanOptions o;
+  o.weightDtype = weightDtype;
+  auto p = mlir::folio::compileONNXToPlan(kModel, o);
+  if (!p) {
+    ADD_FAILURE() << llvm::toString(p.takeError());
+    return {};
+  }
+  return std::move(*p);
+}
+
+core::GenerateResult run(std::shared_ptr<const plan::Plan> p,
+                         exec::WeightType packAs = exec::WeightType::F32) {
+  // Long enough a prompt for the prefill GEMM path (M > kSmallM).
+  std::vector<std::vector<TokenId>> prompts = {
+      {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {9}};
+  exec::ExecutorOptions eo;
+  eo.weights = packAs;
+  auto engine = core::Engine::create(p, exec::createCPUExecutor(eo),
+                                     core::Engine::blocksFor(prompts, 6, 16));
+  EXPECT_TRUE(engine) << engine.status().message();
+  core::GenerateOptions o;
+  o.maxNewTokens = 6;
+  o.keepLogits = true;
+  auto r = (*engine)->generateGreedy(prompts, o);
+  EXPECT_TRUE(r) << r.status().message();
+  return r ? *r : core::GenerateResult();
+}
+
+TEST(StoredWeights, ParseRefusesWhatIsNotSupportedYet) {
+  for (const char *ok : {"none", "f32", "bf16", "f16", "int8"})
+    EXPECT_TRUE(bool(mlir::folio::parseWeightDtype(ok))) << ok;
+  for (const char *later : {"fp8_e4m3", "int4"}) {
+    auto r = mlir::folio::parseWeightDtype(later);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(llvm::toString(r.takeError()),
+              std::string("--weight-dtype ") + later +
+                  " is not supported yet; supported: f32, bf16, f16, int8");
+  }
+  auto r = mlir::folio::parseWeightDtype("q8");
+  ASSERT_FALSE(r);
+  EXPECT_NE(llvm::toString(r.takeError()).find("not a weight dtype"),
+            std::string::npos);
+}
+
+TEST(StoredWeights, EveryLinearIsStoredAndItsConstantLeaves) {
+  plan::Plan p = compile("int8");
+  int64_t linears = 0, mlps = 0;
+  for (const plan::Step &s : p.steps) {
+    linears += s.kind == "linear";
+    mlps += s.kind == "gated_mlp";
+  }
+  ASSERT_GT(linears + mlps, 0);
+  EXPECT_EQ(int64_t(p.weights.size()), linears + 2 * mlps);
+  std::vector<bool> isConstant(p.values.size(), false);
+  for (const plan::Constant &c : p.constants)
+    isConstant[size_t(c.value)] = true;
+  for (const plan::StoredWeight &w : p.weights) {
+    EXPECT_EQ(w.type, plan::ElemType::I8);
+    EXPECT_EQ(w.scalesBytes, uint64_t(w.n) * 4);
+    // Its operands' f32 copies are gone: nothing else reads them here.
+    for (int32_t i = 0; i < w.numOperands; ++i)
+      EXPECT_FALSE(isConstant[size_t(
+          p.steps[size_t(w.step)].operands[size_t(w.operand + i)])]);
+  }
+  // The int8 blob is far smaller than the model's own (f32) one.
+  plan::Plan none = compile("none");
+  EXPECT_TRUE(none.weights.empty());
+  EXPECT_LT(p.blob.size(), none.blob.size() / 2);
+}
+
+TEST(StoredWeights, Bf16PlanRunsAsTheLoadTimePacking) {
+  // The compiler's bf16 packing rounds exactly as the executor's did at
+  // load, so both give the same logits.
+  auto packedAtLoad = std::make_shared<const plan::Plan>(compile("none"));
+  auto stored = std::make_shared<const plan::Plan>(compile("bf16"));
+  core::GenerateResult want = run(packedAtLoad, exec::WeightType::BF16);
+  core::GenerateResult got = run(stored);
+  EXPECT_EQ(got.tokens, want.tokens);
+  ASSERT_EQ(got.logits.size(), want.logits.size());
+  for (size_t i = 0; i < got.logits.size(); ++i)
+    ASSERT_NEAR(got.logits[i], want.logits[i],
+                1e-4f * (1 + std::fabs(want.logits[i])))
+        << i;
+}
+
+TEST(StoredWeights, Int8PlanRoundTripsThroughAFileAndStaysClose) {
+  auto f32 = std::make_shared<const plan::Plan>(compile("f32"));
+  plan::Plan int8 = compile("int8");
+  std::string path = ::testing::TempDir() + "/stored-int8.folio";
+  ASSERT_TRUE(plan::writePlan(int8, path));
+  auto mapped = plan::readPlan(path);
+  ASSERT_TRUE(mapped) << mapped.status().message();
+  ASSERT_EQ(mapped->weights.size(), int8.weights.size());
+  for (size_t i = 0; i < int8.weights.size(); ++i) {
+    const plan::StoredWeight &a = int8.weights[i], &b = mapped->weights[i];
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << i;
+  }
+  auto inMemory = std::make_shared<const plan::Plan>(std::move(int8));
+  auto fromFile = std::make_shared<const plan::Plan>(std::move(*mapped));
+  core::GenerateResult a = run(inMemory), b = run(fromFile);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.logits, b.logits);
+  // int8 against f32 on the prompts' logits (later ones follow tokens
+  // that may differ): per-channel rounding moves the logits by a small
+  // part of their size.
+  core::GenerateResult ref = run(f32);
+  ASSERT_EQ(ref.logits.size(), a.logits.size());
+  size_t vocab = size_t(ref.vocab), steps = 6;
+  for (size_t prompt = 0; prompt < 2; ++prompt) {
+    double num = 0, den = 0;
+    for (size_t v = 0; v < vocab; ++v) {
+      size_t i = prompt * steps * vocab + v;
+      num += std::pow(double(a.logits[i]) - ref.logits[i], 2);
+      den += std::pow(double(ref.logits[i]), 2);
+    }
+    EXPECT_LT(std::sqrt(num / den), 0.03) << "prompt " << prompt;
+  }
+}
+
+/// validatePlan's message for `p` with its first stored weight changed by
+/// `mutate`.
+std::string refusal(const plan::Plan &p,
+                    const std::function<void(plan::Plan &)> &mutate) {
+  plan::Plan copy = p;
+  mutate(copy);
+  Status s = plan::validatePlan(copy);
+  return s ? std::string("(accepted)") : s.message();
+}
+
+TEST(StoredWeights, ValidationNamesEveryBadField) {
+  plan::Plan p = compile("int8");
+  ASSERT_FALSE(p.weights.empty());
+  ASSERT_TRUE(plan::validatePlan(p)) << plan::validatePlan(p).message();
+  auto has = [](const std::string &msg, const char *what) {
+    return msg.find(what) != std::string::npos;
+  };
+  using P = plan::Plan;
+  struct Case {
+    std::function<void(P &)> mutate;
+    const char *message;
+  } cases[] = {
+      {[](P &q) { q.weights[0].step = int32_t(q.steps.size()); },
+       "names no step"},
+      {[](P &q) { q.weights[0].operand = 2; }, "stored weights are a linear"},
+      {[](P &q) { q.weights.push_back(q.weights[0]); },
+       "another stored weight stands for operand"},
+      {[](P &q) { q.weights[0].n += 1; }, "but its operands are"},
+      {[](P &q) { q.weights[0].type = plan::ElemType::I4; },
+       "its dtype is int4; stored weights are f32, bf16, f16 or int8"},
+      {[](P &q) { q.weights[0].type = plan::ElemType(200); },
+       "its dtype is unknown"},
+      {[](P &q) { q.weights[0].layout = plan::WeightLayout(2); },
+       "layout 2 is not one this runtime reads"},
+      {[](P &q) { q.weights[0].dataOffset += 1; }, "not a multiple of 64"},
+      {[](P &q) { q.weights[0].dataBytes -= 1; }, "the weight data is"},
+      {[](P &q) { q.weights[0].scalesOffset = q.blob.size() + 64; },
+       "the scales ("},
+      {[](P &q) { q.weights[0].scalesBytes = 0; }, "the scales is 0 bytes"},
+      {[](P &q) { q.weights[0].numOutliers = q.weights[0].k + 1; },
+       "outlier columns; int8 weights have 0 to k"},
+      {[](P &q) {
+         q.weights[0].type = plan::ElemType::BF16;
+         q.weights[0].dataBytes *= 2;
+       },
+       "the scales is"},
+  };
+  std::string msg;
+  for (const Case &c : cases) {
+    msg = refusal(p, c.mutate);
+    EXPECT_TRUE(has(msg, c.message)) << c.message << "\n  got: " << msg;
+    EXPECT_TRUE(has(msg, "plan: stored weight")) << msg;
+  }
+  // A stored-only weight read by another step would have no tensor.
+  msg = refusal(p, [](P &q) {
+    const plan::StoredWeight &w = q.weights[0];
+    int32_t weight = q.steps[size_t(w.step)].operands[size_t(w.operand)];
+    for (plan::Step &s : q.steps)
+      if (&s != &q.steps[size_t(w.step)] && s.operands.size() > 1 &&
+          s.kind == "binary") {
+        s.operands[1] = weight;
+        return;
+      }
+  });
+  EXPECT_TRUE(has(msg, "exists only as a stored weight (it has no constant), "
+                       "but step 'binary'"))
+      << msg;
+  // Outlier columns must increase and stay below k: appended to the blob.
+  msg = refusal(p, [](P &q) {
+    plan::StoredWeight &w = q.weights[0];
+    int32_t cols[2] = {3, 3};
+    w.numOutliers = 2;
+    w.outlierColsBytes = 8;
+    w.outlierColsOffset = q.blob.append(cols, 8);
+    std::vector<uint16_t> o(size_t(w.n * 2), 0);
+    w.outliersBytes = o.size() * 2;
+    w.outliersOffset = q.blob.append(o.data(), w.outliersBytes);
+  });
+  EXPECT_TRUE(has(msg, "outlier column 1 is 3; the columns are increasing"))
+      << msg;
+}
+
+TEST(StoredWeights, TheChecksumCoversTheRecords) {
+  plan::Plan p = compile("int8");
+  std::string bytes = plan::serializePlan(p);
+  uint64_t headerBytes = 0;
+  std::memcpy(&headerBytes, bytes.data() + 24, 8);
+  // The last record's last field (outliersBytes) ends the header.
+  bytes[64 + headerBytes - 12] ^= 1;
+  auto r = plan::parsePlan(bytes);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("metadata section"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(StoredWeights, APlanKeepsTheDtypeItWasCompiledWith) {
+  std::string path = ::testing::TempDir() + "/stored-bf16.folio";
+  ASSERT_TRUE(plan::writePlan(compile("bf16"), path));
+  mlir::folio::CompileToPlanOptions o;
+  o.weightDtype = "int8";
+  auto r = mlir::folio::loadOrCompilePlan(path, o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("stores its weights as bf16"),
+            std::string::npos)
+      << r.status().message();
+  o.weightDtype = "bf16";
+  EXPECT_TRUE(mlir::folio::loadOrCompilePlan(path, o));
+  o.weightDtype = "none";
+  EXPECT_TRUE(mlir::folio::loadOrCompilePlan(path, o));
+}
+
+} // namespace
