@@ -5,6 +5,7 @@
 
 #include "runtime/Bench/ServingBench.h"
 
+#include <string>
 #include <vector>
 
 namespace folio::bench {
@@ -15,6 +16,13 @@ struct RequestTimes {
   double firstToken = -1;
   double finish = -1;
   size_t outputTokens = 0;
+  size_t promptTokens = 0;
+  /// When each batch of tokens reached the client (an engine step's output
+  /// in process, an SSE chunk over HTTP): inter-token latencies are the
+  /// gaps between consecutive entries.
+  std::vector<double> tokenTimes;
+  /// Non-empty: the request failed, and why (its tokens are not counted).
+  std::string error;
 };
 
 /// The p-th percentile (0..100) by linear interpolation; 0 when empty.

@@ -41,12 +41,89 @@ TokenId argmax(const float *row, int64_t vocab) {
   return TokenId(std::max_element(row, row + vocab) - row);
 }
 
+/// Sends `work` through `engine` as it arrives (request ids from
+/// `firstId` on) and times it; fills the throughput and latency fields of
+/// `m` and each request's `times`.
+Status drive(core::ServingEngine &engine, const std::vector<BenchRequest> &work,
+             const ServingBenchOptions &options, size_t firstId,
+             PolicyMetrics &m, std::vector<RequestTimes> &times) {
+  times.assign(work.size(), RequestTimes());
+  UtilizationTracker utilization;
+  const Scheduler &scheduler = engine.getScheduler();
+  uint64_t preemptionsBefore = scheduler.numPreemptions();
+  size_t hitsBefore = scheduler.kvCache().numPrefixHitTokens();
+  size_t next = 0;
+  // Finish times in order: with a concurrency limit C, request i takes the
+  // slot that the (i - C)-th finish freed, as a client with C connections
+  // that sends in order would.
+  std::vector<double> finishes;
+  size_t limit = options.maxConcurrency;
+  auto admissible = [&] {
+    return limit == 0 || next < finishes.size() + limit;
+  };
+  Clock::time_point start = Clock::now();
+  while (next < work.size() || engine.hasUnfinishedRequests()) {
+    if (!engine.hasUnfinishedRequests())
+      waitUntil(start, work[next].arrivalTime);
+    for (; next < work.size() && admissible() &&
+           work[next].arrivalTime <= since(start);
+         ++next) {
+      NewRequest r;
+      r.requestId = std::to_string(firstId + next);
+      r.promptTokenIds = work[next].prompt;
+      r.samplingParams.temperature = 0;
+      r.samplingParams.maxTokens = work[next].outputLength;
+      r.samplingParams.ignoreEos = true;
+      if (Status s = engine.addRequest(r); !s)
+        return s;
+      times[next].arrival = work[next].arrivalTime;
+      if (limit != 0 && next >= limit)
+        times[next].arrival =
+            std::max(times[next].arrival, finishes[next - limit]);
+      times[next].promptTokens = work[next].prompt.size();
+    }
+    Expected<std::vector<RequestOutput>> outputs = engine.step();
+    if (!outputs)
+      return outputs.status();
+    ++m.steps;
+    double t = since(start);
+    for (const RequestOutput &out : *outputs) {
+      RequestTimes &r = times[std::stoul(out.requestId) - firstId];
+      if (!out.newTokenIds.empty()) {
+        if (r.firstToken < 0)
+          r.firstToken = t;
+        r.tokenTimes.push_back(t);
+      }
+      r.outputTokens += out.newTokenIds.size();
+      if (out.finished) {
+        r.finish = t;
+        finishes.push_back(t);
+      }
+    }
+    // 0 means no block is held: nothing to sample.
+    if (double u = engine.kvUtilization(); u > 0)
+      utilization.add(u);
+    m.maxResidentSeqs = std::max(m.maxResidentSeqs, scheduler.numRunning());
+    if (outputs->empty() && scheduler.numRunning() == 0 &&
+        engine.hasUnfinishedRequests())
+      return Status::resourceExhausted(
+          "the KV cache budget cannot hold the waiting requests");
+  }
+  summarize(times, since(start), m);
+  utilization.store(m);
+  m.preemptions = scheduler.numPreemptions() - preemptionsBefore;
+  m.prefixHitTokens = scheduler.kvCache().numPrefixHitTokens() - hitsBefore;
+  return Status::ok();
+}
+
 } // namespace
 
 Expected<PolicyMetrics> runContinuous(std::shared_ptr<const plan::Plan> plan,
                                       const ExecutorFactory &makeExecutor,
                                       const std::vector<BenchRequest> &work,
-                                      const ServingBenchOptions &options) {
+                                      const ServingBenchOptions &options,
+                                      std::vector<RequestTimes> *requestTimes,
+                                      const std::vector<BenchRequest> *warmup) {
   Expected<exec::KVCacheLayout> layout = layoutOf(plan, makeExecutor);
   if (!layout)
     return layout.status();
@@ -63,52 +140,19 @@ Expected<PolicyMetrics> runContinuous(std::shared_ptr<const plan::Plan> plan,
   if (!engine)
     return engine.status();
 
-  PolicyMetrics m;
-  std::vector<RequestTimes> times(work.size());
-  UtilizationTracker utilization;
-  const Scheduler &scheduler = (*engine)->getScheduler();
-  size_t next = 0;
-  Clock::time_point start = Clock::now();
-  while (next < work.size() || (*engine)->hasUnfinishedRequests()) {
-    if (!(*engine)->hasUnfinishedRequests())
-      waitUntil(start, work[next].arrivalTime);
-    for (; next < work.size() && work[next].arrivalTime <= since(start);
-         ++next) {
-      NewRequest r;
-      r.requestId = std::to_string(next);
-      r.promptTokenIds = work[next].prompt;
-      r.samplingParams.temperature = 0;
-      r.samplingParams.maxTokens = work[next].outputLength;
-      r.samplingParams.ignoreEos = true;
-      if (Status s = (*engine)->addRequest(r); !s)
-        return s;
-      times[next].arrival = work[next].arrivalTime;
-    }
-    Expected<std::vector<RequestOutput>> outputs = (*engine)->step();
-    if (!outputs)
-      return outputs.status();
-    ++m.steps;
-    double t = since(start);
-    for (const RequestOutput &out : *outputs) {
-      RequestTimes &r = times[std::stoul(out.requestId)];
-      if (!out.newTokenIds.empty() && r.firstToken < 0)
-        r.firstToken = t;
-      r.outputTokens += out.newTokenIds.size();
-      if (out.finished)
-        r.finish = t;
-    }
-    // 0 means no block is held: nothing to sample.
-    if (double u = (*engine)->kvUtilization(); u > 0)
-      utilization.add(u);
-    m.maxResidentSeqs = std::max(m.maxResidentSeqs, scheduler.numRunning());
-    if (outputs->empty() && scheduler.numRunning() == 0 &&
-        (*engine)->hasUnfinishedRequests())
-      return Status::resourceExhausted(
-          "the KV cache budget cannot hold the waiting requests");
+  std::vector<RequestTimes> times;
+  size_t firstId = 0;
+  if (warmup && !warmup->empty()) {
+    PolicyMetrics untimed;
+    if (Status s = drive(**engine, *warmup, options, 0, untimed, times); !s)
+      return s;
+    firstId = warmup->size();
   }
-  summarize(times, since(start), m);
-  utilization.store(m);
-  m.preemptions = scheduler.numPreemptions();
+  PolicyMetrics m;
+  if (Status s = drive(**engine, work, options, firstId, m, times); !s)
+    return s;
+  if (requestTimes)
+    *requestTimes = std::move(times);
   return m;
 }
 

@@ -29,6 +29,10 @@ struct ServingBenchOptions {
   /// KV memory for either policy, in bytes.
   size_t kvCacheMemory = 0;
   bool enablePrefixCaching = false;
+  /// Continuous policy: requests in flight at most, as a client with this
+  /// many connections sends them (a request that arrives while all are busy
+  /// waits for one to finish); 0 = no limit.
+  size_t maxConcurrency = 0;
 };
 
 struct PolicyMetrics {
@@ -39,6 +43,8 @@ struct PolicyMetrics {
   /// Live token slots / allocated token slots, sampled after every step.
   double kvUtilizationMean = 0, kvUtilizationPeak = 0;
   uint64_t preemptions = 0;
+  /// Continuous policy: prompt tokens found in the prefix cache.
+  size_t prefixHitTokens = 0;
   size_t maxResidentSeqs = 0;
   size_t outputTokens = 0;
   /// Output tokens a static batch had to cut: prompt padding plus output
@@ -50,10 +56,18 @@ struct PolicyMetrics {
 
 using ExecutorFactory = std::function<std::unique_ptr<exec::Executor>()>;
 
-Expected<PolicyMetrics> runContinuous(std::shared_ptr<const plan::Plan> plan,
-                                      const ExecutorFactory &makeExecutor,
-                                      const std::vector<BenchRequest> &work,
-                                      const ServingBenchOptions &options);
+struct RequestTimes;
+
+/// With `requestTimes`, also hands back each request's timings (in
+/// workload order), for summaries beyond PolicyMetrics. With `warmup`, the
+/// same engine and executor first serve those requests untimed, so the
+/// timed run finds its kernels built and its weights paged in, as a server
+/// that has been up a while does.
+Expected<PolicyMetrics> runContinuous(
+    std::shared_ptr<const plan::Plan> plan, const ExecutorFactory &makeExecutor,
+    const std::vector<BenchRequest> &work, const ServingBenchOptions &options,
+    std::vector<RequestTimes> *requestTimes = nullptr,
+    const std::vector<BenchRequest> *warmup = nullptr);
 
 Expected<PolicyMetrics> runStatic(std::shared_ptr<const plan::Plan> plan,
                                   const ExecutorFactory &makeExecutor,

@@ -124,6 +124,19 @@ public:
     return out;
   }
 
+  /// Lets the tokens of the next `interval` gather (returns early when
+  /// every prompt's request ended).
+  void gather(std::chrono::milliseconds interval) {
+    auto deadline = std::chrono::steady_clock::now() + interval;
+    for (const std::shared_ptr<RequestStream> &stream : streams_) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        return;
+      stream->waitAllFinished(left);
+    }
+  }
+
   /// Ends every sample still running (the client went away).
   void abort() {
     for (size_t p = 0; p < streams_.size(); ++p)
@@ -510,11 +523,27 @@ void folio::server::handleGenerate(ServerContext &c, Endpoint endpoint,
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [generation](size_t, httplib::DataSink &sink) {
+      [generation, interval = c.options.minStreamInterval,
+       lastWrite = std::chrono::steady_clock::time_point()](
+          size_t, httplib::DataSink &sink) mutable {
+        using Clock = std::chrono::steady_clock;
+        // Tokens of the steps since the last write gather until the
+        // interval is up: one write, and one wake-up here and at the
+        // client, for all of them. The end is written at once (in this
+        // call: a server that stops once its requests ended must not stop
+        // before their last bytes).
+        Clock::duration since = Clock::now() - lastWrite;
+        if (since < interval)
+          generation->gather(
+              std::chrono::duration_cast<std::chrono::milliseconds>(interval -
+                                                                    since));
         std::string out = generation->poll(/*streaming=*/true);
-        if (!out.empty() && !sink.write(out.data(), out.size())) {
-          generation->abort(); // The client went away.
-          return false;
+        if (!out.empty()) {
+          if (!sink.write(out.data(), out.size())) {
+            generation->abort(); // The client went away.
+            return false;
+          }
+          lastWrite = Clock::now();
         }
         if (generation->allDone())
           sink.done();

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/socket.h>
+
 using namespace folio;
 using namespace folio::server;
 using Json = nlohmann::json;
@@ -46,6 +48,8 @@ struct HttpServer::Impl {
   std::mutex mutex;
   bool stopRequested = false;
   bool listening = false;
+  /// The listening socket, once httplib created it.
+  std::atomic<socket_t> listenSocket{INVALID_SOCKET};
 };
 
 HttpServer::HttpServer(HttpServerOptions options,
@@ -64,6 +68,15 @@ HttpServer::HttpServer(HttpServerOptions options,
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.set_payload_max_length(c.options.maxRequestBytes);
   s.set_tcp_nodelay(true); // Stream tokens as they come.
+  // Debian's compiled cpp-httplib listens with a backlog of 5: a burst of
+  // clients connecting at once (64 streams opened together) overflows it,
+  // and the kernel drops their handshakes, which clients resend a second
+  // later or give up on. bind() raises the backlog of the socket seen here.
+  Impl *impl = impl_.get();
+  s.set_socket_options([impl](socket_t sock) {
+    httplib::default_socket_options(sock);
+    impl->listenSocket = sock;
+  });
 
   s.set_pre_routing_handler(
       [&c](const httplib::Request &req, httplib::Response &res) {
@@ -148,12 +161,18 @@ HttpServer::~HttpServer() { stop(); }
 
 Expected<int> HttpServer::bind() {
   const HttpServerOptions &o = impl_->context.options;
-  if (o.port == 0) {
-    int port = impl_->server.bind_to_any_port(o.host);
-    if (port > 0)
-      return port;
-  } else if (impl_->server.bind_to_port(o.host, o.port)) {
-    return o.port;
+  int port = 0;
+  if (o.port == 0)
+    port = impl_->server.bind_to_any_port(o.host);
+  else if (impl_->server.bind_to_port(o.host, o.port))
+    port = o.port;
+  if (port > 0) {
+    // listen() again on a listening socket only changes its backlog.
+    socket_t sock = impl_->listenSocket;
+    if (sock != INVALID_SOCKET && ::listen(sock, SOMAXCONN) != 0)
+      return Status::internal("cannot raise the listen backlog of " + o.host +
+                              ":" + std::to_string(port));
+    return port;
   }
   return Status::invalidArgument("cannot listen on " + o.host + ":" +
                                  std::to_string(o.port) +

@@ -19,6 +19,7 @@
 #include "runtime/Support/Status.h"
 #include "runtime/Tokenizer/Tokenizer.h"
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,13 @@ struct HttpServerOptions {
   size_t maxModelLen = 0;
   /// HTTP worker threads; each open stream holds one.
   size_t numThreads = 64;
+  /// A stream's writes are at least this far apart; tokens generated in
+  /// between go out in one write. Every write wakes the stream's thread and
+  /// the client's: with many streams and steps faster than this, those
+  /// wake-ups cost more CPU than they are worth (docs/serving-bench.md).
+  /// Steps slower than this are streamed as they come; 0 writes each
+  /// step's tokens at once.
+  std::chrono::milliseconds minStreamInterval{10};
   /// Ends generation (and is left out of the text) unless ignore_eos.
   std::optional<TokenId> eosTokenId;
   /// The model's chat template; chat requests use the default format

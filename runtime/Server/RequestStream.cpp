@@ -8,6 +8,7 @@ using namespace folio;
 using namespace folio::server;
 
 void RequestStream::push(StreamEvent event) {
+  bool ended = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     assert(event.sample < numSamples_ && "event for a sample out of range");
@@ -15,11 +16,18 @@ void RequestStream::push(StreamEvent event) {
       return;
     if (event.finished) {
       finished_[event.sample] = true;
-      --samplesLeft_;
+      ended = --samplesLeft_ == 0;
     }
     events_.push_back(std::move(event));
   }
   ready_.notify_all();
+  if (ended)
+    ended_.notify_all();
+}
+
+void RequestStream::waitAllFinished(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ended_.wait_for(lock, timeout, [&] { return samplesLeft_ == 0; });
 }
 
 std::vector<StreamEvent>

@@ -57,6 +57,11 @@ public:
   /// then takes every queued event (empty on timeout).
   std::vector<StreamEvent> wait(std::chrono::milliseconds timeout);
 
+  /// Consumer side: waits until every sample finished or `timeout`
+  /// passes; token events alone do not end the wait, so a consumer can let
+  /// them gather and still see the end at once.
+  void waitAllFinished(std::chrono::milliseconds timeout);
+
   /// Whether every sample finished (its last event may still be queued).
   bool allFinished() const;
   /// Whether `sample` finished.
@@ -69,6 +74,7 @@ private:
 
   mutable std::mutex mutex_;
   std::condition_variable ready_;
+  std::condition_variable ended_; ///< signalled when the last sample ends
   std::deque<StreamEvent> events_;
   std::vector<bool> finished_ = std::vector<bool>(numSamples_, false);
   size_t samplesLeft_;

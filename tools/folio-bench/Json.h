@@ -73,9 +73,17 @@ private:
   static std::string quote(const std::string &s) {
     std::string out = "\"";
     for (char c : s) {
-      if (c == '"' || c == '\\')
+      if (c == '"' || c == '\\') {
         out += '\\';
-      out += c;
+        out += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        // Control characters (a newline in a server's error message).
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(c));
+        out += buf;
+      } else {
+        out += c;
+      }
     }
     return out + "\"";
   }

@@ -14,7 +14,7 @@
 #include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Executor/Executor.h"
 #include "runtime/Plan/Plan.h"
-#include "tools/common/SpeculativeFlags.h"
+#include "tools/common/LoadModel.h"
 
 #include <memory>
 #include <string>

@@ -9,6 +9,8 @@
 // folio-bench --mode=kv-quant --model M.onnx --eval-data W.i32 [...]
 // folio-bench --mode=spec --model T --speculative-model D
 //             --num-speculative-tokens 1,2,4,6 --batch-sizes 1,4,16 [...]
+// folio-bench --mode=serve --url http://127.0.0.1:PORT --workload
+//             sharegpt-like [--model M (in-process baseline)] [...]
 //
 // A tool, not a test: it prints one JSON object on stdout (progress on
 // stderr). Each mode is one function over the loaded plan (kv-quant over
@@ -19,12 +21,17 @@
 #include "tools/folio-bench/KVQuant.h"
 #include "tools/folio-bench/Roofline.h"
 #include "tools/folio-bench/Spec.h"
+#include "tools/folio-bench/WeightQuant.h"
+#ifdef FOLIO_BENCH_HTTP
+#include "tools/folio-bench/ServeBench.h"
+#endif
 
 #include "compiler/Target/Target.h"
 
 #include "runtime/Bench/ServingBench.h"
 
 #include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Plan/StoreWeights.h"
 #include "runtime/Plan/PlanIO.h"
 
 #include <algorithm>
@@ -46,7 +53,9 @@ const char *const kUsage =
     "Options:\n"
     "  --threads L         comma-separated thread counts (default 1,2); sets\n"
     "                      Folio's pool and oneDNN's OpenMP team\n"
-    "  --weight-dtype L    comma-separated f32|bf16|f16 (default bf16,f32)\n"
+    "  --weight-dtype L    comma-separated stored weight dtypes, one plan\n"
+    "                      each: f32|bf16|f16|int8 (default bf16,f32); a\n"
+    "                      .folio plan takes only the dtype it stores\n"
     "  --repeats N         timed repeats per configuration, after a warm-up\n"
     "                      (default 3; medians reported with all samples)\n"
     "  --prefill-tokens N  prompt length (default 512)\n"
@@ -63,6 +72,20 @@ const char *const kUsage =
     "  --no-verify-weights with a .folio: skip hashing the weights against\n"
     "                      the file's checksum (the metadata is always\n"
     "                      checked); also in serving mode\n"
+    "\n"
+    "usage: folio-bench --mode=weight-quant --model M.onnx [options]\n"
+    "  weight-quant  per stored weight dtype, against f32 weights in the\n"
+    "            same run: weight bytes, held-out perplexity and greedy\n"
+    "            agreement (one JSON object keyed by dtype;\n"
+    "            docs/cpu-kernels.md)\n"
+    "  --weight-dtype L            comma-separated f32|bf16|f16|int8\n"
+    "                              (default bf16,int8; f32 always runs)\n"
+    "  --eval-data FILE            int32 token windows (default:\n"
+    "                              heldout_slice.i32 beside the model)\n"
+    "  --eval-window N / --prompt-tokens N / --agreement-tokens N\n"
+    "                              as for kv-quant below\n"
+    "  --kv-cache-dtype D          every variant's cache (default f32)\n"
+    "  --threads N                 one value (default: every core)\n"
     "\n"
     "usage: folio-bench --mode=kv-quant --model M.onnx --eval-data W.i32 "
     "[options]\n"
@@ -136,7 +159,36 @@ const char *const kUsage =
     "                              with the baseline's; else sampled, request\n"
     "                              i seeded with --seed + i\n"
     "  --speculative-method, --speculative-model, --ngram-prompt-lookup-*,\n"
-    "  --no-adaptive-speculation   as folio-generate takes them\n";
+    "  --no-adaptive-speculation   as folio-generate takes them\n"
+    "\n"
+    "usage: folio-bench --mode=serve --url http://HOST:PORT --workload "
+    "sharegpt-like\n"
+    "                   [--model M.folio|M.onnx] [options]\n"
+    "  serve     the serving workload sent to a running folio-serve over\n"
+    "            HTTP (streamed, timed at the client); with --model, the\n"
+    "            same workload through the in-process engine first, in the\n"
+    "            same invocation, and their throughput ratio\n"
+    "            (docs/serving-bench.md)\n"
+    "  --url URL                   the server, http://HOST:PORT; it must\n"
+    "                              answer GET /health\n"
+    "  --model M                   the baseline: the server's model\n"
+    "  --tokenizer FILE            without --model: the vocabulary of the\n"
+    "                              prompt token ids\n"
+    "  --max-concurrency N         requests in flight at most, in both\n"
+    "                              runs (default: no limit)\n"
+    "  --api-key K                 sent as 'Authorization: Bearer K'\n"
+    "  --served-model-name NAME    the model requests name (default: the\n"
+    "                              one /v1/models lists)\n"
+    "  --num-requests, --seed, --request-rate  the workload, as above\n"
+    "  --max-model-len L           default: the server's\n"
+    "  Baseline engine (set them as the server was started):\n"
+    "  --max-num-seqs N            (default 64, as folio-serve's)\n"
+    "  --max-num-batched-tokens N  (default 512)\n"
+    "  --kv-cache-memory BYTES     (default: the server's KV blocks, read\n"
+    "                              from its /metrics)\n"
+    "  --enable-prefix-caching / --no-enable-prefix-caching  (default on)\n"
+    "  --threads N / --weight-dtype D  one value each; the server's threads\n"
+    "                              are its own (FOLIO_NUM_THREADS)\n";
 
 bool parseInt(const std::string &s, int64_t &out) {
   char *end = nullptr;
@@ -166,9 +218,13 @@ struct Options {
   int64_t blockSize = 0; ///< 0: the compiler's default
   std::vector<std::string> kvCacheDtypes;
   bench::KVQuantOptions kvQuant;
+  bench::WeightQuantOptions weightQuant;
   bool repeatsGiven = false, decodeTokensGiven = false;
   std::vector<std::string> given; ///< every flag, for the per-mode check
   bench::RooflineOptions roofline;
+  /// --weight-dtype as given: stored dtypes for roofline and weight-quant,
+  /// the executor's weight type for the other modes.
+  std::vector<std::string> weightDtypes;
   // Serving mode.
   bench::WorkloadOptions workload;
   bench::ServingBenchOptions serving;
@@ -178,6 +234,9 @@ struct Options {
   bool verifyWeights = true; ///< a .folio plan's weights against its hash
   bench::SpecBenchOptions spec;
   bool promptTokensGiven = false, evalWindowGiven = false;
+  // Serve mode.
+  std::string url, apiKey, servedModelName;
+  bool prefixCachingGiven = false;
 };
 
 Status parse(int argc, char **argv, Options &o) {
@@ -270,15 +329,8 @@ Status parse(int argc, char **argv, Options &o) {
     } else if (arg == "--weight-dtype") {
       if (!(s = need()))
         return s;
-      o.roofline.weights.clear();
       o.weightsGiven = true;
-      for (const std::string &t : split(value)) {
-        Expected<exec::WeightType> w = exec::parseWeightType(t);
-        if (!w)
-          return Status::invalidArgument("--weight-dtype: " +
-                                         w.status().message());
-        o.roofline.weights.push_back(*w);
-      }
+      o.weightDtypes = split(value);
     } else if (arg == "--repeats") {
       s = positive(o.roofline.repeats);
       o.repeatsGiven = true;
@@ -393,8 +445,23 @@ Status parse(int argc, char **argv, Options &o) {
       s = positive(n);
       o.serving.kvCacheMemory = size_t(n);
       o.kvMemoryGiven = true;
-    } else if (arg == "--enable-prefix-caching") {
-      o.serving.enablePrefixCaching = true;
+    } else if (arg == "--enable-prefix-caching" ||
+               arg == "--no-enable-prefix-caching") {
+      o.serving.enablePrefixCaching = arg == "--enable-prefix-caching";
+      o.prefixCachingGiven = true;
+    } else if (arg == "--url" || arg == "--api-key" ||
+               arg == "--served-model-name") {
+      if (!(s = need()))
+        return s;
+      if (value.empty())
+        return Status::invalidArgument(arg + " must not be empty");
+      (arg == "--url"       ? o.url
+       : arg == "--api-key" ? o.apiKey
+                            : o.servedModelName) = value;
+    } else if (arg == "--max-concurrency") {
+      int64_t n = 0;
+      s = positive(n);
+      o.serving.maxConcurrency = size_t(n);
     } else if (arg == "--no-verify-weights") {
       o.verifyWeights = false;
     } else if (arg == "--json") {
@@ -407,13 +474,40 @@ Status parse(int argc, char **argv, Options &o) {
       return s;
   }
   if (o.mode != "roofline" && o.mode != "serving" && o.mode != "kv-quant" &&
-      o.mode != "spec")
+      o.mode != "weight-quant" && o.mode != "spec" && o.mode != "serve")
     return Status::invalidArgument(
-        o.mode.empty() ? "--mode is required (roofline, kv-quant, spec), or "
-                         "--workload for serving"
-                       : "--mode: '" + o.mode +
-                             "' is not a mode (roofline, serving, kv-quant, "
-                             "spec)");
+        o.mode.empty()
+            ? "--mode is required (roofline, kv-quant, weight-quant, spec, "
+              "serve), or --workload for serving"
+            : "--mode: '" + o.mode +
+                  "' is not a mode (roofline, serving, kv-quant, "
+                  "weight-quant, spec, serve)");
+  if (o.weightsGiven) {
+    bool stored = o.mode == "roofline" || o.mode == "weight-quant";
+    o.roofline.weights.clear();
+    for (const std::string &t : o.weightDtypes) {
+      if (stored) {
+        auto d = mlir::folio::parseWeightDtype(t);
+        if (!d)
+          return Status::invalidArgument(llvm::toString(d.takeError()));
+        if (!*d)
+          return Status::invalidArgument(
+              "--weight-dtype none: --mode=" + o.mode +
+              " compares stored dtypes; supported: " +
+              std::string(mlir::folio::kSupportedWeightDtypes));
+        continue;
+      }
+      Expected<exec::WeightType> w = exec::parseWeightType(t);
+      if (!w)
+        return Status::invalidArgument("--weight-dtype: " +
+                                       w.status().message());
+      o.roofline.weights.push_back(*w);
+    }
+    if (o.mode == "roofline")
+      o.roofline.weightDtypes = o.weightDtypes;
+    if (o.mode == "weight-quant")
+      o.weightQuant.dtypes = o.weightDtypes;
+  }
   // A flag of another mode would be silently ignored: refuse it.
   static const std::vector<std::pair<std::string, std::string>> modesOf = {
       {"--repeats", "roofline,kv-quant,spec"},
@@ -422,27 +516,32 @@ Status parse(int argc, char **argv, Options &o) {
       {"--bandwidth-mib", "roofline"},
       {"--gemm-sizes", "roofline"},
       {"--gemm-size", "roofline"},
-      {"--weight-dtype", "roofline,serving,spec"},
-      {"--workload", "serving,spec"},
-      {"--num-requests", "serving"},
-      {"--seed", "serving,spec"},
+      {"--weight-dtype", "roofline,weight-quant,serving,spec,serve"},
+      {"--workload", "serving,spec,serve"},
+      {"--num-requests", "serving,serve"},
+      {"--seed", "serving,spec,serve"},
       {"--temperature", "spec"},
-      {"--max-model-len", "serving"},
-      {"--request-rate", "serving"},
+      {"--max-model-len", "serving,serve"},
+      {"--request-rate", "serving,serve"},
       {"--policy", "serving"},
-      {"--max-num-seqs", "serving"},
-      {"--max-num-batched-tokens", "serving"},
-      {"--enable-prefix-caching", "serving"},
-      {"--kv-cache-memory", "serving,kv-quant"},
-      {"--eval-data", "kv-quant,spec"},
+      {"--max-num-seqs", "serving,serve"},
+      {"--max-num-batched-tokens", "serving,serve"},
+      {"--enable-prefix-caching", "serving,serve"},
+      {"--no-enable-prefix-caching", "serve"},
+      {"--kv-cache-memory", "serving,kv-quant,serve"},
+      {"--url", "serve"},
+      {"--api-key", "serve"},
+      {"--served-model-name", "serve"},
+      {"--max-concurrency", "serve"},
+      {"--eval-data", "kv-quant,weight-quant,spec"},
       {"--calibration-data", "kv-quant"},
-      {"--tokenizer", "kv-quant"},
-      {"--eval-window", "kv-quant,spec"},
-      {"--prompt-tokens", "kv-quant,spec"},
-      {"--agreement-tokens", "kv-quant"},
+      {"--tokenizer", "kv-quant,serve"},
+      {"--eval-window", "kv-quant,weight-quant,spec"},
+      {"--prompt-tokens", "kv-quant,weight-quant,spec"},
+      {"--agreement-tokens", "kv-quant,weight-quant"},
       {"--context", "kv-quant"},
       {"--decode-batch", "kv-quant"},
-      {"--no-verify-weights", "roofline,serving,spec"},
+      {"--no-verify-weights", "roofline,serving,spec,serve"},
       {"--speculative-model", "spec"},
       {"--speculative-method", "spec"},
       {"--num-speculative-tokens", "spec"},
@@ -481,6 +580,22 @@ Status parse(int argc, char **argv, Options &o) {
       o.kvQuant.threads = o.roofline.threads[0];
     }
   }
+  if (o.mode == "weight-quant") {
+    if (o.kvCacheDtypes.size() == 1)
+      o.weightQuant.kvCacheDtype = o.kvCacheDtypes[0];
+    o.weightQuant.blockSize = o.blockSize;
+    o.weightQuant.evalData = o.kvQuant.evalData;
+    if (o.evalWindowGiven)
+      o.weightQuant.evalWindow = o.kvQuant.evalWindow;
+    if (o.promptTokensGiven)
+      o.weightQuant.promptTokens = o.kvQuant.promptTokens;
+    o.weightQuant.agreementTokens = o.kvQuant.agreementTokens;
+    if (o.threadsGiven) {
+      if (o.roofline.threads.size() != 1)
+        return Status::invalidArgument("weight-quant mode takes one --threads");
+      o.weightQuant.threads = o.roofline.threads[0];
+    }
+  }
   if (o.mode == "spec") {
     if (Status st = o.spec.speculative.finish(); !st)
       return st;
@@ -510,11 +625,30 @@ Status parse(int argc, char **argv, Options &o) {
       o.spec.weights = o.roofline.weights[0];
     }
   }
-  if (o.mode == "serving" &&
+  if ((o.mode == "serving" || o.mode == "serve") &&
       ((o.threadsGiven && o.roofline.threads.size() > 1) ||
        (o.weightsGiven && o.roofline.weights.size() > 1)))
     return Status::invalidArgument(
-        "serving mode takes one --threads and one --weight-dtype value");
+        o.mode + " mode takes one --threads and one --weight-dtype value");
+  if (o.mode == "serve") {
+    if (o.url.empty())
+      return Status::invalidArgument("--mode=serve needs --url "
+                                     "http://HOST:PORT of a running server");
+    // The baseline's engine and its executor are the server's only when
+    // given the same flags; these flags mean nothing without it.
+    if (o.model.empty())
+      for (const char *flag :
+           {"--max-num-seqs", "--max-num-batched-tokens", "--kv-cache-memory",
+            "--enable-prefix-caching", "--no-enable-prefix-caching",
+            "--threads", "--weight-dtype", "--no-verify-weights",
+            "--block-size", "--kv-cache-dtype"})
+        if (std::find(o.given.begin(), o.given.end(), flag) != o.given.end())
+          return Status::invalidArgument(
+              std::string(flag) +
+              " sets up the in-process baseline, which --mode=serve runs "
+              "only with --model");
+    return Status::ok();
+  }
   if (o.model.empty())
     return Status::invalidArgument("--model is required");
   return Status::ok();
@@ -530,7 +664,19 @@ mlir::folio::CompileToPlanOptions compileOptions(const Options &o) {
 }
 
 Expected<plan::Plan> loadModel(const Options &o) {
-  return mlir::folio::loadOrCompilePlan(o.model, compileOptions(o));
+  Expected<plan::Plan> loaded =
+      mlir::folio::loadOrCompilePlan(o.model, compileOptions(o));
+  // --weight-dtype here chooses how the executor packs weights a plan
+  // keeps as plain constants; weights folioc stored packed run as stored,
+  // so the flag would change nothing for them.
+  if (loaded && o.weightsGiven && !loaded->weights.empty())
+    return Status::invalidArgument(
+        "--weight-dtype: '" + o.model + "' stores its linear weights " +
+        "compiled (folioc --weight-dtype " +
+        plan::elemTypeName(loaded->weights.front().type) +
+        "), which run as stored; drop --weight-dtype, or pass the .onnx "
+        "model to benchmark another dtype");
+  return loaded;
 }
 
 /// The serving comparison: one workload, both policies, one plan.
@@ -596,6 +742,71 @@ Expected<std::string> runServing(std::shared_ptr<const plan::Plan> plan,
   return bench::toJson(continuous, batched) + "\n";
 }
 
+/// --mode=serve: the server is probed before the baseline model loads, so
+/// a wrong URL fails at once.
+int runServe(const Options &o) {
+#ifndef FOLIO_BENCH_HTTP
+  (void)o;
+  std::cerr << "folio-bench: error: --mode=serve needs cpp-httplib and "
+               "nlohmann-json, which this build was configured without "
+               "(install libcpp-httplib-dev and nlohmann-json3-dev, then "
+               "re-run cmake)\n";
+  return 1;
+#else
+  auto fail = [](const Status &s) {
+    std::cerr << "folio-bench: error: " << s.message() << "\n";
+    return 1;
+  };
+  bench::ServeBenchOptions so;
+  Expected<std::string> base = bench::parseServerUrl(o.url);
+  if (!base)
+    return fail(base.status());
+  so.target.base = *base;
+  so.target.apiKey = o.apiKey;
+  so.target.modelName = o.servedModelName;
+  Expected<bench::ServerInfo> server = bench::probeServer(so.target);
+  if (!server)
+    return fail(server.status());
+  so.workload = o.workload;
+  so.serving = o.serving;
+  // Unset limits come from the server; the rest default to folio-serve's.
+  if (!o.maxModelLenGiven)
+    so.serving.maxModelLen = 0;
+  if (!o.kvMemoryGiven)
+    so.serving.kvCacheMemory = 0;
+  if (std::find(o.given.begin(), o.given.end(), "--max-num-seqs") ==
+      o.given.end())
+    so.serving.maxNumSeqs = 64;
+  if (!o.prefixCachingGiven)
+    so.serving.enablePrefixCaching = true;
+  so.tokenizer = o.kvQuant.tokenizer;
+  if (o.threadsGiven)
+    so.executor.numThreads = unsigned(o.roofline.threads[0]);
+  if (o.weightsGiven)
+    so.executor.weights = o.roofline.weights[0];
+  std::shared_ptr<const plan::Plan> baseline;
+  if (!o.model.empty()) {
+    Expected<plan::Plan> loaded = loadModel(o);
+    if (!loaded)
+      return fail(loaded.status());
+    baseline = std::make_shared<const plan::Plan>(std::move(*loaded));
+  }
+  size_t failed = 0;
+  Expected<std::string> report =
+      bench::runServeBench(so, *server, baseline, failed);
+  if (!report)
+    return fail(report.status());
+  std::cout << *report;
+  if (failed) {
+    std::cerr << "folio-bench: error: " << failed << " of "
+              << o.workload.numRequests
+              << " requests failed over HTTP (each is under http.errors)\n";
+    return 1;
+  }
+  return 0;
+#endif
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -618,6 +829,30 @@ int main(int argc, char **argv) {
     std::cout << *report;
     return 0;
   }
+  if (o.mode == "serve")
+    return runServe(o);
+  if (o.mode == "weight-quant" || o.mode == "roofline") {
+    // One plan per stored weight dtype: compiled from an .onnx, or the
+    // .folio as given when it stores that dtype.
+    bench::PlanForDtype planFor = [&o](const std::string &dtype)
+        -> Expected<std::shared_ptr<const plan::Plan>> {
+      mlir::folio::CompileToPlanOptions c = compileOptions(o);
+      c.weightDtype = dtype;
+      Expected<plan::Plan> p = mlir::folio::loadOrCompilePlan(o.model, c);
+      if (!p)
+        return p.status();
+      return std::make_shared<const plan::Plan>(std::move(*p));
+    };
+    Expected<std::string> report =
+        o.mode == "roofline" ? bench::runRoofline(planFor, o.model, o.roofline)
+                             : bench::runWeightQuant(o.model, o.weightQuant);
+    if (!report) {
+      std::cerr << "folio-bench: error: " << report.status().message() << "\n";
+      return 1;
+    }
+    std::cout << *report;
+    return 0;
+  }
   Expected<plan::Plan> loaded = loadModel(o);
   if (!loaded) {
     std::cerr << "folio-bench: error: " << loaded.status().message() << "\n";
@@ -625,10 +860,9 @@ int main(int argc, char **argv) {
   }
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
   Expected<std::string> report =
-      o.mode == "serving" ? runServing(plan, o)
-      : o.mode == "spec"
-          ? bench::runSpecBench(plan, o.model, compileOptions(o), o.spec)
-          : bench::runRoofline(plan, o.model, o.roofline);
+      o.mode == "serving"
+          ? runServing(plan, o)
+          : bench::runSpecBench(plan, o.model, compileOptions(o), o.spec);
   if (!report) {
     std::cerr << "folio-bench: error: " << report.status().message() << "\n";
     return 1;

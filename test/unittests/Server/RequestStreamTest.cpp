@@ -85,4 +85,28 @@ TEST(RequestStream, WaiterWakesOnPushFromAnotherThread) {
     EXPECT_EQ(seen[size_t(t)], t);
 }
 
+// Tests that a writer letting tokens gather is woken by the request's end,
+// not by its tokens: it then finds every token queued, in order.
+TEST(RequestStream, WaitAllFinishedIgnoresTokensAndWakesAtTheEnd) {
+  RequestStream stream("r", 2, 1);
+  stream.waitAllFinished(1ms); // Nothing ends: the timeout returns.
+  EXPECT_FALSE(stream.allFinished());
+  std::thread producer([&] {
+    for (TokenId t = 0; t < 50; ++t) {
+      stream.push(tokens(0, {t}));
+      stream.push(tokens(1, {t}));
+    }
+    stream.push(end(0, FinishReason::Length));
+    stream.push(end(1, FinishReason::Length));
+  });
+  // Bounded: a lost wake-up shows as a timeout, not a hang.
+  stream.waitAllFinished(60s);
+  // Checked before the join: a wait that a token ended returns early.
+  EXPECT_TRUE(stream.allFinished());
+  producer.join();
+  std::vector<StreamEvent> got = stream.wait(0ms);
+  ASSERT_EQ(got.size(), 102u);
+  EXPECT_TRUE(got.back().finished);
+}
+
 } // namespace

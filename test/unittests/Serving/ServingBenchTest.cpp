@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace folio;
 using namespace folio::bench;
 
@@ -136,6 +138,44 @@ TEST(ServingBench, BothPoliciesServeTheWholeWorkload) {
         "\"p99\"", "\"kv_utilization\"", "\"mean\"", "\"peak\"",
         "\"preemptions\"", "\"max_resident_seqs\""})
     EXPECT_NE(json.find(key), std::string::npos) << key;
+}
+
+TEST(ServingBench, ConcurrencyLimitAndWarmup) {
+  auto plan = llama();
+  ASSERT_TRUE(plan);
+  auto work = makeWorkload(smallWorkload());
+  WorkloadOptions other = smallWorkload();
+  other.seed = 8;
+  auto warmup = makeWorkload(other);
+  ASSERT_TRUE(work && warmup);
+  ServingBenchOptions options;
+  options.maxModelLen = 64;
+  options.maxNumSeqs = 8;
+  options.maxNumBatchedTokens = 64;
+  options.kvCacheMemory = 40 * 2048;
+  options.maxConcurrency = 3;
+
+  std::vector<RequestTimes> times;
+  auto m = runContinuous(
+      plan, [] { return exec::createCPUExecutor(); }, *work, options, &times,
+      &*warmup);
+  ASSERT_TRUE(m) << m.status().message();
+  EXPECT_LE(m->maxResidentSeqs, 3u) << "at most 3 requests in flight";
+  // Only the timed workload is reported, every request whole.
+  ASSERT_EQ(times.size(), work->size());
+  std::vector<double> finishes;
+  for (size_t i = 0; i < times.size(); ++i) {
+    EXPECT_EQ(times[i].outputTokens, (*work)[i].outputLength) << i;
+    EXPECT_EQ(times[i].promptTokens, (*work)[i].prompt.size()) << i;
+    EXPECT_EQ(times[i].tokenTimes.size(), (*work)[i].outputLength) << i;
+    EXPECT_LE(times[i].arrival, times[i].firstToken);
+    EXPECT_LE(times[i].firstToken, times[i].finish);
+    finishes.push_back(times[i].finish);
+  }
+  // Request i goes out when the (i - 3)-th finish frees its connection.
+  std::sort(finishes.begin(), finishes.end());
+  for (size_t i = 3; i < times.size(); ++i)
+    EXPECT_GE(times[i].arrival, finishes[i - 3]) << i;
 }
 
 TEST(ServingBench, TooSmallBudgetIsRefused) {
