@@ -22,5 +22,10 @@ llvm_config.add_tool_substitutions(["folio-opt", "folioc", "folio-run", "folio-b
 # folio-serve is built only where cpp-httplib and nlohmann-json are.
 if os.path.exists(os.path.join(config.folio_tools_dir, "folio-serve")):
     config.available_features.add("folio-serve")
-    llvm_config.add_tool_substitutions(["folio-serve"], tool_dirs)
+    llvm_config.add_tool_substitutions(["folio-serve", "folio-model-stub"],
+                                       tool_dirs)
 config.substitutions.append(("%models", os.path.join(config.folio_src_root, "models", "zoo")))
+# A build with the CUDA toolkit compiles generated kernels with its nvcc.
+if getattr(config, "folio_nvcc", ""):
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%nvcc", config.folio_nvcc))

@@ -1,4 +1,4 @@
-//===- SpeculativeFlags.cpp - The speculative-decoding flags of the tools -===//
+//===- SpeculativeFlags.cpp - Speculative-decoding flags ------------------===//
 
 #include "tools/common/SpeculativeFlags.h"
 
@@ -156,21 +156,6 @@ const char *SpeculativeFlags::usage() {
          "                              step from measured acceptance and "
          "step\n"
          "                              times, 0 when it does not pay)\n";
-}
-
-Expected<std::shared_ptr<const plan::Plan>>
-loadDraftPlan(const SpeculativeFlags &flags,
-              const mlir::folio::CompileToPlanOptions &compile) {
-  if (flags.method != "draft")
-    return std::shared_ptr<const plan::Plan>();
-  mlir::folio::CompileToPlanOptions draftOptions = compile;
-  draftOptions.blockSize = 0; // the draft's own default
-  Expected<plan::Plan> loaded =
-      mlir::folio::loadOrCompilePlan(flags.model, draftOptions);
-  if (!loaded)
-    return Status::invalidArgument("--speculative-model " + flags.model + ": " +
-                                   loaded.status().message());
-  return std::make_shared<const plan::Plan>(std::move(*loaded));
 }
 
 Expected<core::SpeculativeConfig>

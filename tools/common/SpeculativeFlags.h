@@ -1,18 +1,17 @@
-//===- SpeculativeFlags.h - The speculative-decoding flags of the tools -*- C++
-//-*-===//
+//===- SpeculativeFlags.h - Speculative-decoding flags ---------*- C++ -*-===//
 //
 // One parser for the flags every serving tool takes, named as vLLM names
 // them: --speculative-model, --speculative-method draft|ngram,
 // --num-speculative-tokens, --ngram-prompt-lookup-min/max, and
 // --no-adaptive-speculation. A flag that means nothing with the others
-// given is refused, never ignored.
+// given is refused, never ignored. Plain runtime code; loading a draft
+// model that may need compiling is in tools/common/LoadModel.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FOLIO_TOOLS_COMMON_SPECULATIVEFLAGS_H
 #define FOLIO_TOOLS_COMMON_SPECULATIVEFLAGS_H
 
-#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Core/ServingEngine.h"
 
 #include <string>
@@ -45,13 +44,6 @@ struct SpeculativeFlags {
   /// The usage lines of these flags.
   static const char *usage();
 };
-
-/// The draft model of `flags` (--speculative-model), loaded or compiled
-/// with `compile`'s options and the draft's own block size; null when the
-/// method takes no model.
-Expected<std::shared_ptr<const plan::Plan>>
-loadDraftPlan(const SpeculativeFlags &flags,
-              const mlir::folio::CompileToPlanOptions &compile);
 
 /// The engine's speculative configuration with `k` drafts at most: a fresh
 /// proposer (for a draft model, on `draftPlan` with a KV cache holding

@@ -15,12 +15,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Plan/LowerToPlan.h"
-#include "compiler/Target/Target.h"
 #include "runtime/Core/ServingEngine.h"
 #include "runtime/Server/TextStream.h"
 #include "runtime/Tokenizer/Tokenizer.h"
-#include "tools/common/SpeculativeFlags.h"
+#include "tools/common/LoadModel.h"
 
 #include <algorithm>
 #include <chrono>
@@ -61,29 +59,26 @@ const char *const kUsage =
     "  --ignore-eos                keep going past the tokenizer's "
     "end-of-sequence token\n"
     "  --logprobs N                print each new token's logprob and its N "
-    "most likely alternatives (0-20)\n"
-    "  --enable-prefix-caching     reuse KV blocks of identical prompt "
-    "prefixes\n"
-    "  --max-num-seqs N            running requests at most (default 8)\n"
-    "  --max-num-batched-tokens N  tokens per step (default 256)\n"
-    "  --num-blocks N              KV blocks (default: 4 max-length "
-    "sequences)\n"
-    "  --kv-cache-dtype D          KV-cache storage when compiling an .onnx: "
-    "auto (default: int8 on the CPU), f32, f16, bf16, fp8_e4m3, fp8_e5m2, "
-    "int8, int4, int2; with a .folio plan it must be what the plan was "
-    "compiled "
-    "with\n"
-    "  --no-verify-weights         with a .folio plan: skip hashing the "
-    "weights against the file's checksum (the metadata is always checked); "
-    "a corrupt weight then gives wrong text, not an error\n"
-    "Speculative decoding (off by default):\n";
+    "most likely alternatives (0-20)\n";
+
+const char *const kKVDtype =
+    "KV-cache storage when compiling an .onnx: auto (default: int8 on the "
+    "CPU), f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, int2; with a "
+    ".folio plan it must be what the plan was compiled with";
+
+/// folio-generate's engine defaults: a few prompts, not a server's load.
+tools::EngineFlags defaultEngineFlags() {
+  tools::EngineFlags flags;
+  flags.maxNumSeqs = 8;
+  flags.maxNumBatchedTokens = 256;
+  flags.prefixCaching = false;
+  return flags;
+}
 
 struct Options {
   std::string model, tokenizer;
-  std::string kvCacheDtype = "auto";
   std::vector<std::string> prompts;
-  size_t maxNewTokens = 48, maxNumSeqs = 8, maxNumBatchedTokens = 256;
-  size_t numBlocks = 0;
+  size_t maxNewTokens = 48;
   float temperature = 0.7f, topP = 0.95f, minP = 0.0f;
   float repetitionPenalty = 1.0f, presencePenalty = 0.0f,
         frequencyPenalty = 0.0f;
@@ -91,31 +86,21 @@ struct Options {
   std::optional<int32_t> logprobs;
   std::vector<std::string> stop;
   std::vector<TokenId> stopTokenIds;
-  bool ignoreEos = false, prefixCaching = false;
+  bool ignoreEos = false;
   uint64_t seed = 0;
-  bool verifyWeights = true;
-  tools::SpeculativeFlags speculative;
+  tools::EngineFlags engine = defaultEngineFlags();
 };
 
 Status parse(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--no-verify-weights") {
-      o.verifyWeights = false;
+    bool handled = false;
+    if (Status s = o.engine.parse(argc, argv, i, handled); !s)
+      return s;
+    if (handled)
       continue;
-    }
-    if (arg == "--ignore-eos" || arg == "--enable-prefix-caching") {
-      (arg == "--ignore-eos" ? o.ignoreEos : o.prefixCaching) = true;
-      continue;
-    }
-    if (tools::SpeculativeFlags::isFlag(arg)) {
-      bool consumed = false;
-      if (Status s = o.speculative.parse(
-              arg, i + 1 < argc ? argv[i + 1] : nullptr, consumed,
-              /*allowList=*/false);
-          !s)
-        return s;
-      i += consumed;
+    if (arg == "--ignore-eos") {
+      o.ignoreEos = true;
       continue;
     }
     if (i + 1 >= argc)
@@ -144,22 +129,10 @@ Status parse(int argc, char **argv, Options &o) {
       o.model = value;
     else if (arg == "--tokenizer")
       o.tokenizer = value;
-    else if (arg == "--kv-cache-dtype") {
-      if (!parseKVCacheDType(value))
-        return Status::invalidArgument("--kv-cache-dtype: '" + value +
-                                       "' is not one of " +
-                                       supportedKVCacheDTypes());
-      o.kvCacheDtype = value;
-    } else if (arg == "--prompt")
+    else if (arg == "--prompt")
       o.prompts.push_back(value);
     else if (arg == "--max-new-tokens")
       s = count(o.maxNewTokens);
-    else if (arg == "--max-num-seqs")
-      s = count(o.maxNumSeqs);
-    else if (arg == "--max-num-batched-tokens")
-      s = count(o.maxNumBatchedTokens);
-    else if (arg == "--num-blocks")
-      s = count(o.numBlocks);
     else if (arg == "--temperature")
       s = real(o.temperature, 0, 100);
     else if (arg == "--top-p")
@@ -219,7 +192,7 @@ Status parse(int argc, char **argv, Options &o) {
   if (o.model.empty() || o.tokenizer.empty() || o.prompts.empty())
     return Status::invalidArgument(
         "--model, --tokenizer and at least one --prompt are required");
-  return o.speculative.finish();
+  return o.engine.finish();
 }
 
 int fail(const Status &s) {
@@ -233,36 +206,25 @@ int main(int argc, char **argv) {
   Options o;
   if (argc == 2 &&
       (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-    std::cout << kUsage << tools::SpeculativeFlags::usage();
+    std::cout << kUsage << o.engine.usage(kKVDtype);
     return 0;
   }
   if (Status s = parse(argc, argv, o); !s) {
     std::cerr << "folio-generate: error: " << s.message() << "\n"
-              << kUsage << tools::SpeculativeFlags::usage();
+              << kUsage << o.engine.usage(kKVDtype);
     return 2;
   }
   Expected<Tokenizer> tok = Tokenizer::fromFile(o.tokenizer);
   if (!tok)
     return fail(tok.status());
-  mlir::folio::CompileToPlanOptions copts;
-  copts.kvCacheDtype = o.kvCacheDtype;
-  copts.verifyWeights = o.verifyWeights;
-  Expected<plan::Plan> loaded = mlir::folio::loadOrCompilePlan(o.model, copts);
-  if (!loaded)
-    return fail(loaded.status());
-  auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
-  int64_t maxPositions = plan->configValue("max_positions", 0);
-  size_t maxModelLen = maxPositions > 0 ? size_t(maxPositions) : 2048;
-  // At most the length the attention masks were proven causal up to.
-  if (int64_t maxContext = plan->configValue("max_context", 0))
-    maxModelLen = std::min(maxModelLen, size_t(maxContext));
-  int64_t blockSize = plan->configValue("block_size", 16);
-
-  SchedulerConfig config;
-  config.maxModelLen = maxModelLen;
-  config.maxNumSeqs = o.maxNumSeqs;
-  config.maxNumBatchedTokens = o.maxNumBatchedTokens;
-  config.vocabSize = size_t(plan->configValue("vocab", 0));
+  Expected<std::shared_ptr<const plan::Plan>> plan =
+      tools::loadModelPlan(o.model, o.engine);
+  if (!plan)
+    return fail(plan.status());
+  Expected<std::shared_ptr<const plan::Plan>> draftPlan = tools::loadDraftPlan(
+      o.engine.speculative, tools::compileOptions(o.engine));
+  if (!draftPlan)
+    return fail(draftPlan.status());
   // The end-of-sequence token: the tokenizer's one special token (GPT-2's
   // <|endoftext|>, the bundled model's id 0); with several there is no
   // telling which ends a sequence, and generation runs to its length.
@@ -271,29 +233,14 @@ int main(int argc, char **argv) {
   for (const AddedToken &t : tok->addedTokens())
     if (t.special && numSpecial++ == 0)
       eos = t.id;
-  if (numSpecial == 1)
-    config.eosTokenId = eos;
-  KVCacheConfig kv;
-  kv.blockSize = size_t(blockSize);
-  kv.enablePrefixCaching = o.prefixCaching;
-  kv.numBlocks =
-      o.numBlocks ? o.numBlocks
-                  : 4 * ((maxModelLen + kv.blockSize - 1) / kv.blockSize) + 1;
-  Expected<std::shared_ptr<const plan::Plan>> draftPlan =
-      tools::loadDraftPlan(o.speculative, copts);
-  if (!draftPlan)
-    return fail(draftPlan.status());
-  Expected<core::SpeculativeConfig> speculative = tools::makeSpeculativeConfig(
-      o.speculative,
-      o.speculative.enabled() ? size_t(o.speculative.numTokens[0]) : 0,
-      *draftPlan, int64_t(config.vocabSize), int64_t(maxModelLen),
-      int64_t(kv.numBlocks - 1) * int64_t(kv.blockSize));
-  if (!speculative)
-    return fail(speculative.status());
-  auto engine = core::ServingEngine::create(
-      plan, exec::createCPUExecutor(), config, kv, std::move(*speculative));
-  if (!engine)
-    return fail(engine.status());
+  if (numSpecial != 1)
+    eos.reset();
+  Expected<tools::EngineSetup> setup = tools::buildEngine(
+      *plan, o.engine, eos, /*seed=*/0, std::move(*draftPlan));
+  if (!setup)
+    return fail(setup.status());
+  std::unique_ptr<core::ServingEngine> &engine = setup->engine;
+  const KVCacheConfig &kv = setup->kv;
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
@@ -331,13 +278,13 @@ int main(int argc, char **argv) {
     sp.stopTokenIds = o.stopTokenIds;
     sp.ignoreEos = o.ignoreEos;
     sp.maxTokens = o.maxNewTokens;
-    if (Status s = (*engine)->addRequest(r); !s)
+    if (Status s = engine->addRequest(r); !s)
       return fail(Status::invalidArgument("prompt " + std::to_string(i) + ": " +
                                           s.message()));
   }
 
   bool bold = isatty(STDOUT_FILENO);
-  const Scheduler &scheduler = (*engine)->getScheduler();
+  const Scheduler &scheduler = engine->getScheduler();
   const BlockPool &pool = scheduler.kvCache().pool();
   double utilizationSum = 0, utilizationPeak = 0;
   size_t samples = 0, tokens = 0, failed = 0;
@@ -362,14 +309,14 @@ int main(int argc, char **argv) {
       std::printf("\n");
     }
   };
-  while ((*engine)->hasUnfinishedRequests()) {
-    Expected<std::vector<RequestOutput>> step = (*engine)->step();
+  while (engine->hasUnfinishedRequests()) {
+    Expected<std::vector<RequestOutput>> step = engine->step();
     if (!step)
       return fail(step.status());
     if (step->empty() && scheduler.numRunning() == 0)
       return fail(Status::resourceExhausted(
           "the KV cache cannot hold the prompts; raise --num-blocks"));
-    if (double u = (*engine)->kvUtilization(); u > 0) {
+    if (double u = engine->kvUtilization(); u > 0) {
       utilizationSum += u;
       utilizationPeak = std::max(utilizationPeak, u);
       ++samples;
@@ -401,7 +348,7 @@ int main(int argc, char **argv) {
       }
       // A stop string ends the sample: its blocks go back now.
       if (stopped && !out.finished)
-        if (Status s = (*engine)->abortRequest(out.requestId); !s)
+        if (Status s = engine->abortRequest(out.requestId); !s)
           return fail(s);
       if (stopped || out.finished)
         report(out.requestId);
@@ -424,7 +371,7 @@ int main(int argc, char **argv) {
               100.0 * utilizationPeak, pool.numUsableBlocks(),
               size_t(kv.blockSize),
               (unsigned long long)scheduler.numPreemptions());
-  if (o.prefixCaching) {
+  if (o.engine.prefixCaching) {
     const KVCacheManager &kvm = scheduler.kvCache();
     std::printf("prefix cache: %llu of %llu prompt tokens looked up were "
                 "cached (%.0f%%)\n",
@@ -435,30 +382,31 @@ int main(int argc, char **argv) {
                           double(kvm.numPrefixQueryTokens())
                     : 0.0);
   }
-  exec::KVCacheLayout layout = (*engine)->kvCacheLayout();
+  exec::KVCacheLayout layout = engine->kvCacheLayout();
   if (layout.blockSize > 0 && layout.bytesPerBlock16 > 0) {
     double perToken = double(layout.bytesPerBlock) / double(layout.blockSize);
     double saved =
         1.0 - double(layout.bytesPerBlock) / double(layout.bytesPerBlock16);
     std::printf("KV cache %s: %.0f bytes per token (all layers, K and V, "
                 "scales included), %.0f%% %s than 16 bits\n",
-                mlir::folio::planKVCacheDType(*plan).c_str(), perToken,
+                mlir::folio::planKVCacheDType(**plan).c_str(), perToken,
                 100.0 * std::fabs(saved), saved >= 0 ? "less" : "more");
   }
-  if (o.speculative.enabled()) {
-    const core::SpeculativeStats &st = (*engine)->speculativeStats();
-    std::printf(
-        "speculative decoding (%s, k <= %lld%s): %llu of %llu drafts "
-        "kept (%.0f%%), %.2f tokens per verifying step; %llu steps "
-        "speculated (mean k %.1f), %llu judged not to pay\n",
-        o.speculative.method.c_str(), (long long)o.speculative.numTokens[0],
-        o.speculative.adaptive ? ", adaptive" : "",
-        (unsigned long long)st.numAccepted, (unsigned long long)st.numProposed,
-        100.0 * st.acceptanceRate(), st.meanAcceptedLength(),
-        (unsigned long long)st.numSpecSteps,
-        st.numSpecSteps ? double(st.sumK) / double(st.numSpecSteps) : 0.0,
-        (unsigned long long)st.numOffSteps);
-    if (int64_t bytes = (*engine)->proposer()->kvCacheBytes())
+  if (o.engine.speculative.enabled()) {
+    const core::SpeculativeStats &st = engine->speculativeStats();
+    std::printf("speculative decoding (%s, k <= %lld%s): %llu of %llu drafts "
+                "kept (%.0f%%), %.2f tokens per verifying step; %llu steps "
+                "speculated (mean k %.1f), %llu judged not to pay\n",
+                o.engine.speculative.method.c_str(),
+                (long long)o.engine.speculative.numTokens[0],
+                o.engine.speculative.adaptive ? ", adaptive" : "",
+                (unsigned long long)st.numAccepted,
+                (unsigned long long)st.numProposed, 100.0 * st.acceptanceRate(),
+                st.meanAcceptedLength(), (unsigned long long)st.numSpecSteps,
+                st.numSpecSteps ? double(st.sumK) / double(st.numSpecSteps)
+                                : 0.0,
+                (unsigned long long)st.numOffSteps);
+    if (int64_t bytes = engine->proposer()->kvCacheBytes())
       std::printf("draft KV cache: %.1f MiB, for as many tokens as the "
                   "target's %.1f MiB\n",
                   double(bytes) / (1 << 20),

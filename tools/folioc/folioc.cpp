@@ -11,14 +11,18 @@
 
 #include "compiler/Registration/RegisterAll.h"
 
+#include "codegen/CUDA/KernelSpec.h"
 #include "compiler/Import/MLIR/ImportONNX.h"
 #include "compiler/Import/ONNX/Loader.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Plan/StoreWeights.h"
 #include "compiler/Target/Target.h"
 #include "runtime/Core/KVCalibration.h"
 #include "runtime/Plan/PlanIO.h"
 #include "runtime/Tokenizer/Tokenizer.h"
+#include "tools/folioc/EmitBinary.h"
+#include "tools/folioc/EmitCuda.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
@@ -48,7 +52,7 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' = stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(folioCategory));
 
-enum class Emit { MLIR, Bytecode, Plan };
+enum class Emit { MLIR, Bytecode, Plan, Binary, Cuda };
 cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::MLIR),
                    cl::values(clEnumValN(Emit::MLIR, "mlir",
                                          "MLIR text of the compiled module"),
@@ -56,7 +60,17 @@ cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::MLIR),
                                          "MLIR bytecode of the same"),
                               clEnumValN(Emit::Plan, "plan",
                                          "the runtime plan (.folio; the "
-                                         "default for -o *.folio)")),
+                                         "default for -o *.folio)"),
+                              clEnumValN(Emit::Binary, "binary",
+                                         "one executable that serves the "
+                                         "model: the serving runtime with "
+                                         "plan, weights and --tokenizer "
+                                         "embedded"),
+                              clEnumValN(Emit::Cuda, "cuda",
+                                         "the model's generated CUDA "
+                                         "kernels, one self-contained .cu "
+                                         "file each, into the -o directory "
+                                         "(needs a GPU --target)")),
                    cl::cat(folioCategory));
 
 /// `--stop-after` is parsed by hand: libLLVM already registers a
@@ -139,6 +153,12 @@ cl::opt<int64_t> kvCacheResidual(
              "in full precision, a multiple of --block-size (default: 128 "
              "rounded up to one)"),
     cl::init(0), cl::cat(folioCategory));
+cl::opt<std::string> weightDtype(
+    "weight-dtype",
+    cl::desc("How plans store linear weights, packed for the kernels: f32, "
+             "bf16, f16 or int8 (per-output-channel scales, outlier columns "
+             "in bf16)"),
+    cl::init("bf16"), cl::cat(folioCategory));
 cl::opt<std::string> calibrationData(
     "calibration-data",
     cl::desc("fp8 KV caches: run the model on this file at compile time and "
@@ -147,9 +167,15 @@ cl::opt<std::string> calibrationData(
     cl::value_desc("file"), cl::cat(folioCategory));
 cl::opt<std::string> tokenizerPath("tokenizer",
                                    cl::desc("tokenizer.json that encodes text "
-                                            "--calibration-data"),
+                                            "--calibration-data; embedded by "
+                                            "--emit=binary"),
                                    cl::value_desc("file"),
                                    cl::cat(folioCategory));
+cl::opt<std::string> runtimeStub(
+    "runtime-stub",
+    cl::desc("--emit=binary: the serving runtime to embed the model in "
+             "(default: folio-model-stub next to folioc)"),
+    cl::value_desc("file"), cl::cat(folioCategory));
 cl::opt<int64_t> blockSize("block-size",
                            cl::desc("KV-cache block size in tokens (power of "
                                     "two, 1..256; default 16, or 32 for "
@@ -257,11 +283,88 @@ LogicalResult checkKVOptions() {
     return refuse("--calibration-data",
                   "sets the static scales of fp8 caches (int8 and int4 "
                   "compute theirs when a token is written)");
-  if (!tokenizerPath.empty() && calibrationData.empty()) {
-    errs() << "folioc: error: --tokenizer only encodes text "
-              "--calibration-data, and none was given\n";
-    return failure();
+  return success();
+}
+
+/// --weight-dtype, parsed before anything loads; it shapes plans only.
+std::optional<std::optional<::folio::plan::ElemType>> checkWeightOptions() {
+  auto parsed = mlir::folio::parseWeightDtype(weightDtype);
+  if (!parsed) {
+    errs() << "folioc: error: " << toString(parsed.takeError()) << "\n";
+    return std::nullopt;
   }
+  bool plan = emit == Emit::Plan || emit == Emit::Binary ||
+              StringRef(outputPath).ends_with(".folio");
+  if (weightDtype.getNumOccurrences() && !plan) {
+    errs() << "folioc: error: --weight-dtype sets how a plan stores its "
+              "weights; it applies to --emit=plan (or a .folio output) and "
+              "--emit=binary, not to IR output\n";
+    return std::nullopt;
+  }
+  return *parsed;
+}
+
+/// Lowers the compiled module to a plan with its weights stored as
+/// --weight-dtype asks.
+llvm::Expected<::folio::plan::Plan>
+lowerToPlan(ModuleOp module, std::optional<::folio::plan::ElemType> weights) {
+  llvm::Expected<::folio::plan::Plan> plan =
+      mlir::folio::lowerModuleToPlan(module);
+  if (!plan || !weights)
+    return plan;
+  if (llvm::Error err = mlir::folio::storePackedWeights(*plan, *weights))
+    return std::move(err);
+  return plan;
+}
+
+/// --emit=binary and the flags that only it (or calibration) uses, checked
+/// before anything loads.
+LogicalResult checkEmitOptions(mlir::folio::FolioPhase stopAfter) {
+  auto refuse = [](StringRef message) {
+    errs() << "folioc: error: " << message << "\n";
+    return failure();
+  };
+  if (emit != Emit::Binary) {
+    if (!runtimeStub.empty())
+      return refuse("--runtime-stub only applies to --emit=binary");
+    if (!tokenizerPath.empty() && calibrationData.empty())
+      return refuse("--tokenizer is used by --calibration-data (to encode "
+                    "text) and --emit=binary (embedded), and neither was "
+                    "given");
+    return success();
+  }
+  if (tokenizerPath.empty())
+    return refuse("--emit=binary needs --tokenizer tokenizer.json: the "
+                  "binary serves text and carries its tokenizer");
+  if (outputPath == "-")
+    return refuse("--emit=binary needs -o <file> (the executable to write)");
+  if (stopAfter != mlir::folio::FolioPhase::Compile)
+    return refuse("--emit=binary needs the whole pipeline; --stop-after "
+                  "writes IR (--emit=mlir or mlirbc)");
+  return success();
+}
+
+/// --emit=cuda: a GPU target, an output directory, the whole pipeline.
+LogicalResult checkCudaOptions(mlir::folio::FolioPhase stopAfter) {
+  if (emit != Emit::Cuda)
+    return success();
+  auto refuse = [](const Twine &message) {
+    errs() << "folioc: error: " << message << "\n";
+    return failure();
+  };
+  if (!::folio::cuda::isSupportedArch(target)) {
+    std::string list;
+    for (const std::string &a : ::folio::cuda::supportedArchs())
+      list += (list.empty() ? "" : ", ") + a;
+    return refuse("--emit=cuda: --target=" + target +
+                  " is not a GPU target; supported: " + list);
+  }
+  if (outputPath == "-")
+    return refuse("--emit=cuda needs -o <directory> (one .cu file per "
+                  "kernel)");
+  if (stopAfter != mlir::folio::FolioPhase::Compile)
+    return refuse("--emit=cuda needs the whole pipeline; --stop-after "
+                  "writes IR (--emit=mlir or mlirbc)");
   return success();
 }
 
@@ -354,6 +457,15 @@ int main(int argc, char **argv) {
        kStopAfterHelp)
           .str());
 
+  std::optional<std::optional<::folio::plan::ElemType>> weightType =
+      checkWeightOptions();
+  if (!weightType)
+    return 1;
+  if (failed(checkEmitOptions(*stopAfter)))
+    return 1;
+  if (failed(checkCudaOptions(*stopAfter)))
+    return 1;
+
   bool showProgress = progress == ProgressMode::Always ||
                       (progress == ProgressMode::Auto &&
                        sys::Process::StandardErrIsDisplayed());
@@ -418,6 +530,50 @@ int main(int argc, char **argv) {
       return 1;
   }
 
+  if (emit == Emit::Binary) {
+    llvm::Expected<::folio::plan::Plan> plan =
+        lowerToPlan(*module, *weightType);
+    if (!plan) {
+      errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
+      return 1;
+    }
+    ::folio::tools::EmitBinaryOptions options;
+    options.modelPath = inputPath;
+    options.target = target;
+    options.tokenizerPath = tokenizerPath;
+    options.stubPath = runtimeStub;
+    options.argv0 = argv[0];
+    options.outputPath = outputPath;
+    if (::folio::Status s = ::folio::tools::emitModelBinary(*plan, options);
+        !s) {
+      errs() << "folioc: error: " << s.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+
+  if (emit == Emit::Cuda) {
+    llvm::Expected<::folio::plan::Plan> plan =
+        lowerToPlan(*module, *weightType);
+    if (!plan) {
+      errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
+      return 1;
+    }
+    ::folio::tools::EmitCudaResult result;
+    if (::folio::Status s =
+            ::folio::tools::emitCudaKernels(*plan, target, outputPath, result);
+        !s) {
+      errs() << "folioc: error: " << s.message() << "\n";
+      return 1;
+    }
+    errs() << "folioc: wrote " << result.files.size() << " CUDA kernels to "
+           << outputPath << "\n";
+    if (!result.notGenerated.empty())
+      errs() << "folioc: note: no CUDA generator yet for kernels of kind "
+             << join(result.notGenerated, ", ") << "\n";
+    return 0;
+  }
+
   // A plan goes to its file directly: writePlan writes atomically, and the
   // artifact is binary, never stdout.
   if (emit == Emit::Plan || StringRef(outputPath).ends_with(".folio")) {
@@ -426,7 +582,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     llvm::Expected<::folio::plan::Plan> plan =
-        mlir::folio::lowerModuleToPlan(*module);
+        lowerToPlan(*module, *weightType);
     if (!plan) {
       errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
       return 1;
