@@ -696,6 +696,26 @@ Status writePlan(const Plan &plan, const std::string &path) {
   return Status::ok();
 }
 
+/// Parses the plan mapped at `map` (`size` bytes of the file `path`; errors
+/// name `where`). Weights are read from the mapping for as long as the plan
+/// lives: a file truncated meanwhile faults (SIGBUS), which the registry
+/// turns into an error naming the file (PlanMapping.h).
+static Expected<Plan> parseMapping(void *map, size_t size,
+                                   const std::string &path,
+                                   const std::string &where,
+                                   const ReadPlanOptions &options) {
+  int slot = registerPlanMapping(map, size, path.c_str());
+  std::shared_ptr<void> keep(map, [size, slot](void *p) {
+    unregisterPlanMapping(slot);
+    ::munmap(p, size);
+  });
+  Expected<Plan> plan =
+      parseBytes(static_cast<const uint8_t *>(map), size, keep, options);
+  if (!plan)
+    return Status::invalidArgument(where + ": " + plan.status().message());
+  return plan;
+}
+
 Expected<Plan> readPlan(const std::string &path,
                         const ReadPlanOptions &options) {
   int fd = ::open(path.c_str(), O_RDONLY);
@@ -712,19 +732,7 @@ Expected<Plan> readPlan(const std::string &path,
   ::close(fd);
   if (map == MAP_FAILED)
     return Status::invalidArgument("cannot map '" + path + "'");
-  // Weights are read from the mapping for as long as the plan lives: a
-  // file truncated meanwhile faults (SIGBUS), which the registry turns
-  // into an error naming the file (PlanMapping.h).
-  int slot = registerPlanMapping(map, size, path.c_str());
-  std::shared_ptr<void> keep(map, [size, slot](void *p) {
-    unregisterPlanMapping(slot);
-    ::munmap(p, size);
-  });
-  Expected<Plan> plan =
-      parseBytes(static_cast<const uint8_t *>(map), size, keep, options);
-  if (!plan)
-    return Status::invalidArgument(path + ": " + plan.status().message());
-  return plan;
+  return parseMapping(map, size, path, path, options);
 }
 
 Expected<Plan> readPlanAt(const std::string &path, uint64_t offset,
@@ -755,16 +763,7 @@ Expected<Plan> readPlanAt(const std::string &path, uint64_t offset,
   if (map == MAP_FAILED)
     return Status::invalidArgument("cannot map " + where + ": " +
                                    std::strerror(errno));
-  int slot = registerPlanMapping(map, size, path.c_str());
-  std::shared_ptr<void> keep(map, [size, slot](void *p) {
-    unregisterPlanMapping(slot);
-    ::munmap(p, size);
-  });
-  Expected<Plan> plan =
-      parseBytes(static_cast<const uint8_t *>(map), size, keep, options);
-  if (!plan)
-    return Status::invalidArgument(where + ": " + plan.status().message());
-  return plan;
+  return parseMapping(map, size, path, where, options);
 }
 
 Expected<Plan> parsePlan(const std::string &bytes,

@@ -22,6 +22,10 @@ namespace folio::jinja::detail {
 /// The UTF-8 characters (code points) of `s`, each as its bytes: Python
 /// indexes, slices, counts and iterates strings by code point.
 std::vector<std::string> characters(const std::string &s);
+/// The code point of one character of characters().
+uint32_t decodeUtf8(const std::string &character);
+/// Appends the UTF-8 encoding of code point `cp`.
+void appendUtf8(std::string &out, uint32_t cp);
 
 /// + - * / // % ** ~ on two values.
 Value binaryOp(const std::string &op, const Value &a, const Value &b);

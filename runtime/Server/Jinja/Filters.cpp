@@ -286,9 +286,7 @@ bool isWordCharacter(const std::string &c) {
   unsigned char b = c[0];
   if (c.size() == 1)
     return std::isalnum(b) || b == '_';
-  uint32_t cp = b & (0xFF >> (c.size() + 1));
-  for (size_t i = 1; i < c.size(); ++i)
-    cp = (cp << 6) | (static_cast<unsigned char>(c[i]) & 0x3F);
+  uint32_t cp = decodeUtf8(c);
   bool symbol =
       (cp >= 0xA0 && cp <= 0xBF && cp != 0xAA && cp != 0xB5 && cp != 0xBA) ||
       cp == 0xD7 || cp == 0xF7 || (cp >= 0x2000 && cp <= 0x2BFF) ||

@@ -10,6 +10,7 @@
 #include "runtime/Server/Jinja/Lexer.h"
 
 #include "runtime/Server/Jinja/Ast.h"
+#include "runtime/Server/Jinja/Builtins.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -26,25 +27,6 @@ bool isNameStart(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
-
-/// Appends the UTF-8 encoding of code point `cp`.
-void appendUtf8(std::string &out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
 
 class Lexer {
 public:

@@ -151,31 +151,6 @@ bool matchesAffix(const std::string &s, const Value &affix, bool prefix) {
   return one(affix);
 }
 
-uint32_t decode(const std::string &c) {
-  unsigned char b = c[0];
-  if (c.size() == 1)
-    return b;
-  uint32_t cp = b & (0xFF >> (c.size() + 1));
-  for (size_t i = 1; i < c.size(); ++i)
-    cp = (cp << 6) | (static_cast<unsigned char>(c[i]) & 0x3F);
-  return cp;
-}
-
-std::string encode(uint32_t cp) {
-  std::string out;
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-  return out;
-}
-
 /// Simple case mapping of ASCII, Latin-1, Greek and Cyrillic letters;
 /// other characters are kept as they are.
 uint32_t caseMap(uint32_t cp, bool upper) {
@@ -206,9 +181,12 @@ bool isCased(uint32_t cp) {
 std::string mapCase(const std::string &s, bool upper) {
   std::string out;
   for (const std::string &c : characters(s)) {
-    uint32_t cp = decode(c);
+    uint32_t cp = decodeUtf8(c);
     uint32_t mapped = caseMap(cp, upper);
-    out += mapped == cp ? c : encode(mapped);
+    if (mapped == cp)
+      out += c;
+    else
+      appendUtf8(out, mapped);
   }
   return out;
 }
@@ -219,11 +197,14 @@ std::string titleCase(const std::string &s, bool eachWord) {
   std::string out;
   bool inWord = false, first = true;
   for (const std::string &c : characters(s)) {
-    uint32_t cp = decode(c);
+    uint32_t cp = decodeUtf8(c);
     bool letter = isCased(cp);
     bool up = eachWord ? letter && !inWord : first;
     uint32_t mapped = caseMap(cp, up);
-    out += mapped == cp ? c : encode(mapped);
+    if (mapped == cp)
+      out += c;
+    else
+      appendUtf8(out, mapped);
     inWord = letter;
     first = false;
   }

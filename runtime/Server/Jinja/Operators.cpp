@@ -28,6 +28,34 @@ std::vector<std::string> characters(const std::string &s) {
   return out;
 }
 
+void appendUtf8(std::string &out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xC0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += char(0xE0 | (cp >> 12));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  } else {
+    out += char(0xF0 | (cp >> 18));
+    out += char(0x80 | ((cp >> 12) & 0x3F));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  }
+}
+
+uint32_t decodeUtf8(const std::string &c) {
+  unsigned char b = c[0];
+  if (c.size() == 1)
+    return b;
+  uint32_t cp = b & (0xFF >> (c.size() + 1));
+  for (size_t i = 1; i < c.size(); ++i)
+    cp = (cp << 6) | (static_cast<unsigned char>(c[i]) & 0x3F);
+  return cp;
+}
+
 namespace {
 
 std::string operandTypes(const char *op, const Value &a, const Value &b) {
