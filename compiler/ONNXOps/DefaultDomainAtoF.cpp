@@ -80,8 +80,12 @@ LogicalResult inferCast(ONNXInferenceContext &ctx) {
       out.ints = in.ints;
     } else if (in.floats && in.floats->size() <= 1) {
       out.ints.emplace();
+      // A value outside int64 (or NaN) has no defined conversion: it stays
+      // unknown rather than folding to whatever the host's cast gives.
       for (double v : *in.floats)
-        out.ints->push_back(cst(ctx, int64_t(std::trunc(v))));
+        out.ints->push_back(v >= -0x1p63 && v < 0x1p63
+                                ? cst(ctx, int64_t(std::trunc(v)))
+                                : AffineExpr());
     }
   } else if (isa<FloatType>(element) && in.ints) {
     std::optional<SmallVector<int64_t, 4>> values = in.getConstantInts();

@@ -25,6 +25,7 @@
 #include "gmock/gmock.h"
 
 #include "gtest/gtest.h"
+#include <cmath>
 #include <limits>
 
 using namespace folio::onnx;
@@ -185,21 +186,49 @@ TEST(HostileInputTest, ConstantOfShapeKeepsIntegerFillsExact) {
   shape.elementType = i64;
   shape.dims.emplace({c(1)});
   shape.ints.emplace({c(2)});
-  for (int64_t fill : {(int64_t(1) << 53) + 1,
-                       std::numeric_limits<int64_t>::max()}) {
+  for (int64_t fill :
+       {(int64_t(1) << 53) + 1, std::numeric_limits<int64_t>::max()}) {
     SCOPED_TRACE(fill);
     auto type = mlir::RankedTensorType::get({1}, i64);
     mlir::NamedAttribute value(
         mlir::StringAttr::get(&context, "value"),
         mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int64_t>{fill}));
     llvm::SmallVector<mlir::folio::ONNXValueFacts> results;
-    ASSERT_TRUE(mlir::succeeded(engine.inferNode(
-        "ai.onnx", "ConstantOfShape", 17,
-        mlir::DictionaryAttr::get(&context, {value}), {&shape}, 1,
-        mlir::UnknownLoc::get(&context), results)));
+    ASSERT_TRUE(mlir::succeeded(
+        engine.inferNode("ai.onnx", "ConstantOfShape", 17,
+                         mlir::DictionaryAttr::get(&context, {value}), {&shape},
+                         1, mlir::UnknownLoc::get(&context), results)));
     ASSERT_TRUE(results[0].ints);
     EXPECT_EQ(*results[0].ints,
               (llvm::SmallVector<mlir::AffineExpr, 4>{c(fill), c(fill)}));
+  }
+}
+
+TEST(HostileInputTest, CastOfAnOutOfRangeFloatStaysUnknown) {
+  // A tracked float outside int64 was converted by the host's cast
+  // (undefined behaviour) into a folded integer.
+  mlir::MLIRContext context;
+  mlir::folio::ONNXShapeInference engine(&context);
+  auto c = [&](int64_t v) { return mlir::getAffineConstantExpr(v, &context); };
+  mlir::folio::ONNXValueFacts in;
+  in.elementType = mlir::Float32Type::get(&context);
+  in.dims.emplace({c(1)});
+  mlir::NamedAttribute to(
+      mlir::StringAttr::get(&context, "to"),
+      mlir::IntegerAttr::get(mlir::IntegerType::get(&context, 64), 7));
+  for (double v : {-3.4e38, 9.3e18, std::nan(""), 42.9}) {
+    SCOPED_TRACE(v);
+    in.floats.emplace({v});
+    llvm::SmallVector<mlir::folio::ONNXValueFacts> results;
+    ASSERT_TRUE(mlir::succeeded(engine.inferNode(
+        "ai.onnx", "Cast", 17, mlir::DictionaryAttr::get(&context, {to}), {&in},
+        1, mlir::UnknownLoc::get(&context), results)));
+    ASSERT_TRUE(results[0].ints);
+    ASSERT_EQ(results[0].ints->size(), 1u);
+    if (v == 42.9)
+      EXPECT_EQ((*results[0].ints)[0], c(42));
+    else
+      EXPECT_FALSE((*results[0].ints)[0]);
   }
 }
 
