@@ -17,7 +17,8 @@ Status ServeFlags::parse(int argc, char **argv, int &i, bool &handled) {
   std::string arg = argv[i];
   handled = arg == "--host" || arg == "--port" || arg == "--api-key" ||
             arg == "--served-model-name" || arg == "--max-queued-requests" ||
-            arg == "--max-request-bytes" || arg == "--seed";
+            arg == "--max-request-bytes" || arg == "--seed" ||
+            arg == "--stream-interval-ms";
   if (!handled)
     return Status::ok();
   if (i + 1 >= argc)
@@ -45,6 +46,16 @@ Status ServeFlags::parse(int argc, char **argv, int &i, bool &handled) {
     return parseCount(arg, value, 0, maxQueuedRequests);
   } else if (arg == "--max-request-bytes") {
     return parseCount(arg, value, 1, http.maxRequestBytes);
+  } else if (arg == "--stream-interval-ms") {
+    size_t ms = 0;
+    if (Status s = parseCount(arg, value, 0, ms); !s)
+      return s;
+    if (ms > 1000)
+      return Status::invalidArgument(
+          "--stream-interval-ms: " + value +
+          " is more than 1000; tokens would reach clients in bursts a "
+          "second or more apart");
+    http.minStreamInterval = std::chrono::milliseconds(ms);
   } else {
     size_t s = 0;
     Status st = parseCount(arg, value, 0, s);
@@ -68,7 +79,11 @@ std::string ServeFlags::usage(const std::string &kvDtype) const {
          "  --max-request-bytes N       larger request bodies get 413 "
          "(default 1048576)\n"
          "  --seed S                    seeds requests that bring none "
-         "(default 0)\n" +
+         "(default 0)\n"
+         "  --stream-interval-ms T      a stream's tokens gather for up to T "
+         "ms per write\n"
+         "                              (default 10; 0: each engine step's "
+         "tokens at once)\n" +
          engine.usage(kvDtype);
 }
 

@@ -440,6 +440,13 @@ def test_speculative(s, reference):
     status, body = s.post("/v1/completions", req)
     check(body["choices"][0]["text"] == reference,
           "greedy speculative text equals the target's alone")
+    # This server writes each step's tokens at once (--stream-interval-ms 0):
+    # a chunk per step, several tokens when drafts were kept.
+    events = s.stream("/v1/completions", req)
+    streamed, finish = texts(events)
+    check(streamed[0] == reference and finish[0] == "length",
+          f"speculative stream {streamed!r}")
+    check(len(events) > 3, "one chunk per step")
     m = s.metrics()
     check(m["folio_spec_decode_num_draft_tokens_total"] > 0, "drafts verified")
     check(0 <= m["folio_spec_decode_draft_acceptance_rate"] <= 1,
@@ -455,7 +462,9 @@ def main():
                "64", "--max-request-bytes", "65536")
     b = Server(binary, model, tokenizer, "--max-num-seqs", "1",
                "--max-queued-requests", "0", "--max-model-len", "256")
-    c = Server(binary, model, tokenizer, "--speculative-model", draft,
+    # Each step's tokens written at once (--stream-interval-ms 0) here.
+    c = Server(binary, model, tokenizer, "--stream-interval-ms", "0",
+               "--speculative-model", draft,
                "--num-speculative-tokens", "3", "--no-adaptive-speculation")
     try:
         test_basics(a)
