@@ -28,6 +28,8 @@ bool isNameStart(char c) {
 }
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
+constexpr size_t kMaxTagTokens = 4000;
+
 class Lexer {
 public:
   Lexer(const std::string &source, const Positions &positions)
@@ -136,6 +138,12 @@ private:
           break;
         }
       }
+      // Expression trees are walked recursively (parser, renderer,
+      // destructor); a tag's token count bounds their height.
+      if (tokens.size() - firstToken >= kMaxTagTokens)
+        fail("a tag holds more than " + std::to_string(kMaxTagTokens) +
+                 " tokens",
+             start);
       lexToken();
       const Token &t = tokens.back();
       if (t.kind != Token::Kind::Op || t.text.size() != 1)

@@ -163,6 +163,7 @@ private:
   }
 
   NodePtr parseStatement() {
+    Nesting guard(*this, peek());
     const Token &keyword = peek();
     if (keyword.kind != Kind::Name)
       fail("expected a tag name after '{%', found " + describe(keyword),
@@ -319,6 +320,7 @@ private:
   // Expressions, from the loosest binding to the tightest.
 
   ExprPtr parseExpression() {
+    Nesting guard(*this, peek());
     ExprPtr value = parseOr();
     while (atName("if")) {
       ExprPtr n = make(Expr::Kind::Condition, next());
@@ -435,6 +437,7 @@ private:
   }
 
   ExprPtr parseUnary(bool withFilters) {
+    Nesting guard(*this, peek());
     ExprPtr value;
     if (atOp("-") || atOp("+")) {
       value = make(Expr::Kind::Unary, peek());
@@ -666,6 +669,21 @@ private:
   const Positions &positions;
   size_t index = 0;
   int loopDepth = 0;
+  /// Open statements and expressions: the parser and the renderer recurse
+  /// once per level, so a template nested absurdly deep is refused rather
+  /// than allowed to exhaust the stack.
+  int nesting = 0;
+  static constexpr int kMaxNesting = 200;
+  struct Nesting {
+    Parser &p;
+    Nesting(Parser &p, const Token &at) : p(p) {
+      if (++p.nesting > kMaxNesting)
+        p.fail("the template nests tags or expressions deeper than " +
+                   std::to_string(kMaxNesting) + " levels",
+               at);
+    }
+    ~Nesting() { --p.nesting; }
+  };
 };
 
 } // namespace

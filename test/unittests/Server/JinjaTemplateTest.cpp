@@ -203,6 +203,21 @@ TEST(JinjaTemplateTest, RendersAreBounded) {
               HasSubstr("range() longer than 100000 items"));
   EXPECT_THAT(render("{{ 9223372036854775807 + 1 }}"),
               HasSubstr("integer overflow"));
+  EXPECT_THAT(render("{{ " + std::string(1000, '(') + "1" +
+                     std::string(1000, ')') + " }}"),
+              HasSubstr("nests tags or expressions deeper than 200 levels"));
+  std::string deepIfs;
+  for (int i = 0; i < 5000; ++i)
+    deepIfs += "{% if true %}";
+  EXPECT_THAT(render(deepIfs),
+              HasSubstr("nests tags or expressions deeper than 200 levels"));
+  EXPECT_THAT(render("{{ " + std::string(1000, '-') + "1 }}"),
+              HasSubstr("nests tags or expressions deeper than 200 levels"));
+  std::string longChain = "{{ 1";
+  for (int i = 0; i < 5000; ++i)
+    longChain += " + 1";
+  EXPECT_THAT(render(longChain + " }}"),
+              HasSubstr("a tag holds more than 4000 tokens"));
 }
 
 TEST(JinjaTemplateTest, PrintsValuesAsPython) {
