@@ -62,12 +62,15 @@ public:
     // file (readPlan validates the others).
     if (Status s = plan::validateStoredWeights(*plan); !s)
       return s;
-    storedOperand.assign(plan->values.size(), false);
-    for (const plan::StoredWeight &w : plan->weights)
+    // Per step and operand, not per value: another step reading the same
+    // value (a crafted plan may, after releasing it) still needs a tensor.
+    storedOperand.assign(plan->steps.size(), {});
+    for (const plan::StoredWeight &w : plan->weights) {
+      std::vector<bool> &stored = storedOperand[size_t(w.step)];
+      stored.resize(plan->steps[size_t(w.step)].operands.size(), false);
       for (int32_t i = 0; i < w.numOperands; ++i)
-        storedOperand[size_t(
-            plan->steps[size_t(w.step)].operands[size_t(w.operand + i)])] =
-            true;
+        stored[size_t(w.operand + i)] = true;
+    }
     work = constants;
     transient.clear();
     {
@@ -383,11 +386,14 @@ public:
     StepContext ctx{step, values, caches, states[i].get(), pool};
     ctx.weightStorage = weightStorage();
     ctx.arena = options.plannedBuffers ? &arena : nullptr;
-    for (int32_t id : step.operands)
+    const std::vector<bool> &stored = storedOperand[i];
+    for (size_t k = 0; k < step.operands.size(); ++k) {
+      int32_t id = step.operands[k];
       if (id >= 0 && !caches[size_t(id)] && !values[size_t(id)].data &&
-          values[size_t(id)].numel() != 0 && !storedOperand[size_t(id)])
+          values[size_t(id)].numel() != 0 && !(k < stored.size() && stored[k]))
         return ctx.error("an operand has no value (the plan uses a value "
-                         "before defining it)");
+                         "before defining it, or after releasing it)");
+    }
     Clock::time_point start;
     bool timed = options.profile && !inFused;
     if (timed)
@@ -636,7 +642,9 @@ private:
   std::shared_ptr<const plan::Plan> plan;
   std::vector<Tensor> constants;
   /// Values that are weights stored packed in the plan (Plan::weights).
-  std::vector<bool> storedOperand;
+  /// Per step, which operands the compiler stored packed (their kernels
+  /// read Plan::weights, not a tensor).
+  std::vector<std::vector<bool>> storedOperand;
   /// The value table of a step: constants plus this step's values.
   std::vector<Tensor> work;
   /// Ids of the values that are not constants.

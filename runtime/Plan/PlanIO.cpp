@@ -1028,6 +1028,20 @@ Status validatePlan(const Plan &plan) {
                                        a.name + "'");
     }
     size_t cacheOperand = s.kind == "kv_write" ? 0 : 1;
+    // A KV cache has no tensor: only the operand of kv_write and
+    // paged_attention that takes the cache may name one.
+    for (size_t k = 0; k < s.operands.size(); ++k) {
+      int32_t id = s.operands[k];
+      if (id >= 0 && plan.values[size_t(id)].kind == ValueInfo::Kind::KVCache &&
+          !((s.kind == "kv_write" || s.kind == "paged_attention") &&
+            k == cacheOperand))
+        return Status::invalidArgument(
+            "plan: step '" + s.kind + "' ('" + s.name +
+            "') reads the KV cache " + std::to_string(id) + " as operand " +
+            std::to_string(k) +
+            "; only kv_write (operand 0) and paged_attention (operand 1) "
+            "take a cache");
+    }
     if ((s.kind == "kv_write" || s.kind == "paged_attention") &&
         s.operands.size() > cacheOperand) {
       int32_t cache = s.operands[cacheOperand];

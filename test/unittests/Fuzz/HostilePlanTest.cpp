@@ -197,3 +197,21 @@ TEST(HostilePlan, BiasSizeIsChecked) {
 }
 
 } // namespace
+
+// A KV cache has no tensor: an elementwise step reading one read a null
+// pointer (found by the plan fuzzer).
+TEST(HostilePlan, OnlyCacheOperandsNameACache) {
+  plan::Plan p = llama();
+  int32_t cache = -1;
+  for (size_t id = 0; id < p.values.size() && cache < 0; ++id)
+    if (p.values[id].kind == plan::ValueInfo::Kind::KVCache)
+      cache = int32_t(id);
+  ASSERT_GE(cache, 0);
+  plan::Step &binary = p.steps[firstStep(p, "binary")];
+  ASSERT_GE(binary.operands.size(), 2u);
+  binary.operands[1] = cache;
+  EXPECT_THAT(refusal(p),
+              HasSubstr("reads the KV cache " + std::to_string(cache) +
+                        " as operand 1; only kv_write (operand 0) and "
+                        "paged_attention (operand 1) take a cache"));
+}
