@@ -409,7 +409,16 @@ Status runLayerNorm(StepContext &ctx) {
   int64_t d = w.numel();
   if (Status s = checkRows(ctx, x, d); !s)
     return s;
-  const float *bias = ctx.has(2) ? ctx.in(2).as<float>() : nullptr;
+  const float *bias = nullptr;
+  if (ctx.has(2)) {
+    const Tensor &b = ctx.in(2);
+    if (b.type != ElemType::F32 || b.numel() != d)
+      return ctx.error("the bias is " +
+                       std::string(plan::elemTypeName(b.type)) + " " +
+                       shapeString(b.shape) + "; layer_norm needs f32 [" +
+                       std::to_string(d) + "], the size of its weight");
+    bias = b.as<float>();
+  }
   Tensor y = ctx.output(0, ElemType::F32, x.shape); // every row written
   if (Status s =
           fromCpu(ctx, cpu::layerNorm(x.as<float>(), w.as<float>(), bias,

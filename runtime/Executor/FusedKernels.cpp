@@ -47,10 +47,16 @@ Status runAddNorm(FusedContext &ctx) {
   const Tensor &b = ctx.values[size_t(add.operands[1])];
   const Tensor &w = ctx.values[size_t(norm.operands[1])];
   int64_t dim = w.numel();
-  // The fused form: same shapes (no broadcast), f32, whole rows.
+  const Tensor *bias = norm.kind == "layer_norm" && norm.operands.size() > 2 &&
+                               norm.operands[2] >= 0
+                           ? &ctx.values[size_t(norm.operands[2])]
+                           : nullptr;
+  // The fused form: same shapes (no broadcast), f32, whole rows; anything
+  // else runs step by step, where each kernel checks its operands.
   if (a.type != ElemType::F32 || b.type != ElemType::F32 ||
       a.shape != b.shape || w.type != ElemType::F32 || a.rank() < 1 ||
-      dim <= 0 || a.shape.back() != dim) {
+      dim <= 0 || a.shape.back() != dim ||
+      (bias && (bias->type != ElemType::F32 || bias->numel() != dim))) {
     for (int32_t i = ctx.kernel.firstStep;
          i < ctx.kernel.firstStep + ctx.kernel.numSteps; ++i)
       if (Status s = ctx.runStep(size_t(i)); !s)
@@ -71,12 +77,9 @@ Status runAddNorm(FusedContext &ctx) {
                             w.as<float>(), y.as<float>(), rows, dim, eps,
                             float(norm.getFloat("weight_offset", 0.0)),
                             ctx.pool)
-          : cpu::addLayerNorm(
-                a.as<float>(), b.as<float>(), sum.as<float>(), w.as<float>(),
-                norm.operands.size() > 2 && norm.operands[2] >= 0
-                    ? ctx.values[size_t(norm.operands[2])].as<float>()
-                    : nullptr,
-                y.as<float>(), rows, dim, eps, ctx.pool);
+          : cpu::addLayerNorm(a.as<float>(), b.as<float>(), sum.as<float>(),
+                              w.as<float>(), bias ? bias->as<float>() : nullptr,
+                              y.as<float>(), rows, dim, eps, ctx.pool);
   if (!s.ok())
     return ctx.error(s.message());
   ctx.values[size_t(add.results[0])] = std::move(sum);
