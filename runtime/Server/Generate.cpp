@@ -345,6 +345,12 @@ ApiError badRequest(const std::string &param, const std::string &message) {
   return e;
 }
 
+/// How messages name prompt `index`: "prompt[i]" in a batch.
+std::string promptName(const GenerateRequest &request, size_t index) {
+  return request.prompts.size() > 1 ? "prompt[" + std::to_string(index) + "]"
+                                    : "the prompt";
+}
+
 /// The token ids and text of prompt `index` (chat: the conversation), or
 /// why there are none.
 std::optional<ApiError> buildPrompt(ServerContext &c,
@@ -353,9 +359,7 @@ std::optional<ApiError> buildPrompt(ServerContext &c,
                                     std::string &text) {
   const Tokenizer &tokenizer = *c.tokenizer;
   bool chat = request.endpoint == Endpoint::ChatCompletions;
-  std::string where = request.prompts.size() > 1
-                          ? "prompt[" + std::to_string(index) + "]"
-                          : "the prompt";
+  std::string where = promptName(request, index);
   if (chat) {
     if (!c.options.chatTemplateError.empty())
       return badRequest("messages", c.options.chatTemplateError);
@@ -399,9 +403,7 @@ std::optional<ApiError> checkPromptLength(const ServerContext &c,
   size_t limit = c.options.maxModelLen;
   bool chat = request.endpoint == Endpoint::ChatCompletions;
   std::string field = chat ? "messages" : "prompt";
-  std::string where = request.prompts.size() > 1
-                          ? "prompt[" + std::to_string(index) + "]"
-                          : "the prompt";
+  std::string where = promptName(request, index);
   if (numTokens == 0)
     return badRequest(field, where + " has no tokens");
   if (numTokens >= limit)
