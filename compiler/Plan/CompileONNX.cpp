@@ -117,6 +117,18 @@ std::string mlir::folio::planKVCacheDType(const ::folio::plan::Plan &plan) {
   return quantized.empty() ? all16 : quantized;
 }
 
+/// A flag asking a compiled .folio for what only compiling decides.
+static ::folio::Status fixedAtCompile(const std::string &flag,
+                                      const std::string &value,
+                                      const std::string &path,
+                                      const std::string &plan,
+                                      const std::string &what) {
+  return ::folio::Status::invalidArgument(
+      flag + " " + value + ": '" + path + "' " + plan + "; a plan's " + what +
+      " is fixed when it is compiled (recompile with folioc " + flag + "=" +
+      value + ", or pass the .onnx model)");
+}
+
 ::folio::Status
 mlir::folio::checkPlanKVCacheDType(const ::folio::plan::Plan &plan,
                                    const std::string &path,
@@ -126,12 +138,9 @@ mlir::folio::checkPlanKVCacheDType(const ::folio::plan::Plan &plan,
   std::string compiled = planKVCacheDType(plan);
   if (compiled == options.kvCacheDtype)
     return ::folio::Status::ok();
-  return ::folio::Status::invalidArgument(
-      "--kv-cache-dtype " + options.kvCacheDtype + ": '" + path +
-      "' was compiled with " + compiled +
-      " KV caches; a plan's cache dtype is fixed when it is compiled "
-      "(recompile with folioc --kv-cache-dtype=" +
-      options.kvCacheDtype + ", or pass the .onnx model)");
+  return fixedAtCompile("--kv-cache-dtype", options.kvCacheDtype, path,
+                        "was compiled with " + compiled + " KV caches",
+                        "cache dtype");
 }
 
 std::string mlir::folio::planWeightDType(const ::folio::plan::Plan &plan) {
@@ -154,12 +163,8 @@ mlir::folio::loadOrCompilePlan(const std::string &path,
       return s;
     std::string stored = planWeightDType(*p);
     if (options.weightDtype != "none" && stored != options.weightDtype)
-      return ::folio::Status::invalidArgument(
-          "--weight-dtype " + options.weightDtype + ": '" + path +
-          "' stores its weights as " + stored +
-          "; a plan's weight dtype is fixed when it is compiled (recompile "
-          "with folioc --weight-dtype=" +
-          options.weightDtype + ", or pass the .onnx model)");
+      return fixedAtCompile("--weight-dtype", options.weightDtype, path,
+                            "stores its weights as " + stored, "weight dtype");
     return p;
   }
   if (!endsWith(".onnx"))
