@@ -95,6 +95,16 @@ LogicalResult inferAttention(ONNXInferenceContext &ctx) {
   std::optional<int64_t> rank = q.getRank();
   if (rank && *rank != 3 && *rank != 4)
     return ctx.emitError() << "Q must be rank 3 or 4, got rank " << *rank;
+  // K and V must have Q's layout: rank 3 [B, S, H*D] or rank 4
+  // [B, H, S, D]. The shapes below index by that rank.
+  for (unsigned i = 1; i < 3; ++i) {
+    std::optional<int64_t> r = ctx.input(i).getRank();
+    if (r && ((rank && *r != *rank) || (*r != 3 && *r != 4)))
+      return ctx.emitError() << (i == 1 ? "K" : "V") << " has rank " << *r
+                             << "; it must be rank 3 or 4 and match Q"
+                             << (rank ? "'s rank " + std::to_string(*rank)
+                                      : std::string());
+  }
   if (rank == 3 && (*qHeads <= 0 || *kvHeads <= 0))
     return ctx.emitError() << "rank-3 inputs need q_num_heads and "
                               "kv_num_heads";
