@@ -2,6 +2,7 @@
 
 #include "compiler/Plan/LowerToPlan.h"
 #include "compiler/Plan/StoreWeights.h"
+#include "compiler/Target/PlanKVCache.h"
 #include "compiler/Target/Target.h"
 #include "runtime/Plan/PlanIO.h"
 
@@ -94,29 +95,6 @@ void setKVCalibration(ModuleOp module, int64_t layers, int64_t kvHeads,
 
 } // namespace mlir::folio
 
-std::string mlir::folio::planKVCacheDType(const ::folio::plan::Plan &plan) {
-  // What the compiler recorded, when the plan says.
-  int64_t requested = plan.configValue("kv_cache_dtype", -1);
-  if (requested > int64_t(::folio::KVCacheDType::Auto) &&
-      requested <= int64_t(::folio::KVCacheDType::Int2))
-    return std::string(::folio::kvCacheDTypeName(
-        static_cast<::folio::KVCacheDType>(requested)));
-  std::string all16, quantized;
-  for (const ::folio::plan::Argument &a : plan.inputs) {
-    const ::folio::plan::ValueInfo &v = plan.values[size_t(a.value)];
-    if (v.kind != ::folio::plan::ValueInfo::Kind::KVCache)
-      continue;
-    std::string name = ::folio::plan::elemTypeName(v.type);
-    // Layers kept at 16 bits (--kv-cache-dtype-skip-layers) are bf16 in an
-    // otherwise quantized plan.
-    if (name == "bf16")
-      all16 = name;
-    else
-      quantized = name;
-  }
-  return quantized.empty() ? all16 : quantized;
-}
-
 /// A flag asking a compiled .folio for what only compiling decides.
 static ::folio::Status fixedAtCompile(const std::string &flag,
                                       const std::string &value,
@@ -127,20 +105,6 @@ static ::folio::Status fixedAtCompile(const std::string &flag,
       flag + " " + value + ": '" + path + "' " + plan + "; a plan's " + what +
       " is fixed when it is compiled (recompile with folioc " + flag + "=" +
       value + ", or pass the .onnx model)");
-}
-
-::folio::Status
-mlir::folio::checkPlanKVCacheDType(const ::folio::plan::Plan &plan,
-                                   const std::string &path,
-                                   const CompileToPlanOptions &options) {
-  if (options.kvCacheDtype == "auto")
-    return ::folio::Status::ok();
-  std::string compiled = planKVCacheDType(plan);
-  if (compiled == options.kvCacheDtype)
-    return ::folio::Status::ok();
-  return fixedAtCompile("--kv-cache-dtype", options.kvCacheDtype, path,
-                        "was compiled with " + compiled + " KV caches",
-                        "cache dtype");
 }
 
 std::string mlir::folio::planWeightDType(const ::folio::plan::Plan &plan) {
@@ -159,7 +123,9 @@ mlir::folio::loadOrCompilePlan(const std::string &path,
         path, ::folio::plan::ReadPlanOptions{options.verifyWeights});
     if (!p)
       return p;
-    if (::folio::Status s = checkPlanKVCacheDType(*p, path, options); !s)
+    if (::folio::Status s =
+            ::folio::checkPlanKVCacheDType(*p, path, options.kvCacheDtype);
+        !s)
       return s;
     std::string stored = planWeightDType(*p);
     if (options.weightDtype != "none" && stored != options.weightDtype)

@@ -70,16 +70,6 @@ void setKVCalibration(ModuleOp module, int64_t layers, int64_t kvHeads,
 llvm::Expected<::folio::plan::Plan>
 compileONNXToPlan(const std::string &path, const CompileToPlanOptions &options);
 
-/// The KV-cache dtype a plan was compiled with ("int8", "fp8_e4m3", ...):
-/// that of its caches not kept at 16 bits, else "bf16" (or "f32", ...).
-std::string planKVCacheDType(const ::folio::plan::Plan &plan);
-
-/// Refuses a requested dtype (other than `auto`) that `plan` (read from
-/// `path`) was not compiled with.
-::folio::Status checkPlanKVCacheDType(const ::folio::plan::Plan &plan,
-                                      const std::string &path,
-                                      const CompileToPlanOptions &options);
-
 /// The dtype a plan's linear weights were stored in ("int8", "bf16", ...),
 /// or "none" when it stores none packed.
 std::string planWeightDType(const ::folio::plan::Plan &plan);

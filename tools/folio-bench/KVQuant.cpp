@@ -23,6 +23,7 @@
 #include "tools/folio-bench/Quality.h"
 
 #include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Target/PlanKVCache.h"
 #include "runtime/Core/BatchBuilder.h"
 #include "runtime/Core/KVCalibration.h"
 #include "runtime/Core/TeacherForced.h"
@@ -247,7 +248,7 @@ Expected<std::string> runKVQuant(const std::string &model,
     j.key("greedy_agreement").value(*agree);
     j.key("greedy_tokens_compared").value(compared);
     j.key("decode_tokens_per_s").value(*speed);
-    std::string compiled = mlir::folio::planKVCacheDType(**plan);
+    std::string compiled = folio::planKVCacheDType(**plan);
     j.key("kv_cache_dtype").value(compiled);
     j.key("scales").value(
         compiled == "int2" ? "KIVI: keys per channel over a block, values per "

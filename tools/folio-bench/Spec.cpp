@@ -185,8 +185,11 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
         "prompts of " + std::to_string(longest) + " tokens plus " +
         std::to_string(o.newTokens) + " new tokens exceed the model's " +
         std::to_string(maxPositions) + " positions");
+  tools::ModelLoadOptions draftOptions;
+  draftOptions.kvCacheDtype = compile.kvCacheDtype;
+  draftOptions.verifyWeights = compile.verifyWeights;
   Expected<std::shared_ptr<const plan::Plan>> draft =
-      tools::loadDraftPlan(o.speculative, compile);
+      tools::loadDraftPlan(o.speculative, draftOptions);
   if (!draft)
     return draft.status();
   s.draft = *draft;

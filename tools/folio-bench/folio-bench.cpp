@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/folio-bench/KVQuant.h"
+#include "tools/folio-bench/LoadTime.h"
 #include "tools/folio-bench/Roofline.h"
 #include "tools/folio-bench/Spec.h"
 #include "tools/folio-bench/WeightQuant.h"
@@ -188,7 +189,19 @@ const char *const kUsage =
     "                              from its /metrics)\n"
     "  --enable-prefix-caching / --no-enable-prefix-caching  (default on)\n"
     "  --threads N / --weight-dtype D  one value each; the server's threads\n"
-    "                              are its own (FOLIO_NUM_THREADS)\n";
+    "                              are its own (FOLIO_NUM_THREADS)\n"
+    "\n"
+    "usage: folio-bench --mode=load --model M.folio [options]\n"
+    "  load      the whole folio-run process on the plan (one new token)\n"
+    "            against mapping the file and touching every page, both\n"
+    "            interleaved in one run; medians, samples and their ratio\n"
+    "            (docs/plan-and-executor.md)\n"
+    "  --repeats N                 timed runs of each (default 7)\n"
+    "  --threads N                 folio-run --threads (default 1)\n"
+    "  --drop-caches               drop the page cache before each timed\n"
+    "                              run (needs root): a cold start\n"
+    "  --runner PATH               the folio-run to time (default: the one\n"
+    "                              next to folio-bench)\n";
 
 bool parseInt(const std::string &s, int64_t &out) {
   char *end = nullptr;
@@ -233,6 +246,7 @@ struct Options {
   bool runContinuous = true, runStatic = true;
   bool verifyWeights = true; ///< a .folio plan's weights against its hash
   bench::SpecBenchOptions spec;
+  bench::LoadTimeOptions load;
   bool promptTokensGiven = false, evalWindowGiven = false;
   // Serve mode.
   std::string url, apiKey, servedModelName;
@@ -458,6 +472,14 @@ Status parse(int argc, char **argv, Options &o) {
       (arg == "--url"       ? o.url
        : arg == "--api-key" ? o.apiKey
                             : o.servedModelName) = value;
+    } else if (arg == "--runner") {
+      if (!(s = need()))
+        return s;
+      if (value.empty())
+        return Status::invalidArgument("--runner must not be empty");
+      o.load.runner = value;
+    } else if (arg == "--drop-caches") {
+      o.load.dropCaches = true;
     } else if (arg == "--max-concurrency") {
       int64_t n = 0;
       s = positive(n);
@@ -474,14 +496,15 @@ Status parse(int argc, char **argv, Options &o) {
       return s;
   }
   if (o.mode != "roofline" && o.mode != "serving" && o.mode != "kv-quant" &&
-      o.mode != "weight-quant" && o.mode != "spec" && o.mode != "serve")
+      o.mode != "weight-quant" && o.mode != "spec" && o.mode != "serve" &&
+      o.mode != "load")
     return Status::invalidArgument(
         o.mode.empty()
             ? "--mode is required (roofline, kv-quant, weight-quant, spec, "
-              "serve), or --workload for serving"
+              "serve, load), or --workload for serving"
             : "--mode: '" + o.mode +
                   "' is not a mode (roofline, serving, kv-quant, "
-                  "weight-quant, spec, serve)");
+                  "weight-quant, spec, serve, load)");
   if (o.weightsGiven) {
     bool stored = o.mode == "roofline" || o.mode == "weight-quant";
     o.roofline.weights.clear();
@@ -510,7 +533,9 @@ Status parse(int argc, char **argv, Options &o) {
   }
   // A flag of another mode would be silently ignored: refuse it.
   static const std::vector<std::pair<std::string, std::string>> modesOf = {
-      {"--repeats", "roofline,kv-quant,spec"},
+      {"--repeats", "roofline,kv-quant,spec,load"},
+      {"--runner", "load"},
+      {"--drop-caches", "load"},
       {"--prefill-tokens", "roofline"},
       {"--decode-tokens", "roofline,kv-quant"},
       {"--bandwidth-mib", "roofline"},
@@ -560,6 +585,12 @@ Status parse(int argc, char **argv, Options &o) {
         return Status::invalidArgument(flag + " applies to --mode=" + modes +
                                        ", not " + o.mode);
     }
+  if (o.mode == "load") {
+    if (o.threadsGiven)
+      o.load.threads = int(o.roofline.threads[0]);
+    if (o.repeatsGiven)
+      o.load.repeats = int(o.roofline.repeats);
+  }
   if (o.mode != "kv-quant") {
     if (o.kvCacheDtypes.size() > 1)
       return Status::invalidArgument(
@@ -831,6 +862,19 @@ int main(int argc, char **argv) {
   }
   if (o.mode == "serve")
     return runServe(o);
+  if (o.mode == "load") {
+    Expected<std::string> report =
+        o.threadsGiven && o.roofline.threads.size() > 1
+            ? Expected<std::string>(Status::invalidArgument(
+                  "--mode=load takes one --threads value (folio-run's)"))
+            : bench::runLoadTime(o.model, o.load);
+    if (!report) {
+      std::cerr << "folio-bench: error: " << report.status().message() << "\n";
+      return 1;
+    }
+    std::cout << *report;
+    return 0;
+  }
   if (o.mode == "weight-quant" || o.mode == "roofline") {
     // One plan per stored weight dtype: compiled from an .onnx, or the
     // .folio as given when it stores that dtype.

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Target/PlanKVCache.h"
 #include "runtime/Core/ServingEngine.h"
 #include "runtime/Server/TextStream.h"
 #include "runtime/Tokenizer/Tokenizer.h"
@@ -222,7 +223,7 @@ int main(int argc, char **argv) {
   if (!plan)
     return fail(plan.status());
   Expected<std::shared_ptr<const plan::Plan>> draftPlan = tools::loadDraftPlan(
-      o.engine.speculative, tools::compileOptions(o.engine));
+      o.engine.speculative, tools::modelLoadOptions(o.engine));
   if (!draftPlan)
     return fail(draftPlan.status());
   // The end-of-sequence token: the tokenizer's one special token (GPT-2's
@@ -389,7 +390,7 @@ int main(int argc, char **argv) {
         1.0 - double(layout.bytesPerBlock) / double(layout.bytesPerBlock16);
     std::printf("KV cache %s: %.0f bytes per token (all layers, K and V, "
                 "scales included), %.0f%% %s than 16 bits\n",
-                mlir::folio::planKVCacheDType(**plan).c_str(), perToken,
+                folio::planKVCacheDType(**plan).c_str(), perToken,
                 100.0 * std::fabs(saved), saved >= 0 ? "less" : "more");
   }
   if (o.engine.speculative.enabled()) {

@@ -2,28 +2,12 @@
 
 #include "tools/folio-model-stub/ModelInfo.h"
 
-#include "compiler/Target/Target.h"
+#include "compiler/Target/PlanKVCache.h"
 #include "tools/common/EngineFlags.h"
 
 #include <cstdio>
 
 namespace folio::tools {
-
-std::string kvCacheDTypeOf(const plan::Plan &plan) {
-  int64_t recorded = plan.configValue("kv_cache_dtype", 0);
-  if (recorded > int64_t(KVCacheDType::Auto) &&
-      recorded <= int64_t(KVCacheDType::Int2))
-    return std::string(kvCacheDTypeName(KVCacheDType(recorded)));
-  std::string all16, quantized;
-  for (const plan::Argument &a : plan.inputs) {
-    const plan::ValueInfo &v = plan.values[size_t(a.value)];
-    if (v.kind != plan::ValueInfo::Kind::KVCache)
-      continue;
-    std::string name = plan::elemTypeName(v.type);
-    (name == "bf16" ? all16 : quantized) = name;
-  }
-  return quantized.empty() ? all16 : quantized;
-}
 
 std::string describeModelConfig(const plan::Plan &plan) {
   int64_t layers = 0, kvHeads = 0, headDim = 0, heads = 0;
@@ -64,7 +48,7 @@ std::string describeModelConfig(const plan::Plan &plan) {
     number("max_context", maxContext);
   line("max_model_len", std::to_string(modelLengthLimit(plan)) +
                             " (the default --max-model-len)");
-  line("kv_cache_dtype", kvCacheDTypeOf(plan));
+  line("kv_cache_dtype", planKVCacheDType(plan));
   char mib[32];
   std::snprintf(mib, sizeof(mib), "%.1f MiB",
                 double(plan.blob.size()) / (1 << 20));

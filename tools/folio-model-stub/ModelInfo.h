@@ -15,11 +15,6 @@
 
 namespace folio::tools {
 
-/// The KV-cache dtype `plan` was compiled with, as --kv-cache-dtype names
-/// it: the one its config records, else that of its caches (a quantized
-/// one over the 16-bit layers kept by --kv-cache-dtype-skip-layers).
-std::string kvCacheDTypeOf(const plan::Plan &plan);
-
 /// One "  key  value" line per configuration fact of `plan`, and the
 /// longest sequence it serves by default.
 std::string describeModelConfig(const plan::Plan &plan);

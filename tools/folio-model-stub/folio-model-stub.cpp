@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Target/PlanKVCache.h"
 #include "runtime/Plan/PlanIO.h"
 #include "tools/common/ModelBinary.h"
 #include "tools/common/Serve.h"
@@ -167,7 +168,7 @@ int main(int argc, char **argv) {
       self, *embedded, plan::ReadPlanOptions{flags.engine.verifyWeights});
   if (!plan)
     return fail(plan.status());
-  std::string dtype = tools::kvCacheDTypeOf(*plan);
+  std::string dtype = planKVCacheDType(*plan);
   if (flags.engine.kvCacheDtype != "auto" && flags.engine.kvCacheDtype != dtype)
     return fail(Status::invalidArgument(
         "--kv-cache-dtype " + flags.engine.kvCacheDtype + ": this binary's " +

@@ -4,19 +4,18 @@
 //           --max-new-tokens N [--temperature T --top-k K --top-p P --seed S]
 //           [--weight-dtype f32|bf16|f16] [--dump-logits out.npy] [--json]
 //
-// An .onnx compiles in-process (this tool links the compiler; the runtime
-// libraries it drives do not). Errors print one line and exit 1; bad flags
-// exit 2.
+// An .onnx is compiled by running folioc (this tool links the runtime
+// only). Errors print one line and exit 1; bad flags exit 2.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/folio-run/Npy.h"
 #include "tools/folio-run/Options.h"
 
-#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Core/Engine.h"
 #include "runtime/Plan/PlanIO.h"
 
+#include "tools/common/LoadModel.h"
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -27,11 +26,16 @@ using namespace folio;
 namespace {
 
 Expected<plan::Plan> loadModel(const run::Options &o) {
-  mlir::folio::CompileToPlanOptions copts;
-  copts.blockSize = o.blockSize;
-  copts.kvCacheDtype = o.kvCacheDtype;
-  copts.verifyWeights = o.verifyWeights;
-  return mlir::folio::loadOrCompilePlan(o.model, copts);
+  tools::ModelLoadOptions options;
+  options.blockSize = o.blockSize;
+  options.kvCacheDtype = o.kvCacheDtype;
+  options.weightDtype = o.weightDtype;
+  options.verifyWeights = o.verifyWeights;
+  return tools::loadOrCompileModel(o.model, options);
+}
+
+bool isPlanFile(const std::string &path) {
+  return path.size() >= 6 && path.compare(path.size() - 6, 6, ".folio") == 0;
 }
 
 void printIds(std::ostream &os, const std::vector<TokenId> &ids) {
@@ -65,7 +69,7 @@ int main(int argc, char **argv) {
     return fail(loaded.status());
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
   // Weights folioc stored packed run as stored; packing is fixed then.
-  if (o.weightDtypeGiven && !plan->weights.empty())
+  if (o.weightDtypeGiven && !plan->weights.empty() && isPlanFile(o.model))
     return fail(Status::invalidArgument(
         "--weight-dtype " + o.weightDtype + ": '" + o.model +
         "' stores its linear weights packed (folioc --weight-dtype), and "

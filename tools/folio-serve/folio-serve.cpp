@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
     return fail(plan.status());
   model.plan = std::move(*plan);
   Expected<std::shared_ptr<const plan::Plan>> draftPlan = tools::loadDraftPlan(
-      o.serve.engine.speculative, tools::compileOptions(o.serve.engine));
+      o.serve.engine.speculative, tools::modelLoadOptions(o.serve.engine));
   if (!draftPlan)
     return fail(draftPlan.status());
   model.draftPlan = std::move(*draftPlan);

@@ -201,7 +201,7 @@ TEST_P(KVQuantModel, PerplexityWithinBound) {
   }
   auto p = compile(dtype, calibration.get());
   ASSERT_TRUE(p);
-  EXPECT_EQ(mlir::folio::planKVCacheDType(*p), dtype);
+  EXPECT_EQ(folio::planKVCacheDType(*p), dtype);
   LogitsRun run = teacherForced(p, b.eval);
   double ppl = perplexity(run, b.eval);
   double delta = 100.0 * (ppl - b.ppl) / b.ppl;
