@@ -188,3 +188,20 @@ func.func @gather_elements_axis(%x: tensor<1x16x4xf32>, %i: tensor<1x3x4xi64>) {
   %0 = folio.onnx_node "GatherElements"(%x, %i) {opset = 17 : i64, onnx_attributes = {axis = 3 : i64}} : (tensor<1x16x4xf32>, tensor<1x3x4xi64>) -> tensor<1x3x4xf32>
   return
 }
+
+// -----
+
+// K and V are indexed by Q's layout: a rank-1 V once read past its dims.
+func.func @attention_v_rank(%q: tensor<1x3x32xf32>, %k: tensor<1x3x16xf32>, %v: tensor<16xf32>) {
+  // expected-error @+1 {{Attention: V has rank 1; it must be rank 3 or 4 and match Q's rank 3}}
+  %0 = folio.onnx_node "Attention"(%q, %k, %v) {opset = 23 : i64, onnx_attributes = {q_num_heads = 4 : i64, kv_num_heads = 2 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x16xf32>, tensor<16xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @attention_k_rank(%q: tensor<1x3x32xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x3x16xf32>) {
+  // expected-error @+1 {{Attention: K has rank 4; it must be rank 3 or 4 and match Q's rank 3}}
+  %0 = folio.onnx_node "Attention"(%q, %k, %v) {opset = 23 : i64, onnx_attributes = {q_num_heads = 4 : i64, kv_num_heads = 2 : i64}} : (tensor<1x3x32xf32>, tensor<1x2x3x8xf32>, tensor<1x3x16xf32>) -> tensor<*xf32>
+  return
+}
