@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Plan/LowerToPlan.h"
+#include "compiler/Target/PlanKVCache.h"
 #include "runtime/Core/KVCalibration.h"
 #include "runtime/Core/TeacherForced.h"
 #include "runtime/Plan/PlanIO.h"
