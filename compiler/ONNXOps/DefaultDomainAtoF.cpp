@@ -137,8 +137,13 @@ LogicalResult inferConcat(ONNXInferenceContext &ctx) {
     }
     if (dims.empty())
       dims = *in.dims;
+    // ONNX requires the inputs to agree off the axis: a constant dim of one
+    // input is that dim of all (GenAI's past names its head dim,
+    // kv_cache_dim, that the new keys have as a constant).
     for (int64_t d = 0; d < *rank; ++d)
-      if (d != *axis && !dims[d])
+      if (d != *axis && (*in.dims)[d] &&
+          (!dims[d] ||
+           (!getConstantDim(dims[d]) && getConstantDim((*in.dims)[d]))))
         dims[d] = (*in.dims)[d];
     AffineExpr piece = (*in.dims)[*axis];
     total = total && piece ? total + piece : AffineExpr();

@@ -27,6 +27,14 @@ struct Product {
       known = false;
       return;
     }
+    // A dim that is itself a product (4 * s, from an earlier -1) splits
+    // into its factors, so that a later Reshape can cancel them.
+    if (auto mul = dyn_cast<AffineBinaryOpExpr>(dim);
+        mul && mul.getKind() == AffineExprKind::Mul) {
+      multiply(mul.getLHS());
+      multiply(mul.getRHS());
+      return;
+    }
     if (std::optional<int64_t> c = getConstantDim(dim)) {
       // An overflowing product is no size at all: leave the dim unknown
       // (the result's own check then names the shape).

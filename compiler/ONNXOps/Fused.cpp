@@ -49,7 +49,8 @@ LogicalResult inferSimplifiedLayerNormalization(ONNXInferenceContext &ctx) {
   return inferNorm(ctx, ~0u);
 }
 
-/// Outputs: output, mean, inv_std_var, input_skip_bias_sum (same as input).
+/// Outputs: output, mean, inv_std_var, input_skip_bias_sum (same as input);
+/// SkipLayerNormalization too.
 LogicalResult inferSkipSimplifiedLayerNormalization(ONNXInferenceContext &ctx) {
   return inferNorm(ctx, /*normalizedOutput=*/3);
 }
@@ -100,10 +101,10 @@ LogicalResult inferAttention(ONNXInferenceContext &ctx) {
   for (unsigned i = 1; i < 3; ++i) {
     std::optional<int64_t> r = ctx.input(i).getRank();
     if (r && ((rank && *r != *rank) || (*r != 3 && *r != 4)))
-      return ctx.emitError() << (i == 1 ? "K" : "V") << " has rank " << *r
-                             << "; it must be rank 3 or 4 and match Q"
-                             << (rank ? "'s rank " + std::to_string(*rank)
-                                      : std::string());
+      return ctx.emitError()
+             << (i == 1 ? "K" : "V") << " has rank " << *r
+             << "; it must be rank 3 or 4 and match Q"
+             << (rank ? "'s rank " + std::to_string(*rank) : std::string());
   }
   if (rank == 3 && (*qHeads <= 0 || *kvHeads <= 0))
     return ctx.emitError() << "rank-3 inputs need q_num_heads and "
@@ -140,8 +141,9 @@ LogicalResult inferAttention(ONNXInferenceContext &ctx) {
 }
 
 /// com.microsoft GroupQueryAttention: query [B, S, Hq*D], key/value
-/// [B, S, Hkv*D], past [B, Hkv, P, D], seqlens_k, total_sequence_length,
-/// optional cos/sin caches; outputs output and present key/value.
+/// [B, S, Hkv*D] (or both omitted: query is packed QKV [B, S, (Hq+2Hkv)*D]),
+/// past [B, Hkv, P, D], seqlens_k, total_sequence_length, optional cos/sin
+/// caches; outputs output [B, S, Hq*D] and present key/value [B, Hkv, P+S, D].
 LogicalResult inferGroupQueryAttention(ONNXInferenceContext &ctx) {
   if (failed(requireFloat(ctx, 0, "query")))
     return failure();
@@ -153,21 +155,40 @@ LogicalResult inferGroupQueryAttention(ONNXInferenceContext &ctx) {
     return ctx.emitError() << "num_heads (" << *numHeads
                            << ") must be a positive multiple of kv_num_heads ("
                            << *kvHeads << ")";
-  if (!ctx.hasInput(1) || !ctx.hasInput(2))
-    return ctx.emitError() << "packed QKV (no separate key and value inputs) "
-                              "is not supported";
+  bool packed = !ctx.hasInput(1) && !ctx.hasInput(2);
+  if (!packed && (!ctx.hasInput(1) || !ctx.hasInput(2)))
+    return ctx.emitError() << "key and value come together (both given, or "
+                              "both omitted for packed QKV in query)";
   if (!ctx.hasInput(5) || !ctx.hasInput(6))
     return ctx.emitError() << "needs seqlens_k (input 5) and "
                               "total_sequence_length (input 6)";
   const ONNXValueFacts &q = ctx.input(0);
+  if (q.dims && q.dims->size() != 3)
+    return ctx.emitError() << "query has rank " << q.dims->size()
+                           << "; it must be [batch, seq, hidden]";
+  // The head size, where the query's hidden dim is a constant.
+  std::optional<int64_t> headDim;
+  if (q.dims)
+    if (std::optional<int64_t> hidden = getConstantDim((*q.dims)[2])) {
+      int64_t parts = packed ? *numHeads + 2 * *kvHeads : *numHeads;
+      if (*hidden % parts != 0)
+        return ctx.emitError()
+               << (packed ? "packed QKV" : "query") << " hidden size "
+               << *hidden << " is not a multiple of "
+               << (packed ? "num_heads + 2 * kv_num_heads (" : "num_heads (")
+               << parts << ")";
+      headDim = *hidden / parts;
+    }
   ONNXValueFacts &out = ctx.output(0);
   out.elementType = q.elementType;
   out.dims = q.dims;
+  if (packed && out.dims)
+    (*out.dims)[2] = headDim ? cst(ctx, *headDim * *numHeads) : AffineExpr();
   for (unsigned o = 1; o < ctx.getNumOutputs(); ++o) {
     ONNXValueFacts &present = ctx.output(o);
     present.elementType = q.elementType;
     unsigned pastIndex = o == 1 ? 3 : 4;
-    const ONNXValueFacts &fresh = ctx.input(o);
+    const ONNXValueFacts &fresh = packed ? q : ctx.input(o);
     if (!ctx.hasInput(pastIndex) || !ctx.input(pastIndex).dims || !fresh.dims ||
         fresh.dims->size() != 3)
       continue;
@@ -176,6 +197,10 @@ LogicalResult inferGroupQueryAttention(ONNXInferenceContext &ctx) {
       return ctx.emitError() << "past key/value must be rank 4";
     AffineExpr freshLen = (*fresh.dims)[1];
     dims[2] = dims[2] && freshLen ? dims[2] + freshLen : AffineExpr();
+    // The builder names the past's head dim (kv_cache_dim); the present's
+    // is the head size the query implies.
+    if (headDim)
+      dims[3] = cst(ctx, *headDim);
     present.dims = dims;
   }
   return success();
@@ -197,10 +222,14 @@ void mlir::folio::appendFusedOps(std::vector<ONNXOpSchema> &table) {
                    2, inferSimplifiedLayerNormalization});
   table.push_back({kMicrosoftDomain, "SkipSimplifiedLayerNormalization", 1, 3,
                    4, 1, 4, inferSkipSimplifiedLayerNormalization});
+  // input, skip, gamma, beta, bias; the outputs of the simplified form.
+  table.push_back({kMicrosoftDomain, "SkipLayerNormalization", 1, 3, 5, 1, 4,
+                   inferSkipSimplifiedLayerNormalization});
   table.push_back({kMicrosoftDomain, "RotaryEmbedding", 1, 4, 4, 1, 1,
                    inferRotaryEmbedding});
-  // past_key/past_value (3, 4) are optional; seqlens_k and
-  // total_sequence_length (5, 6) are checked by the handler.
-  table.push_back({kMicrosoftDomain, "GroupQueryAttention", 1, 3, 12, 1, 3,
+  // key/value (1, 2: omitted for packed QKV) and past_key/past_value (3, 4)
+  // are optional; seqlens_k and total_sequence_length (5, 6) are checked by
+  // the handler.
+  table.push_back({kMicrosoftDomain, "GroupQueryAttention", 1, 1, 12, 1, 3,
                    inferGroupQueryAttention});
 }

@@ -10,6 +10,10 @@
 
 #include "compiler/ONNXOps/Lowering.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::folio;
 
@@ -88,6 +92,53 @@ LogicalResult lowerCast(ONNXLoweringContext &ctx) {
   return success();
 }
 
+/// Gelu (opset 20): x * 0.5 * (1 + erf(x / sqrt(2))), or with approximate =
+/// "tanh" x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), as a
+/// chain of folio.unary / folio.binary for the fuse pass to group (gated MLPs
+/// raise their GELU before lowering; a plain MLP's stays).
+LogicalResult lowerGelu(ONNXLoweringContext &ctx) {
+  Value x = ctx.input(0);
+  RankedTensorType type = ctx.resultType(0);
+  Type element = type.getElementType();
+  if (!x || !isa<FloatType>(element))
+    return ctx.fail("lowers for float tensors only");
+  // Shape inference admits only "none" and "tanh".
+  auto approximate =
+      ctx.getNode().getOnnxAttributes().getAs<StringAttr>("approximate");
+  bool tanh = approximate && approximate.getValue() == "tanh";
+  PatternRewriter &rw = ctx.getRewriter();
+  Location loc = ctx.getLoc();
+  auto scalar = [&](double v) -> Value {
+    auto scalarType = RankedTensorType::get({}, element);
+    return rw.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(scalarType, rw.getFloatAttr(element, v)));
+  };
+  auto binary = [&](BinaryKind kind, Value a, Value b) -> Value {
+    return rw.create<BinaryOp>(
+        loc, type, BinaryKindAttr::get(type.getContext(), kind), a, b);
+  };
+  auto unary = [&](UnaryKind kind, Value a) -> Value {
+    return rw.create<UnaryOp>(loc, type,
+                              UnaryKindAttr::get(type.getContext(), kind), a);
+  };
+  Value inner;
+  if (tanh) {
+    Value cube = binary(BinaryKind::mul, binary(BinaryKind::mul, x, x), x);
+    Value poly = binary(BinaryKind::add, x,
+                        binary(BinaryKind::mul, cube, scalar(0.044715)));
+    inner = unary(UnaryKind::tanh,
+                  binary(BinaryKind::mul, poly,
+                         scalar(std::sqrt(2.0 / 3.14159265358979323846))));
+  } else {
+    inner = unary(UnaryKind::erf,
+                  binary(BinaryKind::mul, x, scalar(1.0 / std::sqrt(2.0))));
+  }
+  Value half = binary(BinaryKind::mul, x, scalar(0.5));
+  ctx.replaceNode(binary(BinaryKind::mul, half,
+                         binary(BinaryKind::add, inner, scalar(1.0))));
+  return success();
+}
+
 } // namespace
 
 void mlir::folio::appendElementwiseLowerings(std::vector<ONNXLowering> &t) {
@@ -109,4 +160,5 @@ void mlir::folio::appendElementwiseLowerings(std::vector<ONNXLowering> &t) {
   t.push_back(
       {kONNXDomain, "Reciprocal", 1, lowerUnary<UnaryKind::reciprocal>});
   t.push_back({kONNXDomain, "Cast", 6, lowerCast});
+  t.push_back({kONNXDomain, "Gelu", 20, lowerGelu});
 }

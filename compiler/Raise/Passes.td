@@ -11,8 +11,10 @@ def FolioRaiseNormsPass : Pass<"folio-raise-norms", "::mlir::func::FuncOp"> {
     Recognises x * rsqrt(mean(x^2) + eps) * w (as Pow/ReduceMean/Add/Sqrt
     with Div or Reciprocal, Gemma's (1 + w) included), the decomposed and
     opset-17 LayerNormalization, opset-23 RMSNormalization, and ONNX
-    Runtime's (Skip)SimplifiedLayerNormalization, over the last axis, and
-    replaces them by folio.rms_norm / folio.layer_norm. Run after
+    Runtime's (Skip)SimplifiedLayerNormalization and SkipLayerNormalization,
+    over the last axis, and replaces them by folio.rms_norm /
+    folio.layer_norm. A per-head norm written over [b, s * heads, d] between
+    two Reshapes is rewritten over [b, s, heads, d]. Run after
     folio-onnx-simplify.
   }];
   let dependentDialects = ["::mlir::folio::FolioDialect"];

@@ -2,6 +2,7 @@
 
 #include "compiler/ONNXOps/ShapeAnalysis.h"
 #include "compiler/Raise/Passes.h"
+#include "compiler/Raise/TransposedConstant.h"
 
 #include "compiler/ONNXOps/DeadOps.h"
 #include "compiler/ONNXOps/Match.h"
@@ -33,6 +34,12 @@ bool isConstantOfRank(Value v, int64_t rank) {
 bool isScalar(Value v, double expected, double tolerance = 1e-6) {
   std::optional<double> value = getScalarConstant(v);
   return value && std::fabs(*value - expected) <= tolerance;
+}
+
+/// A rank-2 Transpose: perm [1, 0], or none (ONNX reverses the dims).
+bool isSwap(ONNXNodeOp transpose) {
+  auto perm = transpose.getOnnxAttributes().getAs<DenseI64ArrayAttr>("perm");
+  return !perm || perm.asArrayRef() == ArrayRef<int64_t>({1, 0});
 }
 
 /// The other operand of a binary node when one is `known`.
@@ -209,8 +216,21 @@ struct RaiseLinearPass
   void raiseEmbedding(OpBuilder &b, ONNXNodeOp gather) {
     Value table = gather.getInputs()[0], ids = gather.getInputs()[1];
     auto idsType = dyn_cast<RankedTensorType>(ids.getType());
-    if (!isConstantOfRank(table, 2) || getONNXIntAttr(gather, "axis", 0) != 0 ||
-        !idsType || idsType.getRank() < 1)
+    if (getONNXIntAttr(gather, "axis", 0) != 0 || !idsType ||
+        idsType.getRank() < 1)
+      return;
+    // Tied embeddings gathered from the transposed output projection: a
+    // transposed copy of the weight (the projection keeps its own).
+    if (ONNXNodeOp transpose = matchONNX(table, "Transpose");
+        transpose && transpose.getDomain().empty() &&
+        isConstantOfRank(transpose.getInputs()[0], 2) && isSwap(transpose)) {
+      b.setInsertionPoint(transpose);
+      if (Value copy = createTransposedConstant(
+              b, transpose.getLoc(), transpose.getInputs()[0],
+              "folio_embedding_table_" + std::to_string(++transposedTables)))
+        table = copy;
+    }
+    if (!isConstantOfRank(table, 2))
       return;
     Value result = gather.getResult(0);
     double scale = 1.0;
@@ -230,6 +250,8 @@ struct RaiseLinearPass
                               b.getF64FloatAttr(scale));
     replaced->getResult(0).replaceAllUsesWith(embedding.getResult());
   }
+
+  unsigned transposedTables = 0;
 
   /// down(act(gate(x)) * up(x)) over bias-free linears with one layout.
   void raiseGatedMLP(OpBuilder &b, LinearOp down) {

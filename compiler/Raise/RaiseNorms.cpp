@@ -151,13 +151,21 @@ struct RaiseNormsPass
       else if (op == "RMSNormalization" || op == "SimplifiedLayerNormalization")
         raiseFusedRMSNorm(b, node);
       else if (op == "SkipSimplifiedLayerNormalization")
-        raiseSkipRMSNorm(b, node);
+        raiseSkipNorm(b, node, /*rms=*/true);
+      else if (op == "SkipLayerNormalization")
+        raiseSkipNorm(b, node, /*rms=*/false);
     }
+    SmallVector<RMSNormOp> norms;
+    func.walk([&](RMSNormOp norm) { norms.push_back(norm); });
+    for (RMSNormOp norm : norms)
+      keepTokenAxis(b, norm);
     // Facts of the values made here are inferred on demand; those of the
     // ops erased here must go.
     if (auto shapes = getCachedAnalysis<ONNXShapeAnalysis>()) {
       eraseDeadOps(func, &shapes->get().get());
-      markAnalysesPreserved<ONNXShapeAnalysis>();
+      // New ONNX nodes (keepTokenAxis) have no facts: infer afresh.
+      if (!madeONNXNodes)
+        markAnalysesPreserved<ONNXShapeAnalysis>();
     } else {
       eraseDeadOps(func);
     }
@@ -277,10 +285,79 @@ struct RaiseNormsPass
     replace(node, norm);
   }
 
-  /// output = rms_norm(input + skip (+ bias)); output 3 = that sum.
-  void raiseSkipRMSNorm(OpBuilder &b, ONNXNodeOp node) {
+  /// A per-head norm written over [b, s * n, D] (ONNX Runtime GenAI's
+  /// Qwen3 q/k norms: Reshape [b, s, n*D] -> [0, -1, D], norm, Reshape back
+  /// to [0, -1, n*D]) merges the token axis with the heads; the same rows as
+  /// [b, s, n, D] keep the token axis, which page-kv requires.
+  void keepTokenAxis(OpBuilder &b, RMSNormOp norm) {
+    ONNXNodeOp split = matchONNX(norm.getInput(), "Reshape");
+    if (!split || !norm.getResult().hasOneUse())
+      return;
+    ONNXNodeOp merge =
+        dyn_cast<ONNXNodeOp>(*norm.getResult().getUsers().begin());
+    if (!merge || merge.getOpType() != "Reshape" ||
+        !merge.getDomain().empty() || merge.getInputs()[0] != norm.getResult())
+      return;
+    Value x = split.getInputs()[0];
+    auto xType = dyn_cast<RankedTensorType>(x.getType());
+    auto normType = dyn_cast<RankedTensorType>(norm.getResult().getType());
+    if (!xType || !normType || xType.getRank() != 3 ||
+        normType.getRank() != 3 || merge.getResult(0).getType() != xType ||
+        getONNXIntAttr(split, "allowzero", 0) != 0 ||
+        getONNXIntAttr(merge, "allowzero", 0) != 0)
+      return;
+    int64_t width = xType.getDimSize(2), d = normType.getDimSize(2);
+    if (ShapedType::isDynamic(width) || ShapedType::isDynamic(d) || d <= 0 ||
+        width % d != 0 || width == d)
+      return;
+    std::optional<SmallVector<int64_t>> splitShape =
+        getIntConstants(split.getInputs()[1]);
+    std::optional<SmallVector<int64_t>> mergeShape =
+        getIntConstants(merge.getInputs()[1]);
+    if (!splitShape || !mergeShape ||
+        *splitShape != SmallVector<int64_t>{0, -1, d} ||
+        *mergeShape != SmallVector<int64_t>{0, -1, width})
+      return;
+    b.setInsertionPoint(merge);
+    Location loc = norm.getLoc();
+    auto shapeConstant = [&](ArrayRef<int64_t> values) -> Value {
+      auto type =
+          RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
+      return b.create<arith::ConstantOp>(
+          loc, DenseIntElementsAttr::get(type, values));
+    };
+    auto reshape = [&](Value in, ArrayRef<int64_t> shape, Type type,
+                       StringRef suffix) {
+      return b
+          .create<ONNXNodeOp>(
+              loc, TypeRange{type}, b.getStringAttr("Reshape"),
+              b.getStringAttr(""), split.getOpsetAttr(),
+              b.getStringAttr(split.getNodeName().str() + suffix.str()),
+              b.getDictionaryAttr({}), b.getDenseI64ArrayAttr({}),
+              ValueRange{in, shapeConstant(shape)})
+          .getResult(0);
+    };
+    auto headsType = RankedTensorType::get(
+        {xType.getDimSize(0), xType.getDimSize(1), width / d, d},
+        xType.getElementType());
+    Value heads = reshape(x, {0, 0, width / d, d}, headsType, "/folio_heads");
+    auto perHead =
+        b.create<RMSNormOp>(loc, headsType, heads, norm.getWeight(),
+                            norm.getEpsilonAttr(), norm.getWeightOffsetAttr());
+    Value merged = reshape(perHead, {0, 0, width}, xType, "/folio_merge_heads");
+    merge.getResult(0).replaceAllUsesWith(merged);
+    madeONNXNodes = true;
+  }
+
+  bool madeONNXNodes = false;
+
+  /// output = rms_norm(input + skip (+ bias)), or layer_norm(input + skip
+  /// (+ bias)) with beta for SkipLayerNormalization; output 3 = that sum.
+  void raiseSkipNorm(OpBuilder &b, ONNXNodeOp node, bool rms) {
     Value input = getONNXInput(node, 0), skip = getONNXInput(node, 1),
-          gamma = getONNXInput(node, 2), bias = getONNXInput(node, 3);
+          gamma = getONNXInput(node, 2);
+    Value beta = rms ? Value() : getONNXInput(node, 3);
+    Value bias = getONNXInput(node, rms ? 3 : 4);
     for (unsigned i = 1; i < 3 && i < node.getNumResults(); ++i)
       if (!node.getResult(i).use_empty())
         return;
@@ -301,10 +378,19 @@ struct RaiseNormsPass
     Value sum = addNode(input, skip);
     if (bias)
       sum = addNode(sum, bias);
-    auto norm = b.create<RMSNormOp>(
-        node.getLoc(), sum.getType(), sum, gamma,
-        b.getF64FloatAttr(getONNXFloatAttr(node, "epsilon", 1e-5)),
-        b.getF64FloatAttr(0.0));
+    double epsilon = getONNXFloatAttr(node, "epsilon", rms ? 1e-5 : 1e-12);
+    if (!rms) {
+      auto norm =
+          b.create<LayerNormOp>(node.getLoc(), sum.getType(), sum, gamma, beta,
+                                b.getF64FloatAttr(epsilon));
+      replace(node, norm, 0);
+      if (node.getNumResults() > 3)
+        replace(node, sum, 3);
+      return;
+    }
+    auto norm =
+        b.create<RMSNormOp>(node.getLoc(), sum.getType(), sum, gamma,
+                            b.getF64FloatAttr(epsilon), b.getF64FloatAttr(0.0));
     replace(node, norm, 0);
     if (node.getNumResults() > 3)
       replace(node, sum, 3);

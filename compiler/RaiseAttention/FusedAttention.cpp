@@ -155,39 +155,92 @@ static bool dependsOn(Value value, Value input) {
   return false;
 }
 
-/// past_len + arange(S), broadcast to [B, S]: GroupQueryAttention's own
-/// positions when it rotates and the graph passes none.
+/// GroupQueryAttention's own rotary positions when the graph passes none:
+/// ONNX Runtime gives new token s of sequence b the position
+/// seqlens_k[b] + 1 - S + s (seqlens_k is the sequence's length minus one),
+/// as [B, S]. Built from seqlens_k, never from the past's shape, so that
+/// page-kv proves it equal to the serving contract's positions or refuses.
 static Value buildPositions(AttentionContext &ctx, ONNXNodeOp node, Value query,
-                            Value pastKey) {
+                            Value seqlens) {
   ONNXNodeBuilder &nb = ctx.nodes;
   OpBuilder &b = nb.getBuilder();
   Location loc = node.getLoc();
   std::string name = node.getNodeName().str() + "/folio_positions";
-  auto dim = [&](Value of, int64_t i) -> Value {
-    Value shape = nb.create(loc, "Shape", name, of);
-    if (!shape)
-      return {};
-    return nb.create(loc, "Gather", name, {shape, nb.constI64(loc, {i}, true)},
-                     b.getNamedAttr("axis", b.getI64IntegerAttr(0)));
-  };
-  Value seq = dim(query, 1), batch = dim(query, 0);
-  Value past = pastKey ? dim(pastKey, 2) : nb.constI64(loc, {0}, true);
-  if (!seq || !batch || !past)
-    return {};
-  Value end = nb.create(loc, "Add", name, {past, seq});
-  Value range = end ? nb.create(loc, "Range", name,
-                                {past, end, nb.constI64(loc, {1}, true)})
+  Value shape = nb.create(loc, "Shape", name, query);
+  Value seq = shape ? nb.create(loc, "Gather", name,
+                                {shape, nb.constI64(loc, {1}, true)},
+                                b.getNamedAttr("axis", b.getI64IntegerAttr(0)))
                     : Value();
-  Value axes = nb.constI64(loc, {0});
-  Value row =
-      range ? nb.create(loc, "Unsqueeze", name, {range, axes}) : Value();
-  Value b1 = nb.create(loc, "Unsqueeze", name, {batch, axes});
-  Value s1 = nb.create(loc, "Unsqueeze", name, {seq, axes});
-  if (!row || !b1 || !s1)
+  Value lens =
+      nb.create(loc, "Cast", name, seqlens,
+                b.getNamedAttr("to", b.getI64IntegerAttr(/*INT64=*/7)));
+  if (!seq || !lens)
     return {};
-  Value shape = nb.create(loc, "Concat", name, {b1, s1},
-                          b.getNamedAttr("axis", b.getI64IntegerAttr(0)));
-  return shape ? nb.create(loc, "Expand", name, {row, shape}) : Value();
+  // past[b] = seqlens_k[b] + 1 - S, as a [B, 1] column.
+  Value total =
+      nb.create(loc, "Add", name, {lens, nb.constI64(loc, {1}, true)});
+  Value past = total ? nb.create(loc, "Sub", name, {total, seq}) : Value();
+  Value column =
+      past ? nb.create(loc, "Unsqueeze", name, {past, nb.constI64(loc, {1})})
+           : Value();
+  Value range = nb.create(
+      loc, "Range", name,
+      {nb.constI64(loc, {0}, true), seq, nb.constI64(loc, {1}, true)});
+  Value row =
+      range ? nb.create(loc, "Unsqueeze", name, {range, nb.constI64(loc, {0})})
+            : Value();
+  return column && row ? nb.create(loc, "Add", name, {column, row}) : Value();
+}
+
+/// Splits packed QKV [B, S, (Hq + 2 Hkv) D] into q, k and v on the last axis.
+static LogicalResult splitPacked(AttentionContext &ctx, ONNXNodeOp node,
+                                 Value packed, int64_t qHeads, int64_t kvHeads,
+                                 Value &q, Value &k, Value &v) {
+  std::optional<int64_t> hidden = getConstDim(ctx.inference, packed, 2);
+  int64_t parts = qHeads + 2 * kvHeads;
+  if (!hidden || qHeads <= 0 || kvHeads <= 0 || *hidden % parts != 0)
+    return fusedError(node)
+           << "packed QKV (key and value omitted) needs a query of "
+              "[batch, seq, (num_heads + 2 * kv_num_heads) * head_size] "
+              "with a constant last dim";
+  int64_t d = *hidden / parts;
+  ONNXNodeBuilder &nb = ctx.nodes;
+  Location loc = node.getLoc();
+  std::string name = node.getNodeName().str();
+  auto slice = [&](StringRef suffix, int64_t begin, int64_t end) {
+    return nb.create(loc, "Slice", name + suffix.str(),
+                     {packed, nb.constI64(loc, {begin}),
+                      nb.constI64(loc, {end}), nb.constI64(loc, {2})});
+  };
+  q = slice("/folio_packed_q", 0, qHeads * d);
+  k = slice("/folio_packed_k", qHeads * d, (qHeads + kvHeads) * d);
+  v = slice("/folio_packed_v", (qHeads + kvHeads) * d, *hidden);
+  if (!q || !k || !v)
+    return fusedError(node) << "packed QKV cannot be split";
+  return success();
+}
+
+/// ONNX Runtime sizes the present from total_sequence_length; Folio's
+/// present is Concat(past, new), which agrees only when total is the past
+/// plus the new tokens (Shape(attention_mask)[1], as the GenAI builder
+/// writes it).
+static LogicalResult checkTotalLength(AttentionContext &ctx, ONNXNodeOp node,
+                                      Value total, Value keys) {
+  const ONNXValueFacts *facts = ctx.inference.lookup(total);
+  std::optional<SmallVector<AffineExpr, 4>> keyDims =
+      getDims(ctx.inference, keys);
+  if (facts && facts->ints && facts->ints->size() == 1 && (*facts->ints)[0] &&
+      keyDims && keyDims->size() == 4 && (*keyDims)[2] &&
+      (*facts->ints)[0] == (*keyDims)[2])
+    return success();
+  InFlightDiagnostic diag =
+      fusedError(node)
+      << "total_sequence_length cannot be proven equal to the past plus the "
+         "new tokens";
+  if (keyDims && keyDims->size() == 4 && (*keyDims)[2])
+    diag << " (" << ctx.inference.describe((*keyDims)[2]) << ")";
+  return diag << "; supported is Shape(attention_mask)[1], as ONNX Runtime "
+                 "GenAI's model builder computes it";
 }
 
 LogicalResult mlir::folio::raiseGroupQueryAttention(AttentionContext &ctx,
@@ -195,22 +248,47 @@ LogicalResult mlir::folio::raiseGroupQueryAttention(AttentionContext &ctx,
   Value query = getONNXInput(node, 0), key = getONNXInput(node, 1),
         value = getONNXInput(node, 2);
   Value pastKey = getONNXInput(node, 3), pastValue = getONNXInput(node, 4);
-  if (!key || !value)
-    return fusedError(node) << "packed QKV (no key/value inputs) is not "
-                               "supported";
+  if (bool(key) != bool(value))
+    return fusedError(node) << "key and value come together (both given, or "
+                               "both omitted for packed QKV)";
   if (getONNXInput(node, 10) || getONNXInput(node, 11) ||
       getONNXIntAttr(node, "smooth_softmax", 0) != 0)
     return fusedError(node) << "attention_bias, head_sink and smooth_softmax "
                                "are not supported";
+  if (getONNXIntAttr(node, "qk_output", 0) != 0)
+    return fusedError(node) << "qk_output is not supported";
+  // Newer ONNX Runtime attributes (quantized KV caches and others) change
+  // what the op computes: refuse any this raise does not read.
+  for (NamedAttribute attr : node.getOnnxAttributes())
+    if (!llvm::is_contained({"num_heads", "kv_num_heads", "scale", "softcap",
+                             "local_window_size", "do_rotary",
+                             "rotary_interleaved", "smooth_softmax",
+                             "qk_output"},
+                            attr.getName().strref()))
+      return fusedError(node)
+             << "attribute '" << attr.getName().strref()
+             << "' is not supported; supported are num_heads, kv_num_heads, "
+                "scale, softcap, local_window_size, do_rotary and "
+                "rotary_interleaved";
+  int64_t localWindow = getONNXIntAttr(node, "local_window_size", -1);
+  // ONNX Runtime's local window holds local_window_size keys, the query's own
+  // included (transformers' sliding_window; the model builder copies it).
+  if (localWindow == 0 || localWindow < -1)
+    return fusedError(node) << "local_window_size " << localWindow
+                            << " is not supported; supported are -1 (no "
+                               "window) and a positive window";
   if (bool(pastKey) != bool(pastValue))
     return fusedError(node) << "past_key and past_value come together";
   for (unsigned i = 1; i < node.getNumResults(); ++i)
     if (i > 2 && !node.getResult(i).use_empty())
       return fusedError(node) << "output " << i << " is not supported";
-  FailureOr<FusedOperands> ops =
-      splitOperands(ctx, node, query, key, value, pastKey, pastValue,
-                    getONNXIntAttr(node, "num_heads", 0),
-                    getONNXIntAttr(node, "kv_num_heads", 0));
+  int64_t qHeads = getONNXIntAttr(node, "num_heads", 0);
+  int64_t kvHeads = getONNXIntAttr(node, "kv_num_heads", 0);
+  if (!key &&
+      failed(splitPacked(ctx, node, query, qHeads, kvHeads, query, key, value)))
+    return failure();
+  FailureOr<FusedOperands> ops = splitOperands(
+      ctx, node, query, key, value, pastKey, pastValue, qHeads, kvHeads);
   if (failed(ops))
     return failure();
 
@@ -225,7 +303,7 @@ LogicalResult mlir::folio::raiseGroupQueryAttention(AttentionContext &ctx,
       return fusedError(node) << message;
     Value positions = getONNXInput(node, 9);
     if (!positions)
-      positions = buildPositions(ctx, node, query, pastKey);
+      positions = buildPositions(ctx, node, query, getONNXInput(node, 5));
     if (!positions)
       return fusedError(node) << "its rotary positions cannot be built";
     int64_t pairs =
@@ -244,14 +322,13 @@ LogicalResult mlir::folio::raiseGroupQueryAttention(AttentionContext &ctx,
       appendPast(ctx, node, "/folio_present_value", pastValue, ops->v);
   if (!ops->keys || !ops->values)
     return failure();
+  if (failed(checkTotalLength(ctx, node, getONNXInput(node, 6), ops->keys)))
+    return failure();
 
   // Always causal (bottom-right); keys past seqlens_k are padding, which is
   // attention_mask when the graph computes seqlens_k from it.
   MaskClass mask;
-  int64_t localWindow = getONNXIntAttr(node, "local_window_size", -1);
-  // ORT's local window counts the keys left of the query, the query's own
-  // key not included.
-  mask.window = localWindow >= 0 ? localWindow + 1 : 0;
+  mask.window = localWindow > 0 ? localWindow : 0;
   Value seqlens = getONNXInput(node, 5);
   mask.keyPadding =
       seqlens && dependsOn(seqlens, ctx.masks.getInputs().attentionMask);

@@ -371,7 +371,8 @@ LogicalResult Rewriter::planPositions() {
         << firstError
         << "; supported are a position_ids input, past length + "
            "Range(seq), Range(0, seq) without a KV cache, and "
-           "cumsum(attention_mask) - 1";
+           "cumsum(attention_mask) - 1 (GroupQueryAttention's rotary: "
+           "seqlens_k = ReduceSum(attention_mask) - 1)";
     if (firstErrorOp && firstErrorOp != consumer)
       diag.attachNote(firstErrorOp->getLoc()) << "evaluation stopped here";
     return failure();

@@ -107,6 +107,7 @@ def FolioLowerONNXPass : Pass<"folio-lower-onnx", "::mlir::func::FuncOp"> {
     `folio.onnx_node` through the lowering hook of its (domain, op,
     since-version) entry: Add/Sub/Mul/Div/Pow/Max/Min to `folio.binary`,
     Neg/Exp/Sqrt/Tanh/Erf/Sigmoid/Relu/Abs/Reciprocal to `folio.unary`,
+    Gelu to its erf or tanh formula in those (with `arith.constant` scalars),
     Cast to `folio.cast`, Reshape/Unsqueeze/Squeeze/Flatten to
     `folio.reshape`, Transpose, Slice/Split and Concat to `folio.transpose`,
     `folio.slice` and `folio.concat`. page-kv's `tensor.expand_shape` /
@@ -116,6 +117,7 @@ def FolioLowerONNXPass : Pass<"folio-lower-onnx", "::mlir::func::FuncOp"> {
     `folio.lowering_error` attribute saying why; the pass itself does not
     fail, `folio-verify-lowered` does.
   }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 #endif // FOLIO_COMPILER_TRANSFORMS_PASSES_TD

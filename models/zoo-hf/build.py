@@ -6,10 +6,11 @@ references in the protocol of models/zoo (models/zoo/refdriver.py) and a manifes
     .venv/bin/python models/zoo-hf/build.py                 # everything
     .venv/bin/python models/zoo-hf/build.py --only llama gpt2
     .venv/bin/python models/zoo-hf/build.py --forms optimum optimum_nocache
+    .venv/bin/python models/zoo-hf/build.py --forms genai
     .venv/bin/python models/zoo-hf/build.py --search-seeds  # re-pick SEEDS
 
 Needs models/zoo-hf/requirements.txt (torch, transformers, onnx, onnxruntime, numpy, optimum-onnx
-for the optimum forms, pinned).
+for the optimum forms, onnxruntime-genai for the genai form, pinned).
 Deterministic: fixed seeds and prompts, single-threaded ORT and torch, fixed zip timestamps.
 Which fixtures Folio supports, and the compile error of the others, is kept in SUPPORT below and
 written to the manifest; models/zoo-hf/run_check.py checks both in the test suite.
@@ -91,6 +92,8 @@ FORMS = {
     # position_ids: whatever Optimum's export config gives the architecture (None).
     "optimum": ("sdpa", True, None),
     "optimum_nocache": ("sdpa", False, None),
+    # ONNX Runtime GenAI's model builder; the torch reference runs eager attention.
+    "genai": ("eager", True, False),
 }
 FORM_DOC = {
     "sdpa_cached": "torch.onnx.export (TorchScript, opset 17) of XForCausalLM with "
@@ -112,9 +115,29 @@ FORM_DOC = {
                "has no SDPA for the architecture",
     "optimum_nocache": "as optimum with --task text-generation: no past_key_values / present "
                        "(full recompute)",
+    "genai": "python -m onnxruntime_genai.models.builder -i <save_pretrained folder> -p fp32 -e cpu "
+             "(ONNX Runtime GenAI's model builder): input_ids, attention_mask, "
+             "past_key_values.{i}.key|value -> logits, present.{i}.key|value; com.microsoft "
+             "GroupQueryAttention with packed QKV and rotary inside (do_rotary, cos/sin caches, "
+             "seqlens_k = ReduceSum(attention_mask) - 1), (Skip)SimplifiedLayerNormalization "
+             "(Phi: LayerNormalization, SkipLayerNormalization, Gelu); saved as one file (the "
+             "builder writes the weights to model.onnx.data)",
 }
 # Forms exported by optimum-cli, with its --task.
 OPTIMUM_TASKS = {"optimum": "text-generation-with-past", "optimum_nocache": "text-generation"}
+# Forms written by ONNX Runtime GenAI's model builder (see export_genai).
+GENAI_FORMS = {"genai"}
+# Config changes for the builder's form. ONNX Runtime's CPU GroupQueryAttention rotates only
+# head sizes that are multiples of 16: 2 query heads and 1 KV head of 16 (Qwen3 and Gemma set
+# head_dim=16 already). The builder takes Phi-3 with max_position_embeddings !=
+# original_max_position_embeddings for LongRoPE (and then fails without rope_scaling);
+# transformers ignores the field without rope_scaling.
+HEAD16 = dict(num_attention_heads=2, num_key_value_heads=1)
+GENAI_CONFIG = {"llama": HEAD16, "mistral": HEAD16, "qwen2": HEAD16, "olmo": HEAD16,
+                # Phi: one head of 32, so that its rotary half (16) gives cos/sin caches of 8
+                # columns, the multiple of 8 ONNX Runtime's GroupQueryAttention rotates.
+                "phi": dict(num_attention_heads=1),
+                "phi3": dict(HEAD16, original_max_position_embeddings=128)}
 # Forms made by rewriting the export (see add_nan_guard).
 GUARDED_FORMS = {"sdpa_cached_guard"}
 # The forms beyond the two cached ones are built for the architectures whose position code
@@ -131,6 +154,10 @@ FORM_ARCHS = {
     "optimum": [a for a in CONFIGS if a != "gemma2"],
     # Gemma: Optimum gives it no position_ids input, so positions are Range(0, seq) in the graph.
     "optimum_nocache": POSITION_ARCHS + ["gemma"],
+    # What the builder (onnxruntime-genai 0.15.2) supports of CONFIGS.
+    # OLMo and Gemma 2 are left out: the builder's graphs disagree with transformers (greedy
+    # tokens differ; max logit differences 16 and 36).
+    "genai": ["llama", "mistral", "qwen2", "qwen3", "phi", "phi3", "gemma"],
 }
 
 # What Folio does with each fixture, measured with folioc/folio-run (run_check.py): "supported"
@@ -146,6 +173,7 @@ SUPPORT.update({f"{arch}/{form}": "supported" for arch in POSITION_ARCHS
 SUPPORT["llama/sdpa_cached_guard"] = "supported"
 SUPPORT.update({f"{arch}/{form}": "supported" for form in OPTIMUM_TASKS
                 for arch in FORM_ARCHS[form]})
+SUPPORT.update({f"{arch}/genai": "supported" for arch in FORM_ARCHS["genai"]})
 # Forms transformers itself cannot build, with its reason (filled in by build_arch).
 NOT_BUILT = {}
 
@@ -176,9 +204,9 @@ masking_utils.ALL_MASK_ATTENTION_FUNCTIONS.register("sdpa", sdpa_mask_broadcast)
 masking_utils.ALL_MASK_ATTENTION_FUNCTIONS.register("eager", eager_mask_broadcast)
 
 
-def make_config(arch, attn):
+def make_config(arch, attn, extra=None):
     model_type, kwargs = CONFIGS[arch]
-    cfg = AutoConfig.for_model(model_type, **kwargs)
+    cfg = AutoConfig.for_model(model_type, **{**kwargs, **(extra or {})})
     cfg._attn_implementation = attn
     cfg.use_cache = True
     return cfg
@@ -253,9 +281,48 @@ def export_optimum(model, task, path):
         shutil.copyfile(out / "model.onnx", path)
 
 
-def build_model(arch, attn, seed):
+def genai_versions():
+    from importlib.metadata import version
+    return {"onnxruntime-genai": version("onnxruntime-genai"), "onnx-ir": version("onnx-ir")}
+
+
+def save_tokenizer(folder):
+    """A word-level tokenizer over the 256 ids ("t0" .. "t255"): the builder copies the folder's
+    tokenizer next to the model and fails without one; the references feed token ids."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    tok = Tokenizer(models.WordLevel({f"t{i}": i for i in range(VOCAB)}, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="t0", bos_token="t1",
+                            eos_token="t2", pad_token="t0").save_pretrained(folder)
+
+
+def export_genai(model, path):
+    """`python -m onnxruntime_genai.models.builder -i <folder> -o <out> -p fp32 -e cpu` on a
+    save_pretrained folder, in its own process, as a user runs it; model.onnx and its
+    model.onnx.data are saved as one file (the weights are tiny)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out, cache = Path(tmp) / "hf", Path(tmp) / "onnx", Path(tmp) / "cache"
+        model.save_pretrained(src)
+        save_tokenizer(src)
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="",
+                   HF_HUB_OFFLINE="1")
+        p = subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i",
+                            str(src), "-o", str(out), "-p", "fp32", "-e", "cpu", "-c",
+                            str(cache)], capture_output=True, text=True, env=env)
+        if p.returncode != 0 or not (out / "model.onnx").exists():
+            raise RuntimeError("model builder failed: " +
+                               (p.stderr.strip().splitlines() or ["?"])[-1])
+        m = onnx.load(str(out / "model.onnx"))  # with model.onnx.data
+        onnx.save(m, str(path))
+        cfg = json.loads((out / "genai_config.json").read_text())["model"]["decoder"]
+        return {"head_size": cfg["head_size"]}
+
+
+def build_model(arch, attn, seed, extra=None):
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(make_config(arch, attn), attn_implementation=attn)
+    model = AutoModelForCausalLM.from_config(make_config(arch, attn, extra),
+                                             attn_implementation=attn)
     init_weights(model, seed)
     model.eval()
     return model
@@ -334,9 +401,11 @@ def dummy_inputs(model, cached, with_pos, batch=2, seq=3, past=4):
 
 
 def export(model, form, path):
+    if form in GENAI_FORMS:
+        return export_genai(model, path)
     if form in OPTIMUM_TASKS:
         export_optimum(model, OPTIMUM_TASKS[form], path)
-        return
+        return None
     _, cached, with_pos = FORMS[form]
     ins, outs, dyn = io_names(model, cached, with_pos)
     wrapper = Wrapper(model, cached, with_pos).eval()
@@ -344,6 +413,7 @@ def export(model, form, path):
         torch.onnx.export(wrapper, dummy_inputs(model, cached, with_pos), str(path),
                           input_names=ins, output_names=outs, dynamic_axes=dyn,
                           opset_version=OPSET, do_constant_folding=True, dynamo=False)
+    return None
 
 
 def add_nan_guard(path):
@@ -426,6 +496,10 @@ def search_seeds(archs):
 
 def producer(form, m):
     base = f"transformers {transformers.__version__}, torch {torch.__version__.split('+')[0]}"
+    if form in GENAI_FORMS:
+        v = genai_versions()
+        return (f"onnxruntime-genai {v['onnxruntime-genai']} (onnx-ir {v['onnx-ir']}), {base}: "
+                f"python -m onnxruntime_genai.models.builder -p fp32 -e cpu")
     if form in OPTIMUM_TASKS:
         v = optimum_versions()
         opset = max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
@@ -448,9 +522,10 @@ def build_arch(arch, seed, forms):
             continue
         if FORM_ARCHS.get(form) is not None and arch not in FORM_ARCHS[form]:
             continue
+        extra = GENAI_CONFIG.get(arch) if form in GENAI_FORMS else None
         try:
             try:
-                model = build_model(arch, attn, seed)
+                model = build_model(arch, attn, seed, extra)
             except ValueError:
                 if form not in OPTIMUM_TASKS:
                     raise
@@ -462,18 +537,31 @@ def build_arch(arch, seed, forms):
             NOT_BUILT[f"{arch}/{form}"] = str(e).split(". ")[0]
             continue
         path = outdir / f"{form}.onnx"
-        export(model, form, path)
+        exported = export(model, form, path)
         if form in GUARDED_FORMS:
             add_nan_guard(path)
-        onnx.checker.check_model(str(path), full_check=True)
+        if form not in GENAI_FORMS:  # onnx.checker does not know com.microsoft
+            onnx.checker.check_model(str(path), full_check=True)
         run, io_ = rd.ort_runner(path)
-        res = run_cases(run, io_, cases)
+        form_cases = cases
+        dim_values = {}
+        notes = []
+        if form in GENAI_FORMS:
+            # The builder names the cache's head dim; an empty past needs its value.
+            dim_values = {"kv_cache_dim": exported["head_size"]}
+            io_.dim_values = dim_values
+            # GroupQueryAttention reads seqlens_k and assumes right padding: a left-padded batch
+            # is not what it computes (as models/zoo's fused_ms).
+            form_cases = [c for c in cases if c != "batch2"]
+            notes.append("batch2: not run: GroupQueryAttention assumes right padding "
+                         "(seqlens_k), the protocol pads on the left")
+        res = run_cases(run, io_, form_cases)
         # torch 2.6's TorchScript export of SDPA has no guard for fully masked rows: with left
         # padding, a pad query row's softmax is NaN, which reaches real rows through the next
         # layer's cached keys/values (0 * NaN). ONNX Runtime then returns NaN logits; such cases
         # are left out of the reference and named in the manifest.
-        notes = [f"{c}: ONNX Runtime returns NaN logits (left padding, unguarded SDPA export)"
-                 for c in cases if not all(np.isfinite(res[c][k][res[c]["attention_mask"].astype(bool)]).all()
+        notes += [f"{c}: ONNX Runtime returns NaN logits (left padding, unguarded SDPA export)"
+                  for c in form_cases if not all(np.isfinite(res[c][k][res[c]["attention_mask"].astype(bool)]).all()
                                            if k == "prefill_logits" else np.isfinite(res[c][k]).all()
                                            for k in ("prefill_logits", "step_logits"))]
         res = {c: r for c, r in res.items() if not any(n.startswith(c + ":") for n in notes)}
@@ -501,7 +589,7 @@ def build_arch(arch, seed, forms):
             "sha256_16": sha256([path]),
             "opset_imports": {(o.domain or "ai.onnx"): o.version for o in m.opset_import},
             "ops": op_summary(m),
-            "config": {k: v for k, v in CONFIGS[arch][1].items()},
+            "config": {**CONFIGS[arch][1], **(extra or {})},
             "inputs": ins,
             "outputs": outs,
             "cached": cached,
@@ -518,6 +606,8 @@ def build_arch(arch, seed, forms):
                           "tokens": r["tokens"].tolist()} for c, r in res.items()},
             "folio": SUPPORT.get(name, "untried"),
         }
+        if dim_values:
+            entry["dim_values"] = dim_values
         if notes:
             entry["notes"] = notes
         entries.append(entry)
@@ -567,7 +657,7 @@ def main():
         "generator": "models/zoo-hf/build.py",
         "versions": {"transformers": transformers.__version__, "torch": torch.__version__.split("+")[0],
                      "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
-                     "numpy": np.__version__, **optimum_versions()},
+                     "numpy": np.__version__, **optimum_versions(), **genai_versions()},
         "protocol": "as models/zoo/manifest.json 'protocol' (models/zoo/refdriver.py)",
         "total_bytes": total,
         "not_built": dict(sorted(NOT_BUILT.items())),

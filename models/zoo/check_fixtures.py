@@ -72,6 +72,7 @@ def check_entry(entry, threads, root=HERE):
         problems.append(f"inputs {names_in} differ from manifest")
 
     run, io_ = rd.ort_runner(path, intra_threads=threads)
+    io_.dim_values = entry.get("dim_values", {})
     refs = load_refs(root / entry["reference"])
     if sorted(refs) != sorted(entry["cases"]):
         problems.append(f"reference cases {sorted(refs)} != manifest {sorted(entry['cases'])}")

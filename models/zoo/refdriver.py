@@ -59,12 +59,15 @@ class GraphIO:
         self.has_pos = "position_ids" in self.inputs
         self.past = sorted(n for n in self.inputs if n.startswith("past_key_values."))
         self.cached = bool(self.past)
+        # Values of named dims the graph does not fix (ONNX Runtime GenAI's past head dim,
+        # kv_cache_dim), for the empty past.
+        self.dim_values = {}
 
     def empty_past(self, batch):
         feeds = {}
         for n in self.past:
             shp = self.inputs[n]
-            kv, d = shp[1], shp[3]
+            kv, d = (self.dim_values.get(x, x) for x in (shp[1], shp[3]))
             assert isinstance(kv, int) and isinstance(d, int), (n, shp)
             feeds[n] = np.zeros((batch, kv, 0, d), dtype=np.float32)
         return feeds

@@ -249,3 +249,41 @@ func.func @gather_elements(%table: tensor<?x16x4xf32> {folio.dim_names = ["batch
   %0 = folio.onnx_node "GatherElements"(%table, %idx) {opset = 17 : i64, onnx_attributes = {axis = 1 : i64}} : (tensor<?x16x4xf32>, tensor<?x?x4xi64>) -> tensor<?x?x4xf32>
   return %0 : tensor<?x?x4xf32>
 }
+
+// -----
+
+// Tests that a Reshape's -1 cancels a dim that is itself a product from an
+// earlier -1 ([b, s, 64] -> [b, 4s, 16] -> [b, s, 64], ONNX Runtime GenAI's
+// per-head norms), and that Concat takes a constant dim over a named one
+// (ONNX requires them equal: the builder's past names its head dim).
+
+// CHECK-LABEL: func @reshape_products_and_concat
+func.func @reshape_products_and_concat(%x: tensor<?x?x64xf32> {folio.dim_names = ["batch", "seq", ""]},
+                                       %past: tensor<?x2x?x?xf32> {folio.dim_names = ["batch", "", "past", "head_dim"]},
+                                       %new: tensor<?x2x?x16xf32> {folio.dim_names = ["batch", "", "seq", ""]}) -> (tensor<?x?x64xf32>, tensor<?x2x?x16xf32>) {
+  %split = arith.constant dense<[0, -1, 16]> : tensor<3xi64>
+  %merge = arith.constant dense<[0, -1, 64]> : tensor<3xi64>
+  // CHECK: "Reshape"{{.*}}folio.test.dims = ["[batch, seq * 4, 16]"]
+  %heads = folio.onnx_node "Reshape"(%x, %split) {opset = 17 : i64} : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  // CHECK: "Reshape"{{.*}}folio.test.dims = ["[batch, seq, 64]"]
+  %back = folio.onnx_node "Reshape"(%heads, %merge) {opset = 17 : i64} : (tensor<?x?x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  // CHECK: "Concat"{{.*}}folio.test.dims = ["[batch, 2, seq + past, 16]"]
+  %cat = folio.onnx_node "Concat"(%past, %new) {opset = 17 : i64, onnx_attributes = {axis = 2 : i64}} : (tensor<?x2x?x?xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  return %back, %cat : tensor<?x?x64xf32>, tensor<?x2x?x16xf32>
+}
+
+// -----
+
+// Tests GroupQueryAttention with packed QKV ([b, s, (4 + 2 * 2) * 8]): the
+// output has num_heads * 8 columns and the present the head size the query
+// implies, whatever the past names its last dim.
+
+// CHECK-LABEL: func @gqa_packed
+func.func @gqa_packed(%qkv: tensor<?x?x64xf32> {folio.dim_names = ["batch", "seq", ""]},
+                      %past: tensor<?x2x?x?xf32> {folio.dim_names = ["batch", "", "past", "head_dim"]},
+                      %lens: tensor<?xi32> {folio.dim_names = ["batch"]},
+                      %total: tensor<i32>) -> tensor<?x?x32xf32> {
+  // CHECK: "GroupQueryAttention"{{.*}}folio.test.dims = ["[batch, seq, 32]", "[batch, 2, seq + past, 8]", "[batch, 2, seq + past, 8]"]
+  %y:3 = folio.onnx_node "GroupQueryAttention"(%qkv, %past, %past, %lens, %total) {domain = "com.microsoft", opset = 1 : i64, absent_inputs = array<i64: 1, 2>, onnx_attributes = {num_heads = 4 : i64, kv_num_heads = 2 : i64}} : (tensor<?x?x64xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>, tensor<?xi32>, tensor<i32>) -> (tensor<?x?x32xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>)
+  return %y#0 : tensor<?x?x32xf32>
+}

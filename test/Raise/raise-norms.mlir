@@ -112,3 +112,43 @@ func.func @fused_rms(%x: tensor<?x8xf32>, %r: tensor<?x8xf32>) -> (tensor<?x8xf3
   %b:4 = folio.onnx_node "SkipSimplifiedLayerNormalization"(%x, %r, %w) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {epsilon = 1.0e-6 : f32}} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>, tensor<?x1xf32>, tensor<?x8xf32>)
   return %a, %b#0, %b#3 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
 }
+
+// -----
+
+// Tests ONNX Runtime's SkipLayerNormalization (input + skip + bias, then
+// LayerNorm with gamma and beta; output 3 is the sum), as the GenAI builder
+// writes Phi's.
+
+// CHECK-LABEL: func @skip_layer_norm
+// CHECK: %[[S:.*]] = folio.onnx_node "Add"(%arg0, %arg1)
+// CHECK: %[[SB:.*]] = folio.onnx_node "Add"(%[[S]], %{{.*}})
+// CHECK: %[[N:.*]] = folio.layer_norm %[[SB]], %{{.*}}, %{{.*}} {epsilon = 9.9999999747524271E-7 : f64}
+// CHECK: return %[[N]], %[[SB]]
+func.func @skip_layer_norm(%x: tensor<?x8xf32>, %r: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %g = arith.constant dense<1.5> : tensor<8xf32>
+  %b = arith.constant dense<0.5> : tensor<8xf32>
+  %bias = arith.constant dense<0.25> : tensor<8xf32>
+  %y:4 = folio.onnx_node "SkipLayerNormalization"(%x, %r, %g, %b, %bias) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {epsilon = 1.0e-6 : f32}} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>, tensor<?x1xf32>, tensor<?x8xf32>)
+  return %y#0, %y#3 : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// Tests that a per-head norm written over [b, s * heads, d] (the GenAI
+// builder's Qwen3 q/k norms: Reshape [0, -1, 16], norm, Reshape [0, -1, 64])
+// becomes the same norm over [b, s, heads, d], which keeps the token axis.
+
+// CHECK-LABEL: func @per_head_norm
+// CHECK: %[[H:.*]] = folio.onnx_node "Reshape"(%arg0, %{{.*}}) {{.*}} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[N:.*]] = folio.rms_norm %[[H]], %{{.*}} {epsilon = 9.9999999747524271E-7 : f64} : (tensor<?x?x4x16xf32>, tensor<16xf32>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[M:.*]] = folio.onnx_node "Reshape"(%[[N]], %{{.*}}) {{.*}} -> tensor<?x?x64xf32>
+// CHECK: return %[[M]]
+func.func @per_head_norm(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %w = arith.constant dense<1.5> : tensor<16xf32>
+  %split = arith.constant dense<[0, -1, 16]> : tensor<3xi64>
+  %merge = arith.constant dense<[0, -1, 64]> : tensor<3xi64>
+  %h = folio.onnx_node "Reshape"(%x, %split) {opset = 21 : i64} : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %n:1 = folio.onnx_node "SimplifiedLayerNormalization"(%h, %w) {opset = 1 : i64, onnx_attributes = {epsilon = 1.0e-6 : f32, axis = -1 : i64}} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %m = folio.onnx_node "Reshape"(%n, %merge) {opset = 21 : i64} : (tensor<?x?x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %m : tensor<?x?x64xf32>
+}

@@ -129,3 +129,36 @@ func.func @gather_as_slice(%x: tensor<1x?x6x8xf32> {folio.dim_names = ["", "num_
   %r = folio.onnx_node "Gather"(%x, %idx) {opset = 17 : i64, onnx_attributes = {axis = 2 : i64}} : (tensor<1x?x6x8xf32>, tensor<1xi64>) -> tensor<1x?x1x8xf32>
   return %g, %h, %r : tensor<1x?x1x8xf32>, tensor<1x?x8xf32>, tensor<1x?x1x8xf32>
 }
+
+// -----
+
+// Tests that Gelu (opset 20) outside a gated MLP lowers to its formula:
+// x * 0.5 * (1 + erf(x / sqrt(2))), and with approximate = "tanh"
+// x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))).
+
+// CHECK-LABEL: func @gelu
+// CHECK-DAG: %[[C:.*]] = arith.constant dense<0.797884583> : tensor<f32>
+// CHECK-DAG: %[[K:.*]] = arith.constant dense<4.471500e-02> : tensor<f32>
+// CHECK-DAG: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[HALF:.*]] = arith.constant dense<5.000000e-01> : tensor<f32>
+// CHECK-DAG: %[[RSQRT2:.*]] = arith.constant dense<0.707106769> : tensor<f32>
+// CHECK: %[[S:.*]] = folio.binary mul %arg0, %[[RSQRT2]]
+// CHECK: %[[E:.*]] = folio.unary erf %[[S]]
+// CHECK: %[[H:.*]] = folio.binary mul %arg0, %[[HALF]]
+// CHECK: %[[P:.*]] = folio.binary add %[[E]], %[[ONE]]
+// CHECK: %[[A:.*]] = folio.binary mul %[[H]], %[[P]]
+// CHECK: %[[X2:.*]] = folio.binary mul %arg0, %arg0
+// CHECK: %[[X3:.*]] = folio.binary mul %[[X2]], %arg0
+// CHECK: %[[KX3:.*]] = folio.binary mul %[[X3]], %[[K]]
+// CHECK: %[[IN:.*]] = folio.binary add %arg0, %[[KX3]]
+// CHECK: %[[SC:.*]] = folio.binary mul %[[IN]], %[[C]]
+// CHECK: %[[T:.*]] = folio.unary tanh %[[SC]]
+// CHECK: %[[H2:.*]] = folio.binary mul %arg0, %[[HALF]]
+// CHECK: %[[P2:.*]] = folio.binary add %[[T]], %[[ONE]]
+// CHECK: %[[B:.*]] = folio.binary mul %[[H2]], %[[P2]]
+// CHECK: return %[[A]], %[[B]]
+func.func @gelu(%x: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %a = folio.onnx_node "Gelu"(%x) {opset = 20 : i64} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %b = folio.onnx_node "Gelu"(%x) {opset = 20 : i64, onnx_attributes = {approximate = "tanh"}} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %a, %b : tensor<?x8xf32>, tensor<?x8xf32>
+}

@@ -18,7 +18,7 @@ func.func @strided_slice(%x: tensor<1x?x8xf32> {folio.dim_names = ["", "num_toke
 // Tests that an op without a lowering names what Folio lowers instead.
 
 func.func @no_lowering(%x: tensor<1x?x8xf32> {folio.dim_names = ["", "num_tokens", ""]}) -> tensor<1x?x8xf32> {
-  // expected-error @+1 {{ONNX node '/model/sm' (op Softmax, domain ai.onnx, opset 17) was not lowered to folio ops: Folio has no lowering for Softmax in ai.onnx; it lowers Abs, Add, Cast, Concat, Div, Erf, Exp, Flatten, Gather, Identity, Max, Min, Mul, Neg, Pow, Reciprocal, Relu, Reshape, Sigmoid, Slice, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze}}
+  // expected-error @+1 {{ONNX node '/model/sm' (op Softmax, domain ai.onnx, opset 17) was not lowered to folio ops: Folio has no lowering for Softmax in ai.onnx; it lowers Abs, Add, Cast, Concat, Div, Erf, Exp, Flatten, Gather, Gelu, Identity, Max, Min, Mul, Neg, Pow, Reciprocal, Relu, Reshape, Sigmoid, Slice, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze}}
   %m = folio.onnx_node "Softmax"(%x) {node_name = "/model/sm", opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<1x?x8xf32>) -> tensor<1x?x8xf32>
   return %m : tensor<1x?x8xf32>
 }
