@@ -33,12 +33,17 @@ namespace folio::cpu {
 
 /// Rows up to which linear() uses the GEMV kernel even when oneDNN is there.
 /// Decode has one row per sequence; a speculative verify step has k + 1
-/// per sequence, which is why the bound sits past 4: one token's linears
-/// of the 110M Llama (bf16, folio-linear-bench 15 2 verify, AMD EPYC,
-/// time over M = 1's in the same round) took 1.22 (GEMV) against 1.63
-/// (oneDNN) at M = 5 and 1.44 against 1.70 at M = 6; oneDNN wins from M = 8
-/// (1.64 against 1.78).
-constexpr int64_t kSmallM = 6;
+/// per sequence. The GEMV's wide tile reads each weight once for up to
+/// eight rows, and each row's result is bitwise what a one-row call gives
+/// (the same sums in the same order), so at k <= 7 a verify step's linears
+/// give each row what plain decoding gives, and do not move a greedy near
+/// tie; oneDNN rounds x to bf16 for bf16 weights, so its rows differ.
+/// Speed: where decode streams the weights (the bundled target in f32,
+/// docs/speculative-decoding.md) a verify forward at 7 rows costs 1.2-1.35x a
+/// decode forward; on the 110M Llama in bf16, 2 threads, where 8 rows make
+/// the GEMV compute-bound, folio-linear-bench 7 2 verify has the GEMV at
+/// 1.60-1.83x M = 1 against oneDNN's 1.40-1.64x at M = 8.
+constexpr int64_t kSmallM = 8;
 
 /// One linear layer's weights (and bias), prepared once at load.
 class PackedWeight {

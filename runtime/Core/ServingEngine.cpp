@@ -123,6 +123,7 @@ Expected<std::vector<RequestOutput>> ServingEngine::step() {
     proposed += spec->second.size();
     kept += n;
     rejectedRuns += n < spec->second.size();
+    controller->recordSequence(spec->second.size(), n);
     ++specStats.numVerifiedSeqSteps;
     specStats.numEmittedTokens += n + 1;
   }
@@ -191,10 +192,12 @@ Status ServingEngine::propose(const SchedulerOutput &scheduled,
   std::vector<spec::Proposal> proposals;
   if (Status s = proposer.propose(inputs, lastK, proposals); !s)
     return s;
+  size_t guessed = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     spec::Proposal &p = proposals[i];
     if (p.tokens.empty())
       continue;
+    ++guessed;
     if (Status s =
             scheduler->setSpeculativeTokens(*inputs[i].requestId, p.tokens);
         !s)
@@ -202,6 +205,11 @@ Status ServingEngine::propose(const SchedulerOutput &scheduled,
     if (!p.probs.empty())
       draftProbs[*inputs[i].requestId] = std::move(p.probs);
   }
+  // Sequences one token from their limit cannot take a draft: not a miss.
+  size_t eligible = 0;
+  for (const spec::ProposeInput &in : inputs)
+    eligible += in.maxDrafts > 0;
+  controller->recordCoverage(eligible, guessed);
   ++specStats.numSpecSteps;
   specStats.sumK += lastK;
   lastProposeSeconds = secondsSince(start);

@@ -29,10 +29,18 @@ std::vector<TokenId> NgramProposer::lookup(const std::vector<TokenId> &tokens,
     for (size_t start = len - n; start-- > 0;) {
       if (!std::equal(suffix, suffix + n, tokens.data() + start))
         continue;
+      // What followed, continued past the end of the sequence by the
+      // proposal itself: a match this close repeats with period len - n -
+      // start, and a model that has fallen into a loop keeps going round
+      // it (stopping at the end would cap a period-p loop at p drafts).
       size_t from = start + n;
-      size_t to = std::min(len, from + k);
-      return std::vector<TokenId>(tokens.begin() + long(from),
-                                  tokens.begin() + long(to));
+      std::vector<TokenId> out;
+      out.reserve(k);
+      for (size_t i = 0; i < k; ++i) {
+        size_t at = from + i;
+        out.push_back(at < len ? tokens[at] : out[at - len]);
+      }
+      return out;
     }
   }
   return {};

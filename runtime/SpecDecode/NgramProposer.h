@@ -2,7 +2,9 @@
 //
 // Guesses that text repeats: the sequence's last n tokens (n from
 // maxN down to minN) are looked up earlier in the sequence, and the tokens
-// that followed the most recent earlier occurrence are proposed. It costs
+// that followed the most recent earlier occurrence are proposed; where they
+// run into the end of the sequence, the repeat continues (a loop of period
+// p proposes k tokens, not p). It costs
 // no model and pays off where the output copies the prompt (editing code,
 // extracting, summarising with quotes). vLLM calls it prompt lookup
 // (--ngram-prompt-lookup-min/max).

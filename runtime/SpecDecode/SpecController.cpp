@@ -16,6 +16,9 @@ constexpr double kTimeWeight = 0.25;
 /// Acceptance counts decay by this per step, remembering roughly the last
 /// few hundred steps.
 constexpr double kAcceptDecay = 0.995;
+/// Pseudo-counts pulling a position's acceptance toward the position before
+/// (the first toward 1/2) while it has been tried only a few times.
+constexpr double kPositionPrior = 2.0;
 
 } // namespace
 
@@ -25,6 +28,8 @@ SpecController::SpecController(size_t maxK, bool adaptive)
   // A neutral prior: one kept and one rejected draft.
   keptDecayed = 1;
   rejectedDecayed = 1;
+  triedAt.assign(maxK, 0.0);
+  keptAt.assign(maxK, 0.0);
 }
 
 SpecController::Bucket &SpecController::bucketFor(size_t batchSize) {
@@ -43,9 +48,22 @@ double SpecController::acceptanceRate() const {
   return keptDecayed / (keptDecayed + rejectedDecayed);
 }
 
+double SpecController::positionAcceptance(size_t j) const {
+  double p = 0.5;
+  for (size_t i = 0; i < std::min(j, maxK_); ++i)
+    p = (keptAt[i] + kPositionPrior * p) / (triedAt[i] + kPositionPrior);
+  return p;
+}
+
 double SpecController::expectedTokens(size_t k) const {
-  double a = std::min(acceptanceRate(), 1.0 - 1e-9);
-  return (1.0 - std::pow(a, double(k + 1))) / (1.0 - a);
+  double coverage = (guessedDecayed + 1.0) / (sequencesDecayed + 1.0);
+  double tokens = 0, reach = 1, p = 0.5;
+  for (size_t i = 0; i < std::min(k, maxK_); ++i) {
+    p = (keptAt[i] + kPositionPrior * p) / (triedAt[i] + kPositionPrior);
+    reach *= p;
+    tokens += reach;
+  }
+  return 1.0 + coverage * tokens;
 }
 
 double SpecController::estimate(const Bucket &b, size_t k) const {
@@ -128,6 +146,27 @@ void SpecController::recordAcceptance(size_t numProposed, size_t numAccepted,
   accepted += numAccepted;
   keptDecayed = keptDecayed * kAcceptDecay + double(numAccepted);
   rejectedDecayed = rejectedDecayed * kAcceptDecay + double(numRejectedRuns);
+}
+
+void SpecController::recordSequence(size_t numDrafts, size_t numKept) {
+  numDrafts = std::min(numDrafts, maxK_);
+  numKept = std::min(numKept, numDrafts);
+  for (size_t i = 0; i < maxK_; ++i) {
+    triedAt[i] *= kAcceptDecay;
+    keptAt[i] *= kAcceptDecay;
+  }
+  // Drafts 1..numKept were kept; draft numKept + 1, if proposed, was
+  // reached and rejected; later ones were never judged.
+  for (size_t i = 0; i < std::min(numKept + 1, numDrafts); ++i) {
+    triedAt[i] += 1;
+    keptAt[i] += i < numKept;
+  }
+}
+
+void SpecController::recordCoverage(size_t numSequences, size_t numGuessed) {
+  sequencesDecayed = sequencesDecayed * kAcceptDecay + double(numSequences);
+  guessedDecayed = guessedDecayed * kAcceptDecay +
+                   double(std::min(numGuessed, numSequences));
 }
 
 void SpecController::recordTime(size_t batchSize, size_t k, double seconds) {

@@ -8,11 +8,17 @@
 // turns compute-bound and every rejected draft is wasted work. So k is
 // chosen per step from what was measured, not configured once:
 //
-//   tokens per step(k) = B * (1 - a^(k+1)) / (1 - a)   (a: acceptance rate)
+//   tokens per step(k) = B * (1 + q * sum_{i<=k} p_1 * ... * p_i)
 //   throughput(k)      = tokens per step(k) / step time(B, k)
 //
-// where a is the measured per-draft acceptance (the geometric model of
-// Leviathan et al.) and step time(B, k) is the wall time of a decode step
+// where q is the share of decoding sequences the proposer had a guess for
+// and p_j the measured chance that draft j is kept once drafts 1..j-1 were
+// (Leviathan et al.'s geometric model is every p_j equal; measured per
+// position because acceptance is bursty: an n-gram guess inside a loop of
+// the model's own text is kept whole, one outside it rarely past its first
+// token, so a single rate undervalues deep drafts). A position not tried
+// yet takes the estimate of the one before. step time(B, k) is the wall
+// time of a decode step
 // (proposing included) over about B sequences, kept per power-of-two batch
 // bucket and per k. Where a k has not been timed in a bucket, its time is
 // extrapolated linearly from the ks that have (a step's cost grows about
@@ -46,6 +52,12 @@ public:
   /// drafts were not all kept (each such run ends in one rejection).
   void recordAcceptance(size_t numProposed, size_t numAccepted,
                         size_t numRejectedRuns);
+  /// One sequence's verification: `numKept` of its `numDrafts` drafts kept
+  /// (the per-position model that chooses k).
+  void recordSequence(size_t numDrafts, size_t numKept);
+  /// One proposing step: of `numSequences` decoding sequences, the
+  /// proposer guessed for `numGuessed`.
+  void recordCoverage(size_t numSequences, size_t numGuessed);
   /// The wall time of a decode-only step (proposing and the target's
   /// forward and verification) over `batchSize` sequences with k drafts
   /// each. Steps that also prefill are not comparable and not recorded.
@@ -54,8 +66,10 @@ public:
   /// Per-draft acceptance so far: kept / (kept + first rejections).
   double acceptanceRate() const;
   /// Expected tokens per sequence and step with k drafts under the
-  /// measured acceptance rate.
+  /// per-position model.
   double expectedTokens(size_t k) const;
+  /// The chance that draft j (1-based) is kept when drafts 1..j-1 were.
+  double positionAcceptance(size_t j) const;
   /// Drafts proposed and kept over the whole run.
   uint64_t numProposed() const { return proposed; }
   uint64_t numAccepted() const { return accepted; }
@@ -88,6 +102,11 @@ private:
   std::vector<Bucket> buckets;
   /// Acceptance counts, decayed so that the rate follows the workload.
   double keptDecayed = 0, rejectedDecayed = 0;
+  /// Per draft position j (index j - 1): verifications that reached it and
+  /// kept it, decayed per recorded sequence.
+  std::vector<double> triedAt, keptAt;
+  /// Decoding sequences, and those with a guess, decayed per step.
+  double sequencesDecayed = 0, guessedDecayed = 0;
   uint64_t proposed = 0, accepted = 0;
 };
 

@@ -21,6 +21,12 @@ struct Run {
   double seconds = 0;
   size_t tokens = 0;
   size_t steps = 0;
+  /// A group's first step prefills every prompt of the group (the token
+  /// budget holds them); the others decode.
+  double prefillSeconds = 0;
+  double decodeSeconds = 0;
+  size_t decodeSteps = 0;
+  size_t decodeTokens = 0;
   Outputs outputs;
   core::SpeculativeStats stats;
 };
@@ -34,22 +40,29 @@ struct Setup {
   int64_t blockSize = 16;
 };
 
-/// One run of `prompts` to `newTokens` tokens each, all admitted at once;
-/// k = 0 runs without speculation.
-Expected<Run> runOnce(const Setup &s,
-                      const std::vector<std::vector<TokenId>> &prompts,
-                      size_t k, bool adaptive) {
+using Groups = std::vector<std::vector<std::vector<TokenId>>>;
+
+/// One configuration's engine (k = 0: no speculation) and what its groups
+/// measured.
+struct Runner {
+  std::unique_ptr<core::ServingEngine> engine;
+  size_t nextId = 0;
+  /// The next step prefills the group just admitted.
+  bool prefillNext = false;
+  Run run;
+};
+
+/// An engine for groups of up to `batch` prompts of up to `longest` tokens.
+Expected<std::unique_ptr<core::ServingEngine>>
+makeEngine(const Setup &s, size_t batch, size_t longest, size_t k,
+           bool adaptive) {
   const SpecBenchOptions &o = *s.options;
   SchedulerConfig config;
   config.maxModelLen = s.maxModelLen;
-  config.maxNumSeqs = prompts.size();
-  size_t longest = 0;
-  for (const auto &p : prompts)
-    longest = std::max(longest, p.size());
+  config.maxNumSeqs = batch;
   // Every prompt prefills in the first step; decode steps are what is
   // compared.
-  config.maxNumBatchedTokens =
-      std::max<size_t>(2048, prompts.size() * (longest + 32));
+  config.maxNumBatchedTokens = std::max<size_t>(2048, batch * (longest + 32));
   config.vocabSize = s.vocab;
   KVCacheConfig kv;
   kv.blockSize = size_t(s.blockSize);
@@ -58,7 +71,7 @@ Expected<Run> runOnce(const Setup &s,
   // in the comparison.
   size_t perSeq =
       (longest + size_t(o.newTokens) + 32 + kv.blockSize - 1) / kv.blockSize;
-  kv.numBlocks = prompts.size() * perSeq + 1;
+  kv.numBlocks = batch * perSeq + 1;
   exec::ExecutorOptions eopts;
   eopts.numThreads = unsigned(o.threads);
   eopts.weights = o.weights;
@@ -73,57 +86,106 @@ Expected<Run> runOnce(const Setup &s,
       return made.status();
     spec = std::move(*made);
   }
-  auto engine = core::ServingEngine::create(
-      s.plan, exec::createCPUExecutor(eopts), config, kv, std::move(spec));
-  if (!engine)
-    return engine.status();
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    NewRequest r;
-    r.requestId = std::to_string(i);
-    r.promptTokenIds = prompts[i];
-    r.samplingParams.temperature = o.temperature;
-    if (o.temperature > 0)
-      r.samplingParams.seed = o.seed + i;
-    r.samplingParams.maxTokens = size_t(o.newTokens);
-    r.samplingParams.ignoreEos = true;
-    if (Status st = (*engine)->addRequest(r); !st)
-      return st;
-  }
-  Run run;
-  auto start = std::chrono::steady_clock::now();
-  while ((*engine)->hasUnfinishedRequests()) {
-    Expected<std::vector<RequestOutput>> step = (*engine)->step();
-    if (!step)
-      return step.status();
-    ++run.steps;
-    for (const RequestOutput &out : *step) {
-      if (!out.error.empty())
-        return Status::internal(out.error);
-      auto &t = run.outputs[out.requestId];
-      t.insert(t.end(), out.newTokenIds.begin(), out.newTokenIds.end());
-      run.tokens += out.newTokenIds.size();
-    }
-  }
-  run.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  run.stats = (*engine)->speculativeStats();
-  return run;
+  return core::ServingEngine::create(s.plan, exec::createCPUExecutor(eopts),
+                                     config, kv, std::move(spec));
 }
 
-/// The fastest of `repeats` runs (seeded runs repeat their outputs).
-Expected<Run> best(const Setup &s,
-                   const std::vector<std::vector<TokenId>> &prompts, size_t k,
-                   bool adaptive) {
-  Run fastest;
-  for (int64_t r = 0; r < s.options->repeats; ++r) {
-    Expected<Run> run = runOnce(s, prompts, k, adaptive);
-    if (!run)
-      return run.status();
-    if (r == 0 || run->seconds < fastest.seconds)
-      fastest = std::move(*run);
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// Admits `group` at once (its prompts prefill in the next step).
+Status admit(const Setup &s, Runner &r,
+             const std::vector<std::vector<TokenId>> &group) {
+  const SpecBenchOptions &o = *s.options;
+  auto start = std::chrono::steady_clock::now();
+  for (const auto &prompt : group) {
+    NewRequest req;
+    req.requestId = std::to_string(r.nextId);
+    req.promptTokenIds = prompt;
+    req.samplingParams.temperature = o.temperature;
+    if (o.temperature > 0)
+      req.samplingParams.seed = o.seed + r.nextId;
+    req.samplingParams.maxTokens = size_t(o.newTokens);
+    req.samplingParams.ignoreEos = true;
+    ++r.nextId;
+    if (Status st = r.engine->addRequest(req); !st)
+      return st;
   }
-  return fastest;
+  r.prefillNext = true;
+  r.run.seconds += secondsSince(start);
+  return Status::ok();
+}
+
+/// One engine step of `r`, timed.
+Status stepOnce(Runner &r) {
+  Run &run = r.run;
+  auto start = std::chrono::steady_clock::now();
+  Expected<std::vector<RequestOutput>> step = r.engine->step();
+  if (!step)
+    return step.status();
+  double seconds = secondsSince(start);
+  run.seconds += seconds;
+  bool prefill = r.prefillNext;
+  r.prefillNext = false;
+  (prefill ? run.prefillSeconds : run.decodeSeconds) += seconds;
+  run.decodeSteps += !prefill;
+  ++run.steps;
+  for (const RequestOutput &out : *step) {
+    if (!out.error.empty())
+      return Status::internal(out.error);
+    auto &t = run.outputs[out.requestId];
+    t.insert(t.end(), out.newTokenIds.begin(), out.newTokenIds.end());
+    run.tokens += out.newTokenIds.size();
+    run.decodeTokens += prefill ? 0 : out.newTokenIds.size();
+  }
+  run.stats = r.engine->speculativeStats();
+  return Status::ok();
+}
+
+/// One run of every configuration over every group: one engine per
+/// configuration, each group admitted by every engine and the engines
+/// stepped in turn, one step each, until all have finished it; so a change
+/// in the machine's speed (shared machines drift within seconds) falls on
+/// every configuration alike. (Each step then reads its weights cold, as
+/// they are on a machine that does other work.)
+Expected<std::vector<Run>>
+runInterleaved(const Setup &s, const Groups &groups,
+               const std::vector<std::pair<int64_t, bool>> &configs) {
+  size_t batch = 0, longest = 0;
+  for (const auto &g : groups) {
+    batch = std::max(batch, g.size());
+    for (const auto &p : g)
+      longest = std::max(longest, p.size());
+  }
+  std::vector<Runner> runners(configs.size());
+  for (size_t c = 0; c < configs.size(); ++c) {
+    auto engine = makeEngine(s, batch, longest, size_t(configs[c].first),
+                             configs[c].second);
+    if (!engine)
+      return engine.status();
+    runners[c].engine = std::move(*engine);
+  }
+  for (const auto &group : groups) {
+    for (Runner &r : runners)
+      if (Status st = admit(s, r, group); !st)
+        return st;
+    for (bool any = true; any;) {
+      any = false;
+      for (Runner &r : runners) {
+        if (!r.engine->hasUnfinishedRequests())
+          continue;
+        any = true;
+        if (Status st = stepOnce(r); !st)
+          return st;
+      }
+    }
+  }
+  std::vector<Run> runs;
+  for (Runner &r : runners)
+    runs.push_back(std::move(r.run));
+  return runs;
 }
 
 } // namespace
@@ -204,47 +266,77 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
   j.field("temperature", double(o.temperature));
   j.key("runs").beginArray();
   // One untimed run first: page the weights in, warm the allocator.
-  if (Expected<Run> warm = runOnce(s, {base[0]}, 0, false); !warm)
+  if (Expected<std::vector<Run>> warm =
+          runInterleaved(s, {{base[0]}}, {{0, false}});
+      !warm)
     return warm.status();
   int64_t maxK = *std::max_element(o.speculative.numTokens.begin(),
                                    o.speculative.numTokens.end());
   for (int64_t batch : o.batchSizes) {
-    std::vector<std::vector<TokenId>> prompts;
-    for (int64_t i = 0; i < batch; ++i)
-      prompts.push_back(base[size_t(i) % base.size()]);
-    std::cerr << "folio-bench: spec " << o.speculative.method << ", batch "
-              << batch << ": baseline\n";
-    Expected<Run> baseline = best(s, prompts, 0, false);
-    if (!baseline)
-      return baseline.status();
-    double baseRate = double(baseline->tokens) / baseline->seconds;
-    double baseStepMs = 1e3 * baseline->seconds / double(baseline->steps);
-    std::vector<std::pair<int64_t, bool>> configs;
+    // Every window once, `batch` at a time (a batch above the window count
+    // repeats windows): one window's 64 tokens are too short and too
+    // particular a sample of acceptance.
+    size_t numGroups = (base.size() + size_t(batch) - 1) / size_t(batch);
+    Groups groups(numGroups);
+    for (size_t g = 0; g < numGroups; ++g)
+      for (int64_t i = 0; i < batch; ++i)
+        groups[g].push_back(
+            base[(g * size_t(batch) + size_t(i)) % base.size()]);
+    std::vector<std::pair<int64_t, bool>> configs = {{0, false}};
     for (int64_t k : o.speculative.numTokens)
       configs.push_back({k, false});
     if (o.speculative.adaptive)
       configs.push_back({maxK, true});
-    for (auto [k, adaptive] : configs) {
-      std::cerr << "folio-bench: spec " << o.speculative.method << ", batch "
-                << batch << ", k " << k << (adaptive ? " adaptive" : "")
-                << "\n";
-      Expected<Run> run = best(s, prompts, size_t(k), adaptive);
-      if (!run)
-        return run.status();
+    // The fastest of the repeats per configuration, each repeat
+    // interleaved (runInterleaved).
+    std::cerr << "folio-bench: spec " << o.speculative.method << ", batch "
+              << batch << ": " << configs.size() << " configurations, "
+              << groups.size() << " groups, " << o.repeats << " repeats\n";
+    std::vector<Run> fastest;
+    for (int64_t r = 0; r < o.repeats; ++r) {
+      Expected<std::vector<Run>> runs = runInterleaved(s, groups, configs);
+      if (!runs)
+        return runs.status();
+      for (size_t c = 0; c < configs.size(); ++c)
+        if (r == 0 || (*runs)[c].seconds < fastest[c].seconds) {
+          if (r == 0)
+            fastest.push_back(std::move((*runs)[c]));
+          else
+            fastest[c] = std::move((*runs)[c]);
+        }
+    }
+    const Run *baseline = &fastest[0];
+    double baseRate = double(baseline->tokens) / baseline->seconds;
+    double baseStepMs = 1e3 * baseline->seconds / double(baseline->steps);
+    for (size_t c = 1; c < configs.size(); ++c) {
+      auto [k, adaptive] = configs[c];
+      const Run *run = &fastest[c];
       const core::SpeculativeStats &st = run->stats;
       double rate = double(run->tokens) / run->seconds;
       double draftMs = st.numSpecSteps
                            ? 1e3 * st.proposeSeconds / double(st.numSpecSteps)
                            : 0.0;
       double targetMs = 1e3 * st.targetSeconds / double(run->steps);
-      // Leviathan et al.'s speedup for the measured tokens per verifying
-      // step and draft cost, if verifying cost what a plain decode step
-      // costs: E[tokens] / (1 + k c) with k c = draft time per step over
-      // the baseline's step time.
-      double bound =
-          st.numVerifiedSeqSteps
-              ? st.meanAcceptedLength() * baseStepMs / (baseStepMs + draftMs)
-              : 1.0;
+      // Leviathan et al.'s speedup E[tokens] / (1 + k c) for the measured
+      // tokens per decode step and draft cost, if verifying cost what a
+      // plain decode step costs: the run's decode steps each at the
+      // baseline's decode step plus the mean proposing time per decode
+      // step, and the baseline's prefill steps, against the baseline's
+      // whole time. Decode steps that verified nothing (no n-gram match, k
+      // = 0 chosen) count, at one token each.
+      double baseDecodeStep =
+          baseline->decodeSteps
+              ? baseline->decodeSeconds / double(baseline->decodeSteps)
+              : 0.0;
+      double draftPerDecodeStep =
+          run->decodeSteps ? st.proposeSeconds / double(run->decodeSteps) : 0.0;
+      double ideal =
+          baseline->prefillSeconds +
+          double(run->decodeSteps) * (baseDecodeStep + draftPerDecodeStep);
+      double bound = ideal > 0 ? baseline->seconds / ideal : 1.0;
+      double tokensPerStep = run->decodeSteps ? double(run->decodeTokens) /
+                                                    double(run->decodeSteps)
+                                              : 0.0;
       double speedup = rate / baseRate;
       j.beginObject();
       j.field("method", o.speculative.method);
@@ -260,6 +352,12 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
       j.field("draft_ms_per_step", draftMs);
       j.field("target_ms_per_step", targetMs);
       j.field("baseline_ms_per_step", baseStepMs);
+      j.field("baseline_ms_per_decode_step", 1e3 * baseDecodeStep);
+      j.field("spec_ms_per_decode_step",
+              run->decodeSteps
+                  ? 1e3 * run->decodeSeconds / double(run->decodeSteps)
+                  : 0.0);
+      j.field("tokens_per_decode_step", tokensPerStep);
       j.field("bound", bound);
       j.field("fraction_of_bound", bound > 0 ? speedup / bound : 0.0);
       j.field("mean_k", st.numSpecSteps

@@ -3,6 +3,7 @@
 #include "test/unittests/CPUKernels/TestUtil.h"
 
 #include "codegen/CPU/Activation.h"
+#include "codegen/CPU/Gemv.h"
 #include "codegen/CPU/Linear.h"
 #include "codegen/CPU/Reference/Reference.h"
 
@@ -55,12 +56,15 @@ float dispatchTolerance(int64_t m, int64_t k, const PackedWeight &pw) {
 }
 
 // K around the GEMV's 32-element bf16 blocks (17, 31, 33, 47, 63, 2049)
-// and N not a multiple of its 4-row tiles; M = 1..5 (GEMV tiles of 4 rows
+// and N not a multiple of its 4-row tiles; M = 1..4 (GEMV tiles of 4 rows
+// plus a remainder), M = 5..8 (the wide tile, two weight rows at a time,
+// with N odd for the one-row remainder), 9, 12 and 17 (wide tiles of 8
 // plus a remainder), and M beyond kSmallM up to several oneDNN buckets.
 const Shape kShapes[] = {
-    {1, 1, 1},    {1, 37, 100},  {2, 64, 768}, {3, 33, 17}, {4, 130, 64},
-    {5, 40, 31},  {1, 7, 47},    {2, 9, 2049}, {3, 6, 63},  {4, 5, 33},
-    {9, 70, 200}, {64, 96, 256}, {200, 21, 48}};
+    {1, 1, 1},    {1, 37, 100}, {2, 64, 768}, {3, 33, 17},   {4, 130, 64},
+    {5, 40, 31},  {1, 7, 47},   {2, 9, 2049}, {3, 6, 63},    {4, 5, 33},
+    {6, 33, 100}, {7, 64, 256}, {8, 35, 47},  {7, 5, 2049},  {8, 1, 17},
+    {9, 70, 200}, {12, 13, 33}, {17, 20, 64}, {64, 96, 256}, {200, 21, 48}};
 
 // Tests the GEMV kernel for every M (it is also the no-oneDNN fallback),
 // f32 and bf16 weights, with and without bias, on both ISAs and pool sizes.
@@ -83,6 +87,85 @@ TEST(Linear, GemvMatchesReference) {
         expectClose(one, expected(x, s, pw), x, pw, s, 1e-6f * float(s.k),
                     isaName(isa));
       }
+}
+
+// Tests that each row of an M-row GEMV is bitwise what a one-row GEMV of
+// that row gives, for every tile shape: a speculative verify step runs k + 1
+// rows where plain decoding runs one, and greedy output stays the target's
+// own only if a row's logits do not depend on the rows next to it.
+TEST(Linear, GemvRowsDoNotDependOnM) {
+  for (Isa isa : hostIsas())
+    for (DType storage : {DType::F32, DType::BF16})
+      for (int64_t m : {2, 3, 4, 5, 6, 7, 8, 9, 12, 16}) {
+        IsaScope scope(isa);
+        const int64_t n = 19, k = 300;
+        auto w = randomVector(size_t(n * k), 46);
+        auto bias = randomVector(size_t(n), 47);
+        auto x = randomVector(size_t(m * k), 48, -2, 2);
+        PackedWeight pw;
+        ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k, bias.data(),
+                                       storage, pw));
+        std::vector<float> all(size_t(m * n)), one(static_cast<size_t>(n));
+        ASSERT_TRUE(linearGemv(x.data(), m, pw, all.data(), parallelPool()));
+        for (int64_t r = 0; r < m; ++r) {
+          ASSERT_TRUE(
+              linearGemv(x.data() + r * k, 1, pw, one.data(), parallelPool()));
+          std::vector<float> row(all.begin() + r * n,
+                                 all.begin() + (r + 1) * n);
+          EXPECT_TRUE(bitwiseEqual(row, one))
+              << isaName(isa) << " m=" << m << " row " << r;
+        }
+      }
+}
+
+// Tests the AVX-512 kernel's f16 weights (which PackedWeight does not
+// store, but WeightPack's packings do) at every tile shape against the
+// portable kernel, and each row against a one-row call bitwise.
+TEST(Linear, GemvF16TilesMatchScalar) {
+  if (!hostFeatures().avx512)
+    GTEST_SKIP() << "no AVX-512 on this host";
+  for (int64_t m : {1, 3, 4, 5, 7, 8, 11})
+    for (int64_t k : {17, 64, 300}) {
+      const int64_t n = 9;
+      auto wf = randomVector(size_t(n * k), 49);
+      std::vector<uint16_t> w(wf.size());
+      for (size_t i = 0; i < wf.size(); ++i)
+        w[i] = floatToF16(wf[i]);
+      auto x = randomVector(size_t(m * k), 50, -2, 2);
+      auto bias = randomVector(size_t(n), 51);
+      detail::GemvArgs a;
+      a.x = x.data();
+      a.m = m;
+      a.k = k;
+      a.w = w.data();
+      a.f16 = true;
+      a.bias = bias.data();
+      a.n = n;
+      std::vector<float> got(size_t(m * n)), want(got.size()),
+          one(static_cast<size_t>(n));
+      a.y = got.data();
+      detail::gemvAvx512(a, 0, n);
+      a.y = want.data();
+      detail::gemvScalar(a, 0, n);
+      for (size_t i = 0; i < got.size(); ++i) {
+        double mag = 0;
+        int64_t row = int64_t(i) / n, col = int64_t(i) % n;
+        for (int64_t l = 0; l < k; ++l)
+          mag += std::fabs(double(x[size_t(row * k + l)]) *
+                           f16ToFloat(w[size_t(col * k + l)]));
+        ASSERT_NEAR(got[i], want[i], 1e-6 * double(k) * mag + 1e-6)
+            << "m=" << m << " k=" << k << " at " << i;
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        detail::GemvArgs b = a;
+        b.x = x.data() + r * k;
+        b.m = 1;
+        b.y = one.data();
+        detail::gemvAvx512(b, 0, n);
+        std::vector<float> row(got.begin() + r * n, got.begin() + (r + 1) * n);
+        EXPECT_TRUE(bitwiseEqual(row, one)) << "m=" << m << " row " << r;
+      }
+    }
 }
 
 // Tests linear()'s dispatch, including oneDNN for M > kSmallM. With bf16

@@ -23,11 +23,18 @@ TEST(RuntimeNgramProposer, ProposesWhatFollowedTheSuffixBefore) {
   EXPECT_EQ(p->lookup(t, 1), (std::vector<TokenId>{8}));
 }
 
-TEST(RuntimeNgramProposer, StopsAtTheEndOfTheSequence) {
+TEST(RuntimeNgramProposer, ContinuesTheRepeatPastTheEnd) {
   auto p = make(1, 2);
   std::vector<TokenId> t = {3, 4, 3};
-  // "3" occurred at 0; what followed it is "4 3" and nothing more.
-  EXPECT_EQ(p->lookup(t, 5), (std::vector<TokenId>{4, 3}));
+  // "3" occurred at 0; what followed it is "4 3", then the same again:
+  // the sequence repeats with period 2.
+  EXPECT_EQ(p->lookup(t, 5), (std::vector<TokenId>{4, 3, 4, 3, 4}));
+  // A loop of period 3 caught by a 2-gram: 9 5 | 7 9 5 | 7 9 5.
+  std::vector<TokenId> loop = {1, 7, 9, 5, 7, 9, 5, 7, 9, 5};
+  EXPECT_EQ(p->lookup(loop, 7), (std::vector<TokenId>{7, 9, 5, 7, 9, 5, 7}));
+  // Far from the end nothing is repeated: the continuation is the text.
+  std::vector<TokenId> text = {1, 2, 3, 4, 5, 6, 1};
+  EXPECT_EQ(p->lookup(text, 4), (std::vector<TokenId>{2, 3, 4, 5}));
 }
 
 TEST(RuntimeNgramProposer, LongerMatchWinsOverMoreRecentShorterOne) {

@@ -6,28 +6,37 @@
 
 #include <cmath>
 #include <functional>
+#include <random>
 
 using namespace folio::spec;
 
 namespace {
 
 /// Drives the controller against a synthetic machine: `cost(batch, k)` is
-/// a step's time, and every draft is kept with probability `alpha`
-/// (expected counts, no noise). Returns the k chosen at the end.
+/// a step's time, and every draft is kept with probability `alpha`, drawn
+/// from a fixed-seed generator (the same draws on every run). Returns the k
+/// chosen at the end.
 size_t settle(SpecController &c, size_t batch, double alpha,
               const std::function<double(size_t, size_t)> &cost,
               int steps = 200) {
+  std::mt19937 rng(7);
+  auto keep = [&] { return double(rng()) < alpha * 4294967296.0; };
   size_t k = 0;
   for (int i = 0; i < steps; ++i) {
     k = c.chooseK(batch);
     if (k > 0) {
-      // Expected kept drafts per sequence under the geometric model.
-      double kept = alpha * (1 - std::pow(alpha, double(k))) / (1 - alpha);
-      double rejectedRuns = 1 - std::pow(alpha, double(k));
-      // Counts over 1000 such steps, so that rounding does not bias them.
-      c.recordAcceptance(
-          1000 * batch * k, size_t(std::lround(1000.0 * double(batch) * kept)),
-          size_t(std::lround(1000.0 * double(batch) * rejectedRuns)));
+      c.recordCoverage(batch, batch);
+      size_t proposed = 0, kept = 0, rejectedRuns = 0;
+      for (size_t s = 0; s < batch; ++s) {
+        size_t n = 0;
+        while (n < k && keep())
+          ++n;
+        c.recordSequence(k, n);
+        proposed += k;
+        kept += n;
+        rejectedRuns += n < k;
+      }
+      c.recordAcceptance(proposed, kept, rejectedRuns);
     }
     c.recordTime(batch, k, cost(batch, k));
   }
@@ -72,6 +81,40 @@ TEST(RuntimeSpecController, BucketsByBatchSize) {
   EXPECT_EQ(settle(c, 32, 0.7, cost), 0u);
   // The small-batch choice survives the large-batch steps.
   EXPECT_GE(c.chooseK(1), 2u);
+}
+
+// Tests the per-position model on bursty acceptance: half the sequences
+// keep all six drafts (a loop the proposer caught), half none. One rate
+// for every draft (6/7 here) would price deep drafts wrong both ways; per
+// position the first is kept half the time and every later one whenever
+// the first was, so k drafts give 1 + k / 2 tokens.
+TEST(RuntimeSpecController, ModelsAcceptancePerPosition) {
+  SpecController c(6, true);
+  for (int i = 0; i < 2000; ++i) {
+    c.recordCoverage(1, 1);
+    c.recordSequence(6, i % 2 ? 6 : 0);
+  }
+  EXPECT_NEAR(c.positionAcceptance(1), 0.5, 0.02);
+  for (size_t j = 2; j <= 6; ++j)
+    EXPECT_GT(c.positionAcceptance(j), 0.98) << "position " << j;
+  EXPECT_NEAR(c.expectedTokens(1), 1.5, 0.02);
+  EXPECT_NEAR(c.expectedTokens(6), 4.0, 0.1);
+  EXPECT_DOUBLE_EQ(c.expectedTokens(0), 1.0);
+  // A proposer that guesses for a quarter of the sequences: the others
+  // decode one token each.
+  for (int i = 0; i < 2000; ++i)
+    c.recordCoverage(4, 1);
+  EXPECT_NEAR(c.expectedTokens(6), 1.0 + 0.25 * 3.0, 0.05);
+}
+
+// Tests that positions never tried take the estimate of the one before.
+TEST(RuntimeSpecController, UntriedPositionsFollowTheLastTried) {
+  SpecController c(6, true);
+  for (int i = 0; i < 1000; ++i)
+    c.recordSequence(2, i % 4 ? 2 : 1); // draft 2 kept 3 times in 4
+  double p2 = c.positionAcceptance(2);
+  EXPECT_NEAR(p2, 0.75, 0.03);
+  EXPECT_DOUBLE_EQ(c.positionAcceptance(5), p2);
 }
 
 TEST(RuntimeSpecController, ExtrapolatesUntimedK) {
