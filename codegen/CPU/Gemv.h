@@ -53,6 +53,34 @@ struct GemvInt8Args {
   int64_t n = 0;
 };
 
+/// fp8_e4m3 weights (WeightPack.h): y[m, n] = scales[n] * (x[m, :] .
+/// codes[n, :]) + bias[n].
+struct GemvFp8Args {
+  const float *x = nullptr; ///< [M, K]
+  int64_t m = 0;
+  int64_t k = 0;
+  const uint8_t *w = nullptr;    ///< e4m3 codes [N, K]
+  const float *scales = nullptr; ///< [N]
+  const float *bias = nullptr;   ///< [N] or null
+  float *y = nullptr;            ///< [M, N]
+  int64_t n = 0;
+};
+
+/// int4 weights (WeightPack.h, groups of groupSize along K): y[m, n] =
+/// x[m, :] . (min[n, g(k)] + q[n, k] * scale[n, g(k)]) + bias[n].
+struct GemvInt4Args {
+  const float *x = nullptr; ///< [M, K]
+  int64_t m = 0;
+  int64_t k = 0;
+  const uint8_t *w = nullptr; ///< [N, int4RowBytes(K)]
+  int64_t groupSize = 0;
+  /// f16 (scale, min) [N, int4Groups(K, groupSize)]
+  const uint16_t *params = nullptr;
+  const float *bias = nullptr; ///< [N] or null
+  float *y = nullptr;          ///< [M, N]
+  int64_t n = 0;
+};
+
 /// K rounded up to kGemvPairBlock: the row length of the pair-split x.
 inline int64_t pairSplitLength(int64_t k) {
   return (k + kGemvPairBlock - 1) / kGemvPairBlock * kGemvPairBlock;
@@ -89,6 +117,21 @@ constexpr int64_t kConvertTileRows = 8;
 
 void gemvInt8Scalar(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt8Avx512(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
+void gemvFp8Scalar(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
+void gemvFp8Avx512(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
+void gemvInt4Scalar(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
+void gemvInt4Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
+
+/// Output rows of a prefill panel (two vectors).
+constexpr int64_t kDequantPanelRows = 32;
+
+/// The prefill GEMM of the fp8 and int4 kernels (M > kConvertTileRows):
+/// y[r, c] = x[r, :] . panel[:, c] + bias[c] for r < m, c < cols <= 32,
+/// where panel is [k, kDequantPanelRows] f32 (dequantized weights, k-major, as
+/// each kernel writes it once per call and panel) and y's rows are ldy
+/// apart. bias is null or at the panel's first column, as y is.
+void panelGemmAvx512(const float *x, int64_t m, int64_t k, const float *panel,
+                     int64_t cols, const float *bias, float *y, int64_t ldy);
 
 } // namespace folio::cpu::detail
 

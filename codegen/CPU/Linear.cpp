@@ -66,6 +66,51 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
   return Status::success();
 }
 
+/// Guided chunks of about 32 KiB of weights (linearGemv says why).
+int64_t minChunkRows(int64_t rowBytes) {
+  int64_t minRows = ((int64_t(32) << 10) / rowBytes + 3) / 4 * 4;
+  return minRows > 4 ? minRows : 4;
+}
+
+Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
+                     float *y, ThreadPool &pool) {
+  const WeightView &v = w.view();
+  GemvFp8Args a;
+  a.x = x;
+  a.m = numTokens;
+  a.k = v.k;
+  a.w = static_cast<const uint8_t *>(v.data);
+  a.scales = v.scales;
+  a.bias = w.bias();
+  a.y = y;
+  a.n = v.n;
+  void (*kernel)(const GemvFp8Args &, int64_t, int64_t) =
+      activeIsa() == Isa::Avx512 ? gemvFp8Avx512 : gemvFp8Scalar;
+  pool.parallelForGuided(a.n, minChunkRows(a.k), /*align=*/4,
+                         [&](int64_t b, int64_t e) { kernel(a, b, e); });
+  return Status::success();
+}
+
+Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
+                      float *y, ThreadPool &pool) {
+  const WeightView &v = w.view();
+  GemvInt4Args a;
+  a.x = x;
+  a.m = numTokens;
+  a.k = v.k;
+  a.w = static_cast<const uint8_t *>(v.data);
+  a.groupSize = v.groupSize;
+  a.params = v.groupParams;
+  a.bias = w.bias();
+  a.y = y;
+  a.n = v.n;
+  void (*kernel)(const GemvInt4Args &, int64_t, int64_t) =
+      activeIsa() == Isa::Avx512 ? gemvInt4Avx512 : gemvInt4Scalar;
+  pool.parallelForGuided(a.n, minChunkRows(int4RowBytes(a.k)), /*align=*/4,
+                         [&](int64_t b, int64_t e) { kernel(a, b, e); });
+  return Status::success();
+}
+
 } // namespace
 
 Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
@@ -75,6 +120,10 @@ Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
     return Status::success();
   if (w.storage() == DType::I8)
     return linearGemvInt8(x, numTokens, w, y, pool);
+  if (w.storage() == DType::FP8E4M3)
+    return linearGemvFp8(x, numTokens, w, y, pool);
+  if (w.storage() == DType::I4)
+    return linearGemvInt4(x, numTokens, w, y, pool);
   GemvArgs a;
   a.x = x;
   a.m = numTokens;

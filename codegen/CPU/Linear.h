@@ -1,8 +1,9 @@
 //===- Linear.h - y = x W^T + b with weights packed at load -----*- C++ -*-===//
 //
 // Weights keep the PyTorch/ONNX-Gemm layout W[N, K] (row n = output n),
-// stored f32, bf16, f16 or int8 (WeightPack.h); f16 and int8 run the GEMV
-// kernel at every M. For f32 and bf16 that one copy serves both paths:
+// stored f32, bf16, f16, int8, fp8_e4m3 or int4 (WeightPack.h); all but
+// f32 and bf16 run their register-converting kernels at every M. For f32 and
+// bf16 that one copy serves both paths:
 //  - M <= kSmallM rows (decode, speculative verify): a hand-written GEMV
 //    that streams W once at memory bandwidth, M rows at a time, threads
 //    splitting N;

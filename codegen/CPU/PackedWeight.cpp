@@ -155,13 +155,14 @@ Status PackedWeight::pack(const void *data, DType srcType, int64_t n, int64_t k,
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "out features", n));
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "in features", k));
   FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "weight data", data, n * k));
-  if (!isPlainFloat(srcType) ||
-      (!isPlainFloat(storage) && storage != DType::I8))
+  bool quantized =
+      storage == DType::I8 || storage == DType::FP8E4M3 || storage == DType::I4;
+  if (!isPlainFloat(srcType) || (!isPlainFloat(storage) && !quantized))
     return Status::error(
         std::string("PackedWeight: weights are f32, bf16 or f16 and are "
-                    "stored f32, bf16 or int8, not ") +
+                    "stored f32, bf16, int8, fp8_e4m3 or int4, not ") +
         dtypeName(isPlainFloat(srcType) ? storage : srcType));
-  if (storage == DType::I8) {
+  if (quantized) {
     std::vector<float> rows(size_t(n * k));
     for (int64_t r = 0; r < n; ++r)
       loadRow(static_cast<const char *>(data) +
@@ -226,10 +227,11 @@ void PackedWeight::finish(Impl &impl, const float *bias, bool gatedHalves,
   (void)lazy;
 #endif
 #ifdef FOLIO_ENABLE_DNNL
-  // int8 and f16 weights stay with the register-converting kernels at
-  // every M (GemvInt8Avx512.cpp): oneDNN 2.6's int8 matmul wants int8
-  // activations, and it has no f16 matmul.
-  if (impl.storage == DType::I8 || impl.storage == DType::F16)
+  // int8, fp8, int4 and f16 weights stay with the register-converting
+  // kernels at every M (GemvInt8Avx512.cpp): oneDNN 2.6's int8 matmul
+  // wants int8 activations, and it has no f16, fp8 or int4 matmul.
+  if (impl.storage == DType::I8 || impl.storage == DType::F16 ||
+      impl.storage == DType::FP8E4M3 || impl.storage == DType::I4)
     return;
   impl.gatedHalves = gatedHalves;
   impl.dnnlLazy = lazy;

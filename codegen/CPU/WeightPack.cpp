@@ -81,7 +81,77 @@ void packInt8(const float *w, int64_t n, int64_t k, WeightPacking &out) {
   }
 }
 
+/// Per row: scale = abs-max / 448 (e4m3's largest finite value), codes
+/// rounded to nearest even; a zero row keeps scale 0 and zero codes.
+void packFp8(const float *w, int64_t n, int64_t k, WeightPacking &out) {
+  out.data.assign(size_t(n * k), 0);
+  out.scales.assign(size_t(n), 0.0f);
+  for (int64_t r = 0; r < n; ++r) {
+    const float *row = w + r * k;
+    float absMax = 0;
+    for (int64_t c = 0; c < k; ++c)
+      absMax = std::max(absMax, std::fabs(row[c]));
+    float scale = absMax / 448.0f;
+    out.scales[size_t(r)] = scale;
+    if (scale == 0.0f)
+      continue;
+    float inv = 1.0f / scale;
+    for (int64_t c = 0; c < k; ++c)
+      out.data[size_t(r * k + c)] = floatToFp8E4M3(row[c] * inv);
+  }
+}
+
+/// Min/max per group; the codes are rounded against the f16-rounded
+/// params, so that dequantization (which reads those) is within half a
+/// step of every weight.
+Status packInt4(const float *w, int64_t n, int64_t k, int64_t g,
+                WeightPacking &out) {
+  int64_t groups = int4Groups(k, g), rowBytes = int4RowBytes(k);
+  out.groupSize = g;
+  out.data.assign(size_t(n * rowBytes), 0);
+  out.groupParams.assign(size_t(n * groups * 2), 0);
+  for (int64_t r = 0; r < n; ++r) {
+    uint8_t *dst = out.data.data() + r * rowBytes;
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      const float *v = w + r * k + gi * g;
+      const int64_t len = std::min(g, k - gi * g);
+      float lo = v[0], hi = v[0];
+      for (int64_t i = 1; i < len; ++i) {
+        lo = std::min(lo, v[i]);
+        hi = std::max(hi, v[i]);
+      }
+      uint16_t minH = floatToF16(lo);
+      float minF = f16ToFloat(minH);
+      uint16_t scaleH = floatToF16(std::max(hi - minF, 0.0f) / 15.0f);
+      float scale = f16ToFloat(scaleH);
+      if (!std::isfinite(minF) || !std::isfinite(scale))
+        return Status::error(
+            "packWeightRows: int4 group " + std::to_string(gi) + " of row " +
+            std::to_string(r) + " spans [" + std::to_string(lo) + ", " +
+            std::to_string(hi) +
+            "], beyond the f16 range of its scale and min (+-65504)");
+      out.groupParams[size_t((r * groups + gi) * 2)] = scaleH;
+      out.groupParams[size_t((r * groups + gi) * 2 + 1)] = minH;
+      float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+      for (int64_t i = 0; i < len; ++i) {
+        float q = std::clamp(std::nearbyint((v[i] - minF) * inv), 0.0f, 15.0f);
+        int64_t c = gi * g + i, e = c % kInt4Block, j = e / 16, l = e % 16;
+        dst[c / kInt4Block * (kInt4Block / 2) + 4 * l + j / 2] |=
+            uint8_t(unsigned(q) << (4 * (j % 2)));
+      }
+    }
+  }
+  return Status::success();
+}
+
 } // namespace
+
+bool isInt4GroupSize(int64_t g) {
+  for (int64_t s : kInt4GroupSizes)
+    if (g == s)
+      return true;
+  return false;
+}
 
 WeightView WeightPacking::view() const {
   WeightView v;
@@ -95,24 +165,44 @@ WeightView WeightPacking::view() const {
     v.outlierCols = outlierCols.data();
     v.outliers = outliers.data();
   }
+  if (storage == DType::FP8E4M3)
+    v.scales = scales.data();
+  if (storage == DType::I4) {
+    v.groupSize = groupSize;
+    v.groupParams = groupParams.data();
+  }
   return v;
 }
 
 bool isPackableWeightType(DType storage) {
   return storage == DType::F32 || storage == DType::BF16 ||
-         storage == DType::F16 || storage == DType::I8;
+         storage == DType::F16 || storage == DType::I8 ||
+         storage == DType::FP8E4M3 || storage == DType::I4;
 }
 
 Status packWeightRows(const float *w, int64_t n, int64_t k, DType storage,
-                      WeightPacking &out) {
+                      WeightPacking &out, int64_t groupSize) {
   const char *kernel = "packWeightRows";
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "out features", n));
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "in features", k));
   FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "weights", w, n * k));
   if (!isPackableWeightType(storage))
     return Status::error(std::string("packWeightRows: weights are packed as "
-                                     "f32, bf16, f16 or int8, not ") +
+                                     "f32, bf16, f16, int8, fp8_e4m3 or "
+                                     "int4, not ") +
                          dtypeName(storage));
+  if (storage != DType::I4 && groupSize != 0)
+    return Status::error(std::string("packWeightRows: a group size applies "
+                                     "to int4 weights only, not ") +
+                         dtypeName(storage));
+  if (storage == DType::I4) {
+    if (groupSize == 0)
+      groupSize = kDefaultInt4GroupSize;
+    if (!isInt4GroupSize(groupSize))
+      return Status::error("packWeightRows: int4 group size " +
+                           std::to_string(groupSize) +
+                           " is not supported; supported: 32, 64, 128");
+  }
   for (int64_t i = 0; i < n * k; ++i)
     if (!std::isfinite(w[i]))
       return Status::error("packWeightRows: weight (" + std::to_string(i / k) +
@@ -143,6 +233,11 @@ Status packWeightRows(const float *w, int64_t n, int64_t k, DType storage,
       p[i] = floatToF16(w[i]);
     break;
   }
+  case DType::FP8E4M3:
+    packFp8(w, n, k, out);
+    break;
+  case DType::I4:
+    return packInt4(w, n, k, groupSize, out);
   default:
     packInt8(w, n, k, out);
     break;
@@ -156,9 +251,39 @@ Status checkWeightView(const WeightView &v) {
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "in features", v.k));
   if (!isPackableWeightType(v.storage))
     return Status::error(std::string("PackedWeight: packed weights are f32, "
-                                     "bf16, f16 or int8, not ") +
+                                     "bf16, f16, int8, fp8_e4m3 or int4, "
+                                     "not ") +
                          dtypeName(v.storage));
   FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "weight data", v.data, v.n * v.k));
+  if (v.storage != DType::I4 && (v.groupSize != 0 || v.groupParams))
+    return Status::error(std::string("PackedWeight: ") + dtypeName(v.storage) +
+                         " weights carry no group parameters");
+  if (v.storage == DType::FP8E4M3) {
+    if (v.numOutliers != 0)
+      return Status::error("PackedWeight: fp8_e4m3 weights carry no outliers");
+    FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "fp8 scales", v.scales, v.n));
+    if (!v.scales)
+      return Status::error("PackedWeight: fp8_e4m3 weights need their scales");
+    return Status::success();
+  }
+  if (v.storage == DType::I4) {
+    if (v.scales || v.numOutliers != 0)
+      return Status::error(
+          "PackedWeight: int4 weights carry group parameters, not per-row "
+          "scales or outliers");
+    if (!isInt4GroupSize(v.groupSize))
+      return Status::error("PackedWeight: int4 group size " +
+                           std::to_string(v.groupSize) +
+                           " is not supported; groups are 32, 64 or 128 "
+                           "weights");
+    FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "int4 group parameters",
+                                       v.groupParams,
+                                       v.n * int4Groups(v.k, v.groupSize)));
+    if (!v.groupParams)
+      return Status::error(
+          "PackedWeight: int4 weights need their group parameters");
+    return Status::success();
+  }
   if (v.storage != DType::I8) {
     if (v.scales || v.numOutliers != 0)
       return Status::error(std::string("PackedWeight: ") +
@@ -189,7 +314,13 @@ Status checkWeightView(const WeightView &v) {
 }
 
 size_t weightViewBytes(const WeightView &v) {
+  if (v.storage == DType::I4)
+    return size_t(v.n * int4RowBytes(v.k)) +
+           (v.groupSize > 0 ? size_t(v.n * int4Groups(v.k, v.groupSize)) * 4
+                            : 0);
   size_t bytes = size_t(v.n * v.k) * dtypeSize(v.storage);
+  if (v.storage == DType::FP8E4M3)
+    bytes += size_t(v.n) * 4;
   if (v.storage == DType::I8)
     bytes += size_t(v.n) * 4 + size_t(v.numOutliers) * 4 +
              size_t(v.n * v.numOutliers) * 2;
@@ -198,6 +329,17 @@ size_t weightViewBytes(const WeightView &v) {
 
 float weightViewAt(const WeightView &v, int64_t r, int64_t c) {
   size_t i = size_t(r * v.k + c);
+  if (v.storage == DType::FP8E4M3)
+    return fp8E4M3ToFloat(static_cast<const uint8_t *>(v.data)[i]) *
+           v.scales[r];
+  if (v.storage == DType::I4) {
+    const uint8_t *row =
+        static_cast<const uint8_t *>(v.data) + r * int4RowBytes(v.k);
+    const uint16_t *p =
+        v.groupParams +
+        (r * int4Groups(v.k, v.groupSize) + c / v.groupSize) * 2;
+    return f16ToFloat(p[1]) + float(int4CodeAt(row, c)) * f16ToFloat(p[0]);
+  }
   if (v.storage != DType::I8)
     return loadAsFloat(v.data, v.storage, i);
   const int32_t *end = v.outlierCols + v.numOutliers;

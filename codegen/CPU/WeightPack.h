@@ -3,7 +3,8 @@
 //
 // The one place that turns a linear layer's weight into what the CPU kernels
 // stream: rows W[n, :] of k elements (the [N, K] "out_in" layout, gate and
-// up stacked along N), stored f32, bf16, f16 or int8. The compiler calls it to
+// up stacked along N), stored f32, bf16, f16, int8, fp8_e4m3 or int4. The
+// compiler calls it to
 // store weights compiled into a plan; the executor only points a
 // PackedWeight at the bytes (WeightView), so loading converts nothing.
 //
@@ -15,6 +16,21 @@
 // (zero there) and kept in bf16 as a dense [N, numOutliers] side matrix
 // with their column indices; the kernels add x[:, cols] . outliers^T.
 // docs/cpu-kernels.md describes the scheme and why it was chosen.
+//
+// fp8_e4m3 is weight-only too: one f32 scale per output row (its abs-max
+// over 448, e4m3's largest finite value) and the codes W / scale rounded to
+// nearest even, [n, k] bytes.
+//
+// int4 is group-wise along K: each run of `groupSize` (32, 64 or 128)
+// weights of a row has an f16 (scale, min) pair, min = the group's minimum
+// and scale = (max - min) / 15, and code q in [0, 15] stands for
+// min + q * scale (asymmetric: the min is the zero point). When k is not a
+// multiple of the group size the row's last group is shorter (k mod
+// groupSize weights), as ONNX Runtime's MatMulNBits has it. A row is a
+// sequence of 64-byte blocks of 128 weights, the last zero padded: weight
+// 16j + l of a block is nibble j (bits 4j..4j+3) of the block's
+// little-endian 32-bit word l, so that one 64-byte load and a shift and a
+// mask per j give 16 consecutive weights in the 16 lanes (Int4Layout below).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,13 +55,45 @@ constexpr float kOutlierRowMedianRatio = 16.0f;
 /// extreme first: the side matrix stays under 1/32 of the int8 bytes x 2.
 constexpr int64_t kMaxOutlierFraction = 64;
 
+/// int4 weights per 64-byte block of a packed row.
+constexpr int64_t kInt4Block = 128;
+/// The int4 group sizes packWeightRows accepts, and its default.
+constexpr int64_t kInt4GroupSizes[] = {32, 64, 128};
+constexpr int64_t kDefaultInt4GroupSize = 128;
+
+/// Bytes of one int4 row of k weights: whole 64-byte blocks.
+inline int64_t int4RowBytes(int64_t k) {
+  return (k + kInt4Block - 1) / kInt4Block * (kInt4Block / 2);
+}
+
+/// Groups of an int4 row of k weights (the last one may be short).
+inline int64_t int4Groups(int64_t k, int64_t groupSize) {
+  return (k + groupSize - 1) / groupSize;
+}
+
+/// Code of weight c of an int4 row (the layout above).
+inline unsigned int4CodeAt(const uint8_t *row, int64_t c) {
+  int64_t e = c % kInt4Block, j = e / 16, l = e % 16;
+  uint8_t byte = row[c / kInt4Block * (kInt4Block / 2) + 4 * l + j / 2];
+  return (byte >> (4 * (j % 2))) & 0xfu;
+}
+
+/// Whether `g` is one of kInt4GroupSizes.
+bool isInt4GroupSize(int64_t g);
+
 /// Borrowed view of a packed weight (plan blob, or a WeightPacking).
 struct WeightView {
-  DType storage = DType::F32; ///< F32, BF16, F16 or I8
+  DType storage = DType::F32; ///< F32, BF16, F16, I8, FP8E4M3 or I4
   int64_t n = 0, k = 0;
-  const void *data = nullptr; ///< [n, k] of storage
-  // I8 only.
+  /// [n, k] of storage; I4: [n, int4RowBytes(k)] as described above.
+  const void *data = nullptr;
+  // I8 and FP8E4M3 (one scale per output row).
   const float *scales = nullptr; ///< [n]
+  // I4 only: weights per group and the f16 (scale, min) pairs, [n,
+  // int4Groups(k, groupSize), 2].
+  int64_t groupSize = 0;
+  const uint16_t *groupParams = nullptr;
+  // I8 only.
   int64_t numOutliers = 0;
   const int32_t *outlierCols = nullptr; ///< [numOutliers], increasing, < k
   const uint16_t *outliers = nullptr;   ///< bf16 [n, numOutliers]
@@ -59,21 +107,27 @@ struct WeightPacking {
   std::vector<float> scales;
   std::vector<int32_t> outlierCols;
   std::vector<uint16_t> outliers;
+  int64_t groupSize = 0;
+  std::vector<uint16_t> groupParams;
   WeightView view() const;
 };
 
 /// Whether `storage` is a dtype packWeightRows writes (f32, bf16, f16,
-/// int8).
+/// int8, fp8_e4m3, int4).
 bool isPackableWeightType(DType storage);
 
 /// Packs the f32 rows w[n, k] as `storage`: a copy (f32), round to nearest
-/// even (bf16, f16), or int8 as described above. Non-finite weights are refused
-/// (they would poison a whole row's scale).
+/// even (bf16, f16), or int8, fp8_e4m3 or int4 as described above.
+/// `groupSize` is int4's (0: kDefaultInt4GroupSize) and must be 0 for the
+/// other dtypes. Non-finite weights are refused
+/// (they would poison a whole row's or group's scale), and so are int4
+/// groups whose scale or min overflow f16.
 Status packWeightRows(const float *w, int64_t n, int64_t k, DType storage,
-                      WeightPacking &out);
+                      WeightPacking &out, int64_t groupSize = 0);
 
 /// Checks that a view is complete and consistent: dtype, pointers, outlier
-/// columns increasing and below k. Errors say which part is wrong.
+/// columns increasing and below k, int4's group size. Errors say which part
+/// is wrong.
 Status checkWeightView(const WeightView &v);
 
 /// Bytes a GEMV over the view reads (weights, scales and outliers).

@@ -31,6 +31,10 @@ compileONNXToPlan(const std::string &path,
   auto weightType = parseWeightDtype(options.weightDtype);
   if (!weightType)
     return weightType.takeError();
+  if (llvm::Expected<int64_t> group =
+          resolveWeightGroupSize(*weightType, options.weightGroupSize);
+      !group)
+    return group.takeError();
   llvm::Expected<std::unique_ptr<::folio::onnx::Model>> loaded =
       ::folio::onnx::loadModel(path);
   if (!loaded)
@@ -81,7 +85,8 @@ compileONNXToPlan(const std::string &path,
   llvm::Expected<::folio::plan::Plan> p = lowerModuleToPlan(*module);
   if (!p || !*weightType)
     return p;
-  if (llvm::Error err = storePackedWeights(*p, **weightType))
+  if (llvm::Error err =
+          storePackedWeights(*p, **weightType, options.weightGroupSize))
     return std::move(err);
   return p;
 }

@@ -51,6 +51,9 @@ struct CompileToPlanOptions {
   /// "f32", "bf16", "f16" or "int8" packs them at compile time. A .folio
   /// plan must have been compiled with it unless it is "none".
   std::string weightDtype = "none";
+  /// --weight-group-size: int4's group along K (0: 128); refused for the
+  /// other dtypes (StoreWeights.h, resolveWeightGroupSize).
+  int64_t weightGroupSize = 0;
   /// A .folio plan only: hash its weight blob against the checksum the file
   /// stores (the metadata's is always checked). Off skips one pass over
   /// the weights at load time and trusts them.

@@ -43,6 +43,12 @@ bool toCpuType(plan::ElemType t, cpu::DType &out) {
   case plan::ElemType::I8:
     out = cpu::DType::I8;
     return true;
+  case plan::ElemType::F8E4M3:
+    out = cpu::DType::FP8E4M3;
+    return true;
+  case plan::ElemType::I4:
+    out = cpu::DType::I4;
+    return true;
   default:
     return false;
   }
@@ -70,9 +76,10 @@ parseWeightDtype(const std::string &name) {
     return plan::ElemType::F16;
   if (name == "int8")
     return plan::ElemType::I8;
-  if (name == "fp8_e4m3" || name == "int4")
-    return error("--weight-dtype " + name +
-                 " is not supported yet; supported: " + kSupportedWeightDtypes);
+  if (name == "fp8_e4m3")
+    return plan::ElemType::F8E4M3;
+  if (name == "int4")
+    return plan::ElemType::I4;
   return error("--weight-dtype '" + name +
                "' is not a weight dtype; supported: " + kSupportedWeightDtypes);
 }
@@ -81,12 +88,35 @@ const char *weightDtypeName(plan::ElemType type) {
   return type == plan::ElemType::I8 ? "int8" : plan::elemTypeName(type);
 }
 
-llvm::Error storePackedWeights(plan::Plan &p, plan::ElemType type) {
+llvm::Expected<int64_t>
+resolveWeightGroupSize(std::optional<plan::ElemType> type, int64_t groupSize) {
+  bool int4 = type && *type == plan::ElemType::I4;
+  if (!int4) {
+    if (groupSize != 0)
+      return error(std::string("--weight-group-size applies to --weight-dtype "
+                               "int4 only, not ") +
+                   (type ? weightDtypeName(*type) : "none") +
+                   " (int8 and fp8_e4m3 scale per output channel)");
+    return 0;
+  }
+  if (groupSize == 0)
+    return cpu::kDefaultInt4GroupSize;
+  if (!cpu::isInt4GroupSize(groupSize))
+    return error("--weight-group-size " + std::to_string(groupSize) +
+                 " is not an int4 group size; supported: 32, 64, 128");
+  return groupSize;
+}
+
+llvm::Error storePackedWeights(plan::Plan &p, plan::ElemType type,
+                               int64_t groupSize) {
   cpu::DType storage;
   if (!toCpuType(type, storage))
     return error(std::string("cannot store weights as ") +
                  plan::elemTypeName(type) +
                  "; supported: " + kSupportedWeightDtypes);
+  llvm::Expected<int64_t> group = resolveWeightGroupSize(type, groupSize);
+  if (!group)
+    return group.takeError();
   std::vector<const plan::Constant *> constantOf(p.values.size(), nullptr);
   for (const plan::Constant &c : p.constants)
     constantOf[size_t(c.value)] = &c;
@@ -120,7 +150,7 @@ llvm::Error storePackedWeights(plan::Plan &p, plan::ElemType type) {
         // Only constant float matrices; anything else stays with the
         // executor, which checks it as before.
         if (!c || p.values[size_t(id)].dims.size() != 2 ||
-            !toCpuType(p.values[size_t(id)].type, t) || t == cpu::DType::I8) {
+            !toCpuType(p.values[size_t(id)].type, t) || !cpu::isPlainFloat(t)) {
           g.constants.clear();
           break;
         }
@@ -174,20 +204,35 @@ llvm::Error storePackedWeights(plan::Plan &p, plan::ElemType type) {
       row0 += g.inOut ? cols : r;
     }
     cpu::WeightPacking packing;
-    cpu::Status st = cpu::packWeightRows(rows.data(), n, k, storage, packing);
+    cpu::Status st =
+        cpu::packWeightRows(rows.data(), n, k, storage, packing, *group);
     if (!st.ok())
       return error(s.kind + " '" + s.name + "': operand " +
-                   std::to_string(g.operand) + ": " + st.message());
+                   std::to_string(g.operand) + " (weight " + std::to_string(n) +
+                   " x " + std::to_string(k) +
+                   ", out x in features): " + st.message());
     plan::StoredWeight w;
     w.step = g.step;
     w.operand = g.operand;
     w.numOperands = g.count;
     w.type = type;
-    w.layout = plan::WeightLayout::RowsNK;
+    w.layout = storage != cpu::DType::I4 ? plan::WeightLayout::RowsNK
+               : *group == 32            ? plan::WeightLayout::Int4G32
+               : *group == 64            ? plan::WeightLayout::Int4G64
+                                         : plan::WeightLayout::Int4G128;
     w.n = n;
     w.k = k;
     w.dataBytes = packing.data.size();
     w.dataOffset = blob.append(packing.data.data(), w.dataBytes);
+    if (storage == cpu::DType::FP8E4M3) {
+      w.scalesBytes = packing.scales.size() * 4;
+      w.scalesOffset = blob.append(packing.scales.data(), w.scalesBytes);
+    }
+    if (storage == cpu::DType::I4) {
+      // The f16 (scale, min) pairs, in the scales range.
+      w.scalesBytes = packing.groupParams.size() * 2;
+      w.scalesOffset = blob.append(packing.groupParams.data(), w.scalesBytes);
+    }
     if (storage == cpu::DType::I8) {
       w.numOutliers = int64_t(packing.outlierCols.size());
       w.scalesBytes = packing.scales.size() * 4;

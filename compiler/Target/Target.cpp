@@ -112,6 +112,13 @@ int64_t resolveBlockSize(KVCacheDType resolved, int64_t requested) {
   return resolved == KVCacheDType::Int2 ? 32 : 16;
 }
 
+bool isWeightDtypeName(std::string_view name) {
+  for (std::string_view n : {"f32", "bf16", "f16", "int8", "fp8_e4m3", "int4"})
+    if (name == n)
+      return true;
+  return false;
+}
+
 bool isValidBlockSize(int64_t blockSize) {
   return blockSize >= 1 && blockSize <= 256 &&
          (blockSize & (blockSize - 1)) == 0;

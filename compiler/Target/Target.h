@@ -51,6 +51,12 @@ KVCacheDType resolveKVCacheDType(Target target, KVCacheDType requested);
 /// Bits per stored cache element.
 unsigned kvCacheDTypeBits(KVCacheDType dtype);
 
+/// The stored weight dtypes `folioc --weight-dtype` takes, for messages and
+/// for the tools that pass the flag on to folioc.
+inline constexpr const char *kWeightDtypeNames =
+    "f32, bf16, f16, int8, fp8_e4m3, int4";
+bool isWeightDtypeName(std::string_view name);
+
 /// KV block sizes are powers of two from 1 to 256 tokens.
 bool isValidBlockSize(int64_t blockSize);
 

@@ -158,10 +158,17 @@ Status bindStoredWeight(const PrepareContext &ctx, const plan::StoredWeight &w,
   case ElemType::I8:
     v.storage = cpu::DType::I8;
     break;
+  case ElemType::F8E4M3:
+    v.storage = cpu::DType::FP8E4M3;
+    break;
+  case ElemType::I4:
+    v.storage = cpu::DType::I4;
+    break;
   default:
     return prepareError(ctx, std::string("stored weight of ") +
                                  plan::elemTypeName(w.type) +
-                                 "; the CPU reads f32, bf16, f16 or int8");
+                                 "; the CPU reads f32, bf16, f16, int8, "
+                                 "fp8_e4m3 or int4");
   }
   const uint8_t *blob = ctx.plan.blob.data();
   v.n = w.n;
@@ -173,6 +180,12 @@ Status bindStoredWeight(const PrepareContext &ctx, const plan::StoredWeight &w,
     v.outlierCols =
         reinterpret_cast<const int32_t *>(blob + w.outlierColsOffset);
     v.outliers = reinterpret_cast<const uint16_t *>(blob + w.outliersOffset);
+  }
+  if (w.type == ElemType::F8E4M3)
+    v.scales = reinterpret_cast<const float *>(blob + w.scalesOffset);
+  if (w.type == ElemType::I4) {
+    v.groupSize = plan::int4LayoutGroupSize(w.layout);
+    v.groupParams = reinterpret_cast<const uint16_t *>(blob + w.scalesOffset);
   }
   const float *bias = nullptr;
   if (biasOp >= 0) {

@@ -270,7 +270,30 @@ const StoredWeight *Plan::findStoredWeight(int32_t step,
 }
 
 const char *weightLayoutName(WeightLayout l) {
-  return l == WeightLayout::RowsNK ? "rows_nk" : "unknown";
+  switch (l) {
+  case WeightLayout::RowsNK:
+    return "rows_nk";
+  case WeightLayout::Int4G32:
+    return "int4_g32";
+  case WeightLayout::Int4G64:
+    return "int4_g64";
+  case WeightLayout::Int4G128:
+    return "int4_g128";
+  }
+  return "unknown";
+}
+
+int64_t int4LayoutGroupSize(WeightLayout l) {
+  switch (l) {
+  case WeightLayout::Int4G32:
+    return 32;
+  case WeightLayout::Int4G64:
+    return 64;
+  case WeightLayout::Int4G128:
+    return 128;
+  default:
+    return 0;
+  }
 }
 
 int32_t Plan::addValue(ValueInfo info) {

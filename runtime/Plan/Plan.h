@@ -214,10 +214,21 @@ struct Entry {
 /// How a stored weight's bytes are laid out. RowsNK: rows W[n, :] of k
 /// elements (the [N, K] out_in layout), the operands it stands for stacked
 /// along N in operand order: the layout the CPU kernels stream
-/// (codegen/CPU/WeightPack.h writes it).
-enum class WeightLayout : uint8_t { RowsNK = 1 };
+/// (codegen/CPU/WeightPack.h writes it). Int4G32/G64/G128: int4 rows of
+/// 64-byte blocks of 128 nibbles (WeightPack.h gives the nibble order),
+/// each group of 32, 64 or 128 weights along K (a row's last group may be
+/// shorter) with an f16 (scale, min) pair; the group size is part of the layout
+/// because the params' count and the kernel's loop depend on it.
+enum class WeightLayout : uint8_t {
+  RowsNK = 1,
+  Int4G32 = 2,
+  Int4G64 = 3,
+  Int4G128 = 4
+};
 
 const char *weightLayoutName(WeightLayout l);
+/// The int4 group size of a layout; 0 for RowsNK (and unknown values).
+int64_t int4LayoutGroupSize(WeightLayout l);
 
 /// A linear weight the compiler stored in the dtype and layout the kernels
 /// read (folioc --weight-dtype), so an executor points its kernels at the
@@ -230,8 +241,9 @@ struct StoredWeight {
   int32_t step = -1;
   int32_t operand = -1;
   int32_t numOperands = 1;
-  /// F32, BF16, F16 or I8 (int8 with one f32 scale per output row and
-  /// outlier columns kept in bf16).
+  /// F32, BF16, F16, I8 (int8 with one f32 scale per output row and
+  /// outlier columns kept in bf16), F8E4M3 (one f32 scale per output row)
+  /// or I4 (groups along K, the group size in `layout`).
   ElemType type = ElemType::BF16;
   WeightLayout layout = WeightLayout::RowsNK;
   int64_t n = 0;           ///< output features (rows), stacked operands summed
@@ -239,11 +251,34 @@ struct StoredWeight {
   int64_t numOutliers = 0; ///< I8: columns kept in bf16
   /// The weights, [n, k] of `type`.
   uint64_t dataOffset = 0, dataBytes = 0;
-  /// I8 only (else 0 bytes): f32 scales [n], the increasing i32 outlier
-  /// column indices [numOutliers], their bf16 weights [n, numOutliers].
+  /// I8: f32 scales [n], the increasing i32 outlier column indices
+  /// [numOutliers], their bf16 weights [n, numOutliers]. F8E4M3: f32
+  /// scales [n]. I4: f16 (scale, min) pairs [n, k / group size] in the
+  /// scales range. Unused ranges are 0 bytes.
   uint64_t scalesOffset = 0, scalesBytes = 0;
   uint64_t outlierColsOffset = 0, outlierColsBytes = 0;
   uint64_t outliersOffset = 0, outliersBytes = 0;
+};
+
+/// A GPU kernel compiled ahead of time (folioc --target=sm_XX): the
+/// cubin NVRTC built for `arch` and its PTX, which a newer device JITs.
+/// Both live in the blob (64-byte aligned), each with its XXH64 checksum
+/// (planHash), so a flipped bit in a kernel is caught even when the
+/// weights' hash is skipped. The plan stays target-independent: an
+/// executor without a use for them ignores these records.
+struct DeviceKernel {
+  std::string name; ///< the extern "C" entry point
+  std::string key;  ///< the kernel cache key it was compiled under
+  std::string arch; ///< "sm_80", "sm_86", "sm_89" or "sm_90a"
+  /// The forward steps it runs, increasing.
+  std::vector<int32_t> steps;
+  uint64_t cubinOffset = 0, cubinBytes = 0, cubinHash = 0;
+  uint64_t ptxOffset = 0, ptxBytes = 0, ptxHash = 0;
+  /// From ptxas's report; -1 where it gave none.
+  int32_t registers = -1;
+  int32_t spillStoreBytes = -1, spillLoadBytes = -1;
+  int32_t stackFrameBytes = -1;
+  int32_t sharedBytes = -1; ///< static shared memory
 };
 
 /// A reusable buffer: values whose lifetimes do not overlap share it, so

@@ -43,6 +43,41 @@ Status checkRange(size_t i, const StoredWeight &w, const Plan &plan,
   return Status::ok();
 }
 
+/// The scales of an int8 or fp8 weight (f32, one per row) and int4's f16
+/// (scale, min) pairs are finite, and the scales not negative: a NaN or
+/// inf would turn whole rows of every output into NaN.
+Status checkScales(size_t i, const StoredWeight &w, const Plan &plan) {
+  const uint8_t *p = plan.blob.data() + w.scalesOffset;
+  if (w.type == ElemType::I4) {
+    int64_t group = int4LayoutGroupSize(w.layout);
+    int64_t groups = (w.k + group - 1) / group;
+    for (uint64_t j = 0; j < w.scalesBytes / 2; ++j) {
+      uint16_t h;
+      std::memcpy(&h, p + j * 2, 2);
+      bool finite = (h & 0x7c00u) != 0x7c00u;
+      bool negativeScale = j % 2 == 0 && (h & 0x8000u) && (h & 0x7fffu);
+      if (!finite || negativeScale)
+        return fail(i, w,
+                    std::string("the ") + (j % 2 ? "min" : "scale") +
+                        " of int4 group " +
+                        std::to_string(int64_t(j / 2) % groups) + " of row " +
+                        std::to_string(int64_t(j / 2) / groups) + " is " +
+                        (finite ? "negative" : "not finite") +
+                        "; scales are finite and >= 0, mins finite");
+    }
+    return Status::ok();
+  }
+  for (uint64_t j = 0; j < w.scalesBytes / 4; ++j) {
+    float f;
+    std::memcpy(&f, p + j * 4, 4);
+    if (!(f >= 0.0f && f <= 3.4028234663852886e38f))
+      return fail(i, w,
+                  "the scale of row " + std::to_string(j) + " is " +
+                      std::to_string(f) + "; scales are finite and >= 0");
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 Status validateStoredWeights(const Plan &plan) {
@@ -111,32 +146,50 @@ Status validateStoredWeights(const Plan &plan) {
     if (w.n > kMaxTensorElements / w.k)
       return fail(i, w, "it has more than 2^40 elements");
     if (w.type != ElemType::F32 && w.type != ElemType::BF16 &&
-        w.type != ElemType::F16 && w.type != ElemType::I8)
+        w.type != ElemType::F16 && w.type != ElemType::I8 &&
+        w.type != ElemType::F8E4M3 && w.type != ElemType::I4)
       return fail(i, w,
                   std::string("its dtype is ") +
                       (uint8_t(w.type) <= uint8_t(ElemType::I2)
                            ? elemTypeName(w.type)
                            : "unknown") +
-                      "; stored weights are f32, bf16, f16 or int8");
-    if (w.layout != WeightLayout::RowsNK)
+                      "; stored weights are f32, bf16, f16, int8, fp8_e4m3 "
+                      "or int4");
+    bool int8 = w.type == ElemType::I8, fp8 = w.type == ElemType::F8E4M3;
+    bool int4 = w.type == ElemType::I4;
+    int64_t group = int4LayoutGroupSize(w.layout);
+    if (int4 ? group == 0 : w.layout != WeightLayout::RowsNK)
       return fail(i, w,
-                  "its layout " + std::to_string(int(w.layout)) +
-                      " is not one this runtime reads (rows_nk = 1)");
-    bool int8 = w.type == ElemType::I8;
+                  std::string("its layout ") +
+                      (group || w.layout == WeightLayout::RowsNK
+                           ? weightLayoutName(w.layout)
+                           : std::to_string(int(w.layout)).c_str()) +
+                      " is not one this runtime reads for " +
+                      elemTypeName(w.type) + " weights (" +
+                      (int4 ? "int4_g32 = 2, int4_g64 = 3, int4_g128 = 4"
+                            : "rows_nk = 1") +
+                      ")");
     if (w.numOutliers < 0 || w.numOutliers > w.k || (!int8 && w.numOutliers))
       return fail(i, w,
                   std::to_string(w.numOutliers) +
                       " outlier columns; int8 weights have 0 to k, other "
                       "dtypes none");
     uint64_t n64 = uint64_t(w.n), o64 = uint64_t(w.numOutliers);
-    if (Status st =
-            checkRange(i, w, plan, "the weight data", w.dataOffset, w.dataBytes,
-                       n64 * uint64_t(w.k) * elemTypeSize(w.type));
+    // int4 rows are whole 64-byte blocks of 128 weights.
+    uint64_t dataWant = int4 ? n64 * uint64_t((w.k + 127) / 128 * 64)
+                             : n64 * uint64_t(w.k) * elemTypeSize(w.type);
+    if (Status st = checkRange(i, w, plan, "the weight data", w.dataOffset,
+                               w.dataBytes, dataWant);
         !st)
       return st;
+    uint64_t scalesWant = int8 || fp8 ? n64 * 4
+                          : int4 ? n64 * uint64_t((w.k + group - 1) / group) * 4
+                                 : 0;
     if (Status st = checkRange(i, w, plan, "the scales", w.scalesOffset,
-                               w.scalesBytes, int8 ? n64 * 4 : 0);
+                               w.scalesBytes, scalesWant);
         !st)
+      return st;
+    if (Status st = checkScales(i, w, plan); !st)
       return st;
     if (Status st =
             checkRange(i, w, plan, "the outlier columns", w.outlierColsOffset,

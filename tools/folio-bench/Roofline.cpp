@@ -16,9 +16,10 @@
 // (the best of the square sizes probed).
 //
 // Weight bytes are what the kernels stream as stored (int8: the codes plus
-// their scales and bf16 outlier columns), so each dtype is judged against
-// the roofline of its own bytes; decode_speedup_vs_bf16 compares the dtypes
-// of one thread count within the run.
+// their scales and bf16 outlier columns; fp8_e4m3: codes and scales; int4:
+// the nibbles and each group's f16 scale and min), so each dtype is judged
+// against the roofline of its own bytes; decode_speedup_vs_bf16 compares the
+// dtypes of one thread count within the run.
 //
 // Two ratios are reported (plus, for context, decode against a read loop
 // over a buffer of one token's bytes, which caches may partly hold). `paired`:

@@ -4,7 +4,8 @@
 // that dtype (and every other setting the same) and measured on the same
 // inputs as f32 weights:
 // - weight_bytes: the stored linear weights as the kernels stream them
-//   (int8 scales and bf16 outlier columns included); plan_blob_bytes adds
+//   (int8 scales and bf16 outlier columns, fp8 scales, int4 group scales
+//   and mins included); plan_blob_bytes adds
 //   the embedding, norms and other constants;
 // - perplexity: teacher-forced over the held-out windows (Quality.h);
 // - greedy_agreement: f32's greedy continuations of the windows' prompts
@@ -140,6 +141,9 @@ Expected<std::string> runWeightQuant(const std::string &model,
     j.key("weight_bytes_vs_f32").value(double(bytes) / double(f32Bytes));
     j.key("plan_blob_bytes").value(int64_t(plan->blob.size()));
     j.key("stored_weights").value(int64_t(plan->weights.size()));
+    if (dtype == "int4" && !plan->weights.empty())
+      j.key("group_size")
+          .value(plan::int4LayoutGroupSize(plan->weights.front().layout));
     if (dtype == "int8") {
       j.key("outlier_columns").value(outliers);
       j.key("outlier_column_fraction")

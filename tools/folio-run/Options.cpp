@@ -17,10 +17,11 @@ const char *const kUsage =
     "[--prompt-ids ...]\n"
     "                 [--max-new-tokens N] [--temperature T [--top-k K] "
     "[--top-p P] [--seed S]]\n"
-    "                 [--dump-logits out.npy] [--json] [--weight-dtype "
-    "f32|bf16|f16]\n"
+    "                 [--dump-logits out.npy] [--json] [--weight-dtype D]\n"
     "                 [--threads N] [--block-size B] [--max-model-len L]\n"
-    "                 [--kv-cache-dtype D] [--no-verify-weights]\n"
+    "                 [--kv-cache-dtype D] [--no-verify-weights] "
+    "[--device cpu|cuda|auto]\n"
+    "       folio-run --model M.folio --print-kernels\n"
     "Runs every prompt together as one ragged batch.\n"
     "  --model           a model exported to ONNX (compiled by running the "
     "folioc next to folio-run, or $FOLIOC) or a plan from `folioc -o "
@@ -38,8 +39,9 @@ const char *const kUsage =
     "float32 [prompts, N, vocab]\n"
     "  --json            print {\"outputs\":[{\"prompt_ids\":[..],"
     "\"token_ids\":[..]}, ..]}\n"
-    "  --weight-dtype    storage of linear weights: f32 (default), bf16, or "
-    "f16 (stored as bf16 on the CPU: oneDNN 2.6 has no f16 matmul)\n"
+    "  --weight-dtype    how folioc stores linear weights when compiling an "
+    ".onnx: f32 (default), bf16, f16, int8, fp8_e4m3, int4 "
+    "(docs/cpu-kernels.md); a .folio plan runs as it was compiled\n"
     "  --threads         kernel threads, oneDNN's OpenMP team included "
     "(default: FOLIO_NUM_THREADS or every core)\n"
     "  --block-size      KV block size when compiling an .onnx (default 16, "
@@ -194,9 +196,10 @@ Expected<Options> parseOptions(int argc, char **argv) {
       o.dumpLogits = value;
     } else if (arg == "--weight-dtype") {
       if (s = needValue(); s) {
-        if (value != "f32" && value != "bf16" && value != "f16")
+        if (!isWeightDtypeName(value))
           return Status::invalidArgument("--weight-dtype: '" + value +
-                                         "' is not one of f32, bf16, f16");
+                                         "' is not one of " +
+                                         kWeightDtypeNames);
         o.weightDtype = value;
         o.weightDtypeGiven = true;
       }

@@ -2,7 +2,7 @@
 //
 // folio-run --model M.onnx|M.folio --prompt-ids 1,2,3 [--prompt-ids ...]
 //           --max-new-tokens N [--temperature T --top-k K --top-p P --seed S]
-//           [--weight-dtype f32|bf16|f16] [--dump-logits out.npy] [--json]
+//           [--weight-dtype D] [--dump-logits out.npy] [--json]
 //
 // An .onnx is compiled by running folioc (this tool links the runtime
 // only). Errors print one line and exit 1; bad flags exit 2.
@@ -93,10 +93,16 @@ int main(int argc, char **argv) {
   int64_t numBlocks =
       core::Engine::blocksFor(o.prompts, o.maxNewTokens, blockSize);
   exec::ExecutorOptions eopts;
-  Expected<exec::WeightType> wt = exec::parseWeightType(o.weightDtype);
-  if (!wt)
-    return fail(wt.status());
-  eopts.weights = *wt;
+  // How the executor packs weights a plan keeps as constants (folioc stores
+  // every linear weight packed, so this matters only for plans without).
+  if (Expected<exec::WeightType> wt = exec::parseWeightType(o.weightDtype))
+    eopts.weights = *wt;
+  else if (o.weightDtypeGiven && plan->weights.empty())
+    return fail(Status::invalidArgument(
+        "--weight-dtype " + o.weightDtype + ": '" + o.model +
+        "' keeps its linear weights unpacked, and packing them at load "
+        "takes f32, bf16 or f16; recompile with folioc --weight-dtype=" +
+        o.weightDtype));
   eopts.numThreads = unsigned(o.threads);
   Expected<std::unique_ptr<core::Engine>> engine =
       core::Engine::create(plan, exec::createCPUExecutor(eopts), numBlocks);

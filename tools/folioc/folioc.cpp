@@ -156,9 +156,17 @@ cl::opt<int64_t> kvCacheResidual(
 cl::opt<std::string> weightDtype(
     "weight-dtype",
     cl::desc("How plans store linear weights, packed for the kernels: f32, "
-             "bf16, f16 or int8 (per-output-channel scales, outlier columns "
-             "in bf16)"),
+             "bf16, f16, int8 (per-output-channel scales, outlier columns "
+             "in bf16), fp8_e4m3 (per-output-channel scales) or int4 "
+             "(groups along K with an f16 scale and min each; "
+             "--weight-group-size)"),
     cl::init("bf16"), cl::cat(folioCategory));
+cl::opt<int64_t> weightGroupSize(
+    "weight-group-size",
+    cl::desc("--weight-dtype int4: weights per group along K, 32, 64 or 128 "
+             "(default 128); where the in features are not a multiple of "
+             "it, each row's last group is shorter"),
+    cl::init(0), cl::cat(folioCategory));
 cl::opt<std::string> calibrationData(
     "calibration-data",
     cl::desc("fp8 KV caches: run the model on this file at compile time and "
@@ -293,6 +301,17 @@ std::optional<std::optional<::folio::plan::ElemType>> checkWeightOptions() {
     errs() << "folioc: error: " << toString(parsed.takeError()) << "\n";
     return std::nullopt;
   }
+  if (weightGroupSize.getNumOccurrences() && weightGroupSize <= 0) {
+    errs() << "folioc: error: --weight-group-size " << weightGroupSize
+           << " is not an int4 group size; supported: 32, 64, 128\n";
+    return std::nullopt;
+  }
+  if (auto group =
+          mlir::folio::resolveWeightGroupSize(*parsed, weightGroupSize);
+      !group) {
+    errs() << "folioc: error: " << toString(group.takeError()) << "\n";
+    return std::nullopt;
+  }
   bool plan = emit == Emit::Plan || emit == Emit::Binary ||
               StringRef(outputPath).ends_with(".folio");
   if (weightDtype.getNumOccurrences() && !plan) {
@@ -312,7 +331,8 @@ lowerToPlan(ModuleOp module, std::optional<::folio::plan::ElemType> weights) {
       mlir::folio::lowerModuleToPlan(module);
   if (!plan || !weights)
     return plan;
-  if (llvm::Error err = mlir::folio::storePackedWeights(*plan, *weights))
+  if (llvm::Error err =
+          mlir::folio::storePackedWeights(*plan, *weights, weightGroupSize))
     return std::move(err);
   return plan;
 }

@@ -108,9 +108,10 @@ TEST(WeightPackTest, RefusesWhatItCannotPack) {
   EXPECT_NE(s.message().find("weight (1, 0) is not finite"), std::string::npos)
       << s.message();
   w[2] = 3;
-  s = packWeightRows(w.data(), 2, 2, DType::I4, p);
+  s = packWeightRows(w.data(), 2, 2, DType::I2, p);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("f32, bf16, f16 or int8"), std::string::npos);
+  EXPECT_NE(s.message().find("f32, bf16, f16, int8, fp8_e4m3 or int4"),
+            std::string::npos);
 }
 
 TEST(WeightPackTest, ViewChecksNameTheBadPart) {

@@ -1,0 +1,73 @@
+//===- GemvPanelAvx512.cpp - Prefill GEMM on a dequantized panel ----------===//
+//
+// The fp8 and int4 kernels dequantize 32 weight rows once into an f32
+// panel, k-major, that stays in L2 (128 KiB at K = 1024), and run every x
+// row over it: each converted weight then serves all of x instead of being
+// converted again per few rows, and the weights are read from memory once
+// per call. The micro-kernel is the usual one (GemvInt8Avx512.cpp's): 6 x
+// rows by two vectors of outputs, each x element broadcast to both.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CPU/Avx512Math.h"
+#include "codegen/CPU/Gemv.h"
+
+namespace folio::cpu::detail {
+
+namespace {
+
+using namespace folio::cpu::avx512;
+
+template <int MR>
+FOLIO_AVX512 void panelTile(const float *x, int64_t k, const float *panel,
+                            int64_t cols, const float *bias, float *y,
+                            int64_t ldy) {
+  __m512 acc[MR][2];
+  for (int j = 0; j < MR; ++j)
+    acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+  for (int64_t kk = 0; kk < k; ++kk) {
+    __m512 w0 = _mm512_loadu_ps(panel + kk * kDequantPanelRows);
+    __m512 w1 = _mm512_loadu_ps(panel + kk * kDequantPanelRows + 16);
+    for (int j = 0; j < MR; ++j) {
+      __m512 xb = _mm512_set1_ps(x[j * k + kk]);
+      acc[j][0] = _mm512_fmadd_ps(w0, xb, acc[j][0]);
+      acc[j][1] = _mm512_fmadd_ps(w1, xb, acc[j][1]);
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    int64_t left = cols - 16 * h;
+    if (left <= 0)
+      break;
+    __mmask16 msk = left >= 16 ? __mmask16(0xffff) : tailMask(left);
+    __m512 b =
+        bias ? _mm512_maskz_loadu_ps(msk, bias + 16 * h) : _mm512_setzero_ps();
+    for (int j = 0; j < MR; ++j)
+      _mm512_mask_storeu_ps(y + j * ldy + 16 * h, msk,
+                            _mm512_add_ps(acc[j][h], b));
+  }
+}
+
+} // namespace
+
+void panelGemmAvx512(const float *x, int64_t m, int64_t k, const float *panel,
+                     int64_t cols, const float *bias, float *y, int64_t ldy) {
+  int64_t r = 0;
+  for (; r + 6 <= m; r += 6)
+    panelTile<6>(x + r * k, k, panel, cols, bias, y + r * ldy, ldy);
+  switch (m - r) {
+  case 5:
+    return panelTile<5>(x + r * k, k, panel, cols, bias, y + r * ldy, ldy);
+  case 4:
+    return panelTile<4>(x + r * k, k, panel, cols, bias, y + r * ldy, ldy);
+  case 3:
+    return panelTile<3>(x + r * k, k, panel, cols, bias, y + r * ldy, ldy);
+  case 2:
+    return panelTile<2>(x + r * k, k, panel, cols, bias, y + r * ldy, ldy);
+  case 1:
+    return panelTile<1>(x + r * k, k, panel, cols, bias, y + r * ldy, ldy);
+  default:
+    return;
+  }
+}
+
+} // namespace folio::cpu::detail

@@ -1,0 +1,318 @@
+//===- QuantLinearTest.cpp - fp8_e4m3 and int4 weights and kernels --------===//
+
+#include "test/unittests/CPUKernels/TestUtil.h"
+
+#include "codegen/CPU/Linear.h"
+#include "codegen/CPU/WeightPack.h"
+
+#include <algorithm>
+
+using namespace folio::cpu;
+using namespace folio::cpu::test;
+
+namespace {
+
+/// y = x . W^T + bias with W as the view stores it (dequantized), in
+/// double: only the kernel's f32 arithmetic differs.
+std::vector<float> reference(const std::vector<float> &x, int64_t m,
+                             const WeightView &v, const float *bias) {
+  std::vector<float> y(size_t(m * v.n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < v.n; ++r) {
+      double s = bias ? bias[r] : 0.0;
+      for (int64_t c = 0; c < v.k; ++c)
+        s += double(x[size_t(i * v.k + c)]) * weightViewAt(v, r, c);
+      y[size_t(i * v.n + r)] = float(s);
+    }
+  return y;
+}
+
+/// |got - want| within f32 accumulation error of sum |x w| (plus, for
+/// int4, of the min term, which the kernels add as min x sum(x)).
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 const std::vector<float> &x, int64_t m, const WeightView &v,
+                 const float *bias, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < v.n; ++r) {
+      double mag = bias ? std::fabs(bias[r]) : 0.0;
+      for (int64_t c = 0; c < v.k; ++c) {
+        double xc = std::fabs(double(x[size_t(i * v.k + c)]));
+        mag += xc * std::fabs(weightViewAt(v, r, c));
+        if (v.storage == DType::I4) {
+          const uint16_t *p =
+              v.groupParams +
+              (r * int4Groups(v.k, v.groupSize) + c / v.groupSize) * 2;
+          mag += xc * (15 * std::fabs(f16ToFloat(p[0])) +
+                       std::fabs(f16ToFloat(p[1])));
+        }
+      }
+      size_t at = size_t(i * v.n + r);
+      ASSERT_NEAR(got[at], want[at], 2e-6 * double(v.k) * mag + 1e-30)
+          << what << " at (" << i << "," << r << ")";
+    }
+}
+
+std::string label(Isa isa, int64_t m, int64_t n, int64_t k) {
+  return std::string(isaName(isa)) + " m=" + std::to_string(m) +
+         " n=" + std::to_string(n) + " k=" + std::to_string(k);
+}
+
+/// Runs linear() over every ISA and pool and compares with the reference.
+void checkAllPaths(const WeightView &v, const std::vector<float> &x, int64_t m,
+                   const std::vector<float> &bias, const std::string &what) {
+  PackedWeight pw;
+  ASSERT_TRUE(
+      PackedWeight::fromView(v, bias.empty() ? nullptr : bias.data(), pw).ok());
+  EXPECT_FALSE(pw.usesDnnl());
+  const float *b = bias.empty() ? nullptr : bias.data();
+  std::vector<float> want = reference(x, m, v, b);
+  for (Isa isa : hostIsas())
+    for (ThreadPool *pool : {&serialPool(), &parallelPool()}) {
+      IsaScope scope(isa);
+      std::vector<float> y(size_t(m * v.n), NAN);
+      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), *pool).ok());
+      expectClose(y, want, x, m, v, b, what + " " + label(isa, m, v.n, v.k));
+    }
+}
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+TEST(Fp8WeightTest, PacksEachRowToItsScale) {
+  int64_t n = 6, k = 77;
+  std::vector<float> w = randomVector(size_t(n * k), 1);
+  for (int64_t c = 0; c < k; ++c)
+    w[size_t(5 * k + c)] = 0.0f; // a zero row: scale 0
+  WeightPacking p;
+  ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::FP8E4M3, p).ok());
+  WeightView v = p.view();
+  ASSERT_TRUE(checkWeightView(v).ok());
+  EXPECT_EQ(p.data.size(), size_t(n * k));
+  for (int64_t r = 0; r < n; ++r) {
+    float absMax = 0;
+    for (int64_t c = 0; c < k; ++c)
+      absMax = std::max(absMax, std::fabs(w[size_t(r * k + c)]));
+    EXPECT_FLOAT_EQ(v.scales[r], absMax / 448.0f);
+    for (int64_t c = 0; c < k; ++c) {
+      float want = w[size_t(r * k + c)];
+      // 3 mantissa bits: half a step is 2^-4 of the value, or 2^-10 x
+      // scale among the subnormals.
+      EXPECT_LE(std::fabs(weightViewAt(v, r, c) - want),
+                std::max(std::fabs(want) / 16, 0.001f * v.scales[r]))
+          << r << "," << c;
+    }
+  }
+  // The row's largest magnitude is exactly +-448 x scale.
+  EXPECT_EQ(fp8E4M3ToFloat(p.data[0]) == 448.0f ||
+                std::any_of(p.data.begin(), p.data.begin() + k,
+                            [](uint8_t c) { return (c & 0x7f) == 0x7e; }),
+            true);
+  EXPECT_EQ(v.scales[5], 0.0f);
+  for (int64_t c = 0; c < k; ++c)
+    EXPECT_EQ(weightViewAt(v, 5, c), 0.0f);
+}
+
+TEST(Fp8WeightTest, MatchesTheReferenceOnEveryPath) {
+  // K around the vectors (16, 32 codes) and lines, N = 1 and off the 4-row
+  // tiles, M = 0, 1, the 4-row x tiles with remainders, M past
+  // kConvertTileRows (the prefill panels, with a partial panel).
+  const Shape shapes[] = {{1, 1, 1},  {1, 1, 17},   {1, 5, 15},   {2, 3, 63},
+                          {3, 9, 65}, {4, 8, 64},   {5, 13, 130}, {8, 4, 256},
+                          {0, 4, 32}, {9, 37, 200}, {33, 70, 96}};
+  for (const Shape &s : shapes) {
+    std::vector<float> w = randomVector(size_t(s.n * s.k), uint32_t(s.k + s.n));
+    WeightPacking p;
+    ASSERT_TRUE(packWeightRows(w.data(), s.n, s.k, DType::FP8E4M3, p).ok());
+    checkAllPaths(p.view(), randomVector(size_t(s.m * s.k), 5), s.m,
+                  randomVector(size_t(s.n), 9), "fp8");
+  }
+}
+
+TEST(Fp8WeightTest, SubnormalZeroAndExtremeRows) {
+  // Row 0 zero, row 1 tiny, row 2 huge, row 3 spanning e4m3's subnormals
+  // (values far below the row's max): each row is relative to its scale.
+  for (int64_t m : {int64_t(1), int64_t(3), int64_t(20)}) {
+    int64_t n = 5, k = 67;
+    std::vector<float> w = randomVector(size_t(n * k), 11);
+    for (int64_t c = 0; c < k; ++c) {
+      w[size_t(0 * k + c)] = 0.0f;
+      w[size_t(1 * k + c)] *= 1e-30f;
+      w[size_t(2 * k + c)] *= 1e30f;
+      w[size_t(3 * k + c)] = c == 0 ? 448.0f : float(c % 8) * 0.001953125f;
+    }
+    WeightPacking p;
+    ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::FP8E4M3, p).ok());
+    // Row 3's scale is 1, so its small weights are the exact subnormal
+    // codes 1-7 (x 2^-9).
+    ASSERT_EQ(p.scales[3], 1.0f);
+    for (int64_t c = 1; c < k; ++c)
+      ASSERT_EQ(weightViewAt(p.view(), 3, c), w[size_t(3 * k + c)]);
+    std::vector<float> x = randomVector(size_t(m * k), 12);
+    checkAllPaths(p.view(), x, m, {}, "fp8 extremes");
+    PackedWeight pw;
+    ASSERT_TRUE(PackedWeight::fromView(p.view(), nullptr, pw).ok());
+    for (Isa isa : hostIsas()) {
+      IsaScope scope(isa);
+      std::vector<float> y(size_t(m * n), NAN);
+      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
+      for (int64_t i = 0; i < m; ++i) {
+        EXPECT_EQ(y[size_t(i * n)], 0.0f);
+        EXPECT_NE(y[size_t(i * n + 1)], 0.0f);
+        EXPECT_TRUE(std::isfinite(y[size_t(i * n + 2)]));
+      }
+    }
+  }
+}
+
+TEST(Int4WeightTest, PacksGroupsWithScaleAndMin) {
+  for (int64_t g : kInt4GroupSizes) {
+    // A partial last 128-block for g < 128, and a short last group of 16.
+    int64_t n = 3, k = 2 * g + 128 + 16;
+    int64_t groups = int4Groups(k, g);
+    ASSERT_EQ(groups, 2 + 128 / g + 1);
+    std::vector<float> w = randomVector(size_t(n * k), uint32_t(g), -2, 3);
+    // Group 0 of row 1 constant, of row 2 zero.
+    for (int64_t c = 0; c < g; ++c) {
+      w[size_t(1 * k + c)] = 0.7f;
+      w[size_t(2 * k + c)] = 0.0f;
+    }
+    WeightPacking p;
+    ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::I4, p, g).ok());
+    WeightView v = p.view();
+    ASSERT_TRUE(checkWeightView(v).ok());
+    EXPECT_EQ(v.groupSize, g);
+    EXPECT_EQ(p.data.size(), size_t(n * ((k + 127) / 128) * 64));
+    EXPECT_EQ(p.groupParams.size(), size_t(n * groups * 2));
+    EXPECT_EQ(weightViewBytes(v), p.data.size() + p.groupParams.size() * 2);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        const float *grp = w.data() + r * k + gi * g;
+        int64_t len = std::min(g, k - gi * g);
+        float lo = *std::min_element(grp, grp + len);
+        float hi = *std::max_element(grp, grp + len);
+        float scale = f16ToFloat(p.groupParams[size_t((r * groups + gi) * 2)]);
+        float mn = f16ToFloat(p.groupParams[size_t((r * groups + gi) * 2 + 1)]);
+        EXPECT_NEAR(mn, lo, std::fabs(lo) / 1024);
+        EXPECT_NEAR(scale, (hi - lo) / 15, (hi - lo) / 15 / 512 + 1e-7f);
+        for (int64_t i = 0; i < len; ++i)
+          EXPECT_LE(std::fabs(weightViewAt(v, r, gi * g + i) - grp[i]),
+                    0.5f * scale + (std::fabs(lo) + std::fabs(hi)) / 1024)
+              << "g=" << g << " row " << r << " col " << gi * g + i;
+      }
+    // The constant and the zero group are exact.
+    for (int64_t c = 0; c < g; ++c) {
+      EXPECT_EQ(weightViewAt(v, 1, c), f16ToFloat(floatToF16(0.7f)));
+      EXPECT_EQ(weightViewAt(v, 2, c), 0.0f);
+    }
+  }
+}
+
+TEST(Int4WeightTest, NibbleLayoutIsTheDocumentedOne) {
+  // Weight 16j + l of a block is nibble j of 32-bit word l: codes 0..15
+  // written as weight value = code (min 0, scale 1) land there.
+  int64_t k = 128;
+  std::vector<float> w(static_cast<size_t>(k));
+  for (int64_t c = 0; c < k; ++c)
+    w[size_t(c)] = float((c * 7 + c / 16) % 16);
+  w[0] = 0.0f;
+  w[1] = 15.0f; // pin min 0 and max 15
+  WeightPacking p;
+  ASSERT_TRUE(packWeightRows(w.data(), 1, k, DType::I4, p, 128).ok());
+  ASSERT_EQ(f16ToFloat(p.groupParams[0]), 1.0f);
+  ASSERT_EQ(f16ToFloat(p.groupParams[1]), 0.0f);
+  for (int64_t c = 0; c < k; ++c) {
+    int64_t j = c / 16, l = c % 16;
+    uint32_t word;
+    std::memcpy(&word, p.data.data() + 4 * l, 4);
+    EXPECT_EQ((word >> (4 * j)) & 0xf, uint32_t(w[size_t(c)])) << c;
+  }
+}
+
+TEST(Int4WeightTest, MatchesTheReferenceOnEveryPath) {
+  // K = one group, a partial 128-block (96, 160), several blocks; M = 0,
+  // 1, 2-5 (the two-row-by-four tiles and remainders), past
+  // kConvertTileRows (panels); N = 1 and off the tiles.
+  const Shape shapes[] = {{1, 1, 32},  {1, 5, 128},  {2, 3, 96},   {3, 9, 160},
+                          {4, 8, 256}, {5, 13, 384}, {0, 4, 128},  {1, 7, 512},
+                          {8, 3, 64},  {9, 37, 192}, {33, 70, 128}};
+  for (const Shape &s : shapes)
+    for (int64_t g : kInt4GroupSizes) {
+      if (s.k % g != 0)
+        continue;
+      std::vector<float> w =
+          randomVector(size_t(s.n * s.k), uint32_t(s.k + s.n + g), -1.5, 1);
+      WeightPacking p;
+      ASSERT_TRUE(packWeightRows(w.data(), s.n, s.k, DType::I4, p, g).ok());
+      checkAllPaths(p.view(), randomVector(size_t(s.m * s.k), 5), s.m,
+                    randomVector(size_t(s.n), 9),
+                    "int4 g=" + std::to_string(g));
+    }
+}
+
+TEST(Int4WeightTest, ConstantZeroAndLargeGroups) {
+  int64_t n = 4, k = 256;
+  for (int64_t m : {int64_t(1), int64_t(3), int64_t(12)}) {
+    std::vector<float> w = randomVector(size_t(n * k), 31);
+    for (int64_t c = 0; c < k; ++c) {
+      w[size_t(0 * k + c)] = 0.0f;                      // all zero
+      w[size_t(1 * k + c)] = c < 128 ? -3.25f : 60000;  // constant groups
+      w[size_t(2 * k + c)] = c % 2 ? 60000.0f : -60000; // f16's edge
+    }
+    WeightPacking p;
+    ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::I4, p, 128).ok());
+    std::vector<float> x = randomVector(size_t(m * k), 32);
+    checkAllPaths(p.view(), x, m, {}, "int4 extremes");
+    PackedWeight pw;
+    ASSERT_TRUE(PackedWeight::fromView(p.view(), nullptr, pw).ok());
+    for (Isa isa : hostIsas()) {
+      IsaScope scope(isa);
+      std::vector<float> y(size_t(m * n), NAN);
+      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
+      for (int64_t i = 0; i < m; ++i) {
+        EXPECT_EQ(y[size_t(i * n)], 0.0f);
+        double want = 0;
+        for (int64_t c = 0; c < k; ++c)
+          want += double(x[size_t(i * k + c)]) * (c < 128 ? -3.25 : 60000.0);
+        EXPECT_NEAR(y[size_t(i * n + 1)], want, 1e-4 * 60000 * k);
+      }
+    }
+  }
+}
+
+TEST(Int4WeightTest, RefusesWhatItCannotPack) {
+  std::vector<float> w(size_t(2 * 96), 1.0f);
+  WeightPacking p;
+  Status s = packWeightRows(w.data(), 2, 96, DType::I4, p, 48);
+  EXPECT_NE(s.message().find("supported: 32, 64, 128"), std::string::npos)
+      << s.message();
+  s = packWeightRows(w.data(), 2, 96, DType::FP8E4M3, p, 32);
+  EXPECT_NE(s.message().find("int4 weights only"), std::string::npos)
+      << s.message();
+  w[5] = 1e6f;
+  s = packWeightRows(w.data(), 2, 96, DType::I4, p, 32);
+  EXPECT_NE(s.message().find("group 0 of row 0"), std::string::npos)
+      << s.message();
+}
+
+TEST(Int4WeightTest, ViewChecksNameTheBadPart) {
+  std::vector<float> w = randomVector(size_t(4 * 128), 4);
+  WeightPacking p;
+  ASSERT_TRUE(packWeightRows(w.data(), 4, 128, DType::I4, p, 32).ok());
+  WeightView v = p.view();
+  WeightView badGroup = v;
+  badGroup.groupSize = 48;
+  EXPECT_NE(checkWeightView(badGroup).message().find("group size 48"),
+            std::string::npos);
+  WeightView noParams = v;
+  noParams.groupParams = nullptr;
+  EXPECT_NE(checkWeightView(noParams).message().find("group parameters"),
+            std::string::npos);
+  WeightView fp8 = v;
+  fp8.storage = DType::FP8E4M3;
+  EXPECT_NE(checkWeightView(fp8).message().find("no group parameters"),
+            std::string::npos);
+}
+
+} // namespace
