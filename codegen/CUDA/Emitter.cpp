@@ -2,6 +2,7 @@
 
 #include "codegen/CUDA/Emitter.h"
 
+#include "codegen/CUDA/RowEmitter.h"
 #include "codegen/CUDA/Templates.h"
 
 namespace folio::cuda {
@@ -63,7 +64,126 @@ std::string constant(const char *name, long long v) {
          std::to_string(v) + ";\n";
 }
 
+const char *floatTableEnum(DType t) {
+  return t == DType::BF16 ? "BF16" : t == DType::F16 ? "F16" : "F32";
+}
+
+/// The glue of a kernel whose entry point calls one template function:
+/// a config struct of `constants`, then the extern "C" entry point.
+std::string entryGlue(const std::string &name, const std::string &constants,
+                      int threads, const std::string &argsType,
+                      const std::string &call) {
+  return "struct " + name + "_config {\n" + constants + "};\n\n" +
+         "extern \"C\" __global__ void __launch_bounds__(" +
+         std::to_string(threads) + ")\n" + name + "(folio_cuda::" + argsType +
+         " args) {\n  folio_cuda::" + call + "<" + name +
+         "_config>(args);\n}\n";
+}
+
 } // namespace
+
+Status emitPagedPrefill(const PagedPrefillSpec &s, GeneratedKernel &out) {
+  if (Status st = validate(s); !st.ok())
+    return st;
+  out.name = kernelName(s);
+  out.key = canonicalKey(s);
+  std::string constants =
+      "  static constexpr folio_cuda::CacheType kType = "
+      "folio_cuda::CacheType::" +
+      std::string(cacheTypeEnum(s.cacheType)) + ";\n" +
+      constant("kBits", cpu::dtypeBits(s.cacheType)) +
+      constant("kHeadDim", s.headDim) + constant("kBlockSize", s.blockSize) +
+      constant("kNumKvHeads", s.numKvHeads) +
+      constant("kQueriesPerKv", s.queriesPerKv) + constant("kGroup", s.group) +
+      constant("kQueryTile", s.queryTile) + constant("kKeyTile", s.keyTile) +
+      constant("kThreads", s.threads);
+  out.source = header(out.name, out.key,
+                      "grid (" + std::to_string(s.numKvHeads) +
+                          " kv heads, ceil(max query tokens of a sequence / " +
+                          std::to_string(s.queryTile) +
+                          "), sequences), block " + std::to_string(s.threads) +
+                          ", " + std::to_string(pagedPrefillSharedBytes(s)) +
+                          " bytes of dynamic shared memory") +
+               templates({"Prelude.cuh", "PagedPrefill.cuh"}) +
+               guarded(out.name, entryGlue(out.name, constants, s.threads,
+                                           "PagedPrefillArgs", "pagedPrefill"));
+  return Status::success();
+}
+
+Status emitRowKernel(const RowKernelSpec &s, GeneratedKernel &out) {
+  std::string body;
+  if (Status st = emitRowBody(s, body); !st.ok())
+    return st;
+  out.name = kernelName(s);
+  out.key = canonicalKey(s);
+  std::string glue = "// Program: " + canonicalProgram(s) +
+                     "\nextern \"C\" __global__ void __launch_bounds__(" +
+                     std::to_string(s.threads) + ")\n" + out.name +
+                     "(folio_cuda::RowArgs args) {\n" + body + "}\n";
+  out.source = header(out.name, out.key,
+                      "grid (rows), block " + std::to_string(s.threads) +
+                          ", no dynamic shared memory") +
+               templates({"Prelude.cuh", "RowKernel.cuh"}) +
+               guarded(out.name, glue);
+  return Status::success();
+}
+
+Status emitRotary(const RotarySpec &s, GeneratedKernel &out) {
+  if (Status st = validate(s); !st.ok())
+    return st;
+  out.name = kernelName(s);
+  out.key = canonicalKey(s);
+  LaunchGeometry g = rotaryLaunch(s, 1);
+  std::string constants = constant("kHeadDim", s.headDim) +
+                          constant("kRotaryDim", s.rotaryDim) +
+                          "  static constexpr bool kInterleaved = " +
+                          (s.interleaved ? "true" : "false") + ";\n";
+  out.source =
+      header(out.name, out.key,
+             "grid (tokens, " + std::to_string(s.numHeads) + " heads), block " +
+                 std::to_string(g.block[0]) + ", no dynamic shared memory") +
+      templates({"Prelude.cuh", "Rotary.cuh"}) +
+      guarded(out.name, entryGlue(out.name, constants, int(g.block[0]),
+                                  "RotaryArgs", "rotary"));
+  return Status::success();
+}
+
+Status emitGather(const GatherSpec &s, GeneratedKernel &out) {
+  if (Status st = validate(s); !st.ok())
+    return st;
+  out.name = kernelName(s);
+  out.key = canonicalKey(s);
+  std::string constants = "  static constexpr bool kEmbedding = " +
+                          std::string(s.embedding ? "true" : "false") + ";\n" +
+                          "  static constexpr folio_cuda::CacheType kTable = "
+                          "folio_cuda::CacheType::" +
+                          floatTableEnum(s.tableType) + ";\n" +
+                          constant("kDim", s.dim) +
+                          constant("kThreads", s.threads);
+  out.source = header(out.name, out.key,
+                      "grid (rows), block " + std::to_string(s.threads) +
+                          ", no dynamic shared memory") +
+               templates({"Prelude.cuh", "Gather.cuh"}) +
+               guarded(out.name, entryGlue(out.name, constants, s.threads,
+                                           "GatherArgs", "gatherRows"));
+  return Status::success();
+}
+
+Status emitSample(const SampleSpec &s, GeneratedKernel &out) {
+  if (Status st = validate(s); !st.ok())
+    return st;
+  out.name = kernelName(s);
+  out.key = canonicalKey(s);
+  out.source = header(out.name, out.key,
+                      "grid (rows), block " + std::to_string(s.threads) +
+                          ", no dynamic shared memory") +
+               templates({"Prelude.cuh", "Sample.cuh"}) +
+               guarded(out.name,
+                       entryGlue(out.name, constant("kThreads", s.threads),
+                                 s.threads, "SampleArgs",
+                                 s.greedy ? "sampleGreedy" : "sampleTopKTopP"));
+  return Status::success();
+}
 
 Status emitKVWrite(const KVWriteSpec &s, GeneratedKernel &out) {
   if (Status st = validate(s); !st.ok())

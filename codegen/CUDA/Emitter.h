@@ -36,6 +36,24 @@ cpu::Status emitKVWrite(const KVWriteSpec &spec, GeneratedKernel &out);
 cpu::Status emitPagedDecode(const PagedDecodeSpec &spec, GeneratedKernel &main,
                             GeneratedKernel &combine);
 
+/// Paged prefill / mixed-batch attention, taking
+/// folio_cuda::PagedPrefillArgs.
+cpu::Status emitPagedPrefill(const PagedPrefillSpec &spec,
+                             GeneratedKernel &out);
+
+/// A fused row kernel from its program (RowEmitter.h), taking
+/// folio_cuda::RowArgs.
+cpu::Status emitRowKernel(const RowKernelSpec &spec, GeneratedKernel &out);
+
+/// Rotary embedding, taking folio_cuda::RotaryArgs.
+cpu::Status emitRotary(const RotarySpec &spec, GeneratedKernel &out);
+
+/// Embedding lookup or gather_rows, taking folio_cuda::GatherArgs.
+cpu::Status emitGather(const GatherSpec &spec, GeneratedKernel &out);
+
+/// Sampling, taking folio_cuda::SampleArgs.
+cpu::Status emitSample(const SampleSpec &spec, GeneratedKernel &out);
+
 } // namespace folio::cuda
 
 #endif // FOLIO_CODEGEN_CUDA_EMITTER_H

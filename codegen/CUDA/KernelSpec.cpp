@@ -4,6 +4,7 @@
 
 #include "codegen/CUDA/Templates.h"
 
+#include <cctype>
 #include <cstdio>
 
 namespace folio::cuda {
@@ -38,10 +39,18 @@ std::string supportedCacheTypeList() {
 
 namespace {
 
+/// Every template a kernel may instantiate (the CMake list embeds the same).
+const std::vector<const char *> &allTemplateNames() {
+  static const std::vector<const char *> names = {
+      "Prelude.cuh",   "KVWrite.cuh", "PagedDecode.cuh", "PagedPrefill.cuh",
+      "RowKernel.cuh", "Rotary.cuh",  "Gather.cuh",      "Sample.cuh"};
+  return names;
+}
+
 /// FNV-1a over every template: a kernel's key changes with its code.
 std::string templatesHash() {
   uint64_t h = 1469598103934665603ull;
-  for (const char *name : {"Prelude.cuh", "KVWrite.cuh", "PagedDecode.cuh"})
+  for (const char *name : allTemplateNames())
     for (const char *p = embeddedTemplate(name); p && *p; ++p)
       h = (h ^ uint8_t(*p)) * 1099511628211ull;
   char buf[17];
@@ -113,6 +122,261 @@ Status validate(const PagedDecodeSpec &s) {
   return Status::success();
 }
 
+Status validate(const PagedPrefillSpec &s) {
+  Status st = checkCommon("paged prefill attention", s.cacheType, s.headDim,
+                          s.numKvHeads, s.group);
+  if (!st.ok())
+    return st;
+  std::string where = "paged prefill attention " + kernelName(s);
+  if (s.blockSize < 1)
+    return Status::error(where + ": block_size must be >= 1");
+  if (s.queriesPerKv < 1 || s.queriesPerKv > 16)
+    return Status::error(where + ": query heads per kv head " +
+                         std::to_string(s.queriesPerKv) +
+                         " must be in [1, 16]");
+  if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
+    return Status::error(where + ": threads " + std::to_string(s.threads) +
+                         " must be a multiple of 32 in [32, 1024]");
+  if (s.queryTile < 1 || s.keyTile < 1)
+    return Status::error(where + ": query tile " + std::to_string(s.queryTile) +
+                         " and key tile " + std::to_string(s.keyTile) +
+                         " must be >= 1");
+  // Each thread keeps its share of the output tile in registers.
+  long long perThread =
+      (1LL * s.queryTile * s.queriesPerKv * s.headDim + s.threads - 1) /
+      s.threads;
+  if (perThread > 128)
+    return Status::error(where + ": an output tile of " +
+                         std::to_string(perThread) +
+                         " floats per thread is over the 128 kept in "
+                         "registers; use a smaller query tile or more threads");
+  size_t bytes = pagedPrefillSharedBytes(s);
+  if (bytes > kMaxDefaultSharedBytes)
+    return Status::error(where + ": needs " + std::to_string(bytes) +
+                         " bytes of shared memory, more than the " +
+                         std::to_string(kMaxDefaultSharedBytes) +
+                         " a launch gets by default; use smaller tiles");
+  return Status::success();
+}
+
+namespace {
+
+const char *inputKindName(RowInputKind k) {
+  switch (k) {
+  case RowInputKind::Row:
+    return "row";
+  case RowInputKind::Vector:
+    return "vector";
+  case RowInputKind::Scalar:
+    return "scalar";
+  }
+  return "?";
+}
+
+bool contains(const std::vector<std::string> &list, const std::string &x) {
+  for (const std::string &y : list)
+    if (y == x)
+      return true;
+  return false;
+}
+
+std::string joined(const std::vector<std::string> &list) {
+  std::string s;
+  for (const std::string &x : list)
+    s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+/// 32-bit FNV-1a as 8 hex digits: a short tag for a program in names.
+std::string shortHash(const std::string &text) {
+  uint32_t h = 2166136261u;
+  for (char c : text)
+    h = (h ^ uint8_t(c)) * 16777619u;
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", h);
+  return buf;
+}
+
+/// Exact text of a double (hex float), so keys tell every constant apart.
+std::string exact(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+} // namespace
+
+const std::vector<std::string> &rowUnaryFunctions() {
+  static const std::vector<std::string> fns = {
+      "neg",        "abs",     "exp",  "tanh", "erf",      "sqrt",
+      "reciprocal", "sigmoid", "relu", "silu", "gelu_erf", "gelu_tanh"};
+  return fns;
+}
+
+const std::vector<std::string> &rowBinaryFunctions() {
+  static const std::vector<std::string> fns = {"add", "sub", "mul", "div",
+                                               "pow", "max", "min"};
+  return fns;
+}
+
+Status validate(const RowKernelSpec &s) {
+  std::string where =
+      "row kernel " + s.label + " (dim " + std::to_string(s.dim) + ")";
+  if (s.dim < 1)
+    return Status::error(where + ": dim must be >= 1");
+  if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
+    return Status::error(where + ": threads " + std::to_string(s.threads) +
+                         " must be a multiple of 32 in [32, 1024]");
+  if ((s.dim + s.threads - 1) / s.threads > 64)
+    return Status::error(where + ": " +
+                         std::to_string((s.dim + s.threads - 1) / s.threads) +
+                         " elements per thread is over the 64 kept in "
+                         "registers; use more threads");
+  if (s.inputs.size() > size_t(kMaxRowInputs) || s.numOutputs < 1 ||
+      s.numOutputs > kMaxRowOutputs)
+    return Status::error(where + ": " + std::to_string(s.inputs.size()) +
+                         " inputs and " + std::to_string(s.numOutputs) +
+                         " outputs; supported: up to " +
+                         std::to_string(kMaxRowInputs) + " inputs and 1 to " +
+                         std::to_string(kMaxRowOutputs) + " outputs");
+  std::vector<int> written(size_t(s.numOutputs), 0);
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const RowOp &op = s.ops[i];
+    std::string at = where + ", op " + std::to_string(i);
+    auto operand = [&](int x, bool optional) {
+      return (optional && x == -1) ||
+             (x >= 0 && size_t(x) < i &&
+              s.ops[size_t(x)].kind != RowOpKind::Output);
+    };
+    bool ok = true;
+    switch (op.kind) {
+    case RowOpKind::Input:
+      if (op.index < 0 || size_t(op.index) >= s.inputs.size())
+        return Status::error(at + ": input " + std::to_string(op.index) +
+                             " does not exist (the kernel has " +
+                             std::to_string(s.inputs.size()) + ")");
+      break;
+    case RowOpKind::Constant:
+      break;
+    case RowOpKind::Unary:
+      if (!contains(rowUnaryFunctions(), op.fn))
+        return Status::error(at + ": unknown unary function '" + op.fn +
+                             "'; supported: " + joined(rowUnaryFunctions()));
+      ok = operand(op.a, false);
+      break;
+    case RowOpKind::Binary:
+      if (!contains(rowBinaryFunctions(), op.fn))
+        return Status::error(at + ": unknown binary function '" + op.fn +
+                             "'; supported: " + joined(rowBinaryFunctions()));
+      ok = operand(op.a, false) && operand(op.b, false);
+      break;
+    case RowOpKind::RmsNorm:
+    case RowOpKind::LayerNorm:
+      ok = operand(op.a, false) && operand(op.b, true) && operand(op.c, true) &&
+           (op.kind == RowOpKind::LayerNorm || op.c == -1);
+      if (ok && !(op.value >= 0.0 && op.value < 1.0))
+        return Status::error(at + ": epsilon " + exact(op.value) +
+                             " must be in [0, 1)");
+      break;
+    case RowOpKind::Output:
+      if (op.index < 0 || op.index >= s.numOutputs)
+        return Status::error(at + ": output " + std::to_string(op.index) +
+                             " does not exist (the kernel has " +
+                             std::to_string(s.numOutputs) + ")");
+      ++written[size_t(op.index)];
+      ok = operand(op.a, false);
+      break;
+    }
+    if (!ok)
+      return Status::error(at + ": an operand is not an earlier value");
+  }
+  for (size_t o = 0; o < written.size(); ++o)
+    if (written[o] != 1)
+      return Status::error(where + ": output " + std::to_string(o) +
+                           " is written " + std::to_string(written[o]) +
+                           " times; each output exactly once");
+  return Status::success();
+}
+
+std::string canonicalProgram(const RowKernelSpec &s) {
+  std::string t;
+  for (size_t i = 0; i < s.inputs.size(); ++i)
+    t += "in" + std::to_string(i) + "=" + inputKindName(s.inputs[i]) + ";";
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const RowOp &op = s.ops[i];
+    std::string v = "v" + std::to_string(i) + "=";
+    auto ref = [](int x) {
+      return x < 0 ? std::string("_") : "v" + std::to_string(x);
+    };
+    switch (op.kind) {
+    case RowOpKind::Input:
+      t += v + "in(" + std::to_string(op.index) + ")";
+      break;
+    case RowOpKind::Constant:
+      t += v + "const(" + exact(op.value) + ")";
+      break;
+    case RowOpKind::Unary:
+      t += v + op.fn + "(" + ref(op.a) + ")";
+      break;
+    case RowOpKind::Binary:
+      t += v + op.fn + "(" + ref(op.a) + "," + ref(op.b) + ")";
+      break;
+    case RowOpKind::RmsNorm:
+      t += v + "rms_norm(" + ref(op.a) + "," + ref(op.b) +
+           ",eps=" + exact(op.value) + ",offset=" + exact(op.weightOffset) +
+           ")";
+      break;
+    case RowOpKind::LayerNorm:
+      t += v + "layer_norm(" + ref(op.a) + "," + ref(op.b) + "," + ref(op.c) +
+           ",eps=" + exact(op.value) + ")";
+      break;
+    case RowOpKind::Output:
+      t += "out" + std::to_string(op.index) + "=" + ref(op.a);
+      break;
+    }
+    t += ";";
+  }
+  return t;
+}
+
+Status validate(const RotarySpec &s) {
+  std::string where = "rotary (head_dim " + std::to_string(s.headDim) +
+                      ", rotary_dim " + std::to_string(s.rotaryDim) + ")";
+  if (s.headDim < 1 || s.headDim > 512)
+    return Status::error(where + ": head_dim must be in [1, 512]");
+  if (s.rotaryDim < 2 || s.rotaryDim > s.headDim || s.rotaryDim % 2 != 0)
+    return Status::error(where +
+                         ": rotary_dim must be even and in [2, head_dim]");
+  if (s.numHeads < 1)
+    return Status::error(where + ": heads " + std::to_string(s.numHeads) +
+                         " must be >= 1");
+  return Status::success();
+}
+
+Status validate(const GatherSpec &s) {
+  std::string where = std::string(s.embedding ? "embedding" : "gather_rows") +
+                      " (dim " + std::to_string(s.dim) + ")";
+  if (s.dim < 1)
+    return Status::error(where + ": dim must be >= 1");
+  if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
+    return Status::error(where + ": threads " + std::to_string(s.threads) +
+                         " must be a multiple of 32 in [32, 1024]");
+  if (!s.embedding && s.tableType != DType::F32)
+    return Status::error(where + ": gather_rows reads f32 rows, not " +
+                         cpu::dtypeName(s.tableType));
+  if (!cpu::isPlainFloat(s.tableType))
+    return Status::error(where + ": a " + cpu::dtypeName(s.tableType) +
+                         " table is not generated; supported: f32, bf16, f16");
+  return Status::success();
+}
+
+Status validate(const SampleSpec &s) {
+  if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
+    return Status::error("sampling: threads " + std::to_string(s.threads) +
+                         " must be a multiple of 32 in [32, 1024]");
+  return Status::success();
+}
+
 std::string kernelName(const KVWriteSpec &s) {
   return "folio_kv_write_" + typeTag(s.cacheType, s.group) + "_d" +
          std::to_string(s.headDim) + "_kv" + std::to_string(s.numKvHeads);
@@ -129,6 +393,14 @@ std::string kernelName(const PagedDecodeSpec &s) {
 std::string combineKernelName(const PagedDecodeSpec &s) {
   return "folio_paged_decode_combine_d" + std::to_string(s.headDim) + "_t" +
          std::to_string(s.threads);
+}
+
+std::string kernelName(const PagedPrefillSpec &s) {
+  return "folio_paged_prefill_" + typeTag(s.cacheType, s.group) + "_d" +
+         std::to_string(s.headDim) + "_b" + std::to_string(s.blockSize) +
+         "_kv" + std::to_string(s.numKvHeads) + "_q" +
+         std::to_string(s.queriesPerKv) + "_m" + std::to_string(s.queryTile) +
+         "_n" + std::to_string(s.keyTile) + "_t" + std::to_string(s.threads);
 }
 
 std::string canonicalKey(const KVWriteSpec &s) {
@@ -148,6 +420,104 @@ std::string canonicalKey(const PagedDecodeSpec &s) {
          ";partition=" + std::to_string(s.partition) +
          ";threads=" + std::to_string(s.threads) +
          ";templates=" + templatesHash();
+}
+
+std::string canonicalKey(const PagedPrefillSpec &s) {
+  return "paged_prefill:cache=" + std::string(cpu::dtypeName(s.cacheType)) +
+         ";head_dim=" + std::to_string(s.headDim) +
+         ";block_size=" + std::to_string(s.blockSize) +
+         ";kv_heads=" + std::to_string(s.numKvHeads) +
+         ";q_per_kv=" + std::to_string(s.queriesPerKv) +
+         ";group=" + std::to_string(s.group) +
+         ";query_tile=" + std::to_string(s.queryTile) +
+         ";key_tile=" + std::to_string(s.keyTile) +
+         ";threads=" + std::to_string(s.threads) +
+         ";templates=" + templatesHash();
+}
+
+std::string kernelName(const RowKernelSpec &s) {
+  std::string label;
+  for (char c : s.label)
+    label += (std::isalnum(uint8_t(c)) ? char(std::tolower(uint8_t(c))) : '_');
+  return "folio_row_" + label + "_d" + std::to_string(s.dim) + "_t" +
+         std::to_string(s.threads) + "_" + shortHash(canonicalProgram(s));
+}
+
+std::string kernelName(const RotarySpec &s) {
+  return std::string("folio_rotary_") +
+         (s.interleaved ? "interleaved" : "half") + "_d" +
+         std::to_string(s.headDim) + "_r" + std::to_string(s.rotaryDim) + "_h" +
+         std::to_string(s.numHeads);
+}
+
+std::string kernelName(const GatherSpec &s) {
+  return (s.embedding
+              ? "folio_embedding_" + std::string(cpu::dtypeName(s.tableType))
+              : std::string("folio_gather_rows")) +
+         "_d" + std::to_string(s.dim) + "_t" + std::to_string(s.threads);
+}
+
+std::string kernelName(const SampleSpec &s) {
+  return std::string("folio_sample_") + (s.greedy ? "greedy" : "top_k_top_p") +
+         "_t" + std::to_string(s.threads);
+}
+
+std::string canonicalKey(const RowKernelSpec &s) {
+  return "row:label=" + s.label + ";dim=" + std::to_string(s.dim) +
+         ";threads=" + std::to_string(s.threads) +
+         ";outputs=" + std::to_string(s.numOutputs) +
+         ";program=" + canonicalProgram(s) + "templates=" + templatesHash();
+}
+
+std::string canonicalKey(const RotarySpec &s) {
+  return "rotary:head_dim=" + std::to_string(s.headDim) +
+         ";rotary_dim=" + std::to_string(s.rotaryDim) +
+         ";style=" + (s.interleaved ? "interleaved" : "half_split") +
+         ";heads=" + std::to_string(s.numHeads) +
+         ";templates=" + templatesHash();
+}
+
+std::string canonicalKey(const GatherSpec &s) {
+  return std::string(s.embedding ? "embedding" : "gather_rows") +
+         ":table=" + cpu::dtypeName(s.tableType) +
+         ";dim=" + std::to_string(s.dim) +
+         ";threads=" + std::to_string(s.threads) +
+         ";templates=" + templatesHash();
+}
+
+std::string canonicalKey(const SampleSpec &s) {
+  return std::string("sample:mode=") + (s.greedy ? "greedy" : "top_k_top_p") +
+         ";threads=" + std::to_string(s.threads) +
+         ";templates=" + templatesHash();
+}
+
+LaunchGeometry rowKernelLaunch(const RowKernelSpec &s, int64_t rows) {
+  LaunchGeometry g;
+  g.grid[0] = unsigned(rows);
+  g.block[0] = unsigned(s.threads);
+  return g;
+}
+
+LaunchGeometry rotaryLaunch(const RotarySpec &s, int64_t numTokens) {
+  LaunchGeometry g;
+  g.grid[0] = unsigned(numTokens);
+  g.grid[1] = unsigned(s.numHeads);
+  g.block[0] = unsigned((s.headDim / 2 + 31) / 32 * 32);
+  return g;
+}
+
+LaunchGeometry gatherLaunch(const GatherSpec &s, int64_t numRows) {
+  LaunchGeometry g;
+  g.grid[0] = unsigned(numRows);
+  g.block[0] = unsigned(s.threads);
+  return g;
+}
+
+LaunchGeometry sampleLaunch(const SampleSpec &s, int64_t numRows) {
+  LaunchGeometry g;
+  g.grid[0] = unsigned(numRows);
+  g.block[0] = unsigned(s.threads);
+  return g;
 }
 
 LaunchGeometry kvWriteLaunch(const KVWriteSpec &s, int64_t numTokens) {
@@ -185,6 +555,51 @@ PagedDecodeLaunch pagedDecodeLaunch(const PagedDecodeSpec &s, int64_t numTokens,
     l.partialFloats = l.statFloats * size_t(s.headDim);
   }
   return l;
+}
+
+size_t pagedPrefillSharedBytes(const PagedPrefillSpec &s) {
+  // q [R][D], K and V [N][D], scores [R][N], max / sum / rescale [R] in
+  // f32, slots [N] in int32, with R = queryTile * queriesPerKv rows.
+  size_t r = size_t(s.queryTile) * size_t(s.queriesPerKv);
+  size_t n = size_t(s.keyTile), d = size_t(s.headDim);
+  return 4 * (r * d + 2 * n * d + r * n + 3 * r + n);
+}
+
+LaunchGeometry pagedPrefillLaunch(const PagedPrefillSpec &s, int64_t numSeqs,
+                                  int64_t maxQueryLen) {
+  LaunchGeometry g;
+  g.grid[0] = unsigned(s.numKvHeads);
+  g.grid[1] = unsigned((maxQueryLen + s.queryTile - 1) / s.queryTile);
+  g.grid[2] = unsigned(numSeqs);
+  g.block[0] = unsigned(s.threads);
+  g.dynamicShared = pagedPrefillSharedBytes(s);
+  return g;
+}
+
+PagedPrefillSpec defaultPagedPrefillSpec(DType cacheType, int headDim,
+                                         int blockSize, int numKvHeads,
+                                         int queriesPerKv, int group) {
+  PagedPrefillSpec s;
+  s.cacheType = cacheType;
+  s.headDim = headDim;
+  s.blockSize = blockSize;
+  s.numKvHeads = numKvHeads;
+  s.queriesPerKv = queriesPerKv;
+  s.group = group;
+  s.threads = 128;
+  // About 64 query rows (tokens x heads) per block, then the largest key
+  // tile that fits; halve the query tile while nothing fits.
+  s.queryTile = queriesPerKv >= 64 ? 1 : 64 / queriesPerKv;
+  for (;;) {
+    for (int n : {64, 32, 16, 8}) {
+      s.keyTile = n;
+      if (validate(s).ok())
+        return s;
+    }
+    if (s.queryTile == 1)
+      return s; // validate() says why nothing fits
+    s.queryTile /= 2;
+  }
 }
 
 } // namespace folio::cuda

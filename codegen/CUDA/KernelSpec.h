@@ -13,6 +13,7 @@
 
 #include "codegen/CPU/DType.h"
 #include "codegen/CPU/Status.h"
+#include "codegen/CUDA/RowProgram.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -55,6 +56,60 @@ struct PagedDecodeSpec {
   int threads = 128;
 };
 
+/// Paged attention for prefill and mixed batches: a block takes a tile of
+/// one sequence's query tokens for all query heads of one kv head, and
+/// walks the visible keys in shared-memory tiles with an online softmax.
+struct PagedPrefillSpec {
+  cpu::DType cacheType = cpu::DType::F32;
+  int headDim = 0;
+  int blockSize = 0;
+  int numKvHeads = 0;
+  int queriesPerKv = 1;
+  int group = 0;
+  /// Query tokens per block (each with queriesPerKv heads).
+  int queryTile = 16;
+  /// Keys per shared-memory tile.
+  int keyTile = 32;
+  int threads = 128;
+};
+
+/// A fused row kernel: one block per row of `dim` elements, the program
+/// (RowProgram.h) run over it. `label` names it for readers (the plan's
+/// kernel kind, say); the program itself is part of name and key.
+struct RowKernelSpec {
+  std::string label = "row";
+  int dim = 0;
+  int threads = 128;
+  std::vector<RowInputKind> inputs;
+  int numOutputs = 0;
+  std::vector<RowOp> ops;
+};
+
+/// Rotary position embedding of [tokens, heads, headDim] rows, in place or
+/// into a second buffer, with angles from a cos / sin table.
+struct RotarySpec {
+  int headDim = 0;
+  int rotaryDim = 0;
+  bool interleaved = false; ///< pairs (2i, 2i+1); else (i, i + rotaryDim/2)
+  int numHeads = 0;
+};
+
+/// Embedding lookup (rows of a [vocab, dim] table in f32, bf16 or f16,
+/// times a scale) and gather_rows (f32 rows by index).
+struct GatherSpec {
+  bool embedding = false;
+  cpu::DType tableType = cpu::DType::F32;
+  int dim = 0;
+  int threads = 128;
+};
+
+/// Sampling over logits rows: greedy argmax, or temperature, top-k and
+/// top-p, then an inverse-CDF draw with the caller's uniform.
+struct SampleSpec {
+  bool greedy = true;
+  int threads = 256;
+};
+
 /// Grid, block and dynamic shared memory of one launch.
 struct LaunchGeometry {
   unsigned grid[3] = {1, 1, 1};
@@ -64,13 +119,30 @@ struct LaunchGeometry {
 
 cpu::Status validate(const KVWriteSpec &spec);
 cpu::Status validate(const PagedDecodeSpec &spec);
+cpu::Status validate(const PagedPrefillSpec &spec);
+cpu::Status validate(const RowKernelSpec &spec);
+cpu::Status validate(const RotarySpec &spec);
+cpu::Status validate(const GatherSpec &spec);
+cpu::Status validate(const SampleSpec &spec);
 
 std::string kernelName(const KVWriteSpec &spec);
 std::string kernelName(const PagedDecodeSpec &spec);
 std::string combineKernelName(const PagedDecodeSpec &spec);
+std::string kernelName(const PagedPrefillSpec &spec);
+std::string kernelName(const RowKernelSpec &spec);
+std::string kernelName(const RotarySpec &spec);
+std::string kernelName(const GatherSpec &spec);
+std::string kernelName(const SampleSpec &spec);
 /// "kv_write:cache=int8;head_dim=128;...;templates=<hash>".
 std::string canonicalKey(const KVWriteSpec &spec);
 std::string canonicalKey(const PagedDecodeSpec &spec);
+std::string canonicalKey(const PagedPrefillSpec &spec);
+std::string canonicalKey(const RowKernelSpec &spec);
+std::string canonicalKey(const RotarySpec &spec);
+std::string canonicalKey(const GatherSpec &spec);
+std::string canonicalKey(const SampleSpec &spec);
+/// The program of a row kernel as canonical text ("in0=row;v0=in(0);...").
+std::string canonicalProgram(const RowKernelSpec &spec);
 
 /// One block per (token, kv head), one warp each.
 LaunchGeometry kvWriteLaunch(const KVWriteSpec &spec, int64_t numTokens);
@@ -90,6 +162,29 @@ PagedDecodeLaunch pagedDecodeLaunch(const PagedDecodeSpec &spec,
 
 /// Dynamic shared memory of the main decode kernel.
 size_t pagedDecodeSharedBytes(const PagedDecodeSpec &spec);
+
+/// Grid (kv heads, ceil(maxQueryLen / queryTile), sequences); blocks past
+/// their sequence's query tokens exit at once.
+LaunchGeometry pagedPrefillLaunch(const PagedPrefillSpec &spec, int64_t numSeqs,
+                                  int64_t maxQueryLen);
+/// Dynamic shared memory of the prefill kernel: q, K and V tiles, scores
+/// and row statistics.
+size_t pagedPrefillSharedBytes(const PagedPrefillSpec &spec);
+/// The prefill spec for a cache layout: about 64 query rows per block and
+/// the largest key tile that fits the default shared memory, halving the
+/// query tile while none does. Where not even one query token fits (head
+/// dims near 512 with many query heads per kv head) the result fails
+/// validate(), and the decode kernel serves every batch.
+PagedPrefillSpec defaultPagedPrefillSpec(cpu::DType cacheType, int headDim,
+                                         int blockSize, int numKvHeads,
+                                         int queriesPerKv, int group);
+
+/// One block per row (rows, tokens, or indices).
+LaunchGeometry rowKernelLaunch(const RowKernelSpec &spec, int64_t rows);
+/// Grid (tokens, heads), block headDim / 2 rounded up to a warp.
+LaunchGeometry rotaryLaunch(const RotarySpec &spec, int64_t numTokens);
+LaunchGeometry gatherLaunch(const GatherSpec &spec, int64_t numRows);
+LaunchGeometry sampleLaunch(const SampleSpec &spec, int64_t numRows);
 
 /// The most dynamic shared memory a kernel takes without opting in (every
 /// supported arch).

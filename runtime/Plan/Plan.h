@@ -303,6 +303,8 @@ struct Plan {
   /// Linear weights stored packed (empty: every weight is a constant in
   /// the model's dtype, which an executor packs at load).
   std::vector<StoredWeight> weights;
+  /// GPU kernels compiled ahead of time (empty for a CPU target).
+  std::vector<DeviceKernel> deviceKernels;
   Blob blob;
   /// Model facts the runtime needs without reading steps (vocab, maximum
   /// positions, block size), as name -> integer.

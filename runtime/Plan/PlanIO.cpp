@@ -2,6 +2,7 @@
 
 #include "runtime/Plan/PlanIO.h"
 #include "runtime/Plan/PlanMapping.h"
+#include "runtime/Plan/VerifyDeviceKernels.h"
 #include "runtime/Plan/VerifyEntries.h"
 #include "runtime/Plan/VerifyWeights.h"
 
@@ -193,6 +194,19 @@ std::string encodeHeader(const Plan &plan) {
           sw.outliersBytes})
       w.pod<uint64_t>(f);
   }
+  w.pod<uint32_t>(uint32_t(plan.deviceKernels.size()));
+  for (const DeviceKernel &k : plan.deviceKernels) {
+    w.str(k.name);
+    w.str(k.key);
+    w.str(k.arch);
+    w.vec<int32_t>(k.steps);
+    for (uint64_t f : {k.cubinOffset, k.cubinBytes, k.cubinHash, k.ptxOffset,
+                       k.ptxBytes, k.ptxHash})
+      w.pod<uint64_t>(f);
+    for (int32_t f : {k.registers, k.spillStoreBytes, k.spillLoadBytes,
+                      k.stackFrameBytes, k.sharedBytes})
+      w.pod<int32_t>(f);
+  }
   return w.out;
 }
 
@@ -338,6 +352,21 @@ Status decodeHeader(Reader &r, Plan &plan) {
           &sw.outliersBytes})
       *f = r.pod<uint64_t>();
     plan.weights.push_back(sw);
+  }
+  uint32_t numDeviceKernels = r.count(84);
+  for (uint32_t i = 0; i < numDeviceKernels && !r.failed; ++i) {
+    DeviceKernel k;
+    k.name = r.str();
+    k.key = r.str();
+    k.arch = r.str();
+    k.steps = r.vec<int32_t>();
+    for (uint64_t *f : {&k.cubinOffset, &k.cubinBytes, &k.cubinHash,
+                        &k.ptxOffset, &k.ptxBytes, &k.ptxHash})
+      *f = r.pod<uint64_t>();
+    for (int32_t *f : {&k.registers, &k.spillStoreBytes, &k.spillLoadBytes,
+                       &k.stackFrameBytes, &k.sharedBytes})
+      *f = r.pod<int32_t>();
+    plan.deviceKernels.push_back(std::move(k));
   }
   if (r.failed)
     return Status::invalidArgument("plan: the header is truncated");
@@ -1105,6 +1134,8 @@ Status validatePlan(const Plan &plan) {
     return Status::invalidArgument(
         "plan: " + std::to_string(plan.steps.size() - next) +
         " steps belong to no kernel");
+  if (Status st = validateDeviceKernels(plan); !st)
+    return st;
   return validateEntries(plan);
 }
 

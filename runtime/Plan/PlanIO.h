@@ -34,7 +34,7 @@
 
 namespace folio::plan {
 
-inline constexpr uint32_t kPlanVersion = 7;
+inline constexpr uint32_t kPlanVersion = 8;
 inline constexpr char kPlanMagic[9] = "FOLIOPLN";
 
 /// The largest KV-cache geometry a plan may declare: heads and head_dim
@@ -106,8 +106,10 @@ Expected<Plan> parsePlan(const std::string &bytes,
 /// dtypes with their scale layouts (and the static scales their steps take,
 /// the same for every step of a cache), the config's kv_cache_dtype, that
 /// the kernels cover the steps in order, against the value table, the
-/// verify entries (validateEntries, runtime/Plan/VerifyEntries.h) and the
-/// stored weights (validateStoredWeights, runtime/Plan/VerifyWeights.h).
+/// verify entries (validateEntries, runtime/Plan/VerifyEntries.h), the
+/// stored weights (validateStoredWeights, runtime/Plan/VerifyWeights.h) and
+/// the device kernels with their checksums (validateDeviceKernels,
+/// runtime/Plan/VerifyDeviceKernels.h).
 Status validatePlan(const Plan &plan);
 
 } // namespace folio::plan

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <iostream>
 
 namespace folio::tools {
 
@@ -50,7 +51,11 @@ Status EngineFlags::parse(int argc, char **argv, int &i, bool &handled) {
     count = &maxNumBatchedTokens;
   else if (arg == "--num-blocks")
     count = &numBlocks, lo = 2; // block 0 is reserved
-  else if (arg != "--kv-cache-dtype") {
+  else if (arg == "--device") {
+    if (i + 1 >= argc)
+      return Status::invalidArgument(arg + " needs a value");
+    return parseDeviceFlag(argv[++i], device);
+  } else if (arg != "--kv-cache-dtype") {
     handled = false;
     return Status::ok();
   }
@@ -65,6 +70,21 @@ Status EngineFlags::parse(int argc, char **argv, int &i, bool &handled) {
                                    supportedKVCacheDTypes());
   kvCacheDtype = value;
   return Status::ok();
+}
+
+Status parseDeviceFlag(const std::string &value, device::DeviceKind &out) {
+  std::optional<device::DeviceKind> kind = device::parseDeviceKind(value);
+  if (!kind)
+    return Status::invalidArgument("--device: '" + value +
+                                   "' is not one of cpu, cuda, auto");
+  out = *kind;
+  return Status::ok();
+}
+
+std::string deviceFlagUsage() {
+  return "  --device D                  cpu (default), cuda (needs a GPU and "
+         "the CUDA executor, which is not built yet: an error) or auto (the "
+         "CPU, with a note saying why)\n";
 }
 
 std::string EngineFlags::usage(const std::string &kvDtype) const {
@@ -92,8 +112,8 @@ std::string EngineFlags::usage(const std::string &kvDtype) const {
          "\n"
          "  --no-verify-weights         skip hashing the weights against "
          "their checksum (the metadata is always checked); a corrupt weight "
-         "then gives wrong text, not an error\n"
-         "Speculative decoding (off by default):\n" +
+         "then gives wrong text, not an error\n" +
+         deviceFlagUsage() + "Speculative decoding (off by default):\n" +
          SpeculativeFlags::usage();
 }
 
@@ -110,6 +130,12 @@ Expected<EngineSetup> buildEngine(std::shared_ptr<const plan::Plan> plan,
                                   const EngineFlags &flags,
                                   std::optional<TokenId> eos, uint64_t seed,
                                   std::shared_ptr<const plan::Plan> draftPlan) {
+  Expected<device::DeviceChoice> device =
+      device::selectDevice(flags.device, plan.get());
+  if (!device)
+    return device.status();
+  if (!device->notice.empty())
+    std::cerr << "note: " << device->notice << "\n";
   EngineSetup setup;
   // A larger --max-model-len is refused by the engine, naming the limit.
   setup.maxModelLen =

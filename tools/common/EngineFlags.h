@@ -4,7 +4,8 @@
 // (folio-serve, folio-generate, the model binaries folioc --emit=binary
 // writes): --max-model-len, --max-num-seqs, --max-num-batched-tokens,
 // --num-blocks, --kv-cache-dtype, --[no-]enable-prefix-caching,
-// --no-verify-weights and the speculative flags, named as vLLM names them.
+// --no-verify-weights, --device and the speculative flags, named as vLLM
+// names them.
 // Each tool sets its own defaults. Plain runtime code: loading a model
 // (which may compile an .onnx) is the caller's, so a model binary serves
 // without linking the compiler.
@@ -15,6 +16,7 @@
 #define FOLIO_TOOLS_COMMON_ENGINEFLAGS_H
 
 #include "runtime/Core/ServingEngine.h"
+#include "runtime/Device/DeviceSelection.h"
 #include "tools/common/SpeculativeFlags.h"
 
 #include <memory>
@@ -33,6 +35,8 @@ struct EngineFlags {
   size_t maxNumSeqs = 64, maxNumBatchedTokens = 512;
   size_t numBlocks = 0; ///< 0: room for 4 max-model-len sequences
   bool prefixCaching = true, verifyWeights = true;
+  /// --device: cpu (default), cuda or auto (runtime/Device).
+  device::DeviceKind device = device::DeviceKind::Cpu;
   SpeculativeFlags speculative;
 
   /// Parses argv[i] when it is one of these flags (then `handled`),
@@ -58,7 +62,15 @@ struct EngineSetup {
   KVCacheConfig kv;
 };
 
-/// Builds the engine `flags` ask for on the CPU executor: scheduler limits,
+/// "--device: 'x' is not one of cpu, cuda, auto" for a bad value.
+Status parseDeviceFlag(const std::string &value, device::DeviceKind &out);
+/// The usage line of --device.
+std::string deviceFlagUsage();
+
+/// Builds the engine `flags` ask for on the CPU executor (after resolving
+/// --device: `cuda` is an error until a CUDA executor exists, `auto`
+/// prints a one-line note to stderr saying why the CPU runs): scheduler
+/// limits,
 /// the KV cache (sized for 4 max-model-len sequences unless --num-blocks),
 /// prefix caching and speculative decoding (a draft model's plan in
 /// `draftPlan`, null for ngram or none).

@@ -34,6 +34,7 @@
 #include "compiler/Plan/LowerToPlan.h"
 #include "compiler/Plan/StoreWeights.h"
 #include "runtime/Plan/PlanIO.h"
+#include "tools/common/EngineFlags.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -235,6 +236,8 @@ std::vector<std::string> split(const std::string &s) {
 
 struct Options {
   std::string mode, model;
+  /// --device: every in-process mode runs on the executor it selects.
+  device::DeviceKind device = device::DeviceKind::Cpu;
   int64_t blockSize = 0; ///< 0: the compiler's default
   std::vector<std::string> kvCacheDtypes;
   bench::KVQuantOptions kvQuant;
@@ -493,6 +496,9 @@ Status parse(int argc, char **argv, Options &o) {
       o.serving.maxConcurrency = size_t(n);
     } else if (arg == "--no-verify-weights") {
       o.verifyWeights = false;
+    } else if (arg == "--device") {
+      if (s = need(); s)
+        s = tools::parseDeviceFlag(value, o.device);
     } else if (arg == "--json") {
       // JSON is what folio-bench prints; accepted for the usual spelling.
     } else {
@@ -679,7 +685,7 @@ Status parse(int argc, char **argv, Options &o) {
            {"--max-num-seqs", "--max-num-batched-tokens", "--kv-cache-memory",
             "--enable-prefix-caching", "--no-enable-prefix-caching",
             "--threads", "--weight-dtype", "--no-verify-weights",
-            "--block-size", "--kv-cache-dtype"})
+            "--block-size", "--kv-cache-dtype", "--device"})
         if (std::find(o.given.begin(), o.given.end(), flag) != o.given.end())
           return Status::invalidArgument(
               std::string(flag) +
@@ -858,6 +864,15 @@ int main(int argc, char **argv) {
     std::cerr << "folio-bench: error: " << s.message() << "\n" << kUsage;
     return 2;
   }
+  // Before any model is compiled: `cuda` fails at once, naming what is
+  // missing.
+  Expected<device::DeviceChoice> dev = device::selectDevice(o.device, nullptr);
+  if (!dev) {
+    std::cerr << "folio-bench: error: " << dev.status().message() << "\n";
+    return 1;
+  }
+  if (!dev->notice.empty())
+    std::cerr << "folio-bench: note: " << dev->notice << "\n";
   if (o.mode == "kv-quant") {
     Expected<std::string> report = bench::runKVQuant(o.model, o.kvQuant);
     if (!report) {

@@ -3,6 +3,7 @@
 #include "tools/folio-run/Options.h"
 
 #include "compiler/Target/Target.h"
+#include "tools/common/EngineFlags.h"
 
 #include <cerrno>
 #include <cmath>
@@ -53,6 +54,12 @@ const char *const kUsage =
     "  --no-verify-weights  with a .folio plan: skip hashing the weights "
     "against the file's checksum (the metadata is always checked); a "
     "corrupt weight then gives wrong tokens, not an error\n"
+    "  --device          cpu (default), cuda (needs a GPU and the CUDA "
+    "executor, which is not built yet: an error) or auto (the CPU, with a "
+    "note saying why)\n"
+    "  --print-kernels   list the plan's kernels, and the CUDA kernels "
+    "folioc --target=sm_XX embedded with their registers, spills and shared "
+    "memory, then exit\n"
     "  --max-model-len   longest context accepted (default: the model's "
     "positions); never more than the context its attention masks were "
     "proven causal up to\n";
@@ -144,6 +151,11 @@ Expected<Options> parseOptions(int argc, char **argv) {
       o.json = true;
     } else if (arg == "--no-verify-weights") {
       o.verifyWeights = false;
+    } else if (arg == "--print-kernels") {
+      o.printKernels = true;
+    } else if (arg == "--device") {
+      if (s = needValue(); s)
+        s = tools::parseDeviceFlag(value, o.device);
     } else if (arg == "--model") {
       s = needValue();
       o.model = value;
@@ -213,7 +225,7 @@ Expected<Options> parseOptions(int argc, char **argv) {
   if (!sawModel || o.model.empty())
     return Status::invalidArgument(
         "--model is required (an .onnx or .folio file)");
-  if (o.prompts.empty())
+  if (o.prompts.empty() && !o.printKernels)
     return Status::invalidArgument("at least one --prompt-ids is required");
   // Silently ignoring them would look like a broken seed or top-k.
   if (sawSampling && o.temperature == 0)

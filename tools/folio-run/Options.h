@@ -3,6 +3,7 @@
 #ifndef FOLIO_TOOLS_FOLIO_RUN_OPTIONS_H
 #define FOLIO_TOOLS_FOLIO_RUN_OPTIONS_H
 
+#include "runtime/Device/DeviceSelection.h"
 #include "runtime/Support/Status.h"
 #include "runtime/Support/Types.h"
 
@@ -31,6 +32,10 @@ struct Options {
   int64_t blockSize = 0; ///< 0: the compiler's default
   std::string kvCacheDtype = "auto";
   int64_t maxModelLen = 0;
+  /// --device cpu|cuda|auto (runtime/Device).
+  device::DeviceKind device = device::DeviceKind::Cpu;
+  /// --print-kernels: list the plan's kernels and exit (no prompt needed).
+  bool printKernels = false;
   bool help = false;
 };
 

@@ -13,9 +13,10 @@
 #include "tools/folio-run/Options.h"
 
 #include "runtime/Core/Engine.h"
+#include "runtime/Device/KernelImages.h"
 #include "runtime/Plan/PlanIO.h"
-
 #include "tools/common/LoadModel.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -68,6 +69,16 @@ int main(int argc, char **argv) {
   if (!loaded)
     return fail(loaded.status());
   auto plan = std::make_shared<const plan::Plan>(std::move(*loaded));
+  if (o.printKernels) {
+    std::cout << device::describeKernels(*plan);
+    return 0;
+  }
+  Expected<device::DeviceChoice> dev =
+      device::selectDevice(o.device, plan.get());
+  if (!dev)
+    return fail(dev.status());
+  if (!dev->notice.empty())
+    std::cerr << "folio-run: note: " << dev->notice << "\n";
   // Weights folioc stored packed run as stored; packing is fixed then.
   if (o.weightDtypeGiven && !plan->weights.empty() && isPlanFile(o.model))
     return fail(Status::invalidArgument(

@@ -15,6 +15,7 @@
 #include "compiler/Import/MLIR/ImportONNX.h"
 #include "compiler/Import/ONNX/Loader.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Plan/CudaKernels.h"
 #include "compiler/Plan/LowerToPlan.h"
 #include "compiler/Plan/StoreWeights.h"
 #include "compiler/Target/Target.h"
@@ -130,6 +131,18 @@ cl::opt<std::string> target("target",
                             cl::desc("Target: cpu, sm_80, sm_86, sm_89, "
                                      "sm_90a"),
                             cl::init("cpu"), cl::cat(folioCategory));
+cl::opt<bool> noKernelCache(
+    "no-kernel-cache",
+    cl::desc("With a GPU --target and a plan output (.folio, "
+             "--emit=binary): compile every CUDA "
+             "kernel with NVRTC, neither reading nor writing the kernel "
+             "cache"),
+    cl::init(false), cl::cat(folioCategory));
+cl::opt<std::string> kernelCacheDir(
+    "kernel-cache-dir",
+    cl::desc("The kernel cache's directory (default: $FOLIO_CACHE_DIR/kernels, "
+             "$XDG_CACHE_HOME/folio/kernels or ~/.cache/folio/kernels)"),
+    cl::init(""), cl::cat(folioCategory));
 cl::opt<std::string>
     kvCacheDtype("kv-cache-dtype",
                  cl::desc("KV-cache dtype: auto (fp8_e4m3 on sm_89/sm_90a, "
@@ -388,6 +401,49 @@ LogicalResult checkCudaOptions(mlir::folio::FolioPhase stopAfter) {
   return success();
 }
 
+/// A GPU --target with a plan output (a .folio or a model binary): the
+/// plan carries its CUDA kernels, compiled by NVRTC (through the kernel
+/// cache) for that arch.
+LogicalResult embedDeviceKernels(::folio::plan::Plan &plan) {
+  ::folio::cuda::KernelCacheOptions cache;
+  cache.enabled = !noKernelCache;
+  cache.dir = kernelCacheDir;
+  std::vector<::folio::compiler::EmbeddedCudaKernel> embedded;
+  std::vector<std::string> notGenerated;
+  if (::folio::Status s = ::folio::compiler::embedCudaKernels(
+          plan, target, cache, embedded, notGenerated);
+      !s) {
+    errs() << "folioc: error: " << s.message() << "\n";
+    return failure();
+  }
+  size_t hits = 0;
+  for (const ::folio::compiler::EmbeddedCudaKernel &k : embedded)
+    hits += k.cache == ::folio::cuda::CacheOutcome::Hit;
+  errs() << "folioc: embedded " << embedded.size() << " CUDA kernels for "
+         << target << " (" << hits << " from the kernel cache)\n";
+  if (!notGenerated.empty())
+    errs() << "folioc: note: no CUDA generator yet for kernels of kind "
+           << join(notGenerated, ", ") << "\n";
+  return success();
+}
+
+/// --no-kernel-cache and --kernel-cache-dir steer the NVRTC compiles of a
+/// GPU target's plan output; anywhere else they would do nothing.
+LogicalResult checkKernelCacheOptions() {
+  if (!noKernelCache && kernelCacheDir.empty())
+    return success();
+  bool planOutput = emit == Emit::Plan || emit == Emit::Binary ||
+                    StringRef(outputPath).ends_with(".folio");
+  if (::folio::cuda::isSupportedArch(target) && planOutput)
+    return success();
+  errs() << "folioc: error: "
+         << (noKernelCache ? "--no-kernel-cache" : "--kernel-cache-dir")
+         << " applies to the CUDA kernels a GPU --target (sm_80, sm_86, "
+            "sm_89, sm_90a) embeds in a plan output (-o x.folio or "
+            "--emit=binary); this compile embeds none\n";
+  return failure();
+}
+
 /// Compiles a copy of `module` with an f32 cache, runs it on the
 /// calibration data and records the per-head K/V ranges on `module` for
 /// folio-quantize-kv.
@@ -485,6 +541,8 @@ int main(int argc, char **argv) {
     return 1;
   if (failed(checkCudaOptions(*stopAfter)))
     return 1;
+  if (failed(checkKernelCacheOptions()))
+    return 1;
 
   bool showProgress = progress == ProgressMode::Always ||
                       (progress == ProgressMode::Auto &&
@@ -557,6 +615,9 @@ int main(int argc, char **argv) {
       errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
       return 1;
     }
+    if (::folio::cuda::isSupportedArch(target) &&
+        failed(embedDeviceKernels(*plan)))
+      return 1;
     ::folio::tools::EmitBinaryOptions options;
     options.modelPath = inputPath;
     options.target = target;
@@ -607,6 +668,9 @@ int main(int argc, char **argv) {
       errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
       return 1;
     }
+    if (::folio::cuda::isSupportedArch(target) &&
+        failed(embedDeviceKernels(*plan)))
+      return 1;
     if (::folio::Status s = ::folio::plan::writePlan(*plan, outputPath); !s) {
       errs() << "folioc: error: " << s.message() << "\n";
       return 1;

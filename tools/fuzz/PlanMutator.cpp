@@ -41,6 +41,7 @@ enum class Role : uint8_t {
   AttrString,
   KernelKind,
   EntryName,
+  DeviceArch,
 };
 
 struct Field {
@@ -74,7 +75,8 @@ struct Layout {
   std::vector<Records> records;
   std::vector<ConstantRef> constants;
   std::vector<uint8_t> valueTypes;
-  std::vector<std::string> strings[10]; ///< seen, by Role
+  /// Seen, by Role (one slot per Role enumerator).
+  std::vector<std::string> strings[size_t(Role::DeviceArch) + 1];
 };
 
 class Walker {
@@ -243,6 +245,18 @@ bool walkHeader(const std::string &h, Layout &l) {
     for (int i = 0; i < 8; ++i)
       w.pod<uint64_t>(Kind::U64);
   });
+  // Device kernels: name, cache key, arch, steps, then the offset, size
+  // and checksum of the cubin and of the PTX, then five resource figures.
+  w.records([&] {
+    w.str(Role::None);
+    w.str(Role::None);
+    w.str(Role::DeviceArch);
+    w.vec<int32_t>(Kind::Id32);
+    for (int i = 0; i < 6; ++i)
+      w.pod<uint64_t>(Kind::U64);
+    for (int i = 0; i < 5; ++i)
+      w.pod<int32_t>(Kind::Int32);
+  });
   return w.ok && w.pos == h.size();
 }
 
@@ -403,6 +417,8 @@ std::vector<std::string> candidates(Role role) {
     return {"interleaved", "half",   "gelu_tanh", "gelu", "silu",   "greedy",
             "sample",      "add",    "mul",       "none", "linear", "llama3",
             "yarn",        "out_in", "in_out",    "sqrt", "div",    "exp"};
+  case Role::DeviceArch:
+    return {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_75", "compute_90"};
   case Role::AttrName:
     return {"axis", "mode", "style",      "causal", "eps",  "shape",
             "perm", "kind", "rotary_dim", "scale",  "base", "weight_layout"};

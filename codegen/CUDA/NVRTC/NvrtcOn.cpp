@@ -3,35 +3,25 @@
 #include "codegen/CUDA/NVRTC/Nvrtc.h"
 
 #include "codegen/CUDA/KernelSpec.h"
+#include "codegen/CUDA/NVRTC/PtxasReport.h"
 
 #include <nvrtc.h>
-
-#include <cstdlib>
-#include <regex>
 
 namespace folio::cuda {
 
 namespace {
 
-int captureInt(const std::string &log, const std::regex &re) {
-  std::smatch m;
-  return std::regex_search(log, m, re) ? std::atoi(m[1].str().c_str()) : -1;
-}
-
-/// ptxas -v lines for the kernel's entry, e.g. "Used 40 registers, used 1
-/// barriers, 2048 bytes smem" and "0 bytes stack frame, 0 bytes spill
-/// stores, 0 bytes spill loads".
+/// The kernel's figures from ptxas's report in the log; they stay -1 if
+/// the report has no entry of that name (a mangled, non-extern "C" one).
 void parseResources(CompiledKernel &k) {
-  k.registers = captureInt(k.log, std::regex(R"(Used (\d+) registers)"));
-  k.sharedBytes = captureInt(k.log, std::regex(R"((\d+) bytes smem)"));
-  if (k.registers >= 0 && k.sharedBytes < 0)
-    k.sharedBytes = 0; // ptxas omits smem when there is none
-  k.stackFrameBytes =
-      captureInt(k.log, std::regex(R"((\d+) bytes stack frame)"));
-  k.spillStoreBytes =
-      captureInt(k.log, std::regex(R"((\d+) bytes spill stores)"));
-  k.spillLoadBytes =
-      captureInt(k.log, std::regex(R"((\d+) bytes spill loads)"));
+  KernelResources r;
+  if (!parsePtxasReport(k.log, k.name, k.arch, r))
+    return;
+  k.registers = r.registers;
+  k.spillStoreBytes = r.spillStoreBytes;
+  k.spillLoadBytes = r.spillLoadBytes;
+  k.stackFrameBytes = r.stackFrameBytes;
+  k.sharedBytes = r.sharedBytes;
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -154,6 +155,177 @@ TEST(CudaEmitter, DecodeSplitsLongContexts) {
   EXPECT_EQ(split.partialFloats, 3u * 8 * 2 * 64);
   EXPECT_EQ(split.main.dynamicShared, pagedDecodeSharedBytes(s));
   EXPECT_EQ(pagedDecodeSharedBytes(s), size_t(4 * (64 + 128) * 4 + 128 * 4));
+}
+
+} // namespace
+} // namespace folio::cuda::test
+
+namespace folio::cuda::test {
+namespace {
+
+TEST(CudaEmitter, RefusesRowProgramsItCannotGenerate) {
+  GeneratedKernel k;
+  RowBuilder b("bad", 64, 32);
+  int x = b.input(RowInputKind::Row);
+  b.output(b.unary("softplus", x));
+  EXPECT_EQ(errorOf(emitRowKernel(b.spec, k)),
+            "row kernel bad (dim 64), op 1: unknown unary function "
+            "'softplus'; supported: neg, abs, exp, tanh, erf, sqrt, "
+            "reciprocal, sigmoid, relu, silu, gelu_erf, gelu_tanh");
+  RowBuilder late("late", 64, 32);
+  late.input(RowInputKind::Row);
+  late.spec.ops.push_back({RowOpKind::Binary, "add", 0, 2});
+  late.output(0);
+  EXPECT_EQ(errorOf(emitRowKernel(late.spec, k)),
+            "row kernel late (dim 64), op 1: an operand is not an earlier "
+            "value");
+  RowBuilder twice("twice", 64, 32);
+  int y = twice.input(RowInputKind::Row);
+  twice.output(y);
+  twice.spec.ops.push_back(twice.spec.ops.back());
+  EXPECT_EQ(errorOf(emitRowKernel(twice.spec, k)),
+            "row kernel twice (dim 64): output 0 is written 2 times; each "
+            "output exactly once");
+  RowBuilder wide("wide", 8192, 64);
+  wide.output(wide.input(RowInputKind::Row));
+  EXPECT_EQ(errorOf(emitRowKernel(wide.spec, k)),
+            "row kernel wide (dim 8192): 128 elements per thread is over the "
+            "64 kept in registers; use more threads");
+  RowBuilder scalarNorm("scalar_norm", 64, 32);
+  scalarNorm.output(
+      scalarNorm.rmsNorm(scalarNorm.input(RowInputKind::Scalar), -1, 1e-5));
+  EXPECT_EQ(errorOf(emitRowKernel(scalarNorm.spec, k)),
+            "row kernel scalar_norm, op 1: a norm needs a per-element "
+            "operand, not a constant or scalar");
+
+  PagedPrefillSpec p{DType::F32, 128, 16, 2, 4, 0, 16, 64, 128};
+  EXPECT_EQ(errorOf(emitPagedPrefill(p, k)),
+            "paged prefill attention " + kernelName(p) +
+                ": needs 115712 bytes of shared memory, more than the 49152 a "
+                "launch gets by default; use smaller tiles");
+  p = {DType::F32, 256, 16, 2, 8, 0, 16, 8, 128};
+  EXPECT_NE(errorOf(emitPagedPrefill(p, k))
+                .find("an output tile of 256 floats per thread is over the "
+                      "128 kept in registers"),
+            std::string::npos);
+  EXPECT_EQ(errorOf(emitGather({true, DType::I8, 64, 32}, k)),
+            "embedding (dim 64): a int8 table is not generated; supported: "
+            "f32, bf16, f16");
+  EXPECT_EQ(errorOf(emitSample({false, 100}, k)),
+            "sampling: threads 100 must be a multiple of 32 in [32, 1024]");
+  EXPECT_EQ(errorOf(emitRotary({64, 63, false, 2}, k)),
+            "rotary (head_dim 64, rotary_dim 63): rotary_dim must be even and "
+            "in [2, head_dim]");
+}
+
+TEST(CudaEmitter, DefaultPrefillTilesFitEveryLayout) {
+  for (int d : {8, 64, 80, 128, 256})
+    for (int g : {1, 2, 4, 8, 16}) {
+      PagedPrefillSpec s =
+          defaultPagedPrefillSpec(DType::I4, d, 16, 2, g, d % 32 ? d : 32);
+      EXPECT_TRUE(validate(s).ok()) << validate(s).message();
+      EXPECT_LE(pagedPrefillSharedBytes(s), kMaxDefaultSharedBytes);
+    }
+  // Nothing fits one query token of 16 heads of 512: refused (folioc then
+  // leaves every batch to the decode kernel).
+  PagedPrefillSpec big = defaultPagedPrefillSpec(DType::F16, 512, 16, 1, 16, 0);
+  EXPECT_EQ(big.queryTile, 1);
+  EXPECT_NE(errorOf(emitPagedPrefill(big, *std::make_unique<GeneratedKernel>()))
+                .find("bytes of shared memory, more than the 49152"),
+            std::string::npos);
+  PagedPrefillSpec s = defaultPagedPrefillSpec(DType::BF16, 128, 16, 8, 4, 0);
+  EXPECT_EQ(s.queryTile * s.queriesPerKv, 64); // 64 rows per block
+  LaunchGeometry g = pagedPrefillLaunch(s, 3, 40);
+  EXPECT_EQ(g.grid[0], 8u);
+  EXPECT_EQ(g.grid[1], unsigned((40 + s.queryTile - 1) / s.queryTile));
+  EXPECT_EQ(g.grid[2], 3u);
+  EXPECT_EQ(g.dynamicShared, pagedPrefillSharedBytes(s));
+}
+
+TEST(CudaEmitter, EveryNewKernelIsNamedKeyedAndSelfContained) {
+  std::vector<GeneratedKernel> all;
+  GeneratedKernel k;
+  for (const PagedPrefillSpec &s : pagedPrefillVariants()) {
+    ASSERT_TRUE(emitPagedPrefill(s, k).ok()) << kernelName(s);
+    all.push_back(k);
+    // Every parameter shows in name and key.
+    for (int field = 0; field < 3; ++field) {
+      PagedPrefillSpec t = s;
+      (field == 0 ? t.queryTile : field == 1 ? t.keyTile : t.threads) += 32;
+      EXPECT_NE(kernelName(t), kernelName(s));
+      EXPECT_NE(canonicalKey(t), canonicalKey(s));
+    }
+  }
+  for (const RowKernelSpec &s : rowKernelVariants()) {
+    ASSERT_TRUE(emitRowKernel(s, k).ok()) << s.label;
+    all.push_back(k);
+    // A changed constant is another program: another name and key.
+    RowKernelSpec t = s;
+    for (RowOp &op : t.ops)
+      if (op.kind == RowOpKind::RmsNorm || op.kind == RowOpKind::LayerNorm ||
+          op.kind == RowOpKind::Constant)
+        op.value += 1e-7;
+    if (canonicalProgram(t) != canonicalProgram(s)) {
+      EXPECT_NE(kernelName(t), kernelName(s));
+      EXPECT_NE(canonicalKey(t), canonicalKey(s));
+    }
+  }
+  for (const RotarySpec &s : rotaryVariants()) {
+    ASSERT_TRUE(emitRotary(s, k).ok());
+    all.push_back(k);
+  }
+  for (const GatherSpec &s : gatherVariants()) {
+    ASSERT_TRUE(emitGather(s, k).ok());
+    all.push_back(k);
+  }
+  for (const SampleSpec &s : sampleVariants()) {
+    ASSERT_TRUE(emitSample(s, k).ok());
+    all.push_back(k);
+  }
+  std::set<std::string> names, keys;
+  for (const GeneratedKernel &g : all) {
+    SCOPED_TRACE(g.name);
+    names.insert(g.name);
+    keys.insert(g.key);
+    EXPECT_NE(g.source.find("\n" + g.name + "(folio_cuda::"),
+              std::string::npos);
+    EXPECT_EQ(g.source.find("asm"), std::string::npos);
+    size_t at = 0;
+    while ((at = g.source.find("#include", at)) != std::string::npos) {
+      std::string line = g.source.substr(at, g.source.find('\n', at) - at);
+      EXPECT_TRUE(line == "#include <cuda_bf16.h>" ||
+                  line == "#include <cuda_fp16.h>" ||
+                  line == "#include <cuda_fp8.h>")
+          << line;
+      ++at;
+    }
+  }
+  EXPECT_EQ(names.size(), all.size());
+  EXPECT_EQ(keys.size(), all.size());
+}
+
+TEST(CudaEmitter, RowProgramsBecomeExpressions) {
+  // The emitted loop is the program: each op one assignment, constants as
+  // exact hex literals, norms closing the loop with a block reduction.
+  GeneratedKernel k;
+  RowBuilder b("demo", 100, 32);
+  int x = b.input(RowInputKind::Row), w = b.input(RowInputKind::Vector);
+  int t = b.unary("gelu_erf", b.binary("mul", x, b.constant(0.1)));
+  b.output(b.layerNorm(t, w, -1, 1e-5));
+  ASSERT_TRUE(emitRowKernel(b.spec, k).ok());
+  EXPECT_NE(k.source.find("v3[i] = (v0[i] * 0x1.99999ap-4f);"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("v4[i] = (0.5f * v3[i] * (1.0f + erff(v3[i] * "
+                          "0.70710678118654752f)));"),
+            std::string::npos);
+  EXPECT_NE(k.source.find("const float v5_mean = folio_cuda::rowSum<kPer, "
+                          "kThreads, kDim>(v4, red) / float(kDim);"),
+            std::string::npos);
+  EXPECT_NE(k.source.find("v5[i] = (v4[i] - v5_mean) * v5_inv * v1[i] + "
+                          "0.0f;"),
+            std::string::npos);
+  EXPECT_NE(k.source.find("kPer = 4;"), std::string::npos);
 }
 
 } // namespace

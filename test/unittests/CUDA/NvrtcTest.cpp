@@ -8,6 +8,7 @@
 
 #include "codegen/CUDA/NVRTC/Nvrtc.h"
 #include "codegen/CUDA/Emitter.h"
+#include "test/unittests/CUDA/KernelStructure.h"
 #include "test/unittests/CUDA/TestVariants.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,52 @@
 
 namespace folio::cuda::test {
 namespace {
+
+/// Every prefill, row, rotary, gather and sample kernel of TestVariants.h,
+/// plus the prefill tiles folioc picks for common layouts. Compiling them
+/// one by one would take a second each (four archs); concatenated into one
+/// translation unit (sources are include-guarded) they take one NVRTC run
+/// per arch, all of them for sm_90a and one per structure
+/// (KernelStructure.h) for the others.
+/// Emitter failures of the batch (reported by the batched test: the list
+/// is built while tests are being registered).
+std::vector<std::string> &batchErrors() {
+  static std::vector<std::string> errors;
+  return errors;
+}
+
+std::vector<GeneratedKernel> emitBatched() {
+  std::vector<GeneratedKernel> out;
+  auto add = [&](cpu::Status st, const GeneratedKernel &k) {
+    if (st.ok())
+      out.push_back(k);
+    else
+      batchErrors().push_back(st.message());
+  };
+  GeneratedKernel k;
+  for (const PagedPrefillSpec &s : pagedPrefillVariants())
+    add(emitPagedPrefill(s, k), k);
+  for (auto [d, g] :
+       {std::pair{128, 4}, std::pair{128, 1}, std::pair{256, 8}}) {
+    add(emitPagedPrefill(
+            defaultPagedPrefillSpec(cpu::DType::FP8E4M3, d, 16, 2, g, 0), k),
+        k);
+  }
+  for (const RowKernelSpec &s : rowKernelVariants())
+    add(emitRowKernel(s, k), k);
+  for (const RotarySpec &s : rotaryVariants())
+    add(emitRotary(s, k), k);
+  for (const GatherSpec &s : gatherVariants())
+    add(emitGather(s, k), k);
+  for (const SampleSpec &s : sampleVariants())
+    add(emitSample(s, k), k);
+  return out;
+}
+
+const std::vector<GeneratedKernel> &batchedKernels() {
+  static const std::vector<GeneratedKernel> k = emitBatched();
+  return k;
+}
 
 std::vector<GeneratedKernel> allKernels() {
   std::vector<GeneratedKernel> out;
@@ -37,6 +84,13 @@ std::vector<GeneratedKernel> allKernels() {
       add(c);
     }
   }
+  // One of each newer kind on its own, so that each compiles as a single
+  // self-contained source; batchedKernels() has them all.
+  const std::vector<GeneratedKernel> &batched = batchedKernels();
+  std::set<std::string> kinds;
+  for (const GeneratedKernel &k : batched)
+    if (kinds.insert(k.key.substr(0, k.key.find(':'))).second)
+      add(k);
   return out;
 }
 
@@ -76,6 +130,37 @@ INSTANTIATE_TEST_SUITE_P(Kernels, CudaNvrtc,
                          [](const ::testing::TestParamInfo<size_t> &info) {
                            return kernels()[info.param].name;
                          });
+
+TEST(CudaNvrtcBatched, EveryKernelCompilesForEveryArchInOneUnit) {
+  if (!nvrtcAvailable())
+    GTEST_SKIP() << "this build has no CUDA toolkit (FOLIO_ENABLE_CUDA=OFF)";
+  EXPECT_TRUE(batchErrors().empty()) << batchErrors().front();
+  ASSERT_GT(batchedKernels().size(), 20u);
+  // Every kernel for sm_90a, one per structure for the other archs.
+  std::vector<const GeneratedKernel *> all, sample;
+  std::set<std::string> structures;
+  for (const GeneratedKernel &k : batchedKernels()) {
+    all.push_back(&k);
+    if (structures.insert(kernelStructure(k.key)).second)
+      sample.push_back(&k);
+  }
+  EXPECT_LT(sample.size(), all.size());
+  for (const std::string &arch : supportedArchs()) {
+    const std::vector<const GeneratedKernel *> &kernels =
+        arch == "sm_90a" ? all : sample;
+    std::string source;
+    for (const GeneratedKernel *k : kernels)
+      source += k->source;
+    CompiledKernel c;
+    cpu::Status st =
+        compileWithNvrtc("folio_batched_test_kernels", source, arch, c);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_FALSE(c.cubin.empty()) << arch;
+    for (const GeneratedKernel *k : kernels)
+      EXPECT_NE(c.ptx.find(".entry " + k->name + "("), std::string::npos)
+          << k->name << " is missing from the PTX for " << arch;
+  }
+}
 
 TEST(CudaNvrtcPortable, PortableTwinCompilesForTheDevice) {
   if (!nvrtcAvailable())

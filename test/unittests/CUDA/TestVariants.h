@@ -42,6 +42,188 @@ inline std::vector<PagedDecodeSpec> pagedDecodeVariants() {
   };
 }
 
+inline std::vector<PagedPrefillSpec> pagedPrefillVariants() {
+  using cpu::DType;
+  // cache, head_dim, block, kv heads, q per kv, group, query tile, key tile,
+  // threads: key tiles below, at and above the block size, and one that is
+  // not a multiple of it.
+  return {
+      {DType::F32, 64, 16, 2, 2, 0, 8, 16, 64},
+      {DType::BF16, 64, 16, 2, 2, 0, 4, 32, 128},
+      {DType::F16, 80, 8, 1, 1, 0, 16, 8, 96},
+      {DType::FP8E4M3, 64, 16, 2, 2, 0, 8, 16, 64},
+      {DType::FP8E5M2, 64, 16, 1, 4, 0, 4, 16, 128},
+      {DType::I8, 64, 16, 2, 2, 64, 8, 16, 64},
+      {DType::I4, 64, 16, 2, 2, 32, 8, 16, 64},
+      {DType::I4, 80, 8, 1, 4, 16, 2, 24, 96},
+  };
+}
+
+/// Builds a row program op by op; each call returns the value's index.
+struct RowBuilder {
+  RowKernelSpec spec;
+  RowBuilder(const char *label, int dim, int threads) {
+    spec.label = label;
+    spec.dim = dim;
+    spec.threads = threads;
+  }
+  int push(RowOp op) {
+    spec.ops.push_back(op);
+    return int(spec.ops.size()) - 1;
+  }
+  int input(RowInputKind kind) {
+    spec.inputs.push_back(kind);
+    RowOp op;
+    op.kind = RowOpKind::Input;
+    op.index = int(spec.inputs.size()) - 1;
+    return push(op);
+  }
+  int constant(double v) {
+    RowOp op;
+    op.kind = RowOpKind::Constant;
+    op.value = v;
+    return push(op);
+  }
+  int unary(const char *fn, int a) {
+    RowOp op;
+    op.kind = RowOpKind::Unary;
+    op.fn = fn;
+    op.a = a;
+    return push(op);
+  }
+  int binary(const char *fn, int a, int b) {
+    RowOp op;
+    op.kind = RowOpKind::Binary;
+    op.fn = fn;
+    op.a = a;
+    op.b = b;
+    return push(op);
+  }
+  int rmsNorm(int x, int w, double eps, double offset = 0.0) {
+    RowOp op;
+    op.kind = RowOpKind::RmsNorm;
+    op.a = x;
+    op.b = w;
+    op.value = eps;
+    op.weightOffset = offset;
+    return push(op);
+  }
+  int layerNorm(int x, int w, int b, double eps) {
+    RowOp op;
+    op.kind = RowOpKind::LayerNorm;
+    op.a = x;
+    op.b = w;
+    op.c = b;
+    op.value = eps;
+    return push(op);
+  }
+  void output(int a) {
+    RowOp op;
+    op.kind = RowOpKind::Output;
+    op.a = a;
+    op.index = spec.numOutputs++;
+    push(op);
+  }
+};
+
+/// The row programs the tests run; the label says which CPU kernel each
+/// must match (RowEmulationTest.cpp). Dims that are and are not multiples
+/// of the block, one to several elements per thread.
+inline std::vector<RowKernelSpec> rowKernelVariants() {
+  using K = RowInputKind;
+  std::vector<RowKernelSpec> out;
+  {
+    RowBuilder b("add_rms_norm", 80, 32);
+    int x = b.input(K::Row), r = b.input(K::Row), w = b.input(K::Vector);
+    int sum = b.binary("add", x, r);
+    b.output(sum);
+    b.output(b.rmsNorm(sum, w, 1e-5));
+    out.push_back(b.spec);
+  }
+  {
+    RowBuilder b("gemma_rms_norm", 200, 64);
+    int x = b.input(K::Row), w = b.input(K::Vector);
+    b.output(b.rmsNorm(x, w, 1e-6, 1.0));
+    out.push_back(b.spec);
+  }
+  {
+    RowBuilder b("add_layer_norm", 64, 64);
+    int x = b.input(K::Row), r = b.input(K::Row), w = b.input(K::Vector),
+        bias = b.input(K::Vector);
+    int sum = b.binary("add", x, r);
+    b.output(sum);
+    b.output(b.layerNorm(sum, w, bias, 1e-5));
+    out.push_back(b.spec);
+  }
+  {
+    RowBuilder b("layer_norm_plain", 48, 32);
+    b.output(b.layerNorm(b.input(K::Row), -1, -1, 1e-5));
+    out.push_back(b.spec);
+  }
+  {
+    RowBuilder b("swiglu", 72, 32);
+    int gate = b.input(K::Row), up = b.input(K::Row);
+    b.output(b.binary("mul", b.unary("silu", gate), up));
+    out.push_back(b.spec);
+  }
+  {
+    RowBuilder b("geglu_tanh", 40, 32);
+    int gate = b.input(K::Row), up = b.input(K::Row);
+    b.output(b.binary("mul", b.unary("gelu_tanh", gate), up));
+    out.push_back(b.spec);
+  }
+  {
+    RowBuilder b("gelu_erf", 130, 64);
+    b.output(b.unary("gelu_erf", b.input(K::Row)));
+    out.push_back(b.spec);
+  }
+  {
+    // GPT-2's gelu_new as the exporter writes it out.
+    RowBuilder b("gelu_new_ops", 96, 32);
+    int x = b.input(K::Row);
+    int cube = b.binary("pow", x, b.constant(3.0));
+    int inner = b.binary("add", x, b.binary("mul", b.constant(0.044715), cube));
+    int t =
+        b.unary("tanh", b.binary("mul", b.constant(0.7978845608028654), inner));
+    int half = b.binary("mul", b.constant(0.5), x);
+    b.output(b.binary("mul", half, b.binary("add", b.constant(1.0), t)));
+    out.push_back(b.spec);
+  }
+  {
+    RowBuilder b("soft_cap", 256, 128);
+    int x = b.input(K::Row), cap = b.constant(30.0);
+    b.output(b.binary("mul", b.unary("tanh", b.binary("div", x, cap)), cap));
+    out.push_back(b.spec);
+  }
+  {
+    // A norm between two elementwise stages, a runtime scalar.
+    RowBuilder b("norm_scale_bias", 100, 32);
+    int x = b.input(K::Row), w = b.input(K::Vector), s = b.input(K::Scalar),
+        bias = b.input(K::Vector);
+    int n = b.rmsNorm(b.unary("relu", x), w, 1e-5);
+    b.output(b.binary("add", b.binary("mul", n, s), bias));
+    out.push_back(b.spec);
+  }
+  return out;
+}
+
+inline std::vector<RotarySpec> rotaryVariants() {
+  // head_dim, rotary_dim, interleaved, heads
+  return {{64, 64, false, 3}, {16, 8, true, 2}, {16, 4, false, 2}};
+}
+
+inline std::vector<GatherSpec> gatherVariants() {
+  using cpu::DType;
+  return {{true, DType::F32, 40, 32},
+          {true, DType::BF16, 40, 32},
+          {true, DType::F16, 70, 64},
+          {false, DType::F32, 300, 128}};
+}
+
+inline std::vector<SampleSpec> sampleVariants() {
+  return {{true, 64}, {true, 256}, {false, 64}, {false, 256}};
+}
+
 } // namespace folio::cuda::test
 
 #endif // FOLIO_TEST_UNITTESTS_CUDA_TESTVARIANTS_H

@@ -1,0 +1,162 @@
+//===- ModelKernelsTest.cpp - Every model kernel through NVRTC ------------===//
+//
+// Compiles the bundled model and one export of every zoo architecture
+// (models/zoo, models/zoo-hf) to plans for sm_90a and sm_80, collects the
+// CUDA kernels folioc --emit=cuda writes for them, and compiles them with
+// NVRTC. The two targets give the two default cache types (fp8 on sm_89 /
+// sm_90a, int8 on sm_80 / sm_86), so the kernel sets are those of all four
+// archs. To keep this to seconds: kernels are deduplicated by key across
+// models, each set is compiled as one translation unit (the sources are
+// include-guarded), in full for sm_80 and sm_90a, and for sm_86 and sm_89
+// with one kernel per structure (KernelStructure.h: the same code with
+// other constants, which the spec checks bound).
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CUDA/NVRTC/Nvrtc.h"
+#include "compiler/Plan/CudaKernels.h"
+#include "compiler/Plan/CudaRowKernels.h"
+#include "compiler/Plan/LowerToPlan.h"
+#include "test/unittests/CUDA/KernelStructure.h"
+
+#include "llvm/Support/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <iostream>
+#include <map>
+#include <set>
+
+namespace folio::cuda::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> modelPaths() {
+  std::string root = FOLIO_SOURCE_DIR;
+  std::vector<std::string> out = {root + "/models/bundled/target.onnx"};
+  for (const char *zoo : {"/models/zoo", "/models/zoo-hf"}) {
+    std::vector<std::string> archs;
+    for (const fs::directory_entry &e : fs::directory_iterator(root + zoo))
+      if (e.is_directory())
+        archs.push_back(e.path().string());
+    std::sort(archs.begin(), archs.end());
+    for (const std::string &dir : archs) {
+      // The cached export of each: every kernel kind (decode and prefill,
+      // norms, rotary, MLP) appears in it.
+      for (const char *form :
+           {"/cached.onnx", "/sdpa_cached.onnx", "/optimum.onnx"})
+        if (fs::exists(dir + form)) {
+          out.push_back(dir + form);
+          break;
+        }
+    }
+  }
+  return out;
+}
+
+/// Kernel sources by name, for every model compiled for `target`; `keys`
+/// gets each kernel's canonical key.
+std::map<std::string, std::string>
+modelKernels(const std::string &target,
+             std::map<std::string, std::string> &keys) {
+  std::map<std::string, std::string> kernels;
+  for (const std::string &path : modelPaths()) {
+    SCOPED_TRACE(path + " for " + target);
+    mlir::folio::CompileToPlanOptions options;
+    options.target = target;
+    auto p = mlir::folio::compileONNXToPlan(path, options);
+    if (!p) {
+      ADD_FAILURE() << llvm::toString(p.takeError());
+      continue;
+    }
+    compiler::PlanCudaKernels attention;
+    compiler::PlanCudaRowKernels rows;
+    Status st = compiler::collectCudaKernels(*p, attention);
+    if (st)
+      st = compiler::collectCudaRowKernels(*p, rows);
+    if (!st) {
+      ADD_FAILURE() << st.message();
+      continue;
+    }
+    for (const auto *list : {&attention.kernels, &rows.kernels})
+      for (const compiler::PlannedCudaKernel &k : *list) {
+        kernels[k.kernel.name] = k.kernel.source;
+        keys[k.kernel.name] = k.kernel.key;
+      }
+  }
+  return kernels;
+}
+
+/// One kernel per structure (KernelStructure.h), keyed by name.
+std::map<std::string, std::string>
+perStructure(const std::map<std::string, std::string> &kernels,
+             const std::map<std::string, std::string> &keys) {
+  std::map<std::string, std::string> out;
+  std::set<std::string> seen;
+  for (const auto &[name, source] : kernels)
+    if (seen.insert(kernelStructure(keys.at(name))).second)
+      out[name] = source;
+  return out;
+}
+
+void compileAll(const std::map<std::string, std::string> &kernels,
+                const std::string &arch) {
+  std::string source;
+  for (const auto &[name, text] : kernels)
+    source += text;
+  CompiledKernel c;
+  cpu::Status st = compileWithNvrtc("folio_model_kernels", source, arch, c);
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (const auto &[name, text] : kernels)
+    EXPECT_NE(c.ptx.find(".entry " + name + "("), std::string::npos)
+        << name << " for " << arch;
+}
+
+TEST(CudaModelKernels, EveryModelKernelCompilesForEveryArch) {
+  if (!nvrtcAvailable())
+    GTEST_SKIP() << "this build has no CUDA toolkit (FOLIO_ENABLE_CUDA=OFF)";
+  auto start = std::chrono::steady_clock::now();
+  std::map<std::string, std::string> keys;
+  std::map<std::string, std::string> fp8 = modelKernels("sm_90a", keys);
+  std::map<std::string, std::string> int8 = modelKernels("sm_80", keys);
+  auto compiled = std::chrono::steady_clock::now();
+  ASSERT_FALSE(HasFailure());
+  // Every model has attention, norms and the sampler at the least.
+  EXPECT_GT(fp8.size(), 20u);
+  EXPECT_GT(int8.size(), 20u);
+  for (const char *kind : {"folio_paged_prefill_fp8_e4m3", "folio_row_",
+                           "folio_rotary_", "folio_embedding_"}) {
+    bool found = false;
+    for (const auto &[name, text] : fp8)
+      found |= name.rfind(kind, 0) == 0;
+    EXPECT_TRUE(found) << "no " << kind << " kernel among the models'";
+  }
+  std::map<std::string, std::string> fp8Sample = perStructure(fp8, keys),
+                                     int8Sample = perStructure(int8, keys);
+  // The four compiles are independent: NVRTC is thread-safe.
+  std::vector<std::future<void>> runs;
+  runs.push_back(
+      std::async(std::launch::async, [&] { compileAll(fp8, "sm_90a"); }));
+  runs.push_back(
+      std::async(std::launch::async, [&] { compileAll(int8, "sm_80"); }));
+  runs.push_back(
+      std::async(std::launch::async, [&] { compileAll(fp8Sample, "sm_89"); }));
+  runs.push_back(
+      std::async(std::launch::async, [&] { compileAll(int8Sample, "sm_86"); }));
+  for (std::future<void> &r : runs)
+    r.get();
+  auto done = std::chrono::steady_clock::now();
+  std::cout << modelPaths().size() << " models, " << fp8.size() << " fp8 and "
+            << int8.size() << " int8 kernels (" << fp8Sample.size() << " and "
+            << int8Sample.size() << " structures); plans "
+            << std::chrono::duration<double>(compiled - start).count()
+            << " s, NVRTC "
+            << std::chrono::duration<double>(done - compiled).count() << " s\n";
+}
+
+} // namespace
+} // namespace folio::cuda::test

@@ -1,0 +1,473 @@
+//===- RowEmulationTest.cpp - Row, rotary, gather, sample kernels vs CPU --===//
+//
+// The kernels of TestVariants.h that work row by row, generated at build
+// time and run through the emulation against the CPU kernels: every row
+// program (norms with residual adds, activations and gated activations,
+// ops written out as the exporters write them, a soft-cap, a norm between
+// elementwise stages) against codegen/CPU's norm / activation kernels;
+// rotary in both styles, partial, in place and strided, against
+// applyRotaryRows; embedding and gather_rows against the CPU gathers,
+// including refused indices; greedy sampling against runtime/Sampler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CUDA/Emulation/Emulation.h"
+
+// Generated at build time: the kernels and their tables (kFolioTestRow,
+// kFolioTestRotary, kFolioTestGather, kFolioTestSample).
+#include <RowTestKernels.inc>
+
+#include "codegen/CPU/Activation.h"
+#include "codegen/CPU/Elementwise.h"
+#include "codegen/CPU/Gather.h"
+#include "codegen/CPU/Norm.h"
+#include "codegen/CPU/Rotary.h"
+#include "runtime/Sampler/Philox.h"
+#include "runtime/Sampler/Sampler.h"
+#include "test/unittests/CUDA/EmulationLaunch.h"
+#include "test/unittests/CUDA/TestVariants.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace folio::cuda::test {
+namespace {
+
+using cpu::DType;
+
+/// The kernels' argument structs use long long, the CPU kernels int64_t
+/// (long here): the same 64-bit integers.
+const long long *asLongLong(const int64_t *p) {
+  static_assert(sizeof(int64_t) == sizeof(long long));
+  return reinterpret_cast<const long long *>(p);
+}
+
+template <typename Table>
+auto findKernel(const Table &table, const std::string &key)
+    -> decltype(&table[0]) {
+  for (const auto &k : table)
+    if (key == k.key)
+      return &k;
+  return nullptr;
+}
+
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 float tol, const char *what) {
+  ASSERT_EQ(got.size(), want.size());
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= tol + tol * std::fabs(want[i])) &&
+        ++bad <= 5)
+      ADD_FAILURE() << what << " element " << i << ": emulated " << got[i]
+                    << ", CPU kernel " << want[i];
+  EXPECT_EQ(bad, 0) << what;
+}
+
+/// The CPU kernels' result for a row program of TestVariants.h, by label.
+/// `in` holds each input's buffer, Row inputs `inStride` apart.
+std::vector<std::vector<float>>
+cpuRows(const RowKernelSpec &s, const std::vector<std::vector<float>> &in,
+        const std::vector<int64_t> &inStride, int64_t rows) {
+  const int64_t n = s.dim;
+  std::vector<std::vector<float>> out(size_t(s.numOutputs),
+                                      std::vector<float>(size_t(rows * n)));
+  auto dense = [&](size_t i) { // a Row input without its stride
+    std::vector<float> d(size_t(rows * n));
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(&d[size_t(r * n)], &in[i][size_t(r * inStride[i])],
+                  size_t(n) * 4);
+    return d;
+  };
+  const std::string &l = s.label;
+  bool ok = true;
+  if (l == "add_rms_norm") {
+    ok = cpu::addRmsNorm(dense(0).data(), dense(1).data(), out[0].data(),
+                         in[2].data(), out[1].data(), rows, n, 1e-5f, 0.0f)
+             .ok();
+  } else if (l == "gemma_rms_norm") {
+    ok = cpu::rmsNorm(dense(0).data(), in[1].data(), out[0].data(), rows, n,
+                      1e-6f, 1.0f)
+             .ok();
+  } else if (l == "add_layer_norm") {
+    ok = cpu::addLayerNorm(dense(0).data(), dense(1).data(), out[0].data(),
+                           in[2].data(), in[3].data(), out[1].data(), rows, n,
+                           1e-5f)
+             .ok();
+  } else if (l == "layer_norm_plain") {
+    ok = cpu::layerNorm(dense(0).data(), nullptr, nullptr, out[0].data(), rows,
+                        n, 1e-5f)
+             .ok();
+  } else if (l == "swiglu" || l == "geglu_tanh") {
+    ok = cpu::gatedActivation(in[0].data(), inStride[0], in[1].data(),
+                              inStride[1], out[0].data(), rows, n,
+                              l == "swiglu" ? cpu::Activation::Silu
+                                            : cpu::Activation::GeluTanh)
+             .ok();
+  } else if (l == "gelu_erf" || l == "gelu_new_ops") {
+    ok = cpu::activation(dense(0).data(), out[0].data(), rows * n,
+                         l == "gelu_erf" ? cpu::Activation::GeluErf
+                                         : cpu::Activation::GeluTanh)
+             .ok();
+  } else if (l == "soft_cap") {
+    ok = cpu::softCap(dense(0).data(), out[0].data(), rows * n, 30.0f).ok();
+  } else if (l == "norm_scale_bias") {
+    std::vector<float> x = dense(0);
+    for (float &v : x)
+      v = v > 0.0f ? v : 0.0f;
+    ok = cpu::rmsNorm(x.data(), in[1].data(), out[0].data(), rows, n, 1e-5f,
+                      0.0f)
+             .ok();
+    for (int64_t i = 0; i < rows * n; ++i)
+      out[0][size_t(i)] = out[0][size_t(i)] * in[2][0] + in[3][size_t(i % n)];
+  } else {
+    ADD_FAILURE() << "no CPU reference for row program " << l;
+  }
+  EXPECT_TRUE(ok) << l;
+  return out;
+}
+
+TEST(CudaRowEmulation, EveryRowProgramMatchesTheCpuKernels) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  for (const RowKernelSpec &s : rowKernelVariants()) {
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name);
+    const FolioTestRow *kernel = findKernel(kFolioTestRow, canonicalKey(s));
+    ASSERT_NE(kernel, nullptr) << "no generated kernel for " << name;
+    for (int64_t rows : {1, 6}) {
+      // Gated programs read gate and up as the halves of one row (stride
+      // 2 * dim); the other Row inputs are slices of wider rows.
+      bool gated = s.label == "swiglu" || s.label == "geglu_tanh";
+      std::vector<std::vector<float>> in;
+      std::vector<int64_t> stride;
+      folio_cuda::RowArgs a{};
+      std::vector<float> fused;
+      if (gated) {
+        fused.resize(size_t(rows * 2 * s.dim));
+        for (float &v : fused)
+          v = normal(rng);
+      }
+      for (size_t i = 0; i < s.inputs.size(); ++i) {
+        int64_t st = s.inputs[i] == RowInputKind::Row ? s.dim + 3 : 0;
+        size_t count = s.inputs[i] == RowInputKind::Row      ? size_t(rows * st)
+                       : s.inputs[i] == RowInputKind::Vector ? size_t(s.dim)
+                                                             : 1;
+        if (gated) {
+          st = 2 * s.dim;
+          in.push_back(
+              std::vector<float>(fused.begin() + long(i * s.dim), fused.end()));
+        } else {
+          in.emplace_back(count);
+          for (float &v : in.back())
+            v = normal(rng);
+        }
+        stride.push_back(st);
+      }
+      for (size_t i = 0; i < in.size(); ++i) {
+        a.in[i] = in[i].data();
+        a.inStride[i] = stride[i];
+      }
+      // Outputs into rows wider than dim: the padding must stay untouched.
+      const int64_t outStride = s.dim + 5;
+      std::vector<std::vector<float>> out(
+          size_t(s.numOutputs),
+          std::vector<float>(size_t(rows * outStride), -7.0f));
+      for (size_t o = 0; o < out.size(); ++o) {
+        a.out[o] = out[o].data();
+        a.outStride[o] = outStride;
+      }
+      cuda_emu::LaunchConfig config =
+          emulationConfig(rowKernelLaunch(s, rows), name.c_str());
+      config.scheduleSeed = rng();
+      cuda_emu::launch(config, kernel->kernel, a);
+
+      std::vector<std::vector<float>> want = cpuRows(s, in, stride, rows);
+      for (size_t o = 0; o < out.size(); ++o) {
+        std::vector<float> got;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t d = 0; d < outStride; ++d) {
+            float v = out[o][size_t(r * outStride + d)];
+            if (d < s.dim)
+              got.push_back(v);
+            else
+              EXPECT_EQ(v, -7.0f)
+                  << "output " << o << " row " << r << " written past dim";
+          }
+        // Norms sum in another order than the CPU kernels.
+        expectClose(got, want[o], 2e-5f, "row output");
+      }
+    }
+  }
+}
+
+TEST(CudaRowEmulation, RotaryMatchesTheCpuKernel) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const RotarySpec &s : rotaryVariants()) {
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name);
+    const FolioTestRotary *kernel =
+        findKernel(kFolioTestRotary, canonicalKey(s));
+    ASSERT_NE(kernel, nullptr) << "no generated kernel for " << name;
+    cpu::RotaryParams p;
+    p.headDim = s.headDim;
+    p.rotaryDim = s.rotaryDim;
+    p.style = s.interleaved ? cpu::RotaryStyle::Interleaved
+                            : cpu::RotaryStyle::HalfSplit;
+    const int64_t tablePositions = 128, T = 7, H = s.numHeads, D = s.headDim;
+    std::vector<float> inv = cpu::rotaryInverseFrequencies(p);
+    std::vector<float> table(size_t(tablePositions * s.rotaryDim));
+    for (int64_t pos = 0; pos < tablePositions; ++pos)
+      for (size_t i = 0; i < inv.size(); ++i) {
+        double angle = double(float(pos) * inv[i]);
+        table[size_t(pos * s.rotaryDim) + i] = float(std::cos(angle));
+        table[size_t(pos * s.rotaryDim) + inv.size() + i] =
+            float(std::sin(angle));
+      }
+    std::vector<int64_t> positions = {0, 1, 5, 17, 64, 126, tablePositions - 1};
+    std::vector<float> x(size_t(T * H * D)), want(x.size());
+    for (float &v : x)
+      v = normal(rng);
+    ASSERT_TRUE(cpu::applyRotaryRows(x.data(), want.data(), T, H, 1,
+                                     positions.data(), table.data(),
+                                     tablePositions, p)
+                    .ok());
+    // Strided source (a slice of a wider fused row) into a dense output,
+    // then in place.
+    const int64_t xStride = H * D + 6;
+    std::vector<float> strided(size_t(T * xStride), 3.0f), y(x.size(), -1.0f);
+    for (int64_t t = 0; t < T; ++t)
+      std::memcpy(&strided[size_t(t * xStride)], &x[size_t(t * H * D)],
+                  size_t(H * D) * 4);
+    folio_cuda::RotaryArgs a{
+        strided.data(), y.data(), xStride, H * D, asLongLong(positions.data()),
+        table.data()};
+    cuda_emu::launch(emulationConfig(rotaryLaunch(s, T), name.c_str()),
+                     kernel->kernel, a);
+    expectClose(y, want, 1e-6f, "rotary into a second buffer");
+    std::vector<float> inPlace = x;
+    a = {inPlace.data(),
+         inPlace.data(),
+         H * D,
+         H * D,
+         asLongLong(positions.data()),
+         table.data()};
+    cuda_emu::launch(emulationConfig(rotaryLaunch(s, T), name.c_str()),
+                     kernel->kernel, a);
+    expectClose(inPlace, want, 1e-6f, "rotary in place");
+  }
+}
+
+/// A table of `rows` x `dim` random values in `t` and its f32 reading.
+std::vector<uint8_t> randomTable(DType t, int64_t rows, int64_t dim,
+                                 std::mt19937 &rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  size_t bytes = t == DType::F32 ? 4 : 2;
+  std::vector<uint8_t> table(size_t(rows * dim) * bytes);
+  for (size_t i = 0; i < size_t(rows * dim); ++i) {
+    float f = normal(rng);
+    if (t == DType::F32) {
+      std::memcpy(&table[i * 4], &f, 4);
+    } else {
+      // Any 16-bit pattern of a finite value: bf16 from the f32's top
+      // half, f16 from a random finite pattern.
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      uint16_t h =
+          t == DType::BF16 ? uint16_t(bits >> 16) : uint16_t((rng() & 0xbfffu));
+      std::memcpy(&table[i * 2], &h, 2);
+    }
+  }
+  return table;
+}
+
+TEST(CudaRowEmulation, GathersMatchTheCpuKernels) {
+  std::mt19937 rng(11);
+  for (const GatherSpec &s : gatherVariants()) {
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name);
+    const FolioTestGather *kernel =
+        findKernel(kFolioTestGather, canonicalKey(s));
+    ASSERT_NE(kernel, nullptr) << "no generated kernel for " << name;
+    const int64_t vocab = 50, dim = s.dim;
+    std::vector<uint8_t> table = randomTable(s.tableType, vocab, dim, rng);
+    std::vector<int32_t> ids = {0, vocab - 1, 7, 7, 23};
+    std::vector<int64_t> ids64(ids.begin(), ids.end());
+    const int64_t n = int64_t(ids.size());
+    for (float scale : {1.0f, 2.5f}) {
+      if (!s.embedding && scale != 1.0f)
+        continue;
+      std::vector<float> want(size_t(n * dim)), got(want.size(), -1.0f);
+      if (s.embedding)
+        ASSERT_TRUE(cpu::embedding(ids.data(), n, table.data(), s.tableType,
+                                   vocab, dim, want.data(), scale)
+                        .ok());
+      else
+        ASSERT_TRUE(cpu::gatherRows(reinterpret_cast<float *>(table.data()),
+                                    vocab, dim, ids.data(), n, want.data())
+                        .ok());
+      int error = 0;
+      folio_cuda::GatherArgs a{table.data(), vocab, asLongLong(ids64.data()),
+                               ids.data(),   scale, got.data(),
+                               &error};
+      cuda_emu::launch(emulationConfig(gatherLaunch(s, n), name.c_str()),
+                       kernel->kernel, a);
+      EXPECT_EQ(error, 0);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+          << "not bit for bit the CPU kernel's rows";
+    }
+    // An index outside the table: refused as the CPU refuses it.
+    for (int32_t badId : {int32_t(vocab), -1}) {
+      std::vector<int32_t> bad = {3, badId, 4};
+      std::vector<int64_t> bad64(bad.begin(), bad.end());
+      std::vector<float> want(size_t(3 * dim)), got(want.size(), -1.0f);
+      EXPECT_FALSE(
+          s.embedding ? cpu::embedding(bad.data(), 3, table.data(), s.tableType,
+                                       vocab, dim, want.data())
+                            .ok()
+                      : cpu::gatherRows(reinterpret_cast<float *>(table.data()),
+                                        vocab, dim, bad.data(), 3, want.data())
+                            .ok());
+      int error = 0;
+      folio_cuda::GatherArgs a{table.data(), vocab, asLongLong(bad64.data()),
+                               bad.data(),   1.0f,  got.data(),
+                               &error};
+      cuda_emu::launch(emulationConfig(gatherLaunch(s, 3), name.c_str()),
+                       kernel->kernel, a);
+      EXPECT_EQ(error, 2) << "the first bad row + 1";
+      EXPECT_EQ(got[size_t(dim)], -1.0f) << "the bad row was written";
+    }
+  }
+}
+
+TEST(CudaRowEmulation, GreedySamplingMatchesTheCpuSampler) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const SampleSpec &s : sampleVariants()) {
+    if (!s.greedy)
+      continue;
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name);
+    const FolioTestSample *kernel =
+        findKernel(kFolioTestSample, canonicalKey(s));
+    ASSERT_NE(kernel, nullptr) << "no generated kernel for " << name;
+    for (int vocab : {1, 37, 1000}) {
+      const int rows = 7;
+      std::vector<float> logits(size_t(rows * vocab));
+      for (float &v : logits)
+        v = normal(rng);
+      auto row = [&](int r) { return &logits[size_t(r * vocab)]; };
+      // Row 1: the maximum twice (the lower index wins); row 2: masked
+      // tokens; rows 4-6: a NaN, a +inf, only -inf.
+      row(1)[vocab - 1] = 50.0f;
+      row(1)[vocab / 2] = 50.0f;
+      for (int i = 0; i < vocab; i += 2)
+        row(2)[i] = -inf;
+      row(4)[vocab / 3] = std::nanf("");
+      row(5)[vocab - 1] = inf;
+      for (int i = 0; i < vocab; ++i)
+        row(6)[i] = -inf;
+      std::vector<int> tokens(rows, -2);
+      folio_cuda::SampleArgs a{logits.data(), vocab, vocab, tokens.data()};
+      cuda_emu::launch(emulationConfig(sampleLaunch(s, rows), name.c_str()),
+                       kernel->kernel, a);
+      SamplingParams greedy;
+      greedy.temperature = 0.0f;
+      for (int r = 0; r < rows; ++r) {
+        SampleRow sr;
+        sr.params = &greedy;
+        Expected<SampledToken> cpu = sampleRow(row(r), size_t(vocab), sr);
+        if (cpu)
+          EXPECT_EQ(tokens[size_t(r)], cpu->token)
+              << "vocab " << vocab << ", row " << r;
+        else
+          EXPECT_EQ(tokens[size_t(r)], -1)
+              << "vocab " << vocab << ", row " << r
+              << ": the CPU sampler refuses it: " << cpu.status().message();
+      }
+    }
+  }
+}
+
+TEST(CudaRowEmulation, TopKTopPSamplingMatchesTheCpuSampler) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  struct Config {
+    float temperature;
+    int32_t topK;
+    float topP;
+  };
+  const std::vector<Config> configs = {
+      {1.0f, 0, 1.0f}, {0.7f, 5, 1.0f}, {1.3f, 0, 0.9f},  {0.5f, 50, 0.8f},
+      {1.0f, 1, 1.0f}, {2.0f, 3, 0.5f}, {1.0f, 0, 0.05f}, {0.8f, 1000, 0.99f}};
+  int compared = 0;
+  for (const SampleSpec &s : sampleVariants()) {
+    if (s.greedy)
+      continue;
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name);
+    const FolioTestSample *kernel =
+        findKernel(kFolioTestSample, canonicalKey(s));
+    ASSERT_NE(kernel, nullptr) << "no generated kernel for " << name;
+    for (int vocab : {1, 37, 1000}) {
+      const int rows = int(configs.size()) * 3;
+      std::vector<float> logits(size_t(rows * vocab));
+      std::vector<float> temperature(rows), topP(rows);
+      std::vector<int> topK(rows), tokens(size_t(rows), -2);
+      std::vector<double> uniform(rows);
+      std::vector<SamplingParams> params(static_cast<size_t>(rows));
+      for (int r = 0; r < rows; ++r) {
+        const Config &c = configs[size_t(r) % configs.size()];
+        float *row = &logits[size_t(r * vocab)];
+        for (int i = 0; i < vocab; ++i)
+          row[i] = normal(rng);
+        if (r % 3 == 1) // many ties: at the top-k threshold and top-p cut
+          for (int i = 0; i < vocab; ++i)
+            row[i] = std::round(row[i]);
+        if (r % 3 == 2) // masked tokens
+          for (int i = 1; i < vocab; i += 3)
+            row[i] = -std::numeric_limits<float>::infinity();
+        params[size_t(r)].temperature = c.temperature;
+        params[size_t(r)].topK = c.topK;
+        params[size_t(r)].topP = c.topP;
+        temperature[size_t(r)] = c.temperature;
+        topK[size_t(r)] = c.topK;
+        topP[size_t(r)] = c.topP;
+        uniform[size_t(r)] = philoxUniform(1234 + uint64_t(r), 7);
+      }
+      folio_cuda::SampleArgs a{
+          logits.data(),      vocab,       vocab,       tokens.data(),
+          temperature.data(), topK.data(), topP.data(), uniform.data()};
+      cuda_emu::LaunchConfig config =
+          emulationConfig(sampleLaunch(s, rows), name.c_str());
+      config.scheduleSeed = rng();
+      cuda_emu::launch(config, kernel->kernel, a);
+      for (int r = 0; r < rows; ++r) {
+        SampleRow sr;
+        sr.params = &params[size_t(r)];
+        sr.seed = 1234 + uint64_t(r);
+        sr.position = 7;
+        Expected<SampledToken> cpu =
+            sampleRow(&logits[size_t(r * vocab)], size_t(vocab), sr);
+        if (cpu) {
+          EXPECT_EQ(tokens[size_t(r)], cpu->token)
+              << "vocab " << vocab << ", row " << r;
+          ++compared;
+        } else {
+          EXPECT_EQ(tokens[size_t(r)], -1) << "vocab " << vocab << ", row " << r
+                                           << ": " << cpu.status().message();
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
+}
+
+} // namespace
+} // namespace folio::cuda::test

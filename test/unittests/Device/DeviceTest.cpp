@@ -1,0 +1,243 @@
+//===- DeviceTest.cpp - The CUDA driver loader and --device ---------------===//
+//
+// No GPU is needed: FOLIO_LIBCUDA_PATH points the loader at a path that
+// does not exist, at a library that is not a driver (libc), or at a fake
+// driver (FakeCuda.cpp) whose answers the FOLIO_FAKE_CUDA_* variables set.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Device/CudaDriver.h"
+#include "runtime/Device/DeviceSelection.h"
+#include "runtime/Device/KernelImages.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+using namespace folio;
+using namespace folio::device;
+
+namespace {
+
+/// Sets environment variables for one test and restores them after.
+class ScopedEnv {
+public:
+  void set(const char *name, const std::string &value) {
+    if (!saved.count(name)) {
+      const char *old = std::getenv(name);
+      saved[name] = old ? std::optional<std::string>(old) : std::nullopt;
+    }
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (const auto &[name, value] : saved)
+      if (value)
+        ::setenv(name.c_str(), value->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
+  }
+
+private:
+  std::map<std::string, std::optional<std::string>> saved;
+};
+
+std::string probeError() {
+  Expected<CudaDriverInfo> info = probeCudaDriver();
+  return info ? std::string("(no error)") : info.status().message();
+}
+
+TEST(CudaDriver, DefaultLibraryIsLibcudaSo1) {
+  ScopedEnv env;
+  env.set("FOLIO_LIBCUDA_PATH", "");
+  EXPECT_EQ(cudaDriverLibrary(), "libcuda.so.1");
+}
+
+TEST(CudaDriver, MissingLibrary) {
+  ScopedEnv env;
+  env.set("FOLIO_LIBCUDA_PATH", "/nonexistent/libcuda.so.1");
+  std::string e = probeError();
+  EXPECT_EQ(
+      e.rfind("no CUDA driver: cannot load /nonexistent/libcuda.so.1 (", 0), 0u)
+      << e;
+  EXPECT_NE(e.find("); the NVIDIA driver is not installed or not on the "
+                   "loader path"),
+            std::string::npos)
+      << e;
+}
+
+TEST(CudaDriver, LibraryWithoutTheDriverEntryPoints) {
+  ScopedEnv env;
+  env.set("FOLIO_LIBCUDA_PATH", "libc.so.6");
+  EXPECT_EQ(probeError(),
+            "the CUDA driver libc.so.6 lacks the entry points cuInit, "
+            "cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet, "
+            "cuDeviceGetAttribute, cuDeviceGetName (not a CUDA driver "
+            "library, or too old)");
+}
+
+TEST(CudaDriver, InitializationFails) {
+  ScopedEnv env;
+  env.set("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA);
+  env.set("FOLIO_FAKE_CUDA_INIT", "3");
+  EXPECT_EQ(probeError(), std::string("the CUDA driver ") + FOLIO_FAKE_CUDA +
+                              " failed to initialize (cuInit: "
+                              "CUDA_ERROR_NOT_INITIALIZED (3))");
+  // A code the driver has no name for is still reported.
+  env.set("FOLIO_FAKE_CUDA_INIT", "999");
+  EXPECT_EQ(probeError(), std::string("the CUDA driver ") + FOLIO_FAKE_CUDA +
+                              " failed to initialize (cuInit: CUDA error "
+                              "999)");
+}
+
+TEST(CudaDriver, NoDevice) {
+  ScopedEnv env;
+  env.set("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA);
+  env.set("FOLIO_FAKE_CUDA_INIT", "100");
+  EXPECT_EQ(probeError(), std::string("no CUDA device: the driver ") +
+                              FOLIO_FAKE_CUDA +
+                              " found none (cuInit: CUDA_ERROR_NO_DEVICE "
+                              "(100))");
+  env.set("FOLIO_FAKE_CUDA_INIT", "0");
+  env.set("FOLIO_FAKE_CUDA_DEVICES", "0");
+  EXPECT_EQ(probeError(), std::string("no CUDA device: the driver ") +
+                              FOLIO_FAKE_CUDA + " reports none");
+}
+
+TEST(CudaDriver, ListsDevicesWithTheirComputeCapability) {
+  ScopedEnv env;
+  env.set("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA);
+  env.set("FOLIO_FAKE_CUDA_INIT", "0");
+  env.set("FOLIO_FAKE_CUDA_DEVICES", "2");
+  env.set("FOLIO_FAKE_CUDA_CC", "89");
+  Expected<CudaDriverInfo> info = probeCudaDriver();
+  ASSERT_TRUE(info) << info.status().message();
+  EXPECT_EQ(info->driverVersion, 13000);
+  ASSERT_EQ(info->devices.size(), 2u);
+  EXPECT_EQ(info->devices[1].ordinal, 1);
+  EXPECT_EQ(info->devices[1].name, "Fake GPU");
+  EXPECT_EQ(info->devices[1].major, 8);
+  EXPECT_EQ(info->devices[1].minor, 9);
+}
+
+/// A plan with records only: image selection reads names and archs.
+plan::Plan planWith(std::vector<std::pair<std::string, std::string>> nameArch) {
+  plan::Plan p;
+  for (const auto &[name, arch] : nameArch) {
+    plan::DeviceKernel k;
+    k.name = name;
+    k.arch = arch;
+    p.deviceKernels.push_back(k);
+  }
+  return p;
+}
+
+/// "name:arch:cubin|ptx, ..." for the images chosen on major.minor.
+std::string chosen(const plan::Plan &p, int major, int minor) {
+  Expected<std::vector<KernelImage>> images =
+      selectKernelImages(p, major, minor);
+  if (!images)
+    return images.status().message();
+  std::string s;
+  for (const KernelImage &i : *images)
+    s += (s.empty() ? "" : ", ") + i.kernel->name + ":" + i.kernel->arch +
+         (i.format == KernelImage::Format::Cubin ? ":cubin" : ":ptx");
+  return s;
+}
+
+TEST(KernelImages, CubinOfTheMajorElsePtx) {
+  plan::Plan p = planWith({{"a", "sm_80"}, {"a", "sm_90a"}, {"b", "sm_86"}});
+  EXPECT_EQ(chosen(p, 8, 0), "the plan's CUDA kernel b has no cubin or PTX "
+                             "that runs on sm_80 (the plan holds sm_80, "
+                             "sm_86, sm_90a); compile it with folioc "
+                             "--target=sm_80");
+  EXPECT_EQ(chosen(p, 8, 6), "a:sm_80:cubin, b:sm_86:cubin");
+  // An older minor's cubin runs; the newest one is taken.
+  EXPECT_EQ(chosen(p, 8, 9), "a:sm_80:cubin, b:sm_86:cubin");
+  // sm_90a is for exactly sm_90; sm_86's PTX is JIT-compiled there.
+  EXPECT_EQ(chosen(p, 9, 0), "a:sm_90a:cubin, b:sm_86:ptx");
+  // A newer major JITs PTX, never the arch-specific one.
+  EXPECT_EQ(chosen(p, 12, 0), "a:sm_80:ptx, b:sm_86:ptx");
+  EXPECT_EQ(chosen(p, 7, 5),
+            "the plan's CUDA kernel a has no cubin or PTX that runs on sm_75 "
+            "(the plan holds sm_80, sm_86, sm_90a); Folio's CUDA kernels "
+            "need sm_80 or newer");
+  EXPECT_EQ(chosen(plan::Plan(), 9, 0),
+            "the plan has no CUDA kernels (it was compiled for the CPU); "
+            "compile it with folioc --target=sm_90a");
+}
+
+TEST(DeviceSelection, ParsesTheFlag) {
+  EXPECT_EQ(parseDeviceKind("cpu"), DeviceKind::Cpu);
+  EXPECT_EQ(parseDeviceKind("cuda"), DeviceKind::Cuda);
+  EXPECT_EQ(parseDeviceKind("auto"), DeviceKind::Auto);
+  EXPECT_EQ(parseDeviceKind("gpu"), std::nullopt);
+  EXPECT_EQ(parseDeviceKind("CUDA"), std::nullopt);
+}
+
+TEST(DeviceSelection, CpuNeverLooksForADriver) {
+  ScopedEnv env;
+  env.set("FOLIO_LIBCUDA_PATH", "/nonexistent/libcuda.so.1");
+  Expected<DeviceChoice> c = selectDevice(DeviceKind::Cpu, nullptr);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->device, DeviceKind::Cpu);
+  EXPECT_EQ(c->notice, "");
+}
+
+TEST(DeviceSelection, CudaWithoutADriverIsAnError) {
+  ScopedEnv env;
+  env.set("FOLIO_LIBCUDA_PATH", "/nonexistent/libcuda.so.1");
+  plan::Plan p;
+  Expected<DeviceChoice> c = selectDevice(DeviceKind::Cuda, &p);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(
+      c.status().message().rfind("--device cuda: no CUDA driver: cannot load "
+                                 "/nonexistent/libcuda.so.1 (",
+                                 0),
+      0u)
+      << c.status().message();
+  Expected<DeviceChoice> a = selectDevice(DeviceKind::Auto, &p);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->device, DeviceKind::Cpu);
+  EXPECT_EQ(a->notice.rfind("--device auto: running on the CPU (no CUDA "
+                            "driver: cannot load /nonexistent/libcuda.so.1",
+                            0),
+            0u)
+      << a->notice;
+  EXPECT_EQ(a->notice.find('\n'), std::string::npos);
+}
+
+// With a driver and a device, `cuda` says precisely that the executor is
+// missing, after checking the plan's kernels for the device.
+TEST(DeviceSelection, CudaWithADeviceSaysTheExecutorIsNotBuilt) {
+  ScopedEnv env;
+  env.set("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA);
+  env.set("FOLIO_FAKE_CUDA_INIT", "0");
+  env.set("FOLIO_FAKE_CUDA_DEVICES", "1");
+  env.set("FOLIO_FAKE_CUDA_CC", "90");
+  plan::Plan p = planWith({{"a", "sm_90a"}, {"b", "sm_86"}});
+  Expected<DeviceChoice> c = selectDevice(DeviceKind::Cuda, &p);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().message(),
+            "--device cuda: device 0 (Fake GPU, sm_90, driver 13000) has the "
+            "plan's 2 CUDA kernels (1 as cubins, 1 as PTX to JIT), but the "
+            "CUDA executor that launches them is not built yet; run with "
+            "--device cpu (or auto)");
+  plan::Plan cpuPlan;
+  c = selectDevice(DeviceKind::Cuda, &cpuPlan);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().message(),
+            "--device cuda: device 0 (Fake GPU, sm_90, driver 13000): the "
+            "plan has no CUDA kernels (it was compiled for the CPU); compile "
+            "it with folioc --target=sm_90a; run with --device cpu (or "
+            "auto)");
+  Expected<DeviceChoice> a = selectDevice(DeviceKind::Auto, nullptr);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->device, DeviceKind::Cpu);
+  EXPECT_EQ(a->notice, "--device auto: running on the CPU (device 0 (Fake "
+                       "GPU, sm_90, driver 13000) is there, but the CUDA "
+                       "executor is not built yet)");
+}
+
+} // namespace
