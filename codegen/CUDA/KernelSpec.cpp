@@ -92,6 +92,34 @@ std::string typeTag(DType t, int group) {
 
 } // namespace
 
+namespace {
+
+/// The launch shape both paged attention kernels share.
+Status checkAttentionLaunch(const std::string &where, int64_t blockSize,
+                            int64_t queriesPerKv, int64_t threads) {
+  if (blockSize < 1)
+    return Status::error(where + ": block_size must be >= 1");
+  if (queriesPerKv < 1 || queriesPerKv > 16)
+    return Status::error(where + ": query heads per kv head " +
+                         std::to_string(queriesPerKv) + " must be in [1, 16]");
+  if (threads < 32 || threads > 1024 || threads % 32 != 0)
+    return Status::error(where + ": threads " + std::to_string(threads) +
+                         " must be a multiple of 32 in [32, 1024]");
+  return Status::success();
+}
+
+Status checkSharedBytes(const std::string &where, size_t bytes,
+                        const char *hint) {
+  if (bytes <= kMaxDefaultSharedBytes)
+    return Status::success();
+  return Status::error(where + ": needs " + std::to_string(bytes) +
+                       " bytes of shared memory, more than the " +
+                       std::to_string(kMaxDefaultSharedBytes) +
+                       " a launch gets by default; " + hint);
+}
+
+} // namespace
+
 Status validate(const KVWriteSpec &s) {
   return checkCommon("kv_write", s.cacheType, s.headDim, s.numKvHeads, s.group);
 }
@@ -102,24 +130,13 @@ Status validate(const PagedDecodeSpec &s) {
   if (!st.ok())
     return st;
   std::string where = "paged decode attention " + kernelName(s);
-  if (s.blockSize < 1)
-    return Status::error(where + ": block_size must be >= 1");
-  if (s.queriesPerKv < 1 || s.queriesPerKv > 16)
-    return Status::error(where + ": query heads per kv head " +
-                         std::to_string(s.queriesPerKv) +
-                         " must be in [1, 16]");
-  if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
-    return Status::error(where + ": threads " + std::to_string(s.threads) +
-                         " must be a multiple of 32 in [32, 1024]");
+  st = checkAttentionLaunch(where, s.blockSize, s.queriesPerKv, s.threads);
+  if (!st.ok())
+    return st;
   if (s.partition < 1)
     return Status::error(where + ": partition must be >= 1 key");
-  size_t bytes = pagedDecodeSharedBytes(s);
-  if (bytes > kMaxDefaultSharedBytes)
-    return Status::error(where + ": needs " + std::to_string(bytes) +
-                         " bytes of shared memory, more than the " +
-                         std::to_string(kMaxDefaultSharedBytes) +
-                         " a launch gets by default; use a smaller partition");
-  return Status::success();
+  return checkSharedBytes(where, pagedDecodeSharedBytes(s),
+                          "use a smaller partition");
 }
 
 Status validate(const PagedPrefillSpec &s) {
@@ -128,15 +145,9 @@ Status validate(const PagedPrefillSpec &s) {
   if (!st.ok())
     return st;
   std::string where = "paged prefill attention " + kernelName(s);
-  if (s.blockSize < 1)
-    return Status::error(where + ": block_size must be >= 1");
-  if (s.queriesPerKv < 1 || s.queriesPerKv > 16)
-    return Status::error(where + ": query heads per kv head " +
-                         std::to_string(s.queriesPerKv) +
-                         " must be in [1, 16]");
-  if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
-    return Status::error(where + ": threads " + std::to_string(s.threads) +
-                         " must be a multiple of 32 in [32, 1024]");
+  st = checkAttentionLaunch(where, s.blockSize, s.queriesPerKv, s.threads);
+  if (!st.ok())
+    return st;
   if (s.queryTile < 1 || s.keyTile < 1)
     return Status::error(where + ": query tile " + std::to_string(s.queryTile) +
                          " and key tile " + std::to_string(s.keyTile) +
@@ -150,13 +161,8 @@ Status validate(const PagedPrefillSpec &s) {
                          std::to_string(perThread) +
                          " floats per thread is over the 128 kept in "
                          "registers; use a smaller query tile or more threads");
-  size_t bytes = pagedPrefillSharedBytes(s);
-  if (bytes > kMaxDefaultSharedBytes)
-    return Status::error(where + ": needs " + std::to_string(bytes) +
-                         " bytes of shared memory, more than the " +
-                         std::to_string(kMaxDefaultSharedBytes) +
-                         " a launch gets by default; use smaller tiles");
-  return Status::success();
+  return checkSharedBytes(where, pagedPrefillSharedBytes(s),
+                          "use smaller tiles");
 }
 
 namespace {
