@@ -106,6 +106,16 @@ plan)
         "$folioc" "$model" --kv-cache-dtype="$dtype" -o "$seed" \
           >"$work/folioc.log" 2>&1 || rm -f "$seed"
       done
+      # Every stored weight dtype, and the device kernels of a GPU target
+      # (only where folioc was built with CUDA), once per architecture.
+      for flags in --weight-dtype=f32 --weight-dtype=int8 \
+        --weight-dtype=fp8_e4m3 --weight-dtype=int4 --target=sm_90a; do
+        seed="$work/seeds/$arch-${flags#--}.folio"
+        seed=${seed//=/-}
+        [ -f "$seed" ] && [ "$seed" -nt "$folioc" ] && continue
+        "$folioc" "$model" "$flags" -o "$seed" \
+          >"$work/folioc.log" 2>&1 || rm -f "$seed"
+      done
     done
   else
     echo "run-fuzz: no folioc at $folioc (build it: ninja -C build folioc;" \
