@@ -1,9 +1,11 @@
 //===- CudaKernels.cpp - A plan's CUDA kernels, generated and embedded ----===//
 
 #include "compiler/Plan/CudaKernels.h"
+#include "compiler/Plan/CudaRowKernels.h"
 
 #include "runtime/Plan/PlanIO.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -144,6 +146,31 @@ Status collectCudaKernels(const plan::Plan &plan, PlanCudaKernels &out) {
   return Status::ok();
 }
 
+Status collectAllCudaKernels(const plan::Plan &plan,
+                             std::vector<PlannedCudaKernel> &kernels,
+                             std::vector<std::string> &notGenerated) {
+  PlanCudaKernels attention;
+  if (Status s = collectCudaKernels(plan, attention); !s)
+    return s;
+  PlanCudaRowKernels rows;
+  if (Status s = collectCudaRowKernels(plan, rows); !s)
+    return s;
+  auto in = [](const std::vector<std::string> &v, const std::string &x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  // A kind is missing if either collector misses a part of it.
+  for (const std::string &kind : attention.notGenerated)
+    if (!in(rows.generatedKinds, kind) && !in(notGenerated, kind))
+      notGenerated.push_back(kind);
+  for (const std::string &kind : rows.notGenerated)
+    if (!in(notGenerated, kind))
+      notGenerated.push_back(kind);
+  kernels = std::move(attention.kernels);
+  for (PlannedCudaKernel &k : rows.kernels)
+    kernels.push_back(std::move(k));
+  return Status::ok();
+}
+
 Status embedCudaKernels(plan::Plan &plan, const std::string &arch,
                         const cuda::KernelCacheOptions &cache,
                         std::vector<EmbeddedCudaKernel> &embedded,
@@ -161,11 +188,12 @@ Status embedCudaKernels(plan::Plan &plan, const std::string &arch,
         " embeds CUDA kernels compiled by NVRTC in the plan, but this build "
         "has no CUDA toolkit (configure with FOLIO_ENABLE_CUDA=ON and the "
         "toolkit installed, or compile for --target=cpu)");
-  PlanCudaKernels kernels;
-  if (Status s = collectCudaKernels(plan, kernels); !s)
+  std::vector<PlannedCudaKernel> kernels;
+  if (Status s = collectAllCudaKernels(plan, kernels, notGenerated); !s)
     return s;
-  notGenerated = kernels.notGenerated;
-  for (const PlannedCudaKernel &pk : kernels.kernels) {
+  for (const PlannedCudaKernel &pk : kernels) {
+    if (pk.steps.empty())
+      continue; // a sampler: see the declaration
     const cuda::GeneratedKernel &g = pk.kernel;
     cuda::CompiledKernel c;
     cuda::CacheOutcome outcome;

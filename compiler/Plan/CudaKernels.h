@@ -38,15 +38,25 @@ struct PlanCudaKernels {
 /// cache format the kernels do not take is an error naming the step.
 Status collectCudaKernels(const plan::Plan &plan, PlanCudaKernels &out);
 
+/// Every kernel the CUDA generators make for `plan`: collectCudaKernels'
+/// (kv_write, paged attention) then collectCudaRowKernels' (norms,
+/// elementwise and epilogue rows, rotary, gathers, samplers), and the plan
+/// kernel kinds some part of which neither covers (each once).
+Status collectAllCudaKernels(const plan::Plan &plan,
+                             std::vector<PlannedCudaKernel> &kernels,
+                             std::vector<std::string> &notGenerated);
+
 /// What embedCudaKernels did, per kernel.
 struct EmbeddedCudaKernel {
   std::string name;
   cuda::CacheOutcome cache = cuda::CacheOutcome::Disabled;
 };
 
-/// Compiles every kernel of collectCudaKernels for `arch` (through the
-/// cache) and appends each cubin and PTX (NUL-terminated, so a driver
-/// loads it in place) to the blob as plan.deviceKernels. A compile failure
+/// Compiles every kernel of collectAllCudaKernels that runs plan steps for
+/// `arch` (through the cache) and appends each cubin and PTX
+/// (NUL-terminated, so a driver loads it in place) to the blob as
+/// plan.deviceKernels. The samplers run on the logits, outside the plan's
+/// steps, and are not embedded. A compile failure
 /// names the kernel and arch and carries NVRTC's log; a build without
 /// CUDA is an error saying so.
 Status embedCudaKernels(plan::Plan &plan, const std::string &arch,

@@ -4,7 +4,6 @@
 #include "tools/folioc/EmitCuda.h"
 
 #include "compiler/Plan/CudaKernels.h"
-#include "compiler/Plan/CudaRowKernels.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -21,26 +20,13 @@ Status emitCudaKernels(const plan::Plan &plan, const std::string &arch,
     return Status::invalidArgument("--emit=cuda: --target=" + arch +
                                    " is not a GPU target; supported: " + list);
   }
-  compiler::PlanCudaKernels planned;
-  if (Status s = compiler::collectCudaKernels(plan, planned); !s)
+  std::vector<compiler::PlannedCudaKernel> planned;
+  if (Status s =
+          compiler::collectAllCudaKernels(plan, planned, result.notGenerated);
+      !s)
     return s;
-  compiler::PlanCudaRowKernels rows;
-  if (Status s = compiler::collectCudaRowKernels(plan, rows); !s)
-    return s;
-  // A kind is missing if either collector misses a part of it.
-  auto in = [](const std::vector<std::string> &v, const std::string &x) {
-    return std::find(v.begin(), v.end(), x) != v.end();
-  };
-  for (const std::string &kind : planned.notGenerated)
-    if (!in(rows.generatedKinds, kind) && !in(result.notGenerated, kind))
-      result.notGenerated.push_back(kind);
-  for (const std::string &kind : rows.notGenerated)
-    if (!in(result.notGenerated, kind))
-      result.notGenerated.push_back(kind);
   std::vector<cuda::GeneratedKernel> kernels;
-  for (const compiler::PlannedCudaKernel &k : planned.kernels)
-    kernels.push_back(k.kernel);
-  for (const compiler::PlannedCudaKernel &k : rows.kernels)
+  for (const compiler::PlannedCudaKernel &k : planned)
     kernels.push_back(k.kernel);
 
   std::error_code ec;
