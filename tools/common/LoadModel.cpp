@@ -69,8 +69,8 @@ std::string foliocMessage(std::string log) {
   return out;
 }
 
-/// Runs `argv`, collecting its stderr; returns its exit status (-1 when it
-/// did not exit normally) or an error when it could not start.
+/// Runs `argv`, collecting its stdout and stderr; returns its exit status (-1
+/// when it did not exit normally) or an error when it could not start.
 Expected<int> runCollectingStderr(const std::vector<std::string> &argv,
                                   std::string &err) {
   int pipeFds[2];
@@ -79,6 +79,9 @@ Expected<int> runCollectingStderr(const std::vector<std::string> &argv,
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipeFds[1], STDERR_FILENO);
+  // Whatever it might print goes with its messages, never into this
+  // tool's stdout (folio-run --json, a served stream).
+  posix_spawn_file_actions_adddup2(&actions, pipeFds[1], STDOUT_FILENO);
   std::vector<char *> args;
   for (const std::string &a : argv)
     args.push_back(const_cast<char *>(a.c_str()));
