@@ -164,14 +164,51 @@ llvm::Error storePackedWeights(plan::Plan &p, plan::ElemType type,
     }
   }
 
+  // Embedding tables (operand 0 of `embedding` steps) read by nothing else
+  // are stored 16-bit with the weights: bf16, or f16 for f16 weights; f32
+  // weights keep them f32. The lookup widens one row per token, so this
+  // halves the bytes the plan maps without a conversion at load.
+  std::vector<int64_t> tableReads(p.values.size(), 0);
+  auto countTableReads = [&](const std::vector<plan::Step> &steps) {
+    for (const plan::Step &s : steps)
+      if (s.kind == "embedding" && !s.operands.empty() && s.operands[0] >= 0)
+        ++tableReads[size_t(s.operands[0])];
+  };
+  countTableReads(p.steps);
+  for (const plan::Entry &e : p.entries)
+    countTableReads(e.steps);
+  plan::ElemType tableType = type == plan::ElemType::F32 ? type
+                             : type == plan::ElemType::F16
+                                 ? type
+                                 : plan::ElemType::BF16;
+
   // A fresh blob: the constants still read, then the packed weights.
   plan::Blob blob;
   std::vector<plan::Constant> kept;
+  std::vector<uint16_t> narrow;
   for (const plan::Constant &c : p.constants) {
     if (reads[size_t(c.value)] <= 0)
       continue;
     plan::Constant moved = c;
-    moved.offset = blob.append(p.blob.data() + c.offset, c.bytes);
+    plan::ValueInfo &v = p.values[size_t(c.value)];
+    if (tableType != plan::ElemType::F32 && v.type == plan::ElemType::F32 &&
+        v.dims.size() == 2 &&
+        reads[size_t(c.value)] == tableReads[size_t(c.value)] &&
+        c.bytes % 4 == 0) {
+      const uint8_t *src = p.blob.data() + c.offset;
+      narrow.resize(size_t(c.bytes / 4));
+      for (size_t i = 0; i < narrow.size(); ++i) {
+        float x;
+        std::memcpy(&x, src + i * 4, 4);
+        narrow[i] = tableType == plan::ElemType::F16 ? cpu::floatToF16(x)
+                                                     : cpu::floatToBf16(x);
+      }
+      moved.bytes = narrow.size() * 2;
+      moved.offset = blob.append(narrow.data(), moved.bytes);
+      v.type = tableType;
+    } else {
+      moved.offset = blob.append(p.blob.data() + c.offset, c.bytes);
+    }
     kept.push_back(moved);
   }
   std::vector<plan::StoredWeight> stored;

@@ -371,8 +371,14 @@ Status toInt32(const StepContext &ctx, const Tensor &t,
 
 Status runEmbedding(StepContext &ctx) {
   const Tensor &table = ctx.in(0);
-  if (table.type != ElemType::F32 || table.rank() != 2)
-    return ctx.error("table must be a 2-D f32 tensor");
+  // folioc stores tables bf16 (f16 with f16 weights) unless weights are f32.
+  cpu::DType tableType = table.type == ElemType::BF16  ? cpu::DType::BF16
+                         : table.type == ElemType::F16 ? cpu::DType::F16
+                                                       : cpu::DType::F32;
+  if ((table.type != ElemType::F32 && table.type != ElemType::BF16 &&
+       table.type != ElemType::F16) ||
+      table.rank() != 2)
+    return ctx.error("table must be a 2-D f32, bf16 or f16 tensor");
   std::vector<int32_t> ids;
   if (Status s = toInt32(ctx, ctx.in(1), ids); !s)
     return s;
@@ -390,10 +396,10 @@ Status runEmbedding(StepContext &ctx) {
   shape.push_back(table.shape[1]);
   Tensor out = ctx.output(0, ElemType::F32, shape); // every row written
   if (Status s = fromCpu(
-          ctx, cpu::embedding(
-                   ids.data(), int64_t(ids.size()), table.data, cpu::DType::F32,
-                   table.shape[0], table.shape[1], out.as<float>(),
-                   float(ctx.step.getFloat("scale", 1.0)), ctx.pool));
+          ctx,
+          cpu::embedding(ids.data(), int64_t(ids.size()), table.data, tableType,
+                         table.shape[0], table.shape[1], out.as<float>(),
+                         float(ctx.step.getFloat("scale", 1.0)), ctx.pool));
       !s)
     return s;
   ctx.setResult(0, std::move(out));

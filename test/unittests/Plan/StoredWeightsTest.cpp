@@ -1,5 +1,6 @@
 //===- StoredWeightsTest.cpp - Weights stored packed in a plan ------------===//
 
+#include "codegen/CPU/DType.h"
 #include "compiler/Plan/LowerToPlan.h"
 #include "compiler/Plan/StoreWeights.h"
 #include "runtime/Core/Engine.h"
@@ -82,10 +83,60 @@ TEST(StoredWeights, EveryLinearIsStoredAndItsConstantLeaves) {
   EXPECT_LT(p.blob.size(), none.blob.size() / 2);
 }
 
+/// `p` with its embedding tables rounded to bf16 (kept f32): what a plan
+/// with stored weights looks up.
+plan::Plan withBf16Tables(plan::Plan p) {
+  std::vector<uint8_t> bytes(p.blob.data(), p.blob.data() + p.blob.size());
+  for (const plan::Step &s : p.steps) {
+    if (s.kind != "embedding")
+      continue;
+    for (const plan::Constant &c : p.constants) {
+      if (c.value != s.operands[0])
+        continue;
+      for (uint64_t i = 0; i + 4 <= c.bytes; i += 4) {
+        float x;
+        std::memcpy(&x, bytes.data() + c.offset + i, 4);
+        x = cpu::bf16ToFloat(cpu::floatToBf16(x));
+        std::memcpy(bytes.data() + c.offset + i, &x, 4);
+      }
+    }
+  }
+  plan::Blob blob; // appended at offset 0: every offset stays valid
+  blob.append(bytes.data(), bytes.size());
+  p.blob = std::move(blob);
+  return p;
+}
+
+TEST(StoredWeights, EmbeddingTablesAreStored16Bit) {
+  for (auto [dtype, want] :
+       {std::pair<const char *, plan::ElemType>{"bf16", plan::ElemType::BF16},
+        {"int8", plan::ElemType::BF16},
+        {"f16", plan::ElemType::F16},
+        {"f32", plan::ElemType::F32}}) {
+    plan::Plan p = compile(dtype);
+    int64_t tables = 0;
+    for (const plan::Step &s : p.steps) {
+      if (s.kind != "embedding")
+        continue;
+      const plan::ValueInfo &v = p.values[size_t(s.operands[0])];
+      EXPECT_EQ(v.type, want) << dtype;
+      for (const plan::Constant &c : p.constants)
+        if (c.value == s.operands[0])
+          EXPECT_EQ(c.bytes, uint64_t(v.dims[0] * v.dims[1]) *
+                                 (want == plan::ElemType::F32 ? 4 : 2))
+              << dtype;
+      ++tables;
+    }
+    EXPECT_GT(tables, 0) << dtype;
+  }
+}
+
 TEST(StoredWeights, Bf16PlanRunsAsTheLoadTimePacking) {
   // The compiler's bf16 packing rounds exactly as the executor's did at
-  // load, so both give the same logits.
-  auto packedAtLoad = std::make_shared<const plan::Plan>(compile("none"));
+  // load, so both give the same logits (the stored plan's embedding table
+  // is bf16, so the load-time one gets the same rounding).
+  auto packedAtLoad =
+      std::make_shared<const plan::Plan>(withBf16Tables(compile("none")));
   auto stored = std::make_shared<const plan::Plan>(compile("bf16"));
   core::GenerateResult want = run(packedAtLoad, exec::WeightType::BF16);
   core::GenerateResult got = run(stored);
