@@ -6,6 +6,7 @@
 #include "compiler/Target/Target.h"
 #include "runtime/Core/Engine.h"
 #include "runtime/Plan/PlanMapping.h"
+#include "test/unittests/Plan/ZooLlama.h"
 
 #include <gtest/gtest.h>
 
@@ -20,27 +21,10 @@ using namespace folio;
 
 namespace {
 
-plan::Plan compileLlama() {
-  auto p = mlir::folio::compileONNXToPlan(
-      std::string(FOLIO_SOURCE_DIR) + "/models/zoo/llama/cached.onnx", {});
-  if (!p) {
-    ADD_FAILURE() << llvm::toString(p.takeError());
-    return {};
-  }
-  return std::move(*p);
-}
+plan::Plan compileLlama() { return folio::testing::compileZooLlama(); }
 
 core::GenerateResult run(std::shared_ptr<const plan::Plan> p) {
-  std::vector<std::vector<TokenId>> prompts = {{5, 6, 7}, {9}};
-  auto engine = core::Engine::create(p, exec::createCPUExecutor(),
-                                     core::Engine::blocksFor(prompts, 6, 16));
-  EXPECT_TRUE(engine) << engine.status().message();
-  core::GenerateOptions o;
-  o.maxNewTokens = 6;
-  o.keepLogits = true;
-  auto r = (*engine)->generateGreedy(prompts, o);
-  EXPECT_TRUE(r) << r.status().message();
-  return *r;
+  return folio::testing::runZooLlama(std::move(p), 6);
 }
 
 std::string tempPath(const char *name) {
