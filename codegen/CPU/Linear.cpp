@@ -27,6 +27,18 @@ Status checkLinear(const float *x, int64_t numTokens, const PackedWeight &w,
 
 /// The int8 path of linearGemv: x's outlier columns gathered once, then
 /// the int8 tiles over guided chunks of N as for the float weights.
+/// Runs `kernel` over the output rows in guided chunks that shrink to about
+/// 32 KiB of weights (`rowBytes` per row; linearGemv says why).
+template <typename Args>
+Status forOutputRows(const Args &a,
+                     void (*kernel)(const Args &, int64_t, int64_t),
+                     int64_t rowBytes, ThreadPool &pool) {
+  int64_t minRows = ((int64_t(32) << 10) / rowBytes + 3) / 4 * 4;
+  pool.parallelForGuided(a.n, minRows > 4 ? minRows : 4, /*align=*/4,
+                         [&](int64_t b, int64_t e) { kernel(a, b, e); });
+  return Status::success();
+}
+
 Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
                       float *y, ThreadPool &pool) {
   const WeightView &v = w.view();
@@ -60,16 +72,7 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
   }
   void (*kernel)(const GemvInt8Args &, int64_t, int64_t) =
       avx512 ? gemvInt8Avx512 : gemvInt8Scalar;
-  int64_t minRows = ((int64_t(32) << 10) / a.k + 3) / 4 * 4;
-  pool.parallelForGuided(a.n, minRows > 4 ? minRows : 4, /*align=*/4,
-                         [&](int64_t b, int64_t e) { kernel(a, b, e); });
-  return Status::success();
-}
-
-/// Guided chunks of about 32 KiB of weights (linearGemv says why).
-int64_t minChunkRows(int64_t rowBytes) {
-  int64_t minRows = ((int64_t(32) << 10) / rowBytes + 3) / 4 * 4;
-  return minRows > 4 ? minRows : 4;
+  return forOutputRows(a, kernel, a.k, pool);
 }
 
 Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
@@ -86,9 +89,7 @@ Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
   a.n = v.n;
   void (*kernel)(const GemvFp8Args &, int64_t, int64_t) =
       activeIsa() == Isa::Avx512 ? gemvFp8Avx512 : gemvFp8Scalar;
-  pool.parallelForGuided(a.n, minChunkRows(a.k), /*align=*/4,
-                         [&](int64_t b, int64_t e) { kernel(a, b, e); });
-  return Status::success();
+  return forOutputRows(a, kernel, a.k, pool);
 }
 
 Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
@@ -106,9 +107,7 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
   a.n = v.n;
   void (*kernel)(const GemvInt4Args &, int64_t, int64_t) =
       activeIsa() == Isa::Avx512 ? gemvInt4Avx512 : gemvInt4Scalar;
-  pool.parallelForGuided(a.n, minChunkRows(int4RowBytes(a.k)), /*align=*/4,
-                         [&](int64_t b, int64_t e) { kernel(a, b, e); });
-  return Status::success();
+  return forOutputRows(a, kernel, int4RowBytes(a.k), pool);
 }
 
 } // namespace
@@ -155,11 +154,7 @@ Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
   // other lost its core. folio-linear-bench 7 2, one token's GEMVs, in-run
   // alternation, 6 rounds of 7: guided 0.78-0.91 of the read loop against
   // 0.80-0.90 before, ahead in 4 of the 6 (docs/cpu-kernels.md, Linear).
-  int64_t rowBytes = a.k * int64_t(dtypeSize(w.storage()));
-  int64_t minRows = ((int64_t(32) << 10) / rowBytes + 3) / 4 * 4;
-  pool.parallelForGuided(a.n, minRows > 4 ? minRows : 4, /*align=*/4,
-                         [&](int64_t b, int64_t e) { kernel(a, b, e); });
-  return Status::success();
+  return forOutputRows(a, kernel, a.k * int64_t(dtypeSize(w.storage())), pool);
 }
 
 Status linear(const float *x, int64_t numTokens, const PackedWeight &w,
