@@ -416,25 +416,29 @@ std::string canonicalKey(const KVWriteSpec &s) {
          ";group=" + std::to_string(s.group) + ";templates=" + templatesHash();
 }
 
-std::string canonicalKey(const PagedDecodeSpec &s) {
-  return "paged_decode:cache=" + std::string(cpu::dtypeName(s.cacheType)) +
+namespace {
+
+/// The key fields both paged attention kernels take, in key order.
+template <typename Spec> std::string attentionKeyFields(const Spec &s) {
+  return std::string(cpu::dtypeName(s.cacheType)) +
          ";head_dim=" + std::to_string(s.headDim) +
          ";block_size=" + std::to_string(s.blockSize) +
          ";kv_heads=" + std::to_string(s.numKvHeads) +
          ";q_per_kv=" + std::to_string(s.queriesPerKv) +
-         ";group=" + std::to_string(s.group) +
+         ";group=" + std::to_string(s.group);
+}
+
+} // namespace
+
+std::string canonicalKey(const PagedDecodeSpec &s) {
+  return "paged_decode:cache=" + attentionKeyFields(s) +
          ";partition=" + std::to_string(s.partition) +
          ";threads=" + std::to_string(s.threads) +
          ";templates=" + templatesHash();
 }
 
 std::string canonicalKey(const PagedPrefillSpec &s) {
-  return "paged_prefill:cache=" + std::string(cpu::dtypeName(s.cacheType)) +
-         ";head_dim=" + std::to_string(s.headDim) +
-         ";block_size=" + std::to_string(s.blockSize) +
-         ";kv_heads=" + std::to_string(s.numKvHeads) +
-         ";q_per_kv=" + std::to_string(s.queriesPerKv) +
-         ";group=" + std::to_string(s.group) +
+  return "paged_prefill:cache=" + attentionKeyFields(s) +
          ";query_tile=" + std::to_string(s.queryTile) +
          ";key_tile=" + std::to_string(s.keyTile) +
          ";threads=" + std::to_string(s.threads) +
