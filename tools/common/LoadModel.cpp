@@ -166,6 +166,17 @@ std::vector<std::string> foliocCommand(const std::string &folioc,
   return argv;
 }
 
+bool isPlanPath(const std::string &path) { return endsWith(path, ".folio"); }
+
+std::string executableDir() {
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0)
+    return "";
+  std::string path(self, size_t(n));
+  return path.substr(0, path.rfind('/') + 1);
+}
+
 Expected<std::string> findFolioc() {
   if (const char *env = std::getenv("FOLIOC"); env && *env) {
     if (::access(env, X_OK) != 0)
@@ -173,13 +184,10 @@ Expected<std::string> findFolioc() {
                               " is not an executable");
     return std::string(env);
   }
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0)
+  std::string dir = executableDir();
+  if (dir.empty())
     return Status::notFound(
         "cannot find folioc: /proc/self/exe is unreadable (set FOLIOC)");
-  std::string dir(self, size_t(n));
-  dir = dir.substr(0, dir.rfind('/') + 1);
   std::string folioc = dir + "folioc";
   if (::access(folioc.c_str(), X_OK) != 0)
     return Status::notFound(
@@ -194,7 +202,7 @@ Expected<plan::Plan> loadOrCompileModel(const std::string &path,
                                         const ModelLoadOptions &options) {
   if (endsWith(path, ".onnx"))
     return compileWithFolioc(path, options);
-  if (!endsWith(path, ".folio"))
+  if (!isPlanPath(path))
     return Status::invalidArgument("--model: '" + path +
                                    "' is neither an .onnx nor a .folio file");
   Expected<plan::Plan> p =

@@ -44,6 +44,14 @@ std::vector<std::string> foliocCommand(const std::string &folioc,
                                        const std::string &output,
                                        const ModelLoadOptions &options);
 
+/// True for a path that names a compiled plan (`.folio`).
+bool isPlanPath(const std::string &path);
+
+/// The directory of the running executable, with its trailing '/'; empty
+/// when /proc/self/exe cannot be read. The tools find their siblings
+/// (folioc, folio-run) there.
+std::string executableDir();
+
 /// The folioc that compiles an .onnx: $FOLIOC when set, else `folioc` next
 /// to the running executable. An error says where it looked.
 Expected<std::string> findFolioc();

@@ -4,6 +4,8 @@
 #include "tools/folio-bench/BenchData.h"
 #include "tools/folio-bench/Json.h"
 
+#include "tools/common/LoadModel.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -113,12 +115,10 @@ Expected<double> timeProcess(const std::vector<std::string> &argv) {
 }
 
 Expected<std::string> siblingRunner() {
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0)
+  std::string dir = tools::executableDir();
+  if (dir.empty())
     return Status::notFound("cannot read /proc/self/exe (pass --runner)");
-  std::string path(self, size_t(n));
-  path = path.substr(0, path.rfind('/') + 1) + "folio-run";
+  std::string path = dir + "folio-run";
   if (::access(path.c_str(), X_OK) != 0)
     return Status::notFound("no folio-run next to folio-bench at " + path +
                             " (pass --runner)");
@@ -136,8 +136,7 @@ void stats(Json &j, const std::string &name, const std::vector<double> &s) {
 
 Expected<std::string> runLoadTime(const std::string &planPath,
                                   const LoadTimeOptions &options) {
-  if (planPath.size() < 6 ||
-      planPath.compare(planPath.size() - 6, 6, ".folio") != 0)
+  if (!tools::isPlanPath(planPath))
     return Status::invalidArgument(
         "--mode=load times a compiled plan: '" + planPath +
         "' is not a .folio file (compile it with folioc -o M.folio)");

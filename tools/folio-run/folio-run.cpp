@@ -35,10 +35,6 @@ Expected<plan::Plan> loadModel(const run::Options &o) {
   return tools::loadOrCompileModel(o.model, options);
 }
 
-bool isPlanFile(const std::string &path) {
-  return path.size() >= 6 && path.compare(path.size() - 6, 6, ".folio") == 0;
-}
-
 void printIds(std::ostream &os, const std::vector<TokenId> &ids) {
   os << "[";
   for (size_t i = 0; i < ids.size(); ++i)
@@ -80,7 +76,8 @@ int main(int argc, char **argv) {
   if (!dev->notice.empty())
     std::cerr << "folio-run: note: " << dev->notice << "\n";
   // Weights folioc stored packed run as stored; packing is fixed then.
-  if (o.weightDtypeGiven && !plan->weights.empty() && isPlanFile(o.model))
+  if (o.weightDtypeGiven && !plan->weights.empty() &&
+      tools::isPlanPath(o.model))
     return fail(Status::invalidArgument(
         "--weight-dtype " + o.weightDtype + ": '" + o.model +
         "' stores its linear weights packed (folioc --weight-dtype), and "
