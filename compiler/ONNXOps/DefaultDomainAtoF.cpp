@@ -344,6 +344,38 @@ LogicalResult inferFlatten(ONNXInferenceContext &ctx) {
   return success();
 }
 
+/// DequantizeLinear: y = (x - x_zero_point) * x_scale, x's shape, the
+/// scale's float type. Per tensor, per axis (opset 13) or blocked along
+/// the axis (opset 21 block_size). Folio takes it over constant weights
+/// (folio-raise-linear makes it a folio.dequantize the plan stores packed);
+/// on activations, statically quantized graphs put a QuantizeLinear before
+/// it, which the import refuses.
+LogicalResult inferDequantizeLinear(ONNXInferenceContext &ctx) {
+  const ONNXValueFacts &x = ctx.input(0), &scale = ctx.input(1);
+  if (!isa<IntegerType>(x.elementType) && !isa<FloatType>(x.elementType))
+    return ctx.emitError() << "x must be an integer or float8 tensor";
+  if (!isa<FloatType>(scale.elementType))
+    return ctx.emitError() << "x_scale must be a float tensor";
+  if (ctx.getNumInputs() > 2 && ctx.hasInput(2) &&
+      ctx.input(2).elementType != x.elementType)
+    return ctx.emitError() << "x_zero_point must have x's element type";
+  FailureOr<int64_t> axis = ctx.getInt("axis", 1);
+  FailureOr<int64_t> blockSize = ctx.getInt("block_size", 0);
+  FailureOr<int64_t> outputDtype = ctx.getInt("output_dtype", 0);
+  if (failed(axis) || failed(blockSize) || failed(outputDtype))
+    return failure();
+  if (*blockSize < 0)
+    return ctx.emitError() << "block_size must be >= 0, got " << *blockSize;
+  if (*outputDtype != 0 &&
+      elementTypeFromONNX(ctx.getContext(), *outputDtype) != scale.elementType)
+    return ctx.emitError() << "output_dtype " << *outputDtype
+                           << " differs from x_scale's type; Folio takes "
+                              "the scale's type (output_dtype 0)";
+  ctx.output(0).elementType = scale.elementType;
+  ctx.output(0).dims = x.dims;
+  return success();
+}
+
 } // namespace
 
 // Since-versions are the first opset with today's semantics; Folio loads
@@ -361,6 +393,7 @@ void mlir::folio::appendDefaultDomainAtoF(std::vector<ONNXOpSchema> &table) {
   add("Constant", 9, 0, 0, inferConstant);
   add("ConstantOfShape", 9, 1, 1, inferConstantOfShape);
   add("Cos", 7, 1, 1, inferCos);
+  add("DequantizeLinear", 13, 2, 3, inferDequantizeLinear);
   add("CumSum", 11, 2, 2, inferCumSum);
   add("Div", 7, 2, 2, inferDiv);
   add("Equal", 7, 2, 2, inferEqual);

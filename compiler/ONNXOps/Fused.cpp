@@ -3,7 +3,8 @@
 //
 // The fused forms decoders arrive in: ONNX opset 23 Attention,
 // RMSNormalization and RotaryEmbedding, and ONNX Runtime's com.microsoft
-// GroupQueryAttention, RotaryEmbedding and (Skip)SimplifiedLayerNormalization.
+// GroupQueryAttention, RotaryEmbedding and (Skip)SimplifiedLayerNormalization,
+// and com.microsoft MatMulNBits (int4 weights).
 //
 //===----------------------------------------------------------------------===//
 
@@ -206,6 +207,84 @@ LogicalResult inferGroupQueryAttention(ONNXInferenceContext &ctx) {
   return success();
 }
 
+/// com.microsoft MatMulNBits (ONNX Runtime's model builder and Olive write
+/// it for int4 weights): Y[..., N] = A[..., K] x dequant(B)^T (+ bias),
+/// B the [N, ceil(K / block_size), block_size * bits / 8] uint8 codes of
+/// the [N, K] weight, low nibble first, `scales` one per block, optional
+/// packed uint8 `zero_points` (default 2^(bits-1)). folio-raise-linear
+/// makes it a folio.dequantize feeding a folio.linear; what that cannot
+/// express is refused here, by input and attribute.
+LogicalResult inferMatMulNBits(ONNXInferenceContext &ctx) {
+  if (failed(requireFloat(ctx, 0, "A")) ||
+      failed(requireFloat(ctx, 2, "scales")))
+    return failure();
+  FailureOr<int64_t> k = ctx.getInt("K"), n = ctx.getInt("N"),
+                     bits = ctx.getInt("bits", 4),
+                     blockSize = ctx.getInt("block_size");
+  if (failed(k) || failed(n) || failed(bits) || failed(blockSize))
+    return failure();
+  if (*k <= 0 || *n <= 0)
+    return ctx.emitError() << "K (" << *k << ") and N (" << *n
+                           << ") must be > 0";
+  if (*bits != 4 && *bits != 8)
+    return ctx.emitError() << "bits " << *bits
+                           << " is not supported; supported: 4, 8";
+  if (*blockSize < 16 || (*blockSize & (*blockSize - 1)) != 0)
+    return ctx.emitError() << "block_size " << *blockSize
+                           << " must be a power of 2 >= 16";
+  if (ctx.hasInput(4))
+    return ctx.emitError() << "g_idx (input 4, act-order weights) is not "
+                              "supported; export without act-order";
+  int64_t blocks = (*k + *blockSize - 1) / *blockSize;
+  int64_t blobBytes = *blockSize * *bits / 8;
+  const ONNXValueFacts &b = ctx.input(1);
+  if (!b.elementType.isUnsignedInteger(8))
+    return ctx.emitError() << "B must be uint8";
+  if (std::optional<int64_t> count = b.getStaticNumElements();
+      count && *count != *n * blocks * blobBytes)
+    return ctx.emitError() << "B has " << *count << " elements; N " << *n
+                           << " x " << blocks << " blocks x " << blobBytes
+                           << " bytes = " << *n * blocks * blobBytes
+                           << " expected";
+  if (std::optional<int64_t> count = ctx.input(2).getStaticNumElements();
+      count && *count != *n * blocks)
+    return ctx.emitError() << "scales has " << *count << " elements; N " << *n
+                           << " x " << blocks << " blocks = " << *n * blocks
+                           << " expected";
+  if (ctx.hasInput(3)) {
+    const ONNXValueFacts &zp = ctx.input(3);
+    if (!zp.elementType.isUnsignedInteger(8))
+      return ctx.emitError() << "zero_points of type " << zp.elementType
+                             << " are not supported; supported: uint8, "
+                                "packed as B is";
+    int64_t perRow = (blocks * *bits + 7) / 8;
+    if (std::optional<int64_t> count = zp.getStaticNumElements();
+        count && *count != *n * perRow)
+      return ctx.emitError()
+             << "zero_points has " << *count << " elements; N " << *n << " x "
+             << perRow << " bytes = " << *n * perRow << " expected";
+  }
+  if (ctx.hasInput(5))
+    if (std::optional<int64_t> count = ctx.input(5).getStaticNumElements();
+        count && *count != *n)
+      return ctx.emitError()
+             << "bias has " << *count << " elements; N = " << *n << " expected";
+  const ONNXValueFacts &a = ctx.input(0);
+  ONNXValueFacts &y = ctx.output(0);
+  y.elementType = a.elementType;
+  if (!a.dims)
+    return success();
+  if (a.dims->empty())
+    return ctx.emitError() << "A must have rank >= 1";
+  if (std::optional<int64_t> last = getConstantDim(a.dims->back());
+      last && *last != *k)
+    return ctx.emitError() << "A's last dim " << *last << " is not K = " << *k;
+  Dims dims = *a.dims;
+  dims.back() = cst(ctx, *n);
+  y.dims = dims;
+  return success();
+}
+
 } // namespace
 
 void mlir::folio::appendFusedOps(std::vector<ONNXOpSchema> &table) {
@@ -232,4 +311,7 @@ void mlir::folio::appendFusedOps(std::vector<ONNXOpSchema> &table) {
   // the handler.
   table.push_back({kMicrosoftDomain, "GroupQueryAttention", 1, 1, 12, 1, 3,
                    inferGroupQueryAttention});
+  // A, B, scales, then zero_points, g_idx and bias (optional).
+  table.push_back(
+      {kMicrosoftDomain, "MatMulNBits", 1, 3, 6, 1, 1, inferMatMulNBits});
 }

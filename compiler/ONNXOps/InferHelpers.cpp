@@ -248,6 +248,10 @@ Type infer::elementTypeFromONNX(MLIRContext *context, int64_t onnxType) {
     return b.getFloat8E4M3FNType();
   case 19:
     return b.getFloat8E5M2Type();
+  case 21:
+    return IntegerType::get(context, 4, IntegerType::Unsigned);
+  case 22:
+    return b.getIntegerType(4);
   default:
     return Type();
   }

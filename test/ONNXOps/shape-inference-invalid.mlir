@@ -205,3 +205,67 @@ func.func @attention_k_rank(%q: tensor<1x3x32xf32>, %k: tensor<1x2x3x8xf32>, %v:
   %0 = folio.onnx_node "Attention"(%q, %k, %v) {opset = 23 : i64, onnx_attributes = {q_num_heads = 4 : i64, kv_num_heads = 2 : i64}} : (tensor<1x3x32xf32>, tensor<1x2x3x8xf32>, tensor<1x3x16xf32>) -> tensor<*xf32>
   return
 }
+
+// -----
+
+func.func @matmul_nbits_bits(%a: tensor<2x32xf32>, %b: tensor<2x2x6xui8>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{MatMulNBits: bits 3 is not supported; supported: 4, 8}}
+  %0 = folio.onnx_node "MatMulNBits"(%a, %b, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, bits = 3 : i64, block_size = 16 : i64}} : (tensor<2x32xf32>, tensor<2x2x6xui8>, tensor<4xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_nbits_block(%a: tensor<2x32xf32>, %b: tensor<2x2x8xui8>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{MatMulNBits: block_size 24 must be a power of 2 >= 16}}
+  %0 = folio.onnx_node "MatMulNBits"(%a, %b, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, block_size = 24 : i64}} : (tensor<2x32xf32>, tensor<2x2x8xui8>, tensor<4xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_nbits_g_idx(%a: tensor<2x32xf32>, %b: tensor<2x2x8xui8>, %s: tensor<4xf32>, %g: tensor<32xi32>) {
+  // expected-error @+1 {{MatMulNBits: g_idx (input 4, act-order weights) is not supported; export without act-order}}
+  %0 = folio.onnx_node "MatMulNBits"(%a, %b, %s, %g) {domain = "com.microsoft", opset = 1 : i64, absent_inputs = array<i64: 3>, onnx_attributes = {K = 32 : i64, N = 2 : i64, block_size = 16 : i64}} : (tensor<2x32xf32>, tensor<2x2x8xui8>, tensor<4xf32>, tensor<32xi32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_nbits_b_size(%a: tensor<2x32xf32>, %b: tensor<2x1x8xui8>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{MatMulNBits: B has 16 elements; N 2 x 2 blocks x 8 bytes = 32 expected}}
+  %0 = folio.onnx_node "MatMulNBits"(%a, %b, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, block_size = 16 : i64}} : (tensor<2x32xf32>, tensor<2x1x8xui8>, tensor<4xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_nbits_float_zero_points(%a: tensor<2x32xf32>, %b: tensor<2x2x8xui8>, %s: tensor<4xf32>, %z: tensor<4xf32>) {
+  // expected-error @+1 {{MatMulNBits: zero_points of type 'f32' are not supported; supported: uint8, packed as B is}}
+  %0 = folio.onnx_node "MatMulNBits"(%a, %b, %s, %z) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, block_size = 16 : i64}} : (tensor<2x32xf32>, tensor<2x2x8xui8>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_nbits_k(%a: tensor<2x30xf32>, %b: tensor<2x2x8xui8>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{MatMulNBits: A's last dim 30 is not K = 32}}
+  %0 = folio.onnx_node "MatMulNBits"(%a, %b, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, block_size = 16 : i64}} : (tensor<2x30xf32>, tensor<2x2x8xui8>, tensor<4xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_linear_output_dtype(%x: tensor<8x4xi8>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{DequantizeLinear: output_dtype 10 differs from x_scale's type; Folio takes the scale's type (output_dtype 0)}}
+  %0 = folio.onnx_node "DequantizeLinear"(%x, %s) {opset = 23 : i64, onnx_attributes = {output_dtype = 10 : i64}} : (tensor<8x4xi8>, tensor<4xf32>) -> tensor<8x4xf16>
+  return
+}
+
+// -----
+
+func.func @dequantize_linear_zero_point_type(%x: tensor<8x4xi8>, %s: tensor<4xf32>, %z: tensor<4xui8>) {
+  // expected-error @+1 {{DequantizeLinear: x_zero_point must have x's element type}}
+  %0 = folio.onnx_node "DequantizeLinear"(%x, %s, %z) {opset = 13 : i64} : (tensor<8x4xi8>, tensor<4xf32>, tensor<4xui8>) -> tensor<8x4xf32>
+  return
+}

@@ -90,12 +90,15 @@ unsigned getElementByteSize(ElementType type) {
   case ElementType::Int64:
   case ElementType::UInt64:
     return 8;
+  // ONNX packs 4-bit integers two per byte; the loader unpacks them to a
+  // byte each (int4 sign-extended), the storage MLIR gives i4.
+  case ElementType::UInt4:
+  case ElementType::Int4:
+    return 1;
   case ElementType::Undefined:
   case ElementType::String:
   case ElementType::Complex64:
   case ElementType::Complex128:
-  case ElementType::UInt4:
-  case ElementType::Int4:
   case ElementType::Float4E2M1:
     return 0;
   }

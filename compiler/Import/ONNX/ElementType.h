@@ -51,13 +51,19 @@ std::optional<ElementType> elementTypeFromOnnx(int64_t value);
 /// The lower-case ONNX name ("float", "bfloat16", "float8e4m3fn", ...).
 llvm::StringRef getElementTypeName(ElementType type);
 
-/// Folio handles byte-addressable numeric types only: strings and complex
-/// numbers have no use in a decoder, and the packed 4-bit types would need a
-/// sub-byte view that nothing downstream consumes yet.
+/// Folio handles numeric types: strings and complex numbers have no use in
+/// a decoder, nor has float4e2m1 yet. int4 and uint4 (quantized weights)
+/// are unpacked to a byte per element when loaded.
 bool isSupportedElementType(ElementType type);
 
-/// Bytes per element of a supported type; 0 for unsupported ones.
+/// Bytes per element of a supported type as TensorData holds it (1 for the
+/// unpacked 4-bit types); 0 for unsupported ones.
 unsigned getElementByteSize(ElementType type);
+
+/// Whether the type is int4 or uint4, stored two per byte in ONNX.
+inline bool isPacked4Bit(ElementType type) {
+  return type == ElementType::UInt4 || type == ElementType::Int4;
+}
 
 /// "float, float16, ...": the supported types, for error messages.
 std::string getSupportedElementTypeNames();

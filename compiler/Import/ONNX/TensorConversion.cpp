@@ -142,6 +142,24 @@ std::optional<uint64_t> parseUnsigned(llvm::StringRef text) {
   return value;
 }
 
+/// An int4 or uint4 tensor read as `packed` (two per byte, the even
+/// element in the low nibble), unpacked to a byte per element, int4
+/// sign-extended.
+TensorData unpack4Bit(const TensorProto &proto, ElementType type,
+                      std::vector<int64_t> dims, uint64_t numElements,
+                      llvm::ArrayRef<uint8_t> packed) {
+  auto buffer = std::make_shared<std::vector<uint8_t>>(numElements);
+  for (uint64_t i = 0; i < numElements; ++i) {
+    unsigned nibble = (packed[i / 2] >> (4 * (i % 2))) & 0xfu;
+    (*buffer)[i] = type == ElementType::Int4 && nibble >= 8
+                       ? uint8_t(int(nibble) - 16)
+                       : uint8_t(nibble);
+  }
+  llvm::ArrayRef<uint8_t> bytes(*buffer);
+  return TensorData(proto.name(), type, std::move(dims), bytes,
+                    TensorStorage::Converted, std::move(buffer));
+}
+
 llvm::Expected<TensorData> convertExternal(TensorProto &proto, ElementType type,
                                            std::vector<int64_t> dims,
                                            uint64_t byteSize,
@@ -185,6 +203,12 @@ llvm::Expected<TensorData> convertExternal(TensorProto &proto, ElementType type,
       resolver.resolve(*location, offset, byteSize);
   if (!slice)
     return slice.takeError();
+  if (isPacked4Bit(type)) {
+    uint64_t numElements = 1;
+    for (int64_t d : dims)
+      numElements *= uint64_t(d);
+    return unpack4Bit(proto, type, std::move(dims), numElements, slice->bytes);
+  }
   ExternalLocation where{*location, slice->path, offset, byteSize};
   return TensorData(proto.name(), type, std::move(dims), slice->bytes,
                     TensorStorage::External, std::move(slice->owner),
@@ -241,6 +265,34 @@ llvm::Expected<TensorData> convertInline(TensorProto &proto, ElementType type,
                     TensorStorage::Converted, std::move(buffer));
 }
 
+/// int4 and uint4: raw_data or external data of ceil(n / 2) bytes.
+llvm::Expected<TensorData> convert4Bit(TensorProto &proto, ElementType type,
+                                       std::vector<int64_t> dims,
+                                       uint64_t numElements,
+                                       ExternalDataResolver &resolver) {
+  uint64_t packedBytes = (numElements + 1) / 2;
+  if (proto.data_location() == TensorProto::EXTERNAL)
+    return convertExternal(proto, type, std::move(dims), packedBytes, resolver);
+  if (!populatedTypedFields(proto).empty())
+    return makeError(llvm::Twine(getElementTypeName(type)) + " stored in " +
+                     populatedTypedFields(proto)[0].first +
+                     " is not supported; store it in raw_data or as external "
+                     "data");
+  if (!proto.has_raw_data() && numElements != 0)
+    return makeError("has no data (no raw_data or external data) for its " +
+                     llvm::Twine(numElements) + " elements");
+  if (proto.raw_data().size() != packedBytes)
+    return makeError("raw_data holds " +
+                     llvm::Twine(uint64_t(proto.raw_data().size())) +
+                     " bytes, but dims " + formatDims(dims) + " of " +
+                     getElementTypeName(type) + " need " +
+                     llvm::Twine(packedBytes) + " (two elements per byte)");
+  llvm::ArrayRef<uint8_t> packed(
+      reinterpret_cast<const uint8_t *>(proto.raw_data().data()),
+      proto.raw_data().size());
+  return unpack4Bit(proto, type, std::move(dims), numElements, packed);
+}
+
 llvm::Expected<TensorData> convert(TensorProto &proto,
                                    ExternalDataResolver &resolver) {
   if (!proto.has_data_type() || proto.data_type() == 0)
@@ -277,6 +329,8 @@ llvm::Expected<TensorData> convert(TensorProto &proto,
                        llvm::Twine(maxBytes) + " bytes");
   }
   uint64_t byteSize = numElements * elementSize;
+  if (isPacked4Bit(*type))
+    return convert4Bit(proto, *type, std::move(dims), numElements, resolver);
 
   // proto2 enums are closed: an unknown data_location number lands in the
   // unknown fields and reads as DEFAULT.

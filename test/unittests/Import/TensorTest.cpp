@@ -224,6 +224,36 @@ TEST(TensorTest, RawDataSizeMustMatchDims) {
   EXPECT_THAT(message, HasSubstr("model.onnx"));
 }
 
+TEST(TensorTest, FourBitIntegersAreUnpackedToAByteEach) {
+  // Five elements in three bytes, the even element in the low nibble: int4
+  // -8, 7, -1, 0, 3 and the same nibbles as uint4 8, 7, 15, 0, 3.
+  std::string packed = {'\x78', '\x0f', '\x03'};
+  std::optional<TensorData> s =
+      loadTensor(makeRawTensor("s", TensorProto::INT4, {5}, packed));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->getElementType(), ElementType::Int4);
+  EXPECT_EQ(s->getStorage(), TensorStorage::Converted);
+  EXPECT_EQ(bytesOf(*s), std::string({'\xf8', '\x07', '\xff', '\x00', '\x03'}));
+  std::optional<TensorData> u =
+      loadTensor(makeRawTensor("u", TensorProto::UINT4, {5}, packed));
+  ASSERT_TRUE(u);
+  EXPECT_EQ(bytesOf(*u), std::string({'\x08', '\x07', '\x0f', '\x00', '\x03'}));
+}
+
+TEST(TensorTest, FourBitIntegersNeedHalfAByteEach) {
+  EXPECT_THAT(loadError(modelWith(makeRawTensor("w", TensorProto::INT4, {2, 3},
+                                                std::string(6, '\0')))),
+              HasSubstr("initializer 'w': raw_data holds 6 bytes, but dims "
+                        "[2, 3] of int4 need 3 (two elements per byte)"));
+  TensorProto typed = makeRawTensor("t", TensorProto::UINT4, {2}, "");
+  typed.clear_raw_data();
+  typed.add_int32_data(1);
+  EXPECT_THAT(loadError(modelWith(typed)),
+              HasSubstr("initializer 't': uint4 stored in int32_data is not "
+                        "supported; store it in raw_data or as external "
+                        "data"));
+}
+
 TEST(TensorTest, TypedFieldCountMustMatchDims) {
   EXPECT_THAT(loadError(modelWith(makeFloatTensor("w", {4}, {1, 2, 3}))),
               HasSubstr("initializer 'w': float_data holds 3 values, but "
@@ -284,9 +314,9 @@ TEST(TensorTest, UnsupportedAndUnknownTypesAreRefused) {
                                  "which is not supported; supported: "));
   EXPECT_THAT(message, HasSubstr("bfloat16"));
 
-  TensorProto int4 = makeRawTensor("q", TensorProto::INT4, {2}, "\x12");
-  EXPECT_THAT(loadError(modelWith(int4)),
-              HasSubstr("has element type int4, which is not supported"));
+  TensorProto fp4 = makeRawTensor("q", TensorProto::FLOAT4E2M1, {2}, "\x12");
+  EXPECT_THAT(loadError(modelWith(fp4)),
+              HasSubstr("has element type float4e2m1, which is not supported"));
 
   TensorProto unknown = makeRawTensor("u", 99, {1}, "x");
   EXPECT_THAT(loadError(modelWith(unknown)),

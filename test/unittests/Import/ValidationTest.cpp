@@ -219,12 +219,15 @@ TEST(ValidationTest, ElementTypeNamesCoverEveryType) {
   EXPECT_EQ(getSupportedElementTypeNames(),
             "float, uint8, int8, uint16, int16, int32, int64, bool, float16, "
             "double, uint32, uint64, bfloat16, float8e4m3fn, float8e4m3fnuz, "
-            "float8e5m2, float8e5m2fnuz");
+            "float8e5m2, float8e5m2fnuz, uint4, int4");
   EXPECT_EQ(elementTypeFromOnnx(24), std::nullopt);
   EXPECT_EQ(elementTypeFromOnnx(-1), std::nullopt);
   EXPECT_EQ(elementTypeFromOnnx(23), ElementType::Float4E2M1);
   EXPECT_EQ(getElementByteSize(ElementType::BFloat16), 2u);
   EXPECT_EQ(getElementByteSize(ElementType::Complex64), 0u);
+  // Unpacked from ONNX's two per byte when loaded.
+  EXPECT_EQ(getElementByteSize(ElementType::Int4), 1u);
+  EXPECT_EQ(getElementByteSize(ElementType::Float4E2M1), 0u);
   EXPECT_EQ(getElementTypeName(ElementType::Float8E5M2FNUZ), "float8e5m2fnuz");
 }
 
