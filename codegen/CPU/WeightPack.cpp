@@ -135,9 +135,7 @@ Status packInt4(const float *w, int64_t n, int64_t k, int64_t g,
       float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
       for (int64_t i = 0; i < len; ++i) {
         float q = std::clamp(std::nearbyint((v[i] - minF) * inv), 0.0f, 15.0f);
-        int64_t c = gi * g + i, e = c % kInt4Block, j = e / 16, l = e % 16;
-        dst[c / kInt4Block * (kInt4Block / 2) + 4 * l + j / 2] |=
-            uint8_t(unsigned(q) << (4 * (j % 2)));
+        setInt4Code(dst, gi * g + i, unsigned(q));
       }
     }
   }
@@ -145,6 +143,42 @@ Status packInt4(const float *w, int64_t n, int64_t k, int64_t g,
 }
 
 } // namespace
+
+Status packInt4Codes(const uint8_t *codes, const uint16_t *groupParams,
+                     int64_t n, int64_t k, int64_t groupSize,
+                     WeightPacking &out) {
+  if (n <= 0 || k <= 0)
+    return Status::error("packInt4Codes: the weight is " + std::to_string(n) +
+                         " x " + std::to_string(k) + "; both must be > 0");
+  if (!isInt4GroupSize(groupSize))
+    return Status::error("packInt4Codes: int4 group size " +
+                         std::to_string(groupSize) +
+                         " is not supported; groups are 32, 64 or 128");
+  int64_t groups = int4Groups(k, groupSize), rowBytes = int4RowBytes(k);
+  for (int64_t i = 0; i < n * groups * 2; ++i)
+    if (!std::isfinite(f16ToFloat(groupParams[i])))
+      return Status::error(
+          "packInt4Codes: the " + std::string(i % 2 ? "min" : "scale") +
+          " of group " + std::to_string(i / 2 % groups) + " of row " +
+          std::to_string(i / 2 / groups) + " is not finite in f16");
+  out = WeightPacking();
+  out.storage = DType::I4;
+  out.n = n;
+  out.k = k;
+  out.groupSize = groupSize;
+  out.groupParams.assign(groupParams, groupParams + n * groups * 2);
+  out.data.assign(size_t(n * rowBytes), 0);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      uint8_t q = codes[r * k + c];
+      if (q > 15)
+        return Status::error("packInt4Codes: code " + std::to_string(q) +
+                             " of row " + std::to_string(r) + ", column " +
+                             std::to_string(c) + " is not in [0, 15]");
+      setInt4Code(out.data.data() + r * rowBytes, c, q);
+    }
+  return Status::success();
+}
 
 bool isInt4GroupSize(int64_t g) {
   for (int64_t s : kInt4GroupSizes)

@@ -78,6 +78,13 @@ inline unsigned int4CodeAt(const uint8_t *row, int64_t c) {
   return (byte >> (4 * (j % 2))) & 0xfu;
 }
 
+/// Sets code `q` (in [0, 15]) of weight c of a zeroed int4 row.
+inline void setInt4Code(uint8_t *row, int64_t c, unsigned q) {
+  int64_t e = c % kInt4Block, j = e / 16, l = e % 16;
+  row[c / kInt4Block * (kInt4Block / 2) + 4 * l + j / 2] |=
+      uint8_t((q & 0xfu) << (4 * (j % 2)));
+}
+
 /// Whether `g` is one of kInt4GroupSizes.
 bool isInt4GroupSize(int64_t g);
 
@@ -124,6 +131,15 @@ bool isPackableWeightType(DType storage);
 /// groups whose scale or min overflow f16.
 Status packWeightRows(const float *w, int64_t n, int64_t k, DType storage,
                       WeightPacking &out, int64_t groupSize = 0);
+
+/// Packs int4 weights that are quantized already (a model's own int4
+/// weights, imported): codes[n, k] in [0, 15] standing for
+/// min + code * scale with the f16 (scale, min) pairs groupParams[n,
+/// int4Groups(k, groupSize), 2]. Nothing is rounded: the kernels read these
+/// codes. Codes above 15 and non-finite params are refused.
+Status packInt4Codes(const uint8_t *codes, const uint16_t *groupParams,
+                     int64_t n, int64_t k, int64_t groupSize,
+                     WeightPacking &out);
 
 /// Checks that a view is complete and consistent: dtype, pointers, outlier
 /// columns increasing and below k, int4's group size. Errors say which part

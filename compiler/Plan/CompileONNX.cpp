@@ -82,11 +82,16 @@ compileONNXToPlan(const std::string &path,
     return fail(diagnostics.empty() ? "compilation failed" : diagnostics);
   // The plan copies every weight out of the model's mapping before the
   // context and model go away.
-  llvm::Expected<::folio::plan::Plan> p = lowerModuleToPlan(*module);
+  std::vector<QuantizedWeightSource> sources;
+  llvm::Expected<::folio::plan::Plan> p = lowerModuleToPlan(*module, &sources);
   if (!p || !*weightType)
     return p;
-  if (llvm::Error err =
-          storePackedWeights(*p, **weightType, options.weightGroupSize))
+  StoreWeightsOptions store;
+  store.type = **weightType;
+  store.groupSize = options.weightGroupSize;
+  store.sources = &sources;
+  store.keepSourceQuantization = options.keepSourceQuantization;
+  if (llvm::Error err = storePackedWeights(*p, store))
     return std::move(err);
   return p;
 }
@@ -113,8 +118,14 @@ static ::folio::Status fixedAtCompile(const std::string &flag,
 }
 
 std::string mlir::folio::planWeightDType(const ::folio::plan::Plan &plan) {
-  return plan.weights.empty() ? "none"
-                              : weightDtypeName(plan.weights.front().type);
+  // A model's own int4 or int8 weights next to others: "int4+bf16".
+  std::string names;
+  for (const ::folio::plan::StoredWeight &w : plan.weights) {
+    std::string name = weightDtypeName(w.type);
+    if (("+" + names + "+").find("+" + name + "+") == std::string::npos)
+      names += (names.empty() ? "" : "+") + name;
+  }
+  return names.empty() ? "none" : names;
 }
 
 ::folio::Expected<::folio::plan::Plan>

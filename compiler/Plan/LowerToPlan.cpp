@@ -10,6 +10,7 @@
 #include "compiler/Plan/LowerToPlan.h"
 #include "compiler/Target/Target.h"
 
+#include "dialects/Folio/IR/ConstantData.h"
 #include "dialects/Folio/IR/FolioOps.h"
 #include "dialects/Folio/IR/FolioTypes.h"
 
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <map>
 
 using namespace mlir;
@@ -249,6 +251,84 @@ public:
     plan::Constant c{*id, p.blob.append(bytes.data(), bytes.size()),
                      bytes.size()};
     p.constants.push_back(c);
+    return llvm::Error::success();
+  }
+
+  /// A weight the model stores quantized (a folio.dequantize over
+  /// constants): the plan holds it dequantized, as an f32 constant, and
+  /// `sources` (when given) its codes and scales, for StoreWeights to store
+  /// them exactly.
+  llvm::Error
+  lowerQuantizedWeight(DequantizeOp op,
+                       std::vector<QuantizedWeightSource> *sources) {
+    auto type = cast<RankedTensorType>(op.getResult().getType());
+    auto codesType = cast<RankedTensorType>(op.getInput().getType());
+    auto scaleType = cast<RankedTensorType>(op.getScale().getType());
+    Type codeElement = codesType.getElementType();
+    if (type.getRank() != 2 || !type.hasStaticShape() ||
+        !type.getElementType().isF32() || !scaleType.getElementType().isF32() ||
+        !(codeElement.isSignlessInteger(8) || codeElement.isSignlessInteger(4)))
+      return opError(op, "a quantized weight in a plan is a static rank-2 "
+                         "f32 tensor of i8 or i4 codes with f32 scales");
+    QuantizedWeightSource q;
+    q.rows = type.getDimSize(0);
+    q.cols = type.getDimSize(1);
+    q.bits = int(codeElement.getIntOrFloatBitWidth());
+    q.scaleRows = scaleType.getRank() == 2 ? scaleType.getDimSize(0) : 1;
+    q.scaleCols = scaleType.getRank() == 2 ? scaleType.getDimSize(1) : 1;
+    // Scale dims are 1 (shared), the data's (one each) or blocked
+    // (folio.dequantize's verifier has checked which).
+    auto blockOf = [&](int64_t scaleDim, int64_t dim) {
+      return scaleDim == 1 ? dim : scaleDim == dim ? 1 : op.getBlockSize();
+    };
+    q.rowBlock = blockOf(q.scaleRows, q.rows);
+    q.colBlock = blockOf(q.scaleCols, q.cols);
+    auto read = [&](Value v, size_t count, size_t size,
+                    std::vector<char> &storage) {
+      auto attr =
+          cast<ElementsAttr>(v.getDefiningOp<arith::ConstantOp>().getValue());
+      return getConstantBytes(attr, count, size, storage);
+    };
+    std::vector<char> splat;
+    size_t count = size_t(q.rows * q.cols),
+           scaleCount = size_t(q.scaleRows * q.scaleCols);
+    ArrayRef<char> codes = read(op.getInput(), count, 1, splat);
+    if (codes.size() != count)
+      return opError(op, "the quantized weight's codes cannot be read");
+    // Sub-byte codes are stored a byte each; only their low bits count.
+    q.codes.resize(count);
+    int shift = 8 - q.bits;
+    for (size_t i = 0; i < count; ++i)
+      q.codes[i] = int8_t(uint8_t(codes[i]) << shift) >> shift;
+    ArrayRef<char> scales = read(op.getScale(), scaleCount, 4, splat);
+    if (scales.size() != scaleCount * 4)
+      return opError(op, "the quantized weight's scales cannot be read");
+    q.scales.resize(scaleCount);
+    std::memcpy(q.scales.data(), scales.data(), scaleCount * 4);
+    if (Value zp = op.getZeroPoint()) {
+      if (cast<RankedTensorType>(zp.getType()).getElementType() != codeElement)
+        return opError(op, "the zero points must have the codes' type");
+      ArrayRef<char> zeros = read(zp, scaleCount, 1, splat);
+      if (zeros.size() != scaleCount)
+        return opError(op, "the quantized weight's zero points cannot be "
+                           "read");
+      q.zeros.resize(scaleCount);
+      for (size_t i = 0; i < scaleCount; ++i)
+        q.zeros[i] = int8_t(uint8_t(zeros[i]) << shift) >> shift;
+    }
+    auto id = valueFor(op.getResult());
+    if (!id)
+      return opError(op, toString(id.takeError()));
+    std::vector<float> values(count);
+    for (int64_t i = 0; i < q.rows; ++i)
+      for (int64_t j = 0; j < q.cols; ++j)
+        values[size_t(i * q.cols + j)] = q.valueAt(i, j);
+    p.constants.push_back(plan::Constant{
+        *id, p.blob.append(values.data(), count * 4), count * 4});
+    if (sources) {
+      q.value = *id;
+      sources->push_back(std::move(q));
+    }
     return llvm::Error::success();
   }
 
@@ -629,7 +709,9 @@ void planBuffers(plan::Plan &p) {
 
 } // namespace
 
-llvm::Expected<plan::Plan> lowerModuleToPlan(ModuleOp module) {
+llvm::Expected<plan::Plan>
+lowerModuleToPlan(ModuleOp module,
+                  std::vector<QuantizedWeightSource> *sources) {
   auto func = module.lookupSymbol<func::FuncOp>("forward");
   if (!func || func.isExternal())
     return llvm::createStringError(
@@ -668,7 +750,16 @@ llvm::Expected<plan::Plan> lowerModuleToPlan(ModuleOp module) {
   });
   for (Operation &op : func.getBody().front()) {
     if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      // The codes and scales of quantized weights are read with them.
+      if (!c->use_empty() && llvm::all_of(c->getUsers(), isWeightDequantize))
+        continue;
       if (auto err = lowering.lowerConstant(c))
+        return std::move(err);
+      continue;
+    }
+    if (isWeightDequantize(&op)) {
+      if (auto err =
+              lowering.lowerQuantizedWeight(cast<DequantizeOp>(op), sources))
         return std::move(err);
       continue;
     }

@@ -11,6 +11,7 @@
 #ifndef FOLIO_COMPILER_PLAN_LOWERTOPLAN_H
 #define FOLIO_COMPILER_PLAN_LOWERTOPLAN_H
 
+#include "compiler/Plan/StoreWeights.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "runtime/Plan/Plan.h"
 #include "runtime/Support/Status.h"
@@ -24,7 +25,12 @@ namespace mlir::folio {
 
 /// Lowers `module`'s serving entry (after page-kv). Errors name the op that
 /// cannot be represented (an unsupported element type, a region op).
-llvm::Expected<::folio::plan::Plan> lowerModuleToPlan(ModuleOp module);
+/// Weights the model stores quantized become f32 constants in the plan;
+/// `sources`, when given, receives their codes and scales for
+/// storePackedWeights (StoreWeights.h).
+llvm::Expected<::folio::plan::Plan>
+lowerModuleToPlan(ModuleOp module,
+                  std::vector<QuantizedWeightSource> *sources = nullptr);
 
 struct CompileToPlanOptions {
   std::string target = "cpu";
@@ -54,6 +60,10 @@ struct CompileToPlanOptions {
   /// --weight-group-size: int4's group along K (0: 128); refused for the
   /// other dtypes (StoreWeights.h, resolveWeightGroupSize).
   int64_t weightGroupSize = 0;
+  /// Weights the model brings quantized keep their own int4/int8 codes
+  /// where the kernels take them exactly, and `weightDtype` stores the
+  /// rest: what folioc does without --weight-dtype (StoreWeightsOptions).
+  bool keepSourceQuantization = false;
   /// A .folio plan only: hash its weight blob against the checksum the file
   /// stores (the metadata's is always checked). Off skips one pass over
   /// the weights at load time and trusts them.
@@ -73,8 +83,9 @@ void setKVCalibration(ModuleOp module, int64_t layers, int64_t kvHeads,
 llvm::Expected<::folio::plan::Plan>
 compileONNXToPlan(const std::string &path, const CompileToPlanOptions &options);
 
-/// The dtype a plan's linear weights were stored in ("int8", "bf16", ...),
-/// or "none" when it stores none packed.
+/// The dtype a plan's linear weights were stored in ("int8", "bf16", ...;
+/// "int4+bf16" when a model's own int4 weights sit next to bf16 ones), or
+/// "none" when it stores none packed.
 std::string planWeightDType(const ::folio::plan::Plan &plan);
 
 /// What the tools take as --model: a `.folio` plan, read (weights mapped,

@@ -5,6 +5,7 @@
 #include "codegen/CPU/DType.h"
 #include "codegen/CPU/WeightPack.h"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -54,6 +55,23 @@ bool toCpuType(plan::ElemType t, cpu::DType &out) {
   }
 }
 
+plan::ElemType toPlanType(cpu::DType t) {
+  switch (t) {
+  case cpu::DType::BF16:
+    return plan::ElemType::BF16;
+  case cpu::DType::F16:
+    return plan::ElemType::F16;
+  case cpu::DType::I8:
+    return plan::ElemType::I8;
+  case cpu::DType::FP8E4M3:
+    return plan::ElemType::F8E4M3;
+  case cpu::DType::I4:
+    return plan::ElemType::I4;
+  default:
+    return plan::ElemType::F32;
+  }
+}
+
 /// One group to store: the step, its operands, and where their constants
 /// are.
 struct Group {
@@ -61,6 +79,133 @@ struct Group {
   bool inOut = true;
   std::vector<const plan::Constant *> constants;
 };
+
+/// A group's quantized sources seen as W[n, k] (output rows stacked), the
+/// layout the kernels read: in_out parts are [K, N], out_in parts [N, K].
+class SourceRows {
+public:
+  SourceRows(std::vector<const QuantizedWeightSource *> parts, bool inOut)
+      : parts(std::move(parts)), inOut(inOut) {
+    for (const QuantizedWeightSource *q : this->parts) {
+      int64_t rows = inOut ? q->cols : q->rows;
+      firstRow.push_back(n);
+      n += rows;
+      k = inOut ? q->rows : q->cols;
+    }
+  }
+
+  int64_t n = 0, k = 0;
+
+  int bits() const { return parts.front()->bits; }
+  bool sameBits() const {
+    for (const QuantizedWeightSource *q : parts)
+      if (q->bits != bits())
+        return false;
+    return true;
+  }
+  /// The elements per scale along k of every part (k: one per row).
+  int64_t block() const {
+    int64_t b = 0;
+    for (const QuantizedWeightSource *q : parts) {
+      int64_t pb = std::min(inOut ? q->rowBlock : q->colBlock, k);
+      if (b && pb != b)
+        return 0;
+      b = pb;
+    }
+    return b;
+  }
+  /// (code, zero, scale) of W[r, c].
+  void at(int64_t r, int64_t c, int &code, int &zero, float &scale) const {
+    size_t p = 0;
+    while (p + 1 < parts.size() && firstRow[p + 1] <= r)
+      ++p;
+    const QuantizedWeightSource &q = *parts[p];
+    int64_t local = r - firstRow[p];
+    int64_t i = inOut ? c : local, j = inOut ? local : c;
+    code = q.codes[size_t(i * q.cols + j)];
+    zero = q.zeroAt(i, j);
+    scale = q.scaleAt(i, j);
+  }
+
+private:
+  std::vector<const QuantizedWeightSource *> parts;
+  bool inOut;
+  std::vector<int64_t> firstRow;
+};
+
+/// The model's own codes stored as int8: one scale per output row, no zero
+/// point. False when the source is not of that form.
+bool packSourceInt8(const SourceRows &w, cpu::WeightPacking &out) {
+  if (w.bits() != 8)
+    return false;
+  out = cpu::WeightPacking();
+  out.storage = cpu::DType::I8;
+  out.n = w.n;
+  out.k = w.k;
+  out.data.resize(size_t(w.n * w.k));
+  out.scales.resize(size_t(w.n));
+  for (int64_t r = 0; r < w.n; ++r) {
+    int code, zero;
+    float scale, rowScale = 0.0f;
+    for (int64_t c = 0; c < w.k; ++c) {
+      w.at(r, c, code, zero, scale);
+      if (c == 0)
+        rowScale = scale;
+      if (zero != 0 || scale != rowScale || !std::isfinite(scale))
+        return false;
+      // A negative scale (as symmetric quantizers write to use -128 for
+      // the largest magnitude) flips the codes' sign: c * s = -c * -s.
+      if (scale < 0 && code == -128)
+        return false;
+      out.data[size_t(r * w.k + c)] = uint8_t(int8_t(scale < 0 ? -code : code));
+    }
+    out.scales[size_t(r)] = std::fabs(rowScale);
+  }
+  return true;
+}
+
+/// The model's own codes stored as int4 in groups of `g` along k: one
+/// scale and zero per group. Code c (in [-8, 7]) with zero z and scale s
+/// stands for (c - z) * s = min + (c + 8) * s with min = (-8 - z) * s, the
+/// kernels' (scale, min) form; a negative scale (ONNX Runtime's symmetric
+/// int4 quantizer writes them, so that -8 takes the largest magnitude)
+/// reverses the codes: (c - z) * s = min + (7 - c) * |s| with
+/// min = (z - 7) * |s|. Only |s| and min are rounded (to f16). False
+/// when the source is not of that form or a param leaves f16's range.
+bool packSourceInt4(const SourceRows &w, int64_t g, cpu::WeightPacking &out) {
+  if (w.bits() != 4 || !cpu::isInt4GroupSize(g))
+    return false;
+  int64_t groups = cpu::int4Groups(w.k, g);
+  std::vector<uint8_t> codes(size_t(w.n * w.k));
+  std::vector<uint16_t> params(size_t(w.n * groups * 2));
+  for (int64_t r = 0; r < w.n; ++r)
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      int code, zero, groupZero = 0;
+      float scale, groupScale = 0.0f;
+      for (int64_t c = gi * g; c < std::min(w.k, (gi + 1) * g); ++c) {
+        w.at(r, c, code, zero, scale);
+        if (c == gi * g) {
+          groupScale = scale;
+          groupZero = zero;
+        }
+        if (scale != groupScale || zero != groupZero || code < -8 || code > 7 ||
+            !std::isfinite(scale))
+          return false;
+        codes[size_t(r * w.k + c)] = uint8_t(scale < 0 ? 7 - code : code + 8);
+      }
+      float step = std::fabs(groupScale);
+      float min = groupScale < 0 ? float(groupZero - 7) * step
+                                 : float(-8 - groupZero) * step;
+      uint16_t scaleH = cpu::floatToF16(step);
+      uint16_t minH = cpu::floatToF16(min);
+      if (!std::isfinite(cpu::f16ToFloat(scaleH)) ||
+          !std::isfinite(cpu::f16ToFloat(minH)))
+        return false;
+      params[size_t((r * groups + gi) * 2)] = scaleH;
+      params[size_t((r * groups + gi) * 2 + 1)] = minH;
+    }
+  return cpu::packInt4Codes(codes.data(), params.data(), w.n, w.k, g, out).ok();
+}
 
 } // namespace
 
@@ -107,8 +252,10 @@ resolveWeightGroupSize(std::optional<plan::ElemType> type, int64_t groupSize) {
   return groupSize;
 }
 
-llvm::Error storePackedWeights(plan::Plan &p, plan::ElemType type,
-                               int64_t groupSize) {
+llvm::Error storePackedWeights(plan::Plan &p,
+                               const StoreWeightsOptions &options) {
+  plan::ElemType type = options.type;
+  int64_t groupSize = options.groupSize;
   cpu::DType storage;
   if (!toCpuType(type, storage))
     return error(std::string("cannot store weights as ") +
@@ -120,6 +267,11 @@ llvm::Error storePackedWeights(plan::Plan &p, plan::ElemType type,
   std::vector<const plan::Constant *> constantOf(p.values.size(), nullptr);
   for (const plan::Constant &c : p.constants)
     constantOf[size_t(c.value)] = &c;
+  std::vector<const QuantizedWeightSource *> sourceOf(p.values.size(), nullptr);
+  if (options.sources)
+    for (const QuantizedWeightSource &q : *options.sources)
+      if (q.value >= 0 && size_t(q.value) < p.values.size())
+        sourceOf[size_t(q.value)] = &q;
   // How many reads each value has outside the groups stored below: a
   // constant nothing else reads leaves the blob.
   std::vector<int64_t> reads(p.values.size(), 0);
@@ -211,6 +363,34 @@ llvm::Error storePackedWeights(plan::Plan &p, plan::ElemType type,
     }
     kept.push_back(moved);
   }
+  // A group of quantized sources stored from their codes where the dtype
+  // holds them exactly (StoreWeightsOptions).
+  auto packFromSource = [&](const Group &g, cpu::WeightPacking &out) {
+    std::vector<const QuantizedWeightSource *> parts;
+    for (const plan::Constant *c : g.constants) {
+      const QuantizedWeightSource *q = sourceOf[size_t(c->value)];
+      if (!q)
+        return false;
+      parts.push_back(q);
+    }
+    SourceRows w(std::move(parts), g.inOut);
+    if (!w.sameBits())
+      return false;
+    // int4 groups: the one asked for, else the source's own block (one
+    // scale per row fits any), else the default.
+    int64_t block = w.block();
+    int64_t int4Group = groupSize                     ? groupSize
+                        : cpu::isInt4GroupSize(block) ? block
+                        : block == w.k && w.k > 0 ? cpu::kDefaultInt4GroupSize
+                                                  : 0;
+    if (options.keepSourceQuantization)
+      return packSourceInt4(w, int4Group, out) || packSourceInt8(w, out);
+    if (storage == cpu::DType::I4)
+      return packSourceInt4(w, int4Group, out);
+    if (storage == cpu::DType::I8)
+      return packSourceInt8(w, out);
+    return false;
+  };
   std::vector<plan::StoredWeight> stored;
   std::vector<float> rows;
   for (const Group &g : groups) {
@@ -241,36 +421,38 @@ llvm::Error storePackedWeights(plan::Plan &p, plan::ElemType type,
       row0 += g.inOut ? cols : r;
     }
     cpu::WeightPacking packing;
-    cpu::Status st =
-        cpu::packWeightRows(rows.data(), n, k, storage, packing, *group);
-    if (!st.ok())
-      return error(s.kind + " '" + s.name + "': operand " +
-                   std::to_string(g.operand) + " (weight " + std::to_string(n) +
-                   " x " + std::to_string(k) +
-                   ", out x in features): " + st.message());
+    if (!packFromSource(g, packing)) {
+      cpu::Status st =
+          cpu::packWeightRows(rows.data(), n, k, storage, packing, *group);
+      if (!st.ok())
+        return error(s.kind + " '" + s.name + "': operand " +
+                     std::to_string(g.operand) + " (weight " +
+                     std::to_string(n) + " x " + std::to_string(k) +
+                     ", out x in features): " + st.message());
+    }
     plan::StoredWeight w;
     w.step = g.step;
     w.operand = g.operand;
     w.numOperands = g.count;
-    w.type = type;
-    w.layout = storage != cpu::DType::I4 ? plan::WeightLayout::RowsNK
-               : *group == 32            ? plan::WeightLayout::Int4G32
-               : *group == 64            ? plan::WeightLayout::Int4G64
-                                         : plan::WeightLayout::Int4G128;
+    w.type = toPlanType(packing.storage);
+    w.layout = packing.storage != cpu::DType::I4 ? plan::WeightLayout::RowsNK
+               : packing.groupSize == 32         ? plan::WeightLayout::Int4G32
+               : packing.groupSize == 64         ? plan::WeightLayout::Int4G64
+                                                 : plan::WeightLayout::Int4G128;
     w.n = n;
     w.k = k;
     w.dataBytes = packing.data.size();
     w.dataOffset = blob.append(packing.data.data(), w.dataBytes);
-    if (storage == cpu::DType::FP8E4M3) {
+    if (packing.storage == cpu::DType::FP8E4M3) {
       w.scalesBytes = packing.scales.size() * 4;
       w.scalesOffset = blob.append(packing.scales.data(), w.scalesBytes);
     }
-    if (storage == cpu::DType::I4) {
+    if (packing.storage == cpu::DType::I4) {
       // The f16 (scale, min) pairs, in the scales range.
       w.scalesBytes = packing.groupParams.size() * 2;
       w.scalesOffset = blob.append(packing.groupParams.data(), w.scalesBytes);
     }
-    if (storage == cpu::DType::I8) {
+    if (packing.storage == cpu::DType::I8) {
       w.numOutliers = int64_t(packing.outlierCols.size());
       w.scalesBytes = packing.scales.size() * 4;
       w.scalesOffset = blob.append(packing.scales.data(), w.scalesBytes);

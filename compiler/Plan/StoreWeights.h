@@ -18,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::folio {
 
@@ -42,13 +43,69 @@ llvm::Expected<int64_t>
 resolveWeightGroupSize(std::optional<::folio::plan::ElemType> type,
                        int64_t groupSize);
 
-/// Packs and stores the weights of `plan` as `type` (F32, BF16, F16, I8,
-/// F8E4M3 or I4) as described above; `groupSize` is int4's (0: 128).
+/// A weight the model stores quantized (ONNX DequantizeLinear over a
+/// constant, com.microsoft MatMulNBits: a folio.dequantize over constants),
+/// next to the dequantized f32 constant the plan holds for it, so that
+/// packing can store the model's own codes instead of rounding twice.
+/// Element (i, j) of the rank-2 value is (codes[i, j] - zero) * scale, with
+/// the scale and zero of block (i / rowBlock, j / colBlock) of
+/// [scaleRows, scaleCols].
+struct QuantizedWeightSource {
+  int32_t value = -1; ///< the plan value (an f32 constant)
+  int64_t rows = 0, cols = 0;
+  int bits = 8;              ///< 4: codes in [-8, 7]; 8: in [-128, 127]
+  std::vector<int8_t> codes; ///< [rows, cols]
+  int64_t rowBlock = 1, colBlock = 1;
+  int64_t scaleRows = 1, scaleCols = 1;
+  std::vector<float> scales; ///< [scaleRows, scaleCols]
+  std::vector<int8_t> zeros; ///< [scaleRows, scaleCols]; empty: all 0
+
+  size_t blockOf(int64_t i, int64_t j) const {
+    return size_t((i / rowBlock) * scaleCols + j / colBlock);
+  }
+  float scaleAt(int64_t i, int64_t j) const { return scales[blockOf(i, j)]; }
+  int zeroAt(int64_t i, int64_t j) const {
+    return zeros.empty() ? 0 : zeros[blockOf(i, j)];
+  }
+  float valueAt(int64_t i, int64_t j) const {
+    return float(codes[size_t(i * cols + j)] - zeroAt(i, j)) * scaleAt(i, j);
+  }
+};
+
+/// How storePackedWeights stores the weights.
+struct StoreWeightsOptions {
+  /// F32, BF16, F16, I8, F8E4M3 or I4.
+  ::folio::plan::ElemType type = ::folio::plan::ElemType::BF16;
+  /// int4's group along K; 0: not given (128, or a quantized source's own
+  /// block where that is exact).
+  int64_t groupSize = 0;
+  /// The quantized weights the model brought (lowerModuleToPlan finds
+  /// them). A group of them that `type` holds exactly (int8 with one scale
+  /// per output row and no zero point; int4 with one scale and zero per
+  /// group) is stored from its codes, with nothing rounded but the int4
+  /// scales to f16.
+  const std::vector<QuantizedWeightSource> *sources = nullptr;
+  /// --weight-dtype not given: quantized sources keep their own form (int4
+  /// or int8, exactly as above) where the kernels take it, and `type`
+  /// stores the rest.
+  bool keepSourceQuantization = false;
+};
+
+/// Packs and stores the weights of `plan` as `options` says (above).
 /// Errors name the step and weight that cannot be packed (a non-finite
-/// weight, in features not a multiple of the int4 group size).
+/// weight, a group size int4 does not take).
 llvm::Error storePackedWeights(::folio::plan::Plan &plan,
-                               ::folio::plan::ElemType type,
-                               int64_t groupSize = 0);
+                               const StoreWeightsOptions &options);
+
+/// storePackedWeights with `type` and `groupSize` (0: 128) only.
+inline llvm::Error storePackedWeights(::folio::plan::Plan &plan,
+                                      ::folio::plan::ElemType type,
+                                      int64_t groupSize = 0) {
+  StoreWeightsOptions options;
+  options.type = type;
+  options.groupSize = groupSize;
+  return storePackedWeights(plan, options);
+}
 
 } // namespace mlir::folio
 

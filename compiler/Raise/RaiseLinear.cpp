@@ -2,10 +2,12 @@
 
 #include "compiler/ONNXOps/ShapeAnalysis.h"
 #include "compiler/Raise/Passes.h"
+#include "compiler/Raise/QuantizedWeights.h"
 #include "compiler/Raise/TransposedConstant.h"
 
 #include "compiler/ONNXOps/DeadOps.h"
 #include "compiler/ONNXOps/Match.h"
+#include "dialects/Folio/IR/ConstantData.h"
 #include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -29,6 +31,15 @@ namespace {
 bool isConstantOfRank(Value v, int64_t rank) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   return v.getDefiningOp<arith::ConstantOp>() && type && type.getRank() == rank;
+}
+
+/// A constant weight, or one the model stores quantized (a folio.dequantize
+/// over constants).
+bool isWeightOfRank(Value v, int64_t rank) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && type.getRank() == rank &&
+         (v.getDefiningOp<arith::ConstantOp>() ||
+          isWeightDequantize(v.getDefiningOp()));
 }
 
 bool isScalar(Value v, double expected, double tolerance = 1e-6) {
@@ -137,7 +148,14 @@ struct RaiseLinearPass
     SmallVector<ONNXNodeOp> nodes;
     func.walk([&](ONNXNodeOp node) { nodes.push_back(node); });
     for (ONNXNodeOp node : nodes) {
-      if (node->use_empty() || !node.getDomain().empty())
+      if (node->use_empty())
+        continue;
+      if (node.getDomain() == "com.microsoft" &&
+          node.getOpType() == "MatMulNBits") {
+        raiseMatMulNBits(b, node);
+        continue;
+      }
+      if (!node.getDomain().empty())
         continue;
       if (node.getOpType() == "MatMul")
         raiseMatMul(b, node);
@@ -160,11 +178,29 @@ struct RaiseLinearPass
     }
   }
 
-  /// x @ W (+ bias) with a constant [K, N] weight.
+  /// The folio.dequantize of a DequantizeLinear over a constant weight,
+  /// made once however many MatMuls read it.
+  Value quantizedWeight(OpBuilder &b, ONNXNodeOp dq) {
+    auto [it, inserted] = dequantized.try_emplace(dq.getOperation(), Value());
+    if (inserted) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(dq);
+      it->second = raiseDequantizeLinearWeight(b, dq);
+    }
+    return it->second;
+  }
+
+  DenseMap<Operation *, Value> dequantized;
+
+  /// x @ W (+ bias) with a constant [K, N] weight, or a quantized one
+  /// (QDQ: DequantizeLinear over a constant).
   void raiseMatMul(OpBuilder &b, ONNXNodeOp matmul) {
     Value x = matmul.getInputs()[0], w = matmul.getInputs()[1];
+    if (ONNXNodeOp dq = matchONNX(w, "DequantizeLinear"))
+      if (Value weight = quantizedWeight(b, dq))
+        w = weight;
     auto xType = dyn_cast<RankedTensorType>(x.getType());
-    if (!isConstantOfRank(w, 2) || !xType || xType.getRank() < 1)
+    if (!isWeightOfRank(w, 2) || !xType || xType.getRank() < 1)
       return;
     Value result = matmul.getResult(0);
     Value bias;

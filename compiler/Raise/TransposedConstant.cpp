@@ -2,6 +2,8 @@
 
 #include "compiler/Raise/TransposedConstant.h"
 
+#include "dialects/Folio/IR/ConstantData.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -10,29 +12,6 @@
 
 using namespace mlir;
 using namespace mlir::folio;
-
-/// The row-major bytes of a constant (a splat expanded); empty if unknown.
-static ArrayRef<char> rawBytes(ElementsAttr value, size_t bytes,
-                               std::vector<char> &splat, size_t elementSize) {
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = res.getRawHandle().getBlob();
-    if (!blob || blob->getData().size() != bytes)
-      return {};
-    return blob->getData();
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(value);
-  if (!dense)
-    return {};
-  ArrayRef<char> raw = dense.getRawData();
-  if (!dense.isSplat())
-    return raw.size() == bytes ? raw : ArrayRef<char>();
-  if (raw.size() < elementSize)
-    return {};
-  splat.resize(bytes);
-  for (size_t i = 0; i < bytes; i += elementSize)
-    std::memcpy(splat.data() + i, raw.data(), elementSize);
-  return splat;
-}
 
 Value mlir::folio::createTransposedConstant(OpBuilder &b, Location loc,
                                             Value value, StringRef name) {
@@ -46,8 +25,8 @@ Value mlir::folio::createTransposedConstant(OpBuilder &b, Location loc,
   int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
   size_t bytes = size_t(rows) * size_t(cols) * es;
   std::vector<char> splat;
-  ArrayRef<char> src =
-      rawBytes(cast<ElementsAttr>(constant.getValue()), bytes, splat, es);
+  ArrayRef<char> src = getConstantBytes(cast<ElementsAttr>(constant.getValue()),
+                                        size_t(rows) * size_t(cols), es, splat);
   if (src.size() != bytes)
     return {};
   AsmResourceBlob blob = HeapAsmResourceBlob::allocate(bytes, 64);

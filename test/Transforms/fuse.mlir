@@ -182,3 +182,23 @@ func.func @static_scales(%k0: tensor<?x2x8xf32>, %pos: tensor<?xi64>,
   %a = folio.paged_attention %k0, %cache, %tables, %lens, %starts scales(%ks, %vs) {scale = 0.35 : f64} : (tensor<?x2x8xf32>, !folio.kv_cache<heads = 2, head_dim = 8, block = 16, dtype = f8E4M3FN, scale = per_head>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf32>) -> tensor<?x2x8xf32>
   return %a : tensor<?x2x8xf32>
 }
+
+// -----
+
+// Tests that a quantized weight (folio.dequantize over constants) is data
+// like a constant: it stays outside the kernels, and the linear reading it
+// still takes the pointwise op after it as its epilogue.
+
+// CHECK-LABEL: func @quantized_weight
+// CHECK: %[[W:.*]] = folio.dequantize
+// CHECK-NEXT: folio.kernel "linear_epilogue"(%arg0, %[[W]])
+// CHECK-NOT: folio.dequantize
+// CHECK: return
+func.func @quantized_weight(%x: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  %q = arith.constant dense<3> : tensor<4x8xi4>
+  %s = arith.constant dense<0.5> : tensor<4x1xf32>
+  %w = folio.dequantize %q, %s : (tensor<4x8xi4>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %y = folio.linear %x, %w {weight_layout = #folio.weight_layout<out_in>} : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+  %z = folio.unary tanh %y : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %z : tensor<?x4xf32>
+}

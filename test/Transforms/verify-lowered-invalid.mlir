@@ -78,3 +78,26 @@ func.func @verify_greedy(%l: tensor<?x?x256xf32>, %d: tensor<?x?xi32>) -> (tenso
   %n, %t = folio.spec_verify <greedy> %l, %d : tensor<?x?x256xf32>, tensor<?x?xi32> -> tensor<?xi32>, tensor<?x?xi32>
   return %n, %t : tensor<?xi32>, tensor<?x?xi32>
 }
+
+// -----
+
+// Tests that folio.dequantize over constants (a weight the model stores
+// quantized, which the plan stores packed) passes, and over a computed
+// value is refused.
+
+func.func @dequantize_weight(%x: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  %q = arith.constant dense<3> : tensor<4x8xi4>
+  %s = arith.constant dense<0.5> : tensor<4x1xf32>
+  %w = folio.dequantize %q, %s : (tensor<4x8xi4>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %y = folio.linear %x, %w {weight_layout = #folio.weight_layout<out_in>} : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @dequantize_activation(%q: tensor<4x8xi8>) -> tensor<4x8xf32> {
+  %s = arith.constant dense<0.5> : tensor<f32>
+  // expected-error @+1 {{'folio.dequantize' has no kernel in plans yet; the serving entry cannot use it (only weights, over constants, are dequantized: the plan stores them)}}
+  %w = folio.dequantize %q, %s : (tensor<4x8xi8>, tensor<f32>) -> tensor<4x8xf32>
+  return %w : tensor<4x8xf32>
+}

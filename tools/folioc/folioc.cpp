@@ -172,7 +172,9 @@ cl::opt<std::string> weightDtype(
              "bf16, f16, int8 (per-output-channel scales, outlier columns "
              "in bf16), fp8_e4m3 (per-output-channel scales) or int4 "
              "(groups along K with an f16 scale and min each; "
-             "--weight-group-size)"),
+             "--weight-group-size). Default: bf16, and weights the model "
+             "stores quantized (MatMulNBits, DequantizeLinear) kept as its "
+             "int4 or int8 codes where the kernels take them exactly"),
     cl::init("bf16"), cl::cat(folioCategory));
 cl::opt<int64_t> weightGroupSize(
     "weight-group-size",
@@ -340,12 +342,19 @@ std::optional<std::optional<::folio::plan::ElemType>> checkWeightOptions() {
 /// --weight-dtype asks.
 llvm::Expected<::folio::plan::Plan>
 lowerToPlan(ModuleOp module, std::optional<::folio::plan::ElemType> weights) {
+  std::vector<mlir::folio::QuantizedWeightSource> sources;
   llvm::Expected<::folio::plan::Plan> plan =
-      mlir::folio::lowerModuleToPlan(module);
+      mlir::folio::lowerModuleToPlan(module, &sources);
   if (!plan || !weights)
     return plan;
-  if (llvm::Error err =
-          mlir::folio::storePackedWeights(*plan, *weights, weightGroupSize))
+  mlir::folio::StoreWeightsOptions options;
+  options.type = *weights;
+  options.groupSize = weightGroupSize;
+  options.sources = &sources;
+  // Without --weight-dtype, weights the model brought quantized keep their
+  // own form where the kernels take it.
+  options.keepSourceQuantization = !weightDtype.getNumOccurrences();
+  if (llvm::Error err = mlir::folio::storePackedWeights(*plan, options))
     return std::move(err);
   return plan;
 }

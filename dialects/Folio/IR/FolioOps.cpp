@@ -90,8 +90,11 @@ LogicalResult checkPositive(Operation *op, StringRef name, double v) {
 /// `data` dim by dim; `zeroPoint`, if any, has the scale's shape and is only
 /// meaningful for integer data.
 LogicalResult checkQuantParams(Operation *op, Value data, Value scale,
-                               Value zeroPoint, Type quantElement) {
+                               Value zeroPoint, Type quantElement,
+                               int64_t blockSize = 0) {
   RankedTensorType dataType = tensorOf(data), scaleType = tensorOf(scale);
+  if (blockSize < 0)
+    return op->emitOpError() << "block_size must be >= 0, got " << blockSize;
   if (scaleType.getRank() != 0) {
     if (scaleType.getRank() != dataType.getRank())
       return op->emitOpError()
@@ -100,10 +103,20 @@ LogicalResult checkQuantParams(Operation *op, Value data, Value scale,
              << scaleType.getRank();
     for (int64_t i = 0, e = dataType.getRank(); i < e; ++i) {
       int64_t s = scaleType.getDimSize(i), d = dataType.getDimSize(i);
-      if (s != 1 && !compatible(s, d))
-        return op->emitOpError()
-               << "scale dim " << i << " (" << dimString(s)
-               << ") must be 1 or the data's (" << dimString(d) << ")";
+      if (s == 1 || compatible(s, d))
+        continue;
+      // Blocked: one scale per block_size elements along the dim.
+      if (blockSize > 0 && !ShapedType::isDynamic(s) &&
+          !ShapedType::isDynamic(d) && s == (d + blockSize - 1) / blockSize)
+        continue;
+      InFlightDiagnostic diag = op->emitOpError()
+                                << "scale dim " << i << " (" << dimString(s)
+                                << ") must be 1 or the data's (" << dimString(d)
+                                << ")";
+      if (blockSize > 0 && !ShapedType::isDynamic(d))
+        diag << " or ceil(" << d << " / block_size " << blockSize
+             << ") = " << (d + blockSize - 1) / blockSize;
+      return diag;
     }
   }
   if (!zeroPoint)
@@ -545,7 +558,7 @@ LogicalResult DequantizeOp::verify() {
   if (in.getShape() != out.getShape())
     return emitOpError("result shape must equal the input's");
   return checkQuantParams(getOperation(), getInput(), getScale(),
-                          getZeroPoint(), in.getElementType());
+                          getZeroPoint(), in.getElementType(), getBlockSize());
 }
 
 //===----------------------------------------------------------------------===//

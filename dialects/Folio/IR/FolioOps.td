@@ -369,17 +369,29 @@ def Folio_DequantizeOp : Folio_Op<"dequantize", [Pure]> {
   let summary = "the inverse of folio.quantize";
   let description = [{
     `result = (input - zero_point) * scale`, with the same scale and
-    zero-point shapes as `folio.quantize`.
+    zero-point shapes as `folio.quantize`; integer codes are signed.
+
+    `block_size > 0` also allows blocked scales, ONNX DequantizeLinear's
+    block quantization and the groups of int4 weights: a scale dim may then
+    be `ceil(d / block_size)` of the data's `d`, element `j` along it
+    reading scale `j / block_size`. Quantized weights imported from ONNX
+    (DequantizeLinear over constant weights, com.microsoft MatMulNBits)
+    take this form with constant operands; the plan stores them packed for
+    the kernels (compiler/Plan/StoreWeights.h).
 
     ```mlir
     %x = folio.dequantize %q, %s
         : (tensor<?x8x64xi8>, tensor<?x8x1xf32>) -> tensor<?x8x64xf32>
+    %w = folio.dequantize %codes, %scales, %zero_points {block_size = 32}
+        : (tensor<64x96xi4>, tensor<64x3xf32>, tensor<64x3xi4>)
+        -> tensor<64x96xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[AnySignlessInteger, AnyFloat]>:$input,
                        Folio_FloatTensor:$scale,
                        Optional<RankedTensorOf<[AnyFloat, AnySignlessInteger]>>:
-                           $zero_point);
+                           $zero_point,
+                       DefaultValuedAttr<I64Attr, "0">:$block_size);
   let results = (outs Folio_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale (`,` $zero_point^)? attr-dict `:`

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Folio/IR/ConstantData.h"
 #include "dialects/Folio/IR/FolioOps.h"
 #include "dialects/Folio/Transforms/Passes.h"
 
@@ -40,7 +41,11 @@ namespace {
 
 bool isView(Operation *op) { return isa<ReshapeOp, SliceOp>(op); }
 bool isPointwise(Operation *op) { return isa<BinaryOp, UnaryOp, CastOp>(op); }
-bool isConstant(Value v) { return bool(v.getDefiningOp<arith::ConstantOp>()); }
+/// Constants and the quantized weights over them: data, not work.
+bool isData(Operation *op) {
+  return op && (isa<arith::ConstantOp>(op) || isWeightDequantize(op));
+}
+bool isConstant(Value v) { return isData(v.getDefiningOp()); }
 
 /// The op that computes `v` once views are looked through (null for block
 /// arguments and constants).
@@ -48,7 +53,7 @@ Operation *producerThroughViews(Value v) {
   Operation *def = v.getDefiningOp();
   while (def && isView(def))
     def = def->getOperand(0).getDefiningOp();
-  if (def && isa<arith::ConstantOp>(def))
+  if (isData(def))
     return nullptr;
   return def;
 }
@@ -74,7 +79,7 @@ public:
 
   LogicalResult run() {
     for (Operation &op : func.getBody().front())
-      if (!isa<arith::ConstantOp, func::ReturnOp>(op) && !isView(&op))
+      if (!isData(&op) && !isa<func::ReturnOp>(op) && !isView(&op))
         order.push_back(&op);
     for (auto [i, op] : llvm::enumerate(order))
       position[op] = i;
@@ -364,9 +369,8 @@ private:
             collect(user);
     SmallVector<Operation *> dead = deadViews;
     dead.append(g.ops.begin(), g.ops.end());
-    llvm::sort(dead, [](Operation *a, Operation *c) {
-      return a->isBeforeInBlock(c);
-    });
+    llvm::sort(
+        dead, [](Operation *a, Operation *c) { return a->isBeforeInBlock(c); });
     for (Operation *op : llvm::reverse(dead))
       op->erase();
     return success();

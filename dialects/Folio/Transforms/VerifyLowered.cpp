@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Folio/IR/ConstantData.h"
 #include "dialects/Folio/IR/FolioOps.h"
 #include "dialects/Folio/Transforms/Passes.h"
 
@@ -40,10 +41,16 @@ LogicalResult verifyOp(Operation *op) {
     return op->emitError()
            << "folio.attention is left after page-kv; the serving entry "
               "reads the KV cache through folio.paged_attention";
-  if (isa<QuantizeOp, DequantizeOp>(op))
+  // A quantized weight (over constants) is data the plan stores packed;
+  // over computed values it would be work no kernel does.
+  if (isa<QuantizeOp>(op) || (isa<DequantizeOp>(op) && !isWeightDequantize(op)))
     return op->emitError() << "'" << op->getName()
                            << "' has no kernel in plans yet; the serving "
-                              "entry cannot use it";
+                              "entry cannot use it"
+                           << (isa<DequantizeOp>(op)
+                                   ? " (only weights, over constants, are "
+                                     "dequantized: the plan stores them)"
+                                   : "");
   // Verification runs in entries of its own (folio-speculative), after the
   // sampler has processed the logits forward returns.
   if (isa<SpecVerifyOp>(op) &&

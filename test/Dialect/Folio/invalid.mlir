@@ -1091,6 +1091,30 @@ func.func @dequantize_scale_dim(%x: tensor<4x8xi8>, %s: tensor<3x1xf32>) {
 
 // -----
 
+func.func @dequantize_block_scale_dim(%x: tensor<4x96xi4>, %s: tensor<4x2xf32>) {
+  // expected-error @+1 {{'folio.dequantize' op scale dim 1 (2) must be 1 or the data's (96) or ceil(96 / block_size 32) = 3}}
+  %0 = folio.dequantize %x, %s {block_size = 32} : (tensor<4x96xi4>, tensor<4x2xf32>) -> tensor<4x96xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_negative_block(%x: tensor<4x96xi4>, %s: tensor<4x3xf32>) {
+  // expected-error @+1 {{'folio.dequantize' op block_size must be >= 0, got -32}}
+  %0 = folio.dequantize %x, %s {block_size = -32} : (tensor<4x96xi4>, tensor<4x3xf32>) -> tensor<4x96xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_unblocked_scale(%x: tensor<4x96xi4>, %s: tensor<4x3xf32>) {
+  // expected-error @+1 {{'folio.dequantize' op scale dim 1 (3) must be 1 or the data's (96)}}
+  %0 = folio.dequantize %x, %s : (tensor<4x96xi4>, tensor<4x3xf32>) -> tensor<4x96xf32>
+  return
+}
+
+// -----
+
 func.func @dequantize_fp8_zero_point(%x: tensor<4x8xf8E5M2>, %s: tensor<f32>, %z: tensor<f32>) {
   // expected-error @+1 {{'folio.dequantize' op zero_point is only valid for integer quantization, not 'f8E5M2'}}
   %0 = folio.dequantize %x, %s, %z : (tensor<4x8xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>

@@ -210,6 +210,16 @@ func.func @quantization(%x: tensor<?x8x64xf32>, %s: tensor<?x8x1xf32>,
   return %1, %3, %4 : tensor<?x8x64xf32>, tensor<?x8x64xf32>, tensor<?x8x64xi4>
 }
 
+// Blocked scales: int4 weight groups of 32 along K (the last one short).
+// CHECK-LABEL: func @blocked_dequantize
+func.func @blocked_dequantize(%q: tensor<64x80xi4>, %s: tensor<64x3xf32>,
+                              %z: tensor<64x3xi4>) -> tensor<64x80xf32> {
+  // CHECK: folio.dequantize %{{.*}}, %{{.*}}, %{{.*}} {block_size = 32 : i64} : (tensor<64x80xi4>, tensor<64x3xf32>, tensor<64x3xi4>) -> tensor<64x80xf32>
+  %0 = folio.dequantize %q, %s, %z {block_size = 32}
+      : (tensor<64x80xi4>, tensor<64x3xf32>, tensor<64x3xi4>) -> tensor<64x80xf32>
+  return %0 : tensor<64x80xf32>
+}
+
 // CHECK-LABEL: func @spec_verify
 func.func @spec_verify(%logits: tensor<?x5x256xf32>, %drafts: tensor<?x4xi32>,
                        %probs: tensor<?x4x256xf32>, %u: tensor<?x5xf32>)

@@ -1,0 +1,273 @@
+//===- QuantizedWeights.cpp - Weights a model brings quantized ------------===//
+
+#include "compiler/Raise/QuantizedWeights.h"
+
+#include "compiler/ONNXOps/Match.h"
+#include "dialects/Folio/IR/ConstantData.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::folio;
+
+namespace {
+
+RankedTensorType staticTensor(Value v) {
+  auto t = dyn_cast_or_null<RankedTensorType>(v ? v.getType() : Type());
+  return t && t.hasStaticShape() ? t : RankedTensorType();
+}
+
+ElementsAttr constantOf(Value v) {
+  auto c = v ? v.getDefiningOp<arith::ConstantOp>() : arith::ConstantOp();
+  return c ? dyn_cast<ElementsAttr>(c.getValue()) : ElementsAttr();
+}
+
+/// The elements of a constant 8- or 4-bit integer tensor as bytes (MLIR
+/// stores 4-bit integers a byte each).
+std::optional<std::vector<uint8_t>> readBytes(Value v) {
+  RankedTensorType t = staticTensor(v);
+  ElementsAttr attr = constantOf(v);
+  if (!t || !attr ||
+      !(t.getElementType().isInteger(8) || t.getElementType().isInteger(4)))
+    return std::nullopt;
+  std::vector<char> splat;
+  ArrayRef<char> raw =
+      getConstantBytes(attr, size_t(t.getNumElements()), 1, splat);
+  if (raw.size() != size_t(t.getNumElements()))
+    return std::nullopt;
+  return std::vector<uint8_t>(raw.begin(), raw.end());
+}
+
+/// The elements of a constant f32, f16 or bf16 tensor, widened to f32.
+std::optional<std::vector<float>> readFloats(Value v) {
+  RankedTensorType t = staticTensor(v);
+  ElementsAttr attr = constantOf(v);
+  if (!t || !attr)
+    return std::nullopt;
+  Type et = t.getElementType();
+  size_t n = size_t(t.getNumElements());
+  size_t size = et.isF32() ? 4 : (et.isF16() || et.isBF16()) ? 2 : 0;
+  if (!size)
+    return std::nullopt;
+  std::vector<char> splat;
+  ArrayRef<char> raw = getConstantBytes(attr, n, size, splat);
+  if (raw.size() != n * size)
+    return std::nullopt;
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (size == 4) {
+      std::memcpy(&out[i], raw.data() + i * 4, 4);
+      continue;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, raw.data() + i * 2, 2);
+    if (et.isBF16()) {
+      uint32_t wide = uint32_t(bits) << 16;
+      std::memcpy(&out[i], &wide, 4);
+      continue;
+    }
+    bool lost;
+    llvm::APFloat h(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits));
+    h.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven,
+              &lost);
+    out[i] = h.convertToFloat();
+  }
+  return out;
+}
+
+/// A resource-backed constant of `type` holding `bytes` (codes: one byte
+/// per element, as MLIR stores sub-byte integers).
+Value byteConstant(OpBuilder &b, Location loc, RankedTensorType type,
+                   ArrayRef<int8_t> bytes, StringRef name) {
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(bytes.size(), 64);
+  std::memcpy(blob.getMutableData().data(), bytes.data(), bytes.size());
+  std::string key = name.str();
+  for (char &c : key)
+    if (!llvm::isAlnum(c) && c != '_' && c != '.')
+      c = '_';
+  return b.create<arith::ConstantOp>(
+      loc, DenseResourceElementsAttr::get(type, key, std::move(blob)));
+}
+
+Value floatConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                    ArrayRef<float> values) {
+  auto type = RankedTensorType::get(shape, b.getF32Type());
+  return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(type, values));
+}
+
+std::string baseName(ONNXNodeOp node) {
+  std::string name = node.getNodeName().str();
+  return name.empty() ? "quantized_weight" : name;
+}
+
+} // namespace
+
+Value mlir::folio::raiseDequantizeLinearWeight(OpBuilder &b, ONNXNodeOp dq) {
+  Value x = getONNXInput(dq, 0), scale = getONNXInput(dq, 1),
+        zero = getONNXInput(dq, 2);
+  RankedTensorType xType = staticTensor(x), scaleType = staticTensor(scale),
+                   outType = staticTensor(dq.getResult(0));
+  if (!xType || xType.getRank() != 2 || !scaleType || !outType ||
+      !outType.getElementType().isF32())
+    return {};
+  auto xInt = dyn_cast<IntegerType>(xType.getElementType());
+  if (!xInt || (xInt.getWidth() != 8 && xInt.getWidth() != 4))
+    return {};
+  unsigned bits = xInt.getWidth();
+  bool isUnsigned = xInt.isUnsigned();
+  // Unsigned codes and zero points shift by 2^(bits-1).
+  int offset = isUnsigned ? 1 << (bits - 1) : 0;
+  std::optional<std::vector<uint8_t>> codes = readBytes(x);
+  std::optional<std::vector<float>> scales = readFloats(scale);
+  if (!codes || !scales)
+    return {};
+  std::optional<std::vector<uint8_t>> zeros;
+  if (zero) {
+    zeros = readBytes(zero);
+    if (!zeros || staticTensor(zero).getShape() != scaleType.getShape())
+      return {};
+  }
+  // The scale's shape as one of the data's rank: per tensor (rank 0), per
+  // axis (rank 1 along `axis`), or blocked along `axis` (rank 2).
+  int64_t blockSize = getONNXIntAttr(dq, "block_size", 0);
+  int64_t axis = getONNXIntAttr(dq, "axis", 1);
+  if (axis < 0)
+    axis += 2;
+  if (axis < 0 || axis > 1)
+    return {};
+  SmallVector<int64_t, 2> scaleShape;
+  if (scaleType.getRank() == 0) {
+    if (blockSize != 0)
+      return {};
+  } else if (scaleType.getRank() == 1 && blockSize == 0) {
+    if (scaleType.getDimSize(0) != xType.getDimSize(axis))
+      return {};
+    scaleShape = {1, 1};
+    scaleShape[axis] = xType.getDimSize(axis);
+  } else if (scaleType.getRank() == 2 && blockSize > 0) {
+    for (int64_t d = 0; d < 2; ++d) {
+      int64_t want = d == axis
+                         ? (xType.getDimSize(d) + blockSize - 1) / blockSize
+                         : xType.getDimSize(d);
+      if (scaleType.getDimSize(d) != want)
+        return {};
+    }
+    scaleShape.assign(scaleType.getShape().begin(), scaleType.getShape().end());
+  } else {
+    return {};
+  }
+  // Signed codes: an unsigned code q and zero z are q - 2^(bits-1) and
+  // z - 2^(bits-1) (an absent unsigned zero point is 0). Signed 4-bit
+  // values arrive sign-extended to a byte.
+  std::vector<int8_t> signedCodes(codes->size()), signedZeros;
+  for (size_t i = 0; i < codes->size(); ++i)
+    signedCodes[i] = int8_t(int((*codes)[i]) - offset);
+  if (zeros || isUnsigned) {
+    signedZeros.assign(scales->size(), int8_t(-offset));
+    if (zeros)
+      for (size_t i = 0; i < zeros->size(); ++i)
+        signedZeros[i] = int8_t(int((*zeros)[i]) - offset);
+  }
+  Location loc = dq.getLoc();
+  Type codeType = b.getIntegerType(bits);
+  std::string name = baseName(dq);
+  Value codeValue =
+      byteConstant(b, loc, RankedTensorType::get(xType.getShape(), codeType),
+                   signedCodes, name + "_codes");
+  Value scaleValue = floatConstant(b, loc, scaleShape, *scales);
+  Value zeroValue;
+  if (!signedZeros.empty())
+    zeroValue =
+        byteConstant(b, loc, RankedTensorType::get(scaleShape, codeType),
+                     signedZeros, name + "_zero_points");
+  return b.create<DequantizeOp>(loc, outType, codeValue, scaleValue, zeroValue,
+                                b.getI64IntegerAttr(blockSize));
+}
+
+bool mlir::folio::raiseMatMulNBits(OpBuilder &b, ONNXNodeOp node) {
+  Value a = getONNXInput(node, 0), packed = getONNXInput(node, 1),
+        scale = getONNXInput(node, 2), zero = getONNXInput(node, 3),
+        bias = getONNXInput(node, 5);
+  auto aType = dyn_cast<RankedTensorType>(a.getType());
+  auto outType = dyn_cast<RankedTensorType>(node.getResult(0).getType());
+  if (!aType || !aType.getElementType().isF32() || !outType ||
+      getONNXInput(node, 4))
+    return false;
+  int64_t k = getONNXIntAttr(node, "K", 0), n = getONNXIntAttr(node, "N", 0),
+          bits = getONNXIntAttr(node, "bits", 4),
+          blockSize = getONNXIntAttr(node, "block_size", 0);
+  if (k <= 0 || n <= 0 || (bits != 4 && bits != 8) || blockSize < 16)
+    return false;
+  int64_t blocks = (k + blockSize - 1) / blockSize;
+  int64_t blobBytes = blockSize * bits / 8;
+  std::optional<std::vector<uint8_t>> b8 = readBytes(packed);
+  std::optional<std::vector<float>> scales = readFloats(scale);
+  if (!b8 || int64_t(b8->size()) != n * blocks * blobBytes || !scales ||
+      int64_t(scales->size()) != n * blocks)
+    return false;
+  std::optional<std::vector<uint8_t>> zeros;
+  int64_t zeroRowBytes = (blocks * bits + 7) / 8;
+  if (zero) {
+    zeros = readBytes(zero);
+    if (!zeros || int64_t(zeros->size()) != n * zeroRowBytes)
+      return false;
+  }
+  std::optional<std::vector<float>> biasValues;
+  if (bias) {
+    biasValues = readFloats(bias);
+    if (!biasValues || int64_t(biasValues->size()) != n)
+      return false;
+  }
+  // Codes of the [N, K] weight, signed: 4-bit q stands for q - 8 (the
+  // default zero point 8 becomes 0), 8-bit q for q - 128.
+  int offset = bits == 4 ? 8 : 128;
+  std::vector<int8_t> codes(size_t(n * k));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      int64_t blk = c / blockSize, i = c % blockSize;
+      const uint8_t *blob = b8->data() + (r * blocks + blk) * blobBytes;
+      int q =
+          bits == 4 ? (i % 2 ? blob[i / 2] >> 4 : blob[i / 2] & 0xf) : blob[i];
+      codes[size_t(r * k + c)] = int8_t(q - offset);
+    }
+  std::vector<int8_t> zeroCodes;
+  if (zeros) {
+    zeroCodes.resize(size_t(n * blocks));
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        const uint8_t *row = zeros->data() + r * zeroRowBytes;
+        int z = bits == 4 ? (blk % 2 ? row[blk / 2] >> 4 : row[blk / 2] & 0xf)
+                          : row[blk];
+        zeroCodes[size_t(r * blocks + blk)] = int8_t(z - offset);
+      }
+  }
+  Location loc = node.getLoc();
+  b.setInsertionPoint(node);
+  Type codeType = b.getIntegerType(unsigned(bits));
+  std::string name = baseName(node);
+  Value codeValue = byteConstant(
+      b, loc, RankedTensorType::get({n, k}, codeType), codes, name + "_codes");
+  Value scaleValue = floatConstant(b, loc, {n, blocks}, *scales);
+  Value zeroValue;
+  if (zeros)
+    zeroValue =
+        byteConstant(b, loc, RankedTensorType::get({n, blocks}, codeType),
+                     zeroCodes, name + "_zero_points");
+  auto weightType = RankedTensorType::get({n, k}, b.getF32Type());
+  Value weight =
+      b.create<DequantizeOp>(loc, weightType, codeValue, scaleValue, zeroValue,
+                             b.getI64IntegerAttr(blockSize));
+  Value biasValue =
+      biasValues ? floatConstant(b, loc, {n}, *biasValues) : Value();
+  auto linear = b.create<LinearOp>(
+      loc, outType, a, weight, biasValue,
+      WeightLayoutAttr::get(b.getContext(), WeightLayout::out_in));
+  node.getResult(0).replaceAllUsesWith(linear.getResult());
+  return true;
+}

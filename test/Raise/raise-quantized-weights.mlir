@@ -1,0 +1,96 @@
+// RUN: folio-opt %s --split-input-file --folio-raise-linear | FileCheck %s
+
+// Tests that weights a model brings quantized become one folio.dequantize
+// over constants feeding folio.linear: com.microsoft MatMulNBits (int4
+// codes in blocks along K, low nibble first, default zero point 8) and QDQ
+// (DequantizeLinear over a constant integer weight). Codes and zero points
+// are signed: 4-bit q stands for q - 8, uint8 q for q - 128.
+
+// K = 32, N = 2, blocks of 16: every byte 0x98 is code 8 (low nibble) then
+// 9, so the codes alternate 0, 1; no zero points; a bias.
+// CHECK-LABEL: func @matmul_nbits
+// CHECK-DAG: %[[CODES:.*]] = arith.constant dense_resource<mm_codes> : tensor<2x32xi4>
+// CHECK-DAG: %[[SCALES:.*]] = arith.constant dense<{{\[}}[5.000000e-01, 2.500000e-01], [1.250000e-01, 1.000000e+00]]> : tensor<2x2xf32>
+// CHECK: %[[W:.*]] = folio.dequantize %[[CODES]], %[[SCALES]] {block_size = 16 : i64} : (tensor<2x32xi4>, tensor<2x2xf32>) -> tensor<2x32xf32>
+// CHECK: %[[BIAS:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK: folio.linear %{{.*}}, %[[W]], %[[BIAS]] {weight_layout = #folio.weight_layout<out_in>} : (tensor<?x32xf32>, tensor<2x32xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+// CHECK-NOT: folio.onnx_node
+// CHECK: mm_codes: "0x40000000{{(0001)+}}"
+func.func @matmul_nbits(%x: tensor<?x32xf32>) -> tensor<?x2xf32> {
+  %b = arith.constant dense<152> : tensor<2x2x8xui8>
+  %s = arith.constant dense<[0.5, 0.25, 0.125, 1.0]> : tensor<4xf32>
+  %bias = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %y = folio.onnx_node "MatMulNBits"(%x, %b, %s, %bias) {node_name = "mm", domain = "com.microsoft", opset = 1 : i64, absent_inputs = array<i64: 3, 4>, onnx_attributes = {K = 32 : i64, N = 2 : i64, bits = 4 : i64, block_size = 16 : i64}} : (tensor<?x32xf32>, tensor<2x2x8xui8>, tensor<4xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
+}
+
+// -----
+
+// Packed uint8 zero points, two blocks per byte (low nibble first): 0x97
+// is 7 for block 0 and 9 for block 1, i.e. -1 and 1 once signed.
+// CHECK-LABEL: func @matmul_nbits_zero_points
+// CHECK-DAG: %[[Z:.*]] = arith.constant dense_resource<mm_zero_points> : tensor<2x2xi4>
+// CHECK: folio.dequantize %{{.*}}, %{{.*}}, %[[Z]] {block_size = 16 : i64} : (tensor<2x32xi4>, tensor<2x2xf32>, tensor<2x2xi4>) -> tensor<2x32xf32>
+// CHECK: mm_zero_points: "0x40000000FF01FF01"
+func.func @matmul_nbits_zero_points(%x: tensor<?x32xf32>) -> tensor<?x2xf32> {
+  %b = arith.constant dense<152> : tensor<2x2x8xui8>
+  %s = arith.constant dense<0.5> : tensor<4xf32>
+  %z = arith.constant dense<151> : tensor<2xui8>
+  %y = folio.onnx_node "MatMulNBits"(%x, %b, %s, %z) {node_name = "mm", domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, bits = 4 : i64, block_size = 16 : i64}} : (tensor<?x32xf32>, tensor<2x2x8xui8>, tensor<4xf32>, tensor<2xui8>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
+}
+
+// -----
+
+// QDQ, uint8 per output channel (axis 1 of MatMul's [K, N] weight): the
+// scale and zero point take the data's rank; codes and zero points shift
+// by 128 (0x80 is 0, 0x82 is 2).
+// CHECK-LABEL: func @qdq_per_channel
+// CHECK-DAG: %[[C:.*]] = arith.constant dense_resource<dq_codes> : tensor<8x4xi8>
+// CHECK-DAG: %[[S:.*]] = arith.constant dense<{{\[}}[1.000000e-01, 2.000000e-01, 3.000000e-01, 4.000000e-01]]> : tensor<1x4xf32>
+// CHECK-DAG: %[[Z:.*]] = arith.constant dense_resource<dq_zero_points> : tensor<1x4xi8>
+// CHECK: %[[W:.*]] = folio.dequantize %[[C]], %[[S]], %[[Z]] : (tensor<8x4xi8>, tensor<1x4xf32>, tensor<1x4xi8>) -> tensor<8x4xf32>
+// CHECK: folio.linear %{{.*}}, %[[W]] : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+// CHECK-NOT: folio.onnx_node
+// CHECK: dq_codes: "0x40000000{{(02)+}}"
+// CHECK: dq_zero_points: "0x4000000000000000"
+func.func @qdq_per_channel(%x: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  %q = arith.constant dense<130> : tensor<8x4xui8>
+  %s = arith.constant dense<[0.1, 0.2, 0.3, 0.4]> : tensor<4xf32>
+  %z = arith.constant dense<128> : tensor<4xui8>
+  %w = folio.onnx_node "DequantizeLinear"(%q, %s, %z) {node_name = "dq", opset = 13 : i64, onnx_attributes = {axis = 1 : i64}} : (tensor<8x4xui8>, tensor<4xf32>, tensor<4xui8>) -> tensor<8x4xf32>
+  %y = folio.onnx_node "MatMul"(%x, %w) {opset = 13 : i64} : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// QDQ in blocks of 16 along K (opset 21), int8, one weight read by two
+// MatMuls: one folio.dequantize.
+// CHECK-LABEL: func @qdq_blocked_shared
+// CHECK-COUNT-1: folio.dequantize
+// CHECK-SAME: {block_size = 16 : i64} : (tensor<32x4xi8>, tensor<2x4xf32>) -> tensor<32x4xf32>
+// CHECK-COUNT-2: folio.linear
+func.func @qdq_blocked_shared(%x: tensor<?x32xf32>, %x2: tensor<?x32xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>) {
+  %q = arith.constant dense<3> : tensor<32x4xi8>
+  %s = arith.constant dense<0.5> : tensor<2x4xf32>
+  %w = folio.onnx_node "DequantizeLinear"(%q, %s) {node_name = "dq", opset = 21 : i64, onnx_attributes = {axis = 0 : i64, block_size = 16 : i64}} : (tensor<32x4xi8>, tensor<2x4xf32>) -> tensor<32x4xf32>
+  %y = folio.onnx_node "MatMul"(%x, %w) {opset = 21 : i64} : (tensor<?x32xf32>, tensor<32x4xf32>) -> tensor<?x4xf32>
+  %y2 = folio.onnx_node "MatMul"(%x2, %w) {opset = 21 : i64} : (tensor<?x32xf32>, tensor<32x4xf32>) -> tensor<?x4xf32>
+  return %y, %y2 : tensor<?x4xf32>, tensor<?x4xf32>
+}
+
+// -----
+
+// Activations quantized by the graph (static QDQ: a QuantizeLinear, here a
+// function argument, before DequantizeLinear) are not weights: the nodes
+// stay for the lowering to refuse by name.
+// CHECK-LABEL: func @qdq_activation
+// CHECK: folio.onnx_node "DequantizeLinear"
+// CHECK: folio.onnx_node "MatMul"
+func.func @qdq_activation(%q: tensor<8x4xi8>, %x: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  %s = arith.constant dense<0.5> : tensor<f32>
+  %w = folio.onnx_node "DequantizeLinear"(%q, %s) {opset = 13 : i64} : (tensor<8x4xi8>, tensor<f32>) -> tensor<8x4xf32>
+  %y = folio.onnx_node "MatMul"(%x, %w) {opset = 13 : i64} : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
