@@ -630,12 +630,16 @@ def main():
     manifest_path = HERE / "manifest.json"
     entries = []
     forms = args.forms or list(FORMS)
-    if (args.only or args.forms) and manifest_path.exists():
+    if manifest_path.exists():
         old = json.loads(manifest_path.read_text())
 
         def kept(name):
             arch, form = name.split("/")
-            return arch not in archs or form not in forms
+            # quantize.py's fixtures (forms not made here) are kept; re-run it after rebuilding
+            # their source forms.
+            if form not in FORMS:
+                return True
+            return (args.only or args.forms) and (arch not in archs or form not in forms)
 
         entries = [e for e in old["models"] if kept(e["name"])]
         NOT_BUILT.update({n: why for n, why in old.get("not_built", {}).items() if kept(n)})
@@ -646,9 +650,12 @@ def main():
         except Exception as e:  # noqa: BLE001  (an architecture transformers cannot export)
             print(f"  {arch}: export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
     order = {a: i for i, a in enumerate(CONFIGS)}
-    entries.sort(key=lambda e: (order[e["architecture"]], list(FORMS).index(e["form"])))
+    # Stable: quantize.py's forms follow an architecture's own, in their previous order.
+    entries.sort(key=lambda e: (order[e["architecture"]],
+                                list(FORMS).index(e["form"]) if e["form"] in FORMS else len(FORMS)))
     for e in entries:
-        e["folio"] = SUPPORT.get(e["name"], "untried")
+        if e["form"] in FORMS:
+            e["folio"] = SUPPORT.get(e["name"], "untried")
     total = sum(e["bytes"] + e["reference_bytes"] for e in entries)
     manifest = {
         "description": "Folio Hugging Face zoo: tiny random-weight XForCausalLM models from transformers' "

@@ -10,12 +10,9 @@ Needs models/requirements-export.txt (torch, onnx, onnxruntime, numpy, pinned). 
 fixed seeds, fixed prompts, single-threaded ORT, fixed zip timestamps in the .npz files.
 """
 import argparse
-import hashlib
-import io
 import json
 import os
 import sys
-import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -28,6 +25,7 @@ import torch  # noqa: E402
 
 import fused  # noqa: E402
 import refdriver as rd  # noqa: E402
+from fixture_io import graph_io, max_diff, op_summary, save_refs, sha256  # noqa: E402
 from archs import CONFIGS  # noqa: E402
 from export_torch import build_model, export, state_dict_numpy, torch_runner  # noqa: E402
 
@@ -60,18 +58,6 @@ FORM_DOC = {
 }
 
 
-def write_npz(path, arrays):
-    """np.savez_compressed, but byte-reproducible (fixed member order and timestamps)."""
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for key in sorted(arrays):
-            buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[key]), allow_pickle=False)
-            info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, buf.getvalue())
-
-
 def public_config(cfg):
     out = {}
     for k, v in cfg.items():
@@ -93,34 +79,6 @@ def public_config(cfg):
     out["final_softcap"] = cfg.get("final_softcap")
     out["tie"] = bool(cfg.get("tie"))
     return out
-
-
-def graph_io(model):
-    def desc(vi):
-        t = vi.type.tensor_type
-        dims = [d.dim_param if d.dim_param else d.dim_value for d in t.shape.dim]
-        return {"name": vi.name, "dtype": onnx.helper.tensor_dtype_to_np_dtype(t.elem_type).name, "shape": dims}
-
-    return [desc(v) for v in model.graph.input], [desc(v) for v in model.graph.output]
-
-
-def op_summary(model):
-    ops = {}
-    for n in model.graph.node:
-        key = (n.domain or "ai.onnx") + "::" + n.op_type
-        ops[key] = ops.get(key, 0) + 1
-    return dict(sorted(ops.items()))
-
-
-def max_diff(a, b):
-    """max |a-b| over step logits and the prefill rows of real (non-pad) tokens, all cases."""
-    m = 0.0
-    for case in a:
-        x, y = a[case], b[case]
-        m = max(m, float(np.abs(x["step_logits"] - y["step_logits"]).max()))
-        valid = x["attention_mask"].astype(bool)
-        m = max(m, float(np.abs(x["prefill_logits"] - y["prefill_logits"])[valid].max()))
-    return m
 
 
 def run_cases(run, io_, cases):
@@ -167,13 +125,6 @@ def file_bytes(paths):
     return sum(os.path.getsize(p) for p in paths)
 
 
-def sha256(paths):
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(Path(p).read_bytes())
-    return h.hexdigest()[:16]
-
-
 def make_entry(arch, form, cfg, onnx_path, ref_path, results, extra_files=(), **extra):
     model = onnx.load(str(onnx_path), load_external_data=False)
     ins, outs = graph_io(model)
@@ -204,17 +155,6 @@ def make_entry(arch, form, cfg, onnx_path, ref_path, results, extra_files=(), **
     }
     entry.update(extra)
     return entry
-
-
-def save_refs(path, results):
-    arrays = {}
-    for c, r in results.items():
-        for k in ("input_ids", "attention_mask", "tokens", "prefill_logits", "step_logits"):
-            arr = r[k]
-            if arr.dtype.kind == "f":
-                arr = arr.astype(np.float32)
-            arrays[f"{c}/{k}"] = arr
-    write_npz(path, arrays)
 
 
 def build_arch(arch, seed):

@@ -130,13 +130,17 @@ def top2_margin(step_logits):
     return float(np.min(s[..., -1] - s[..., -2]))
 
 
-def ort_runner(path, intra_threads=1):
+def ort_runner(path, intra_threads=1, session_config=None):
+    """session_config: session config entries (name -> value string), e.g. a fixture manifest's
+    reference_session_config."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = intra_threads
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
+    for k, v in (session_config or {}).items():
+        so.add_session_config_entry(k, v)
     sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
     def shape_of(a):

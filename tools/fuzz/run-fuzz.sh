@@ -92,6 +92,10 @@ onnx)
     arch=$(basename "$(dirname "$model")")
     cp "$model" "$work/seeds/$arch-$(basename "$model")"
   done
+  # Weights that arrive quantized (MatMulNBits, QDQ DequantizeLinear).
+  for model in "$root"/models/zoo-hf/llama/{genai_int4,genai_int4_asym,qdq_int8,qdq_int4,qdq_uint4}.onnx; do
+    [ -f "$model" ] && cp "$model" "$work/seeds/hf-llama-$(basename "$model")"
+  done
   ;;
 plan)
   folioc=${FOLIOC:-$root/build/bin/folioc}
@@ -117,6 +121,12 @@ plan)
           >"$work/folioc.log" 2>&1 || rm -f "$seed"
       done
     done
+    # A model's own int4 codes kept (folioc's default for MatMulNBits).
+    model="$root/models/zoo-hf/llama/genai_int4_asym.onnx"
+    seed="$work/seeds/hf-llama-genai-int4-asym.folio"
+    if [ -f "$model" ] && ! { [ -f "$seed" ] && [ "$seed" -nt "$folioc" ]; }; then
+      "$folioc" "$model" -o "$seed" >"$work/folioc.log" 2>&1 || rm -f "$seed"
+    fi
   else
     echo "run-fuzz: no folioc at $folioc (build it: ninja -C build folioc;" \
       "or set FOLIOC); using the seed plans already in $work/seeds" >&2
