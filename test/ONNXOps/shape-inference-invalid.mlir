@@ -269,3 +269,11 @@ func.func @dequantize_linear_zero_point_type(%x: tensor<8x4xi8>, %s: tensor<4xf3
   %0 = folio.onnx_node "DequantizeLinear"(%x, %s, %z) {opset = 13 : i64} : (tensor<8x4xi8>, tensor<4xf32>, tensor<4xui8>) -> tensor<8x4xf32>
   return
 }
+
+// -----
+
+func.func @activation_quantization(%x: tensor<4x8xf32>, %s: tensor<f32>, %z: tensor<ui8>) {
+  // expected-error @+1 {{unsupported ONNX op 'QuantizeLinear' (domain ai.onnx, opset 21); quantized activations (static or dynamic quantization) are not supported: Folio takes weights quantized by DequantizeLinear over constants or com.microsoft MatMulNBits (weight-only quantization)}}
+  %0 = folio.onnx_node "QuantizeLinear"(%x, %s, %z) {opset = 21 : i64} : (tensor<4x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<4x8xui8>
+  return
+}
