@@ -347,6 +347,31 @@ LogicalResult inferPow(ONNXInferenceContext &ctx) {
                           });
 }
 
+/// QuantizeLinear: y = saturate(round(x / y_scale) + y_zero_point), x's
+/// shape, the zero point's integer type (uint8 without one). Folio takes
+/// it on activations followed by DequantizeLinear (static quantization's
+/// QDQ pairs), which folio-onnx-simplify expands to float arithmetic; 8-bit
+/// integer outputs only.
+LogicalResult inferQuantizeLinear(ONNXInferenceContext &ctx) {
+  const ONNXValueFacts &x = ctx.input(0), &scale = ctx.input(1);
+  if (!isa<FloatType>(x.elementType) || !isa<FloatType>(scale.elementType))
+    return ctx.emitError() << "x and y_scale must be float tensors";
+  FailureOr<int64_t> outputDtype = ctx.getInt("output_dtype", 0);
+  if (failed(outputDtype))
+    return failure();
+  Type out = IntegerType::get(ctx.getContext(), 8, IntegerType::Unsigned);
+  if (ctx.getNumInputs() > 2 && ctx.hasInput(2))
+    out = ctx.input(2).elementType;
+  else if (*outputDtype != 0)
+    out = elementTypeFromONNX(ctx.getContext(), *outputDtype);
+  if (!out || !out.isInteger(8))
+    return ctx.emitError() << "quantizing to " << out
+                           << " is not supported; supported: int8, uint8";
+  ctx.output(0).elementType = out;
+  ctx.output(0).dims = x.dims;
+  return success();
+}
+
 } // namespace
 
 void mlir::folio::appendDefaultDomainGtoQ(std::vector<ONNXOpSchema> &table) {
@@ -374,4 +399,5 @@ void mlir::folio::appendDefaultDomainGtoQ(std::vector<ONNXOpSchema> &table) {
   add("Not", 1, 1, 1, inferNot);
   add("Or", 7, 2, 2, inferOr);
   add("Pow", 7, 2, 2, inferPow);
+  add("QuantizeLinear", 13, 2, 3, inferQuantizeLinear);
 }

@@ -159,15 +159,16 @@ ONNXShapeInference::inferNode(StringRef domain, StringRef opType, int64_t opset,
                                              << ", opset " << opset << ")";
     if (std::optional<int64_t> first = getFirstSupportedOpset(domain, opType))
       return diag << "; Folio supports it from opset " << *first;
-    // Statically quantized graphs quantize activations; Folio takes
-    // quantized weights only.
+    // Dynamically quantized and QOperator graphs compute on integers.
     if (domain == kONNXDomain &&
-        (opType == "QuantizeLinear" || opType == "DynamicQuantizeLinear" ||
-         opType == "QLinearMatMul" || opType == "MatMulInteger"))
-      return diag << "; quantized activations (static or dynamic "
-                     "quantization) are not supported: Folio takes weights "
-                     "quantized by DequantizeLinear over constants or "
-                     "com.microsoft MatMulNBits (weight-only quantization)";
+        (opType == "DynamicQuantizeLinear" || opType == "QLinearMatMul" ||
+         opType == "MatMulInteger"))
+      return diag << "; integer activation kernels (dynamic quantization, "
+                     "QOperator format) are not supported: Folio takes "
+                     "weights quantized by DequantizeLinear over constants "
+                     "or com.microsoft MatMulNBits, and activations "
+                     "quantized in QDQ format (QuantizeLinear -> "
+                     "DequantizeLinear)";
     std::string supported = listSupportedONNXOps(domain);
     if (supported.empty())
       return diag << "; the domain is not supported (supported domains: "

@@ -4,6 +4,7 @@
 #include "compiler/ONNXOps/Match.h"
 #include "compiler/ONNXOps/ShapeAnalysis.h"
 #include "compiler/ONNXOps/ShapeInference.h"
+#include "compiler/RaiseAttention/RaiseUtils.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Folio/IR/FolioOps.h"
 
@@ -11,6 +12,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Debug.h"
+
+#include <cmath>
 
 #define DEBUG_TYPE "folio-onnx-simplify"
 
@@ -113,6 +116,93 @@ Value forwardedInput(ONNXNodeOp node, ONNXShapeInference &inference) {
   return {};
 }
 
+/// A zero point's value: one element (or a splat) of an 8-bit integer
+/// constant, or 0 when absent.
+std::optional<int64_t> zeroPointOf(Value v) {
+  if (!v)
+    return 0;
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
+  if (!dense || (!dense.isSplat() && dense.getNumElements() != 1))
+    return std::nullopt;
+  auto type = dyn_cast<IntegerType>(dense.getElementType());
+  if (!type || type.getWidth() != 8)
+    return std::nullopt;
+  APInt value = *dense.getValues<APInt>().begin();
+  return type.isUnsigned() ? int64_t(value.getZExtValue())
+                           : value.getSExtValue();
+}
+
+/// Static quantization's QDQ pair on an activation, per tensor:
+/// DequantizeLinear(QuantizeLinear(x, s, zq), t, zd) is
+///   (saturate(round(x / s) + zq) - zd) * t
+/// = (r + zq - zd) * t, r = round(clamp(x / s, qmin - zq, qmax - zq)),
+/// which is float arithmetic on x: clamping before rounding is the same
+/// as after (the bounds are integers), and round-half-to-even is
+/// (v + 1.5 * 2^23) - 1.5 * 2^23 in f32 for |v| <= 2^22 (after the clamp,
+/// |v| <= 510). The pair becomes those ONNX nodes, which every later pass
+/// treats as the elementwise ops they are. Returns the replacement of the
+/// DequantizeLinear, or null when the pair is not of that form (then the
+/// nodes stay and the compiler refuses them by name).
+Value expandFakeQuantization(ONNXNodeOp dq, ONNXShapeInference &inference,
+                             OpBuilder &builder) {
+  ONNXNodeOp q = matchONNX(getONNXInput(dq, 0), "QuantizeLinear");
+  if (!q)
+    return {};
+  Value x = getONNXInput(q, 0);
+  auto xType = dyn_cast<RankedTensorType>(x.getType());
+  auto outType = dyn_cast<RankedTensorType>(dq.getResult(0).getType());
+  auto codeType = dyn_cast<RankedTensorType>(q.getResult(0).getType());
+  if (!xType || !xType.getElementType().isF32() || !outType ||
+      !outType.getElementType().isF32() || !codeType ||
+      !codeType.getElementType().isInteger(8))
+    return {};
+  std::optional<double> s = getScalarConstant(getONNXInput(q, 1));
+  std::optional<double> t = getScalarConstant(getONNXInput(dq, 1));
+  std::optional<int64_t> zq = zeroPointOf(getONNXInput(q, 2));
+  std::optional<int64_t> zd = zeroPointOf(getONNXInput(dq, 2));
+  if (!s || !t || !zq || !zd || !(*s > 0) || !std::isfinite(*s) ||
+      !std::isfinite(*t))
+    return {};
+  bool isUnsigned = codeType.getElementType().isUnsignedInteger();
+  int64_t qmin = isUnsigned ? 0 : -128, qmax = isUnsigned ? 255 : 127;
+  builder.setInsertionPoint(dq);
+  ONNXNodeBuilder nodes(builder, inference, dq.getOpset());
+  Location loc = dq.getLoc();
+  std::string name = dq.getNodeName().str();
+  auto scalar = [&](double v) {
+    auto type = RankedTensorType::get({}, builder.getF32Type());
+    return nodes.constant(loc, DenseElementsAttr::get(type, float(v)));
+  };
+  const double roundBias = 12582912.0; // 1.5 * 2^23
+  Value v = nodes.create(loc, "Div", name + "/scale", {x, scalar(*s)});
+  if (v)
+    v = nodes.create(loc, "Max", name + "/min",
+                     {v, scalar(double(qmin - *zq))});
+  if (v)
+    v = nodes.create(loc, "Min", name + "/max",
+                     {v, scalar(double(qmax - *zq))});
+  if (v)
+    v = nodes.create(loc, "Add", name + "/round", {v, scalar(roundBias)});
+  if (v)
+    v = nodes.create(loc, "Sub", name + "/rounded", {v, scalar(roundBias)});
+  if (v && *zq != *zd)
+    v = nodes.create(loc, "Add", name + "/zero",
+                     {v, scalar(double(*zq - *zd))});
+  if (v)
+    v = nodes.create(loc, "Mul", name + "/dequantize", {v, scalar(*t)});
+  if (!v)
+    return {};
+  Type type = dq.getResult(0).getType();
+  if (v.getType() != type) {
+    // Keep users' types, as for forwarded inputs.
+    if (!tensor::CastOp::areCastCompatible(v.getType(), type))
+      return {};
+    v = builder.create<tensor::CastOp>(loc, type, v);
+  }
+  return v;
+}
+
 struct ONNXSimplifyPass
     : mlir::folio::impl::FolioONNXSimplifyPassBase<ONNXSimplifyPass> {
   void runOnOperation() override {
@@ -161,6 +251,11 @@ struct ONNXSimplifyPass
       }
       if (folded)
         continue;
+      if (node.getOpType() == "DequantizeLinear" && node.getDomain().empty())
+        if (Value expanded = expandFakeQuantization(node, inference, builder)) {
+          node.getResult(0).replaceAllUsesWith(expanded);
+          continue;
+        }
       if (Value input = forwardedInput(node, inference)) {
         Type type = node.getResult(0).getType();
         if (input.getType() != type) {

@@ -272,8 +272,16 @@ func.func @dequantize_linear_zero_point_type(%x: tensor<8x4xi8>, %s: tensor<4xf3
 
 // -----
 
-func.func @activation_quantization(%x: tensor<4x8xf32>, %s: tensor<f32>, %z: tensor<ui8>) {
-  // expected-error @+1 {{unsupported ONNX op 'QuantizeLinear' (domain ai.onnx, opset 21); quantized activations (static or dynamic quantization) are not supported: Folio takes weights quantized by DequantizeLinear over constants or com.microsoft MatMulNBits (weight-only quantization)}}
-  %0 = folio.onnx_node "QuantizeLinear"(%x, %s, %z) {opset = 21 : i64} : (tensor<4x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<4x8xui8>
+func.func @integer_activations(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{unsupported ONNX op 'DynamicQuantizeLinear' (domain ai.onnx, opset 21); integer activation kernels (dynamic quantization, QOperator format) are not supported: Folio takes weights quantized by DequantizeLinear over constants or com.microsoft MatMulNBits, and activations quantized in QDQ format (QuantizeLinear -> DequantizeLinear)}}
+  %0:3 = folio.onnx_node "DynamicQuantizeLinear"(%x) {opset = 21 : i64} : (tensor<4x8xf32>) -> (tensor<4x8xui8>, tensor<f32>, tensor<ui8>)
+  return
+}
+
+// -----
+
+func.func @quantize_linear_int4(%x: tensor<4x8xf32>, %s: tensor<f32>, %z: tensor<i4>) {
+  // expected-error @+1 {{QuantizeLinear: quantizing to 'i4' is not supported; supported: int8, uint8}}
+  %0 = folio.onnx_node "QuantizeLinear"(%x, %s, %z) {opset = 21 : i64} : (tensor<4x8xf32>, tensor<f32>, tensor<i4>) -> tensor<4x8xi4>
   return
 }

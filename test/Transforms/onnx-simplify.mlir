@@ -80,3 +80,56 @@ func.func @transpose_pairs(%x: tensor<1x?x4x8xf32>) -> (tensor<?x?x4x8xf32>, ten
   %other = folio.onnx_node "Transpose"(%x) {opset = 17 : i64, onnx_attributes = {perm = array<i64: 0, 2, 3, 1>}} : (tensor<1x?x4x8xf32>) -> tensor<1x4x8x?xf32>
   return %back, %other : tensor<?x?x4x8xf32>, tensor<1x4x8x?xf32>
 }
+
+// -----
+
+// Tests that static quantization's QDQ pair on an activation (per tensor,
+// uint8, zero point 128) becomes float arithmetic: divide by the scale,
+// clamp to the codes' range less the zero point ([0 - 128, 255 - 128]),
+// round half to even by adding and subtracting 1.5 * 2^23, and multiply by
+// the dequantization scale; a DequantizeLinear over a constant weight is
+// left for raise-linear.
+
+// CHECK-LABEL: func @activation_qdq
+// CHECK-SAME: (%[[X:.*]]: tensor<?x8xf32>
+// CHECK: %[[S:.*]] = arith.constant dense<2.500000e-01> : tensor<f32>
+// CHECK: %[[D:.*]] = folio.onnx_node "Div"(%[[X]], %[[S]])
+// CHECK: %[[LO:.*]] = arith.constant dense<-1.280000e+02> : tensor<f32>
+// CHECK: %[[A:.*]] = folio.onnx_node "Max"(%[[D]], %[[LO]])
+// CHECK: %[[HI:.*]] = arith.constant dense<1.270000e+02> : tensor<f32>
+// CHECK: %[[B:.*]] = folio.onnx_node "Min"(%[[A]], %[[HI]])
+// CHECK: %[[M:.*]] = arith.constant dense<0x4B400000> : tensor<f32>
+// CHECK: %[[R:.*]] = folio.onnx_node "Add"(%[[B]], %[[M]])
+// CHECK: %[[M2:.*]] = arith.constant dense<0x4B400000> : tensor<f32>
+// CHECK: %[[R2:.*]] = folio.onnx_node "Sub"(%[[R]], %[[M2]])
+// CHECK: %[[T:.*]] = arith.constant dense<2.500000e-01> : tensor<f32>
+// CHECK: %[[Y:.*]] = folio.onnx_node "Mul"(%[[R2]], %[[T]])
+// CHECK-NOT: QuantizeLinear
+// CHECK: folio.onnx_node "DequantizeLinear"
+// CHECK: folio.onnx_node "MatMul"(%[[Y]]
+func.func @activation_qdq(%x: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  %s = arith.constant dense<0.25> : tensor<f32>
+  %z = arith.constant dense<128> : tensor<ui8>
+  %q = folio.onnx_node "QuantizeLinear"(%x, %s, %z) {opset = 21 : i64} : (tensor<?x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<?x8xui8>
+  %a = folio.onnx_node "DequantizeLinear"(%q, %s, %z) {opset = 21 : i64} : (tensor<?x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<?x8xf32>
+  %wq = arith.constant dense<3> : tensor<8x4xi8>
+  %ws = arith.constant dense<0.5> : tensor<4xf32>
+  %w = folio.onnx_node "DequantizeLinear"(%wq, %ws) {opset = 21 : i64, onnx_attributes = {axis = 1 : i64}} : (tensor<8x4xi8>, tensor<4xf32>) -> tensor<8x4xf32>
+  %y = folio.onnx_node "MatMul"(%a, %w) {opset = 21 : i64} : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that a QDQ pair with per-channel activation scales stays (the
+// compiler then refuses the nodes by name).
+
+// CHECK-LABEL: func @activation_qdq_per_channel
+// CHECK: folio.onnx_node "QuantizeLinear"
+// CHECK: folio.onnx_node "DequantizeLinear"
+func.func @activation_qdq_per_channel(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %s = arith.constant dense<[0.25, 0.5, 0.25, 0.5, 0.25, 0.5, 0.25, 0.5]> : tensor<8xf32>
+  %q = folio.onnx_node "QuantizeLinear"(%x, %s) {opset = 21 : i64} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xui8>
+  %a = folio.onnx_node "DequantizeLinear"(%q, %s) {opset = 21 : i64} : (tensor<?x8xui8>, tensor<8xf32>) -> tensor<?x8xf32>
+  return %a : tensor<?x8xf32>
+}
