@@ -261,61 +261,13 @@ public:
   llvm::Error
   lowerQuantizedWeight(DequantizeOp op,
                        std::vector<QuantizedWeightSource> *sources) {
-    auto type = cast<RankedTensorType>(op.getResult().getType());
-    auto codesType = cast<RankedTensorType>(op.getInput().getType());
-    auto scaleType = cast<RankedTensorType>(op.getScale().getType());
-    Type codeElement = codesType.getElementType();
-    if (type.getRank() != 2 || !type.hasStaticShape() ||
-        !type.getElementType().isF32() || !scaleType.getElementType().isF32() ||
-        !(codeElement.isSignlessInteger(8) || codeElement.isSignlessInteger(4)))
-      return opError(op, "a quantized weight in a plan is a static rank-2 "
-                         "f32 tensor of i8 or i4 codes with f32 scales");
+    std::string why;
+    FailureOr<QuantizedWeight> read = readQuantizedWeight(op, why);
+    if (failed(read))
+      return opError(op, why);
     QuantizedWeightSource q;
-    q.rows = type.getDimSize(0);
-    q.cols = type.getDimSize(1);
-    q.bits = int(codeElement.getIntOrFloatBitWidth());
-    q.scaleRows = scaleType.getRank() == 2 ? scaleType.getDimSize(0) : 1;
-    q.scaleCols = scaleType.getRank() == 2 ? scaleType.getDimSize(1) : 1;
-    // Scale dims are 1 (shared), the data's (one each) or blocked
-    // (folio.dequantize's verifier has checked which).
-    auto blockOf = [&](int64_t scaleDim, int64_t dim) {
-      return scaleDim == 1 ? dim : scaleDim == dim ? 1 : op.getBlockSize();
-    };
-    q.rowBlock = blockOf(q.scaleRows, q.rows);
-    q.colBlock = blockOf(q.scaleCols, q.cols);
-    auto read = [&](Value v, size_t count, size_t size,
-                    std::vector<char> &storage) {
-      auto attr =
-          cast<ElementsAttr>(v.getDefiningOp<arith::ConstantOp>().getValue());
-      return getConstantBytes(attr, count, size, storage);
-    };
-    std::vector<char> splat;
-    size_t count = size_t(q.rows * q.cols),
-           scaleCount = size_t(q.scaleRows * q.scaleCols);
-    ArrayRef<char> codes = read(op.getInput(), count, 1, splat);
-    if (codes.size() != count)
-      return opError(op, "the quantized weight's codes cannot be read");
-    // Sub-byte codes are stored a byte each; only their low bits count.
-    q.codes.resize(count);
-    int shift = 8 - q.bits;
-    for (size_t i = 0; i < count; ++i)
-      q.codes[i] = int8_t(uint8_t(codes[i]) << shift) >> shift;
-    ArrayRef<char> scales = read(op.getScale(), scaleCount, 4, splat);
-    if (scales.size() != scaleCount * 4)
-      return opError(op, "the quantized weight's scales cannot be read");
-    q.scales.resize(scaleCount);
-    std::memcpy(q.scales.data(), scales.data(), scaleCount * 4);
-    if (Value zp = op.getZeroPoint()) {
-      if (cast<RankedTensorType>(zp.getType()).getElementType() != codeElement)
-        return opError(op, "the zero points must have the codes' type");
-      ArrayRef<char> zeros = read(zp, scaleCount, 1, splat);
-      if (zeros.size() != scaleCount)
-        return opError(op, "the quantized weight's zero points cannot be "
-                           "read");
-      q.zeros.resize(scaleCount);
-      for (size_t i = 0; i < scaleCount; ++i)
-        q.zeros[i] = int8_t(uint8_t(zeros[i]) << shift) >> shift;
-    }
+    static_cast<QuantizedWeight &>(q) = std::move(*read);
+    size_t count = size_t(q.rows * q.cols);
     auto id = valueFor(op.getResult());
     if (!id)
       return opError(op, toString(id.takeError()));

@@ -13,6 +13,7 @@
 #define FOLIO_COMPILER_PLAN_STOREWEIGHTS_H
 
 #include "compiler/Target/Target.h"
+#include "dialects/Folio/IR/ConstantData.h"
 #include "runtime/Plan/Plan.h"
 #include "llvm/Support/Error.h"
 
@@ -45,31 +46,10 @@ resolveWeightGroupSize(std::optional<::folio::plan::ElemType> type,
 
 /// A weight the model stores quantized (ONNX DequantizeLinear over a
 /// constant, com.microsoft MatMulNBits: a folio.dequantize over constants),
-/// next to the dequantized f32 constant the plan holds for it, so that
-/// packing can store the model's own codes instead of rounding twice.
-/// Element (i, j) of the rank-2 value is (codes[i, j] - zero) * scale, with
-/// the scale and zero of block (i / rowBlock, j / colBlock) of
-/// [scaleRows, scaleCols].
-struct QuantizedWeightSource {
+/// next to the dequantized f32 constant the plan holds for it (`value`), so
+/// that packing can store the model's own codes instead of rounding twice.
+struct QuantizedWeightSource : QuantizedWeight {
   int32_t value = -1; ///< the plan value (an f32 constant)
-  int64_t rows = 0, cols = 0;
-  int bits = 8;              ///< 4: codes in [-8, 7]; 8: in [-128, 127]
-  std::vector<int8_t> codes; ///< [rows, cols]
-  int64_t rowBlock = 1, colBlock = 1;
-  int64_t scaleRows = 1, scaleCols = 1;
-  std::vector<float> scales; ///< [scaleRows, scaleCols]
-  std::vector<int8_t> zeros; ///< [scaleRows, scaleCols]; empty: all 0
-
-  size_t blockOf(int64_t i, int64_t j) const {
-    return size_t((i / rowBlock) * scaleCols + j / colBlock);
-  }
-  float scaleAt(int64_t i, int64_t j) const { return scales[blockOf(i, j)]; }
-  int zeroAt(int64_t i, int64_t j) const {
-    return zeros.empty() ? 0 : zeros[blockOf(i, j)];
-  }
-  float valueAt(int64_t i, int64_t j) const {
-    return float(codes[size_t(i * cols + j)] - zeroAt(i, j)) * scaleAt(i, j);
-  }
 };
 
 /// How storePackedWeights stores the weights.

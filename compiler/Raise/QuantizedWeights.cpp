@@ -271,3 +271,28 @@ bool mlir::folio::raiseMatMulNBits(OpBuilder &b, ONNXNodeOp node) {
   node.getResult(0).replaceAllUsesWith(linear.getResult());
   return true;
 }
+
+Value mlir::folio::createDequantizedConstant(OpBuilder &b, Location loc,
+                                             Value weight, bool transpose,
+                                             StringRef name) {
+  std::string why;
+  FailureOr<QuantizedWeight> q =
+      readQuantizedWeight(weight.getDefiningOp(), why);
+  if (failed(q))
+    return {};
+  int64_t rows = transpose ? q->cols : q->rows,
+          cols = transpose ? q->rows : q->cols;
+  AsmResourceBlob blob =
+      HeapAsmResourceBlob::allocate(size_t(rows * cols) * 4, 64);
+  auto *out = reinterpret_cast<float *>(blob.getMutableData().data());
+  for (int64_t i = 0; i < q->rows; ++i)
+    for (int64_t j = 0; j < q->cols; ++j)
+      out[transpose ? j * q->rows + i : i * q->cols + j] = q->valueAt(i, j);
+  std::string key = name.str();
+  for (char &c : key)
+    if (!llvm::isAlnum(c) && c != '_' && c != '.')
+      c = '_';
+  auto type = RankedTensorType::get({rows, cols}, b.getF32Type());
+  return b.create<arith::ConstantOp>(
+      loc, DenseResourceElementsAttr::get(type, key, std::move(blob)));
+}

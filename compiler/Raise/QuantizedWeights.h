@@ -34,6 +34,14 @@ Value raiseDequantizeLinearWeight(OpBuilder &b, ONNXNodeOp dq);
 /// refuse, by name).
 bool raiseMatMulNBits(OpBuilder &b, ONNXNodeOp node);
 
+/// An f32 constant holding the values of `weight`, a folio.dequantize over
+/// constants, transposed when `transpose`, in a resource named `name`:
+/// what an embedding gathers from a quantized table (the lookup reads f32
+/// rows; the plan stores tables 16-bit). Null if `weight` is not such a
+/// rank-2 weight.
+Value createDequantizedConstant(OpBuilder &b, Location loc, Value weight,
+                                bool transpose, StringRef name);
+
 } // namespace mlir::folio
 
 #endif // FOLIO_RAISE_QUANTIZEDWEIGHTS_H

@@ -256,15 +256,40 @@ struct RaiseLinearPass
         idsType.getRank() < 1)
       return;
     // Tied embeddings gathered from the transposed output projection: a
-    // transposed copy of the weight (the projection keeps its own).
+    // transposed copy of the weight (the projection keeps its own). A
+    // quantized table (its projection's, or its own) is gathered from its
+    // dequantized values.
+    std::string tableName =
+        "folio_embedding_table_" + std::to_string(transposedTables + 1);
     if (ONNXNodeOp transpose = matchONNX(table, "Transpose");
-        transpose && transpose.getDomain().empty() &&
-        isConstantOfRank(transpose.getInputs()[0], 2) && isSwap(transpose)) {
+        transpose && transpose.getDomain().empty() && isSwap(transpose)) {
+      Value source = transpose.getInputs()[0];
+      Value quantized;
+      if (ONNXNodeOp dq = matchONNX(source, "DequantizeLinear"))
+        quantized = quantizedWeight(b, dq);
       b.setInsertionPoint(transpose);
-      if (Value copy = createTransposedConstant(
-              b, transpose.getLoc(), transpose.getInputs()[0],
-              "folio_embedding_table_" + std::to_string(++transposedTables)))
+      Value copy =
+          quantized
+              ? createDequantizedConstant(b, transpose.getLoc(), quantized,
+                                          /*transpose=*/true, tableName)
+          : isConstantOfRank(source, 2)
+              ? createTransposedConstant(b, transpose.getLoc(), source,
+                                         tableName)
+              : Value();
+      if (copy) {
+        ++transposedTables;
         table = copy;
+      }
+    } else if (ONNXNodeOp dq = matchONNX(table, "DequantizeLinear")) {
+      if (Value quantized = quantizedWeight(b, dq)) {
+        b.setInsertionPoint(gather);
+        if (Value copy =
+                createDequantizedConstant(b, gather.getLoc(), quantized,
+                                          /*transpose=*/false, tableName)) {
+          ++transposedTables;
+          table = copy;
+        }
+      }
     }
     if (!isConstantOfRank(table, 2))
       return;

@@ -94,3 +94,26 @@ func.func @qdq_activation(%q: tensor<8x4xi8>, %x: tensor<?x8xf32>) -> tensor<?x4
   %y = folio.onnx_node "MatMul"(%x, %w) {opset = 13 : i64} : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
   return %y : tensor<?x4xf32>
 }
+
+// -----
+
+// A tied embedding gathered from the transposed quantized output projection
+// (what static quantization does to Qwen2's tied lm_head): the embedding
+// reads a transposed f32 copy of the dequantized values, 0.5 * (3 - 1) = 1.0
+// (0x3F800000), and the projection the folio.dequantize.
+// CHECK-LABEL: func @tied_quantized_embedding
+// CHECK: %[[W:.*]] = folio.dequantize
+// CHECK: %[[T:.*]] = arith.constant dense_resource<folio_embedding_table_1> : tensor<4x8xf32>
+// CHECK: %[[E:.*]] = folio.embedding %[[T]][%{{.*}}] : (tensor<4x8xf32>, tensor<?xi64>) -> tensor<?x8xf32>
+// CHECK: folio.linear %[[E]], %[[W]] : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+// CHECK: folio_embedding_table_1: "0x40000000{{(0000803F)+}}"
+func.func @tied_quantized_embedding(%ids: tensor<?xi64>) -> tensor<?x4xf32> {
+  %q = arith.constant dense<3> : tensor<8x4xi8>
+  %s = arith.constant dense<0.5> : tensor<4xf32>
+  %z = arith.constant dense<1> : tensor<4xi8>
+  %w = folio.onnx_node "DequantizeLinear"(%q, %s, %z) {node_name = "dq", opset = 21 : i64, onnx_attributes = {axis = 1 : i64}} : (tensor<8x4xi8>, tensor<4xf32>, tensor<4xi8>) -> tensor<8x4xf32>
+  %t = folio.onnx_node "Transpose"(%w) {opset = 21 : i64, onnx_attributes = {perm = array<i64: 1, 0>}} : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %e = folio.onnx_node "Gather"(%t, %ids) {opset = 21 : i64} : (tensor<4x8xf32>, tensor<?xi64>) -> tensor<?x8xf32>
+  %y = folio.onnx_node "MatMul"(%e, %w) {opset = 21 : i64} : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}

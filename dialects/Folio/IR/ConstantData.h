@@ -12,7 +12,10 @@
 
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/Support/LogicalResult.h"
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 namespace mlir::folio {
@@ -30,6 +33,35 @@ ArrayRef<char> getConstantBytes(ElementsAttr value, size_t numElements,
 /// leaves it out of kernels and the plan lowering stores it (packed by
 /// compiler/Plan/StoreWeights.h).
 bool isWeightDequantize(Operation *op);
+
+/// What a folio.dequantize over constants holds, as a rank-2 weight:
+/// element (i, j) is (codes[i, j] - zero) * scale, with the scale and zero
+/// of block (i / rowBlock, j / colBlock) of [scaleRows, scaleCols].
+struct QuantizedWeight {
+  int64_t rows = 0, cols = 0;
+  int bits = 8;              ///< 4: codes in [-8, 7]; 8: in [-128, 127]
+  std::vector<int8_t> codes; ///< [rows, cols]
+  int64_t rowBlock = 1, colBlock = 1;
+  int64_t scaleRows = 1, scaleCols = 1;
+  std::vector<float> scales; ///< [scaleRows, scaleCols]
+  std::vector<int8_t> zeros; ///< [scaleRows, scaleCols]; empty: all 0
+
+  size_t blockOf(int64_t i, int64_t j) const {
+    return size_t((i / rowBlock) * scaleCols + j / colBlock);
+  }
+  float scaleAt(int64_t i, int64_t j) const { return scales[blockOf(i, j)]; }
+  int zeroAt(int64_t i, int64_t j) const {
+    return zeros.empty() ? 0 : zeros[blockOf(i, j)];
+  }
+  float valueAt(int64_t i, int64_t j) const {
+    return float(codes[size_t(i * cols + j)] - zeroAt(i, j)) * scaleAt(i, j);
+  }
+};
+
+/// Reads a weight dequantize (isWeightDequantize) of a static rank-2 f32
+/// result from i8 or i4 codes with f32 scales; failure (with `why` set)
+/// for any other form.
+FailureOr<QuantizedWeight> readQuantizedWeight(Operation *op, std::string &why);
 
 } // namespace mlir::folio
 
