@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Derive already-quantized fixtures of the Hugging Face zoo from its committed fp32 fixtures, with
-ONNX Runtime's own weight-only quantizer where it writes the form, and write their ONNX Runtime
-references and manifest entries exactly as build.py does.
+ONNX Runtime's own quantizers where they write the form, and write their ONNX Runtime references
+and manifest entries exactly as build.py does.
 
     .venv/bin/python models/zoo-hf/quantize.py                      # every quantized form
     .venv/bin/python models/zoo-hf/quantize.py --forms qdq_int8     # some forms
@@ -21,21 +21,35 @@ Forms (source: the architecture's `genai` fixture, ONNX Runtime GenAI's fp32 mod
                    max|w| / 127 per column, zero point 0) feeding MatMul: ONNX Runtime has no
                    weight-only per-channel int8 QDQ tool (its quantizer refuses 8-bit QDQ MatMul),
                    so this one is a numpy rewrite (round half to even, clip to [-127, 127])
+  qdq_static       static quantization (activations too), as `onnxruntime.quantization.
+                   quantize_static` writes it with quant_format=QDQ, op_types_to_quantize=[MatMul],
+                   per_channel: each MatMul's activation input x -> QuantizeLinear(scale f32,
+                   zero point uint8, per tensor, asymmetric; MinMax calibration on the prefill of
+                   the reference prompts) -> DequantizeLinear -> MatMul (one pair per tensor,
+                   shared by the MatMuls reading it), weights as qdq_int8 (int8 symmetric per
+                   output channel, axis 1); MatMul outputs, GroupQueryAttention and the norms stay
+                   float; references with graph optimizations off (below)
 Every MatMul with a constant 2-D weight is quantized, lm_head included (the manifest's `ops` show
 it); Gather of the embedding keeps its float table (tied models keep the fp32 lm_head weight for
-their Transpose -> Gather).
+their Transpose -> Gather), except in qdq_static, where quantize_static replaces the tied weight
+everywhere: Qwen2's embedding is gathered from Transpose(DequantizeLinear(int8 lm_head)).
 
 The references follow build.py's conventions (models/zoo/refdriver.py protocol, genai dim_values,
 batch2 left out for GroupQueryAttention graphs, single-threaded ONNX Runtime, fixed zip
 timestamps). Each quantized graph is also run with its weights dequantized in numpy back into a
-plain MatMul (`ort_vs_dequantized`: ONNX Runtime's quantized kernels against float compute on the
-same weights) and its tokens are compared with the fp32 source's (`ort_vs_fp32`; random tiny
-models have small top-2 margins, so some greedy steps may flip). Re-run after build.py rebuilds a
-`genai` fixture.
+plain MatMul, and each activation QuantizeLinear -> DequantizeLinear pair rewritten into the
+float ops of its ONNX definition (Div, Round, Add, Clip, Sub, Mul), as `ort_vs_dequantized`:
+ONNX Runtime's quantized kernels against float compute on the same weights. The qdq_static
+references run with graph optimizations off (`reference_graph_optimization_level`), so that
+QuantizeLinear and DequantizeLinear run as the separate ops the graph names instead of fused
+integer kernels (`ort_fused_vs_reference` in the manifest says how far those are). Each graph's
+tokens are compared with the fp32 source's (`ort_vs_fp32`; random tiny models have small top-2
+margins, so some greedy steps may flip). Re-run after build.py rebuilds a `genai` fixture.
 
 Needs onnx, onnxruntime, onnx-ir and numpy of models/zoo-hf/requirements.txt (no torch).
-Deterministic: the quantizers are deterministic, ONNX Runtime is single-threaded, the zip
-timestamps are fixed.
+Deterministic: the quantizers are deterministic (quantize_static calibrates in a session of its
+own with ONNX Runtime's default threads; its per-element kernels give the same ranges run after
+run), the references' ONNX Runtime is single-threaded, the zip timestamps are fixed.
 """
 import argparse
 import json
@@ -53,6 +67,8 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 import onnxruntime  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
+from onnxruntime.quantization import (  # noqa: E402
+    CalibrationDataReader, CalibrationMethod, QuantType, quantize_static)
 from onnxruntime.quantization.matmul_nbits_quantizer import (  # noqa: E402
     DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer)
 from onnxruntime.quantization.quant_utils import QuantFormat  # noqa: E402
@@ -61,7 +77,8 @@ import refdriver as rd  # noqa: E402
 from fixture_io import graph_io, load_refs, max_diff, op_summary, save_refs, sha256  # noqa: E402
 
 # name: (source form, architectures, how, settings). how: "nbits" = MatMulNBitsQuantizer with
-# DefaultWeightOnlyQuantConfig(**settings); "int8_per_channel" = numpy rewrite below.
+# DefaultWeightOnlyQuantConfig(**settings); "int8_per_channel" = numpy rewrite below; "static" =
+# quantize_static(**settings) (enum members by name) calibrated on the reference prompts.
 QFORMS = {
     "genai_int4": ("genai", ["llama", "qwen2", "phi3"], "nbits",
                    dict(bits=4, block_size=32, is_symmetric=True, accuracy_level=None,
@@ -76,6 +93,16 @@ QFORMS = {
     "qdq_uint4": ("genai", ["llama"], "nbits",
                   dict(bits=4, block_size=32, is_symmetric=False, accuracy_level=None,
                        quant_format="QDQ")),
+    # MatMulConstBOnly: no MatMul of two activations; OpTypesToExcludeOutputQuantization: the
+    # quantizer otherwise also puts a QuantizeLinear -> DequantizeLinear pair on every MatMul
+    # output, logits included (which would make most greedy steps ties).
+    "qdq_static": ("genai", ["llama", "qwen2"], "static",
+                   dict(quant_format="QDQ", op_types_to_quantize=["MatMul"], per_channel=True,
+                        reduce_range=False, activation_type="QUInt8", weight_type="QInt8",
+                        calibrate_method="MinMax",
+                        extra_options={"ActivationSymmetric": False, "WeightSymmetric": True,
+                                       "MatMulConstBOnly": True,
+                                       "OpTypesToExcludeOutputQuantization": ["MatMul"]})),
 }
 FORM_DOC = {
     "genai_int4": "the arch's genai fixture with every constant-weight MatMul (q/k/v, o, gate, up, "
@@ -93,6 +120,15 @@ FORM_DOC = {
                 "DequantizeLinear(int4 [K, N], scale f32 [K/32, N], axis 0, block_size 32; no zero "
                 "point: symmetric) -> MatMul (opset 21 blocked quantization)",
     "qdq_uint4": "as qdq_int4, asymmetric: uint4 [K, N] weights and uint4 zero points [K/32, N]",
+    "qdq_static": "the arch's genai fixture statically quantized by onnxruntime's quantize_static "
+                  "(QDQ format, MatMul only): each constant-weight MatMul reads its activation "
+                  "through QuantizeLinear(x, scale f32 [], zero point uint8 []) -> "
+                  "DequantizeLinear (per tensor, asymmetric, MinMax-calibrated on the prefill of "
+                  "the reference prompts; one pair per tensor, shared by the MatMuls that read it: "
+                  "q/k/v, gate/up) and its weight through DequantizeLinear(int8 [K, N], scale f32 "
+                  "[N], zero point int8 [N] of zeros, axis 1); MatMul outputs, GroupQueryAttention "
+                  "and the norms stay float; a tied embedding (qwen2) is gathered from "
+                  "Transpose(DequantizeLinear(int8 lm_head weight))",
 }
 # What Folio does with each fixture, as build.py's SUPPORT.
 SUPPORT = {f"{arch}/{form}": "supported" for form, (_, archs, _, _) in QFORMS.items()
@@ -105,6 +141,42 @@ def quantize_nbits(model, settings):
     q = MatMulNBitsQuantizer(model, algo_config=cfg)
     q.process()
     return q.model.model
+
+
+class PromptReader(CalibrationDataReader):
+    """The prefill feeds (empty past) of the reference prompt cases, one batch a case."""
+
+    def __init__(self, feeds):
+        self.feeds = iter(feeds)
+
+    def get_next(self):
+        return next(self.feeds, None)
+
+
+def calibration_feeds(src_path, dim_values, cases):
+    _, io_ = rd.ort_runner(src_path)
+    io_.dim_values = dim_values
+    feeds = []
+    for c in cases:
+        ids, mask = rd.pad_left(rd.PROMPTS[c])
+        f = {"input_ids": ids}
+        if io_.has_mask:
+            f["attention_mask"] = mask
+        if io_.has_pos:
+            f["position_ids"] = rd.positions_from_mask(mask, ids.shape[1])
+        f.update(io_.empty_past(ids.shape[0]))
+        feeds.append(f)
+    return feeds
+
+
+def quantize_static_qdq(model, settings, feeds):
+    enums = {"quant_format": QuantFormat, "activation_type": QuantType, "weight_type": QuantType,
+             "calibrate_method": CalibrationMethod}
+    kwargs = {k: getattr(enums[k], v) if k in enums else v for k, v in settings.items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "model.onnx"
+        quantize_static(model, str(out), PromptReader(feeds), **kwargs)
+        return onnx.load(str(out))
 
 
 def constant_matmuls(graph):
@@ -213,8 +285,32 @@ def dequant_dq(n, inits):
     return ((q - z) * s).astype(np.float32)
 
 
+def float_qdq_nodes(q, dq, inits):
+    """Float ops of QuantizeLinear(x, s, z) -> DequantizeLinear with the same s and z, by the
+    ONNX definition: y = (clip(round(x / s) + z, qmin, qmax) - z) * s, Round being half to even."""
+    x, s, z = q.input
+    assert list(dq.input) == [q.output[0], s, z], (q.name, dq.name)
+    zt = inits[z]
+    info = np.iinfo(onnx.helper.tensor_dtype_to_np_dtype(zt.data_type))
+    base, y = dq.output[0], dq.output[0]
+    zf = np.array(numpy_helper.to_array(zt), np.float32)
+    consts = [numpy_helper.from_array(zf, base + "_zf"),
+              numpy_helper.from_array(np.array(info.min, np.float32), base + "_qmin"),
+              numpy_helper.from_array(np.array(info.max, np.float32), base + "_qmax")]
+    mk = onnx.helper.make_node
+    nodes = [mk("Div", [x, s], [base + "_div"], name=base + "_div"),
+             mk("Round", [base + "_div"], [base + "_round"], name=base + "_round"),
+             mk("Add", [base + "_round", base + "_zf"], [base + "_add"], name=base + "_add"),
+             mk("Clip", [base + "_add", base + "_qmin", base + "_qmax"], [base + "_clip"],
+                name=base + "_clip"),
+             mk("Sub", [base + "_clip", base + "_zf"], [base + "_sub"], name=base + "_sub"),
+             mk("Mul", [base + "_sub", s], [y], name=base + "_mul")]
+    return nodes, consts
+
+
 def dequantized_model(model):
-    """The quantized graph with each quantized weight turned back into a float MatMul weight."""
+    """The quantized graph with each quantized weight turned back into a float MatMul weight and
+    each activation QuantizeLinear -> DequantizeLinear pair into float ops."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     g = m.graph
@@ -223,9 +319,20 @@ def dequantized_model(model):
     for n in g.node:
         if n.op_type == "DequantizeLinear" and n.input[0] in inits:
             dq_out[n.output[0]] = dequant_dq(n, inits)
+    quantized = {n.output[0]: n for n in g.node if n.op_type == "QuantizeLinear"}
+    readers = {}
+    for n in g.node:
+        for x in n.input:
+            readers[x] = readers.get(x, 0) + 1
     nodes, extra = [], []
     for n in g.node:
-        if n.op_type == "MatMulNBits":
+        if n.op_type == "QuantizeLinear":
+            assert readers.get(n.output[0]) == 1, n.name  # its DequantizeLinear alone
+        elif n.op_type == "DequantizeLinear" and n.input[0] in quantized:
+            fnodes, consts = float_qdq_nodes(quantized[n.input[0]], n, inits)
+            nodes += fnodes
+            extra += consts
+        elif n.op_type == "MatMulNBits":
             name = n.input[1] + "_dequantized"
             extra.append(numpy_helper.from_array(dequant_matmulnbits(n, inits), name))
             nodes.append(onnx.helper.make_node("MatMul", [n.input[0], name], list(n.output),
@@ -255,7 +362,7 @@ def quant_summary(model):
     inits = {i.name: i for i in model.graph.initializer}
     seen = {}
     for n in model.graph.node:
-        if n.op_type not in ("MatMulNBits", "DequantizeLinear"):
+        if n.op_type not in ("MatMulNBits", "QuantizeLinear", "DequantizeLinear"):
             continue
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
         ins = [tensor_desc(inits[x]) if x in inits else "activation" for x in n.input if x]
@@ -276,20 +383,35 @@ def quant_summary(model):
 # the graph's float semantics by up to 0.4 here. Level 0 keeps float compute; MatMulNBits nodes
 # with their own (absent) accuracy_level are not affected.
 SESSION_CONFIG = {"session.qdq_matmulnbits_accuracy_level": "0"}
+# Statically quantized graphs: with optimizations on, ONNX Runtime fuses each
+# DequantizeLinear -> MatMul pair of activation and weight (and the QuantizeLinear before it) into
+# an integer MatMul, whose logits are not the graph's float semantics. Off, QuantizeLinear and
+# DequantizeLinear run as the separate float-in, float-out ops the ONNX definition gives.
+GRAPH_OPT_LEVEL = {"static": "ORT_DISABLE_ALL"}
 
 
-def ort_runner(model, dim_values):
-    """refdriver's ONNX Runtime runner (single-threaded CPU session) with SESSION_CONFIG, on an
-    in-memory model."""
+def session_settings(how):
+    """(reference_session_config, reference_graph_optimization_level) of a form's references."""
+    if how in GRAPH_OPT_LEVEL:
+        return None, GRAPH_OPT_LEVEL[how]
+    return SESSION_CONFIG, None
+
+
+def ort_runner(model, dim_values, how, optimized=False):
+    """refdriver's ONNX Runtime runner (single-threaded CPU session) with the form's session
+    settings (optimized: ONNX Runtime's default optimization level instead), on an in-memory
+    model."""
+    config, level = session_settings(how)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.onnx"
         onnx.save(model, str(path))
-        run, io_ = rd.ort_runner(path, session_config=SESSION_CONFIG)
+        run, io_ = rd.ort_runner(path, session_config=config,
+                                 graph_optimization_level=None if optimized else level)
     io_.dim_values = dim_values
     return run, io_
 
 
-def producer(how, settings, src):
+def producer(how, settings, src, cases):
     versions = (f"onnxruntime {onnxruntime.__version__} (onnx {onnx.__version__}, onnx-ir "
                 f"{version('onnx-ir')}, numpy {np.__version__})")
     if how == "nbits":
@@ -298,6 +420,14 @@ def producer(how, settings, src):
         return (f"{versions}: onnxruntime.quantization.matmul_nbits_quantizer."
                 f"MatMulNBitsQuantizer(model, algo_config=DefaultWeightOnlyQuantConfig({args}))"
                 f".process() on {src}")
+    if how == "static":
+        enums = {"quant_format": "QuantFormat", "activation_type": "QuantType",
+                 "weight_type": "QuantType", "calibrate_method": "CalibrationMethod"}
+        args = ", ".join(f"{k}={enums[k] + '.' + v if k in enums else repr(v)}"
+                         for k, v in settings.items())
+        return (f"{versions}: onnxruntime.quantization.quantize_static(model, out, reader, "
+                f"{args}) on {src}; reader: the prefill feeds (empty past) of the cases "
+                f"{', '.join(cases)}, one batch each")
     return (f"numpy {np.__version__} rewrite (models/zoo-hf/quantize.py "
             f"quantize_int8_per_channel) on {src}, saved with onnx {onnx.__version__}; references "
             f"by onnxruntime {onnxruntime.__version__}")
@@ -322,26 +452,37 @@ def build(arch, form, manifest_entries):
         raise SystemExit(f"{src_name}: not in manifest.json (build it with build.py first)")
     src_path = HERE / src["file"]
     model = onnx.load(str(src_path))
+    dim_values = src.get("dim_values", {})
+    cases = list(src["cases"])  # the source's cases (batch2 left out for GroupQueryAttention)
     if how == "nbits":
         qmodel = quantize_nbits(model, settings)
+    elif how == "static":
+        qmodel = quantize_static_qdq(model, settings,
+                                     calibration_feeds(src_path, dim_values, cases))
     else:
         qmodel = quantize_int8_per_channel(model)
     path = HERE / arch / f"{form}.onnx"
     onnx.save(qmodel, str(path))
     qmodel = onnx.load(str(path))
-    dim_values = src.get("dim_values", {})
-    cases = list(src["cases"])  # the source's cases (batch2 left out for GroupQueryAttention)
-    run, io_ = ort_runner(qmodel, dim_values)
+    run, io_ = ort_runner(qmodel, dim_values, how)
     res = {c: rd.generate(run, io_, rd.PROMPTS[c]) for c in cases}
     ref = HERE / arch / f"{form}.ref.npz"
     save_refs(ref, res)
     # ONNX Runtime's quantized kernels against float MatMuls on the same (dequantized) weights,
     # fed the quantized run's tokens so that every step compares the same context.
-    drun, dio = ort_runner(dequantized_model(qmodel), dim_values)
+    drun, dio = ort_runner(dequantized_model(qmodel), dim_values, how)
     dres = {c: rd.generate(drun, dio, rd.PROMPTS[c], forced_tokens=res[c]["tokens"])
             for c in cases}
     dq_diff = max_diff(res, dres)
     dq_tok = all((res[c]["tokens"] == dres[c]["tokens"]).all() for c in cases)
+    fused = None
+    if how in GRAPH_OPT_LEVEL:  # how far ONNX Runtime's default (fused integer) kernels are
+        frun, fio = ort_runner(qmodel, dim_values, how, optimized=True)
+        fres = {c: rd.generate(frun, fio, rd.PROMPTS[c], forced_tokens=res[c]["tokens"])
+                for c in cases}
+        fused = {"max_abs_diff_logits": max_diff(res, fres),
+                 "tokens_equal": all(bool((res[c]["tokens"] == fres[c]["tokens"]).all())
+                                     for c in cases)}
     src_refs = load_refs(HERE / src["reference"])
     differ = cases_differing(res, src_refs)
     # Prefill logits share the prompt, so they compare the weights alone.
@@ -350,6 +491,9 @@ def build(arch, form, manifest_entries):
     scale = max(float(np.abs(src_refs[c]["prefill_logits"]).max()) for c in cases)
     ins, outs = graph_io(qmodel)
     name = f"{arch}/{form}"
+    config, level = session_settings(how)
+    session = {"reference_session_config": config} if config is not None else \
+        {"reference_graph_optimization_level": level, "ort_fused_vs_reference": fused}
     entry = {k: src[k] for k in ("architecture", "model_type", "model_class")}
     entry.update({
         "name": name,
@@ -373,8 +517,8 @@ def build(arch, form, manifest_entries):
         "new_tokens": rd.N_NEW,
         "seed": src["seed"],
         "generator": "models/zoo-hf/quantize.py",
-        "producer": producer(how, settings, src["file"]),
-        "reference_session_config": SESSION_CONFIG,
+        "producer": producer(how, settings, src["file"], cases),
+        **session,
         "ort_vs_dequantized": {"max_abs_diff_logits": dq_diff, "tokens_equal": bool(dq_tok)},
         "ort_vs_fp32": {"source": src["reference"],
                         "max_abs_diff_prefill_logits": prefill,

@@ -130,15 +130,23 @@ def top2_margin(step_logits):
     return float(np.min(s[..., -1] - s[..., -2]))
 
 
-def ort_runner(path, intra_threads=1, session_config=None):
+def ort_runner(path, intra_threads=1, session_config=None, graph_optimization_level=None):
     """session_config: session config entries (name -> value string), e.g. a fixture manifest's
-    reference_session_config."""
+    reference_session_config. graph_optimization_level: the name of an
+    onnxruntime.GraphOptimizationLevel (e.g. "ORT_DISABLE_ALL", a manifest's
+    reference_graph_optimization_level); None keeps ONNX Runtime's default (ORT_ENABLE_ALL)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = intra_threads
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
+    if graph_optimization_level is not None:
+        levels = ort.GraphOptimizationLevel.__members__
+        if graph_optimization_level not in levels:
+            raise ValueError(f"graph_optimization_level {graph_optimization_level!r}: not one of "
+                             f"{', '.join(levels)}")
+        so.graph_optimization_level = levels[graph_optimization_level]
     for k, v in (session_config or {}).items():
         so.add_session_config_entry(k, v)
     sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
