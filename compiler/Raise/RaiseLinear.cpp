@@ -145,6 +145,7 @@ struct RaiseLinearPass
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     OpBuilder b(&getContext());
+    dequantized.clear();
     SmallVector<ONNXNodeOp> nodes;
     func.walk([&](ONNXNodeOp node) { nodes.push_back(node); });
     for (ONNXNodeOp node : nodes) {
@@ -190,6 +191,8 @@ struct RaiseLinearPass
     return it->second;
   }
 
+  /// DequantizeLinear node -> its folio.dequantize (null: not a weight),
+  /// for the function being raised.
   DenseMap<Operation *, Value> dequantized;
 
   /// x @ W (+ bias) with a constant [K, N] weight, or a quantized one
