@@ -39,6 +39,7 @@ from transformers.pytorch_utils import Conv1D  # noqa: E402
 
 import refdriver as rd  # noqa: E402
 from build_all import graph_io, max_diff, op_summary, run_cases, save_refs, sha256  # noqa: E402
+from fixture_io import cases_summary  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -600,10 +601,7 @@ def build_arch(arch, seed, forms):
             "seed": seed,
             "producer": producer(form, m),
             "ort_vs_torch": {"max_abs_diff_logits": diff, "tokens_equal": bool(tok_eq)},
-            "cases": {c: {"batch": int(r["input_ids"].shape[0]),
-                          "prompt_lengths": [int(x) for x in r["attention_mask"].sum(1)],
-                          "min_top2_margin": round(rd.top2_margin(r["step_logits"]), 6),
-                          "tokens": r["tokens"].tolist()} for c, r in res.items()},
+            "cases": cases_summary(res),
             "folio": SUPPORT.get(name, "untried"),
         }
         if dim_values:

@@ -74,7 +74,8 @@ from onnxruntime.quantization.matmul_nbits_quantizer import (  # noqa: E402
 from onnxruntime.quantization.quant_utils import QuantFormat  # noqa: E402
 
 import refdriver as rd  # noqa: E402
-from fixture_io import graph_io, load_refs, max_diff, op_summary, save_refs, sha256  # noqa: E402
+from fixture_io import (cases_summary, graph_io, load_refs, max_diff, op_summary,  # noqa: E402
+                        save_refs, sha256)
 
 # name: (source form, architectures, how, settings). how: "nbits" = MatMulNBitsQuantizer with
 # DefaultWeightOnlyQuantConfig(**settings); "int8_per_channel" = numpy rewrite below; "static" =
@@ -525,10 +526,7 @@ def build(arch, form, manifest_entries):
                         "max_abs_fp32_prefill_logit": scale,
                         "cases_tokens_differ": differ,
                         "tokens_equal_cases": f"{len(cases) - len(differ)}/{len(cases)}"},
-        "cases": {c: {"batch": int(r["input_ids"].shape[0]),
-                      "prompt_lengths": [int(x) for x in r["attention_mask"].sum(1)],
-                      "min_top2_margin": round(rd.top2_margin(r["step_logits"]), 6),
-                      "tokens": r["tokens"].tolist()} for c, r in res.items()},
+        "cases": cases_summary(res),
         "folio": SUPPORT.get(name, "untried"),
     })
     if dim_values:

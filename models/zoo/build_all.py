@@ -25,7 +25,7 @@ import torch  # noqa: E402
 
 import fused  # noqa: E402
 import refdriver as rd  # noqa: E402
-from fixture_io import graph_io, max_diff, op_summary, save_refs, sha256  # noqa: E402
+from fixture_io import cases_summary, graph_io, max_diff, op_summary, save_refs, sha256  # noqa: E402
 from archs import CONFIGS  # noqa: E402
 from export_torch import build_model, export, state_dict_numpy, torch_runner  # noqa: E402
 
@@ -148,10 +148,7 @@ def make_entry(arch, form, cfg, onnx_path, ref_path, results, extra_files=(), **
         "reference": rel(ref_path),
         "reference_bytes": os.path.getsize(ref_path),
         "new_tokens": rd.N_NEW,
-        "cases": {c: {"batch": int(r["input_ids"].shape[0]),
-                      "prompt_lengths": [int(x) for x in r["attention_mask"].sum(1)],
-                      "min_top2_margin": round(rd.top2_margin(r["step_logits"]), 6),
-                      "tokens": r["tokens"].tolist()} for c, r in results.items()},
+        "cases": cases_summary(results),
     }
     entry.update(extra)
     return entry

@@ -77,3 +77,13 @@ def sha256(paths):
     for p in paths:
         h.update(Path(p).read_bytes())
     return h.hexdigest()[:16]
+
+
+def cases_summary(results):
+    """The manifest's "cases": per prompt case its batch, prompt lengths, smallest top-1/top-2
+    margin of the step logits, and greedy tokens."""
+    from refdriver import top2_margin
+    return {c: {"batch": int(r["input_ids"].shape[0]),
+                "prompt_lengths": [int(x) for x in r["attention_mask"].sum(1)],
+                "min_top2_margin": round(top2_margin(r["step_logits"]), 6),
+                "tokens": r["tokens"].tolist()} for c, r in results.items()}
