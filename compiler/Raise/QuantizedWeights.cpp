@@ -87,12 +87,9 @@ Value byteConstant(OpBuilder &b, Location loc, RankedTensorType type,
                    ArrayRef<int8_t> bytes, StringRef name) {
   AsmResourceBlob blob = HeapAsmResourceBlob::allocate(bytes.size(), 64);
   std::memcpy(blob.getMutableData().data(), bytes.data(), bytes.size());
-  std::string key = name.str();
-  for (char &c : key)
-    if (!llvm::isAlnum(c) && c != '_' && c != '.')
-      c = '_';
   return b.create<arith::ConstantOp>(
-      loc, DenseResourceElementsAttr::get(type, key, std::move(blob)));
+      loc,
+      DenseResourceElementsAttr::get(type, resourceKey(name), std::move(blob)));
 }
 
 Value floatConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
@@ -288,11 +285,8 @@ Value mlir::folio::createDequantizedConstant(OpBuilder &b, Location loc,
   for (int64_t i = 0; i < q->rows; ++i)
     for (int64_t j = 0; j < q->cols; ++j)
       out[transpose ? j * q->rows + i : i * q->cols + j] = q->valueAt(i, j);
-  std::string key = name.str();
-  for (char &c : key)
-    if (!llvm::isAlnum(c) && c != '_' && c != '.')
-      c = '_';
   auto type = RankedTensorType::get({rows, cols}, b.getF32Type());
   return b.create<arith::ConstantOp>(
-      loc, DenseResourceElementsAttr::get(type, key, std::move(blob)));
+      loc,
+      DenseResourceElementsAttr::get(type, resourceKey(name), std::move(blob)));
 }

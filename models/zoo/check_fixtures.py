@@ -15,7 +15,6 @@ Prints one line per fixture and ends with 'N passed, N failed'; exits 1 on any f
     python3 models/zoo/check_fixtures.py [--only NAME_SUBSTRING ...] [--threads N]
 """
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -27,27 +26,12 @@ import onnx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import refdriver as rd  # noqa: E402  (numpy-only helper shared with build_all.py)
+from fixture_io import load_refs, sha256  # noqa: E402
 
 ATOL = 1e-4
 RTOL = 1e-4
 TIE_MARGIN = 1e-3
 STANDARD_DOMAINS = {"", "ai.onnx"}
-
-
-def sha256(paths):
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(Path(p).read_bytes())
-    return h.hexdigest()[:16]
-
-
-def load_refs(path):
-    refs = {}
-    with np.load(path, allow_pickle=False) as z:
-        for key in z.files:
-            case, name = key.split("/", 1)
-            refs.setdefault(case, {})[name] = z[key]
-    return refs
 
 
 def check_entry(entry, threads, root=HERE):

@@ -5,6 +5,7 @@
 #include "compiler/Import/ONNX/Model.h"
 #include "compiler/Import/ONNX/TensorData.h"
 #include "compiler/ONNXOps/InferHelpers.h"
+#include "dialects/Folio/IR/ConstantData.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -68,15 +69,6 @@ mlir::folio::convertTensor(MLIRContext &context, const onnx::TensorData &tensor,
   AsmResourceBlob blob = UnmanagedAsmResourceBlob::allocateWithAlign(
       raw, alignmentOf(raw.data()),
       [owner = std::move(owner)](void *, size_t, size_t) {});
-  // Resource keys print bare, so they must lex as identifiers
-  // ("onnx::MatMul_12" would not); the manager uniquifies collisions.
-  std::string name =
-      tensor.getName().empty() ? "tensor" : tensor.getName().str();
-  for (char &c : name)
-    if (!llvm::isAlnum(c) && c != '_' && c != '.')
-      c = '_';
-  if (llvm::isDigit(name.front()))
-    name.insert(name.begin(), '_');
-  return ElementsAttr(
-      DenseResourceElementsAttr::get(type, name, std::move(blob)));
+  return ElementsAttr(DenseResourceElementsAttr::get(
+      type, resourceKey(tensor.getName()), std::move(blob)));
 }

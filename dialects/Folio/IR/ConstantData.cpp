@@ -8,6 +8,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include <cstring>
 
 using namespace mlir;
@@ -35,6 +37,16 @@ ArrayRef<char> mlir::folio::getConstantBytes(ElementsAttr value,
   for (size_t i = 0; i < bytes; i += elementSize)
     std::memcpy(splat.data() + i, raw.data(), elementSize);
   return splat;
+}
+
+std::string mlir::folio::resourceKey(StringRef name) {
+  std::string key = name.empty() ? "tensor" : name.str();
+  for (char &c : key)
+    if (!llvm::isAlnum(c) && c != '_' && c != '.')
+      c = '_';
+  if (llvm::isDigit(key.front()))
+    key.insert(key.begin(), '_');
+  return key;
 }
 
 bool mlir::folio::isWeightDequantize(Operation *op) {

@@ -28,6 +28,11 @@ namespace mlir::folio {
 ArrayRef<char> getConstantBytes(ElementsAttr value, size_t numElements,
                                 size_t elementSize, std::vector<char> &splat);
 
+/// `name` as a resource blob key: resource keys print bare, so they must
+/// lex as identifiers ("onnx::MatMul_12" would not; the resource manager
+/// uniquifies collisions).
+std::string resourceKey(StringRef name);
+
 /// Whether `op` is a folio.dequantize whose operands are all constants: a
 /// weight the model stores quantized. Such an op is data, not work: fusion
 /// leaves it out of kernels and the plan lowering stores it (packed by
