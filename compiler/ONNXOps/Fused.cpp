@@ -4,7 +4,8 @@
 // The fused forms decoders arrive in: ONNX opset 23 Attention,
 // RMSNormalization and RotaryEmbedding, and ONNX Runtime's com.microsoft
 // GroupQueryAttention, RotaryEmbedding and (Skip)SimplifiedLayerNormalization,
-// and com.microsoft MatMulNBits (int4 weights).
+// and com.microsoft MatMulNBits and GatherBlockQuantized (int4 weights and
+// embedding tables).
 //
 //===----------------------------------------------------------------------===//
 
@@ -285,6 +286,95 @@ LogicalResult inferMatMulNBits(ONNXInferenceContext &ctx) {
   return success();
 }
 
+/// com.microsoft GatherBlockQuantized (ONNX Runtime's weight-only quantizer
+/// and model builder write it for a quantized embedding table): the rows of
+/// `data` that `indices` select, dequantized with one scale (and optional
+/// zero point) per block of block_size along quantize_axis. int4/uint4 data
+/// holds the codes one per element (default zero point 0); uint8 data holds
+/// them packed as MatMulNBits does (bits 4: two a byte along the last axis,
+/// low nibble first; default zero point 2^(bits-1)), and so do its zero
+/// points. folio-raise-linear makes it a folio.embedding over the
+/// dequantized table, so the embedding form is the one accepted: a rank-2
+/// table gathered along axis 0 and quantized along axis 1.
+LogicalResult inferGatherBlockQuantized(ONNXInferenceContext &ctx) {
+  if (failed(requireFloat(ctx, 2, "scales")))
+    return failure();
+  FailureOr<int64_t> gatherAxis = ctx.getInt("gather_axis", 0),
+                     quantizeAxis = ctx.getInt("quantize_axis", 1),
+                     blockSize = ctx.getInt("block_size", 128),
+                     bits = ctx.getInt("bits", 4);
+  if (failed(gatherAxis) || failed(quantizeAxis) || failed(blockSize) ||
+      failed(bits))
+    return failure();
+  const ONNXValueFacts &data = ctx.input(0), &indices = ctx.input(1),
+                       &scales = ctx.input(2);
+  auto dataType = dyn_cast<IntegerType>(data.elementType);
+  bool packed = dataType && dataType.isUnsigned() && dataType.getWidth() == 8;
+  bool nibbles = dataType && dataType.getWidth() == 4;
+  if (!packed && !nibbles)
+    return ctx.emitError() << "data of type " << data.elementType
+                           << " is not supported; supported: int4, uint4, "
+                              "uint8 (packed as MatMulNBits packs B)";
+  if (*bits != 4 && (*bits != 8 || nibbles))
+    return ctx.emitError() << "bits " << *bits << " is not supported for "
+                           << data.elementType << " data; supported: 4"
+                           << (nibbles ? "" : ", 8");
+  if (*blockSize < 16 || (*blockSize & (*blockSize - 1)) != 0)
+    return ctx.emitError() << "block_size " << *blockSize
+                           << " must be a power of 2 >= 16";
+  if (!isIntegerLike(indices.elementType))
+    return ctx.emitError() << "indices must be integers, got "
+                           << indices.elementType;
+  if (data.dims && data.dims->size() != 2)
+    return ctx.emitError() << "data of rank " << data.dims->size()
+                           << " is not supported; supported: a rank-2 "
+                              "embedding table";
+  if ((*gatherAxis != 0 && *gatherAxis != -2) ||
+      (*quantizeAxis != 1 && *quantizeAxis != -1))
+    return ctx.emitError() << "gather_axis " << *gatherAxis
+                           << " with quantize_axis " << *quantizeAxis
+                           << " is not supported; supported: a table "
+                              "gathered along axis 0 and quantized along "
+                              "axis 1 (an embedding)";
+  ONNXValueFacts &out = ctx.output(0);
+  out.elementType = scales.elementType;
+  if (!data.dims)
+    return success();
+  std::optional<int64_t> rows = getConstantDim((*data.dims)[0]),
+                         stored = getConstantDim((*data.dims)[1]);
+  if (!rows || !stored)
+    return ctx.emitError() << "data must have a static shape";
+  int64_t k = packed ? *stored * 8 / *bits : *stored;
+  int64_t blocks = (k + *blockSize - 1) / *blockSize;
+  if (scales.dims) {
+    SmallVector<std::optional<int64_t>, 2> dims;
+    for (AffineExpr d : *scales.dims)
+      dims.push_back(getConstantDim(d));
+    if (dims.size() != 2 || dims[0] != *rows || dims[1] != blocks)
+      return ctx.emitError()
+             << "scales must be [" << *rows << ", " << blocks << "] (rows x "
+             << "blocks of " << *blockSize << " along " << k << " columns)";
+  }
+  if (ctx.hasInput(3)) {
+    const ONNXValueFacts &zp = ctx.input(3);
+    if (zp.elementType != data.elementType)
+      return ctx.emitError() << "zero_points of type " << zp.elementType
+                             << " must have data's type " << data.elementType;
+    int64_t perRow = packed ? (blocks * *bits + 7) / 8 : blocks;
+    if (std::optional<int64_t> count = zp.getStaticNumElements();
+        count && *count != *rows * perRow)
+      return ctx.emitError()
+             << "zero_points has " << *count << " elements; " << *rows
+             << " rows x " << perRow << " = " << *rows * perRow << " expected";
+  }
+  if (!indices.dims)
+    return success();
+  Dims dims = *indices.dims;
+  dims.push_back(cst(ctx, k));
+  out.dims = dims;
+  return success();
+}
+
 } // namespace
 
 void mlir::folio::appendFusedOps(std::vector<ONNXOpSchema> &table) {
@@ -314,4 +404,7 @@ void mlir::folio::appendFusedOps(std::vector<ONNXOpSchema> &table) {
   // A, B, scales, then zero_points, g_idx and bias (optional).
   table.push_back(
       {kMicrosoftDomain, "MatMulNBits", 1, 3, 6, 1, 1, inferMatMulNBits});
+  // data, indices, scales, then zero_points (optional).
+  table.push_back({kMicrosoftDomain, "GatherBlockQuantized", 1, 3, 4, 1, 1,
+                   inferGatherBlockQuantized});
 }

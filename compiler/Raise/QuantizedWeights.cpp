@@ -269,6 +269,80 @@ bool mlir::folio::raiseMatMulNBits(OpBuilder &b, ONNXNodeOp node) {
   return true;
 }
 
+Value mlir::folio::raiseGatherBlockQuantizedTable(OpBuilder &b,
+                                                  ONNXNodeOp node) {
+  Value data = getONNXInput(node, 0), scale = getONNXInput(node, 2),
+        zero = getONNXInput(node, 3);
+  RankedTensorType dataType = staticTensor(data);
+  auto outType = dyn_cast<RankedTensorType>(node.getResult(0).getType());
+  if (!dataType || dataType.getRank() != 2 || !outType ||
+      !outType.getElementType().isF32())
+    return {};
+  auto dataInt = dyn_cast<IntegerType>(dataType.getElementType());
+  if (!dataInt)
+    return {};
+  bool packed = dataInt.isUnsigned() && dataInt.getWidth() == 8;
+  int64_t bits = packed ? getONNXIntAttr(node, "bits", 4) : 4;
+  int64_t blockSize = getONNXIntAttr(node, "block_size", 128);
+  if ((!packed && dataInt.getWidth() != 4) || (bits != 4 && bits != 8) ||
+      blockSize < 16)
+    return {};
+  int64_t rows = dataType.getDimSize(0), stored = dataType.getDimSize(1);
+  int64_t k = packed ? stored * 8 / bits : stored;
+  int64_t blocks = (k + blockSize - 1) / blockSize;
+  std::optional<std::vector<uint8_t>> raw = readBytes(data);
+  std::optional<std::vector<float>> scales = readFloats(scale);
+  if (!raw || !scales || int64_t(scales->size()) != rows * blocks)
+    return {};
+  std::optional<std::vector<uint8_t>> zeros;
+  int64_t zeroRowBytes = packed ? (blocks * bits + 7) / 8 : blocks;
+  if (zero) {
+    zeros = readBytes(zero);
+    if (!zeros || int64_t(zeros->size()) != rows * zeroRowBytes)
+      return {};
+  }
+  // Signed codes as everywhere else (QuantizedWeights.h): unsigned values
+  // and zero points shift by 2^(bits-1). Packed uint8 data's absent zero
+  // point is 2^(bits-1), which becomes 0; uint4's is 0, which becomes -8.
+  bool isUnsigned = dataInt.isUnsigned();
+  int offset = isUnsigned ? 1 << (bits - 1) : 0;
+  auto element = [&](const uint8_t *row, int64_t i) {
+    if (!packed || bits == 8)
+      return int(row[i]);
+    return int(i % 2 ? row[i / 2] >> 4 : row[i / 2] & 0xf);
+  };
+  std::vector<int8_t> codes(size_t(rows * k));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < k; ++c)
+      codes[size_t(r * k + c)] =
+          int8_t(element(raw->data() + r * stored, c) - offset);
+  std::vector<int8_t> zeroCodes;
+  if (zeros || (isUnsigned && !packed)) {
+    zeroCodes.assign(size_t(rows * blocks), int8_t(-offset));
+    if (zeros)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < blocks; ++j)
+          zeroCodes[size_t(r * blocks + j)] =
+              int8_t(element(zeros->data() + r * zeroRowBytes, j) - offset);
+  }
+  Location loc = node.getLoc();
+  b.setInsertionPoint(node);
+  Type codeType = b.getIntegerType(unsigned(bits));
+  std::string name = baseName(node);
+  Value codeValue =
+      byteConstant(b, loc, RankedTensorType::get({rows, k}, codeType), codes,
+                   name + "_codes");
+  Value scaleValue = floatConstant(b, loc, {rows, blocks}, *scales);
+  Value zeroValue;
+  if (!zeroCodes.empty())
+    zeroValue =
+        byteConstant(b, loc, RankedTensorType::get({rows, blocks}, codeType),
+                     zeroCodes, name + "_zero_points");
+  return b.create<DequantizeOp>(
+      loc, RankedTensorType::get({rows, k}, b.getF32Type()), codeValue,
+      scaleValue, zeroValue, b.getI64IntegerAttr(blockSize));
+}
+
 Value mlir::folio::createDequantizedConstant(OpBuilder &b, Location loc,
                                              Value weight, bool transpose,
                                              StringRef name) {

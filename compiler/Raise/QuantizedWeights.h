@@ -5,11 +5,13 @@
 // tensor, per output channel, or in blocks along K) and ONNX Runtime's
 // com.microsoft MatMulNBits (ONNX Runtime GenAI's model builder and Olive:
 // int4 or int8 codes in blocks along K, a scale and optional zero point per
-// block). Both become one folio.dequantize over constants: signed codes
-// (i8, or i4 for 4 bits; unsigned codes and zero points are shifted by
-// 128 or 8, which leaves code - zero unchanged), f32 scales and zero
-// points of the data's rank, and block_size for blocks. The plan stores it
-// packed from those codes (compiler/Plan/StoreWeights.h).
+// block), with com.microsoft GatherBlockQuantized for an embedding table
+// quantized the same way. All become one folio.dequantize over constants:
+// signed codes (i8, or i4 for 4 bits; unsigned codes and zero points are
+// shifted by 128 or 8, which leaves code - zero unchanged), f32 scales and
+// zero points of the data's rank, and block_size for blocks. The plan
+// stores it packed from those codes (compiler/Plan/StoreWeights.h); an
+// embedding gathers from a dequantized f32 copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +35,14 @@ Value raiseDequantizeLinearWeight(OpBuilder &b, ONNXNodeOp dq);
 /// a constant or A is not f32 (the node is then left for the lowering to
 /// refuse, by name).
 bool raiseMatMulNBits(OpBuilder &b, ONNXNodeOp node);
+
+/// The [rows, K] table a com.microsoft GatherBlockQuantized gathers from
+/// (the embedding form its shape inference accepts: constant int4/uint4
+/// codes, or uint8 ones packed as MatMulNBits packs B, with constant scales
+/// and zero points), as a folio.dequantize built before `node`; null, with
+/// nothing built, when an input is not such a constant or the result is not
+/// f32.
+Value raiseGatherBlockQuantizedTable(OpBuilder &b, ONNXNodeOp node);
 
 /// An f32 constant holding the values of `weight`, a folio.dequantize over
 /// constants, transposed when `transpose`, in a resource named `name`:

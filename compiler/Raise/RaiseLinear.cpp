@@ -156,6 +156,11 @@ struct RaiseLinearPass
         raiseMatMulNBits(b, node);
         continue;
       }
+      if (node.getDomain() == "com.microsoft" &&
+          node.getOpType() == "GatherBlockQuantized") {
+        raiseQuantizedEmbedding(b, node);
+        continue;
+      }
       if (!node.getDomain().empty())
         continue;
       if (node.getOpType() == "MatMul")
@@ -250,8 +255,7 @@ struct RaiseLinearPass
     gemm.getResult(0).replaceAllUsesWith(linear.getResult());
   }
 
-  /// Gather(table, ids) on axis 0, with a following scalar multiply folded
-  /// into the scale (Gemma multiplies embeddings by sqrt(hidden)).
+  /// Gather(table, ids) on axis 0 (createEmbedding below).
   void raiseEmbedding(OpBuilder &b, ONNXNodeOp gather) {
     Value table = gather.getInputs()[0], ids = gather.getInputs()[1];
     auto idsType = dyn_cast<RankedTensorType>(ids.getType());
@@ -296,6 +300,36 @@ struct RaiseLinearPass
     }
     if (!isConstantOfRank(table, 2))
       return;
+    createEmbedding(b, gather, table, ids);
+  }
+
+  /// com.microsoft GatherBlockQuantized (an embedding table quantized as
+  /// MatMulNBits weights are): the embedding of its dequantized values.
+  void raiseQuantizedEmbedding(OpBuilder &b, ONNXNodeOp gather) {
+    Value ids = getONNXInput(gather, 1);
+    auto idsType =
+        dyn_cast_or_null<RankedTensorType>(ids ? ids.getType() : Type());
+    if (!idsType || idsType.getRank() < 1)
+      return;
+    Value weight = raiseGatherBlockQuantizedTable(b, gather);
+    if (!weight)
+      return;
+    std::string tableName =
+        "folio_embedding_table_" + std::to_string(transposedTables + 1);
+    Value table = createDequantizedConstant(b, gather.getLoc(), weight,
+                                            /*transpose=*/false, tableName);
+    weight.getDefiningOp()->erase();
+    if (!table)
+      return;
+    ++transposedTables;
+    createEmbedding(b, gather, table, ids);
+  }
+
+  /// folio.embedding(table, ids) in place of `gather`, with a following
+  /// scalar multiply folded into the scale (Gemma multiplies embeddings by
+  /// sqrt(hidden)).
+  void createEmbedding(OpBuilder &b, ONNXNodeOp gather, Value table,
+                       Value ids) {
     Value result = gather.getResult(0);
     double scale = 1.0;
     Operation *replaced = gather;

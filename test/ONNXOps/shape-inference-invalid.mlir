@@ -248,6 +248,70 @@ func.func @matmul_nbits_float_zero_points(%a: tensor<2x32xf32>, %b: tensor<2x2x8
 
 // -----
 
+func.func @gbq_data_type(%d: tensor<8x32xi8>, %i: tensor<2x3xi64>, %s: tensor<8x2xf32>) {
+  // expected-error @+1 {{GatherBlockQuantized: data of type 'i8' is not supported; supported: int4, uint4, uint8 (packed as MatMulNBits packs B)}}
+  %0 = folio.onnx_node "GatherBlockQuantized"(%d, %i, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {block_size = 16 : i64}} : (tensor<8x32xi8>, tensor<2x3xi64>, tensor<8x2xf32>) -> tensor<2x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @gbq_bits(%d: tensor<8x32xsi4>, %i: tensor<2x3xi64>, %s: tensor<8x2xf32>) {
+  // expected-error @+1 {{GatherBlockQuantized: bits 8 is not supported for 'si4' data; supported: 4}}
+  %0 = folio.onnx_node "GatherBlockQuantized"(%d, %i, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {bits = 8 : i64, block_size = 16 : i64}} : (tensor<8x32xsi4>, tensor<2x3xi64>, tensor<8x2xf32>) -> tensor<2x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @gbq_block(%d: tensor<8x16xui8>, %i: tensor<2x3xi64>, %s: tensor<8x2xf32>) {
+  // expected-error @+1 {{GatherBlockQuantized: block_size 24 must be a power of 2 >= 16}}
+  %0 = folio.onnx_node "GatherBlockQuantized"(%d, %i, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {block_size = 24 : i64}} : (tensor<8x16xui8>, tensor<2x3xi64>, tensor<8x2xf32>) -> tensor<2x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @gbq_rank(%d: tensor<2x8x32xsi4>, %i: tensor<2x3xi64>, %s: tensor<2x8x2xf32>) {
+  // expected-error @+1 {{GatherBlockQuantized: data of rank 3 is not supported; supported: a rank-2 embedding table}}
+  %0 = folio.onnx_node "GatherBlockQuantized"(%d, %i, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {block_size = 16 : i64}} : (tensor<2x8x32xsi4>, tensor<2x3xi64>, tensor<2x8x2xf32>) -> tensor<2x3x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @gbq_axes(%d: tensor<8x32xsi4>, %i: tensor<2x3xi64>, %s: tensor<1x32xf32>) {
+  // expected-error @+1 {{GatherBlockQuantized: gather_axis 0 with quantize_axis 0 is not supported; supported: a table gathered along axis 0 and quantized along axis 1 (an embedding)}}
+  %0 = folio.onnx_node "GatherBlockQuantized"(%d, %i, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {block_size = 16 : i64, quantize_axis = 0 : i64}} : (tensor<8x32xsi4>, tensor<2x3xi64>, tensor<1x32xf32>) -> tensor<2x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @gbq_scales(%d: tensor<8x16xui8>, %i: tensor<2x3xi64>, %s: tensor<8x1xf32>) {
+  // expected-error @+1 {{GatherBlockQuantized: scales must be [8, 2] (rows x blocks of 16 along 32 columns)}}
+  %0 = folio.onnx_node "GatherBlockQuantized"(%d, %i, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {block_size = 16 : i64}} : (tensor<8x16xui8>, tensor<2x3xi64>, tensor<8x1xf32>) -> tensor<2x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @gbq_zero_points(%d: tensor<8x32xui4>, %i: tensor<2x3xi64>, %s: tensor<8x2xf32>, %z: tensor<8x2xui8>) {
+  // expected-error @+1 {{GatherBlockQuantized: zero_points of type 'ui8' must have data's type 'ui4'}}
+  %0 = folio.onnx_node "GatherBlockQuantized"(%d, %i, %s, %z) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {block_size = 16 : i64}} : (tensor<8x32xui4>, tensor<2x3xi64>, tensor<8x2xf32>, tensor<8x2xui8>) -> tensor<2x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @gbq_packed_zero_points(%d: tensor<8x16xui8>, %i: tensor<2x3xi64>, %s: tensor<8x2xf32>, %z: tensor<8x2xui8>) {
+  // expected-error @+1 {{GatherBlockQuantized: zero_points has 16 elements; 8 rows x 1 = 8 expected}}
+  %0 = folio.onnx_node "GatherBlockQuantized"(%d, %i, %s, %z) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {block_size = 16 : i64}} : (tensor<8x16xui8>, tensor<2x3xi64>, tensor<8x2xf32>, tensor<8x2xui8>) -> tensor<2x3x32xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_nbits_k(%a: tensor<2x30xf32>, %b: tensor<2x2x8xui8>, %s: tensor<4xf32>) {
   // expected-error @+1 {{MatMulNBits: A's last dim 30 is not K = 32}}
   %0 = folio.onnx_node "MatMulNBits"(%a, %b, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, block_size = 16 : i64}} : (tensor<2x30xf32>, tensor<2x2x8xui8>, tensor<4xf32>) -> tensor<2x2xf32>

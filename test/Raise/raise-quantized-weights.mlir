@@ -3,7 +3,8 @@
 // Tests that weights a model brings quantized become one folio.dequantize
 // over constants feeding folio.linear: com.microsoft MatMulNBits (int4
 // codes in blocks along K, low nibble first, default zero point 8) and QDQ
-// (DequantizeLinear over a constant integer weight). Codes and zero points
+// (DequantizeLinear over a constant integer weight), and embedding tables
+// quantized by com.microsoft GatherBlockQuantized. Codes and zero points
 // are signed: 4-bit q stands for q - 8, uint8 q for q - 128.
 
 // K = 32, N = 2, blocks of 16: every byte 0x98 is code 8 (low nibble) then
@@ -116,4 +117,61 @@ func.func @tied_quantized_embedding(%ids: tensor<?xi64>) -> tensor<?x4xf32> {
   %e = folio.onnx_node "Gather"(%t, %ids) {opset = 21 : i64} : (tensor<4x8xf32>, tensor<?xi64>) -> tensor<?x8xf32>
   %y = folio.onnx_node "MatMul"(%e, %w) {opset = 21 : i64} : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
   return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// com.microsoft GatherBlockQuantized with uint8 data packed as MatMulNBits
+// packs B (K = 16 from 8 bytes, low nibble first; default zero point 8):
+// every byte 0x98 is 0 then 1 once signed, so row 0 (scale 2) reads 0, 2.0
+// (0x40000000) and row 1 (scale 0.5) 0, 0.5 (0x3F000000). The table is a
+// dequantized f32 copy; the Mul by a positive scalar folds into the
+// embedding's scale.
+// CHECK-LABEL: func @gather_block_quantized_packed
+// CHECK: %[[T:.*]] = arith.constant dense_resource<folio_embedding_table_1> : tensor<2x16xf32>
+// CHECK: folio.embedding %[[T]][%{{.*}}] {scale = 4.000000e+00 : f64} : (tensor<2x16xf32>, tensor<?x?xi64>) -> tensor<?x?x16xf32>
+// CHECK-NOT: folio.onnx_node
+// CHECK-NOT: folio.dequantize
+// CHECK: folio_embedding_table_1: "0x4000000000000000000000400000000000000040000000000000004000000000000000400000000000000040000000000000004000000000000000400000000000000040000000000000003F000000000000003F000000000000003F000000000000003F000000000000003F000000000000003F000000000000003F000000000000003F"
+func.func @gather_block_quantized_packed(%ids: tensor<?x?xi64>) -> tensor<?x?x16xf32> {
+  %d = arith.constant dense<152> : tensor<2x8xui8>
+  %s = arith.constant dense<[[2.0], [0.5]]> : tensor<2x1xf32>
+  %e = folio.onnx_node "GatherBlockQuantized"(%d, %ids, %s) {node_name = "emb", domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {bits = 4 : i64, block_size = 16 : i64}} : (tensor<2x8xui8>, tensor<?x?xi64>, tensor<2x1xf32>) -> tensor<?x?x16xf32>
+  %c = arith.constant dense<4.0> : tensor<f32>
+  %y = folio.onnx_node "Mul"(%e, %c) {opset = 21 : i64} : (tensor<?x?x16xf32>, tensor<f32>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+
+// -----
+
+// Packed uint8 zero points (one 4-bit block per row, low nibble): 9 for
+// row 0 and 7 for row 1, so row 0 reads (8 - 9) * 2 = -2.0 (0xC0000000),
+// 0 and row 1 (8 - 7) * 0.5 = 0.5, (9 - 7) * 0.5 = 1.0 (0x3F800000).
+// CHECK-LABEL: func @gather_block_quantized_zero_points
+// CHECK: folio_embedding_table_1: "0x40000000000000C000000000000000C000000000000000C000000000000000C000000000000000C000000000000000C000000000000000C000000000000000C0000000000000003F0000803F0000003F0000803F0000003F0000803F0000003F0000803F0000003F0000803F0000003F0000803F0000003F0000803F0000003F0000803F"
+func.func @gather_block_quantized_zero_points(%ids: tensor<?xi64>) -> tensor<?x16xf32> {
+  %d = arith.constant dense<152> : tensor<2x8xui8>
+  %s = arith.constant dense<[[2.0], [0.5]]> : tensor<2x1xf32>
+  %z = arith.constant dense<[[9], [7]]> : tensor<2x1xui8>
+  %e = folio.onnx_node "GatherBlockQuantized"(%d, %ids, %s, %z) {node_name = "emb", domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {bits = 4 : i64, block_size = 16 : i64}} : (tensor<2x8xui8>, tensor<?xi64>, tensor<2x1xf32>, tensor<2x1xui8>) -> tensor<?x16xf32>
+  return %e : tensor<?x16xf32>
+}
+
+// -----
+
+// int4 and uint4 data, one code per element (what ONNX Runtime's quantizer
+// writes): -3 with scale 1 and 2 is -3.0 (0xC0400000) and -6.0
+// (0xC0C00000); uint4 5 without zero points (default 0) with scale 0.5 is
+// 2.5 (0x40200000). Blocks of 16 along 32 columns: two scales a row.
+// CHECK-LABEL: func @gather_block_quantized_int4
+// CHECK: folio_embedding_table_1: "0x40000000000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C0000040C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C00000C0C0"
+// CHECK: folio_embedding_table_2: "0x4000000000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040000020400000204000002040"
+func.func @gather_block_quantized_int4(%ids: tensor<?xi64>) -> (tensor<?x32xf32>, tensor<?x32xf32>) {
+  %d = arith.constant dense<-3> : tensor<2x32xsi4>
+  %s = arith.constant dense<[[1.0, 1.0], [2.0, 2.0]]> : tensor<2x2xf32>
+  %e = folio.onnx_node "GatherBlockQuantized"(%d, %ids, %s) {node_name = "emb", domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {block_size = 16 : i64}} : (tensor<2x32xsi4>, tensor<?xi64>, tensor<2x2xf32>) -> tensor<?x32xf32>
+  %u = arith.constant dense<5> : tensor<2x32xui4>
+  %us = arith.constant dense<0.5> : tensor<2x2xf32>
+  %f = folio.onnx_node "GatherBlockQuantized"(%u, %ids, %us) {node_name = "emb2", domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {block_size = 16 : i64}} : (tensor<2x32xui4>, tensor<?xi64>, tensor<2x2xf32>) -> tensor<?x32xf32>
+  return %e, %f : tensor<?x32xf32>, tensor<?x32xf32>
 }
