@@ -13,6 +13,10 @@ Forms (source: the architecture's `genai` fixture, ONNX Runtime GenAI's fp32 mod
                    `onnxruntime.quantization.matmul_nbits_quantizer` writes it (and the model
                    builder's -p int4 / Olive)
   genai_int4_asym  as genai_int4, asymmetric (packed uint8 zero_points input), block 64
+  genai_int4_gather       as genai_int4, and the embedding's Gather replaced by com.microsoft
+                          GatherBlockQuantized (int4 table, blocks of 32 along the hidden axis,
+                          symmetric), the same quantizer with op_types_to_quantize MatMul and Gather
+  genai_int4_gather_asym  as genai_int4_gather, asymmetric (uint4 codes and zero points), block 16
   qdq_int4         DequantizeLinear (opset 21) of int4 weights [K, N] blocked along K (axis 0,
                    block_size 32, symmetric: no zero point) feeding MatMul, written by the same
                    quantizer with quant_format=QDQ
@@ -30,7 +34,8 @@ Forms (source: the architecture's `genai` fixture, ONNX Runtime GenAI's fp32 mod
                    output channel, axis 1); MatMul outputs, GroupQueryAttention and the norms stay
                    float; references with graph optimizations off (below)
 Every MatMul with a constant 2-D weight is quantized, lm_head included (the manifest's `ops` show
-it); Gather of the embedding keeps its float table (tied models keep the fp32 lm_head weight for
+it); Gather of the embedding keeps its float table except in the *_gather forms (tied models keep
+the fp32 lm_head weight for
 their Transpose -> Gather), except in qdq_static, where quantize_static replaces the tied weight
 everywhere: Qwen2's embedding is gathered from Transpose(DequantizeLinear(int8 lm_head)).
 
@@ -87,6 +92,15 @@ QFORMS = {
     "genai_int4_asym": ("genai", ["llama", "qwen2"], "nbits",
                         dict(bits=4, block_size=64, is_symmetric=False, accuracy_level=None,
                              quant_format="QOperator")),
+    "genai_int4_gather": ("genai", ["llama"], "nbits",
+                          dict(bits=4, block_size=32, is_symmetric=True, accuracy_level=None,
+                               quant_format="QOperator", op_types_to_quantize=("MatMul", "Gather"),
+                               quant_axes=(("MatMul", 0), ("Gather", 1)))),
+    "genai_int4_gather_asym": ("genai", ["llama"], "nbits",
+                               dict(bits=4, block_size=16, is_symmetric=False,
+                                    accuracy_level=None, quant_format="QOperator",
+                                    op_types_to_quantize=("MatMul", "Gather"),
+                                    quant_axes=(("MatMul", 0), ("Gather", 1)))),
     "qdq_int8": ("genai", ["llama"], "int8_per_channel", {}),
     "qdq_int4": ("genai", ["llama"], "nbits",
                  dict(bits=4, block_size=32, is_symmetric=True, accuracy_level=None,
@@ -114,6 +128,13 @@ FORM_DOC = {
     "genai_int4_asym": "as genai_int4 with block_size 64, asymmetric: zero_points uint8 "
                        "[N, ceil(blocks/2)] (4-bit, low nibble first); K 32 is one partial block "
                        "(padded in B), K 64 one full block",
+    "genai_int4_gather": "as genai_int4, and the embedding Gather replaced by com.microsoft "
+                         "GatherBlockQuantized(int4 table [V, H], input_ids, scales f32 "
+                         "[V, H/32]; gather_axis 0, quantize_axis 1, block_size 32; no zero "
+                         "points: symmetric)",
+    "genai_int4_gather_asym": "as genai_int4_gather with block_size 16 (MatMulNBits too), "
+                              "asymmetric: uint4 table and uint4 zero points [V, H/16]; "
+                              "MatMulNBits with packed uint8 zero_points",
     "qdq_int8": "the arch's genai fixture with every constant-weight MatMul B [K, N] replaced by "
                 "DequantizeLinear(int8 [K, N], scale f32 [N], zero point int8 [N] of zeros, "
                 "axis 1: per output channel) -> MatMul",
@@ -267,6 +288,22 @@ def dequant_matmulnbits(n, inits):
     return w.T.astype(np.float32)
 
 
+def dequant_gather_table(n, inits):
+    """The float table of a GatherBlockQuantized with int4/uint4 data (as ONNX Runtime's
+    quantizer writes it: gather_axis 0, quantize_axis 1; absent zero points are 0)."""
+    assert (attr(n, "gather_axis", 0), attr(n, "quantize_axis", 1)) == (0, 1), n.name
+    data = inits[n.input[0]]
+    assert data.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4), n.name
+    q = tensor_values(data)
+    bs = attr(n, "block_size", 128)
+    s = np.repeat(numpy_helper.to_array(inits[n.input[2]]).astype(np.float32), bs,
+                  axis=1)[:, :q.shape[1]]
+    z = 0
+    if len(n.input) > 3 and n.input[3]:
+        z = np.repeat(tensor_values(inits[n.input[3]]), bs, axis=1)[:, :q.shape[1]]
+    return ((q - z) * s).astype(np.float32)
+
+
 def dequant_dq(n, inits):
     q = tensor_values(inits[n.input[0]])
     s = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)
@@ -338,6 +375,11 @@ def dequantized_model(model):
             extra.append(numpy_helper.from_array(dequant_matmulnbits(n, inits), name))
             nodes.append(onnx.helper.make_node("MatMul", [n.input[0], name], list(n.output),
                                                name=n.name + "_dequantized"))
+        elif n.op_type == "GatherBlockQuantized":
+            name = n.input[0] + "_dequantized"
+            extra.append(numpy_helper.from_array(dequant_gather_table(n, inits), name))
+            nodes.append(onnx.helper.make_node("Gather", [name, n.input[1]], list(n.output),
+                                               name=n.name + "_dequantized", axis=0))
         elif n.op_type == "DequantizeLinear" and n.output[0] in dq_out:
             extra.append(numpy_helper.from_array(dq_out[n.output[0]], n.output[0]))
         else:
@@ -363,7 +405,8 @@ def quant_summary(model):
     inits = {i.name: i for i in model.graph.initializer}
     seen = {}
     for n in model.graph.node:
-        if n.op_type not in ("MatMulNBits", "QuantizeLinear", "DequantizeLinear"):
+        if n.op_type not in ("MatMulNBits", "GatherBlockQuantized", "QuantizeLinear",
+                             "DequantizeLinear"):
             continue
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
         ins = [tensor_desc(inits[x]) if x in inits else "activation" for x in n.input if x]

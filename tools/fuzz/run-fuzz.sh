@@ -93,7 +93,7 @@ onnx)
     cp "$model" "$work/seeds/$arch-$(basename "$model")"
   done
   # Weights that arrive quantized (MatMulNBits, QDQ DequantizeLinear).
-  for model in "$root"/models/zoo-hf/llama/{genai_int4,genai_int4_asym,qdq_int8,qdq_int4,qdq_uint4}.onnx; do
+  for model in "$root"/models/zoo-hf/llama/{genai_int4,genai_int4_asym,genai_int4_gather_asym,qdq_int8,qdq_int4,qdq_uint4}.onnx; do
     [ -f "$model" ] && cp "$model" "$work/seeds/hf-llama-$(basename "$model")"
   done
   ;;
