@@ -85,6 +85,42 @@ LogicalResult inferGather(ONNXInferenceContext &ctx) {
   return success();
 }
 
+/// GatherND: indices [..., k] name slices of data's dims batch_dims ..
+/// batch_dims + k; the result is indices' leading dims followed by the
+/// rest of data's. Exporters write it for advanced indexing (torch.export's
+/// padding-mask lookup mask[batch_idx, kv_idx]); Folio evaluates it where
+/// it builds a mask and lowers it nowhere else.
+LogicalResult inferGatherND(ONNXInferenceContext &ctx) {
+  const ONNXValueFacts &data = ctx.input(0), &indices = ctx.input(1);
+  if (!indices.elementType.isInteger(64))
+    return ctx.emitError() << "indices must be int64, got "
+                           << indices.elementType;
+  FailureOr<int64_t> batchDims = ctx.getInt("batch_dims", 0);
+  if (failed(batchDims))
+    return failure();
+  ONNXValueFacts &out = ctx.output(0);
+  out.elementType = data.elementType;
+  if (!data.dims || !indices.dims)
+    return success();
+  int64_t rank = data.dims->size(), irank = indices.dims->size();
+  if (rank < 1 || irank < 1)
+    return ctx.emitError() << "data and indices must have rank >= 1, got "
+                           << rank << " and " << irank;
+  if (*batchDims < 0 || *batchDims >= std::min(rank, irank))
+    return ctx.emitError() << "batch_dims " << *batchDims << " must be in [0, "
+                           << std::min(rank, irank) << ")";
+  std::optional<int64_t> depth = getConstantDim(indices.dims->back());
+  if (!depth)
+    return ctx.emitError() << "indices' last dim must be static";
+  if (*depth < 1 || *depth > rank - *batchDims)
+    return ctx.emitError() << "indices' last dim " << *depth
+                           << " must be in [1, " << rank - *batchDims << "]";
+  Dims dims(indices.dims->begin(), indices.dims->end() - 1);
+  dims.append(data.dims->begin() + *batchDims + *depth, data.dims->end());
+  out.dims = dims;
+  return success();
+}
+
 LogicalResult inferGelu(ONNXInferenceContext &ctx) {
   FailureOr<std::string> approximate = ctx.getString("approximate", "none");
   if (failed(approximate))
@@ -381,6 +417,7 @@ void mlir::folio::appendDefaultDomainGtoQ(std::vector<ONNXOpSchema> &table) {
   };
   add("Gather", 11, 2, 2, inferGather);
   add("GatherElements", 11, 2, 2, inferGatherElements);
+  add("GatherND", 11, 2, 2, inferGatherND);
   add("Gelu", 20, 1, 1, inferGelu);
   add("Gemm", 11, 2, 3, inferGemm);
   add("Greater", 7, 2, 2, inferGreater);

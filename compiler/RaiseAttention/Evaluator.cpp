@@ -898,6 +898,58 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
     }
     return set(t);
   }
+  if (type == "GatherND" && a && b) {
+    // The slices of data that indices [..., depth] name after batch_dims
+    // leading dims shared with data (advanced indexing, as torch.export
+    // writes mask[batch_idx, kv_idx]).
+    int64_t batch = view.intAttr("batch_dims", 0);
+    int64_t rank = a->getRank(), irank = b->getRank();
+    int64_t depth = irank ? b->shape.back() : 0;
+    if (irank < 1 || batch < 0 || batch >= std::min(rank, irank) || depth < 1 ||
+        depth > rank - batch)
+      return unsupported();
+    for (int64_t d = 0; d < batch; ++d)
+      if (a->shape[d] != b->shape[d])
+        return unsupported();
+    int64_t batches = 1, slice = 1;
+    for (int64_t d = 0; d < batch; ++d)
+      batches *= a->shape[d];
+    for (int64_t d = batch + depth; d < rank; ++d)
+      slice *= a->shape[d];
+    int64_t perBatchData = slice;
+    for (int64_t d = batch; d < batch + depth; ++d)
+      perBatchData *= a->shape[d];
+    ConcreteTensor t;
+    t.kind = a->kind;
+    t.shape.append(b->shape.begin(), b->shape.end() - 1);
+    t.shape.append(a->shape.begin() + batch + depth, a->shape.end());
+    if (t.getNumElements() > kMaxElements)
+      return unsupported();
+    int64_t tuples = b->getNumElements() / depth;
+    if (tuples == 0)
+      return set(t);
+    int64_t perBatchTuples = tuples / batches; // batches > 0: tuples > 0
+    for (int64_t n = 0; n < tuples; ++n) {
+      int64_t offset = 0;
+      for (int64_t d = 0; d < depth; ++d) {
+        int64_t size = a->shape[batch + d];
+        int64_t i = toIndex(b->data[n * depth + d]);
+        if (i < 0)
+          i += size;
+        if (i < 0 || i >= size)
+          return fail(op, "GatherND index " +
+                              std::to_string(toIndex(b->data[n * depth + d])) +
+                              " is out of range for dim " +
+                              std::to_string(batch + d) + " of size " +
+                              std::to_string(size));
+        offset = offset * size + i;
+      }
+      auto begin = a->data.begin() + (n / perBatchTuples) * perBatchData +
+                   offset * slice;
+      t.data.insert(t.data.end(), begin, begin + slice);
+    }
+    return set(t);
+  }
   if (type == "ScatterND" && a && b && view.in(2)) {
     // data with the slices indices[...] names replaced by updates: the
     // in-place slice assignment of older masking code

@@ -151,6 +151,30 @@ func.func @reshape_huge_rank(%x: tensor<1xf32>, %s: tensor<100xi64>) {
 
 // -----
 
+func.func @gathernd_depth(%x: tensor<4x4xf32>, %i: tensor<2x3xi64>) {
+  // expected-error @+1 {{GatherND: indices' last dim 3 must be in [1, 2]}}
+  %0 = folio.onnx_node "GatherND"(%x, %i) {opset = 18 : i64} : (tensor<4x4xf32>, tensor<2x3xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @gathernd_batch_dims(%x: tensor<4x4xf32>, %i: tensor<4x1xi64>) {
+  // expected-error @+1 {{GatherND: batch_dims 2 must be in [0, 2)}}
+  %0 = folio.onnx_node "GatherND"(%x, %i) {opset = 18 : i64, onnx_attributes = {batch_dims = 2 : i64}} : (tensor<4x4xf32>, tensor<4x1xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gathernd_indices_type(%x: tensor<4x4xf32>, %i: tensor<2x1xi32>) {
+  // expected-error @+1 {{GatherND: indices must be int64, got 'i32'}}
+  %0 = folio.onnx_node "GatherND"(%x, %i) {opset = 18 : i64} : (tensor<4x4xf32>, tensor<2x1xi32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
 func.func @scatternd_reduction(%x: tensor<4x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) {
   // expected-error @+1 {{ScatterND: reduction 'add' is not supported (only 'none')}}
   %0 = folio.onnx_node "ScatterND"(%x, %i, %u) {opset = 17 : i64, onnx_attributes = {reduction = "add"}} : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4xf32>

@@ -201,6 +201,21 @@ func.func @isnan_scatternd(%p: tensor<?x4x?x?xf32> {folio.dim_names = ["batch", 
 
 // -----
 
+// Tests GatherND (indices' leading dims, then data's dims after the
+// batch_dims and the indexed ones), which torch.export writes for advanced
+// indexing of the padding mask.
+
+// CHECK-LABEL: func @gathernd
+func.func @gathernd(%m: tensor<?x?xi1> {folio.dim_names = ["batch", "total"]}, %i: tensor<?x1x?x?x2xi64> {folio.dim_names = ["batch", "", "seq", "total", ""]}, %j: tensor<?x?x1xi64> {folio.dim_names = ["batch", "seq", ""]}, %x: tensor<?x4x8xf32> {folio.dim_names = ["batch", "", ""]}) -> (tensor<?x1x?x?xi1>, tensor<?x?x8xf32>) {
+  // CHECK: "GatherND"{{.*}}folio.test.dims = ["[batch, 1, seq, total]"]
+  %g = folio.onnx_node "GatherND"(%m, %i) {opset = 18 : i64} : (tensor<?x?xi1>, tensor<?x1x?x?x2xi64>) -> tensor<?x1x?x?xi1>
+  // CHECK: "GatherND"{{.*}}folio.test.dims = ["[batch, seq, 8]"]
+  %h = folio.onnx_node "GatherND"(%x, %j) {opset = 18 : i64, onnx_attributes = {batch_dims = 1 : i64}} : (tensor<?x4x8xf32>, tensor<?x?x1xi64>) -> tensor<?x?x8xf32>
+  return %g, %h : tensor<?x1x?x?xi1>, tensor<?x?x8xf32>
+}
+
+// -----
+
 // Tests the decoder contract's relation between inputs: attention_mask
 // covers the past and the new tokens, so its length is past + seq, and
 // slicing it past the past (OPT's positions, mask[:, past:]) leaves the new
