@@ -215,3 +215,57 @@ func.func @nan_guard(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio
   %o = folio.onnx_node "MatMul"(%g, %v) {opset = 17 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %o : tensor<?x2x?x4xf32>
 }
+// -----
+
+// Tests that a padding mask looked up with GatherND (torch.export's
+// mask[batch_idx, kv_idx], indices [batch, 1, 1, total, 2] from Range and
+// Expand) is evaluated like the rest of the mask: causal folio.attention
+// with the attention_mask, and the GatherND is erased with the mask.
+
+// CHECK-LABEL: func @gathernd_padding_mask
+// CHECK-NOT: "GatherND"
+// CHECK: folio.attention
+// CHECK-NOT: "GatherND"
+func.func @gathernd_padding_mask(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                                 %am: tensor<?x?xi64> {folio.onnx_name = "attention_mask", folio.dim_names = ["batch_size", "sequence_length"]},
+                                 %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                                 %k: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                                 %v: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> tensor<?x2x?x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 18 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 18 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %shape = folio.onnx_node "Shape"(%am) {opset = 18 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %s0 = arith.constant dense<0> : tensor<i64>
+  %s1 = arith.constant dense<1> : tensor<i64>
+  %i0 = arith.constant dense<0> : tensor<1xi64>
+  %i1 = arith.constant dense<1> : tensor<1xi64>
+  %i2 = arith.constant dense<2> : tensor<1xi64>
+  %im1 = arith.constant dense<-1> : tensor<1xi64>
+  %bsz = folio.onnx_node "Gather"(%shape, %s0) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %tot = folio.onnx_node "Gather"(%shape, %s1) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %br = folio.onnx_node "Range"(%s0, %bsz, %s1) {opset = 18 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %kr = folio.onnx_node "Range"(%s0, %tot, %s1) {opset = 18 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %bshape = arith.constant dense<[-1, 1, 1, 1]> : tensor<4xi64>
+  %kshape = arith.constant dense<[1, 1, 1, -1]> : tensor<4xi64>
+  %b4 = folio.onnx_node "Reshape"(%br, %bshape) {opset = 18 : i64} : (tensor<?xi64>, tensor<4xi64>) -> tensor<?x1x1x1xi64>
+  %k4 = folio.onnx_node "Reshape"(%kr, %kshape) {opset = 18 : i64} : (tensor<?xi64>, tensor<4xi64>) -> tensor<1x1x1x?xi64>
+  %b1 = folio.onnx_node "Slice"(%shape, %i0, %i1) {opset = 18 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %t1 = folio.onnx_node "Slice"(%shape, %i1, %i2) {opset = 18 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %eshape = folio.onnx_node "Concat"(%b1, %i1, %i1, %t1) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %be = folio.onnx_node "Expand"(%b4, %eshape) {opset = 18 : i64} : (tensor<?x1x1x1xi64>, tensor<4xi64>) -> tensor<?x1x1x?xi64>
+  %ke = folio.onnx_node "Expand"(%k4, %eshape) {opset = 18 : i64} : (tensor<1x1x1x?xi64>, tensor<4xi64>) -> tensor<?x1x1x?xi64>
+  %bu = folio.onnx_node "Unsqueeze"(%be, %im1) {opset = 18 : i64} : (tensor<?x1x1x?xi64>, tensor<1xi64>) -> tensor<?x1x1x?x1xi64>
+  %ku = folio.onnx_node "Unsqueeze"(%ke, %im1) {opset = 18 : i64} : (tensor<?x1x1x?xi64>, tensor<1xi64>) -> tensor<?x1x1x?x1xi64>
+  %idx = folio.onnx_node "Concat"(%bu, %ku) {opset = 18 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<?x1x1x?x1xi64>, tensor<?x1x1x?x1xi64>) -> tensor<?x1x1x?x2xi64>
+  %amb = folio.onnx_node "Cast"(%am) {opset = 18 : i64, onnx_attributes = {to = 9 : i64}} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %pad = folio.onnx_node "GatherND"(%amb, %idx) {opset = 18 : i64} : (tensor<?x?xi1>, tensor<?x1x1x?x2xi64>) -> tensor<?x1x1x?xi1>
+  %qr = folio.onnx_node "Range"(%s0, %tot, %s1) {opset = 18 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q2 = folio.onnx_node "Unsqueeze"(%qr, %i1) {opset = 18 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k2 = folio.onnx_node "Unsqueeze"(%kr, %i0) {opset = 18 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = folio.onnx_node "LessOrEqual"(%k2, %q2) {opset = 18 : i64} : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = folio.onnx_node "And"(%causal, %pad) {opset = 18 : i64} : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %ninf = arith.constant dense<0xFF800000> : tensor<f32>
+  %masked = folio.onnx_node "Where"(%keep, %s, %ninf) {opset = 18 : i64} : (tensor<?x1x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %p = folio.onnx_node "Softmax"(%masked) {opset = 18 : i64, onnx_attributes = {axis = 3 : i64}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = folio.onnx_node "MatMul"(%p, %v) {opset = 18 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}
