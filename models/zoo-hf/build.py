@@ -7,10 +7,12 @@ references in the protocol of models/zoo (models/zoo/refdriver.py) and a manifes
     .venv/bin/python models/zoo-hf/build.py --only llama gpt2
     .venv/bin/python models/zoo-hf/build.py --forms optimum optimum_nocache
     .venv/bin/python models/zoo-hf/build.py --forms genai
+    .venv-dynamo/bin/python models/zoo-hf/build.py --forms dynamo dynamo_o23
     .venv/bin/python models/zoo-hf/build.py --search-seeds  # re-pick SEEDS
 
 Needs models/zoo-hf/requirements.txt (torch, transformers, onnx, onnxruntime, numpy, optimum-onnx
-for the optimum forms, onnxruntime-genai for the genai form, pinned).
+for the optimum forms, onnxruntime-genai for the genai form, pinned); the dynamo forms need the
+newer torch and onnxscript of models/zoo-hf/requirements-dynamo.txt, in a venv of their own.
 Deterministic: fixed seeds and prompts, single-threaded ORT and torch, fixed zip timestamps.
 Which fixtures Folio supports, and the compile error of the others, is kept in SUPPORT below and
 written to the manifest; models/zoo-hf/run_check.py checks both in the test suite.
@@ -95,7 +97,12 @@ FORMS = {
     "optimum_nocache": ("sdpa", False, None),
     # ONNX Runtime GenAI's model builder; the torch reference runs eager attention.
     "genai": ("eager", True, False),
+    # torch.onnx.export(..., dynamo=True) at opset 18 (its default) and 23.
+    "dynamo": ("sdpa", True, True),
+    "dynamo_o23": ("sdpa", True, True),
 }
+# The dynamo forms' opsets.
+DYNAMO_OPSETS = {"dynamo": 18, "dynamo_o23": 23}
 FORM_DOC = {
     "sdpa_cached": "torch.onnx.export (TorchScript, opset 17) of XForCausalLM with "
                    "attn_implementation='sdpa' (transformers' default): input_ids, attention_mask, "
@@ -123,6 +130,13 @@ FORM_DOC = {
              "seqlens_k = ReduceSum(attention_mask) - 1), (Skip)SimplifiedLayerNormalization "
              "(Phi: LayerNormalization, SkipLayerNormalization, Gelu); saved as one file (the "
              "builder writes the weights to model.onnx.data)",
+    "dynamo": "torch.onnx.export(..., dynamo=True, opset_version=18) (torch.export, then onnxscript's "
+              "torchlib) of XForCausalLM with attn_implementation='sdpa' and transformers' own "
+              "mask functions (vmap over the mask function; the padding mask is looked up with "
+              "GatherND): I/O as sdpa_cached; batch_size, sequence_length and "
+              "past_sequence_length as torch.export.Dim, the attention_mask's length "
+              "Dim.AUTO (named by torch)",
+    "dynamo_o23": "as dynamo at opset_version=23",
 }
 # Forms exported by optimum-cli, with its --task.
 OPTIMUM_TASKS = {"optimum": "text-generation-with-past", "optimum_nocache": "text-generation"}
@@ -150,6 +164,7 @@ FORM_ARCHS = {
     "sdpa_nocache": POSITION_ARCHS,
     "sdpa_nocache_nopos": POSITION_ARCHS,
     "sdpa_cached_guard": ["llama"],
+    "dynamo_o23": POSITION_ARCHS,
     # Gemma 2 is left out: Optimum exports it with SDPA, which in transformers drops the attention
     # soft-cap, so ONNX Runtime disagrees with the soft-capped (eager) PyTorch model.
     "optimum": [a for a in CONFIGS if a != "gemma2"],
@@ -175,6 +190,14 @@ SUPPORT["llama/sdpa_cached_guard"] = "supported"
 SUPPORT.update({f"{arch}/{form}": "supported" for form in OPTIMUM_TASKS
                 for arch in FORM_ARCHS[form]})
 SUPPORT.update({f"{arch}/genai": "supported" for arch in FORM_ARCHS["genai"]})
+# The dynamo forms are refused for now. At opset 18, onnxscript's SDPA decomposition transposes
+# the keys through 3-D (Reshape [B*H, L, D] -> Transpose(0, 2, 1) -> Reshape [B, H, D, L]), which
+# attention raising does not yet take for a transpose of the keys; at opset 23 it writes ONNX
+# Attention fed by keys and values repeated for GQA (Unsqueeze -> Expand -> Reshape of the KV
+# concat), which page-kv does not yet fold into the attention.
+DYNAMO_REFUSED = {"dynamo": "are not a Transpose of [batch, heads, keys, head_dim]",
+                  "dynamo_o23": "is still used here after paging the KV cache"}
+SUPPORT.update({f"{arch}/{form}": why for form, why in DYNAMO_REFUSED.items() for arch in CONFIGS})
 # Forms transformers itself cannot build, with its reason (filled in by build_arch).
 NOT_BUILT = {}
 
@@ -401,7 +424,46 @@ def dummy_inputs(model, cached, with_pos, batch=2, seq=3, past=4):
     return tuple(args)
 
 
+def export_dynamo(model, form, path):
+    """torch.onnx.export(dynamo=True) as a user runs it on transformers' model: transformers' own
+    mask functions (the broadcast rewrites above are for the TorchScript exporter only)."""
+    if tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) < (2, 9):
+        raise SystemExit(f"{form}: torch {torch.__version__} cannot export transformers "
+                         f"{transformers.__version__}'s masks with dynamo=True (vmap); run "
+                         f"build.py in a venv with models/zoo-hf/requirements-dynamo.txt")
+    _, cached, with_pos = FORMS[form]
+    ins, outs, dyn = io_names(model, cached, with_pos)
+    dims = {n: torch.export.Dim(n, min=1, max=4096)
+            for n in ("batch_size", "sequence_length", "past_sequence_length")}
+    shapes = [{axis: dims.get(name, torch.export.Dim.AUTO) for axis, name in dyn[n].items()}
+              for n in ins]
+    wrapper = Wrapper(model, cached, with_pos).eval()
+    registry = masking_utils.ALL_MASK_ATTENTION_FUNCTIONS
+    registry.register("sdpa", masking_utils.sdpa_mask)
+    registry.register("eager", masking_utils.eager_mask)
+    try:
+        with torch.no_grad():
+            torch.onnx.export(wrapper, dummy_inputs(model, cached, with_pos), str(path),
+                              input_names=ins, output_names=outs,
+                              dynamic_shapes=(shapes[0], shapes[1], tuple(shapes[2:])),
+                              opset_version=DYNAMO_OPSETS[form], dynamo=True,
+                              external_data=False, verbose=False)
+    finally:
+        registry.register("sdpa", sdpa_mask_broadcast)
+        registry.register("eager", eager_mask_broadcast)
+    # The exporter annotates every node with torch's source locations and module path
+    # (metadata_props, ~1.8 KB a node, most of the file); they do not change what the graph
+    # computes and are dropped to keep the fixtures small.
+    m = onnx.load(str(path))
+    for n in m.graph.node:
+        del n.metadata_props[:]
+        n.doc_string = ""
+    onnx.save(m, str(path))
+
+
 def export(model, form, path):
+    if form in DYNAMO_OPSETS:
+        return export_dynamo(model, form, path)
     if form in GENAI_FORMS:
         return export_genai(model, path)
     if form in OPTIMUM_TASKS:
@@ -506,6 +568,10 @@ def producer(form, m):
         opset = max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
         return (f"optimum-onnx {v['optimum-onnx']} (optimum {v['optimum']}), {base}: optimum-cli "
                 f"export onnx --task {OPTIMUM_TASKS[form]} (opset {opset})")
+    if form in DYNAMO_OPSETS:
+        from importlib.metadata import version
+        return (f"{base}, onnxscript {version('onnxscript')}: torch.onnx.export(dynamo=True, "
+                f"opset {DYNAMO_OPSETS[form]})")
     return f"{base} torch.onnx.export (TorchScript, opset {OPSET})"
 
 
@@ -655,14 +721,25 @@ def main():
         if e["form"] in FORMS:
             e["folio"] = SUPPORT.get(e["name"], "untried")
     total = sum(e["bytes"] + e["reference_bytes"] for e in entries)
+    # The dynamo forms come from a venv of their own (requirements-dynamo.txt): each venv's
+    # versions are recorded when it builds its forms, and kept otherwise.
+    from importlib.metadata import version
+    base = {"transformers": transformers.__version__, "torch": torch.__version__.split("+")[0],
+            "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
+            "numpy": np.__version__}
+    versions = old.get("versions", {}) if manifest_path.exists() else {}
+    dynamo_versions = old.get("dynamo_versions", {}) if manifest_path.exists() else {}
+    if any(f not in DYNAMO_OPSETS for f in forms):
+        versions = {**base, **optimum_versions(), **genai_versions()}
+    if any(f in DYNAMO_OPSETS for f in forms):
+        dynamo_versions = {**base, "onnxscript": version("onnxscript")}
     manifest = {
         "description": "Folio Hugging Face zoo: tiny random-weight XForCausalLM models from transformers' "
                        "own modeling code, exported to ONNX, with ONNX Runtime greedy-generation references "
                        "in the protocol of models/zoo. See models/README.md.",
         "generator": "models/zoo-hf/build.py",
-        "versions": {"transformers": transformers.__version__, "torch": torch.__version__.split("+")[0],
-                     "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
-                     "numpy": np.__version__, **optimum_versions(), **genai_versions()},
+        "versions": versions,
+        "dynamo_versions": dynamo_versions,
         "protocol": "as models/zoo/manifest.json 'protocol' (models/zoo/refdriver.py)",
         "total_bytes": total,
         "not_built": dict(sorted(NOT_BUILT.items())),
