@@ -98,6 +98,14 @@ Value floatConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(type, values));
 }
 
+/// Element `i` of a row of uint8 codes packed as MatMulNBits packs B (and
+/// its zero points): 4 bits two a byte, low nibble first, or 8 bits a byte.
+int packedCode(const uint8_t *row, int64_t i, int64_t bits) {
+  if (bits == 8)
+    return row[i];
+  return i % 2 ? row[i / 2] >> 4 : row[i / 2] & 0xf;
+}
+
 std::string baseName(ONNXNodeOp node) {
   std::string name = node.getNodeName().str();
   return name.empty() ? "quantized_weight" : name;
@@ -229,9 +237,7 @@ bool mlir::folio::raiseMatMulNBits(OpBuilder &b, ONNXNodeOp node) {
     for (int64_t c = 0; c < k; ++c) {
       int64_t blk = c / blockSize, i = c % blockSize;
       const uint8_t *blob = b8->data() + (r * blocks + blk) * blobBytes;
-      int q =
-          bits == 4 ? (i % 2 ? blob[i / 2] >> 4 : blob[i / 2] & 0xf) : blob[i];
-      codes[size_t(r * k + c)] = int8_t(q - offset);
+      codes[size_t(r * k + c)] = int8_t(packedCode(blob, i, bits) - offset);
     }
   std::vector<int8_t> zeroCodes;
   if (zeros) {
@@ -239,9 +245,8 @@ bool mlir::folio::raiseMatMulNBits(OpBuilder &b, ONNXNodeOp node) {
     for (int64_t r = 0; r < n; ++r)
       for (int64_t blk = 0; blk < blocks; ++blk) {
         const uint8_t *row = zeros->data() + r * zeroRowBytes;
-        int z = bits == 4 ? (blk % 2 ? row[blk / 2] >> 4 : row[blk / 2] & 0xf)
-                          : row[blk];
-        zeroCodes[size_t(r * blocks + blk)] = int8_t(z - offset);
+        zeroCodes[size_t(r * blocks + blk)] =
+            int8_t(packedCode(row, blk, bits) - offset);
       }
   }
   Location loc = node.getLoc();
@@ -269,78 +274,72 @@ bool mlir::folio::raiseMatMulNBits(OpBuilder &b, ONNXNodeOp node) {
   return true;
 }
 
-Value mlir::folio::raiseGatherBlockQuantizedTable(OpBuilder &b,
-                                                  ONNXNodeOp node) {
+std::optional<QuantizedWeight>
+mlir::folio::readGatherBlockQuantizedTable(ONNXNodeOp node) {
   Value data = getONNXInput(node, 0), scale = getONNXInput(node, 2),
         zero = getONNXInput(node, 3);
   RankedTensorType dataType = staticTensor(data);
   auto outType = dyn_cast<RankedTensorType>(node.getResult(0).getType());
   if (!dataType || dataType.getRank() != 2 || !outType ||
       !outType.getElementType().isF32())
-    return {};
+    return std::nullopt;
   auto dataInt = dyn_cast<IntegerType>(dataType.getElementType());
   if (!dataInt)
-    return {};
+    return std::nullopt;
   bool packed = dataInt.isUnsigned() && dataInt.getWidth() == 8;
   int64_t bits = packed ? getONNXIntAttr(node, "bits", 4) : 4;
   int64_t blockSize = getONNXIntAttr(node, "block_size", 128);
   if ((!packed && dataInt.getWidth() != 4) || (bits != 4 && bits != 8) ||
       blockSize < 16)
-    return {};
+    return std::nullopt;
   int64_t rows = dataType.getDimSize(0), stored = dataType.getDimSize(1);
   int64_t k = packed ? stored * 8 / bits : stored;
   int64_t blocks = (k + blockSize - 1) / blockSize;
   std::optional<std::vector<uint8_t>> raw = readBytes(data);
   std::optional<std::vector<float>> scales = readFloats(scale);
   if (!raw || !scales || int64_t(scales->size()) != rows * blocks)
-    return {};
+    return std::nullopt;
   std::optional<std::vector<uint8_t>> zeros;
   int64_t zeroRowBytes = packed ? (blocks * bits + 7) / 8 : blocks;
   if (zero) {
     zeros = readBytes(zero);
     if (!zeros || int64_t(zeros->size()) != rows * zeroRowBytes)
-      return {};
+      return std::nullopt;
   }
   // Signed codes as everywhere else (QuantizedWeights.h): unsigned values
   // and zero points shift by 2^(bits-1). Packed uint8 data's absent zero
   // point is 2^(bits-1), which becomes 0; uint4's is 0, which becomes -8.
   bool isUnsigned = dataInt.isUnsigned();
   int offset = isUnsigned ? 1 << (bits - 1) : 0;
-  auto element = [&](const uint8_t *row, int64_t i) {
-    if (!packed || bits == 8)
-      return int(row[i]);
-    return int(i % 2 ? row[i / 2] >> 4 : row[i / 2] & 0xf);
+  // int4/uint4 data holds one code per byte (its low 4 bits, as MLIR
+  // stores sub-byte integers; int4 sign-extended from them).
+  int64_t packing = packed ? bits : 8;
+  auto value = [&](const uint8_t *row, int64_t i) {
+    int v = packedCode(row, i, packing);
+    return packed || isUnsigned ? v : ((v & 0xf) ^ 8) - 8;
   };
-  std::vector<int8_t> codes(size_t(rows * k));
+  QuantizedWeight q;
+  q.rows = rows;
+  q.cols = k;
+  q.bits = int(bits);
+  q.colBlock = blockSize;
+  q.scaleRows = rows;
+  q.scaleCols = blocks;
+  q.scales = std::move(*scales);
+  q.codes.resize(size_t(rows * k));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < k; ++c)
-      codes[size_t(r * k + c)] =
-          int8_t(element(raw->data() + r * stored, c) - offset);
-  std::vector<int8_t> zeroCodes;
+      q.codes[size_t(r * k + c)] =
+          int8_t(value(raw->data() + r * stored, c) - offset);
   if (zeros || (isUnsigned && !packed)) {
-    zeroCodes.assign(size_t(rows * blocks), int8_t(-offset));
+    q.zeros.assign(size_t(rows * blocks), int8_t(-offset));
     if (zeros)
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < blocks; ++j)
-          zeroCodes[size_t(r * blocks + j)] =
-              int8_t(element(zeros->data() + r * zeroRowBytes, j) - offset);
+          q.zeros[size_t(r * blocks + j)] =
+              int8_t(value(zeros->data() + r * zeroRowBytes, j) - offset);
   }
-  Location loc = node.getLoc();
-  b.setInsertionPoint(node);
-  Type codeType = b.getIntegerType(unsigned(bits));
-  std::string name = baseName(node);
-  Value codeValue =
-      byteConstant(b, loc, RankedTensorType::get({rows, k}, codeType), codes,
-                   name + "_codes");
-  Value scaleValue = floatConstant(b, loc, {rows, blocks}, *scales);
-  Value zeroValue;
-  if (!zeroCodes.empty())
-    zeroValue =
-        byteConstant(b, loc, RankedTensorType::get({rows, blocks}, codeType),
-                     zeroCodes, name + "_zero_points");
-  return b.create<DequantizeOp>(
-      loc, RankedTensorType::get({rows, k}, b.getF32Type()), codeValue,
-      scaleValue, zeroValue, b.getI64IntegerAttr(blockSize));
+  return q;
 }
 
 Value mlir::folio::createDequantizedConstant(OpBuilder &b, Location loc,
@@ -351,14 +350,20 @@ Value mlir::folio::createDequantizedConstant(OpBuilder &b, Location loc,
       readQuantizedWeight(weight.getDefiningOp(), why);
   if (failed(q))
     return {};
-  int64_t rows = transpose ? q->cols : q->rows,
-          cols = transpose ? q->rows : q->cols;
+  return createDequantizedConstant(b, loc, *q, transpose, name);
+}
+
+Value mlir::folio::createDequantizedConstant(OpBuilder &b, Location loc,
+                                             const QuantizedWeight &q,
+                                             bool transpose, StringRef name) {
+  int64_t rows = transpose ? q.cols : q.rows,
+          cols = transpose ? q.rows : q.cols;
   AsmResourceBlob blob =
       HeapAsmResourceBlob::allocate(size_t(rows * cols) * 4, 64);
   auto *out = reinterpret_cast<float *>(blob.getMutableData().data());
-  for (int64_t i = 0; i < q->rows; ++i)
-    for (int64_t j = 0; j < q->cols; ++j)
-      out[transpose ? j * q->rows + i : i * q->cols + j] = q->valueAt(i, j);
+  for (int64_t i = 0; i < q.rows; ++i)
+    for (int64_t j = 0; j < q.cols; ++j)
+      out[transpose ? j * q.rows + i : i * q.cols + j] = q.valueAt(i, j);
   auto type = RankedTensorType::get({rows, cols}, b.getF32Type());
   return b.create<arith::ConstantOp>(
       loc,

@@ -6,18 +6,19 @@
 // com.microsoft MatMulNBits (ONNX Runtime GenAI's model builder and Olive:
 // int4 or int8 codes in blocks along K, a scale and optional zero point per
 // block), with com.microsoft GatherBlockQuantized for an embedding table
-// quantized the same way. All become one folio.dequantize over constants:
-// signed codes (i8, or i4 for 4 bits; unsigned codes and zero points are
-// shifted by 128 or 8, which leaves code - zero unchanged), f32 scales and
-// zero points of the data's rank, and block_size for blocks. The plan
-// stores it packed from those codes (compiler/Plan/StoreWeights.h); an
-// embedding gathers from a dequantized f32 copy.
+// quantized the same way. The weights become one folio.dequantize over
+// constants: signed codes (i8, or i4 for 4 bits; unsigned codes and zero
+// points are shifted by 128 or 8, which leaves code - zero unchanged), f32
+// scales and zero points of the data's rank, and block_size for blocks. The
+// plan stores it packed from those codes (compiler/Plan/StoreWeights.h). An
+// embedding gathers from a dequantized f32 copy of its table.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FOLIO_RAISE_QUANTIZEDWEIGHTS_H
 #define FOLIO_RAISE_QUANTIZEDWEIGHTS_H
 
+#include "dialects/Folio/IR/ConstantData.h"
 #include "dialects/Folio/IR/FolioOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -39,10 +40,9 @@ bool raiseMatMulNBits(OpBuilder &b, ONNXNodeOp node);
 /// The [rows, K] table a com.microsoft GatherBlockQuantized gathers from
 /// (the embedding form its shape inference accepts: constant int4/uint4
 /// codes, or uint8 ones packed as MatMulNBits packs B, with constant scales
-/// and zero points), as a folio.dequantize built before `node`; null, with
-/// nothing built, when an input is not such a constant or the result is not
-/// f32.
-Value raiseGatherBlockQuantizedTable(OpBuilder &b, ONNXNodeOp node);
+/// and zero points), in the canonical signed form; nullopt when an input is
+/// not such a constant or the result is not f32.
+std::optional<QuantizedWeight> readGatherBlockQuantizedTable(ONNXNodeOp node);
 
 /// An f32 constant holding the values of `weight`, a folio.dequantize over
 /// constants, transposed when `transpose`, in a resource named `name`:
@@ -51,6 +51,12 @@ Value raiseGatherBlockQuantizedTable(OpBuilder &b, ONNXNodeOp node);
 /// rank-2 weight.
 Value createDequantizedConstant(OpBuilder &b, Location loc, Value weight,
                                 bool transpose, StringRef name);
+
+/// The same for a quantized weight already read (a quantized embedding
+/// table that is not in the IR as a folio.dequantize).
+Value createDequantizedConstant(OpBuilder &b, Location loc,
+                                const QuantizedWeight &weight, bool transpose,
+                                StringRef name);
 
 } // namespace mlir::folio
 

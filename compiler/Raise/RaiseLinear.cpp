@@ -311,17 +311,14 @@ struct RaiseLinearPass
         dyn_cast_or_null<RankedTensorType>(ids ? ids.getType() : Type());
     if (!idsType || idsType.getRank() < 1)
       return;
-    Value weight = raiseGatherBlockQuantizedTable(b, gather);
+    std::optional<QuantizedWeight> weight =
+        readGatherBlockQuantizedTable(gather);
     if (!weight)
       return;
-    std::string tableName =
-        "folio_embedding_table_" + std::to_string(transposedTables + 1);
-    Value table = createDequantizedConstant(b, gather.getLoc(), weight,
-                                            /*transpose=*/false, tableName);
-    weight.getDefiningOp()->erase();
-    if (!table)
-      return;
-    ++transposedTables;
+    b.setInsertionPoint(gather);
+    Value table = createDequantizedConstant(
+        b, gather.getLoc(), *weight, /*transpose=*/false,
+        "folio_embedding_table_" + std::to_string(++transposedTables));
     createEmbedding(b, gather, table, ids);
   }
 
