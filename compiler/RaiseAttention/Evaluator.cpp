@@ -213,6 +213,27 @@ static int64_t toIndex(double v) {
   return int64_t(v);
 }
 
+/// The row-major offset, over dims `first` .. `first + depth` of `shape`,
+/// of the index tuple `tuple` (ScatterND's and GatherND's indices; negative
+/// entries count from the end); failure, with `error` naming the entry,
+/// when one is out of range.
+static FailureOr<int64_t> tupleOffset(ArrayRef<int64_t> shape, int64_t first,
+                                      const double *tuple, int64_t depth,
+                                      std::string &error) {
+  int64_t offset = 0;
+  for (int64_t d = 0; d < depth; ++d) {
+    int64_t size = shape[first + d], i = toIndex(tuple[d]);
+    int64_t at = i < 0 ? i + size : i;
+    if (at < 0 || at >= size) {
+      error = "index " + std::to_string(i) + " is out of range for dim " +
+              std::to_string(first + d) + " of size " + std::to_string(size);
+      return failure();
+    }
+    offset = offset * size + at;
+  }
+  return offset;
+}
+
 void ONNXEvaluator::bind(Value value, ConcreteTensor tensor) {
   values[value] = std::move(tensor);
 }
@@ -929,23 +950,14 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
     if (tuples == 0)
       return set(t);
     int64_t perBatchTuples = tuples / batches; // batches > 0: tuples > 0
+    std::string error;
     for (int64_t n = 0; n < tuples; ++n) {
-      int64_t offset = 0;
-      for (int64_t d = 0; d < depth; ++d) {
-        int64_t size = a->shape[batch + d];
-        int64_t i = toIndex(b->data[n * depth + d]);
-        if (i < 0)
-          i += size;
-        if (i < 0 || i >= size)
-          return fail(op, "GatherND index " +
-                              std::to_string(toIndex(b->data[n * depth + d])) +
-                              " is out of range for dim " +
-                              std::to_string(batch + d) + " of size " +
-                              std::to_string(size));
-        offset = offset * size + i;
-      }
+      FailureOr<int64_t> offset =
+          tupleOffset(a->shape, batch, &b->data[n * depth], depth, error);
+      if (failed(offset))
+        return fail(op, "GatherND " + error);
       auto begin = a->data.begin() + (n / perBatchTuples) * perBatchData +
-                   offset * slice;
+                   *offset * slice;
       t.data.insert(t.data.end(), begin, begin + slice);
     }
     return set(t);
@@ -972,21 +984,15 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
                           " elements, not indices x slice = " +
                           std::to_string(count * slice));
     ConcreteTensor t = *a;
+    std::string error;
     for (int64_t n = 0; n < count; ++n) {
-      int64_t offset = 0;
-      for (int64_t d = 0; d < depth; ++d) {
-        int64_t i = toIndex(b->data[n * depth + d]);
-        if (i < 0)
-          i += a->shape[d];
-        if (i < 0 || i >= a->shape[d])
-          return fail(op, "ScatterND index " + std::to_string(i) +
-                              " is out of range for dim " + std::to_string(d) +
-                              " of size " + std::to_string(a->shape[d]));
-        offset = offset * a->shape[d] + i;
-      }
+      FailureOr<int64_t> offset =
+          tupleOffset(a->shape, 0, &b->data[n * depth], depth, error);
+      if (failed(offset))
+        return fail(op, "ScatterND " + error);
       std::copy(updates->data.begin() + n * slice,
                 updates->data.begin() + (n + 1) * slice,
-                t.data.begin() + offset * slice);
+                t.data.begin() + *offset * slice);
     }
     return set(t);
   }

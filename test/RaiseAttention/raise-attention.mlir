@@ -224,7 +224,7 @@ func.func @nan_guard(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio
 
 // CHECK-LABEL: func @gathernd_padding_mask
 // CHECK-NOT: "GatherND"
-// CHECK: folio.attention
+// CHECK: folio.attention %arg2, %arg3, %arg4, %arg1 {scale = 1.000000e+00 : f64}
 // CHECK-NOT: "GatherND"
 func.func @gathernd_padding_mask(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
                                  %am: tensor<?x?xi64> {folio.onnx_name = "attention_mask", folio.dim_names = ["batch_size", "sequence_length"]},
@@ -258,6 +258,52 @@ func.func @gathernd_padding_mask(%ids: tensor<?x?xi64> {folio.onnx_name = "input
   %idx = folio.onnx_node "Concat"(%bu, %ku) {opset = 18 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<?x1x1x?x1xi64>, tensor<?x1x1x?x1xi64>) -> tensor<?x1x1x?x2xi64>
   %amb = folio.onnx_node "Cast"(%am) {opset = 18 : i64, onnx_attributes = {to = 9 : i64}} : (tensor<?x?xi64>) -> tensor<?x?xi1>
   %pad = folio.onnx_node "GatherND"(%amb, %idx) {opset = 18 : i64} : (tensor<?x?xi1>, tensor<?x1x1x?x2xi64>) -> tensor<?x1x1x?xi1>
+  %qr = folio.onnx_node "Range"(%s0, %tot, %s1) {opset = 18 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q2 = folio.onnx_node "Unsqueeze"(%qr, %i1) {opset = 18 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k2 = folio.onnx_node "Unsqueeze"(%kr, %i0) {opset = 18 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = folio.onnx_node "LessOrEqual"(%k2, %q2) {opset = 18 : i64} : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = folio.onnx_node "And"(%causal, %pad) {opset = 18 : i64} : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %ninf = arith.constant dense<0xFF800000> : tensor<f32>
+  %masked = folio.onnx_node "Where"(%keep, %s, %ninf) {opset = 18 : i64} : (tensor<?x1x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %p = folio.onnx_node "Softmax"(%masked) {opset = 18 : i64, onnx_attributes = {axis = 3 : i64}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = folio.onnx_node "MatMul"(%p, %v) {opset = 18 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// The same padding mask looked up with GatherND over batch_dims = 1: each
+// sequence's row of the attention_mask indexed by the key positions
+// (indices [batch, total, 1]).
+
+// CHECK-LABEL: func @gathernd_batch_dims_padding_mask
+// CHECK-NOT: "GatherND"
+// CHECK: folio.attention %arg2, %arg3, %arg4, %arg1 {scale = 1.000000e+00 : f64}
+// CHECK-NOT: "GatherND"
+func.func @gathernd_batch_dims_padding_mask(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                                 %am: tensor<?x?xi64> {folio.onnx_name = "attention_mask", folio.dim_names = ["batch_size", "sequence_length"]},
+                                 %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                                 %k: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                                 %v: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> tensor<?x2x?x4xf32> {
+  %kt = folio.onnx_node "Transpose"(%k) {opset = 18 : i64, onnx_attributes = {perm = array<i64: 0, 1, 3, 2>}} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = folio.onnx_node "MatMul"(%q, %kt) {opset = 18 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %shape = folio.onnx_node "Shape"(%am) {opset = 18 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %s0 = arith.constant dense<0> : tensor<i64>
+  %s1 = arith.constant dense<1> : tensor<i64>
+  %i0 = arith.constant dense<0> : tensor<1xi64>
+  %i1 = arith.constant dense<1> : tensor<1xi64>
+  %i2 = arith.constant dense<2> : tensor<1xi64>
+  %im1 = arith.constant dense<-1> : tensor<1xi64>
+  %bsz = folio.onnx_node "Gather"(%shape, %s0) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %tot = folio.onnx_node "Gather"(%shape, %s1) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %br = folio.onnx_node "Range"(%s0, %bsz, %s1) {opset = 18 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %kr = folio.onnx_node "Range"(%s0, %tot, %s1) {opset = 18 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %be = folio.onnx_node "Expand"(%kr, %shape) {opset = 18 : i64} : (tensor<?xi64>, tensor<2xi64>) -> tensor<?x?xi64>
+  %idx = folio.onnx_node "Unsqueeze"(%be, %im1) {opset = 18 : i64} : (tensor<?x?xi64>, tensor<1xi64>) -> tensor<?x?x1xi64>
+  %amb = folio.onnx_node "Cast"(%am) {opset = 18 : i64, onnx_attributes = {to = 9 : i64}} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %pad2 = folio.onnx_node "GatherND"(%amb, %idx) {opset = 18 : i64, onnx_attributes = {batch_dims = 1 : i64}} : (tensor<?x?xi1>, tensor<?x?x1xi64>) -> tensor<?x?xi1>
+  %pshape = arith.constant dense<[0, 1, 1, -1]> : tensor<4xi64>
+  %pad = folio.onnx_node "Reshape"(%pad2, %pshape) {opset = 18 : i64} : (tensor<?x?xi1>, tensor<4xi64>) -> tensor<?x1x1x?xi1>
   %qr = folio.onnx_node "Range"(%s0, %tot, %s1) {opset = 18 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
   %q2 = folio.onnx_node "Unsqueeze"(%qr, %i1) {opset = 18 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
   %k2 = folio.onnx_node "Unsqueeze"(%kr, %i0) {opset = 18 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
