@@ -294,33 +294,33 @@ def dequant_gather_table(n, inits):
     assert (attr(n, "gather_axis", 0), attr(n, "quantize_axis", 1)) == (0, 1), n.name
     data = inits[n.input[0]]
     assert data.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4), n.name
-    q = tensor_values(data)
-    bs = attr(n, "block_size", 128)
-    s = np.repeat(numpy_helper.to_array(inits[n.input[2]]).astype(np.float32), bs,
-                  axis=1)[:, :q.shape[1]]
-    z = 0
-    if len(n.input) > 3 and n.input[3]:
-        z = np.repeat(tensor_values(inits[n.input[3]]), bs, axis=1)[:, :q.shape[1]]
-    return ((q - z) * s).astype(np.float32)
+    z = tensor_values(inits[n.input[3]]) if len(n.input) > 3 and n.input[3] else 0
+    return dequant_blocked(tensor_values(data), numpy_helper.to_array(inits[n.input[2]]), z,
+                           axis=1, bs=attr(n, "block_size", 128))
 
 
-def dequant_dq(n, inits):
-    q = tensor_values(inits[n.input[0]])
-    s = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)
-    z = tensor_values(inits[n.input[2]]) if len(n.input) > 2 and n.input[2] else 0
-    axis, bs = attr(n, "axis", 1), attr(n, "block_size", 0)
-    if bs:  # blocked along axis: repeat scale / zero point rows
-        s = np.repeat(s, bs, axis=axis)[:q.shape[0]] if axis == 0 else \
-            np.repeat(s, bs, axis=axis)[:, :q.shape[1]]
-        if not np.isscalar(z):
-            z = np.repeat(z, bs, axis=axis)[:q.shape[0]] if axis == 0 else \
-                np.repeat(z, bs, axis=axis)[:, :q.shape[1]]
-    else:  # per axis: a 1-D scale along `axis`
+def dequant_blocked(q, s, z, axis, bs):
+    """(q - z) * s for DequantizeLinear's scale forms: blocked along `axis` (bs > 0: scale and
+    zero point rows repeated bs times) or per axis (a 1-D scale along `axis`)."""
+    s = np.asarray(s, dtype=np.float32)
+    if bs:
+        def expand(v):
+            v = np.repeat(v, bs, axis=axis)
+            return v[:q.shape[0]] if axis == 0 else v[:, :q.shape[1]]
+        s = expand(s)
+        z = z if np.isscalar(z) else expand(z)
+    else:
         shape = [1] * q.ndim
         shape[axis] = -1
         s = s.reshape(shape)
         z = z if np.isscalar(z) else np.asarray(z).reshape(shape)
     return ((q - z) * s).astype(np.float32)
+
+
+def dequant_dq(n, inits):
+    z = tensor_values(inits[n.input[2]]) if len(n.input) > 2 and n.input[2] else 0
+    return dequant_blocked(tensor_values(inits[n.input[0]]), numpy_helper.to_array(inits[n.input[1]]),
+                           z, attr(n, "axis", 1), attr(n, "block_size", 0))
 
 
 def float_qdq_nodes(q, dq, inits):
