@@ -208,6 +208,15 @@ LogicalResult inferGroupQueryAttention(ONNXInferenceContext &ctx) {
   return success();
 }
 
+/// ONNX Runtime's block-quantized ops (MatMulNBits, GatherBlockQuantized)
+/// take blocks of a power of 2 >= 16.
+LogicalResult checkBlockSize(ONNXInferenceContext &ctx, int64_t blockSize) {
+  if (blockSize < 16 || (blockSize & (blockSize - 1)) != 0)
+    return ctx.emitError() << "block_size " << blockSize
+                           << " must be a power of 2 >= 16";
+  return success();
+}
+
 /// com.microsoft MatMulNBits (ONNX Runtime's model builder and Olive write
 /// it for int4 weights): Y[..., N] = A[..., K] x dequant(B)^T (+ bias),
 /// B the [N, ceil(K / block_size), block_size * bits / 8] uint8 codes of
@@ -230,9 +239,8 @@ LogicalResult inferMatMulNBits(ONNXInferenceContext &ctx) {
   if (*bits != 4 && *bits != 8)
     return ctx.emitError() << "bits " << *bits
                            << " is not supported; supported: 4, 8";
-  if (*blockSize < 16 || (*blockSize & (*blockSize - 1)) != 0)
-    return ctx.emitError() << "block_size " << *blockSize
-                           << " must be a power of 2 >= 16";
+  if (failed(checkBlockSize(ctx, *blockSize)))
+    return failure();
   if (ctx.hasInput(4))
     return ctx.emitError() << "g_idx (input 4, act-order weights) is not "
                               "supported; export without act-order";
@@ -319,9 +327,8 @@ LogicalResult inferGatherBlockQuantized(ONNXInferenceContext &ctx) {
     return ctx.emitError() << "bits " << *bits << " is not supported for "
                            << data.elementType << " data; supported: 4"
                            << (nibbles ? "" : ", 8");
-  if (*blockSize < 16 || (*blockSize & (*blockSize - 1)) != 0)
-    return ctx.emitError() << "block_size " << *blockSize
-                           << " must be a power of 2 >= 16";
+  if (failed(checkBlockSize(ctx, *blockSize)))
+    return failure();
   if (!isIntegerLike(indices.elementType))
     return ctx.emitError() << "indices must be integers, got "
                            << indices.elementType;
