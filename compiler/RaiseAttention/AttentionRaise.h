@@ -27,6 +27,15 @@ Value createAttention(AttentionContext &ctx, Operation *anchor, Value q,
                       Value k, Value v, const MaskClass &mask, double scale,
                       double softcap);
 
+/// The KV heads under a grouped-query repeat: when `k` and `v` are their
+/// [B, Hkv, L, D] caches repeated to [B, Hq, L, D] (Reshape(Expand|Tile(
+/// Unsqueeze(kv, 2))), as transformers' repeat_kv exports), replaces them
+/// with the caches themselves, so that attention reads (and page-kv pages)
+/// the concat the model returns. Fails with `error` for a repeat that is not
+/// grouped-query attention's or one that only one of k and v goes through.
+LogicalResult stripKVRepeat(ONNXShapeInference &inf, Value &k, Value &v,
+                            std::string &error);
+
 /// Opset-23 `Attention`.
 LogicalResult raiseONNXAttention(AttentionContext &ctx, ONNXNodeOp node);
 /// com.microsoft `GroupQueryAttention`.

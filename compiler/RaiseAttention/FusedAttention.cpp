@@ -96,6 +96,14 @@ LogicalResult mlir::folio::raiseONNXAttention(AttentionContext &ctx,
                     getONNXIntAttr(node, "kv_num_heads", 0));
   if (failed(ops))
     return failure();
+  // torchlib feeds Attention k and v already repeated for grouped-query
+  // attention (the op could take the KV heads as they are); attention reads
+  // the KV concat itself, as the model returns it, so that page-kv pages it.
+  // A past given to the op is concatenated to the unrepeated heads, so the
+  // repeat can only be the exporter's when there is none.
+  std::string message;
+  if (!pastKey && failed(stripKVRepeat(ctx.inference, ops->k, ops->v, message)))
+    return fusedError(node) << message;
   ops->keys = appendPast(ctx, node, "/folio_present_key", pastKey, ops->k);
   ops->values =
       appendPast(ctx, node, "/folio_present_value", pastValue, ops->v);
@@ -107,7 +115,6 @@ LogicalResult mlir::folio::raiseONNXAttention(AttentionContext &ctx,
     form = getElementTypeOrSelf(mask.getType()).isInteger(1)
                ? MaskForm::KeepIfTrue
                : MaskForm::Additive;
-  std::string message;
   FailureOr<MaskClass> maskClass =
       ctx.masks.classify(mask, form, getONNXIntAttr(node, "is_causal", 0) != 0,
                          ops->q, 2, ops->keys, 2, message);

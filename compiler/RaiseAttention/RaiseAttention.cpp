@@ -193,6 +193,41 @@ static Value combineMasks(ONNXNodeBuilder &nb, Location loc, StringRef name,
   return combined;
 }
 
+/// The keys k [B, H, L, D] when `kt` is k^T built through three dims, as
+/// torchlib's SDPA decomposition writes it at opset 18:
+/// Reshape(Transpose(Reshape(k, [B*H, L, D]), [0, 2, 1]), [B, H, D, L]).
+/// Reshape is row-major, so the inner one keeps each [L, D] slice of k whole
+/// when its last two dims are k's, and the outer one splits B*H back the way
+/// the inner one merged it when it ends in [B, H] then the transposed slice:
+/// those dims, symbol by symbol, are what makes it k^T; the element counts
+/// that Reshape itself checks do the rest.
+static Value matchFoldedKeyTranspose(ONNXShapeInference &inf, Value kt) {
+  ONNXNodeOp outer = matchONNX(kt, "Reshape");
+  ONNXNodeOp transpose =
+      outer ? matchONNX(outer.getInputs()[0], "Transpose") : ONNXNodeOp();
+  auto perm =
+      transpose ? transpose.getOnnxAttributes().getAs<DenseI64ArrayAttr>("perm")
+                : DenseI64ArrayAttr();
+  if (!perm || perm.asArrayRef() != ArrayRef<int64_t>{0, 2, 1})
+    return {};
+  ONNXNodeOp inner = matchONNX(transpose.getInputs()[0], "Reshape");
+  if (!inner)
+    return {};
+  Value k = inner.getInputs()[0];
+  std::optional<SmallVector<AffineExpr, 4>> kDims = getDims(inf, k),
+                                            flat = getDims(inf,
+                                                           inner.getResult(0)),
+                                            out = getDims(inf, kt);
+  if (!kDims || !flat || !out || kDims->size() != 4 || flat->size() != 3 ||
+      out->size() != 4 || llvm::is_contained(*kDims, AffineExpr()))
+    return {};
+  const SmallVector<AffineExpr, 4> &d = *kDims;
+  if ((*flat)[1] != d[2] || (*flat)[2] != d[3] ||
+      *out != SmallVector<AffineExpr, 4>{d[0], d[1], d[3], d[2]})
+    return {};
+  return k;
+}
+
 /// Removes a GQA repeat from [B, Hq, L, D] and returns [B, Hkv, L, D]:
 /// Reshape(Expand|Tile(Unsqueeze(kv, 2))) or, for one KV head, Tile.
 static FailureOr<Value> stripRepeat(Value value, ONNXShapeInference &inf,
@@ -245,6 +280,35 @@ static FailureOr<Value> stripRepeat(Value value, ONNXShapeInference &inf,
     }
   }
   return value;
+}
+
+/// "node 'x'" for a node's result, "a graph input" for an argument.
+static std::string describeProducer(Value value) {
+  Operation *def = value.getDefiningOp();
+  return def ? "node " + describeNode(def) : std::string("a graph input");
+}
+
+LogicalResult mlir::folio::stripKVRepeat(ONNXShapeInference &inf, Value &k,
+                                         Value &v, std::string &error) {
+  FailureOr<Value> keys = stripRepeat(k, inf, error);
+  if (failed(keys))
+    return failure();
+  FailureOr<Value> values = stripRepeat(v, inf, error);
+  if (failed(values))
+    return failure();
+  // Stripping one side only would pair Hkv key heads with Hq value heads.
+  std::optional<int64_t> keyHeads = getConstDim(inf, *keys, 1),
+                         valueHeads = getConstDim(inf, *values, 1);
+  if ((*keys == k) != (*values == v) &&
+      (!keyHeads || !valueHeads || *keyHeads != *valueHeads)) {
+    error = "the keys (from " + describeProducer(k) + ") and values (from " +
+            describeProducer(v) +
+            ") are not repeated alike for grouped-query attention";
+    return failure();
+  }
+  k = *keys;
+  v = *values;
+  return success();
 }
 
 Value mlir::folio::createAttention(AttentionContext &ctx, Operation *anchor,
@@ -432,14 +496,18 @@ LogicalResult RaiseAttentionPass::raiseDecomposed(AttentionContext &ctx,
   auto perm =
       transpose ? transpose.getOnnxAttributes().getAs<DenseI64ArrayAttr>("perm")
                 : DenseI64ArrayAttr();
-  if (!perm || perm.size() != 4 || perm[0] != 0)
+  Value k = matchFoldedKeyTranspose(inf, kt);
+  if (k)
+    k = stripScales(k, qkScale);
+  else if (!perm || perm.size() != 4 || perm[0] != 0)
     return error(qk) << "the keys of node " << describeNode(qk)
                      << " are not a Transpose of [batch, heads, keys, "
                         "head_dim]";
-  Value k = stripScales(transpose.getInputs()[0], qkScale);
+  else
+    k = stripScales(transpose.getInputs()[0], qkScale);
   // Inside a soft-cap the q/k scales still multiply the raw scores.
   double scale = chain->scale * qkScale;
-  if (perm.asArrayRef() != ArrayRef<int64_t>{0, 1, 3, 2}) {
+  if (perm && perm.asArrayRef() != ArrayRef<int64_t>{0, 1, 3, 2}) {
     // k^T = transpose(k0, perm): k = transpose(k0, perm with the last two
     // swapped).
     SmallVector<int64_t> keyPerm(perm.asArrayRef());
@@ -454,10 +522,7 @@ LogicalResult RaiseAttentionPass::raiseDecomposed(AttentionContext &ctx,
   Value v = stripCasts(pv.getInputs()[1]);
 
   std::string message;
-  FailureOr<Value> kvKeys = stripRepeat(k, inf, message);
-  FailureOr<Value> kvValues =
-      succeeded(kvKeys) ? stripRepeat(v, inf, message) : FailureOr<Value>();
-  if (failed(kvKeys) || failed(kvValues))
+  if (failed(stripKVRepeat(inf, k, v, message)))
     return error(softmax) << message;
 
   FailureOr<MaskClass> maskClass =
@@ -491,8 +556,8 @@ LogicalResult RaiseAttentionPass::raiseDecomposed(AttentionContext &ctx,
                           << chain->softcap << ", window " << maskClass->window
                           << (guard ? ", NaN guard dropped" : "") << "\n");
   ctx.nodes.getBuilder().setInsertionPoint(pv);
-  Value attention = createAttention(ctx, pv, q, *kvKeys, *kvValues, *maskClass,
-                                    scale, chain->softcap);
+  Value attention =
+      createAttention(ctx, pv, q, k, v, *maskClass, scale, chain->softcap);
   if (!attention)
     return failure();
   if (attention.getType() != pv.getResult(0).getType() &&

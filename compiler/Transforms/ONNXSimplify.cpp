@@ -203,6 +203,41 @@ Value expandFakeQuantization(ONNXNodeOp dq, ONNXShapeInference &inference,
   return v;
 }
 
+/// GatherND with batch_dims 0 and constant indices one coordinate deep,
+/// [..., 1], is Gather on axis 0 with those indices less their last dim:
+/// both give indices.shape[:-1] + data.shape[1:], row for row (negative
+/// indices alike). torch.export writes `x[:, :, [i]]` this way (Falcon's
+/// key and value heads out of its fused QKV); as Gather it is data
+/// movement the later passes know. Returns the Gather, or null.
+Value gatherNDAsGather(ONNXNodeOp node, ONNXShapeInference &inference,
+                       OpBuilder &builder) {
+  if (node.getOpType() != "GatherND" || !node.getDomain().empty() ||
+      node.getInputs().size() != 2 || node.getNumResults() != 1 ||
+      getONNXIntAttr(node, "batch_dims", 0) != 0)
+    return {};
+  Value indices = node.getInputs()[1];
+  auto type = dyn_cast<RankedTensorType>(indices.getType());
+  std::optional<SmallVector<int64_t>> values = getIntConstants(indices);
+  const ONNXValueFacts *facts = inference.lookup(node.getResult(0));
+  if (!type || !type.hasStaticShape() || type.getRank() < 1 ||
+      type.getShape().back() != 1 || !values || !facts)
+    return {};
+  auto flatType =
+      RankedTensorType::get(type.getShape().drop_back(), builder.getI64Type());
+  builder.setInsertionPoint(node);
+  auto flatValue = DenseElementsAttr::get(flatType, ArrayRef(*values));
+  auto flat = builder.create<arith::ConstantOp>(node.getLoc(), flatValue);
+  inference.setFacts(flat, inference.factsForConstant(flatValue));
+  auto gather = builder.create<ONNXNodeOp>(
+      node.getLoc(), TypeRange{node.getResult(0).getType()}, "Gather", "",
+      node.getOpset(), node.getNodeName(),
+      builder.getDictionaryAttr(
+          builder.getNamedAttr("axis", builder.getI64IntegerAttr(0))),
+      ArrayRef<int64_t>{}, ValueRange{node.getInputs()[0], flat});
+  inference.setFacts(gather.getResult(0), *facts);
+  return gather.getResult(0);
+}
+
 struct ONNXSimplifyPass
     : mlir::folio::impl::FolioONNXSimplifyPassBase<ONNXSimplifyPass> {
   void runOnOperation() override {
@@ -256,6 +291,10 @@ struct ONNXSimplifyPass
           node.getResult(0).replaceAllUsesWith(expanded);
           continue;
         }
+      if (Value gather = gatherNDAsGather(node, inference, builder)) {
+        node.getResult(0).replaceAllUsesWith(gather);
+        continue;
+      }
       if (Value input = forwardedInput(node, inference)) {
         Type type = node.getResult(0).getType();
         if (input.getType() != type) {

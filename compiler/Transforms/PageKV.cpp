@@ -120,6 +120,7 @@ private:
   LogicalResult planPositions();
   LogicalResult replacePositions();
   LogicalResult rewriteLogits();
+  void foldPastShapes();
   LogicalResult dropImportedInterface();
 
   func::FuncOp func;
@@ -436,6 +437,86 @@ LogicalResult Rewriter::rewriteLogits() {
   return success();
 }
 
+/// Dim `d` of a past input as the paged entry knows it: batch 1 (the tokens
+/// are one flattened sequence, as input_ids becomes [1, T]) and the static
+/// heads and head_dim; not the past length, which differs per sequence.
+static std::optional<int64_t> pagedPastDim(RankedTensorType type, int64_t d) {
+  if (d == 0)
+    return 1;
+  if (d == 2 || type.isDynamicDim(d))
+    return std::nullopt;
+  return type.getDimSize(d);
+}
+
+/// Replaces `value` with the i64 constant `values` if its type holds them.
+static bool replaceWithConstant(OpBuilder &b, Value value,
+                                ArrayRef<int64_t> values) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isInteger(64) ||
+      type.getNumElements() != int64_t(values.size()))
+    return false;
+  b.setInsertionPointAfterValue(value);
+  value.replaceAllUsesWith(
+      b.create<arith::ConstantOp>(value.getLoc(),
+                                  DenseElementsAttr::get(type, values))
+          .getResult());
+  return true;
+}
+
+/// Replaces reads of a past input's batch, heads or head_dim through Shape
+/// (its start/end range, or Gather of constant indices from it) with
+/// constants: torch.export takes the batch size from the first layer's past.
+/// A read of the past length is left for dropImportedInterface to refuse.
+void Rewriter::foldPastShapes() {
+  for (Value past : roles.pastArgs) {
+    auto type = dyn_cast<RankedTensorType>(past.getType());
+    if (!type || type.getRank() != 4)
+      continue;
+    for (Operation *user : llvm::make_early_inc_range(past.getUsers())) {
+      auto shape = dyn_cast<ONNXNodeOp>(user);
+      if (!shape || shape.getOpType() != "Shape" || !shape.getDomain().empty())
+        continue;
+      auto clampDim = [](int64_t d) {
+        return std::clamp<int64_t>(d < 0 ? d + 4 : d, 0, 4);
+      };
+      int64_t start = clampDim(getONNXIntAttr(shape, "start", 0));
+      int64_t end = clampDim(getONNXIntAttr(shape, "end", 4));
+      SmallVector<std::optional<int64_t>> dims;
+      for (int64_t d = start; d < end; ++d)
+        dims.push_back(pagedPastDim(type, d));
+      Value result = shape.getResult(0);
+      if (llvm::all_of(dims, [](auto d) { return d.has_value(); })) {
+        SmallVector<int64_t> values;
+        for (std::optional<int64_t> d : dims)
+          values.push_back(*d);
+        replaceWithConstant(b, result, values);
+        continue;
+      }
+      for (Operation *use : llvm::make_early_inc_range(result.getUsers())) {
+        auto gather = dyn_cast<ONNXNodeOp>(use);
+        if (!gather || gather.getOpType() != "Gather" ||
+            !gather.getDomain().empty() || gather.getInputs().size() != 2 ||
+            gather.getInputs()[0] != result ||
+            getONNXIntAttr(gather, "axis", 0) != 0)
+          continue;
+        std::optional<SmallVector<int64_t>> indices =
+            getIntConstants(gather.getInputs()[1]);
+        if (!indices)
+          continue;
+        SmallVector<int64_t> values;
+        for (int64_t i : *indices) {
+          int64_t n = int64_t(dims.size());
+          if (i < -n || i >= n || !dims[i < 0 ? i + n : i])
+            break;
+          values.push_back(*dims[i < 0 ? i + n : i]);
+        }
+        if (values.size() == indices->size())
+          replaceWithConstant(b, gather.getResult(0), values);
+      }
+    }
+  }
+}
+
 /// Drops the imported inputs and outputs; fails naming what still uses one.
 LogicalResult Rewriter::dropImportedInterface() {
   // Results first: present.* keep the past inputs alive through Concat.
@@ -446,6 +527,8 @@ LogicalResult Rewriter::dropImportedInterface() {
   func.setAllResultAttrs(ArrayRef<DictionaryAttr>{b.getDictionaryAttr(
       b.getNamedAttr(kNameAttr, b.getStringAttr("logits")))});
 
+  eraseDeadOps(func);
+  foldPastShapes();
   eraseDeadOps(func);
 
   llvm::BitVector drop(func.getNumArguments());

@@ -131,3 +131,41 @@ func.func @stacked_bias(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>) -> ten
   %o = folio.onnx_node "MatMul"(%p, %k) {opset = 17 : i64} : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   return %o : tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// Tests that keys reshaped through [batch, heads * keys, head_dim] instead of
+// [batch * heads, keys, head_dim] before Transpose(0, 2, 1) and the Reshape
+// to [batch, heads, head_dim, keys] are not taken for a transpose of the
+// keys: the shapes line up, the elements do not.
+
+func.func @keys_folded_across_heads(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %fshape = arith.constant dense<[1, 6, 4]> : tensor<3xi64>
+  %kf = folio.onnx_node "Reshape"(%k, %fshape) {opset = 18 : i64} : (tensor<1x2x3x4xf32>, tensor<3xi64>) -> tensor<1x6x4xf32>
+  %kft = folio.onnx_node "Transpose"(%kf) {opset = 18 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1>}} : (tensor<1x6x4xf32>) -> tensor<1x4x6xf32>
+  %oshape = arith.constant dense<[1, 2, 4, 3]> : tensor<4xi64>
+  %kt = folio.onnx_node "Reshape"(%kft, %oshape) {opset = 18 : i64} : (tensor<1x4x6xf32>, tensor<4xi64>) -> tensor<1x2x4x3xf32>
+  // expected-error @+1 {{attention at node 'Softmax': the keys of node 'qk' are not a Transpose of [batch, heads, keys, head_dim]}}
+  %s = folio.onnx_node "MatMul"(%q, %kt) {node_name = "qk", opset = 18 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = folio.onnx_node "Softmax"(%s) {opset = 18 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = folio.onnx_node "MatMul"(%p, %v) {opset = 18 : i64} : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// Tests that opset-23 Attention whose keys are repeated for grouped-query
+// attention but whose values have as many heads as the queries is refused:
+// the KV heads of the two differ.
+
+func.func @onnx_attention_keys_repeated_alone(%q: tensor<1x2x3x4xf32>, %k1: tensor<1x1x3x4xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %a2 = arith.constant dense<2> : tensor<1xi64>
+  %eshape = arith.constant dense<[1, 1, 2, 3, 4]> : tensor<5xi64>
+  %rshape = arith.constant dense<[1, 2, 3, 4]> : tensor<4xi64>
+  %ku = folio.onnx_node "Unsqueeze"(%k1, %a2) {opset = 23 : i64} : (tensor<1x1x3x4xf32>, tensor<1xi64>) -> tensor<1x1x1x3x4xf32>
+  %ke = folio.onnx_node "Expand"(%ku, %eshape) {opset = 23 : i64} : (tensor<1x1x1x3x4xf32>, tensor<5xi64>) -> tensor<1x1x2x3x4xf32>
+  %kr = folio.onnx_node "Reshape"(%ke, %rshape) {node_name = "repeat_k", opset = 23 : i64} : (tensor<1x1x2x3x4xf32>, tensor<4xi64>) -> tensor<1x2x3x4xf32>
+  // expected-error @+1 {{Attention node 'attn': the keys (from node 'repeat_k') and values (from a graph input) are not repeated alike for grouped-query attention}}
+  %o = folio.onnx_node "Attention"(%q, %kr, %v) {node_name = "attn", opset = 23 : i64, onnx_attributes = {is_causal = 1 : i64}} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}

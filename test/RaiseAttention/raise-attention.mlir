@@ -315,3 +315,92 @@ func.func @gathernd_batch_dims_padding_mask(%ids: tensor<?x?xi64> {folio.onnx_na
   %o = folio.onnx_node "MatMul"(%p, %v) {opset = 18 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %o : tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// Tests keys transposed through three dims, as torchlib's SDPA
+// decomposition writes them at opset 18: Reshape(k, [-1, keys, head_dim]),
+// Transpose(0, 2, 1), Reshape back to [batch, heads, head_dim, keys], with
+// sqrt(scale) on q and on the transposed keys. folio.attention reads k itself
+// at scale 0.5, and the three nodes are erased.
+
+// CHECK-LABEL: func @folded_key_transpose
+// CHECK-SAME: (%{{.*}}, %[[Q:.*]]: tensor<?x2x?x4xf32> {{.*}}, %[[K:.*]]: tensor<?x2x?x4xf32> {{.*}}, %[[V:.*]]: tensor<?x2x?x4xf32>
+// CHECK-NOT: "Reshape"
+// CHECK: %[[O:.*]] = folio.attention %[[Q]], %[[K]], %[[V]] {scale = 0.49999998
+// CHECK-NEXT: return %[[O]]
+func.func @folded_key_transpose(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                                %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                                %k: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                                %v: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> tensor<?x2x?x4xf32> {
+  %kshape = folio.onnx_node "Shape"(%k) {opset = 18 : i64} : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %c0 = arith.constant dense<0> : tensor<1xi64>
+  %c1 = arith.constant dense<1> : tensor<1xi64>
+  %c2 = arith.constant dense<2> : tensor<1xi64>
+  %c3 = arith.constant dense<3> : tensor<1xi64>
+  %c4 = arith.constant dense<4> : tensor<1xi64>
+  %cm1 = arith.constant dense<-1> : tensor<1xi64>
+  %bh = folio.onnx_node "Slice"(%kshape, %c0, %c2) {opset = 18 : i64} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %l = folio.onnx_node "Slice"(%kshape, %c2, %c3) {opset = 18 : i64} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %d = folio.onnx_node "Slice"(%kshape, %c3, %c4) {opset = 18 : i64} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %fshape = folio.onnx_node "Concat"(%cm1, %l, %d) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %kf = folio.onnx_node "Reshape"(%k, %fshape) {opset = 18 : i64} : (tensor<?x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x4xf32>
+  %kft = folio.onnx_node "Transpose"(%kf) {opset = 18 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1>}} : (tensor<?x?x4xf32>) -> tensor<?x4x?xf32>
+  %oshape = folio.onnx_node "Concat"(%bh, %d, %l) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %kt = folio.onnx_node "Reshape"(%kft, %oshape) {opset = 18 : i64} : (tensor<?x4x?xf32>, tensor<4xi64>) -> tensor<?x2x4x?xf32>
+  %root = arith.constant dense<0.70710677> : tensor<f32>
+  %qs = folio.onnx_node "Mul"(%q, %root) {opset = 18 : i64} : (tensor<?x2x?x4xf32>, tensor<f32>) -> tensor<?x2x?x4xf32>
+  %kts = folio.onnx_node "Mul"(%kt, %root) {opset = 18 : i64} : (tensor<?x2x4x?xf32>, tensor<f32>) -> tensor<?x2x4x?xf32>
+  %s = folio.onnx_node "MatMul"(%qs, %kts) {opset = 18 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %shape = folio.onnx_node "Shape"(%ids) {opset = 18 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %seq = folio.onnx_node "Slice"(%shape, %c1, %c2, %c0) {opset = 18 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %sq = folio.onnx_node "Concat"(%seq, %seq) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %full = folio.onnx_node "ConstantOfShape"(%sq) {opset = 18 : i64, onnx_attributes = {value = dense<0xFF800000> : tensor<1xf32>}} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %one = arith.constant dense<1> : tensor<i64>
+  %tri = folio.onnx_node "Trilu"(%full, %one) {opset = 18 : i64, onnx_attributes = {upper = 1 : i64}} : (tensor<?x?xf32>, tensor<i64>) -> tensor<?x?xf32>
+  %m = folio.onnx_node "Add"(%s, %tri) {opset = 18 : i64} : (tensor<?x2x?x?xf32>, tensor<?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = folio.onnx_node "Softmax"(%m) {opset = 18 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = folio.onnx_node "MatMul"(%p, %v) {opset = 18 : i64} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// Tests opset-23 Attention fed keys and values repeated for grouped-query
+// attention (Unsqueeze -> Expand -> Reshape of the cache concat, as torchlib
+// writes transformers' repeat_kv): folio.attention reads the concat's 1 KV
+// head, so that page-kv pages it, and the repeat is erased.
+
+// CHECK-LABEL: func @onnx_attention_repeated_kv
+// CHECK: %[[KC:.*]] = folio.onnx_node "Concat"
+// CHECK: %[[VC:.*]] = folio.onnx_node "Concat"
+// CHECK-NOT: "Expand"
+// CHECK: folio.attention %{{.*}}, %[[KC]], %[[VC]] {scale = 5.000000e-01 : f64} : (tensor<?x2x?x4xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x2x?x4xf32>
+func.func @onnx_attention_repeated_kv(%ids: tensor<?x?xi64> {folio.onnx_name = "input_ids", folio.dim_names = ["batch_size", "sequence_length"]},
+                                      %pk: tensor<?x1x?x4xf32> {folio.onnx_name = "past_key_values.0.key", folio.dim_names = ["batch_size", "", "past_sequence_length", ""]},
+                                      %pv: tensor<?x1x?x4xf32> {folio.onnx_name = "past_key_values.0.value", folio.dim_names = ["batch_size", "", "past_sequence_length", ""]},
+                                      %q: tensor<?x2x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                                      %knew: tensor<?x1x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]},
+                                      %vnew: tensor<?x1x?x4xf32> {folio.dim_names = ["batch_size", "", "sequence_length", ""]}) -> (tensor<?x2x?x4xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) {
+  %kc = folio.onnx_node "Concat"(%pk, %knew) {opset = 23 : i64, onnx_attributes = {axis = -2 : i64}} : (tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %vc = folio.onnx_node "Concat"(%pv, %vnew) {opset = 23 : i64, onnx_attributes = {axis = -2 : i64}} : (tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %a2 = arith.constant dense<2> : tensor<1xi64>
+  %kshape = folio.onnx_node "Shape"(%kc) {opset = 23 : i64} : (tensor<?x1x?x4xf32>) -> tensor<4xi64>
+  %i0 = arith.constant dense<0> : tensor<1xi64>
+  %i1 = arith.constant dense<1> : tensor<1xi64>
+  %i2 = arith.constant dense<2> : tensor<1xi64>
+  %i3 = arith.constant dense<3> : tensor<1xi64>
+  %c4 = arith.constant dense<4> : tensor<1xi64>
+  %b = folio.onnx_node "Slice"(%kshape, %i0, %i1) {opset = 23 : i64} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %l = folio.onnx_node "Slice"(%kshape, %i2, %i3) {opset = 23 : i64} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %eshape = folio.onnx_node "Concat"(%b, %i1, %i2, %l, %c4) {opset = 23 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %rshape = folio.onnx_node "Concat"(%b, %i2, %l, %c4) {opset = 23 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %ku = folio.onnx_node "Unsqueeze"(%kc, %a2) {opset = 23 : i64} : (tensor<?x1x?x4xf32>, tensor<1xi64>) -> tensor<?x1x1x?x4xf32>
+  %ke = folio.onnx_node "Expand"(%ku, %eshape) {opset = 23 : i64} : (tensor<?x1x1x?x4xf32>, tensor<5xi64>) -> tensor<?x1x2x?x4xf32>
+  %kr = folio.onnx_node "Reshape"(%ke, %rshape) {opset = 23 : i64} : (tensor<?x1x2x?x4xf32>, tensor<4xi64>) -> tensor<?x2x?x4xf32>
+  %vu = folio.onnx_node "Unsqueeze"(%vc, %a2) {opset = 23 : i64} : (tensor<?x1x?x4xf32>, tensor<1xi64>) -> tensor<?x1x1x?x4xf32>
+  %ve = folio.onnx_node "Expand"(%vu, %eshape) {opset = 23 : i64} : (tensor<?x1x1x?x4xf32>, tensor<5xi64>) -> tensor<?x1x2x?x4xf32>
+  %vr = folio.onnx_node "Reshape"(%ve, %rshape) {opset = 23 : i64} : (tensor<?x1x2x?x4xf32>, tensor<4xi64>) -> tensor<?x2x?x4xf32>
+  %o = folio.onnx_node "Attention"(%q, %kr, %vr) {opset = 23 : i64, onnx_attributes = {is_causal = 1 : i64, scale = 5.000000e-01 : f32}} : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %kc, %vc : tensor<?x2x?x4xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>
+}

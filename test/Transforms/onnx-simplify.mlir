@@ -133,3 +133,25 @@ func.func @activation_qdq_per_channel(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %a = folio.onnx_node "DequantizeLinear"(%q, %s) {opset = 21 : i64} : (tensor<?x8xui8>, tensor<8xf32>) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
+
+// -----
+
+// Tests that GatherND with batch_dims 0 and constant indices one coordinate
+// deep (torch.export's `x[[i]]`: Falcon's key head out of its fused QKV) is
+// Gather on axis 0 with the indices less their last dim, negative ones
+// included; deeper indices or a variable index stay GatherND.
+
+// CHECK-LABEL: func @gathernd_one_deep
+// CHECK: %[[I:.*]] = arith.constant dense<-2> : tensor<1xi64>
+// CHECK: %[[G:.*]] = folio.onnx_node "Gather"(%arg0, %[[I]]) {node_name = "pick_key", onnx_attributes = {axis = 0 : i64}, opset = 18 : i64} : (tensor<6x?x?x8xf32>, tensor<1xi64>) -> tensor<1x?x?x8xf32>
+// CHECK: folio.onnx_node "GatherND"(%arg0, %{{.*}}) {{.*}} : (tensor<6x?x?x8xf32>, tensor<1x2xi64>)
+// CHECK: folio.onnx_node "GatherND"(%arg0, %arg1)
+// CHECK: return %[[G]]
+func.func @gathernd_one_deep(%x: tensor<6x?x?x8xf32>, %idx: tensor<1x1xi64>) -> (tensor<1x?x?x8xf32>, tensor<1x?x8xf32>, tensor<1x?x?x8xf32>) {
+  %c = arith.constant dense<[[-2]]> : tensor<1x1xi64>
+  %g = folio.onnx_node "GatherND"(%x, %c) {node_name = "pick_key", opset = 18 : i64} : (tensor<6x?x?x8xf32>, tensor<1x1xi64>) -> tensor<1x?x?x8xf32>
+  %c2 = arith.constant dense<[[1, 0]]> : tensor<1x2xi64>
+  %g2 = folio.onnx_node "GatherND"(%x, %c2) {opset = 18 : i64} : (tensor<6x?x?x8xf32>, tensor<1x2xi64>) -> tensor<1x?x8xf32>
+  %g3 = folio.onnx_node "GatherND"(%x, %idx) {opset = 18 : i64} : (tensor<6x?x?x8xf32>, tensor<1x1xi64>) -> tensor<1x?x?x8xf32>
+  return %g, %g2, %g3 : tensor<1x?x?x8xf32>, tensor<1x?x8xf32>, tensor<1x?x?x8xf32>
+}

@@ -226,3 +226,31 @@ func.func @main(%ids: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"], folio
   %logits = folio.linear %o3, %head : (tensor<?x?x8xf32>, tensor<8x16xf32>) -> tensor<?x?x16xf32>
   return %logits : tensor<?x?x16xf32>
 }
+
+// -----
+
+// Tests that a graph reading the past length off a past input's shape for
+// something other than masks and positions (here, scaling the logits) is
+// refused: serving has no one past length, each sequence has its own.
+
+func.func @main(%ids: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"], folio.onnx_name = "input_ids"},
+                %pk: tensor<?x1x?x8xf32> {folio.dim_names = ["batch", "", "past", ""], folio.onnx_name = "past_key_values.0.key"},
+                %pv: tensor<?x1x?x8xf32> {folio.dim_names = ["batch", "", "past", ""], folio.onnx_name = "past_key_values.0.value"})
+    -> (tensor<?x?x8xf32> {folio.onnx_name = "logits"}, tensor<?x1x?x8xf32> {folio.onnx_name = "present.0.key"}, tensor<?x1x?x8xf32> {folio.onnx_name = "present.0.value"}) {
+  %table = arith.constant dense<0.5> : tensor<16x8xf32>
+  %h = folio.embedding %table[%ids] : (tensor<16x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+  %split = arith.constant dense<[0, 0, 1, 8]> : tensor<4xi64>
+  %x4 = folio.onnx_node "Reshape"(%h, %split) {opset = 18 : i64} : (tensor<?x?x8xf32>, tensor<4xi64>) -> tensor<?x?x1x8xf32>
+  %xt = folio.onnx_node "Transpose"(%x4) {opset = 18 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x?x1x8xf32>) -> tensor<?x1x?x8xf32>
+  %kc = folio.onnx_node "Concat"(%pk, %xt) {opset = 18 : i64, onnx_attributes = {axis = 2 : i64}} : (tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x1x?x8xf32>
+  %vc = folio.onnx_node "Concat"(%pv, %xt) {opset = 18 : i64, onnx_attributes = {axis = 2 : i64}} : (tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x1x?x8xf32>
+  %o = folio.attention %xt, %kc, %vc {scale = 0.5 : f64} : (tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x1x?x8xf32>
+  %ot = folio.onnx_node "Transpose"(%o) {opset = 18 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x1x?x8xf32>) -> tensor<?x?x1x8xf32>
+  %merge = arith.constant dense<[0, 0, 8]> : tensor<3xi64>
+  %o3 = folio.onnx_node "Reshape"(%ot, %merge) {opset = 18 : i64} : (tensor<?x?x1x8xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  // expected-error @+1 {{input 'past_key_values.0.key' is still used here after paging the KV cache}}
+  %plen = folio.onnx_node "Shape"(%pk) {opset = 18 : i64, onnx_attributes = {start = 2 : i64, end = 3 : i64}} : (tensor<?x1x?x8xf32>) -> tensor<1xi64>
+  %f = folio.onnx_node "Cast"(%plen) {opset = 18 : i64, onnx_attributes = {to = 1 : i64}} : (tensor<1xi64>) -> tensor<1xf32>
+  %scaled = folio.onnx_node "Mul"(%o3, %f) {opset = 18 : i64} : (tensor<?x?x8xf32>, tensor<1xf32>) -> tensor<?x?x8xf32>
+  return %scaled, %kc, %vc : tensor<?x?x8xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>
+}

@@ -251,3 +251,56 @@ module {
     return %logits : tensor<?x?x16xf32>
   }
 }
+
+// -----
+
+// Tests a graph that reads its batch size and KV heads off the past inputs'
+// shapes (torch.export takes sym sizes from whichever input has them):
+// Shape(past.value, 0:1) and Gather(Shape(past.key), [0, 1]) become the
+// constants of the paged batch of one ([1] and [1, 2]); no Shape of a past
+// input is left.
+
+// CHECK-LABEL: func.func @forward(
+// CHECK-NOT: "Shape"
+// CHECK: arith.constant dense<1> : tensor<1xi64>
+// CHECK-NOT: "Shape"
+// CHECK: arith.constant dense<[1, 2]> : tensor<2xi64>
+// CHECK-NOT: "Shape"
+// CHECK: folio.paged_attention
+// CHECK-NOT: "Shape"
+module {
+  func.func @main(%ids: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"], folio.onnx_name = "input_ids"},
+                  %pos: tensor<?x?xi64> {folio.dim_names = ["batch", "seq"], folio.onnx_name = "position_ids"},
+                  %pk: tensor<?x2x?x8xf32> {folio.dim_names = ["batch", "", "past", ""], folio.onnx_name = "past_key_values.0.key"},
+                  %pv: tensor<?x2x?x8xf32> {folio.dim_names = ["batch", "", "past", ""], folio.onnx_name = "past_key_values.0.value"})
+      -> (tensor<?x?x64xf32> {folio.onnx_name = "logits"}, tensor<?x2x?x8xf32> {folio.onnx_name = "present.0.key"}, tensor<?x2x?x8xf32> {folio.onnx_name = "present.0.value"}) {
+    %table = arith.constant dense<0.5> : tensor<64x32xf32>
+    %wq = arith.constant dense<0.1> : tensor<32x32xf32>
+    %wk = arith.constant dense<0.2> : tensor<32x16xf32>
+    %head = arith.constant dense<0.4> : tensor<32x64xf32>
+    %batch = folio.onnx_node "Shape"(%pv) {opset = 18 : i64, onnx_attributes = {start = 0 : i64, end = 1 : i64}} : (tensor<?x2x?x8xf32>) -> tensor<1xi64>
+    %kshape = folio.onnx_node "Shape"(%pk) {opset = 18 : i64} : (tensor<?x2x?x8xf32>) -> tensor<4xi64>
+    %first2 = arith.constant dense<[0, 1]> : tensor<2xi64>
+    %bh = folio.onnx_node "Gather"(%kshape, %first2) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<4xi64>, tensor<2xi64>) -> tensor<2xi64>
+    %qtail = arith.constant dense<[-1, 4, 8]> : tensor<3xi64>
+    %kvtail = arith.constant dense<[-1, 8]> : tensor<2xi64>
+    %split_q = folio.onnx_node "Concat"(%batch, %qtail) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<1xi64>, tensor<3xi64>) -> tensor<4xi64>
+    %split_kv = folio.onnx_node "Concat"(%bh, %kvtail) {opset = 18 : i64, onnx_attributes = {axis = 0 : i64}} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+    %h = folio.embedding %table[%ids] : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+    %q2 = folio.linear %h, %wq : (tensor<?x?x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+    %k2 = folio.linear %h, %wk : (tensor<?x?x32xf32>, tensor<32x16xf32>) -> tensor<?x?x16xf32>
+    %q4 = folio.onnx_node "Reshape"(%q2, %split_q) {opset = 18 : i64} : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x4x8xf32>
+    %qt = folio.onnx_node "Transpose"(%q4) {opset = 18 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x?x4x8xf32>) -> tensor<?x4x?x8xf32>
+    %k4 = folio.onnx_node "Reshape"(%k2, %split_kv) {opset = 18 : i64} : (tensor<?x?x16xf32>, tensor<4xi64>) -> tensor<?x2x?x8xf32>
+    %qr = folio.rotary %qt, %pos {rotary_dim = 8 : i64} : (tensor<?x4x?x8xf32>, tensor<?x?xi64>) -> tensor<?x4x?x8xf32>
+    %kr = folio.rotary %k4, %pos {rotary_dim = 8 : i64} : (tensor<?x2x?x8xf32>, tensor<?x?xi64>) -> tensor<?x2x?x8xf32>
+    %kc = folio.onnx_node "Concat"(%pk, %kr) {opset = 18 : i64, onnx_attributes = {axis = -2 : i64}} : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+    %vc = folio.onnx_node "Concat"(%pv, %k4) {opset = 18 : i64, onnx_attributes = {axis = -2 : i64}} : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+    %o4 = folio.attention %qr, %kc, %vc {scale = 0.35355 : f64} : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %ot = folio.onnx_node "Transpose"(%o4) {opset = 18 : i64, onnx_attributes = {perm = array<i64: 0, 2, 1, 3>}} : (tensor<?x4x?x8xf32>) -> tensor<?x?x4x8xf32>
+    %merge = arith.constant dense<[0, 0, 32]> : tensor<3xi64>
+    %o3 = folio.onnx_node "Reshape"(%ot, %merge) {opset = 18 : i64} : (tensor<?x?x4x8xf32>, tensor<3xi64>) -> tensor<?x?x32xf32>
+    %logits = folio.linear %o3, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+    return %logits, %kc, %vc : tensor<?x?x64xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>
+  }
+}
