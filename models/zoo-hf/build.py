@@ -190,14 +190,8 @@ SUPPORT["llama/sdpa_cached_guard"] = "supported"
 SUPPORT.update({f"{arch}/{form}": "supported" for form in OPTIMUM_TASKS
                 for arch in FORM_ARCHS[form]})
 SUPPORT.update({f"{arch}/genai": "supported" for arch in FORM_ARCHS["genai"]})
-# The dynamo forms are refused for now. At opset 18, onnxscript's SDPA decomposition transposes
-# the keys through 3-D (Reshape [B*H, L, D] -> Transpose(0, 2, 1) -> Reshape [B, H, D, L]), which
-# attention raising does not yet take for a transpose of the keys; at opset 23 it writes ONNX
-# Attention fed by keys and values repeated for GQA (Unsqueeze -> Expand -> Reshape of the KV
-# concat), which page-kv does not yet fold into the attention.
-DYNAMO_REFUSED = {"dynamo": "are not a Transpose of [batch, heads, keys, head_dim]",
-                  "dynamo_o23": "is still used here after paging the KV cache"}
-SUPPORT.update({f"{arch}/{form}": why for form, why in DYNAMO_REFUSED.items() for arch in CONFIGS})
+SUPPORT.update({f"{arch}/{form}": "supported" for form in DYNAMO_OPSETS
+                for arch in FORM_ARCHS.get(form, CONFIGS)})
 # Forms transformers itself cannot build, with its reason (filled in by build_arch).
 NOT_BUILT = {}
 
