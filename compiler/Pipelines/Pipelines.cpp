@@ -28,6 +28,8 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
                         FolioPhase stopAfter) {
   if (stopAfter == FolioPhase::Import)
     return;
+  // f32 values first: every later pass and kernel computes in f32.
+  pm.addPass(createFolioWidenFloatsPass());
   // The configuration first: page-kv reads the block size from the module.
   FolioSetTargetPassOptions targetOptions;
   targetOptions.target = options.target;

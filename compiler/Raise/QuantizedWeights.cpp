@@ -8,7 +8,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
-#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cstring>
@@ -46,39 +45,10 @@ std::optional<std::vector<uint8_t>> readBytes(Value v) {
 
 /// The elements of a constant f32, f16 or bf16 tensor, widened to f32.
 std::optional<std::vector<float>> readFloats(Value v) {
-  RankedTensorType t = staticTensor(v);
   ElementsAttr attr = constantOf(v);
-  if (!t || !attr)
+  if (!staticTensor(v) || !attr)
     return std::nullopt;
-  Type et = t.getElementType();
-  size_t n = size_t(t.getNumElements());
-  size_t size = et.isF32() ? 4 : (et.isF16() || et.isBF16()) ? 2 : 0;
-  if (!size)
-    return std::nullopt;
-  std::vector<char> splat;
-  ArrayRef<char> raw = getConstantBytes(attr, n, size, splat);
-  if (raw.size() != n * size)
-    return std::nullopt;
-  std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (size == 4) {
-      std::memcpy(&out[i], raw.data() + i * 4, 4);
-      continue;
-    }
-    uint16_t bits;
-    std::memcpy(&bits, raw.data() + i * 2, 2);
-    if (et.isBF16()) {
-      uint32_t wide = uint32_t(bits) << 16;
-      std::memcpy(&out[i], &wide, 4);
-      continue;
-    }
-    bool lost;
-    llvm::APFloat h(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits));
-    h.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven,
-              &lost);
-    out[i] = h.convertToFloat();
-  }
-  return out;
+  return readFloatElements(attr);
 }
 
 /// A resource-backed constant of `type` holding `bytes` (codes: one byte

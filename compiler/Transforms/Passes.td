@@ -37,6 +37,28 @@ def FolioSetTargetPass : Pass<"folio-set-target", "::mlir::ModuleOp"> {
   ];
 }
 
+def FolioWidenFloatsPass : Pass<"folio-widen-floats", "::mlir::ModuleOp"> {
+  let summary = "Computes the f16 and bf16 values of an imported graph in f32";
+  let description = [{
+    Folio's kernels compute activations in f32 (weights are stored as
+    `--weight-dtype` says, independently). A graph exported in 16 bits (ONNX
+    Runtime GenAI's model builder at `-p fp16`, a model exported after
+    `.half()`) has f16 or bf16 activations, and every op would need a 16-bit
+    form. This pass retypes every f16 and bf16 tensor to f32 instead:
+    function arguments and results, node results, constants (each value
+    converted exactly: f32 holds every f16 and bf16 number) and the ONNX
+    attributes that name the type (an integer `to`, `dtype` or
+    `output_dtype`, and tensor attributes such as Constant's or
+    ConstantOfShape's `value`). The graph then computes what its f32 twin
+    computes, without the rounding to 16 bits after each op; a Cast to f16
+    becomes a Cast to f32. The module records the source type as
+    `folio.source_float` ("f16" or "bf16"), from which `folioc` stores the
+    weights in that type by default, so that they keep every value exactly.
+    A graph that mixes f16 and bf16 is refused.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def FolioONNXSimplifyPass : Pass<"folio-onnx-simplify", "::mlir::func::FuncOp"> {
   let summary = "Folds shape subgraphs and removes no-op ONNX nodes";
   let description = [{

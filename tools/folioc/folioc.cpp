@@ -174,7 +174,8 @@ cl::opt<std::string> weightDtype(
              "(groups along K with an f16 scale and min each; "
              "--weight-group-size). Default: bf16, and weights the model "
              "stores quantized (MatMulNBits, DequantizeLinear) kept as its "
-             "int4 or int8 codes where the kernels take them exactly"),
+             "int4 or int8 codes where the kernels take them exactly; f16 "
+             "for a model exported in f16"),
     cl::init("bf16"), cl::cat(folioCategory));
 cl::opt<int64_t> weightGroupSize(
     "weight-group-size",
@@ -349,6 +350,13 @@ lowerToPlan(ModuleOp module, std::optional<::folio::plan::ElemType> weights) {
     return plan;
   mlir::folio::StoreWeightsOptions options;
   options.type = *weights;
+  // A model exported in f16 keeps its weights' every value in f16, which
+  // the default bf16 would round.
+  if (!weightDtype.getNumOccurrences())
+    if (auto source = module->getAttrOfType<StringAttr>(
+            mlir::folio::kSourceFloatAttrName);
+        source && source.getValue() == "f16")
+      options.type = ::folio::plan::ElemType::F16;
   options.groupSize = weightGroupSize;
   options.sources = &sources;
   // Without --weight-dtype, weights the model brought quantized keep their

@@ -24,6 +24,12 @@ inline constexpr llvm::StringLiteral kBlockSizeAttrName = "folio.block_size";
 inline constexpr llvm::StringLiteral kKVCalibrationAttrName =
     "folio.kv_calibration";
 
+/// Module attribute written by folio-widen-floats for a graph exported in
+/// 16 bits: "f16" or "bf16", the type its values had before they were
+/// widened to f32.
+inline constexpr llvm::StringLiteral kSourceFloatAttrName =
+    "folio.source_float";
+
 /// The serving entry's arguments, in order, before the per-layer caches.
 inline constexpr llvm::StringLiteral kServingArgNames[] = {
     "tokens",       "positions",    "query_start_loc", "seq_lens",
