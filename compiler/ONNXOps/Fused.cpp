@@ -3,7 +3,8 @@
 //
 // The fused forms decoders arrive in: ONNX opset 23 Attention,
 // RMSNormalization and RotaryEmbedding, and ONNX Runtime's com.microsoft
-// GroupQueryAttention, RotaryEmbedding and (Skip)SimplifiedLayerNormalization,
+// GroupQueryAttention, MultiHeadAttention, RotaryEmbedding and
+// (Skip)SimplifiedLayerNormalization,
 // and com.microsoft MatMulNBits and GatherBlockQuantized (int4 weights and
 // embedding tables).
 //
@@ -208,6 +209,120 @@ LogicalResult inferGroupQueryAttention(ONNXInferenceContext &ctx) {
   return success();
 }
 
+/// com.microsoft MultiHeadAttention (ONNX Runtime GenAI's builder writes it
+/// for fp16 CPU models): query [B, S, N*H], key/value [B, L, N*Hk] or
+/// [B, N, L, H], optional attention_bias [B|1, N|1, S, T] and past
+/// key/value [B, N, P, H]; outputs output [B, S, N*Hv] and present
+/// key/value [B, N, P+L, H]. What Folio does not take is refused here, by
+/// input: packed QKV or KV, bias, key_padding_mask, past_sequence_length,
+/// cache_indirection and the qk output.
+LogicalResult inferMultiHeadAttention(ONNXInferenceContext &ctx) {
+  if (!ctx.hasInput(1) || !ctx.hasInput(2))
+    return ctx.emitError() << "needs key and value (inputs 1 and 2): packed "
+                              "QKV in the query is not supported";
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(requireFloat(ctx, i,
+                            i == 0   ? "query"
+                            : i == 1 ? "key"
+                                     : "value")))
+      return failure();
+  static constexpr const char *kRefused[] = {nullptr,
+                                             nullptr,
+                                             nullptr,
+                                             "bias (input 3)",
+                                             "key_padding_mask (input 4)",
+                                             nullptr,
+                                             nullptr,
+                                             nullptr,
+                                             "past_sequence_length (input 8)",
+                                             "cache_indirection (input 9)"};
+  for (unsigned i = 0; i < ctx.getNumInputs() && i < 10; ++i)
+    if (kRefused[i] && ctx.hasInput(i))
+      return ctx.emitError() << kRefused[i]
+                             << " is not supported; supported: query, key, "
+                                "value, attention_bias, past_key, past_value";
+  if (ctx.getNumOutputs() > 3)
+    return ctx.emitError() << "the qk output is not supported";
+  if (ctx.hasInput(6) != ctx.hasInput(7))
+    return ctx.emitError() << "past_key and past_value come together";
+  FailureOr<int64_t> heads = ctx.getInt("num_heads");
+  FailureOr<int64_t> unidirectional = ctx.getInt("unidirectional", 0);
+  FailureOr<double> scale = ctx.getFloat("scale", 0.0);
+  if (failed(heads) || failed(unidirectional) || failed(scale))
+    return failure();
+  if (*heads <= 0)
+    return ctx.emitError() << "num_heads must be positive, got " << *heads;
+  if (*unidirectional != 0 && *unidirectional != 1)
+    return ctx.emitError() << "unidirectional must be 0 or 1, got "
+                           << *unidirectional;
+  if (*scale < 0)
+    return ctx.emitError() << "scale must be >= 0 (0: 1/sqrt(head_size))";
+  const ONNXValueFacts &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
+  if (std::optional<int64_t> rank = q.getRank(); rank && *rank != 3)
+    return ctx.emitError() << "query has rank " << *rank
+                           << "; it must be [batch, seq, num_heads * "
+                              "head_size] (packed QKV is not supported)";
+  for (unsigned i = 1; i < 3; ++i)
+    if (std::optional<int64_t> rank = ctx.input(i).getRank();
+        rank && *rank != 3 && *rank != 4)
+      return ctx.emitError()
+             << (i == 1 ? "key" : "value") << " has rank " << *rank
+             << "; it must be [batch, kv_seq, num_heads * head_size] or "
+                "[batch, num_heads, kv_seq, head_size] (packed KV is not "
+                "supported)";
+  // Per-head size of a rank-3 [B, L, N*H] or rank-4 [B, N, L, H] input.
+  auto headSize = [&](const ONNXValueFacts &x) -> AffineExpr {
+    if (!x.dims)
+      return {};
+    if (x.dims->size() == 4)
+      return (*x.dims)[3];
+    std::optional<int64_t> hidden = getConstantDim((*x.dims)[2]);
+    return hidden && *hidden % *heads == 0 ? cst(ctx, *hidden / *heads)
+                                           : AffineExpr();
+  };
+  for (unsigned i = 0; i < 3; ++i) {
+    const ONNXValueFacts &x = ctx.input(i);
+    if (!x.dims || x.dims->size() != 3)
+      continue;
+    if (std::optional<int64_t> hidden = getConstantDim((*x.dims)[2]);
+        hidden && *hidden % *heads != 0)
+      return ctx.emitError()
+             << (i == 0   ? "query"
+                 : i == 1 ? "key"
+                          : "value")
+             << " hidden size " << *hidden
+             << " is not a multiple of num_heads (" << *heads << ")";
+  }
+  ONNXValueFacts &out = ctx.output(0);
+  out.elementType = q.elementType;
+  if (q.dims) {
+    AffineExpr hv = headSize(v);
+    out.dims =
+        Dims{(*q.dims)[0], (*q.dims)[1], hv ? hv * *heads : AffineExpr()};
+  }
+  for (unsigned o = 1; o < ctx.getNumOutputs(); ++o) {
+    const ONNXValueFacts &fresh = o == 1 ? k : v;
+    ONNXValueFacts &present = ctx.output(o);
+    present.elementType = fresh.elementType;
+    if (!fresh.dims)
+      continue;
+    bool fourD = fresh.dims->size() == 4;
+    AffineExpr batch = (*fresh.dims)[0];
+    AffineExpr len = fourD ? (*fresh.dims)[2] : (*fresh.dims)[1];
+    unsigned pastIndex = o == 1 ? 6 : 7;
+    if (ctx.hasInput(pastIndex)) {
+      const ONNXValueFacts &past = ctx.input(pastIndex);
+      if (past.dims && past.dims->size() != 4)
+        return ctx.emitError() << "past key/value must be rank 4 [batch, "
+                                  "num_heads, past_seq, head_size]";
+      AffineExpr pastLen = past.dims ? (*past.dims)[2] : AffineExpr();
+      len = pastLen && len ? pastLen + len : AffineExpr();
+    }
+    present.dims = Dims{batch, cst(ctx, *heads), len, headSize(fresh)};
+  }
+  return success();
+}
+
 /// ONNX Runtime's block-quantized ops (MatMulNBits, GatherBlockQuantized)
 /// take blocks of a power of 2 >= 16.
 LogicalResult checkBlockSize(ONNXInferenceContext &ctx, int64_t blockSize) {
@@ -408,6 +523,10 @@ void mlir::folio::appendFusedOps(std::vector<ONNXOpSchema> &table) {
   // the handler.
   table.push_back({kMicrosoftDomain, "GroupQueryAttention", 1, 1, 12, 1, 3,
                    inferGroupQueryAttention});
+  // query, key, value, then bias, key_padding_mask, attention_bias,
+  // past_key, past_value, past_sequence_length, cache_indirection.
+  table.push_back({kMicrosoftDomain, "MultiHeadAttention", 1, 1, 10, 1, 4,
+                   inferMultiHeadAttention});
   // A, B, scales, then zero_points, g_idx and bias (optional).
   table.push_back(
       {kMicrosoftDomain, "MatMulNBits", 1, 3, 6, 1, 1, inferMatMulNBits});

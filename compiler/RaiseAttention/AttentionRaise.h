@@ -38,6 +38,8 @@ LogicalResult stripKVRepeat(ONNXShapeInference &inf, Value &k, Value &v,
 
 /// Opset-23 `Attention`.
 LogicalResult raiseONNXAttention(AttentionContext &ctx, ONNXNodeOp node);
+/// com.microsoft `MultiHeadAttention`.
+LogicalResult raiseMultiHeadAttention(AttentionContext &ctx, ONNXNodeOp node);
 /// com.microsoft `GroupQueryAttention`.
 LogicalResult raiseGroupQueryAttention(AttentionContext &ctx, ONNXNodeOp node);
 

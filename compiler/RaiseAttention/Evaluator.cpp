@@ -482,6 +482,19 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
   auto unsupported = [&]() {
     return fail(op, type + " cannot be evaluated with these inputs");
   };
+  // Shapes ONNX does not broadcast: the graph has no value here.
+  auto misfit = [&](ArrayRef<const ConcreteTensor *> inputs) {
+    std::string shapes;
+    for (const ConcreteTensor *t : inputs) {
+      shapes += shapes.empty() ? "[" : ", [";
+      for (auto [i, d] : llvm::enumerate(t->shape))
+        shapes += (i ? ", " : "") + std::to_string(d);
+      shapes += "]";
+    }
+    undefined = true;
+    return fail(op, type + " is undefined here: shapes " + shapes +
+                        " do not broadcast");
+  };
   auto set = [&](FailureOr<ConcreteTensor> t, unsigned result = 0) {
     if (failed(t))
       return unsupported();
@@ -551,13 +564,18 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
           .Case("Xor",
                 [](Args x) { return double((x[0] != 0) != (x[1] != 0)); })
           .Default(std::nullopt);
-  if (binary && a && b)
+  if (binary && a && b) {
+    if (failed(broadcastShapes({a, b})))
+      return misfit({a, b});
     return set(elementwise({a, b}, resultKind, *binary));
+  }
 
   if (type == "Where") {
     const ConcreteTensor *c = view.in(2);
     if (!a || !b || !c)
       return unsupported();
+    if (failed(broadcastShapes({a, b, c})))
+      return misfit({a, b, c});
     return set(elementwise({a, b, c}, resultKind,
                            [](Args x) { return x[0] != 0 ? x[1] : x[2]; }));
   }
@@ -1008,7 +1026,7 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
     ConcreteTensor shapeOnly = target;
     FailureOr<SmallVector<int64_t, 4>> shape = broadcastShapes({a, &shapeOnly});
     if (failed(shape))
-      return unsupported();
+      return misfit({a, &shapeOnly});
     ConcreteTensor t;
     t.kind = a->kind;
     t.shape = *shape;

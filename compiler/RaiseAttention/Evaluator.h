@@ -66,6 +66,10 @@ public:
   const std::string &getError() const { return error; }
   /// The operation the error is about (may be null).
   Operation *getErrorOp() const { return errorOp; }
+  /// Whether the error is the graph's own: inputs whose shapes ONNX does
+  /// not broadcast (ONNX Runtime fails there too), rather than something
+  /// the evaluator cannot compute.
+  bool isUndefined() const { return undefined; }
 
   /// The dims of `value` from its facts, if all are known under the current
   /// symbol bindings.
@@ -81,6 +85,7 @@ private:
   llvm::DenseMap<unsigned, int64_t> symbols;
   std::string error;
   Operation *errorOp = nullptr;
+  bool undefined = false;
 };
 
 } // namespace mlir::folio

@@ -79,57 +79,57 @@ static double defaultScale(AttentionContext &ctx, Value q4) {
   return d && *d > 0 ? 1.0 / std::sqrt(double(*d)) : 0.0;
 }
 
-LogicalResult mlir::folio::raiseONNXAttention(AttentionContext &ctx,
-                                              ONNXNodeOp node) {
-  if (getONNXInput(node, 6))
-    return fusedError(node) << "nonpad_kv_seqlen is not supported";
-  if (node.getNumResults() > 3 && !node.getResult(3).use_empty())
-    return fusedError(node) << "the qk_matmul_output output is not supported";
-  Value mask = getONNXInput(node, 3);
-  Value pastKey = getONNXInput(node, 4), pastValue = getONNXInput(node, 5);
-  if (bool(pastKey) != bool(pastValue))
+namespace {
+/// What opset-23 Attention and com.microsoft MultiHeadAttention share: q/k/v
+/// (rank 3, split by the head counts, or rank 4), an optional past, a mask
+/// evaluated by the mask analysis, causality and the score scale.
+struct SplitAttention {
+  Value q, k, v, pastKey, pastValue;
+  int64_t qHeads = 0, kvHeads = 0;
+  Value mask;
+  MaskForm form = MaskForm::None;
+  bool causal = false;
+  double scale = 0.0, softcap = 0.0;
+};
+} // namespace
+
+/// Raises `node` computing `op` into folio.attention; outputs 0-2 are the
+/// attention, present key and present value.
+static LogicalResult raiseSplitAttention(AttentionContext &ctx, ONNXNodeOp node,
+                                         const SplitAttention &op) {
+  if (bool(op.pastKey) != bool(op.pastValue))
     return fusedError(node) << "past_key and past_value come together";
   FailureOr<FusedOperands> ops =
-      splitOperands(ctx, node, getONNXInput(node, 0), getONNXInput(node, 1),
-                    getONNXInput(node, 2), pastKey, pastValue,
-                    getONNXIntAttr(node, "q_num_heads", 0),
-                    getONNXIntAttr(node, "kv_num_heads", 0));
+      splitOperands(ctx, node, op.q, op.k, op.v, op.pastKey, op.pastValue,
+                    op.qHeads, op.kvHeads);
   if (failed(ops))
     return failure();
-  // torchlib feeds Attention k and v already repeated for grouped-query
-  // attention (the op could take the KV heads as they are); attention reads
-  // the KV concat itself, as the model returns it, so that page-kv pages it.
-  // A past given to the op is concatenated to the unrepeated heads, so the
-  // repeat can only be the exporter's when there is none.
+  // torchlib (and the GenAI builder's fp16 MultiHeadAttention graphs) feed
+  // the op k and v already repeated for grouped-query attention; attention
+  // reads the KV concat itself, as the model returns it, so that page-kv
+  // pages it. A past given to the op is concatenated to the unrepeated
+  // heads, so the repeat can only be the exporter's when there is none.
   std::string message;
-  if (!pastKey && failed(stripKVRepeat(ctx.inference, ops->k, ops->v, message)))
+  if (!op.pastKey &&
+      failed(stripKVRepeat(ctx.inference, ops->k, ops->v, message)))
     return fusedError(node) << message;
-  ops->keys = appendPast(ctx, node, "/folio_present_key", pastKey, ops->k);
+  ops->keys = appendPast(ctx, node, "/folio_present_key", op.pastKey, ops->k);
   ops->values =
-      appendPast(ctx, node, "/folio_present_value", pastValue, ops->v);
+      appendPast(ctx, node, "/folio_present_value", op.pastValue, ops->v);
   if (!ops->keys || !ops->values)
     return failure();
 
-  MaskForm form = MaskForm::None;
-  if (mask)
-    form = getElementTypeOrSelf(mask.getType()).isInteger(1)
-               ? MaskForm::KeepIfTrue
-               : MaskForm::Additive;
-  FailureOr<MaskClass> maskClass =
-      ctx.masks.classify(mask, form, getONNXIntAttr(node, "is_causal", 0) != 0,
-                         ops->q, 2, ops->keys, 2, message);
+  FailureOr<MaskClass> maskClass = ctx.masks.classify(
+      op.mask, op.form, op.causal, ops->q, 2, ops->keys, 2, message);
   if (failed(maskClass)) {
-    Operation *at = mask && mask.getDefiningOp() ? mask.getDefiningOp()
-                                                 : node.getOperation();
+    Operation *at = op.mask && op.mask.getDefiningOp() ? op.mask.getDefiningOp()
+                                                       : node.getOperation();
     return at->emitError() << "attention at node " << describeNode(node) << ": "
                            << message;
   }
-  double scale = getONNXFloatAttr(node, "scale", 0.0);
-  if (scale == 0.0)
-    scale = defaultScale(ctx, ops->q);
-  Value attention =
-      createAttention(ctx, node, ops->q, ops->keys, ops->values, *maskClass,
-                      scale, getONNXFloatAttr(node, "softcap", 0.0));
+  double scale = op.scale == 0.0 ? defaultScale(ctx, ops->q) : op.scale;
+  Value attention = createAttention(ctx, node, ops->q, ops->keys, ops->values,
+                                    *maskClass, scale, op.softcap);
   if (!attention)
     return failure();
   Value y = ops->threeD
@@ -143,6 +143,52 @@ LogicalResult mlir::folio::raiseONNXAttention(AttentionContext &ctx,
   replaceOutput(node, 1, ops->keys);
   replaceOutput(node, 2, ops->values);
   return success();
+}
+
+LogicalResult mlir::folio::raiseONNXAttention(AttentionContext &ctx,
+                                              ONNXNodeOp node) {
+  if (getONNXInput(node, 6))
+    return fusedError(node) << "nonpad_kv_seqlen is not supported";
+  if (node.getNumResults() > 3 && !node.getResult(3).use_empty())
+    return fusedError(node) << "the qk_matmul_output output is not supported";
+  SplitAttention op;
+  op.q = getONNXInput(node, 0);
+  op.k = getONNXInput(node, 1);
+  op.v = getONNXInput(node, 2);
+  op.pastKey = getONNXInput(node, 4);
+  op.pastValue = getONNXInput(node, 5);
+  op.qHeads = getONNXIntAttr(node, "q_num_heads", 0);
+  op.kvHeads = getONNXIntAttr(node, "kv_num_heads", 0);
+  op.mask = getONNXInput(node, 3);
+  if (op.mask)
+    op.form = getElementTypeOrSelf(op.mask.getType()).isInteger(1)
+                  ? MaskForm::KeepIfTrue
+                  : MaskForm::Additive;
+  op.causal = getONNXIntAttr(node, "is_causal", 0) != 0;
+  op.scale = getONNXFloatAttr(node, "scale", 0.0);
+  op.softcap = getONNXFloatAttr(node, "softcap", 0.0);
+  return raiseSplitAttention(ctx, node, op);
+}
+
+LogicalResult mlir::folio::raiseMultiHeadAttention(AttentionContext &ctx,
+                                                   ONNXNodeOp node) {
+  // Shape inference refuses the inputs and outputs Folio does not take.
+  if (node.getNumResults() > 3 && !node.getResult(3).use_empty())
+    return fusedError(node) << "the qk output is not supported";
+  SplitAttention op;
+  op.q = getONNXInput(node, 0);
+  op.k = getONNXInput(node, 1);
+  op.v = getONNXInput(node, 2);
+  op.pastKey = getONNXInput(node, 6);
+  op.pastValue = getONNXInput(node, 7);
+  op.qHeads = op.kvHeads = getONNXIntAttr(node, "num_heads", 0);
+  // attention_bias is added to the scores.
+  op.mask = getONNXInput(node, 5);
+  if (op.mask)
+    op.form = MaskForm::Additive;
+  op.causal = getONNXIntAttr(node, "unidirectional", 0) != 0;
+  op.scale = getONNXFloatAttr(node, "scale", 0.0);
+  return raiseSplitAttention(ctx, node, op);
 }
 
 /// True if `value` is computed from the graph input `input`.

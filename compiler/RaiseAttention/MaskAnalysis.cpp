@@ -49,6 +49,8 @@ enum class Outcome {
   Unevaluable,
   /// The mask is wrong whatever its length: an error.
   Invalid,
+  /// The graph itself has no mask here (its shapes do not broadcast).
+  Undefined,
 };
 } // namespace
 
@@ -111,10 +113,7 @@ static Outcome evaluateRun(ONNXShapeInference &inference,
   const Config &config = run.config;
   int64_t b = config.batch, total = config.getTotal();
   ONNXEvaluator evaluator(inference);
-  evaluator.bindSymbol(inputs.batch, b);
-  evaluator.bindSymbol(inputs.seq, config.seq);
-  evaluator.bindSymbol(inputs.pastLen, config.past);
-  evaluator.bindSymbol(inputs.total, total);
+  inputs.bindDims(evaluator, b, config.seq, config.past);
   run.attentionMask =
       ConcreteTensor::filled(ConcreteTensor::Kind::Int, {b, total}, 1);
   for (int64_t row = 0; row < b; ++row)
@@ -161,7 +160,7 @@ static Outcome evaluateRun(ONNXShapeInference &inference,
                ? "node " + describeNode(evaluator.getErrorOp()) + ": "
                : std::string()) +
           evaluator.getError();
-    return Outcome::Unevaluable;
+    return evaluator.isUndefined() ? Outcome::Undefined : Outcome::Unevaluable;
   }
   run.mask = *value;
   SmallVector<int64_t, 4> shape(4 - std::min<int64_t>(4, value->getRank()), 1);
@@ -202,8 +201,12 @@ FailureOr<MaskClass> MaskAnalysis::classify(Value mask, MaskForm form,
                                             int64_t keyAxis,
                                             std::string &error) {
   auto cacheKey = std::make_tuple(mask, unsigned(form), unsigned(alsoCausal));
-  if (auto it = cache.find(cacheKey); it != cache.end())
-    return it->second;
+  if (auto it = cache.find(cacheKey); it != cache.end()) {
+    // What is worth a warning was said for the first attention reading it.
+    MaskClass again = it->second;
+    again.undefinedMixed.clear();
+    return again;
+  }
 
   bool cached = !inputs.past.empty() && inputs.pastLen;
   SmallVector<Run> runs;
@@ -215,7 +218,7 @@ FailureOr<MaskClass> MaskAnalysis::classify(Value mask, MaskForm form,
   // A mandatory configuration that cannot be evaluated is an error, but
   // only once the runs before it are classified: the message then says up
   // to which length the mask was proven.
-  std::string unevaluable;
+  std::string unevaluable, undefinedMixed;
   // The first long configuration that failed; longer ones are not tried.
   int64_t failedTotal = 0;
   for (const Config &config : getConfigs(cached)) {
@@ -230,6 +233,18 @@ FailureOr<MaskClass> MaskAnalysis::classify(Value mask, MaskForm form,
       error = why;
       return failure();
     }
+    // Some exporters (ONNX Runtime GenAI's builder for fp16 CPU models)
+    // write masks only for prefill without past and one-token decode: with
+    // several new tokens over a past their shapes do not broadcast, in ONNX
+    // Runtime too. The class is then read off the configurations the graph
+    // defines, which include both of those.
+    if (outcome == Outcome::Undefined && config.past > 0 && config.seq > 1) {
+      if (undefinedMixed.empty())
+        undefinedMixed = why;
+      continue;
+    }
+    if (outcome == Outcome::Undefined)
+      outcome = Outcome::Unevaluable;
     if (outcome == Outcome::Unevaluable) {
       if (!config.optional) {
         unevaluable = why;
@@ -257,7 +272,7 @@ FailureOr<MaskClass> MaskAnalysis::classify(Value mask, MaskForm form,
         error = why;
         return failure();
       }
-      if (outcome == Outcome::Unevaluable) {
+      if (outcome == Outcome::Unevaluable || outcome == Outcome::Undefined) {
         hi = mid;
         continue;
       }
@@ -397,6 +412,7 @@ FailureOr<MaskClass> MaskAnalysis::classify(Value mask, MaskForm form,
                    " every mask must be proven for";
         return failure();
       }
+      result.undefinedMixed = undefinedMixed;
       if (result.provenContext > 0)
         provenContext = provenContext
                             ? std::min(provenContext, result.provenContext)

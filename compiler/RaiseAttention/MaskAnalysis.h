@@ -55,6 +55,11 @@ struct MaskClass {
   /// beyond it nothing is known. 0: the class holds at any length (no mask
   /// was evaluated, e.g. is_causal alone or a fused op's own attributes).
   int64_t provenContext = 0;
+  /// Set when the graph's mask has no value for several new tokens over a
+  /// past (shapes that do not broadcast: a graph written for prefill
+  /// without past and one-token decode): the class was proven on those two
+  /// and is served for chunked prefill too. Says where the graph failed.
+  std::string undefinedMixed;
 };
 
 class MaskAnalysis {

@@ -41,10 +41,7 @@ static Outcome checkProbe(ONNXShapeInference &inference,
                           Operation *&errorOp) {
   int64_t total = probe.past + probe.seq;
   ONNXEvaluator evaluator(inference);
-  evaluator.bindSymbol(inputs.batch, 1);
-  evaluator.bindSymbol(inputs.seq, probe.seq);
-  evaluator.bindSymbol(inputs.pastLen, probe.past);
-  evaluator.bindSymbol(inputs.total, total);
+  inputs.bindDims(evaluator, 1, probe.seq, probe.past);
   if (inputs.attentionMask)
     evaluator.bind(
         inputs.attentionMask,

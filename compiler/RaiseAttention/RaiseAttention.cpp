@@ -339,6 +339,14 @@ Value mlir::folio::createAttention(AttentionContext &ctx, Operation *anchor,
                         << softcap << ") is not a positive number";
     return {};
   }
+  if (!mask.undefinedMixed.empty())
+    anchor->emitWarning()
+        << "attention at node " << describeNode(anchor)
+        << ": the graph defines its mask for prefill without past and "
+           "one-token decode only ("
+        << mask.undefinedMixed
+        << "); it is the same class on both, which Folio also serves for "
+           "several new tokens over a past (chunked prefill, prefix caching)";
   Value padding;
   if (mask.keyPadding)
     padding = ctx.masks.getInputs().attentionMask;
@@ -381,7 +389,7 @@ struct RaiseAttentionPass
            (type == "Softmax" ||
             (type == "Attention" && node.getOpset() >= 23))) ||
           (node.getDomain() == kMicrosoftDomain &&
-           type == "GroupQueryAttention"))
+           (type == "GroupQueryAttention" || type == "MultiHeadAttention")))
         candidates.push_back(node);
     });
     bool failed = false;
@@ -392,6 +400,8 @@ struct RaiseAttentionPass
         result = raiseDecomposed(ctx, node);
       else if (node.getOpType() == "Attention")
         result = raiseONNXAttention(ctx, node);
+      else if (node.getOpType() == "MultiHeadAttention")
+        result = raiseMultiHeadAttention(ctx, node);
       else
         result = raiseGroupQueryAttention(ctx, node);
       failed |= mlir::failed(result);

@@ -3,6 +3,7 @@
 #include "compiler/RaiseAttention/RaiseUtils.h"
 
 #include "compiler/ONNXOps/Match.h"
+#include "compiler/RaiseAttention/Evaluator.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -16,6 +17,38 @@ static AffineExpr dimSymbol(ONNXShapeInference &inf, Value value, int64_t i) {
     return {};
   AffineExpr expr = (*dims)[i];
   return isa_and_nonnull<AffineSymbolExpr>(expr) ? expr : AffineExpr();
+}
+
+/// The present a past input reaches through `use`: Concat(past, new) on
+/// the sequence axis, or the present output of a fused attention op that
+/// takes the past (ONNX and both of ONNX Runtime's), which has the past's
+/// heads and head size.
+static Value presentOf(OpOperand &use) {
+  auto node = dyn_cast<ONNXNodeOp>(use.getOwner());
+  if (!node)
+    return {};
+  StringRef type = node.getOpType();
+  int64_t index = int64_t(use.getOperandNumber());
+  // The ONNX input the operand is: absent inputs take no operand.
+  for (int64_t absent : node.getAbsentInputs())
+    if (absent <= index)
+      ++index;
+  int64_t firstPast = -1;
+  if (node.getDomain().empty() && type == "Concat" &&
+      llvm::is_contained(ArrayRef<int64_t>{2, -2},
+                         getONNXIntAttr(node, "axis", 0)))
+    return index == 0 ? node.getResult(0) : Value();
+  if (node.getDomain().empty() && type == "Attention")
+    firstPast = 4;
+  else if (node.getDomain() == kMicrosoftDomain && type == "MultiHeadAttention")
+    firstPast = 6;
+  else if (node.getDomain() == kMicrosoftDomain &&
+           type == "GroupQueryAttention")
+    firstPast = 3;
+  if (firstPast < 0 || index < firstPast || index > firstPast + 1)
+    return {};
+  unsigned result = unsigned(index - firstPast) + 1;
+  return result < node.getNumResults() ? node.getResult(result) : Value();
 }
 
 GraphInputs GraphInputs::find(func::FuncOp func,
@@ -49,7 +82,24 @@ GraphInputs GraphInputs::find(func::FuncOp func,
   }
   if (!inputs.past.empty())
     inputs.pastLen = dimSymbol(inference, inputs.past.front(), 2);
+  for (Value past : inputs.past)
+    for (OpOperand &use : past.getUses())
+      if (Value present = presentOf(use))
+        for (int64_t d : {1, 3})
+          if (AffineExpr symbol = dimSymbol(inference, past, d))
+            if (std::optional<int64_t> c = getConstDim(inference, present, d))
+              inputs.fixedDims.emplace_back(symbol, *c);
   return inputs;
+}
+
+void GraphInputs::bindDims(ONNXEvaluator &evaluator, int64_t batchSize,
+                           int64_t newTokens, int64_t pastTokens) const {
+  evaluator.bindSymbol(batch, batchSize);
+  evaluator.bindSymbol(seq, newTokens);
+  evaluator.bindSymbol(pastLen, pastTokens);
+  evaluator.bindSymbol(total, pastTokens + newTokens);
+  for (auto [symbol, value] : fixedDims)
+    evaluator.bindSymbol(symbol, value);
 }
 
 std::string mlir::folio::describeNode(Operation *op) {

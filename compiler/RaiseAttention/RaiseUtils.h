@@ -19,14 +19,26 @@
 
 namespace mlir::folio {
 
+class ONNXEvaluator;
+
 /// The decoder inputs of the model contract (DESIGN.md), found by name.
 struct GraphInputs {
   Value inputIds, attentionMask, positionIds;
   SmallVector<Value> past;
   /// The dim symbols of batch, new tokens, past tokens and the mask length.
   AffineExpr batch, seq, pastLen, total;
+  /// Named dims of the past inputs off the sequence axis that the graph
+  /// proves constant: Concat(past, new) on the sequence axis needs equal
+  /// heads and head sizes, so ONNX Runtime GenAI's `kv_cache_dim` is the
+  /// new keys' head size. Bound with the rest, so that Shape(past) is known.
+  SmallVector<std::pair<AffineExpr, int64_t>> fixedDims;
 
   static GraphInputs find(func::FuncOp func, ONNXShapeInference &inference);
+
+  /// Binds the contract's dims in `evaluator`: batch, new tokens, past
+  /// tokens, the mask length past + seq, and fixedDims.
+  void bindDims(ONNXEvaluator &evaluator, int64_t batchSize, int64_t newTokens,
+                int64_t pastTokens) const;
 };
 
 /// The node's ONNX name, or its op type when it has none.

@@ -100,10 +100,7 @@ evaluateAngles(func::FuncOp func, ONNXShapeInference &inference, Value value,
   GraphInputs inputs = GraphInputs::find(func, inference);
   ONNXEvaluator evaluator(inference);
   int64_t n = list.size();
-  evaluator.bindSymbol(inputs.batch, 1);
-  evaluator.bindSymbol(inputs.seq, n);
-  evaluator.bindSymbol(inputs.pastLen, 0);
-  evaluator.bindSymbol(inputs.total, n);
+  inputs.bindDims(evaluator, 1, n, 0);
   ConcreteTensor pos =
       ConcreteTensor::filled(ConcreteTensor::Kind::Int, {1, n}, 0);
   for (int64_t i = 0; i < n; ++i)

@@ -373,3 +373,51 @@ func.func @quantize_linear_int4(%x: tensor<4x8xf32>, %s: tensor<f32>, %z: tensor
   %0 = folio.onnx_node "QuantizeLinear"(%x, %s, %z) {opset = 21 : i64} : (tensor<4x8xf32>, tensor<f32>, tensor<i4>) -> tensor<4x8xi4>
   return
 }
+
+// -----
+
+func.func @mha_bias(%q: tensor<1x3x32xf32>, %b: tensor<96xf32>) {
+  // expected-error @+1 {{MultiHeadAttention: bias (input 3) is not supported; supported: query, key, value, attention_bias, past_key, past_value}}
+  %0 = folio.onnx_node "MultiHeadAttention"(%q, %q, %q, %b) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {num_heads = 4 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<96xf32>) -> tensor<1x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @mha_padding_mask(%q: tensor<1x3x32xf32>, %m: tensor<1x3xi32>) {
+  // expected-error @+1 {{MultiHeadAttention: key_padding_mask (input 4) is not supported}}
+  %0 = folio.onnx_node "MultiHeadAttention"(%q, %q, %q, %m) {domain = "com.microsoft", opset = 1 : i64, absent_inputs = array<i64: 3>, onnx_attributes = {num_heads = 4 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x3xi32>) -> tensor<1x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @mha_cache_indirection(%q: tensor<1x3x32xf32>, %c: tensor<1x1x3xi32>) {
+  // expected-error @+1 {{MultiHeadAttention: cache_indirection (input 9) is not supported}}
+  %0 = folio.onnx_node "MultiHeadAttention"(%q, %q, %q, %c) {domain = "com.microsoft", opset = 1 : i64, absent_inputs = array<i64: 3, 4, 5, 6, 7, 8>, onnx_attributes = {num_heads = 4 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x1x3xi32>) -> tensor<1x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @mha_packed_qkv(%q: tensor<1x3x4x3x8xf32>) {
+  // expected-error @+1 {{MultiHeadAttention: needs key and value (inputs 1 and 2): packed QKV in the query is not supported}}
+  %0 = folio.onnx_node "MultiHeadAttention"(%q) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {num_heads = 4 : i64}} : (tensor<1x3x4x3x8xf32>) -> tensor<1x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @mha_heads(%q: tensor<1x3x30xf32>) {
+  // expected-error @+1 {{MultiHeadAttention: query hidden size 30 is not a multiple of num_heads (4)}}
+  %0 = folio.onnx_node "MultiHeadAttention"(%q, %q, %q) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {num_heads = 4 : i64}} : (tensor<1x3x30xf32>, tensor<1x3x30xf32>, tensor<1x3x30xf32>) -> tensor<1x3x30xf32>
+  return
+}
+
+// -----
+
+func.func @mha_qk_output(%q: tensor<1x3x32xf32>) {
+  // expected-error @+1 {{MultiHeadAttention: the qk output is not supported}}
+  %0:4 = folio.onnx_node "MultiHeadAttention"(%q, %q, %q) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {num_heads = 4 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>) -> (tensor<1x3x32xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x3xf32>)
+  return
+}

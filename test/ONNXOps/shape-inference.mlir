@@ -302,3 +302,22 @@ func.func @gqa_packed(%qkv: tensor<?x?x64xf32> {folio.dim_names = ["batch", "seq
   %y:3 = folio.onnx_node "GroupQueryAttention"(%qkv, %past, %past, %lens, %total) {domain = "com.microsoft", opset = 1 : i64, absent_inputs = array<i64: 1, 2>, onnx_attributes = {num_heads = 4 : i64, kv_num_heads = 2 : i64}} : (tensor<?x?x64xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>, tensor<?xi32>, tensor<i32>) -> (tensor<?x?x32xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>)
   return %y#0 : tensor<?x?x32xf32>
 }
+
+// -----
+
+// Tests MultiHeadAttention (com.microsoft): rank-3 query and rank-3 or
+// rank-4 key/value, split by num_heads; the output has num_heads times the
+// value's head size, the present [batch, num_heads, past + kv_seq, head].
+
+// CHECK-LABEL: func @mha
+func.func @mha(%q: tensor<?x?x32xf32> {folio.dim_names = ["batch", "seq", ""]},
+               %k4: tensor<?x4x?x8xf32> {folio.dim_names = ["batch", "", "kv", ""]},
+               %v: tensor<?x?x64xf32> {folio.dim_names = ["batch", "kv", ""]},
+               %bias: tensor<?x4x?x?xf32> {folio.dim_names = ["batch", "", "seq", "total"]},
+               %past: tensor<?x4x?x8xf32> {folio.dim_names = ["batch", "", "past", ""]}) -> tensor<?x?x64xf32> {
+  // CHECK: "MultiHeadAttention"{{.*}}folio.test.dims = ["[batch, seq, 64]"]
+  %y = folio.onnx_node "MultiHeadAttention"(%q, %k4, %v) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {num_heads = 4 : i64}} : (tensor<?x?x32xf32>, tensor<?x4x?x8xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: "MultiHeadAttention"{{.*}}folio.test.dims = ["[batch, seq, 32]", "[batch, 4, kv + past, 8]", "[batch, 4, kv + past, 8]"]
+  %z:3 = folio.onnx_node "MultiHeadAttention"(%q, %k4, %k4, %bias, %past, %past) {domain = "com.microsoft", opset = 1 : i64, absent_inputs = array<i64: 3, 4>, onnx_attributes = {num_heads = 4 : i64, unidirectional = 1 : i64}} : (tensor<?x?x32xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>)
+  return %y : tensor<?x?x64xf32>
+}
