@@ -4,8 +4,8 @@
 For every fixture in models/zoo/manifest.json (or --manifest, e.g. models/zoo-hf/manifest.json): check the file hashes, run onnx.checker on
 graphs in standard domains, then replay the stored greedy generation with ONNX Runtime (teacher
 forcing with the stored tokens, so a near-tie cannot derail the replay; session config entries
-from the fixture's "reference_session_config" and the graph optimization level from its
-"reference_graph_optimization_level", if any) and compare
+from the fixture's "reference_session_config", the graph optimization level from its
+"reference_graph_optimization_level" and buffer reuse from its "reference_mem_reuse", if any) and compare
   * the prefill logits of every real (non-pad) prompt row and the logits of every step with the
     stored ones (|got - ref| <= ATOL + RTOL * |ref|),
   * the greedy token of every step with the stored one (skipped only where the stored top-1/top-2
@@ -59,7 +59,8 @@ def check_entry(entry, threads, root=HERE):
 
     run, io_ = rd.ort_runner(path, intra_threads=threads,
                              session_config=entry.get("reference_session_config"),
-                             graph_optimization_level=entry.get("reference_graph_optimization_level"))
+                             graph_optimization_level=entry.get("reference_graph_optimization_level"),
+                             mem_reuse=entry.get("reference_mem_reuse", True))
     io_.dim_values = entry.get("dim_values", {})
     refs = load_refs(root / entry["reference"])
     if sorted(refs) != sorted(entry["cases"]):

@@ -62,6 +62,8 @@ class GraphIO:
         # Values of named dims the graph does not fix (ONNX Runtime GenAI's past head dim,
         # kv_cache_dim), for the empty past.
         self.dim_values = {}
+        # The past's element type (float16 for a graph exported in f16).
+        self.past_dtype = np.float32
 
     def empty_past(self, batch):
         feeds = {}
@@ -69,7 +71,7 @@ class GraphIO:
             shp = self.inputs[n]
             kv, d = (self.dim_values.get(x, x) for x in (shp[1], shp[3]))
             assert isinstance(kv, int) and isinstance(d, int), (n, shp)
-            feeds[n] = np.zeros((batch, kv, 0, d), dtype=np.float32)
+            feeds[n] = np.zeros((batch, kv, 0, d), dtype=self.past_dtype)
         return feeds
 
 
@@ -130,14 +132,19 @@ def top2_margin(step_logits):
     return float(np.min(s[..., -1] - s[..., -2]))
 
 
-def ort_runner(path, intra_threads=1, session_config=None, graph_optimization_level=None):
+def ort_runner(path, intra_threads=1, session_config=None, graph_optimization_level=None,
+               mem_reuse=True):
     """session_config: session config entries (name -> value string), e.g. a fixture manifest's
     reference_session_config. graph_optimization_level: the name of an
     onnxruntime.GraphOptimizationLevel (e.g. "ORT_DISABLE_ALL", a manifest's
-    reference_graph_optimization_level); None keeps ONNX Runtime's default (ORT_ENABLE_ALL)."""
+    reference_graph_optimization_level); None keeps ONNX Runtime's default (ORT_ENABLE_ALL).
+    mem_reuse=False (a manifest's reference_mem_reuse) turns off ONNX Runtime's buffer reuse,
+    which fails on f16 graphs whose ops it runs in f32 through inserted Casts ("Shape mismatch
+    attempting to re-use buffer"); it changes no result."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
+    so.enable_mem_reuse = mem_reuse
     so.intra_op_num_threads = intra_threads
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
@@ -156,6 +163,8 @@ def ort_runner(path, intra_threads=1, session_config=None, graph_optimization_le
 
     io = GraphIO([(i.name, shape_of(i)) for i in sess.get_inputs()],
                  [(o.name, shape_of(o)) for o in sess.get_outputs()])
+    if any(i.type == "tensor(float16)" for i in sess.get_inputs() if i.name in io.past):
+        io.past_dtype = np.float16
     names = [o.name for o in sess.get_outputs()]
 
     def run(feeds):
