@@ -145,18 +145,25 @@ static LogicalResult raiseSplitAttention(AttentionContext &ctx, ONNXNodeOp node,
   return success();
 }
 
+/// q, k and v (inputs 0 to 2) and the past key and value (inputs
+/// `pastKey` and the next), as both fused forms number them.
+static SplitAttention takeInputs(ONNXNodeOp node, unsigned pastKey) {
+  SplitAttention op;
+  op.q = getONNXInput(node, 0);
+  op.k = getONNXInput(node, 1);
+  op.v = getONNXInput(node, 2);
+  op.pastKey = getONNXInput(node, pastKey);
+  op.pastValue = getONNXInput(node, pastKey + 1);
+  return op;
+}
+
 LogicalResult mlir::folio::raiseONNXAttention(AttentionContext &ctx,
                                               ONNXNodeOp node) {
   if (getONNXInput(node, 6))
     return fusedError(node) << "nonpad_kv_seqlen is not supported";
   if (node.getNumResults() > 3 && !node.getResult(3).use_empty())
     return fusedError(node) << "the qk_matmul_output output is not supported";
-  SplitAttention op;
-  op.q = getONNXInput(node, 0);
-  op.k = getONNXInput(node, 1);
-  op.v = getONNXInput(node, 2);
-  op.pastKey = getONNXInput(node, 4);
-  op.pastValue = getONNXInput(node, 5);
+  SplitAttention op = takeInputs(node, 4);
   op.qHeads = getONNXIntAttr(node, "q_num_heads", 0);
   op.kvHeads = getONNXIntAttr(node, "kv_num_heads", 0);
   op.mask = getONNXInput(node, 3);
@@ -175,12 +182,7 @@ LogicalResult mlir::folio::raiseMultiHeadAttention(AttentionContext &ctx,
   // Shape inference refuses the inputs and outputs Folio does not take.
   if (node.getNumResults() > 3 && !node.getResult(3).use_empty())
     return fusedError(node) << "the qk output is not supported";
-  SplitAttention op;
-  op.q = getONNXInput(node, 0);
-  op.k = getONNXInput(node, 1);
-  op.v = getONNXInput(node, 2);
-  op.pastKey = getONNXInput(node, 6);
-  op.pastValue = getONNXInput(node, 7);
+  SplitAttention op = takeInputs(node, 6);
   op.qHeads = op.kvHeads = getONNXIntAttr(node, "num_heads", 0);
   // attention_bias is added to the scores.
   op.mask = getONNXInput(node, 5);
