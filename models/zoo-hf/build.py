@@ -138,7 +138,8 @@ FORM_DOC = {
                   "attention_bias (causal + padding, -65504) and RotaryEmbedding with "
                   "position_ids; logits and the past/present are f16",
     "dynamo": "torch.onnx.export(..., dynamo=True, opset_version=18) (torch.export, then onnxscript's "
-              "torchlib) of XForCausalLM with attn_implementation='sdpa' and transformers' own "
+              "torchlib) of XForCausalLM with attn_implementation='sdpa' ('eager' where "
+              "transformers has no SDPA attention: GPT-J) and transformers' own "
               "mask functions (vmap over the mask function; the padding mask is looked up with "
               "GatherND): I/O as sdpa_cached; batch_size, sequence_length and "
               "past_sequence_length as torch.export.Dim, the attention_mask's length "
@@ -603,9 +604,10 @@ def build_arch(arch, seed, forms):
             try:
                 model = build_model(arch, attn, seed, extra)
             except ValueError:
-                if form not in OPTIMUM_TASKS:
+                if form not in OPTIMUM_TASKS and form not in DYNAMO_OPSETS:
                     raise
-                # Optimum loads the folder with transformers' default, eager where no SDPA.
+                # Optimum loads the folder with transformers' default, eager where no SDPA; a
+                # dynamo export takes the model with the attention it has.
                 attn = "eager"
                 model = build_model(arch, attn, seed)
         except ValueError as e:  # e.g. GPT-J has no SDPA attention in transformers
