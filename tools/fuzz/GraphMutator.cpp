@@ -88,6 +88,7 @@ constexpr OpName kOps[] = {
     {"", "Unsqueeze"},
     {"", "Where"},
     {"com.microsoft", "GroupQueryAttention"},
+    {"com.microsoft", "MultiHeadAttention"},
     {"com.microsoft", "RotaryEmbedding"},
     {"com.microsoft", "SimplifiedLayerNormalization"},
     {"com.microsoft", "SkipSimplifiedLayerNormalization"},

@@ -96,6 +96,14 @@ onnx)
   for model in "$root"/models/zoo-hf/llama/{genai_int4,genai_int4_asym,genai_int4_gather_asym,qdq_int8,qdq_int4,qdq_uint4}.onnx; do
     [ -f "$model" ] && cp "$model" "$work/seeds/hf-llama-$(basename "$model")"
   done
+  # f16 graphs with MultiHeadAttention (with and without the past as its
+  # inputs) and the dynamo exports (three-dim key transpose, opset-23
+  # Attention on repeated KV, GatherND).
+  for model in "$root"/models/zoo-hf/{llama,phi}/genai_fp16.onnx \
+    "$root"/models/zoo-hf/{llama,falcon}/dynamo.onnx \
+    "$root"/models/zoo-hf/llama/dynamo_o23.onnx; do
+    [ -f "$model" ] && cp "$model" "$work/seeds/hf-$(basename "$(dirname "$model")")-$(basename "$model")"
+  done
   ;;
 plan)
   folioc=${FOLIOC:-$root/build/bin/folioc}
