@@ -2,9 +2,14 @@
 
 #include "compiler/ONNXOps/Match.h"
 
+#include "codegen/CPU/DType.h"
+#include "dialects/Folio/IR/ConstantData.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
+
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::folio;
@@ -61,6 +66,34 @@ std::optional<SmallVector<int64_t>> mlir::folio::getIntConstants(Value value) {
   for (const APInt &v : dense.getValues<APInt>())
     values.push_back(v.getSExtValue());
   return values;
+}
+
+std::optional<std::vector<float>>
+mlir::folio::readFloatElements(ElementsAttr value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.hasStaticShape())
+    return std::nullopt;
+  Type et = type.getElementType();
+  size_t n = size_t(type.getNumElements());
+  size_t size = et.isF32() ? 4 : (et.isF16() || et.isBF16()) ? 2 : 0;
+  if (!size)
+    return std::nullopt;
+  std::vector<char> splat;
+  ArrayRef<char> raw = getConstantBytes(value, n, size, splat);
+  if (raw.size() != n * size)
+    return std::nullopt;
+  std::vector<float> out(n);
+  if (size == 4) {
+    std::memcpy(out.data(), raw.data(), n * 4);
+    return out;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, raw.data() + i * 2, 2);
+    out[i] = et.isBF16() ? ::folio::cpu::bf16ToFloat(bits)
+                         : ::folio::cpu::f16ToFloat(bits);
+  }
+  return out;
 }
 
 int64_t mlir::folio::getONNXIntAttr(ONNXNodeOp node, StringRef name,

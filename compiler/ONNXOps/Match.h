@@ -10,6 +10,7 @@
 #include "dialects/Folio/IR/FolioOps.h"
 
 #include <optional>
+#include <vector>
 
 namespace mlir::folio {
 
@@ -29,6 +30,11 @@ std::optional<double> getScalarConstant(Value value);
 
 /// The elements of a small integer constant.
 std::optional<SmallVector<int64_t>> getIntConstants(Value value);
+
+/// The elements of an f32, f16 or bf16 constant attribute of static shape,
+/// as f32 (exactly: f32 holds every f16 and bf16 value); nullopt for other
+/// element types or an attribute without data.
+std::optional<std::vector<float>> readFloatElements(ElementsAttr value);
 
 /// An int attribute of the node, or `defaultValue`.
 int64_t getONNXIntAttr(ONNXNodeOp node, StringRef name, int64_t defaultValue);

@@ -39,65 +39,6 @@ ArrayRef<char> mlir::folio::getConstantBytes(ElementsAttr value,
   return splat;
 }
 
-/// The f32 of IEEE half `bits`: the exponent rebiased (15 -> 127),
-/// subnormals normalised, infinities and NaNs kept.
-static float halfToFloat(uint16_t bits) {
-  uint32_t sign = uint32_t(bits & 0x8000u) << 16;
-  uint32_t exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
-  uint32_t wide;
-  if (exponent == 0x1f) {
-    wide = sign | 0x7f800000u | mantissa << 13;
-  } else if (exponent != 0) {
-    wide = sign | (exponent + 127 - 15) << 23 | mantissa << 13;
-  } else if (mantissa == 0) {
-    wide = sign;
-  } else {
-    // mantissa * 2^-24: shift the leading one into the implicit bit.
-    int shifts = 0;
-    while (!(mantissa & 0x400u)) {
-      mantissa <<= 1;
-      ++shifts;
-    }
-    wide = sign | uint32_t(127 - 15 - shifts + 1) << 23 |
-           (mantissa & 0x3ffu) << 13;
-  }
-  float f;
-  std::memcpy(&f, &wide, sizeof f);
-  return f;
-}
-
-std::optional<std::vector<float>>
-mlir::folio::readFloatElements(ElementsAttr value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!type || !type.hasStaticShape())
-    return std::nullopt;
-  Type et = type.getElementType();
-  size_t n = size_t(type.getNumElements());
-  size_t size = et.isF32() ? 4 : (et.isF16() || et.isBF16()) ? 2 : 0;
-  if (!size)
-    return std::nullopt;
-  std::vector<char> splat;
-  ArrayRef<char> raw = getConstantBytes(value, n, size, splat);
-  if (raw.size() != n * size)
-    return std::nullopt;
-  std::vector<float> out(n);
-  if (size == 4) {
-    std::memcpy(out.data(), raw.data(), n * 4);
-    return out;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t bits;
-    std::memcpy(&bits, raw.data() + i * 2, 2);
-    if (et.isBF16()) {
-      uint32_t wide = uint32_t(bits) << 16;
-      std::memcpy(&out[i], &wide, 4);
-    } else {
-      out[i] = halfToFloat(bits);
-    }
-  }
-  return out;
-}
-
 std::string mlir::folio::resourceKey(StringRef name) {
   std::string key = name.empty() ? "tensor" : name.str();
   for (char &c : key)

@@ -15,7 +15,6 @@
 #include "mlir/Support/LogicalResult.h"
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,11 +27,6 @@ namespace mlir::folio {
 /// attribute holds no data.
 ArrayRef<char> getConstantBytes(ElementsAttr value, size_t numElements,
                                 size_t elementSize, std::vector<char> &splat);
-
-/// The elements of an f32, f16 or bf16 constant of static shape, as f32
-/// (exactly: f32 holds every f16 and bf16 value); nullopt for other element
-/// types or an attribute without data.
-std::optional<std::vector<float>> readFloatElements(ElementsAttr value);
 
 /// `name` as a resource blob key: resource keys print bare, so they must
 /// lex as identifiers ("onnx::MatMul_12" would not; the resource manager
