@@ -1,5 +1,7 @@
 //===- WidenFloats.cpp - Compute a 16-bit graph's values in f32 -----------===//
 
+#include "compiler/ONNXOps/InferHelpers.h"
+#include "compiler/ONNXOps/Match.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Folio/IR/ConstantData.h"
 #include "dialects/Folio/IR/FolioOps.h"
@@ -24,8 +26,8 @@ using namespace mlir::folio;
 
 namespace {
 
-/// ONNX TensorProto data types.
-constexpr int64_t kOnnxFloat = 1, kOnnxFloat16 = 10, kOnnxBFloat16 = 16;
+/// ONNX TensorProto's number for float.
+constexpr int64_t kOnnxFloat = 1;
 /// Constants up to this many elements stay inline (shapes, scalars);
 /// larger ones (weights) become resource blobs, as the importer makes them.
 constexpr int64_t kInlineElements = 64;
@@ -51,6 +53,8 @@ public:
 private:
   /// Records the narrow type seen at `loc`; fails once f16 and bf16 mix.
   LogicalResult note(Type element, Location loc);
+  /// `type` widened (noting its narrow element type), or `type` itself.
+  FailureOr<Type> widenType(Type type, Location loc);
   FailureOr<Attribute> widenAttribute(Attribute attr, StringRef name,
                                       Location loc);
   FailureOr<ElementsAttr> widenElements(ElementsAttr attr, Location loc);
@@ -68,6 +72,15 @@ LogicalResult Widener::note(Type element, Location loc) {
     return success();
   return emitError(loc) << "the graph mixes f16 and bf16 values; Folio "
                            "computes a 16-bit graph in f32 from one of them";
+}
+
+FailureOr<Type> Widener::widenType(Type type, Location loc) {
+  Type wide = widened(type);
+  if (!wide)
+    return type;
+  if (failed(note(getElementTypeOrSelf(type), loc)))
+    return failure();
+  return wide;
 }
 
 FailureOr<ElementsAttr> Widener::widenElements(ElementsAttr attr,
@@ -106,12 +119,10 @@ FailureOr<Attribute> Widener::widenAttribute(Attribute attr, StringRef name,
   // The attributes that name a tensor type by its ONNX number.
   if (auto integer = dyn_cast<IntegerAttr>(attr);
       integer && (name == "to" || name == "dtype" || name == "output_dtype")) {
-    int64_t t = integer.getInt();
-    if (t == kOnnxFloat16 || t == kOnnxBFloat16) {
-      MLIRContext *ctx = attr.getContext();
-      if (failed(note(t == kOnnxFloat16 ? Type(Float16Type::get(ctx))
-                                        : Type(BFloat16Type::get(ctx)),
-                      loc)))
+    Type named =
+        infer::elementTypeFromONNX(attr.getContext(), integer.getInt());
+    if (named && isNarrowFloat(named)) {
+      if (failed(note(named, loc)))
         return failure();
       return Attribute(IntegerAttr::get(integer.getType(), kOnnxFloat));
     }
@@ -120,65 +131,54 @@ FailureOr<Attribute> Widener::widenAttribute(Attribute attr, StringRef name,
 }
 
 LogicalResult Widener::run() {
-  bool failed = false;
-  module.walk([&](Operation *op) {
-    if (failed)
-      return;
+  WalkResult walked = module.walk([&](Operation *op) -> WalkResult {
     Location loc = op->getLoc();
     if (auto func = dyn_cast<func::FuncOp>(op)) {
       SmallVector<Type> inputs, results;
-      for (Type t : func.getArgumentTypes())
-        inputs.push_back(widened(t) ? widened(t) : t);
-      for (Type t : func.getResultTypes())
-        results.push_back(widened(t) ? widened(t) : t);
-      for (Type t : llvm::concat<const Type>(func.getArgumentTypes(),
-                                             func.getResultTypes()))
-        if (widened(t) && mlir::failed(note(getElementTypeOrSelf(t), loc))) {
-          failed = true;
-          return;
+      for (auto [types, out] : {std::pair(func.getArgumentTypes(), &inputs),
+                                std::pair(func.getResultTypes(), &results)})
+        for (Type t : types) {
+          FailureOr<Type> wide = widenType(t, loc);
+          if (failed(wide))
+            return WalkResult::interrupt();
+          out->push_back(*wide);
         }
       func.setType(FunctionType::get(op->getContext(), inputs, results));
       if (!func.isExternal())
-        for (BlockArgument arg : func.getArguments())
-          if (Type t = widened(arg.getType()))
-            arg.setType(t);
-      return;
+        for (auto [arg, t] : llvm::zip(func.getArguments(), inputs))
+          arg.setType(t);
+      return WalkResult::advance();
     }
-    for (Value result : op->getResults())
-      if (Type t = widened(result.getType())) {
-        if (mlir::failed(note(getElementTypeOrSelf(result.getType()), loc))) {
-          failed = true;
-          return;
-        }
-        result.setType(t);
-      }
+    for (Value result : op->getResults()) {
+      FailureOr<Type> wide = widenType(result.getType(), loc);
+      if (failed(wide))
+        return WalkResult::interrupt();
+      result.setType(*wide);
+    }
     if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
       auto elements = dyn_cast<ElementsAttr>(constant.getValue());
       if (!elements)
-        return;
+        return WalkResult::advance();
       FailureOr<ElementsAttr> wide = widenElements(elements, loc);
-      if (mlir::failed(wide)) {
-        failed = true;
-        return;
-      }
+      if (failed(wide))
+        return WalkResult::interrupt();
       op->setAttr("value", *wide);
-      return;
+      return WalkResult::advance();
     }
     if (auto node = dyn_cast<ONNXNodeOp>(op)) {
       SmallVector<NamedAttribute> attrs;
       for (NamedAttribute a : node.getOnnxAttributes()) {
         FailureOr<Attribute> wide =
             widenAttribute(a.getValue(), a.getName().getValue(), loc);
-        if (mlir::failed(wide)) {
-          failed = true;
-          return;
-        }
+        if (failed(wide))
+          return WalkResult::interrupt();
         attrs.emplace_back(a.getName(), *wide);
       }
       node.setOnnxAttributesAttr(DictionaryAttr::get(op->getContext(), attrs));
     }
+    return WalkResult::advance();
   });
-  if (failed)
+  if (walked.wasInterrupted())
     return failure();
   if (source)
     module->setAttr(
