@@ -19,36 +19,31 @@ static AffineExpr dimSymbol(ONNXShapeInference &inf, Value value, int64_t i) {
   return isa_and_nonnull<AffineSymbolExpr>(expr) ? expr : AffineExpr();
 }
 
-/// The present a past input reaches through `use`: Concat(past, new) on
-/// the sequence axis, or the present output of a fused attention op that
-/// takes the past (ONNX and both of ONNX Runtime's), which has the past's
-/// heads and head size.
-static Value presentOf(OpOperand &use) {
-  auto node = dyn_cast<ONNXNodeOp>(use.getOwner());
+/// The present `past` reaches through `user`: Concat(past, new) on the
+/// sequence axis, or the present output of a fused attention op that takes
+/// the past (ONNX's and both of ONNX Runtime's), which has the past's heads
+/// and head size.
+static Value presentOf(Operation *user, Value past) {
+  auto node = dyn_cast<ONNXNodeOp>(user);
   if (!node)
     return {};
   StringRef type = node.getOpType();
-  int64_t index = int64_t(use.getOperandNumber());
-  // The ONNX input the operand is: absent inputs take no operand.
-  for (int64_t absent : node.getAbsentInputs())
-    if (absent <= index)
-      ++index;
-  int64_t firstPast = -1;
-  if (node.getDomain().empty() && type == "Concat" &&
+  bool onnx = node.getDomain().empty(),
+       microsoft = node.getDomain() == kMicrosoftDomain;
+  if (onnx && type == "Concat" && getONNXInput(node, 0) == past &&
       llvm::is_contained(ArrayRef<int64_t>{2, -2},
                          getONNXIntAttr(node, "axis", 0)))
-    return index == 0 ? node.getResult(0) : Value();
-  if (node.getDomain().empty() && type == "Attention")
-    firstPast = 4;
-  else if (node.getDomain() == kMicrosoftDomain && type == "MultiHeadAttention")
-    firstPast = 6;
-  else if (node.getDomain() == kMicrosoftDomain &&
-           type == "GroupQueryAttention")
-    firstPast = 3;
-  if (firstPast < 0 || index < firstPast || index > firstPast + 1)
-    return {};
-  unsigned result = unsigned(index - firstPast) + 1;
-  return result < node.getNumResults() ? node.getResult(result) : Value();
+    return node.getResult(0);
+  // The ONNX input of past_key; past_value follows it, and the presents
+  // are outputs 1 and 2.
+  unsigned pastKey = onnx && type == "Attention"                  ? 4
+                     : microsoft && type == "MultiHeadAttention"  ? 6
+                     : microsoft && type == "GroupQueryAttention" ? 3
+                                                                  : 0;
+  for (unsigned i = 0; pastKey && i < 2; ++i)
+    if (getONNXInput(node, pastKey + i) == past && i + 1 < node.getNumResults())
+      return node.getResult(i + 1);
+  return {};
 }
 
 GraphInputs GraphInputs::find(func::FuncOp func,
@@ -83,8 +78,8 @@ GraphInputs GraphInputs::find(func::FuncOp func,
   if (!inputs.past.empty())
     inputs.pastLen = dimSymbol(inference, inputs.past.front(), 2);
   for (Value past : inputs.past)
-    for (OpOperand &use : past.getUses())
-      if (Value present = presentOf(use))
+    for (Operation *user : past.getUsers())
+      if (Value present = presentOf(user, past))
         for (int64_t d : {1, 3})
           if (AffineExpr symbol = dimSymbol(inference, past, d))
             if (std::optional<int64_t> c = getConstDim(inference, present, d))
