@@ -220,11 +220,9 @@ LogicalResult inferMultiHeadAttention(ONNXInferenceContext &ctx) {
   if (!ctx.hasInput(1) || !ctx.hasInput(2))
     return ctx.emitError() << "needs key and value (inputs 1 and 2): packed "
                               "QKV in the query is not supported";
+  static constexpr const char *kQKV[] = {"query", "key", "value"};
   for (unsigned i = 0; i < 3; ++i)
-    if (failed(requireFloat(ctx, i,
-                            i == 0   ? "query"
-                            : i == 1 ? "key"
-                                     : "value")))
+    if (failed(requireFloat(ctx, i, kQKV[i])))
       return failure();
   static constexpr const char *kRefused[] = {nullptr,
                                              nullptr,
@@ -266,7 +264,7 @@ LogicalResult inferMultiHeadAttention(ONNXInferenceContext &ctx) {
     if (std::optional<int64_t> rank = ctx.input(i).getRank();
         rank && *rank != 3 && *rank != 4)
       return ctx.emitError()
-             << (i == 1 ? "key" : "value") << " has rank " << *rank
+             << kQKV[i] << " has rank " << *rank
              << "; it must be [batch, kv_seq, num_heads * head_size] or "
                 "[batch, num_heads, kv_seq, head_size] (packed KV is not "
                 "supported)";
@@ -287,10 +285,7 @@ LogicalResult inferMultiHeadAttention(ONNXInferenceContext &ctx) {
     if (std::optional<int64_t> hidden = getConstantDim((*x.dims)[2]);
         hidden && *hidden % *heads != 0)
       return ctx.emitError()
-             << (i == 0   ? "query"
-                 : i == 1 ? "key"
-                          : "value")
-             << " hidden size " << *hidden
+             << kQKV[i] << " hidden size " << *hidden
              << " is not a multiple of num_heads (" << *heads << ")";
   }
   ONNXValueFacts &out = ctx.output(0);
