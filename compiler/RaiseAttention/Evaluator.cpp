@@ -48,6 +48,13 @@ double ConcreteTensor::at(ArrayRef<int64_t> index) const {
   return data[offset];
 }
 
+std::string ConcreteTensor::describeShape() const {
+  std::string out = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    out += (i ? ", " : "") + std::to_string(d);
+  return out + "]";
+}
+
 ConcreteTensor ConcreteTensor::filled(Kind kind, ArrayRef<int64_t> shape,
                                       double value) {
   ConcreteTensor t;
@@ -485,12 +492,8 @@ LogicalResult ONNXEvaluator::evaluateOp(Operation *op) {
   // Shapes ONNX does not broadcast: the graph has no value here.
   auto misfit = [&](ArrayRef<const ConcreteTensor *> inputs) {
     std::string shapes;
-    for (const ConcreteTensor *t : inputs) {
-      shapes += shapes.empty() ? "[" : ", [";
-      for (auto [i, d] : llvm::enumerate(t->shape))
-        shapes += (i ? ", " : "") + std::to_string(d);
-      shapes += "]";
-    }
+    for (const ConcreteTensor *t : inputs)
+      shapes += (shapes.empty() ? "" : ", ") + t->describeShape();
     undefined = true;
     return fail(op, type + " is undefined here: shapes " + shapes +
                         " do not broadcast");

@@ -37,6 +37,8 @@ struct ConcreteTensor {
 
   int64_t getNumElements() const;
   int64_t getRank() const { return shape.size(); }
+  /// The shape as "[2, 1, 5]", for messages.
+  std::string describeShape() const;
   /// The element at `index` (one entry per dim); a dim of size 1 broadcasts,
   /// so any index reads its only element.
   double at(ArrayRef<int64_t> index) const;

@@ -170,10 +170,8 @@ static Outcome evaluateRun(ONNXShapeInference &inference,
               (shape[3] == 1 || shape[3] == run.keys);
   if (!fits) {
     std::ostringstream os;
-    os << "the mask has shape [";
-    for (auto [i, d] : llvm::enumerate(value->shape))
-      os << (i ? ", " : "") << d;
-    os << "], which does not broadcast to the scores [" << b << ", heads, "
+    os << "the mask has shape " << value->describeShape()
+       << ", which does not broadcast to the scores [" << b << ", heads, "
        << run.queries << ", " << run.keys << "] " << describeConfig(config, -1);
     why = os.str();
     return Outcome::Unevaluable;
