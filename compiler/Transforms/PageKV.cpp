@@ -5,6 +5,7 @@
 #include "compiler/ONNXOps/ShapeInference.h"
 #include "compiler/RaiseAttention/MaskAnalysis.h"
 #include "compiler/RaiseAttention/PositionAnalysis.h"
+#include "compiler/RaiseAttention/RaiseUtils.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/TokenwiseCheck.h"
 #include "dialects/Folio/IR/FolioOps.h"
@@ -505,10 +506,10 @@ void Rewriter::foldPastShapes() {
           continue;
         SmallVector<int64_t> values;
         for (int64_t i : *indices) {
-          int64_t n = int64_t(dims.size());
-          if (i < -n || i >= n || !dims[i < 0 ? i + n : i])
+          std::optional<int64_t> at = normalizeAxis(i, int64_t(dims.size()));
+          if (!at || !dims[*at])
             break;
-          values.push_back(*dims[i < 0 ? i + n : i]);
+          values.push_back(*dims[*at]);
         }
         if (values.size() == indices->size())
           replaceWithConstant(b, gather.getResult(0), values);
