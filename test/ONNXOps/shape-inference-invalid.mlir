@@ -421,3 +421,35 @@ func.func @mha_qk_output(%q: tensor<1x3x32xf32>) {
   %0:4 = folio.onnx_node "MultiHeadAttention"(%q, %q, %q) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {num_heads = 4 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>) -> (tensor<1x3x32xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x3xf32>)
   return
 }
+
+// -----
+
+func.func @mha_past_key_alone(%q: tensor<1x3x32xf32>, %p: tensor<1x4x2x8xf32>) {
+  // expected-error @+1 {{MultiHeadAttention: past_key and past_value come together}}
+  %0:3 = folio.onnx_node "MultiHeadAttention"(%q, %q, %q, %p) {domain = "com.microsoft", opset = 1 : i64, absent_inputs = array<i64: 3, 4, 5>, onnx_attributes = {num_heads = 4 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x3x32xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>)
+  return
+}
+
+// -----
+
+func.func @mha_unidirectional(%q: tensor<1x3x32xf32>) {
+  // expected-error @+1 {{MultiHeadAttention: unidirectional must be 0 or 1, got 2}}
+  %0 = folio.onnx_node "MultiHeadAttention"(%q, %q, %q) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {num_heads = 4 : i64, unidirectional = 2 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>) -> tensor<1x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @mha_negative_scale(%q: tensor<1x3x32xf32>) {
+  // expected-error @+1 {{MultiHeadAttention: scale must be >= 0 (0: 1/sqrt(head_size))}}
+  %0 = folio.onnx_node "MultiHeadAttention"(%q, %q, %q) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {num_heads = 4 : i64, scale = -1.0 : f32}} : (tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>) -> tensor<1x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @mha_past_rank(%q: tensor<1x3x32xf32>, %p: tensor<1x2x32xf32>) {
+  // expected-error @+1 {{MultiHeadAttention: past key/value must be rank 4 [batch, num_heads, past_seq, head_size]}}
+  %0:3 = folio.onnx_node "MultiHeadAttention"(%q, %q, %q, %p, %p) {domain = "com.microsoft", opset = 1 : i64, absent_inputs = array<i64: 3, 4, 5>, onnx_attributes = {num_heads = 4 : i64}} : (tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>) -> (tensor<1x3x32xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>)
+  return
+}
