@@ -620,8 +620,9 @@ def build_arch(arch, seed, forms):
             add_nan_guard(path)
         if form not in GENAI_FORMS:  # onnx.checker does not know com.microsoft
             onnx.checker.check_model(str(path), full_check=True)
+        m = onnx.load(str(path))
         # ONNX Runtime's buffer reuse fails on the builder's f16 CPU graphs (see ort_runner).
-        mem_reuse = form != "genai_fp16"
+        mem_reuse = form not in HALF_FORMS
         run, io_ = rd.ort_runner(path, mem_reuse=mem_reuse)
         form_cases = cases
         dim_values = {}
@@ -630,7 +631,7 @@ def build_arch(arch, seed, forms):
             # The builder names the cache's head dim; an empty past needs its value.
             dim_values = {"kv_cache_dim": exported["head_size"]}
             io_.dim_values = dim_values
-        if "com.microsoft::GroupQueryAttention" in op_summary(onnx.load(str(path))):
+        if "com.microsoft::GroupQueryAttention" in op_summary(m):
             # GroupQueryAttention reads seqlens_k and assumes right padding: a left-padded batch
             # is not what it computes (as models/zoo's fused_ms).
             form_cases = [c for c in cases if c != "batch2"]
@@ -661,7 +662,6 @@ def build_arch(arch, seed, forms):
         save_refs(ref, res)
         tok_eq = all((res[c]["tokens"] == tres[c]["tokens"]).all() for c in res)
         diff = max_diff(res, tres)
-        m = onnx.load(str(path))
         ins, outs = graph_io(m)
         name = f"{arch}/{form}"
         entry = {
