@@ -21,12 +21,20 @@
 //    the median ratio to the probe of its own round (on these shared vCPUs
 //    the probe alone swings 3x between minutes).
 //
+//  isa: one token's linears in every weight dtype (f32, bf16, f16, int8,
+//    fp8_e4m3, int4) under every instruction-set level the host runs
+//    (scalar, avx2, avx512), at M = 1, 4 and 16, all in the same rounds;
+//    prints JSON: per dtype and level the median time, M = 1's GB/s and
+//    its ratio to the read loop, and the speedup over the scalar kernels.
+//
 // Usage: folio-linear-bench [rounds=15] [threads=1]
-//                           [decode|verify|prefill|both]
+//                           [decode|verify|prefill|both|isa]
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/CPU/CPUFeatures.h"
 #include "codegen/CPU/Linear.h"
+#include "codegen/CPU/WeightPack.h"
 #include "tools/folio-bench/Probes.h"
 
 // GCC 12 warns falsely inside its own _mm512_reduce_add_ps (bug 105593).
@@ -61,8 +69,9 @@ double median(std::vector<double> v) {
 }
 
 /// Sum of a buffer far larger than the caches, four accumulators: the
-/// bandwidth one core gets for a plain stream (as folio-bench's probe).
-__attribute__((target("avx512f"))) float readLoop(const float *p, size_t n) {
+/// bandwidth one core gets for a plain stream (as folio-bench's probe),
+/// with the widest vectors the host has.
+__attribute__((target("avx512f"))) float readLoop512(const float *p, size_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i + 64 <= n; i += 64) {
     a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
@@ -72,6 +81,56 @@ __attribute__((target("avx512f"))) float readLoop(const float *p, size_t n) {
   }
   return _mm512_reduce_add_ps(
       _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+__attribute__((target("avx2"))) float readLoop256(const float *p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes,
+                  _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  float s = 0;
+  for (float v : lanes)
+    s += v;
+  return s;
+}
+
+float readLoop(const float *p, size_t n) {
+  if (hostFeatures().avx512)
+    return readLoop512(p, n);
+  if (hostFeatures().avx2)
+    return readLoop256(p, n);
+  float a[8] = {};
+  for (size_t i = 0; i + 8 <= n; i += 8)
+    for (size_t j = 0; j < 8; ++j)
+      a[j] += p[i + j];
+  float s = 0;
+  for (float v : a)
+    s += v;
+  return s;
+}
+
+/// One round of the read loop over `buf` on the pool, one contiguous part
+/// per thread; returns GB/s.
+double readRound(const float *buf, size_t floats, ThreadPool &pool,
+                 unsigned threads) {
+  double t0 = seconds();
+  std::vector<float> part(threads, 0.0f);
+  size_t per = floats / threads / 64 * 64;
+  pool.parallelFor(int64_t(threads), 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      size_t len = size_t(t) + 1 == threads ? floats - size_t(t) * per : per;
+      part[size_t(t)] = readLoop(buf + size_t(t) * per, len);
+    }
+  });
+  volatile float sink = part[0];
+  (void)sink;
+  return double(floats * sizeof(float)) / (seconds() - t0) / 1e9;
 }
 
 struct Free {
@@ -158,23 +217,10 @@ void decode(int rounds, unsigned threads) {
   std::vector<double> read;
   std::vector<std::vector<double>> gbs(models.size()), ratio(models.size());
   for (int r = 0; r < rounds; ++r) {
-    double t0 = seconds();
-    // One contiguous part per thread, as folio-bench's probe.
-    std::vector<float> part(threads, 0.0f);
-    size_t per = readFloats / threads / 64 * 64;
-    pool.parallelFor(int64_t(threads), 1, [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        size_t len =
-            size_t(t) + 1 == threads ? readFloats - size_t(t) * per : per;
-        part[size_t(t)] = readLoop(buf + size_t(t) * per, len);
-      }
-    });
-    volatile float sink = part[0];
-    (void)sink;
-    double bw = double(readFloats * sizeof(float)) / (seconds() - t0) / 1e9;
+    double bw = readRound(buf, readFloats, pool, threads);
     read.push_back(bw);
     for (size_t v = 0; v < models.size(); ++v) {
-      t0 = seconds();
+      double t0 = seconds();
       for (const PackedWeight &w : models[v].weights)
         if (!linearGemv(x.data(), 1, w, y.data(), pool))
           std::exit(1);
@@ -284,6 +330,121 @@ void prefill(int rounds, unsigned threads) {
   }
 }
 
+/// One token's linears (stacked gate/up, as plans store them) packed as
+/// `storage` from deterministic pseudo-random f32 weights in [-0.5, 0.5).
+std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes) {
+  std::vector<std::pair<int64_t, int64_t>> shapes; // (n, k)
+  for (int64_t l = 0; l < kLayers; ++l) {
+    shapes.push_back({kQ, kHidden});
+    shapes.push_back({kKv, kHidden});
+    shapes.push_back({kKv, kHidden});
+    shapes.push_back({kHidden, kQ});
+    shapes.push_back({2 * kFfn, kHidden});
+    shapes.push_back({kHidden, kFfn});
+  }
+  shapes.push_back({kVocab, kHidden});
+  std::vector<PackedWeight> out(shapes.size());
+  std::vector<WeightPacking> packings(shapes.size());
+  bytes = 0;
+  uint32_t state = 12345;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    auto [n, k] = shapes[i];
+    std::vector<float> w(size_t(n * k));
+    for (float &v : w) {
+      state = state * 1664525u + 1013904223u;
+      v = float(state >> 8) / float(1u << 24) - 0.5f;
+    }
+    Status s = packWeightRows(w.data(), n, k, storage, packings[i]);
+    if (s)
+      s = PackedWeight::fromView(packings[i].view(), nullptr, out[i]);
+    if (!s) {
+      std::fprintf(stderr, "pack: %s\n", s.message().c_str());
+      std::exit(1);
+    }
+    bytes += weightViewBytes(out[i].view());
+  }
+  // fromView borrows: keep the packed bytes alive with the weights.
+  static std::vector<std::vector<WeightPacking>> keep;
+  keep.push_back(std::move(packings));
+  return out;
+}
+
+/// Every weight dtype under every instruction-set level this host runs,
+/// timed in the same rounds: M = 1 (decode) and M = 4 (a verify step or
+/// small batch) through the GEMV, M = 16 through linear() (batched decode:
+/// oneDNN for f32/bf16, the quantized kernels' panels). JSON on stdout.
+void isaCompare(int rounds, unsigned threads) {
+  const std::vector<std::pair<const char *, DType>> dtypes = {
+      {"f32", DType::F32}, {"bf16", DType::BF16},        {"f16", DType::F16},
+      {"int8", DType::I8}, {"fp8_e4m3", DType::FP8E4M3}, {"int4", DType::I4}};
+  std::vector<Isa> isas = {Isa::Scalar};
+  if (hostFeatures().avx2)
+    isas.push_back(Isa::Avx2);
+  if (hostFeatures().avx512)
+    isas.push_back(Isa::Avx512);
+  const std::vector<int64_t> ms = {1, 4, 16};
+  std::vector<std::vector<PackedWeight>> weights;
+  std::vector<size_t> bytes(dtypes.size());
+  for (size_t d = 0; d < dtypes.size(); ++d)
+    weights.push_back(tokenWeights(dtypes[d].second, bytes[d]));
+  ThreadPool pool(threads);
+  setLibraryThreads(int(threads));
+  std::vector<float> x(size_t(16 * kFfn), 0.01f), y(size_t(16 * kVocab));
+  size_t readFloats = size_t(1) << 28;
+  auto *buf =
+      static_cast<float *>(std::aligned_alloc(64, readFloats * sizeof(float)));
+  std::memset(buf, 0, readFloats * sizeof(float));
+  // [dtype][isa][m] seconds per round; read-loop GB/s per round.
+  std::vector<std::vector<std::vector<std::vector<double>>>> t(
+      dtypes.size(),
+      std::vector<std::vector<std::vector<double>>>(
+          isas.size(), std::vector<std::vector<double>>(ms.size())));
+  std::vector<double> read;
+  for (int r = 0; r < rounds; ++r) {
+    read.push_back(readRound(buf, readFloats, pool, threads));
+    for (size_t d = 0; d < dtypes.size(); ++d)
+      for (size_t i = 0; i < isas.size(); ++i) {
+        setIsaLimit(isas[i]);
+        for (size_t mi = 0; mi < ms.size(); ++mi) {
+          double t0 = seconds();
+          for (const PackedWeight &w : weights[d])
+            if (!(ms[mi] > kSmallM
+                      ? linear(x.data(), ms[mi], w, y.data(), pool)
+                      : linearGemv(x.data(), ms[mi], w, y.data(), pool)))
+              std::exit(1);
+          t[d][i][mi].push_back(seconds() - t0);
+        }
+      }
+  }
+  setIsaLimit(Isa::Avx512);
+  std::free(buf);
+  std::printf("{\"mode\": \"isa\", \"rounds\": %d, \"threads\": %u, "
+              "\"read_loop_gb_per_s\": %.3f, \"results\": [\n",
+              rounds, threads, median(read));
+  bool first = true;
+  for (size_t d = 0; d < dtypes.size(); ++d)
+    for (size_t i = 0; i < isas.size(); ++i) {
+      std::vector<double> ratio, speedup;
+      for (int r = 0; r < rounds; ++r) {
+        double gbs = double(bytes[d]) / t[d][i][0][size_t(r)] / 1e9;
+        ratio.push_back(gbs / read[size_t(r)]);
+        speedup.push_back(t[d][0][0][size_t(r)] / t[d][i][0][size_t(r)]);
+      }
+      std::printf("%s  {\"dtype\": \"%s\", \"isa\": \"%s\", "
+                  "\"weight_bytes\": %zu, \"m1_ms\": %.3f, "
+                  "\"m1_gb_per_s\": %.3f, \"m1_of_read_loop\": %.3f, "
+                  "\"m1_speedup_vs_scalar\": %.2f, \"m4_ms\": %.3f, "
+                  "\"m16_ms\": %.3f}",
+                  first ? "" : ",\n", dtypes[d].first, isaName(isas[i]),
+                  bytes[d], median(t[d][i][0]) * 1e3,
+                  double(bytes[d]) / median(t[d][i][0]) / 1e9, median(ratio),
+                  median(speedup), median(t[d][i][1]) * 1e3,
+                  median(t[d][i][2]) * 1e3);
+      first = false;
+    }
+  std::printf("\n]}\n");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -292,10 +453,14 @@ int main(int argc, char **argv) {
   std::string what = argc > 3 ? argv[3] : "both";
   if (rounds < 1 || threads < 1 ||
       (what != "both" && what != "decode" && what != "verify" &&
-       what != "prefill")) {
+       what != "prefill" && what != "isa")) {
     std::fprintf(stderr, "usage: folio-linear-bench [rounds>=1] [threads>=1] "
-                         "[decode|verify|prefill|both]\n");
+                         "[decode|verify|prefill|both|isa]\n");
     return 2;
+  }
+  if (what == "isa") {
+    isaCompare(rounds, unsigned(threads));
+    return 0;
   }
   if (what == "verify") {
     verify(rounds, unsigned(threads));

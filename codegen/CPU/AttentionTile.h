@@ -264,6 +264,8 @@ AmxMode setAmxAttentionMode(AmxMode mode);
 void attendTileAmx(const AttentionTile &tile);
 
 void attendTileScalar(const AttentionTile &tile);
+/// The row-oriented tile with AVX2 + FMA inner loops.
+void attendTileAvx2(const AttentionTile &tile);
 /// Picks the AVX-512 formulation by the tile's row count.
 void attendTileAvx512(const AttentionTile &tile);
 /// Rows in vector lanes (no horizontal sums): for tiles of many rows.

@@ -13,10 +13,20 @@ namespace folio::cpu {
 
 namespace {
 
+#if defined(__x86_64__)
+/// GCC 12's __builtin_cpu_supports has no "f16c": CPUID leaf 1, ECX bit 29.
+bool f16c() {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1);
+}
+#endif
+
 CPUFeatures detect() {
   CPUFeatures f;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
+  f.avx2 =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c();
   f.avx512 =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
@@ -34,6 +44,8 @@ Isa initialLimit() {
   const char *env = std::getenv("FOLIO_CPU_ISA");
   if (env && std::strcmp(env, "scalar") == 0)
     return Isa::Scalar;
+  if (env && std::strcmp(env, "avx2") == 0)
+    return Isa::Avx2;
   return Isa::Avx512;
 }
 
@@ -50,7 +62,8 @@ const CPUFeatures &hostFeatures() {
 }
 
 Isa activeIsa() {
-  Isa best = hostFeatures().avx512 ? Isa::Avx512 : Isa::Scalar;
+  const CPUFeatures &f = hostFeatures();
+  Isa best = f.avx512 ? Isa::Avx512 : f.avx2 ? Isa::Avx2 : Isa::Scalar;
   Isa limit = limitSlot().load(std::memory_order_relaxed);
   return static_cast<int>(limit) < static_cast<int>(best) ? limit : best;
 }
@@ -60,7 +73,15 @@ void setIsaLimit(Isa limit) {
 }
 
 const char *isaName(Isa isa) {
-  return isa == Isa::Avx512 ? "avx512" : "scalar";
+  switch (isa) {
+  case Isa::Avx512:
+    return "avx512";
+  case Isa::Avx2:
+    return "avx2";
+  case Isa::Scalar:
+    break;
+  }
+  return "scalar";
 }
 
 } // namespace folio::cpu

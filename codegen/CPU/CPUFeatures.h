@@ -1,8 +1,8 @@
 //===- CPUFeatures.h - Runtime instruction-set dispatch ---------*- C++ -*-===//
 //
-// The library is compiled for baseline x86-64; AVX-512 code lives in its own
-// translation units with per-function target attributes and is only called
-// after these checks, so one binary runs on any x86-64 machine.
+// The library is compiled for baseline x86-64; AVX2 and AVX-512 code lives in
+// its own translation units with per-function target attributes and is only
+// called after these checks, so one binary runs on any x86-64 machine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,10 +12,13 @@
 namespace folio::cpu {
 
 /// Instruction-set levels the kernels are written for, lowest first.
-enum class Isa { Scalar = 0, Avx512 = 1 };
+/// Avx2 means AVX2 + FMA + F16C (every x86-64 CPU since Haswell and Zen 1):
+/// the decode kernels' tier on CPUs without AVX-512.
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 
 /// What the host supports, detected once.
 struct CPUFeatures {
+  bool avx2 = false;       ///< avx2 + fma + f16c: the Avx2 kernels.
   bool avx512 = false;     ///< avx512f + bw + vl + dq: the Avx512 kernels.
   bool avx512bf16 = false; ///< vcvtne2ps2bf16 / vdpbf16ps.
   bool amx = false;        ///< AMX tiles (oneDNN, the attention tile).
@@ -25,7 +28,7 @@ struct CPUFeatures {
 const CPUFeatures &hostFeatures();
 
 /// The level kernels use: the best the host supports, lowered by the
-/// environment variable FOLIO_CPU_ISA=scalar or by setIsaLimit().
+/// environment variable FOLIO_CPU_ISA=scalar|avx2 or by setIsaLimit().
 Isa activeIsa();
 
 /// Caps the level kernels may use (tests compare the paths this way; a

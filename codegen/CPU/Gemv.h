@@ -110,16 +110,25 @@ inline int64_t quadSplitLength(int64_t k) {
 void splitQuads(const float *x, int64_t m, int64_t k, float *dst);
 
 void gemvScalar(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
+void gemvAvx2(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
+/// The same product for many rows of x (f32, bf16 or f16 weights; no
+/// pair-split x): 16 weight rows at a time widened into an f32 panel and
+/// panelGemmAvx2 over it. linear() runs it above kSmallM rows on AVX2,
+/// where oneDNN has no f16 matmul and no native bf16 one.
+void gemmPanelAvx2(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 void gemvAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 /// Rows of x above which gemvInt8Avx512 converts each weight tile to f32
 /// once instead of in registers per x tile.
 constexpr int64_t kConvertTileRows = 8;
 
 void gemvInt8Scalar(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
+void gemvInt8Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt8Avx512(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Scalar(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
+void gemvFp8Avx2(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Avx512(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Scalar(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
+void gemvInt4Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 
 /// Output rows of a prefill panel (two vectors).
@@ -132,6 +141,17 @@ constexpr int64_t kDequantPanelRows = 32;
 /// apart. bias is null or at the panel's first column, as y is.
 void panelGemmAvx512(const float *x, int64_t m, int64_t k, const float *panel,
                      int64_t cols, const float *bias, float *y, int64_t ldy);
+
+/// Output rows of an AVX2 prefill panel (two vectors of 8).
+constexpr int64_t kPanelRowsAvx2 = 16;
+
+/// The AVX2 kernels' prefill GEMM: y[r, c] = (x[r, :] . panel[:, c]) *
+/// scales[c] + bias[c] for r < m, c < cols <= 16, panel [k, kPanelRowsAvx2]
+/// f32, k-major. scales (null: 1) and bias (null: 0) start at the panel's
+/// first column, as y does; y's rows are ldy apart.
+void panelGemmAvx2(const float *x, int64_t m, int64_t k, const float *panel,
+                   int64_t cols, const float *scales, const float *bias,
+                   float *y, int64_t ldy);
 
 } // namespace folio::cpu::detail
 

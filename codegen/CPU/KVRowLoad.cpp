@@ -28,8 +28,12 @@ void loadKvRow(const KvRowFormat &f, const void *data, const uint16_t *params,
                float *out) {
   if (isPlainFloat(f.dtype))
     return loadRow(data, f.dtype, out, f.headDim);
-  if (activeIsa() == Isa::Avx512)
+  const Isa isa = activeIsa();
+  if (isa == Isa::Avx512)
     return loadKvRowAvx512(f, data, params, out);
+  const char *row = static_cast<const char *>(data);
+  if (isa == Isa::Avx2 && loadKvRowsAvx2(f, &row, &params, 1, out))
+    return;
   if (isKivi(f.dtype))
     return loadKiviRow(f, data, params, out);
   dequantizeKvRow(data, params, f.headDim, f.dtype, f.group, f.scale, out);
@@ -37,8 +41,11 @@ void loadKvRow(const KvRowFormat &f, const void *data, const uint16_t *params,
 
 void loadKvRows(const KvRowFormat &f, const char *const *rows,
                 const uint16_t *const *params, int64_t n, float *out) {
-  if (activeIsa() == Isa::Avx512)
+  const Isa isa = activeIsa();
+  if (isa == Isa::Avx512)
     return loadKvRowsAvx512(f, rows, params, n, out);
+  if (isa == Isa::Avx2 && loadKvRowsAvx2(f, rows, params, n, out))
+    return;
   // f32 / bf16 / f16: a plain conversion per row (what dequantizeKvRow's
   // per-element loads give, without a type switch per element).
   if (isPlainFloat(f.dtype)) {

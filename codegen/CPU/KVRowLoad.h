@@ -47,6 +47,11 @@ void loadKvRows(const KvRowFormat &f, const char *const *rows,
 void loadKvRowsAvx512(const KvRowFormat &f, const char *const *rows,
                       const uint16_t *const *params, int64_t n, float *out);
 
+/// loadKvRows for int8, bf16 and f16 rows with AVX2 + FMA + F16C; returns
+/// false (and loads nothing) for the other types.
+bool loadKvRowsAvx2(const KvRowFormat &f, const char *const *rows,
+                    const uint16_t *const *params, int64_t n, float *out);
+
 /// Stores row x[0, headDim) as quantizeKvRow does. Picks the ISA.
 void storeKvRow(const KvRowFormat &f, const float *x, void *data,
                 uint16_t *params);

@@ -62,8 +62,8 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
         xOut[size_t(m * v.numOutliers + j)] = x[m * v.k + v.outlierCols[j]];
     a.xOut = xOut.data();
   }
-  bool avx512 = activeIsa() == Isa::Avx512;
-  if (avx512 && numTokens <= kConvertTileRows) {
+  const Isa isa = activeIsa();
+  if (isa != Isa::Scalar && numTokens <= kConvertTileRows) {
     thread_local std::vector<float> quads;
     a.kQuads = quadSplitLength(v.k);
     quads.resize(size_t(numTokens * a.kQuads));
@@ -71,7 +71,9 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
     a.xQuads = quads.data();
   }
   void (*kernel)(const GemvInt8Args &, int64_t, int64_t) =
-      avx512 ? gemvInt8Avx512 : gemvInt8Scalar;
+      isa == Isa::Avx512 ? gemvInt8Avx512
+      : isa == Isa::Avx2 ? gemvInt8Avx2
+                         : gemvInt8Scalar;
   return forOutputRows(a, kernel, a.k, pool);
 }
 
@@ -87,8 +89,11 @@ Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
   a.bias = w.bias();
   a.y = y;
   a.n = v.n;
+  const Isa isa = activeIsa();
   void (*kernel)(const GemvFp8Args &, int64_t, int64_t) =
-      activeIsa() == Isa::Avx512 ? gemvFp8Avx512 : gemvFp8Scalar;
+      isa == Isa::Avx512 ? gemvFp8Avx512
+      : isa == Isa::Avx2 ? gemvFp8Avx2
+                         : gemvFp8Scalar;
   return forOutputRows(a, kernel, a.k, pool);
 }
 
@@ -105,9 +110,36 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
   a.bias = w.bias();
   a.y = y;
   a.n = v.n;
+  const Isa isa = activeIsa();
   void (*kernel)(const GemvInt4Args &, int64_t, int64_t) =
-      activeIsa() == Isa::Avx512 ? gemvInt4Avx512 : gemvInt4Scalar;
+      isa == Isa::Avx512 ? gemvInt4Avx512
+      : isa == Isa::Avx2 ? gemvInt4Avx2
+                         : gemvInt4Scalar;
   return forOutputRows(a, kernel, int4RowBytes(a.k), pool);
+}
+
+/// Whether linear() runs `w` through gemmPanelAvx2 above kSmallM rows: on
+/// AVX2, f16 weights (oneDNN 2.6 has no f16 matmul) and bf16 ones (its bf16
+/// matmul needs AVX-512; without it the 110M Llama's bf16 prefill ran slower
+/// than the int8 panel path). f32 stays with oneDNN's AVX2 GEMM.
+bool avx2Panel(const PackedWeight &w) {
+  return activeIsa() == Isa::Avx2 &&
+         (w.storage() == DType::BF16 || w.storage() == DType::F16);
+}
+
+Status linearPanelAvx2(const float *x, int64_t numTokens, const PackedWeight &w,
+                       float *y, ThreadPool &pool) {
+  GemvArgs a;
+  a.x = x;
+  a.m = numTokens;
+  a.k = w.inFeatures();
+  a.w = w.data();
+  a.bf16 = w.storage() == DType::BF16;
+  a.f16 = w.storage() == DType::F16;
+  a.bias = w.bias();
+  a.y = y;
+  a.n = w.outFeatures();
+  return forOutputRows(a, gemmPanelAvx2, a.k * 2, pool);
 }
 
 } // namespace
@@ -133,10 +165,12 @@ Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
   a.bias = w.bias();
   a.y = y;
   a.n = w.outFeatures();
-  bool avx512 = activeIsa() == Isa::Avx512;
+  const Isa isa = activeIsa();
   void (*kernel)(const GemvArgs &, int64_t, int64_t) =
-      avx512 ? gemvAvx512 : gemvScalar;
-  if (avx512 && a.bf16) {
+      isa == Isa::Avx512 ? gemvAvx512
+      : isa == Isa::Avx2 ? gemvAvx2
+                         : gemvScalar;
+  if (isa != Isa::Scalar && a.bf16) {
     // Per calling thread: the executor runs one layer at a time, and the
     // pool's workers only read it.
     thread_local std::vector<float> pairs;
@@ -160,6 +194,8 @@ Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
 Status linear(const float *x, int64_t numTokens, const PackedWeight &w,
               float *y, ThreadPool &pool) {
   FOLIO_RETURN_IF_ERROR(checkLinear(x, numTokens, w, y));
+  if (numTokens > kSmallM && avx2Panel(w))
+    return linearPanelAvx2(x, numTokens, w, y, pool);
 #ifdef FOLIO_ENABLE_DNNL
   if (numTokens > kSmallM)
     if (const DnnlMatmul *mm = w.impl->matmul())
@@ -179,7 +215,7 @@ Status gatedLinear(const float *x, int64_t numTokens,
   if (numTokens == 0)
     return Status::success();
 #ifdef FOLIO_ENABLE_DNNL
-  if (numTokens > kSmallM)
+  if (numTokens > kSmallM && !avx2Panel(gateUp))
     if (const DnnlMatmul *mm = gateUp.impl->matmul();
         mm && mm->gatedReady() && mm->runGated(x, numTokens, act, h, pool).ok())
       return Status::success();

@@ -281,10 +281,12 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
     finished[i].store(0, std::memory_order_relaxed);
   float *partialBase = partials.data();
 
+  const Isa isa = activeIsa();
   void (*attend)(const AttentionTile &) = amx ? attendTileAmx
-                                          : activeIsa() == Isa::Avx512
+                                          : isa == Isa::Avx512
                                               ? attendTileAvx512
-                                              : attendTileScalar;
+                                          : isa == Isa::Avx2 ? attendTileAvx2
+                                                             : attendTileScalar;
   pool.parallelFor(int64_t(items.size()), 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const Item &it = items[size_t(i)];

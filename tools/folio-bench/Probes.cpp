@@ -40,6 +40,26 @@ __attribute__((target("avx512f"))) float sumAvx512(const float *p, size_t n) {
   return s;
 }
 
+__attribute__((target("avx2"))) float sumAvx2(const float *p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  __m256 a = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, a);
+  float s = 0;
+  for (float v : lanes)
+    s += v;
+  for (; i < n; ++i)
+    s += p[i];
+  return s;
+}
+
 float sumScalar(const float *p, size_t n) {
   float a[8] = {};
   size_t i = 0;
@@ -75,7 +95,7 @@ std::unique_ptr<BandwidthProbe> BandwidthProbe::create(size_t bytes,
 BandwidthProbe::~BandwidthProbe() { std::free(buf); }
 
 double BandwidthProbe::sample() {
-  bool avx512 = cpu::activeIsa() == cpu::Isa::Avx512;
+  const cpu::Isa isa = cpu::activeIsa();
   // One contiguous chunk per thread: each streams its part once.
   int64_t chunks = pool.numThreads();
   int64_t per = int64_t(n) / chunks / 64 * 64;
@@ -85,7 +105,9 @@ double BandwidthProbe::sample() {
     for (int64_t c = b; c < e; ++c) {
       const float *p = buf + c * per;
       size_t len = c == chunks - 1 ? n - size_t(c * per) : size_t(per);
-      partial[size_t(c)] = avx512 ? sumAvx512(p, len) : sumScalar(p, len);
+      partial[size_t(c)] = isa == cpu::Isa::Avx512 ? sumAvx512(p, len)
+                           : isa == cpu::Isa::Avx2 ? sumAvx2(p, len)
+                                                   : sumScalar(p, len);
     }
   });
   auto t1 = Clock::now();

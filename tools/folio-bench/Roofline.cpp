@@ -262,7 +262,7 @@ Expected<std::string> runRoofline(const PlanForDtype &planFor,
   j.field("kv_bytes_per_position", g.kvBytesPerPosition);
   j.endObject();
   j.field("cpu", cpuName());
-  j.field("isa", cpu::activeIsa() == cpu::Isa::Avx512 ? "avx512" : "scalar");
+  j.field("isa", cpu::isaName(cpu::activeIsa()));
   j.field("repeats", o.repeats).field("prefill_tokens", o.prefillTokens);
   j.field("decode_tokens", o.decodeTokens);
   j.key("gemm_sizes")

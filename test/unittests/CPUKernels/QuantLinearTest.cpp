@@ -251,6 +251,25 @@ TEST(Int4WeightTest, MatchesTheReferenceOnEveryPath) {
     }
 }
 
+// K off every group size and vector width: a short last group, a last
+// 16-weight vector cut inside (8 lanes valid and fewer), a last block of
+// fewer than 128 weights, at decode, two-row and panel M.
+TEST(Int4WeightTest, ShortLastGroupAndVectorTails) {
+  for (int64_t k : {int64_t(1), int64_t(7), int64_t(12), int64_t(33),
+                    int64_t(100), int64_t(200), int64_t(301)})
+    for (int64_t m : {int64_t(1), int64_t(2), int64_t(3), int64_t(9)})
+      for (int64_t g : kInt4GroupSizes) {
+        const int64_t n = 6;
+        std::vector<float> w =
+            randomVector(size_t(n * k), uint32_t(k * 7 + g), -1, 2);
+        WeightPacking p;
+        ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::I4, p, g).ok());
+        checkAllPaths(p.view(), randomVector(size_t(m * k), uint32_t(k + m)), m,
+                      randomVector(size_t(n), 3),
+                      "int4 tails g=" + std::to_string(g));
+      }
+}
+
 TEST(Int4WeightTest, ConstantZeroAndLargeGroups) {
   int64_t n = 4, k = 256;
   for (int64_t m : {int64_t(1), int64_t(3), int64_t(12)}) {

@@ -68,6 +68,8 @@ inline bool bitwiseEqual(const std::vector<float> &a,
 /// The instruction-set levels this host can run, lowest first.
 inline std::vector<Isa> hostIsas() {
   std::vector<Isa> isas = {Isa::Scalar};
+  if (hostFeatures().avx2)
+    isas.push_back(Isa::Avx2);
   if (hostFeatures().avx512)
     isas.push_back(Isa::Avx512);
   return isas;
