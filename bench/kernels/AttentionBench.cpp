@@ -168,7 +168,7 @@ struct Problem {
 };
 
 /// A kernel choice: the dispatcher's own ("avx512"), one AVX-512
-/// formulation forced for every tile, or the portable path.
+/// formulation forced for every tile, the AVX2 tier, or the portable path.
 struct Variant {
   const char *name;
   Isa isa;
@@ -183,12 +183,17 @@ const Variant kVariants[] = {
     {"avx512-nosplit", Isa::Avx512, 0, false},
     {"avx512-rows", Isa::Avx512, INT64_MAX},
     {"avx512-lanes", Isa::Avx512, 1},
+    {"avx2", Isa::Avx2, 0},
     {"scalar", Isa::Scalar, 0}};
 
 void runCase(benchmark::State &state, Problem &p, const Variant &variant,
              bool cold, unsigned threads) {
   if (variant.isa == Isa::Avx512 && !hostFeatures().avx512) {
     state.SkipWithError("no AVX-512 on this host");
+    return;
+  }
+  if (variant.isa == Isa::Avx2 && !hostFeatures().avx2) {
+    state.SkipWithError("no AVX2 on this host");
     return;
   }
   detail::AmxMode savedAmx = detail::setAmxAttentionMode(variant.amx);

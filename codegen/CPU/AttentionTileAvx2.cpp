@@ -3,10 +3,10 @@
 // The row-oriented tile (AttentionTileImpl.inc) with AVX2 inner loops, as
 // AttentionTileAvx512.cpp in 8 lanes: q.k takes four keys at a time, each
 // loaded once for up to four query rows, and reduces the 4R partial vectors
-// together; p.V keeps 16 output dimensions of each row in registers across
-// the chunk's keys (two alternating sets for one or two rows, so the FMA
-// latency does not bound the loop). Head dims that are not a multiple of 8
-// use masked loads and stores for the last vector.
+// together; p.V keeps 8 output dimensions of each row in registers across
+// the chunk's keys, in two sets (even and odd keys) for every row count, so
+// results do not depend on how rows are grouped. Head dims that are not a
+// multiple of 8 use masked loads and stores for the last vector.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +14,6 @@
 #include "codegen/CPU/Avx2Math.h"
 
 #include <cmath>
-#include <type_traits>
 #include <vector>
 
 namespace folio::cpu::detail {
@@ -133,58 +132,50 @@ FOLIO_AVX2 void softCapRow(float *x, int64_t n, float cap) {
   }
 }
 
-/// 16 output dims of R rows in registers across the keys, each V vector
-/// loaded once for all rows.
+/// 8 output dims of R rows in registers across the keys, each V vector
+/// loaded once for all rows. Even and odd keys go to two accumulator sets
+/// (so the FMA latency does not bound the loop at one row), summed at the
+/// end: the same order for every R, so a row's output does not depend on
+/// which rows share its tile, and a request samples the same tokens alone
+/// as in any batch.
 template <int R>
 FOLIO_AVX2 void pvAccumulateN(float *const *acc, const float *corr,
                               const float *p, int64_t pStride,
                               const float *const *v, int64_t nKeys, int64_t hd,
                               const RowPrefetch &pf) {
-  constexpr int sets = R <= 2 ? 2 : 1;
-  for (int64_t d0 = 0; d0 < hd; d0 += 16) {
-    const int64_t left0 = hd - d0, left1 = hd - d0 - 8;
-    __m256 a0[sets][R], a1[sets][R];
+  for (int64_t d0 = 0; d0 < hd; d0 += 8) {
+    const int64_t left = hd - d0;
+    __m256 a0[R], a1[R];
     FOLIO_UNROLL
     for (int r = 0; r < R; ++r) {
-      __m256 c = _mm256_set1_ps(corr[r]);
-      a0[0][r] = _mm256_mul_ps(loadN(acc[r] + d0, left0), c);
-      a1[0][r] = left1 > 0 ? _mm256_mul_ps(loadN(acc[r] + d0 + 8, left1), c)
-                           : _mm256_setzero_ps();
-      if constexpr (sets == 2)
-        a0[1][r] = a1[1][r] = _mm256_setzero_ps();
+      a0[r] = _mm256_mul_ps(loadN(acc[r] + d0, left), _mm256_set1_ps(corr[r]));
+      a1[r] = _mm256_setzero_ps();
     }
-    auto step = [&](auto set, int64_t key) FOLIO_AVX2 {
-      if (d0 == 0)
-        pf(key);
-      const float *vj = v[key] + d0;
-      __m256 v0 = loadN(vj, left0);
-      __m256 v1 = left1 > 0 ? loadN(vj + 8, left1) : _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 2 <= nKeys; j += 2) {
+      if (d0 == 0) {
+        pf(j);
+        pf(j + 1);
+      }
+      __m256 v0 = loadN(v[j] + d0, left), v1 = loadN(v[j + 1] + d0, left);
       FOLIO_UNROLL
       for (int r = 0; r < R; ++r) {
-        __m256 pj = _mm256_set1_ps(p[r * pStride + key]);
-        a0[set][r] = _mm256_fmadd_ps(pj, v0, a0[set][r]);
-        a1[set][r] = _mm256_fmadd_ps(pj, v1, a1[set][r]);
+        a0[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * pStride + j]), v0, a0[r]);
+        a1[r] =
+            _mm256_fmadd_ps(_mm256_set1_ps(p[r * pStride + j + 1]), v1, a1[r]);
       }
-    };
-    int64_t j = 0;
-    if constexpr (sets == 2)
-      for (; j + 2 <= nKeys; j += 2) {
-        step(std::integral_constant<int, 0>(), j);
-        step(std::integral_constant<int, 1>(), j + 1);
-      }
-    for (; j < nKeys; ++j)
-      step(std::integral_constant<int, 0>(), j);
-    FOLIO_UNROLL
-    for (int r = 0; r < R; ++r) {
-      __m256 x0 = a0[0][r], x1 = a1[0][r];
-      if constexpr (sets == 2) {
-        x0 = _mm256_add_ps(x0, a0[1][r]);
-        x1 = _mm256_add_ps(x1, a1[1][r]);
-      }
-      storeN(acc[r] + d0, left0, x0);
-      if (left1 > 0)
-        storeN(acc[r] + d0 + 8, left1, x1);
     }
+    if (j < nKeys) {
+      if (d0 == 0)
+        pf(j);
+      __m256 v0 = loadN(v[j] + d0, left);
+      FOLIO_UNROLL
+      for (int r = 0; r < R; ++r)
+        a0[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * pStride + j]), v0, a0[r]);
+    }
+    FOLIO_UNROLL
+    for (int r = 0; r < R; ++r)
+      storeN(acc[r] + d0, left, _mm256_add_ps(a0[r], a1[r]));
   }
 }
 
