@@ -16,10 +16,12 @@
 //    each reported as the median ratio of its time to M = 1's GEMV in the
 //    same round.
 //  prefill: each distinct linear shape at M = 512 through linear(), on the
-//    same thread count, with oneDNN's square bf16 GEMM (folio-bench's peak
-//    probe) sampled in every round: each shape is reported as GFLOP/s and as
-//    the median ratio to the probe of its own round (on these shared vCPUs
-//    the probe alone swings 3x between minutes).
+//    same thread count, in bf16 (oneDNN) and in int8 and fp8_e4m3 (with and
+//    without Folio's AMX GEMM where the host has AMX), with oneDNN's square
+//    bf16 GEMM (folio-bench's peak probe) sampled in every round: each shape
+//    is reported as GFLOP/s per dtype and bf16's median ratio to the probe
+//    of its own round (on these shared vCPUs the probe alone swings 3x
+//    between minutes).
 //
 //  isa: one token's linears in every weight dtype (f32, bf16, f16, int8,
 //    fp8_e4m3, int4) under every instruction-set level the host runs
@@ -272,27 +274,52 @@ void verify(int rounds, unsigned threads) {
 }
 
 void prefill(int rounds, unsigned threads) {
+  // Weight dtypes through linear(): bf16 on oneDNN, and the 8-bit weights on
+  // Folio's AMX GEMM and on its AVX-512 panel GEMM (FOLIO_CPU_AMX=0's path).
+  struct Variant {
+    const char *name;
+    DType storage;
+    bool amx;
+  };
+  std::vector<Variant> variants = {{"bf16", DType::BF16, true}};
+  setAmxAllowed(true);
+  const bool amx = amxActive();
+  for (DType t : {DType::I8, DType::FP8E4M3}) {
+    const char *name = t == DType::I8 ? "int8" : "fp8";
+    if (amx)
+      variants.push_back({name, t, true});
+    variants.push_back(
+        {t == DType::I8 ? "int8 (no AMX)" : "fp8 (no AMX)", t, false});
+  }
+  if (!amx)
+    variants[1].name = "int8", variants[2].name = "fp8";
   struct Case {
     const char *name;
     int64_t n, k;
-    PackedWeight w;
-    std::vector<double> gflops;
+    std::vector<PackedWeight> w;             // per variant
+    std::vector<std::vector<double>> gflops; // per variant, per round
+    std::vector<double> probeRatio;          // bf16 / probe, per round
   };
   std::vector<Case> cases;
-  cases.push_back({"q / o (768 x 768)", kQ, kHidden, {}, {}});
-  cases.push_back({"k / v (256 x 768)", kKv, kHidden, {}, {}});
-  cases.push_back({"qkv stacked (1280 x 768)", kQ + 2 * kKv, kHidden, {}, {}});
-  cases.push_back({"gate / up (2048 x 768)", kFfn, kHidden, {}, {}});
-  cases.push_back({"gate/up stacked (4096 x 768)", 2 * kFfn, kHidden, {}, {}});
-  cases.push_back({"down (768 x 2048)", kHidden, kFfn, {}, {}});
+  cases.push_back({"q / o (768 x 768)", kQ, kHidden, {}, {}, {}});
+  cases.push_back({"k / v (256 x 768)", kKv, kHidden, {}, {}, {}});
+  cases.push_back(
+      {"qkv stacked (1280 x 768)", kQ + 2 * kKv, kHidden, {}, {}, {}});
+  cases.push_back({"gate / up (2048 x 768)", kFfn, kHidden, {}, {}, {}});
+  cases.push_back(
+      {"gate/up stacked (4096 x 768)", 2 * kFfn, kHidden, {}, {}, {}});
+  cases.push_back({"down (768 x 2048)", kHidden, kFfn, {}, {}, {}});
   const int64_t m = 512;
   for (Case &c : cases) {
     std::vector<float> w(size_t(c.n * c.k));
     for (size_t j = 0; j < w.size(); ++j)
       w[j] = float(j % 61) / 61.0f - 0.5f;
-    if (!PackedWeight::pack(w.data(), DType::F32, c.n, c.k, nullptr,
-                            DType::BF16, c.w))
-      std::exit(1);
+    c.w.resize(variants.size());
+    c.gflops.resize(variants.size());
+    for (size_t v = 0; v < variants.size(); ++v)
+      if (!PackedWeight::pack(w.data(), DType::F32, c.n, c.k, nullptr,
+                              variants[v].storage, c.w[v]))
+        std::exit(1);
   }
   std::vector<float> x(size_t(m * kFfn), 0.25f), y(size_t(m * 2 * kFfn));
   ThreadPool pool(threads);
@@ -303,28 +330,36 @@ void prefill(int rounds, unsigned threads) {
   for (int r = 0; r < rounds; ++r) {
     if (probe)
       peak.push_back(probe->sample() / 1e9);
-    for (Case &c : cases) {
-      double t0 = seconds();
-      if (!linear(x.data(), m, c.w, y.data(), pool))
-        std::exit(1);
-      c.gflops.push_back(2.0 * double(m * c.n * c.k) / (seconds() - t0) / 1e9);
-    }
+    for (Case &c : cases)
+      for (size_t v = 0; v < variants.size(); ++v) {
+        setAmxAllowed(variants[v].amx);
+        double t0 = seconds();
+        if (!linear(x.data(), m, c.w[v], y.data(), pool))
+          std::exit(1);
+        c.gflops[v].push_back(2.0 * double(m * c.n * c.k) / (seconds() - t0) /
+                              1e9);
+      }
+    setAmxAllowed(true);
   }
-  std::printf("prefill (M = %ld, bf16, %d rounds, %u threads)", long(m), rounds,
-              threads);
+  std::printf("prefill (M = %ld, %d rounds, %u threads, median GFLOP/s)",
+              long(m), rounds, threads);
   if (probe)
-    std::printf(": square 2048 GEMM median %.0f GFLOP/s (range %.0f-%.0f)",
+    std::printf(": square 2048 bf16 GEMM median %.0f GFLOP/s (range %.0f-%.0f)",
                 median(peak), *std::min_element(peak.begin(), peak.end()),
                 *std::max_element(peak.begin(), peak.end()));
-  std::printf("\n");
+  std::printf("\n  %-30s", "shape");
+  for (const Variant &v : variants)
+    std::printf(" %14s", v.name);
+  std::printf("%s\n", probe ? "  bf16 / probe" : "");
   for (Case &c : cases) {
-    std::printf("  %-30s %6.0f GFLOP/s (best %.0f)", c.name, median(c.gflops),
-                *std::max_element(c.gflops.begin(), c.gflops.end()));
+    std::printf("  %-30s", c.name);
+    for (size_t v = 0; v < variants.size(); ++v)
+      std::printf(" %14.0f", median(c.gflops[v]));
     if (probe) {
       std::vector<double> ratio;
-      for (size_t r = 0; r < c.gflops.size(); ++r)
-        ratio.push_back(c.gflops[r] / peak[r]);
-      std::printf("  %.2f of the GEMM probe", median(ratio));
+      for (size_t r = 0; r < peak.size(); ++r)
+        ratio.push_back(c.gflops[0][r] / peak[r]);
+      std::printf("  %.2f", median(ratio));
     }
     std::printf("\n");
   }

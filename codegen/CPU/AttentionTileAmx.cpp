@@ -18,14 +18,12 @@
 // the tests), so pagedAttention uses it only when the caller allows bf16
 // products (AttentionParams::allowBf16) or FOLIO_ATTENTION_AMX=force.
 //
-// Only this file is compiled with -mamx-tile -mamx-bf16 (GCC never emits
-// AMX on its own, so no AMX instruction leaks into shared inline code);
-// AVX-512 code carries target attributes as everywhere else. Tile state is
-// per thread: each tile call loads the configuration and releases it at
-// the end, so threads that also run oneDNN's AMX kernels stay correct.
+// AmxTiles.h says how the AMX files are compiled and how tile state is
+// kept per call.
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/CPU/AmxTiles.h"
 #include "codegen/CPU/AttentionTile.h"
 #include "codegen/CPU/AttentionTileLanes.h"
 #include "codegen/CPU/CPUFeatures.h"
@@ -36,21 +34,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <immintrin.h>
-#if defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 namespace folio::cpu::detail {
 
 namespace {
 
+using namespace folio::cpu::amx;
 using namespace folio::cpu::avx512;
 using namespace folio::cpu::detail::lanes;
-
-#define FOLIO_AMX                                                              \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,"         \
-                        "avx512bf16,amx-tile,amx-bf16")))
 
 /// Keys per softmax step: one B operand of P (16 pairs) and two A
 /// operands of K (16 keys each).
@@ -63,44 +54,6 @@ constexpr int64_t kPassRows = 64;
 constexpr int64_t kMaxHeadDim = 256;
 /// See softmaxChunk (log2 units).
 constexpr float kLazyMax = 8.0f;
-
-// GCC's tile intrinsics are asm statements without a memory clobber, so
-// the compiler does not know they read or write memory: a barrier before
-// every tile load and after every tile store keeps plain stores and loads
-// of the same buffers in order.
-inline void compilerBarrier() { __asm__ __volatile__("" ::: "memory"); }
-#define TLOAD(t, p, stride)                                                    \
-  do {                                                                         \
-    compilerBarrier();                                                         \
-    _tile_loadd(t, p, stride);                                                 \
-  } while (0)
-#define TSTORE(t, p, stride)                                                   \
-  do {                                                                         \
-    _tile_stored(t, p, stride);                                                \
-    compilerBarrier();                                                         \
-  } while (0)
-/// Palette 1, every tile 16 rows of 64 bytes: C tiles 0-3 (16 x 16 f32),
-/// A in tiles 4, 5 and B in tiles 6, 7 (16 x 32 bf16). Tile numbers in the
-/// intrinsics must be literals.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t startRow = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colBytes[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
-/// Linux hands out the AMX register state only on request (once per
-/// process; oneDNN makes the same request).
-bool requestTileData() {
-#if defined(__linux__) && defined(__x86_64__)
-  constexpr long kReqXcompPerm = 0x1023; // ARCH_REQ_XCOMP_PERM
-  constexpr long kXtileData = 18;        // XFEATURE_XTILEDATA
-  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
-#else
-  return false;
-#endif
-}
 
 /// Interleaves two rows of 16 bf16, a and b, as the pairs (a[i], b[i]) that
 /// a B operand holds per 32-bit element.
@@ -585,11 +538,7 @@ bool amxAttentionUsable(int64_t headDim, bool allowBf16) {
     return false;
   if (headDim % 32 != 0 || headDim > kMaxHeadDim)
     return false;
-  const CPUFeatures &f = hostFeatures();
-  if (!f.amx || !f.avx512bf16 || activeIsa() != Isa::Avx512)
-    return false;
-  static const bool granted = requestTileData();
-  return granted;
+  return amxActive();
 }
 
 AmxMode setAmxAttentionMode(AmxMode mode) { return modeSlot().exchange(mode); }

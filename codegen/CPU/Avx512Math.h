@@ -121,6 +121,20 @@ FOLIO_AVX512 static inline __m256i toF16(__m512 v) {
   return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
+/// 32 fp8_e4m3 codes (zero past the mask) as f32 values of code x 2^-8,
+/// exactly: each code moved into the high byte of a 16-bit lane and
+/// arithmetically right by one (bit 14 then cleared) is an f16 with that
+/// value, subnormals included (GemvFp8Avx512.cpp). NaN codes are not
+/// handled: the weight packer never writes them.
+FOLIO_AVX512 static inline void e4m3Codes32(const uint8_t *p, __mmask32 msk,
+                                            __m512 &lo, __m512 &hi) {
+  __m512i c = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(msk, p));
+  __m512i h = _mm512_and_si512(_mm512_srai_epi16(_mm512_slli_epi16(c, 8), 1),
+                               _mm512_set1_epi16(int16_t(0xbfff)));
+  lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+  hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
+}
+
 } // namespace folio::cpu::avx512
 
 #endif // FOLIO_CODEGEN_CPU_AVX512MATH_H

@@ -8,6 +8,10 @@
 #endif
 #include <cstdlib>
 #include <cstring>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace folio::cpu {
 
@@ -31,8 +35,7 @@ CPUFeatures detect() {
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   f.avx512bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
-  // GCC 12 cannot query AMX through __builtin_cpu_supports; oneDNN detects
-  // it by itself, so this flag is informational.
+  // GCC 12 cannot query AMX through __builtin_cpu_supports.
   unsigned a, b, c, d;
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d))
     f.amx = (d >> 22) & 1; // AMX-BF16
@@ -52,6 +55,26 @@ Isa initialLimit() {
 std::atomic<Isa> &limitSlot() {
   static std::atomic<Isa> limit{initialLimit()};
   return limit;
+}
+
+/// Linux hands out the AMX register state only on request (once per
+/// process; oneDNN makes the same request).
+bool requestTileData() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kReqXcompPerm = 0x1023; // ARCH_REQ_XCOMP_PERM
+  constexpr long kXtileData = 18;        // XFEATURE_XTILEDATA
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> &amxAllowedSlot() {
+  static std::atomic<bool> allowed{[] {
+    const char *env = std::getenv("FOLIO_CPU_AMX");
+    return !(env && std::strcmp(env, "0") == 0);
+  }()};
+  return allowed;
 }
 
 } // namespace
@@ -82,6 +105,19 @@ const char *isaName(Isa isa) {
     break;
   }
   return "scalar";
+}
+
+bool amxActive() {
+  const CPUFeatures &f = hostFeatures();
+  if (!f.amx || !f.avx512bf16 || activeIsa() != Isa::Avx512 ||
+      !amxAllowedSlot().load(std::memory_order_relaxed))
+    return false;
+  static const bool granted = requestTileData();
+  return granted;
+}
+
+void setAmxAllowed(bool allowed) {
+  amxAllowedSlot().store(allowed, std::memory_order_relaxed);
 }
 
 } // namespace folio::cpu

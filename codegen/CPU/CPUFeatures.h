@@ -21,7 +21,7 @@ struct CPUFeatures {
   bool avx2 = false;       ///< avx2 + fma + f16c: the Avx2 kernels.
   bool avx512 = false;     ///< avx512f + bw + vl + dq: the Avx512 kernels.
   bool avx512bf16 = false; ///< vcvtne2ps2bf16 / vdpbf16ps.
-  bool amx = false;        ///< AMX tiles (oneDNN, the attention tile).
+  bool amx = false;        ///< AMX-BF16 tiles.
 };
 
 /// The host's features.
@@ -37,6 +37,17 @@ Isa activeIsa();
 void setIsaLimit(Isa limit);
 
 const char *isaName(Isa isa);
+
+/// Whether Folio's own AMX kernels (the attention tile, the int8 and fp8
+/// weights' prefill GEMM) may run: the host has AMX-BF16 and AVX512-BF16,
+/// the active level is Avx512, Linux granted the tile state, and neither
+/// FOLIO_CPU_AMX=0 nor setAmxAllowed(false) ruled them out. oneDNN decides
+/// on its own whether its kernels use AMX.
+bool amxActive();
+
+/// Allows or rules out Folio's AMX kernels (tests compare both paths this
+/// way). Not thread-safe with kernels running concurrently.
+void setAmxAllowed(bool allowed);
 
 } // namespace folio::cpu
 

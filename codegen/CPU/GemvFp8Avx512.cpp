@@ -29,16 +29,6 @@ namespace {
 
 using namespace folio::cpu::avx512;
 
-/// 32 codes (zero past the mask) as two f16-encoded vectors of code x 2^-8.
-FOLIO_AVX512 inline void codes32(const uint8_t *p, __mmask32 msk, __m512 &lo,
-                                 __m512 &hi) {
-  __m512i c = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(msk, p));
-  __m512i h = _mm512_and_si512(_mm512_srai_epi16(_mm512_slli_epi16(c, 8), 1),
-                               _mm512_set1_epi16(int16_t(0xbfff)));
-  lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
-  hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
-}
-
 template <int NR, int MR>
 FOLIO_AVX512 void tile(const GemvFp8Args &a, int64_t n, int64_t m) {
   const int64_t k = a.k;
@@ -59,7 +49,7 @@ FOLIO_AVX512 void tile(const GemvFp8Args &a, int64_t n, int64_t m) {
                      _MM_HINT_T0);
     for (int i = 0; i < NR; ++i) {
       __m512 lo, hi;
-      codes32(w + i * k + kk, msk, lo, hi);
+      e4m3Codes32(w + i * k + kk, msk, lo, hi);
       for (int j = 0; j < MR; ++j) {
         const float *x = a.x + (m + j) * k + kk;
         acc[i][j] =
@@ -110,7 +100,7 @@ FOLIO_AVX512 void panelRows(const GemvFp8Args &a, int64_t n, int64_t rows,
       int64_t left = k - kk;
       __mmask32 msk = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
       __m512 lo, hi;
-      codes32(w + kk, msk, lo, hi);
+      e4m3Codes32(w + kk, msk, lo, hi);
       _mm512_storeu_ps(row.data() + kk, _mm512_mul_ps(lo, scale));
       _mm512_storeu_ps(row.data() + kk + 16, _mm512_mul_ps(hi, scale));
     }

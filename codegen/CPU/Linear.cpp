@@ -1,6 +1,7 @@
 //===- Linear.cpp - Dispatch between GEMV and oneDNN ----------------------===//
 
 #include "codegen/CPU/CPUFeatures.h"
+#include "codegen/CPU/GemmAmx.h"
 #include "codegen/CPU/Gemv.h"
 #include "codegen/CPU/PackedWeightImpl.h"
 #include "codegen/CPU/Validate.h"
@@ -39,6 +40,34 @@ Status forOutputRows(const Args &a,
   return Status::success();
 }
 
+/// int8 or fp8 weights above kConvertTileRows rows on AMX: x rounded to
+/// bf16 once (per calling thread, as below), then gemmAmx over whole
+/// panels of 32 outputs.
+Status linearAmx(const float *x, int64_t numTokens, const PackedWeight &w,
+                 AmxCodes codes, const float *xOut, float *y,
+                 ThreadPool &pool) {
+  const WeightView &v = w.view();
+  thread_local std::vector<uint16_t> xb;
+  xb.resize(size_t(amxPaddedRows(numTokens) * amxPaddedK(v.k)));
+  packXForAmx(x, numTokens, v.k, xb.data());
+  AmxGemmArgs a;
+  a.xb = xb.data();
+  a.m = numTokens;
+  a.k = v.k;
+  a.codes = codes;
+  a.w = v.data;
+  a.scales = v.scales;
+  a.numOutliers = v.numOutliers;
+  a.outliers = v.outliers;
+  a.xOut = xOut;
+  a.bias = w.bias();
+  a.y = y;
+  a.n = v.n;
+  pool.parallelForGuided(a.n, 32, /*align=*/32,
+                         [&](int64_t b, int64_t e) { gemmAmx(a, b, e); });
+  return Status::success();
+}
+
 Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
                       float *y, ThreadPool &pool) {
   const WeightView &v = w.view();
@@ -62,6 +91,8 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
         xOut[size_t(m * v.numOutliers + j)] = x[m * v.k + v.outlierCols[j]];
     a.xOut = xOut.data();
   }
+  if (numTokens > kConvertTileRows && amxActive())
+    return linearAmx(x, numTokens, w, AmxCodes::Int8, a.xOut, y, pool);
   const Isa isa = activeIsa();
   if (isa != Isa::Scalar && numTokens <= kConvertTileRows) {
     thread_local std::vector<float> quads;
@@ -79,6 +110,8 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
 
 Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
                      float *y, ThreadPool &pool) {
+  if (numTokens > kConvertTileRows && amxActive())
+    return linearAmx(x, numTokens, w, AmxCodes::Fp8E4M3, nullptr, y, pool);
   const WeightView &v = w.view();
   GemvFp8Args a;
   a.x = x;

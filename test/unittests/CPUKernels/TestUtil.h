@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace folio::cpu::test {
@@ -80,6 +81,42 @@ class IsaScope {
 public:
   explicit IsaScope(Isa isa) { setIsaLimit(isa); }
   ~IsaScope() { setIsaLimit(Isa::Avx512); }
+};
+
+/// An instruction-set level and, at Avx512, whether Folio's AMX kernels
+/// may run (amxActive()).
+struct KernelPath {
+  Isa isa;
+  bool amx;
+  std::string name() const {
+    return std::string(isaName(isa)) + (amx ? "+amx" : "");
+  }
+};
+
+/// Every path this host can run: hostIsas() without AMX, then AVX-512 with
+/// AMX where the host has it.
+inline std::vector<KernelPath> hostPaths() {
+  std::vector<KernelPath> paths;
+  for (Isa isa : hostIsas())
+    paths.push_back({isa, false});
+  setAmxAllowed(true);
+  if (amxActive())
+    paths.push_back({Isa::Avx512, true});
+  return paths;
+}
+
+/// Sets a path for the scope; restores the defaults (the host's best level,
+/// AMX allowed) at exit.
+class PathScope {
+public:
+  explicit PathScope(KernelPath path) {
+    setIsaLimit(path.isa);
+    setAmxAllowed(path.amx);
+  }
+  ~PathScope() {
+    setIsaLimit(Isa::Avx512);
+    setAmxAllowed(true);
+  }
 };
 
 /// Pools of one and of four threads: results must not depend on which.

@@ -1,0 +1,237 @@
+//===- GemmAmx.cpp - Prefill GEMM on AMX tiles for 8-bit weights ----------===//
+//
+// Per 32 output columns (two B tiles) the weight codes are converted once
+// into a panel in the B operand's layout: per 32 codes along K, a 16 x 16
+// matrix of 32-bit pairs (row p, column c = codes 2p and 2p + 1 of weight
+// row c), which is the transpose of 16 weight rows' converted codes read as
+// pairs, done in registers (transpose16). Then every 32 rows of x (two A
+// tiles, x already bf16 and zero padded) run over the panel with four C
+// tiles of 16 x 16 f32, K in steps of 32. The C tiles go through a small
+// buffer to the epilogue, which applies the row scale and bias and adds the
+// int8 outlier columns in f32 (GemvInt8Avx512.cpp's rule).
+//
+// The panel is K x 32 bf16 (48 KiB at K = 768), so it stays in L2 for all
+// of x. Remainder rows of x run one A tile when 16 or fewer are left.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CPU/GemmAmx.h"
+#include "codegen/CPU/AmxTiles.h"
+#include "codegen/CPU/Avx512Math.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace folio::cpu::detail {
+
+namespace {
+
+using namespace folio::cpu::amx;
+using namespace folio::cpu::avx512;
+
+/// Output columns per panel: two B tiles.
+constexpr int64_t kPanelCols = 32;
+/// bf16 elements in one tile (16 rows of 64 bytes).
+constexpr int64_t kTileElems = 512;
+
+/// 32 codes along K (zero past `msk`) as 32 bf16 in order; exact, since
+/// every code value has at most 7 significant bits. fp8 values are code
+/// x 2^-8 (e4m3Codes32); the 2^8 goes into the scale.
+template <AmxCodes C>
+FOLIO_AMX inline __m512i codesBf16(const uint8_t *p, __mmask32 msk) {
+  __m512 lo, hi;
+  if constexpr (C == AmxCodes::Int8) {
+    __m256i raw = _mm256_maskz_loadu_epi8(msk, p);
+    lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(raw)));
+    hi = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm256_extracti128_si256(raw, 1)));
+  } else {
+    e4m3Codes32(p, msk, lo, hi);
+  }
+  // cvtne2ps2bf16(hi, lo) = lo[0..15], hi[0..15].
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/// Transposes 16 x 16 32-bit elements in registers: r[i][j] -> r[j][i].
+FOLIO_AMX inline void transpose16(__m512i r[16]) {
+  __m512i a[16], b[16];
+  // Per 128-bit lane L: a[2i] = (r2i[4L], r2i+1[4L], r2i[4L+1], r2i+1[4L+1]),
+  // a[2i + 1] the same for 4L + 2 and 4L + 3.
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // b[4i + c], lane L: column 4L + c of rows 4i .. 4i + 3.
+  for (int i = 0; i < 4; ++i) {
+    b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+    b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+  }
+  // Row 4L + c gathers lane L of b[c], b[4 + c], b[8 + c], b[12 + c]: a 4 x
+  // 4 transpose of 128-bit lanes.
+  for (int c = 0; c < 4; ++c) {
+    __m512i e0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44);
+    __m512i e1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xee);
+    __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44);
+    __m512i e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xee);
+    r[c] = _mm512_shuffle_i32x4(e0, e2, 0x88);
+    r[4 + c] = _mm512_shuffle_i32x4(e0, e2, 0xdd);
+    r[8 + c] = _mm512_shuffle_i32x4(e1, e3, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(e1, e3, 0xdd);
+  }
+}
+
+/// Weight rows [n, n + cols) (cols <= 32; zero beyond) as B tiles:
+/// panel[(block * 2 + t) * 512 ..] is the tile of rows n + 16t .. for
+/// codes 32 block .. 32 block + 31. `panel` is 64-byte aligned.
+template <AmxCodes C>
+FOLIO_AMX void fillPanel(const AmxGemmArgs &a, int64_t n, int64_t cols,
+                         uint16_t *panel) {
+  const uint8_t *w = static_cast<const uint8_t *>(a.w);
+  const int64_t k = a.k, blocks = amxPaddedK(k) / 32;
+  for (int t = 0; t < 2; ++t)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      int64_t left = k - 32 * blk;
+      __mmask32 msk = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) {
+        int64_t c = 16 * t + i;
+        r[i] = c < cols ? codesBf16<C>(w + (n + c) * k + 32 * blk, msk)
+                        : _mm512_setzero_si512();
+      }
+      transpose16(r);
+      uint16_t *dst = panel + (blk * 2 + t) * kTileElems;
+      for (int p = 0; p < 16; ++p)
+        _mm512_store_si512(dst + 32 * p, r[p]);
+    }
+}
+
+/// C[32][32] (rows 16+ only with TwoA) = x rows m .. m + 31 times the
+/// panel, through tiles 0-3.
+template <bool TwoA>
+FOLIO_AMX void multiply(const AmxGemmArgs &a, const uint16_t *panel, int64_t m,
+                        float *c) {
+  const int64_t kp = amxPaddedK(a.k), blocks = kp / 32, stride = kp * 2;
+  const uint16_t *x0 = a.xb + m * kp, *x1 = x0 + 16 * kp;
+  _tile_zero(0);
+  _tile_zero(1);
+  if constexpr (TwoA) {
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    TLOAD(6, panel + (2 * blk) * kTileElems, 64);
+    TLOAD(7, panel + (2 * blk + 1) * kTileElems, 64);
+    TLOAD(4, x0 + 32 * blk, stride);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    if constexpr (TwoA) {
+      TLOAD(5, x1 + 32 * blk, stride);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  TSTORE(0, c, 128);
+  TSTORE(1, c + 16, 128);
+  if constexpr (TwoA) {
+    TSTORE(2, c + 16 * 32, 128);
+    TSTORE(3, c + 16 * 32 + 16, 128);
+  }
+}
+
+/// xOut[m, :] . outliers[n, :] in f32.
+FOLIO_AMX float outlierDot(const AmxGemmArgs &a, int64_t n, int64_t m) {
+  const uint16_t *o = a.outliers + n * a.numOutliers;
+  const float *xo = a.xOut + m * a.numOutliers;
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t j = 0; j < a.numOutliers; j += 16) {
+    __mmask16 msk = a.numOutliers - j >= 16 ? __mmask16(0xffff)
+                                            : tailMask(a.numOutliers - j);
+    acc = _mm512_fmadd_ps(loadBf16(o + j, msk),
+                          _mm512_maskz_loadu_ps(msk, xo + j), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+/// y[m .. m + rows, n .. n + cols] from C: scale, bias, outliers.
+FOLIO_AMX void epilogue(const AmxGemmArgs &a, const float *c, int64_t m,
+                        int64_t rows, int64_t n, int64_t cols, float scaleMul) {
+  for (int h = 0; h < 2; ++h) {
+    int64_t left = cols - 16 * h;
+    if (left <= 0)
+      break;
+    __mmask16 msk = left >= 16 ? __mmask16(0xffff) : tailMask(left);
+    __m512 scale =
+        _mm512_mul_ps(_mm512_maskz_loadu_ps(msk, a.scales + n + 16 * h),
+                      _mm512_set1_ps(scaleMul));
+    __m512 bias = a.bias ? _mm512_maskz_loadu_ps(msk, a.bias + n + 16 * h)
+                         : _mm512_setzero_ps();
+    for (int64_t i = 0; i < rows; ++i)
+      _mm512_mask_storeu_ps(
+          a.y + (m + i) * a.n + n + 16 * h, msk,
+          _mm512_fmadd_ps(_mm512_loadu_ps(c + i * 32 + 16 * h), scale, bias));
+  }
+  if (a.numOutliers)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t r = 0; r < cols; ++r)
+        a.y[(m + i) * a.n + n + r] += outlierDot(a, n + r, m + i);
+}
+
+template <AmxCodes C>
+FOLIO_AMX void run(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
+  // Per worker thread: one panel, 64-byte aligned for the tile stores.
+  thread_local std::vector<uint16_t> storage;
+  storage.resize(size_t(amxPaddedK(a.k) * kPanelCols) + 32);
+  uint16_t *panel = reinterpret_cast<uint16_t *>(
+      (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+  alignas(64) float c[32 * 32];
+  const float scaleMul = C == AmxCodes::Fp8E4M3 ? 256.0f : 1.0f;
+
+  static const TileConfig config;
+  compilerBarrier();
+  _tile_loadconfig(&config);
+  for (int64_t n = nBegin; n < nEnd; n += kPanelCols) {
+    int64_t cols = std::min(kPanelCols, nEnd - n);
+    fillPanel<C>(a, n, cols, panel);
+    int64_t m = 0;
+    for (; a.m - m > 16; m += 32) {
+      multiply<true>(a, panel, m, c);
+      epilogue(a, c, m, std::min<int64_t>(32, a.m - m), n, cols, scaleMul);
+    }
+    if (m < a.m) {
+      multiply<false>(a, panel, m, c);
+      epilogue(a, c, m, a.m - m, n, cols, scaleMul);
+    }
+  }
+  _tile_release();
+  compilerBarrier();
+}
+
+} // namespace
+
+FOLIO_AMX void packXForAmx(const float *x, int64_t m, int64_t k,
+                           uint16_t *dst) {
+  const int64_t kp = amxPaddedK(k), mp = amxPaddedRows(m);
+  for (int64_t i = 0; i < mp; ++i) {
+    uint16_t *d = dst + i * kp;
+    for (int64_t kk = 0; kk < kp; kk += 16) {
+      __m256i v = _mm256_setzero_si256();
+      if (i < m && kk < k) {
+        __mmask16 msk = k - kk >= 16 ? __mmask16(0xffff) : tailMask(k - kk);
+        v = (__m256i)_mm512_cvtneps_pbh(
+            _mm512_maskz_loadu_ps(msk, x + i * k + kk));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + kk), v);
+    }
+  }
+}
+
+void gemmAmx(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
+  if (a.codes == AmxCodes::Int8)
+    run<AmxCodes::Int8>(a, nBegin, nEnd);
+  else
+    run<AmxCodes::Fp8E4M3>(a, nBegin, nEnd);
+}
+
+} // namespace folio::cpu::detail

@@ -1,0 +1,56 @@
+//===- GemmAmx.h - Prefill GEMM on AMX tiles for 8-bit weights --*- C++ -*-===//
+//
+// int8 and fp8_e4m3 weights hold codes that bf16 represents exactly (an
+// int8 code has at most 7 significant bits, an e4m3 code at most 4), so on
+// AMX-BF16 a prefill multiplies the codes themselves, converted once per
+// panel, with x rounded to bf16, accumulates in f32 and applies the row's
+// scale at the end. x's rounding is the one bf16 weights' prefill makes in
+// oneDNN; decode (M <= kConvertTileRows) keeps f32 x in the GEMV.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_CODEGEN_CPU_GEMMAMX_H
+#define FOLIO_CODEGEN_CPU_GEMMAMX_H
+
+#include <cstdint>
+
+namespace folio::cpu::detail {
+
+enum class AmxCodes { Int8, Fp8E4M3 };
+
+/// y[m, n] = scales[n] * (bf16(x[m, :]) . codes[n, :]) + outliers + bias.
+struct AmxGemmArgs {
+  /// x rounded to bf16, [amxPaddedRows(m), amxPaddedK(k)], zero padded
+  /// (packXForAmx).
+  const uint16_t *xb = nullptr;
+  int64_t m = 0;
+  int64_t k = 0;
+  AmxCodes codes = AmxCodes::Int8;
+  const void *w = nullptr;       ///< codes [N, K], one byte each
+  const float *scales = nullptr; ///< [N], per code
+  /// int8 only: bf16 outlier columns [N, numOutliers] and x's values in
+  /// them, f32 [M, numOutliers] (Gemv.h, GemvInt8Args).
+  int64_t numOutliers = 0;
+  const uint16_t *outliers = nullptr;
+  const float *xOut = nullptr;
+  const float *bias = nullptr; ///< [N] or null
+  float *y = nullptr;          ///< [M, N]
+  int64_t n = 0;
+};
+
+/// K padded to whole tile rows (32 bf16).
+inline int64_t amxPaddedK(int64_t k) { return (k + 31) / 32 * 32; }
+/// M padded to whole A tiles (16 rows).
+inline int64_t amxPaddedRows(int64_t m) { return (m + 15) / 16 * 16; }
+
+/// Writes x[m, k] as bf16 (round to nearest even) into
+/// dst[amxPaddedRows(m), amxPaddedK(k)], zero padded. Needs amxActive().
+void packXForAmx(const float *x, int64_t m, int64_t k, uint16_t *dst);
+
+/// Output columns (weight rows) [nBegin, nEnd) of the product. Needs
+/// amxActive(); ranges that start on a multiple of 32 waste no tile work.
+void gemmAmx(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd);
+
+} // namespace folio::cpu::detail
+
+#endif // FOLIO_CODEGEN_CPU_GEMMAMX_H
