@@ -43,12 +43,34 @@ FOLIO_AVX512 float outlierDot(const GemvInt8Args &a, int64_t n, int64_t m) {
   return _mm512_reduce_add_ps(acc);
 }
 
+/// vpshufb indices that move byte j of each 32-bit lane to the lane's top
+/// byte and zero the other three.
+FOLIO_AVX512 inline __m512i topByteIndex(int j) {
+  auto lane = [j](int l) {
+    return int(0x00808080u | unsigned(4 * l + j) << 24);
+  };
+  return _mm512_broadcast_i32x4(
+      _mm_setr_epi32(lane(0), lane(1), lane(2), lane(3)));
+}
+
+/// 2^-24: the codes enter the sums as code x 2^24 (below).
+constexpr float kCodeUnit = 1.0f / 16777216.0f;
+
 /// The decode tile on quad-split x (xQuads, Gemv.h): one 64-byte load
-/// brings 64 codes, and byte j of each 32-bit lane becomes an f32 with two
-/// in-lane shifts and a convert (no cross-lane widening), matched by the
-/// j-th 16-vector of x's block.
+/// brings 64 codes, and byte j of each 32-bit lane, moved to the lane's top
+/// byte with the rest zero (vpshufb, in-lane; j = 3 by a mask), is the
+/// int32 code x 2^24, which converts exactly; the j-th 16-vector of x's
+/// block pairs with it. The sums are then 2^24 times the plain ones,
+/// exactly (a power of two), and are scaled back before the row's scale.
+/// One shuffle and one convert per 16 codes: two shifts and a convert (the
+/// sign extension's way) all run on one port on Intel cores, where this
+/// tile was bound by that port; the shuffle runs on another. (The products
+/// overflow only for |x| above ~1e29 / K.)
 template <int NR, int MR>
 FOLIO_AVX512 void tileQuad(const GemvInt8Args &a, int64_t n, int64_t m) {
+  const __m512i idx0 = topByteIndex(0), idx1 = topByteIndex(1),
+                idx2 = topByteIndex(2);
+  const __m512i top = _mm512_set1_epi32(int(0xff000000u));
   const int64_t k = a.k;
   const int8_t *w = a.w + n * k;
   const int8_t *next = w + NR * k;
@@ -66,11 +88,10 @@ FOLIO_AVX512 void tileQuad(const GemvInt8Args &a, int64_t n, int64_t m) {
                      _MM_HINT_T0);
     for (int i = 0; i < NR; ++i) {
       __m512i v = _mm512_maskz_loadu_epi8(msk, w + i * k + kk);
-      __m512 q[4] = {
-          _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 24), 24)),
-          _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 16), 24)),
-          _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 8), 24)),
-          _mm512_cvtepi32_ps(_mm512_srai_epi32(v, 24))};
+      __m512 q[4] = {_mm512_cvtepi32_ps(_mm512_shuffle_epi8(v, idx0)),
+                     _mm512_cvtepi32_ps(_mm512_shuffle_epi8(v, idx1)),
+                     _mm512_cvtepi32_ps(_mm512_shuffle_epi8(v, idx2)),
+                     _mm512_cvtepi32_ps(_mm512_and_si512(v, top))};
       for (int j = 0; j < MR; ++j) {
         const float *xq = a.xQuads + (m + j) * a.kQuads + kk;
         for (int b = 0; b < 4; ++b)
@@ -85,7 +106,7 @@ FOLIO_AVX512 void tileQuad(const GemvInt8Args &a, int64_t n, int64_t m) {
     for (int j = 0; j < MR; ++j) {
       float o = a.numOutliers ? outlierDot(a, n + i, m + j) : 0.0f;
       a.y[(m + j) * a.n + n + i] =
-          _mm512_reduce_add_ps(acc[i][j]) * scale + o + b;
+          _mm512_reduce_add_ps(acc[i][j]) * kCodeUnit * scale + o + b;
     }
   }
 }
