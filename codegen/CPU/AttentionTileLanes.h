@@ -71,37 +71,6 @@ FOLIO_AVX512 static inline __m512 capAndMax(float *s, int64_t n, int64_t ld,
   return mx;
 }
 
-/// x[i][j] becomes x[j][i]: 64 in-register shuffles instead of 256
-/// scalar stores.
-FOLIO_AVX512 static inline void transpose16(__m512 x[16]) {
-  // Pairs of rows interleaved within each 128-bit lane.
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(x[i], x[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(x[i], x[i + 1]);
-  }
-  // u[4g + c], lane L: rows 4g .. 4g+3 of column 4L + c.
-  __m512 u[16];
-  for (int g = 0; g < 4; ++g) {
-    __m512 *tg = t + 4 * g;
-    u[4 * g + 0] = _mm512_shuffle_ps(tg[0], tg[2], 0x44);
-    u[4 * g + 1] = _mm512_shuffle_ps(tg[0], tg[2], 0xee);
-    u[4 * g + 2] = _mm512_shuffle_ps(tg[1], tg[3], 0x44);
-    u[4 * g + 3] = _mm512_shuffle_ps(tg[1], tg[3], 0xee);
-  }
-  // Column 4L + c gathers lane L of u[c], u[4 + c], u[8 + c], u[12 + c].
-  for (int c = 0; c < 4; ++c) {
-    __m512 lo01 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);
-    __m512 hi01 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xee);
-    __m512 lo23 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
-    __m512 hi23 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xee);
-    x[c] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
-    x[4 + c] = _mm512_shuffle_f32x4(lo01, lo23, 0xdd);
-    x[8 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
-    x[12 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0xdd);
-  }
-}
-
 /// Query (or output) row r of the tile: token r / group, head r % group of
 /// the kv head's group.
 template <typename T>

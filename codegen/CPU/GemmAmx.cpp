@@ -4,7 +4,7 @@
 // into a panel in the B operand's layout: per 32 codes along K, a 16 x 16
 // matrix of 32-bit pairs (row p, column c = codes 2p and 2p + 1 of weight
 // row c), which is the transpose of 16 weight rows' converted codes read as
-// pairs, done in registers (transpose16). Then every 32 rows of x (two A
+// pairs, done in registers (transposePairs). Then every 32 rows of x (two A
 // tiles, x already bf16 and zero padded) run over the panel with four C
 // tiles of 16 x 16 f32, K in steps of 32. The C tiles go through a small
 // buffer to the epilogue, which applies the row scale and bias and adds the
@@ -52,34 +52,15 @@ FOLIO_AMX inline __m512i codesBf16(const uint8_t *p, __mmask32 msk) {
   return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
-/// Transposes 16 x 16 32-bit elements in registers: r[i][j] -> r[j][i].
-FOLIO_AMX inline void transpose16(__m512i r[16]) {
-  __m512i a[16], b[16];
-  // Per 128-bit lane L: a[2i] = (r2i[4L], r2i+1[4L], r2i[4L+1], r2i+1[4L+1]),
-  // a[2i + 1] the same for 4L + 2 and 4L + 3.
-  for (int i = 0; i < 8; ++i) {
-    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  // b[4i + c], lane L: column 4L + c of rows 4i .. 4i + 3.
-  for (int i = 0; i < 4; ++i) {
-    b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
-    b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
-    b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
-    b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
-  }
-  // Row 4L + c gathers lane L of b[c], b[4 + c], b[8 + c], b[12 + c]: a 4 x
-  // 4 transpose of 128-bit lanes.
-  for (int c = 0; c < 4; ++c) {
-    __m512i e0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44);
-    __m512i e1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xee);
-    __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44);
-    __m512i e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xee);
-    r[c] = _mm512_shuffle_i32x4(e0, e2, 0x88);
-    r[4 + c] = _mm512_shuffle_i32x4(e0, e2, 0xdd);
-    r[8 + c] = _mm512_shuffle_i32x4(e1, e3, 0x88);
-    r[12 + c] = _mm512_shuffle_i32x4(e1, e3, 0xdd);
-  }
+/// Transposes 16 x 16 32-bit elements in registers (Avx512Math.h's
+/// transpose16 on the same bits).
+FOLIO_AMX inline void transposePairs(__m512i r[16]) {
+  __m512 f[16];
+  for (int i = 0; i < 16; ++i)
+    f[i] = _mm512_castsi512_ps(r[i]);
+  transpose16(f);
+  for (int i = 0; i < 16; ++i)
+    r[i] = _mm512_castps_si512(f[i]);
 }
 
 /// Weight rows [n, n + cols) (cols <= 32; zero beyond) as B tiles:
@@ -100,7 +81,7 @@ FOLIO_AMX void fillPanel(const AmxGemmArgs &a, int64_t n, int64_t cols,
         r[i] = c < cols ? codesBf16<C>(w + (n + c) * k + 32 * blk, msk)
                         : _mm512_setzero_si512();
       }
-      transpose16(r);
+      transposePairs(r);
       uint16_t *dst = panel + (blk * 2 + t) * kTileElems;
       for (int p = 0; p < 16; ++p)
         _mm512_store_si512(dst + 32 * p, r[p]);
@@ -140,20 +121,6 @@ FOLIO_AMX void multiply(const AmxGemmArgs &a, const uint16_t *panel, int64_t m,
   }
 }
 
-/// xOut[m, :] . outliers[n, :] in f32.
-FOLIO_AMX float outlierDot(const AmxGemmArgs &a, int64_t n, int64_t m) {
-  const uint16_t *o = a.outliers + n * a.numOutliers;
-  const float *xo = a.xOut + m * a.numOutliers;
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t j = 0; j < a.numOutliers; j += 16) {
-    __mmask16 msk = a.numOutliers - j >= 16 ? __mmask16(0xffff)
-                                            : tailMask(a.numOutliers - j);
-    acc = _mm512_fmadd_ps(loadBf16(o + j, msk),
-                          _mm512_maskz_loadu_ps(msk, xo + j), acc);
-  }
-  return _mm512_reduce_add_ps(acc);
-}
-
 /// y[m .. m + rows, n .. n + cols] from C: scale, bias, outliers.
 FOLIO_AMX void epilogue(const AmxGemmArgs &a, const float *c, int64_t m,
                         int64_t rows, int64_t n, int64_t cols, float scaleMul) {
@@ -175,7 +142,9 @@ FOLIO_AMX void epilogue(const AmxGemmArgs &a, const float *c, int64_t m,
   if (a.numOutliers)
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t r = 0; r < cols; ++r)
-        a.y[(m + i) * a.n + n + r] += outlierDot(a, n + r, m + i);
+        a.y[(m + i) * a.n + n + r] +=
+            dotBf16(a.outliers + (n + r) * a.numOutliers,
+                    a.xOut + (m + i) * a.numOutliers, a.numOutliers);
 }
 
 template <AmxCodes C>

@@ -29,18 +29,11 @@ namespace {
 
 using namespace folio::cpu::avx512;
 
-/// xOut[m, :] . outliers[n, :] (bf16), 16 at a time.
-FOLIO_AVX512 float outlierDot(const GemvInt8Args &a, int64_t n, int64_t m) {
-  const uint16_t *o = a.outliers + n * a.numOutliers;
-  const float *xo = a.xOut + m * a.numOutliers;
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t j = 0; j < a.numOutliers; j += 16) {
-    __mmask16 msk = a.numOutliers - j >= 16 ? __mmask16(0xffff)
-                                            : tailMask(a.numOutliers - j);
-    acc = _mm512_fmadd_ps(loadBf16(o + j, msk),
-                          _mm512_maskz_loadu_ps(msk, xo + j), acc);
-  }
-  return _mm512_reduce_add_ps(acc);
+/// xOut[m, :] . outliers[n, :] (bf16).
+FOLIO_AVX512 inline float outlierDot(const GemvInt8Args &a, int64_t n,
+                                     int64_t m) {
+  return dotBf16(a.outliers + n * a.numOutliers, a.xOut + m * a.numOutliers,
+                 a.numOutliers);
 }
 
 /// vpshufb indices that move byte j of each 32-bit lane to the lane's top
