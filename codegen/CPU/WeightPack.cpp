@@ -13,10 +13,22 @@ using namespace detail;
 
 namespace {
 
-/// The outlier columns of w[n, k]: those with a weight beyond
-/// kOutlierRowMedianRatio x its row's median magnitude, the most extreme
-/// k / kMaxOutlierFraction at most, in increasing order.
-std::vector<int32_t> outlierColumns(const float *w, int64_t n, int64_t k) {
+/// The median of v (a copy is partially sorted).
+float medianOf(std::vector<float> v) {
+  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2),
+                   v.end());
+  return v[v.size() / 2];
+}
+
+/// The outlier columns of w[n, k], in increasing order: those with a weight
+/// beyond kOutlierRowMedianRatio x its row's median magnitude and, given
+/// the calibrated input abs-max per column, those whose input stands beyond
+/// kOutlierInputMedianRatio x the median column's; the k /
+/// kMaxOutlierFraction at most that stand farthest past their rule's
+/// threshold (a column's score is the larger of its two ratios, each over
+/// its threshold).
+std::vector<int32_t> outlierColumns(const float *w, int64_t n, int64_t k,
+                                    const float *inputAbsMax) {
   int64_t cap = k / kMaxOutlierFraction;
   if (cap == 0)
     return {};
@@ -26,16 +38,24 @@ std::vector<int32_t> outlierColumns(const float *w, int64_t n, int64_t k) {
     const float *row = w + r * k;
     for (int64_t c = 0; c < k; ++c)
       mags[size_t(c)] = std::fabs(row[c]);
-    std::nth_element(mags.begin(), mags.begin() + k / 2, mags.end());
-    float median = mags[size_t(k / 2)];
+    float median = medianOf(mags);
     if (median == 0.0f)
       continue;
     for (int64_t c = 0; c < k; ++c)
-      score[size_t(c)] = std::max(score[size_t(c)], std::fabs(row[c]) / median);
+      score[size_t(c)] = std::max(score[size_t(c)], std::fabs(row[c]) / median /
+                                                        kOutlierRowMedianRatio);
+  }
+  if (inputAbsMax) {
+    float median = medianOf(std::vector<float>(inputAbsMax, inputAbsMax + k));
+    if (median > 0.0f)
+      for (int64_t c = 0; c < k; ++c)
+        score[size_t(c)] =
+            std::max(score[size_t(c)],
+                     inputAbsMax[c] / median / kOutlierInputMedianRatio);
   }
   std::vector<int32_t> cols;
   for (int64_t c = 0; c < k; ++c)
-    if (score[size_t(c)] > kOutlierRowMedianRatio)
+    if (score[size_t(c)] > 1.0f)
       cols.push_back(int32_t(c));
   if (int64_t(cols.size()) > cap) {
     std::partial_sort(cols.begin(), cols.begin() + cap, cols.end(),
@@ -49,8 +69,9 @@ std::vector<int32_t> outlierColumns(const float *w, int64_t n, int64_t k) {
   return cols;
 }
 
-void packInt8(const float *w, int64_t n, int64_t k, WeightPacking &out) {
-  out.outlierCols = outlierColumns(w, n, k);
+void packInt8(const float *w, int64_t n, int64_t k, const float *inputAbsMax,
+              WeightPacking &out) {
+  out.outlierCols = outlierColumns(w, n, k, inputAbsMax);
   int64_t numOut = int64_t(out.outlierCols.size());
   std::vector<bool> isOutlier(size_t(k), false);
   for (int32_t c : out.outlierCols)
@@ -215,7 +236,8 @@ bool isPackableWeightType(DType storage) {
 }
 
 Status packWeightRows(const float *w, int64_t n, int64_t k, DType storage,
-                      WeightPacking &out, int64_t groupSize) {
+                      WeightPacking &out, int64_t groupSize,
+                      const float *inputAbsMax) {
   const char *kernel = "packWeightRows";
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "out features", n));
   FOLIO_RETURN_IF_ERROR(checkPositive(kernel, "in features", k));
@@ -237,6 +259,17 @@ Status packWeightRows(const float *w, int64_t n, int64_t k, DType storage,
                            std::to_string(groupSize) +
                            " is not supported; supported: 32, 64, 128");
   }
+  if (inputAbsMax && storage != DType::I8)
+    return Status::error(std::string("packWeightRows: input statistics choose "
+                                     "int8 outlier columns; ") +
+                         dtypeName(storage) + " weights have none");
+  if (inputAbsMax)
+    for (int64_t c = 0; c < k; ++c)
+      if (!(inputAbsMax[c] >= 0.0f) || !std::isfinite(inputAbsMax[c]))
+        return Status::error("packWeightRows: the input abs-max of column " +
+                             std::to_string(c) + " is " +
+                             std::to_string(inputAbsMax[c]) +
+                             "; it must be finite and >= 0");
   for (int64_t i = 0; i < n * k; ++i)
     if (!std::isfinite(w[i]))
       return Status::error("packWeightRows: weight (" + std::to_string(i / k) +
@@ -273,7 +306,7 @@ Status packWeightRows(const float *w, int64_t n, int64_t k, DType storage,
   case DType::I4:
     return packInt4(w, n, k, groupSize, out);
   default:
-    packInt8(w, n, k, out);
+    packInt8(w, n, k, inputAbsMax, out);
     break;
   }
   return Status::success();

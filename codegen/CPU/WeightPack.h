@@ -15,6 +15,9 @@
 // kMaxOutlierFraction of the columns are taken out of the int8 matrix
 // (zero there) and kept in bf16 as a dense [N, numOutliers] side matrix
 // with their column indices; the kernels add x[:, cols] . outliers^T.
+// Given calibration data, columns whose inputs stand far out of the other
+// columns' (LLM.int8's outlier features, seen from the activations) join
+// them.
 // docs/cpu-kernels.md describes the scheme and why it was chosen.
 //
 // fp8_e4m3 is weight-only too: one f32 scale per output row (its abs-max
@@ -51,6 +54,12 @@ namespace folio::cpu {
 /// 4096 peaks near 7x its median and a Laplacian one near 12x, while the
 /// outlier features of trained LLM projections stand far beyond.
 constexpr float kOutlierRowMedianRatio = 16.0f;
+/// With calibration data, a column is also an outlier when the largest |x|
+/// it was given is more than this many times the median column's: every
+/// weight of that column is multiplied by it, so its rounding error counts
+/// that many times more than a typical column's. LLM.int8 keeps features
+/// beyond 6.0 in 16 bits, where typical features after a norm are near 1.
+constexpr float kOutlierInputMedianRatio = 6.0f;
 /// At most k / kMaxOutlierFraction outlier columns (k >= that), the most
 /// extreme first: the side matrix stays under 1/32 of the int8 bytes x 2.
 constexpr int64_t kMaxOutlierFraction = 64;
@@ -126,11 +135,14 @@ bool isPackableWeightType(DType storage);
 /// Packs the f32 rows w[n, k] as `storage`: a copy (f32), round to nearest
 /// even (bf16, f16), or int8, fp8_e4m3 or int4 as described above.
 /// `groupSize` is int4's (0: kDefaultInt4GroupSize) and must be 0 for the
-/// other dtypes. Non-finite weights are refused
+/// other dtypes. `inputAbsMax` (int8 only; null: none) is the calibrated
+/// largest |x| per input column, which adds the input rule to the outlier
+/// columns (kOutlierInputMedianRatio). Non-finite weights are refused
 /// (they would poison a whole row's or group's scale), and so are int4
 /// groups whose scale or min overflow f16.
 Status packWeightRows(const float *w, int64_t n, int64_t k, DType storage,
-                      WeightPacking &out, int64_t groupSize = 0);
+                      WeightPacking &out, int64_t groupSize = 0,
+                      const float *inputAbsMax = nullptr);
 
 /// Packs int4 weights that are quantized already (a model's own int4
 /// weights, imported): codes[n, k] in [0, 15] standing for

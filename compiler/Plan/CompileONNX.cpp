@@ -91,6 +91,7 @@ compileONNXToPlan(const std::string &path,
   store.groupSize = options.weightGroupSize;
   store.sources = &sources;
   store.keepSourceQuantization = options.keepSourceQuantization;
+  store.inputAbsMax = options.inputAbsMax;
   if (llvm::Error err = storePackedWeights(*p, store))
     return std::move(err);
   return p;
@@ -135,6 +136,12 @@ mlir::folio::loadOrCompilePlan(const std::string &path,
     return StringRef(path).ends_with(suffix);
   };
   if (endsWith(".folio")) {
+    if (options.inputAbsMax)
+      return ::folio::Status::invalidArgument(
+          "--calibration-data: '" + path +
+          "' is a compiled plan; its int8 outlier columns are fixed when it "
+          "is compiled (recompile with folioc --calibration-data, or pass the "
+          ".onnx model)");
     ::folio::Expected<::folio::plan::Plan> p = ::folio::plan::readPlan(
         path, ::folio::plan::ReadPlanOptions{options.verifyWeights});
     if (!p)

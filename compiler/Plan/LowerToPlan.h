@@ -18,6 +18,7 @@
 #include "llvm/Support/Error.h"
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ struct CompileToPlanOptions {
   /// where the kernels take them exactly, and `weightDtype` stores the
   /// rest: what folioc does without --weight-dtype (StoreWeightsOptions).
   bool keepSourceQuantization = false;
+  /// int8 weights: calibrated input abs-max per weight group of the plan
+  /// this compile makes (StoreWeightsOptions::inputAbsMax); null: none.
+  const std::map<std::pair<int32_t, int32_t>, std::vector<float>> *inputAbsMax =
+      nullptr;
   /// A .folio plan only: hash its weight blob against the checksum the file
   /// stores (the metadata's is always checked). Off skips one pass over
   /// the weights at load time and trusts them.

@@ -20,16 +20,6 @@ llvm::Error error(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// The weight operands of a step that the kernels read as one packed
-/// weight: (first operand, count).
-std::vector<std::pair<int32_t, int32_t>> weightGroups(const plan::Step &s) {
-  if (s.kind == "linear")
-    return {{1, 1}};
-  if (s.kind == "gated_mlp")
-    return {{1, 2}, {3, 1}};
-  return {};
-}
-
 bool toCpuType(plan::ElemType t, cpu::DType &out) {
   switch (t) {
   case plan::ElemType::F32:
@@ -291,7 +281,7 @@ llvm::Error storePackedWeights(plan::Plan &p,
   for (size_t si = 0; si < p.steps.size(); ++si) {
     const plan::Step &s = p.steps[si];
     std::string layout = s.getString("weight_layout", "in_out");
-    for (auto [first, count] : weightGroups(s)) {
+    for (auto [first, count] : plan::linearWeightGroups(s)) {
       if (s.operands.size() < size_t(first + count))
         continue;
       Group g{int32_t(si), first, count, layout == "in_out", {}};
@@ -422,8 +412,23 @@ llvm::Error storePackedWeights(plan::Plan &p,
     }
     cpu::WeightPacking packing;
     if (!packFromSource(g, packing)) {
-      cpu::Status st =
-          cpu::packWeightRows(rows.data(), n, k, storage, packing, *group);
+      const float *inputs = nullptr;
+      if (options.inputAbsMax && storage == cpu::DType::I8) {
+        auto it = options.inputAbsMax->find({g.step, g.operand});
+        if (it != options.inputAbsMax->end()) {
+          if (int64_t(it->second.size()) != k)
+            return error(s.kind + " '" + s.name + "': operand " +
+                         std::to_string(g.operand) +
+                         ": the calibration "
+                         "recorded " +
+                         std::to_string(it->second.size()) +
+                         " input columns for a weight of " + std::to_string(k) +
+                         " (a plan compiled otherwise)");
+          inputs = it->second.data();
+        }
+      }
+      cpu::Status st = cpu::packWeightRows(rows.data(), n, k, storage, packing,
+                                           *group, inputs);
       if (!st.ok())
         return error(s.kind + " '" + s.name + "': operand " +
                      std::to_string(g.operand) + " (weight " +

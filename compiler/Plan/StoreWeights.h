@@ -17,8 +17,10 @@
 #include "runtime/Plan/Plan.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir::folio {
@@ -69,6 +71,13 @@ struct StoreWeightsOptions {
   /// or int8, exactly as above) where the kernels take it, and `type`
   /// stores the rest.
   bool keepSourceQuantization = false;
+  /// int8 only: the calibrated largest |x| per input column of each weight
+  /// group, keyed by the group's (step, first operand) in this plan
+  /// (folioc --calibration-data on a plan compiled the same way). It adds
+  /// the input rule to the outlier columns (codegen/CPU/WeightPack.h); a
+  /// group without an entry keeps the weight rule alone.
+  const std::map<std::pair<int32_t, int32_t>, std::vector<float>> *inputAbsMax =
+      nullptr;
 };
 
 /// Packs and stores the weights of `plan` as `options` says (above).

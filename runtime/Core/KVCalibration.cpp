@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 namespace folio::core {
@@ -27,8 +28,18 @@ void mergeAbsMax(std::vector<float> &into, const std::vector<float> &from) {
       into[i] = from[i];
 }
 
-Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
-                                     const std::vector<TokenId> &tokens) {
+namespace {
+
+/// Loads `plan` on a CPU executor and runs `tokens` through it in windows
+/// of calibrationWindow(plan), each a sequence from position 0, calling
+/// `begin` once the executor is loaded and `afterWindow` after each window.
+/// `everyRow` asks for every position's logits (so that the lm_head runs on
+/// every row), not one row per call.
+Status
+runCalibration(std::shared_ptr<const plan::Plan> plan,
+               const std::vector<TokenId> &tokens, bool everyRow,
+               const std::function<Status(exec::Executor &)> &begin,
+               const std::function<Status(exec::Executor &)> &afterWindow) {
   if (tokens.empty())
     return Status::invalidArgument("the calibration data holds no tokens");
   const int64_t window = calibrationWindow(*plan);
@@ -42,38 +53,82 @@ Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
   std::unique_ptr<exec::Executor> executor = exec::createCPUExecutor();
   if (Status s = executor->load(plan); !s)
     return s;
-
-  std::vector<std::vector<TokenId>> windows;
-  for (size_t b = 0; b < tokens.size(); b += size_t(window))
-    windows.emplace_back(
+  if (Status s = begin(*executor); !s)
+    return s;
+  // One window at a time keeps the cache small.
+  int64_t blockSize = executor->kvCacheLayout().blockSize;
+  for (size_t b = 0; b < tokens.size(); b += size_t(window)) {
+    std::vector<std::vector<TokenId>> one{std::vector<TokenId>(
         tokens.begin() + std::ptrdiff_t(b),
         tokens.begin() +
-            std::ptrdiff_t(std::min(tokens.size(), b + size_t(window))));
-  KVAbsMax result;
-  result.tokens = int64_t(tokens.size());
-  // One window at a time keeps the cache small; the ranges accumulate.
-  int64_t blockSize = executor->kvCacheLayout().blockSize;
-  for (const std::vector<TokenId> &w : windows) {
-    std::vector<std::vector<TokenId>> one{w};
+            std::ptrdiff_t(std::min(tokens.size(), b + size_t(window))))};
     if (Status s = executor->allocateKVCache(
             std::max<int64_t>(2, teacherForcedBlocks(one, blockSize)));
         !s)
       return s;
     TeacherForcedOptions options;
     options.chunkTokens = 512;
+    // Logits of every position (discarded) when the last norm's rows into
+    // the lm_head must all be seen; otherwise one row per call.
+    if (everyRow)
+      options.onLogits = [](const std::vector<float> &, int64_t,
+                            const std::vector<int64_t> &,
+                            const std::vector<int64_t> &) {};
     if (Status s = runTeacherForced(*executor, one, options); !s)
       return s;
-    Expected<exec::KVCacheAbsMax> ranges = executor->kvCacheAbsMax();
-    if (!ranges)
-      return ranges.status();
-    if (result.values.empty()) {
-      result.layers = ranges->layers;
-      result.kvHeads = ranges->kvHeads;
-      result.values = ranges->values;
-    } else {
-      mergeAbsMax(result.values, ranges->values);
-    }
+    if (Status s = afterWindow(*executor); !s)
+      return s;
   }
+  return Status::ok();
+}
+
+} // namespace
+
+Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
+                                     const std::vector<TokenId> &tokens) {
+  KVAbsMax result;
+  result.tokens = int64_t(tokens.size());
+  Status s = runCalibration(
+      std::move(plan), tokens, /*everyRow=*/false,
+      [](exec::Executor &) { return Status::ok(); },
+      [&](exec::Executor &executor) {
+        Expected<exec::KVCacheAbsMax> ranges = executor.kvCacheAbsMax();
+        if (!ranges)
+          return ranges.status();
+        if (result.values.empty()) {
+          result.layers = ranges->layers;
+          result.kvHeads = ranges->kvHeads;
+          result.values = ranges->values;
+        } else {
+          mergeAbsMax(result.values, ranges->values);
+        }
+        return Status::ok();
+      });
+  if (!s)
+    return s;
+  return result;
+}
+
+Expected<LinearInputCalibration>
+calibrateLinearInputs(std::shared_ptr<const plan::Plan> plan,
+                      const std::vector<TokenId> &tokens) {
+  LinearInputCalibration result;
+  result.tokens = int64_t(tokens.size());
+  Status s = runCalibration(
+      std::move(plan), tokens, /*everyRow=*/true,
+      [](exec::Executor &executor) {
+        return executor.recordLinearInputs(true);
+      },
+      [&](exec::Executor &executor) {
+        // The recording accumulates over the windows; the last read holds
+        // them all.
+        result.absMax.clear();
+        for (exec::LinearInputAbsMax &g : executor.linearInputAbsMax())
+          result.absMax[{g.step, g.operand}] = std::move(g.values);
+        return Status::ok();
+      });
+  if (!s)
+    return s;
   return result;
 }
 

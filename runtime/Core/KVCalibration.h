@@ -3,7 +3,9 @@
 // Static-scale KV caches (fp8) need each layer's per-head range of K and V
 // before serving. This runs a plan compiled with an f32 cache over
 // calibration tokens and reads the ranges off the cache itself, so no
-// hook into the kernels is needed.
+// hook into the kernels is needed. int8 weights' outlier columns need the
+// largest input of each linear weight's columns, which the executor
+// records while the same windows run (Executor::recordLinearInputs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,8 +17,10 @@
 #include "runtime/Support/Types.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace folio::core {
@@ -40,6 +44,21 @@ int64_t calibrationWindow(const plan::Plan &plan);
 /// and returns the per-head abs-max of everything written to the caches.
 Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
                                      const std::vector<TokenId> &tokens);
+
+/// The largest |x| each input column of a linear weight group was given,
+/// keyed by the group's (step, first operand) in the plan that ran
+/// (plan::linearWeightGroups); a NaN input is kept as NaN.
+struct LinearInputCalibration {
+  int64_t tokens = 0; ///< calibration tokens run
+  std::map<std::pair<int32_t, int32_t>, std::vector<float>> absMax;
+};
+
+/// Runs `tokens` through `plan` as calibrateKVAbsMax does and records the
+/// inputs of every linear and gated-MLP weight (int8 weights' outlier
+/// columns, codegen/CPU/WeightPack.h). Any cache dtype.
+Expected<LinearInputCalibration>
+calibrateLinearInputs(std::shared_ptr<const plan::Plan> plan,
+                      const std::vector<TokenId> &tokens);
 
 /// into[i] = max(into[i], from[i]), a NaN on either side kept: a NaN in any
 /// window must reach the compiler, which refuses it.

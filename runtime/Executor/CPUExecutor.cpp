@@ -275,6 +275,24 @@ public:
     return Status::ok();
   }
 
+  Status recordLinearInputs(bool on) override {
+    if (on) {
+      recorded.clear();
+      linearInputs = std::make_unique<LinearInputRecorder>();
+    } else if (linearInputs) {
+      recorded = linearInputs->absMax();
+      linearInputs.reset();
+    }
+    return Status::ok();
+  }
+
+  std::vector<LinearInputAbsMax> linearInputAbsMax() const override {
+    std::vector<LinearInputAbsMax> out;
+    for (auto &[key, values] : linearInputs ? linearInputs->absMax() : recorded)
+      out.push_back({key.first, key.second, values});
+    return out;
+  }
+
   Expected<KVCacheAbsMax> kvCacheAbsMax() const override {
     if (storage.empty())
       return Status::invalidArgument("no KV cache is allocated");
@@ -385,6 +403,8 @@ public:
     const plan::Step &step = plan->steps[i];
     StepContext ctx{step, values, caches, states[i].get(), pool};
     ctx.weightStorage = weightStorage();
+    ctx.stepIndex = int32_t(i);
+    ctx.linearInputs = linearInputs.get();
     ctx.arena = options.plannedBuffers ? &arena : nullptr;
     const std::vector<bool> &stored = storedOperand[i];
     for (size_t k = 0; k < step.operands.size(); ++k) {
@@ -651,6 +671,10 @@ private:
   std::vector<int32_t> transient;
   std::vector<const StepKernel *> kernels;
   std::vector<std::unique_ptr<StepState>> states;
+  /// Set while recording linear inputs (calibration); `recorded` keeps
+  /// what the last recording saw.
+  std::unique_ptr<LinearInputRecorder> linearInputs;
+  std::map<std::pair<int32_t, int32_t>, std::vector<float>> recorded;
   /// Storage for the compiler's buffers, reused across forwards.
   BufferArena arena;
   /// Per plan kernel: its fused implementation, or null (steps in order),

@@ -274,6 +274,9 @@ Status runLinear(StepContext &ctx) {
   Tensor y = ctx.output(0, ElemType::F32, withLast(x.shape, w.outFeatures()));
   int64_t rows = x.numel() / w.inFeatures();
   ctx.flops += 2.0 * double(rows) * double(w.inFeatures() * w.outFeatures());
+  if (ctx.linearInputs)
+    ctx.linearInputs->record(ctx.stepIndex, 1, x.as<float>(), rows,
+                             w.inFeatures());
   if (Status s = fromCpu(
           ctx, cpu::linear(x.as<float>(), rows, w, y.as<float>(), ctx.pool));
       !s)
@@ -344,8 +347,12 @@ Status runGatedMLP(StepContext &ctx) {
   Tensor h = Tensor::empty(ElemType::F32, {rows, f});
   Tensor y =
       ctx.output(0, ElemType::F32, withLast(x.shape, st->down.outFeatures()));
+  if (ctx.linearInputs)
+    ctx.linearInputs->record(ctx.stepIndex, 1, x.as<float>(), rows, k);
   cpu::Status s = cpu::gatedLinear(x.as<float>(), rows, st->gateUp, st->act,
                                    h.as<float>(), ctx.pool);
+  if (s.ok() && ctx.linearInputs)
+    ctx.linearInputs->record(ctx.stepIndex, 3, h.as<float>(), rows, f);
   if (s.ok())
     s = cpu::linear(h.as<float>(), rows, st->down, y.as<float>(), ctx.pool);
   if (!s.ok())

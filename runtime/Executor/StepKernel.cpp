@@ -3,6 +3,7 @@
 #include "runtime/Executor/StepKernel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 
@@ -13,6 +14,34 @@ Status StepContext::error(const std::string &message) const {
   if (!step.name.empty())
     where += " '" + step.name + "'";
   return Status::invalidArgument(where + ": " + message);
+}
+
+void LinearInputRecorder::record(int32_t step, int32_t operand, const float *x,
+                                 int64_t rows, int64_t k) {
+  // Per call first, then merged under the lock.
+  std::vector<float> m(size_t(k), 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      float v = std::fabs(x[r * k + c]);
+      float &slot = m[size_t(c)];
+      if (std::isnan(v) || v > slot)
+        slot = std::isnan(slot) ? slot : v;
+    }
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<float> &into = values[{step, operand}];
+  if (into.empty()) {
+    into = std::move(m);
+    return;
+  }
+  for (size_t c = 0; c < into.size() && c < m.size(); ++c)
+    if (!std::isnan(into[c]) && (std::isnan(m[c]) || m[c] > into[c]))
+      into[c] = m[c];
+}
+
+std::map<std::pair<int32_t, int32_t>, std::vector<float>>
+LinearInputRecorder::absMax() const {
+  std::lock_guard<std::mutex> lock(mu);
+  return values;
 }
 
 Tensor BufferArena::make(int32_t id, ElemType type, Shape shape) const {

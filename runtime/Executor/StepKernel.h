@@ -18,8 +18,11 @@
 #include "runtime/Plan/Plan.h"
 #include "runtime/Support/Status.h"
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace folio::exec {
@@ -43,6 +46,21 @@ struct BufferArena {
   void size(int64_t tokens, int64_t rows, int64_t seqs);
 };
 
+/// Collects, per linear weight group, the largest |x| of each input column
+/// (Executor::recordLinearInputs). Steps call record() with the rows they
+/// are about to multiply; safe to call from several threads.
+class LinearInputRecorder {
+public:
+  void record(int32_t step, int32_t operand, const float *x, int64_t rows,
+              int64_t k);
+  /// Keyed by (step, operand), so in plan order.
+  std::map<std::pair<int32_t, int32_t>, std::vector<float>> absMax() const;
+
+private:
+  mutable std::mutex mu;
+  std::map<std::pair<int32_t, int32_t>, std::vector<float>> values;
+};
+
 /// The run-time environment one step sees.
 struct StepContext {
   const plan::Step &step;
@@ -56,6 +74,10 @@ struct StepContext {
   /// How the executor stores linear weights: kernels may trade exactness
   /// for speed where the weights already did (bf16 attention products).
   cpu::DType weightStorage = cpu::DType::F32;
+  /// The step's index in the plan.
+  int32_t stepIndex = -1;
+  /// Non-null while calibrating: linear kinds record their inputs here.
+  LinearInputRecorder *linearInputs = nullptr;
 
   size_t numOperands() const { return step.operands.size(); }
   bool has(size_t i) const {

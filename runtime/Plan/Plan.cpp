@@ -172,6 +172,14 @@ int64_t bufferBytes(const ValueInfo &v, int64_t tokens, int64_t rows,
   return n;
 }
 
+std::vector<std::pair<int32_t, int32_t>> linearWeightGroups(const Step &s) {
+  if (s.kind == "linear")
+    return {{1, 1}};
+  if (s.kind == "gated_mlp")
+    return {{1, 2}, {3, 1}};
+  return {};
+}
+
 const Attr *Step::find(const std::string &attrName) const {
   for (const Attr &a : attrs)
     if (a.name == attrName)

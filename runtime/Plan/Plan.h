@@ -126,6 +126,12 @@ struct Step {
   std::vector<int64_t> getInts(const std::string &attrName) const;
 };
 
+/// The weight operands of a step that the kernels read as one packed
+/// weight, as (first operand, count), in a fixed order: linear's weight
+/// (operand 1); gated_mlp's gate and up (1, 2; their input is the step's)
+/// and down (3; its input is the gated activation). Empty for other kinds.
+std::vector<std::pair<int32_t, int32_t>> linearWeightGroups(const Step &s);
+
 /// A constant slot whose bytes live in the blob.
 struct Constant {
   int32_t value = -1;

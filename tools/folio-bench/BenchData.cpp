@@ -3,8 +3,11 @@
 #include "tools/folio-bench/BenchData.h"
 
 #include "runtime/Core/KVCalibration.h"
+#include "runtime/Tokenizer/Tokenizer.h"
 
 #include <fstream>
+#include <functional>
+#include <memory>
 
 namespace folio::bench {
 
@@ -34,6 +37,20 @@ readWindows(const std::string &path, int64_t window, const std::string &flag) {
     windows.emplace_back(ids->begin() + std::ptrdiff_t(b),
                          ids->begin() + std::ptrdiff_t(b + size_t(window)));
   return windows;
+}
+
+Expected<std::vector<TokenId>>
+readCalibrationTokens(const std::string &path, const std::string &tokenizer) {
+  std::function<Expected<std::vector<TokenId>>(const std::string &)> encode;
+  std::shared_ptr<Tokenizer> tok;
+  if (!tokenizer.empty()) {
+    Expected<Tokenizer> t = Tokenizer::fromFile(tokenizer);
+    if (!t)
+      return t.status();
+    tok = std::make_shared<Tokenizer>(std::move(*t));
+    encode = [tok](const std::string &text) { return tok->encode(text); };
+  }
+  return core::readTokenFile(path, encode);
 }
 
 } // namespace folio::bench

@@ -21,6 +21,11 @@ std::string cpuName();
 Expected<std::vector<std::vector<TokenId>>>
 readWindows(const std::string &path, int64_t window, const std::string &flag);
 
+/// --calibration-data's tokens: int32 ids (.i32) or text encoded with the
+/// tokenizer.json at `tokenizer` (empty: none, and text is refused).
+Expected<std::vector<TokenId>>
+readCalibrationTokens(const std::string &path, const std::string &tokenizer);
+
 } // namespace folio::bench
 
 #endif // FOLIO_TOOLS_FOLIO_BENCH_BENCHDATA_H

@@ -28,7 +28,6 @@
 #include "runtime/Core/KVCalibration.h"
 #include "runtime/Core/TeacherForced.h"
 #include "runtime/Executor/Executor.h"
-#include "runtime/Tokenizer/Tokenizer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -160,17 +159,8 @@ Expected<std::string> runKVQuant(const std::string &model,
   for (const std::string &dtype : dtypes) {
     std::cerr << "folio-bench: kv-quant " << dtype << "\n";
     if (fp8(dtype) && !o.calibrationData.empty() && !calibration) {
-      std::function<Expected<std::vector<TokenId>>(const std::string &)> encode;
-      std::shared_ptr<Tokenizer> tok;
-      if (!o.tokenizer.empty()) {
-        Expected<Tokenizer> t = Tokenizer::fromFile(o.tokenizer);
-        if (!t)
-          return t.status();
-        tok = std::make_shared<Tokenizer>(std::move(*t));
-        encode = [tok](const std::string &text) { return tok->encode(text); };
-      }
       Expected<std::vector<TokenId>> ids =
-          core::readTokenFile(o.calibrationData, encode);
+          readCalibrationTokens(o.calibrationData, o.tokenizer);
       if (!ids)
         return ids.status();
       // folioc's calibration, window rule included.

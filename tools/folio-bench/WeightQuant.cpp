@@ -11,6 +11,8 @@
 // - greedy_agreement: f32's greedy continuations of the windows' prompts
 //   fed back, each next-token argmax compared (one early difference does
 //   not make every later token of a sequence differ).
+// With --calibration-data, int8's outlier columns also take the calibrated
+// input rule (codegen/CPU/WeightPack.h), as folioc's do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,10 +23,15 @@
 
 #include "compiler/Plan/LowerToPlan.h"
 #include "compiler/Plan/StoreWeights.h"
+#include "runtime/Core/KVCalibration.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 namespace folio::bench {
 
@@ -76,6 +83,44 @@ Expected<std::string> runWeightQuant(const std::string &model,
   dtypes.erase(std::remove(dtypes.begin(), dtypes.end(), "f32"), dtypes.end());
   dtypes.insert(dtypes.begin(), "f32");
 
+  // int8's outlier columns from calibration data, as folioc does: the
+  // inputs of every weight recorded on a plan compiled the same way.
+  std::optional<core::LinearInputCalibration> calibration;
+  if (!o.calibrationData.empty()) {
+    if (std::find(dtypes.begin(), dtypes.end(), "int8") == dtypes.end())
+      return Status::invalidArgument(
+          "--calibration-data chooses int8's outlier columns, and int8 is "
+          "not in --weight-dtype");
+    char *a = realpath(o.calibrationData.c_str(), nullptr);
+    char *b = realpath(evalData.c_str(), nullptr);
+    bool same = a && b && std::string(a) == b;
+    std::free(a);
+    std::free(b);
+    if (same)
+      return Status::invalidArgument(
+          "--calibration-data is the --eval-data file: calibrating on the "
+          "evaluation text would flatter int8");
+    Expected<std::vector<TokenId>> ids =
+        readCalibrationTokens(o.calibrationData, o.tokenizer);
+    if (!ids)
+      return ids.status();
+    mlir::folio::CompileToPlanOptions c;
+    c.kvCacheDtype = o.kvCacheDtype;
+    c.blockSize = o.blockSize;
+    Expected<plan::Plan> unpacked = mlir::folio::loadOrCompilePlan(model, c);
+    if (!unpacked)
+      return unpacked.status();
+    Expected<core::LinearInputCalibration> inputs = core::calibrateLinearInputs(
+        std::make_shared<const plan::Plan>(std::move(*unpacked)), *ids);
+    if (!inputs)
+      return Status::invalidArgument("--calibration-data: " +
+                                     inputs.status().message());
+    calibration = std::move(*inputs);
+  } else if (!o.tokenizer.empty()) {
+    return Status::invalidArgument(
+        "--tokenizer only encodes text --calibration-data, and none was given");
+  }
+
   Seqs prompts;
   int64_t perPrompt = (o.agreementTokens + int64_t(windows->size()) - 1) /
                       int64_t(windows->size());
@@ -94,6 +139,8 @@ Expected<std::string> runWeightQuant(const std::string &model,
     c.weightDtype = dtype;
     c.kvCacheDtype = o.kvCacheDtype;
     c.blockSize = o.blockSize;
+    if (dtype == "int8" && calibration)
+      c.inputAbsMax = &calibration->absMax;
     c.onWarning = [&](const std::string &w) {
       std::cerr << "folio-bench: " << dtype << ": warning: " << w << "\n";
     };
@@ -148,6 +195,8 @@ Expected<std::string> runWeightQuant(const std::string &model,
       j.key("outlier_columns").value(outliers);
       j.key("outlier_column_fraction")
           .value(columns ? double(outliers) / double(columns) : 0.0);
+      j.key("calibration_tokens")
+          .value(calibration ? calibration->tokens : int64_t(0));
     }
     j.key("perplexity").value(*ppl);
     j.key("delta_perplexity_pct").value(100.0 * (*ppl - f32Ppl) / f32Ppl);

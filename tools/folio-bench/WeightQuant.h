@@ -28,6 +28,11 @@ struct WeightQuantOptions {
   int64_t promptTokens = 32;
   int64_t agreementTokens = 1024;
   /// Every variant's KV cache: f32 by default, so only the weights differ.
+  /// Token ids (.i32) or text (with `tokenizer`) to calibrate int8's
+  /// outlier columns on, as folioc --calibration-data; empty: the weight
+  /// rule alone. Refused unless int8 is listed.
+  std::string calibrationData;
+  std::string tokenizer;
   std::string kvCacheDtype = "f32";
   int64_t blockSize = 0;
   int64_t threads = 0;

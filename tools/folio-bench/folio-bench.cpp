@@ -118,6 +118,7 @@ const char *const kUsage =
     "  --calibration-data FILE     fp8 scales from int32 token ids (.i32) or\n"
     "                              text (with --tokenizer); default: the\n"
     "                              compiler's uncalibrated scales\n"
+    "                              (weight-quant: int8's outlier columns)\n"
     "  --tokenizer FILE            tokenizer.json for text calibration data\n"
     "  --threads N                 one value (default: every core)\n"
     "\n"
@@ -572,8 +573,8 @@ Status parse(int argc, char **argv, Options &o) {
       {"--served-model-name", "serve"},
       {"--max-concurrency", "serve"},
       {"--eval-data", "kv-quant,weight-quant,spec"},
-      {"--calibration-data", "kv-quant"},
-      {"--tokenizer", "kv-quant,serve"},
+      {"--calibration-data", "kv-quant,weight-quant"},
+      {"--tokenizer", "kv-quant,serve,weight-quant"},
       {"--eval-window", "kv-quant,weight-quant,spec"},
       {"--prompt-tokens", "kv-quant,weight-quant,spec"},
       {"--agreement-tokens", "kv-quant,weight-quant"},
@@ -629,6 +630,8 @@ Status parse(int argc, char **argv, Options &o) {
       o.weightQuant.kvCacheDtype = o.kvCacheDtypes[0];
     o.weightQuant.blockSize = o.blockSize;
     o.weightQuant.evalData = o.kvQuant.evalData;
+    o.weightQuant.calibrationData = o.kvQuant.calibrationData;
+    o.weightQuant.tokenizer = o.kvQuant.tokenizer;
     if (o.evalWindowGiven)
       o.weightQuant.evalWindow = o.kvQuant.evalWindow;
     if (o.promptTokensGiven)

@@ -185,9 +185,11 @@ cl::opt<int64_t> weightGroupSize(
     cl::init(0), cl::cat(folioCategory));
 cl::opt<std::string> calibrationData(
     "calibration-data",
-    cl::desc("fp8 KV caches: run the model on this file at compile time and "
-             "store calibrated per-head scales in the plan. Token ids "
-             "(.i32, int32 little-endian) or text (needs --tokenizer)"),
+    cl::desc("Run the model on this file at compile time: fp8 KV caches "
+             "store calibrated per-head scales, and --weight-dtype int8 "
+             "keeps the input columns whose values stand far out of the "
+             "others in bf16. Token ids (.i32, int32 little-endian) or text "
+             "(needs --tokenizer)"),
     cl::value_desc("file"), cl::cat(folioCategory));
 cl::opt<std::string> tokenizerPath("tokenizer",
                                    cl::desc("tokenizer.json that encodes text "
@@ -274,6 +276,16 @@ private:
   std::chrono::steady_clock::time_point last;
 };
 
+/// Whether the plan stores its linear weights int8 (explicitly: the default
+/// bf16 keeps a model's own int8 codes, which need no calibration).
+bool int8Weights() {
+  return weightDtype.getNumOccurrences() && weightDtype == "int8";
+}
+
+/// --calibration-data's record of the int8 weights' inputs, for lowerToPlan
+/// (set by calibrate with --weight-dtype int8).
+std::optional<::folio::core::LinearInputCalibration> inputCalibration;
+
 /// The KV flags that only mean something for some cache dtypes are refused
 /// for the others rather than ignored.
 LogicalResult checkKVOptions() {
@@ -284,7 +296,7 @@ LogicalResult checkKVOptions() {
     return success(); // folio-set-target names the bad value
   ::folio::KVCacheDType resolved = ::folio::resolveKVCacheDType(*t, *d);
   std::string name(::folio::kvCacheDTypeName(resolved));
-  auto refuse = [&](StringRef flag, StringRef why) {
+  auto refuse = [&](StringRef flag, const Twine &why) {
     errs() << "folioc: error: " << flag << " " << why
            << "; the KV cache dtype here is " << name << "\n";
     return failure();
@@ -303,10 +315,13 @@ LogicalResult checkKVOptions() {
   if (kvCacheResidual.getNumOccurrences() &&
       resolved != ::folio::KVCacheDType::Int2)
     return refuse("--kv-cache-residual", "applies to int2 (KIVI) caches only");
-  if (!calibrationData.empty() && !fp8)
+  if (!calibrationData.empty() && !fp8 && !int8Weights())
     return refuse("--calibration-data",
                   "sets the static scales of fp8 caches (int8 and int4 "
-                  "compute theirs when a token is written)");
+                  "compute theirs when a token is written) and the outlier "
+                  "columns of --weight-dtype int8, and this compile has "
+                  "neither (weights " +
+                      weightDtype.getValue() + ")");
   return success();
 }
 
@@ -362,8 +377,21 @@ lowerToPlan(ModuleOp module, std::optional<::folio::plan::ElemType> weights) {
   // Without --weight-dtype, weights the model brought quantized keep their
   // own form where the kernels take it.
   options.keepSourceQuantization = !weightDtype.getNumOccurrences();
+  if (inputCalibration)
+    options.inputAbsMax = &inputCalibration->absMax;
   if (llvm::Error err = mlir::folio::storePackedWeights(*plan, options))
     return std::move(err);
+  if (inputCalibration) {
+    int64_t columns = 0, weights = 0;
+    for (const ::folio::plan::StoredWeight &w : plan->weights)
+      if (w.numOutliers > 0) {
+        columns += w.numOutliers;
+        ++weights;
+      }
+    errs() << "folioc: calibrated int8 weights on " << inputCalibration->tokens
+           << " tokens: " << columns << " outlier columns in " << weights
+           << " of " << plan->weights.size() << " weights\n";
+  }
   return plan;
 }
 
@@ -461,9 +489,55 @@ LogicalResult checkKernelCacheOptions() {
   return failure();
 }
 
-/// Compiles a copy of `module` with an f32 cache, runs it on the
-/// calibration data and records the per-head K/V ranges on `module` for
-/// folio-quantize-kv.
+/// Whether the compile's KV cache is fp8 (static scales to calibrate).
+bool fp8KVCache() {
+  std::optional<::folio::Target> t = ::folio::parseTarget(target);
+  std::optional<::folio::KVCacheDType> d =
+      ::folio::parseKVCacheDType(kvCacheDtype);
+  if (!t || !d)
+    return false;
+  ::folio::KVCacheDType resolved = ::folio::resolveKVCacheDType(*t, *d);
+  return resolved == ::folio::KVCacheDType::FP8E4M3 ||
+         resolved == ::folio::KVCacheDType::FP8E5M2;
+}
+
+/// Compiles a copy of `module` with `options` (an f32 cache in place of
+/// the requested one when `f32Cache`) and lowers it to a plan, weights
+/// unpacked.
+llvm::Expected<std::shared_ptr<const ::folio::plan::Plan>>
+compileCopy(ModuleOp module, const mlir::folio::FolioPipelineOptions &options,
+            bool f32Cache) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  PassManager pm(module.getContext());
+  mlir::folio::FolioPipelineOptions copyOptions;
+  copyOptions.target = options.target;
+  copyOptions.blockSize = options.blockSize;
+  if (f32Cache) {
+    copyOptions.kvCacheDtype = "f32";
+  } else {
+    copyOptions.kvCacheDtype = options.kvCacheDtype;
+    copyOptions.kvCacheSkipLayers = std::vector<int64_t>(
+        options.kvCacheSkipLayers.begin(), options.kvCacheSkipLayers.end());
+    copyOptions.kvCacheGroupSize = options.kvCacheGroupSize;
+    copyOptions.kvCacheResidual = options.kvCacheResidual;
+  }
+  mlir::folio::buildFolioPipeline(pm, copyOptions,
+                                  mlir::folio::FolioPhase::Compile);
+  if (failed(pm.run(*copy)))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "compiling the calibration copy failed");
+  llvm::Expected<::folio::plan::Plan> plan =
+      mlir::folio::lowerModuleToPlan(*copy);
+  if (!plan)
+    return plan.takeError();
+  return std::make_shared<const ::folio::plan::Plan>(std::move(*plan));
+}
+
+/// Runs the model on --calibration-data: for an fp8 cache, a copy with an
+/// f32 cache records the per-head K/V ranges on `module` for
+/// folio-quantize-kv; for --weight-dtype int8, a copy compiled exactly as
+/// `module` will be (so its steps are the plan's) records every linear
+/// weight's inputs for lowerToPlan.
 LogicalResult calibrate(ModuleOp module,
                         const mlir::folio::FolioPipelineOptions &options) {
   std::function<::folio::Expected<std::vector<::folio::TokenId>>(
@@ -488,35 +562,41 @@ LogicalResult calibrate(ModuleOp module,
     return failure();
   }
 
-  OwningOpRef<ModuleOp> copy = module.clone();
-  PassManager pm(module.getContext());
-  mlir::folio::FolioPipelineOptions f32Options;
-  f32Options.target = options.target;
-  f32Options.blockSize = options.blockSize;
-  f32Options.kvCacheDtype = "f32";
-  mlir::folio::buildFolioPipeline(pm, f32Options,
-                                  mlir::folio::FolioPhase::Compile);
-  if (failed(pm.run(*copy)))
-    return failure();
-  llvm::Expected<::folio::plan::Plan> plan =
-      mlir::folio::lowerModuleToPlan(*copy);
-  if (!plan) {
-    errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
-    return failure();
+  if (fp8KVCache()) {
+    auto plan = compileCopy(module, options, /*f32Cache=*/true);
+    if (!plan) {
+      errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
+      return failure();
+    }
+    ::folio::Expected<::folio::core::KVAbsMax> ranges =
+        ::folio::core::calibrateKVAbsMax(*plan, *tokens);
+    if (!ranges) {
+      errs() << "folioc: error: --calibration-data: "
+             << ranges.status().message() << "\n";
+      return failure();
+    }
+    mlir::folio::setKVCalibration(module, ranges->layers, ranges->kvHeads,
+                                  ranges->values);
+    errs() << "folioc: calibrated fp8 KV scales on " << ranges->tokens
+           << " tokens (windows of " << ::folio::core::calibrationWindow(**plan)
+           << ")\n";
   }
-  auto shared = std::make_shared<const ::folio::plan::Plan>(std::move(*plan));
-  ::folio::Expected<::folio::core::KVAbsMax> ranges =
-      ::folio::core::calibrateKVAbsMax(shared, *tokens);
-  if (!ranges) {
-    errs() << "folioc: error: --calibration-data: " << ranges.status().message()
-           << "\n";
-    return failure();
+  if (int8Weights()) {
+    // After the KV calibration, which the final compile will see too.
+    auto plan = compileCopy(module, options, /*f32Cache=*/false);
+    if (!plan) {
+      errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
+      return failure();
+    }
+    ::folio::Expected<::folio::core::LinearInputCalibration> inputs =
+        ::folio::core::calibrateLinearInputs(*plan, *tokens);
+    if (!inputs) {
+      errs() << "folioc: error: --calibration-data: "
+             << inputs.status().message() << "\n";
+      return failure();
+    }
+    inputCalibration = std::move(*inputs);
   }
-  mlir::folio::setKVCalibration(module, ranges->layers, ranges->kvHeads,
-                                ranges->values);
-  errs() << "folioc: calibrated fp8 KV scales on " << ranges->tokens
-         << " tokens (windows of " << ::folio::core::calibrationWindow(*shared)
-         << ")\n";
   return success();
 }
 

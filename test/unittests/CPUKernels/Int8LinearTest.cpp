@@ -103,6 +103,102 @@ TEST(WeightPackTest, OutlierColumnsStayInBf16) {
   EXPECT_TRUE(std::count(p.outlierCols.begin(), p.outlierCols.end(), 40));
 }
 
+TEST(WeightPackTest, CalibratedInputOutliersJoinTheWeightRule) {
+  // No weight column stands out; inputs 1 everywhere but column 7 (10x
+  // the median, past the 6x rule), column 50 (5x, short of it) and column
+  // 99 (40x). The weight rule's column 130 (from `every`) stays.
+  int64_t n = 6, k = 256;
+  std::vector<float> w = weights(n, k, 4);
+  for (int64_t r = 0; r < n; ++r)
+    w[size_t(r * k + 130)] = 50.0f;
+  std::vector<float> input(size_t(k), 1.0f);
+  input[7] = 10.0f;
+  input[50] = 5.0f;
+  input[99] = 40.0f;
+  WeightPacking p;
+  ASSERT_TRUE(
+      packWeightRows(w.data(), n, k, DType::I8, p, 0, input.data()).ok());
+  EXPECT_EQ(p.outlierCols, (std::vector<int32_t>{7, 99, 130}));
+  // The input columns are exact in bf16 and out of the scales.
+  WeightView v = p.view();
+  for (int64_t r = 0; r < n; ++r)
+    EXPECT_EQ(weightViewAt(v, r, 99),
+              bf16ToFloat(floatToBf16(w[size_t(r * k + 99)])));
+  // Without the statistics only the weight rule applies.
+  ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::I8, p).ok());
+  EXPECT_EQ(p.outlierCols, (std::vector<int32_t>{130}));
+  // Over the cap (k / 64 = 4): the columns farthest past their threshold,
+  // whichever rule found them.
+  for (int64_t c : {20, 21, 22})
+    input[size_t(c)] = 12.0f; // 2x past the input threshold
+  ASSERT_TRUE(
+      packWeightRows(w.data(), n, k, DType::I8, p, 0, input.data()).ok());
+  ASSERT_EQ(p.outlierCols.size(), 4u);
+  EXPECT_TRUE(std::count(p.outlierCols.begin(), p.outlierCols.end(), 99));
+  EXPECT_FALSE(std::count(p.outlierCols.begin(), p.outlierCols.end(), 7));
+  // The kernels use them like any outlier column.
+  std::vector<float> x = randomVector(size_t(3 * k), 8);
+  PackedWeight pw;
+  ASSERT_TRUE(PackedWeight::fromView(p.view(), nullptr, pw).ok());
+  std::vector<float> y(size_t(3 * n), NAN);
+  ASSERT_TRUE(linear(x.data(), 3, pw, y.data(), serialPool()).ok());
+  expectClose(y, reference(x, 3, p.view(), nullptr), x, 3, p.view(),
+              "calibrated outliers");
+}
+
+TEST(WeightPackTest, CalibratedColumnsCutTheErrorOfLargeInputs) {
+  // One input feature 50x the others (an LLM.int8-style outlier feature)
+  // over ordinary weights: its rounding error dominates the int8 product
+  // unless its column is kept in bf16. Expected error ratio about
+  // sqrt(255 / (255 + 50^2)) = 0.30 of the uncalibrated one.
+  int64_t n = 64, k = 256, m = 16;
+  std::vector<float> w = weights(n, k, 31);
+  std::vector<float> x = randomVector(size_t(m * k), 32);
+  for (int64_t i = 0; i < m; ++i)
+    x[size_t(i * k + 77)] *= 50.0f;
+  std::vector<float> input(size_t(k), 0.0f);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t c = 0; c < k; ++c)
+      input[size_t(c)] =
+          std::max(input[size_t(c)], std::fabs(x[size_t(i * k + c)]));
+  auto squaredError = [&](const float *stats) {
+    WeightPacking p;
+    EXPECT_TRUE(packWeightRows(w.data(), n, k, DType::I8, p, 0, stats).ok());
+    PackedWeight pw;
+    EXPECT_TRUE(PackedWeight::fromView(p.view(), nullptr, pw).ok());
+    std::vector<float> y(size_t(m * n));
+    EXPECT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
+    double e = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t r = 0; r < n; ++r) {
+        double exact = 0;
+        for (int64_t c = 0; c < k; ++c)
+          exact += double(x[size_t(i * k + c)]) * w[size_t(r * k + c)];
+        double d = y[size_t(i * n + r)] - exact;
+        e += d * d;
+      }
+    return e;
+  };
+  double plain = squaredError(nullptr), calibrated = squaredError(input.data());
+  EXPECT_LT(std::sqrt(calibrated / plain), 0.5)
+      << "plain " << plain << ", calibrated " << calibrated;
+}
+
+TEST(WeightPackTest, RefusesBadInputStatistics) {
+  std::vector<float> w(64 * 4, 0.5f), input(64, 1.0f);
+  WeightPacking p;
+  Status s =
+      packWeightRows(w.data(), 4, 64, DType::FP8E4M3, p, 0, input.data());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("fp8_e4m3 weights have none"), std::string::npos)
+      << s.message();
+  input[5] = NAN;
+  s = packWeightRows(w.data(), 4, 64, DType::I8, p, 0, input.data());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("input abs-max of column 5"), std::string::npos)
+      << s.message();
+}
+
 TEST(WeightPackTest, RefusesWhatItCannotPack) {
   std::vector<float> w = {1, 2, NAN, 4};
   WeightPacking p;

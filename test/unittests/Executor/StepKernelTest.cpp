@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 using namespace folio;
 using namespace folio::exec;
@@ -214,4 +216,48 @@ TEST(CPUExecutor, RefusesAbsentRequiredOperands) {
   EXPECT_EQ(st.message(),
             "binary '/model/add': operand 1 is required but absent");
 }
+} // namespace
+
+namespace {
+
+TEST(LinearInputRecorder, KeepsTheLargestMagnitudePerColumnAndNaN) {
+  LinearInputRecorder rec;
+  const float a[] = {1, -5, 2, /**/ -3, 4, 0}; // 2 rows, k = 3
+  rec.record(4, 1, a, 2, 3);
+  const float b[] = {-2, 1, NAN};
+  rec.record(4, 1, b, 1, 3);
+  const float c[] = {7};
+  rec.record(4, 3, c, 1, 1);
+  rec.record(1, 1, c, 1, 1);
+  auto m = rec.absMax();
+  ASSERT_EQ(m.size(), 3u);
+  // Keyed by (step, operand): plan order.
+  EXPECT_EQ(m.begin()->first, std::make_pair(int32_t(1), int32_t(1)));
+  const std::vector<float> &v = m.at({4, 1});
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0], 3.0f);
+  EXPECT_EQ(v[1], 5.0f);
+  EXPECT_TRUE(std::isnan(v[2])); // a NaN input is never hidden by a max
+  const float d[] = {100, 100, 100};
+  rec.record(4, 1, d, 1, 3);
+  EXPECT_TRUE(std::isnan(rec.absMax().at({4, 1})[2]));
+  EXPECT_EQ(rec.absMax().at({4, 1})[0], 100.0f);
+  EXPECT_EQ(m.at({4, 3}), std::vector<float>{7.0f});
+}
+
+TEST(LinearInputRecorder, ThreadsMergeToTheSameResult) {
+  LinearInputRecorder rec;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&rec, t] {
+      for (int i = 0; i < 100; ++i) {
+        float x[2] = {float(t * 100 + i), -float(i)};
+        rec.record(0, 1, x, 1, 2);
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(rec.absMax().at({0, 1}), (std::vector<float>{399.0f, 99.0f}));
+}
+
 } // namespace

@@ -320,3 +320,76 @@ TEST(KVQuantPlan, RequestedDtypeMustMatchTheFile) {
             std::string::npos)
       << refused.status().message();
 }
+
+// --calibration-data for int8 weights: every linear weight group's inputs
+// are recorded on the plan that ran, and the int8 plan compiled the same way
+// keeps the columns they single out in bf16.
+TEST(LinearInputCalibration, RecordsEveryWeightAndReachesTheInt8Plan) {
+  const Baseline &b = baseline();
+  ASSERT_TRUE(b.f32);
+  std::vector<TokenId> ids = heldOut(8, 1)[0];
+  auto r = core::calibrateLinearInputs(b.f32, ids);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_EQ(r->tokens, int64_t(ids.size()));
+  size_t groups = 0;
+  for (size_t si = 0; si < b.f32->steps.size(); ++si) {
+    const plan::Step &s = b.f32->steps[si];
+    for (auto [first, count] : plan::linearWeightGroups(s)) {
+      ++groups;
+      auto it = r->absMax.find({int32_t(si), first});
+      ASSERT_NE(it, r->absMax.end()) << s.kind << " " << si;
+      // In features: the weight's rows ([K, N], in_out) for linear and
+      // gate/up, and gated_mlp's ffn width for down.
+      const plan::ValueInfo &w =
+          b.f32->values[size_t(s.operands[size_t(first)])];
+      ASSERT_EQ(w.dims.size(), 2u);
+      EXPECT_EQ(int64_t(it->second.size()), w.dims[0]) << s.kind << " " << si;
+      float most = 0;
+      for (float v : it->second) {
+        EXPECT_TRUE(std::isfinite(v) && v >= 0) << v;
+        most = std::max(most, v);
+      }
+      EXPECT_GT(most, 0.0f);
+    }
+  }
+  EXPECT_EQ(r->absMax.size(), groups);
+  // A prefix of the data sees no larger input than all of it.
+  std::vector<TokenId> prefix(ids.begin(), ids.begin() + 64);
+  auto small = core::calibrateLinearInputs(b.f32, prefix);
+  ASSERT_TRUE(small);
+  for (auto &[key, values] : small->absMax)
+    for (size_t c = 0; c < values.size(); ++c)
+      EXPECT_LE(values[c], r->absMax.at(key)[c])
+          << key.first << "," << key.second << " c=" << c;
+
+  auto compileInt8 = [&](const std::map<std::pair<int32_t, int32_t>,
+                                        std::vector<float>> *inputs) {
+    mlir::folio::CompileToPlanOptions o;
+    o.kvCacheDtype = "f32";
+    o.weightDtype = "int8";
+    o.inputAbsMax = inputs;
+    return mlir::folio::compileONNXToPlan(kBundled + "target.onnx", o);
+  };
+  auto outliers = [](const plan::Plan &p) {
+    int64_t n = 0;
+    for (const plan::StoredWeight &w : p.weights)
+      n += w.numOutliers;
+    return n;
+  };
+  auto plain = compileInt8(nullptr);
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  auto calibrated = compileInt8(&r->absMax);
+  ASSERT_TRUE(bool(calibrated)) << llvm::toString(calibrated.takeError());
+  // The trained target has no weight-side outliers; its inputs have some.
+  EXPECT_EQ(outliers(*plain), 0);
+  EXPECT_GT(outliers(*calibrated), 0);
+
+  // Statistics of another plan (a wrong width) are refused, naming the step.
+  auto wrong = r->absMax;
+  wrong.begin()->second.pop_back();
+  auto refused = compileInt8(&wrong);
+  ASSERT_FALSE(bool(refused));
+  std::string message = llvm::toString(refused.takeError());
+  EXPECT_NE(message.find("input columns for a weight of"), std::string::npos)
+      << message;
+}
