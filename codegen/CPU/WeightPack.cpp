@@ -13,8 +13,8 @@ using namespace detail;
 
 namespace {
 
-/// The median of v (a copy is partially sorted).
-float medianOf(std::vector<float> v) {
+/// The median of v, which is partially sorted in place.
+float medianOf(std::vector<float> &v) {
   std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2),
                    v.end());
   return v[v.size() / 2];
@@ -46,7 +46,8 @@ std::vector<int32_t> outlierColumns(const float *w, int64_t n, int64_t k,
                                                         kOutlierRowMedianRatio);
   }
   if (inputAbsMax) {
-    float median = medianOf(std::vector<float>(inputAbsMax, inputAbsMax + k));
+    std::vector<float> inputs(inputAbsMax, inputAbsMax + k);
+    float median = medianOf(inputs);
     if (median > 0.0f)
       for (int64_t c = 0; c < k; ++c)
         score[size_t(c)] =
