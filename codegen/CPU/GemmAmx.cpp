@@ -1,15 +1,14 @@
-//===- GemmAmx.cpp - Prefill GEMM on AMX tiles for quantized weights ------===//
+//===- GemmAmx.cpp - Prefill GEMM on AMX tiles for 8-bit weights ----------===//
 //
-// Per 32 output columns (two B tiles) the weight codes (int8, fp8) or the
-// dequantized weights (int4) are converted once to bf16 into a panel in the
-// B operand's layout: per 32 weights along K, a 16 x 16 matrix of 32-bit
-// pairs (row p, column c = weights 2p and 2p + 1 of weight row c), which
-// is the transpose of 16 weight rows' converted values read as pairs, done
-// in registers (transposePairs). Then every 32 rows of x (two A
+// Per 32 output columns (two B tiles) the weight codes are converted once
+// into a panel in the B operand's layout: per 32 codes along K, a 16 x 16
+// matrix of 32-bit pairs (row p, column c = codes 2p and 2p + 1 of weight
+// row c), which is the transpose of 16 weight rows' converted codes read as
+// pairs, done in registers (transposePairs). Then every 32 rows of x (two A
 // tiles, x already bf16 and zero padded) run over the panel with four C
 // tiles of 16 x 16 f32, K in steps of 32. The C tiles go through a small
-// buffer to the epilogue, which applies the row scale (int8, fp8) and bias
-// and adds the int8 outlier columns in f32 (GemvInt8Avx512.cpp's rule).
+// buffer to the epilogue, which applies the row scale and bias and adds the
+// int8 outlier columns in f32 (GemvInt8Avx512.cpp's rule).
 //
 // The panel is K x 32 bf16 (48 KiB at K = 768), so it stays in L2 for all
 // of x. Remainder rows of x run one A tile when 16 or fewer are left.
@@ -19,7 +18,6 @@
 #include "codegen/CPU/GemmAmx.h"
 #include "codegen/CPU/AmxTiles.h"
 #include "codegen/CPU/Avx512Math.h"
-#include "codegen/CPU/WeightPack.h"
 
 #include <algorithm>
 #include <vector>
@@ -65,35 +63,6 @@ FOLIO_AMX inline void transposePairs(__m512i r[16]) {
     r[i] = _mm512_castps_si512(f[i]);
 }
 
-/// int4: weights 32 blk .. 32 blk + 31 of row r (zero from k on) as 32
-/// bf16. The block layout (WeightPack.h) puts weight 16j + l in nibble j of
-/// 32-bit word l, so a shift gives 16 consecutive weights' codes in lane
-/// order, and vpermps on the group's 16 values (min + q * scale, one FMA)
-/// dequantizes them, as the GEMV does.
-FOLIO_AMX inline __m512i int4Bf16(const AmxGemmArgs &a, int64_t r,
-                                  int64_t blk) {
-  const int64_t k = a.k, base = 32 * blk;
-  const uint8_t *row = static_cast<const uint8_t *>(a.w) + r * int4RowBytes(k);
-  __m512i v = _mm512_loadu_si512(row + base / kInt4Block * (kInt4Block / 2));
-  const int j = int(base % kInt4Block / 16);
-  const uint16_t *p =
-      a.params + (r * int4Groups(k, a.groupSize) + base / a.groupSize) * 2;
-  __m128 sm = _mm_cvtph_ps(_mm_cvtsi32_si128(int(p[0] | p[1] << 16)));
-  const __m512 iota =
-      _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  __m512 lut = _mm512_fmadd_ps(iota, _mm512_broadcastss_ps(sm),
-                               _mm512_broadcastss_ps(_mm_movehdup_ps(sm)));
-  int64_t left = k - base;
-  __mmask16 m0 = left >= 16 ? __mmask16(0xffff) : tailMask(left);
-  __mmask16 m1 = left >= 32  ? __mmask16(0xffff)
-                 : left > 16 ? tailMask(left - 16)
-                             : __mmask16(0);
-  __m512 lo = _mm512_maskz_permutexvar_ps(m0, _mm512_srli_epi32(v, 4 * j), lut);
-  __m512 hi =
-      _mm512_maskz_permutexvar_ps(m1, _mm512_srli_epi32(v, 4 * (j + 1)), lut);
-  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-}
-
 /// Weight rows [n, n + cols) (cols <= 32; zero beyond) as B tiles:
 /// panel[(block * 2 + t) * 512 ..] is the tile of rows n + 16t .. for
 /// codes 32 block .. 32 block + 31. `panel` is 64-byte aligned.
@@ -109,12 +78,8 @@ FOLIO_AMX void fillPanel(const AmxGemmArgs &a, int64_t n, int64_t cols,
       __m512i r[16];
       for (int i = 0; i < 16; ++i) {
         int64_t c = 16 * t + i;
-        if (c >= cols)
-          r[i] = _mm512_setzero_si512();
-        else if constexpr (C == AmxCodes::Int4)
-          r[i] = int4Bf16(a, n + c, blk);
-        else
-          r[i] = codesBf16<C>(w + (n + c) * k + 32 * blk, msk);
+        r[i] = c < cols ? codesBf16<C>(w + (n + c) * k + 32 * blk, msk)
+                        : _mm512_setzero_si512();
       }
       transposePairs(r);
       uint16_t *dst = panel + (blk * 2 + t) * kTileElems;
@@ -164,12 +129,9 @@ FOLIO_AMX void epilogue(const AmxGemmArgs &a, const float *c, int64_t m,
     if (left <= 0)
       break;
     __mmask16 msk = left >= 16 ? __mmask16(0xffff) : tailMask(left);
-    // int4 has no row scale.
     __m512 scale =
-        a.scales
-            ? _mm512_mul_ps(_mm512_maskz_loadu_ps(msk, a.scales + n + 16 * h),
-                            _mm512_set1_ps(scaleMul))
-            : _mm512_set1_ps(1.0f);
+        _mm512_mul_ps(_mm512_maskz_loadu_ps(msk, a.scales + n + 16 * h),
+                      _mm512_set1_ps(scaleMul));
     __m512 bias = a.bias ? _mm512_maskz_loadu_ps(msk, a.bias + n + 16 * h)
                          : _mm512_setzero_ps();
     for (int64_t i = 0; i < rows; ++i)
@@ -235,14 +197,10 @@ FOLIO_AMX void packXForAmx(const float *x, int64_t m, int64_t k,
 }
 
 void gemmAmx(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
-  switch (a.codes) {
-  case AmxCodes::Int8:
-    return run<AmxCodes::Int8>(a, nBegin, nEnd);
-  case AmxCodes::Fp8E4M3:
-    return run<AmxCodes::Fp8E4M3>(a, nBegin, nEnd);
-  case AmxCodes::Int4:
-    return run<AmxCodes::Int4>(a, nBegin, nEnd);
-  }
+  if (a.codes == AmxCodes::Int8)
+    run<AmxCodes::Int8>(a, nBegin, nEnd);
+  else
+    run<AmxCodes::Fp8E4M3>(a, nBegin, nEnd);
 }
 
 } // namespace folio::cpu::detail

@@ -1,14 +1,11 @@
-//===- GemmAmx.h - Prefill GEMM on AMX tiles, quantized weights -*- C++ -*-===//
+//===- GemmAmx.h - Prefill GEMM on AMX tiles for 8-bit weights --*- C++ -*-===//
 //
 // int8 and fp8_e4m3 weights hold codes that bf16 represents exactly (an
 // int8 code has at most 7 significant bits, an e4m3 code at most 4), so on
 // AMX-BF16 a prefill multiplies the codes themselves, converted once per
 // panel, with x rounded to bf16, accumulates in f32 and applies the row's
 // scale at the end. x's rounding is the one bf16 weights' prefill makes in
-// oneDNN; decode (M <= kConvertTileRows) keeps f32 x in the GEMV. int4's
-// group-wise scales do not factor out of a row's sum, so its panel holds
-// the dequantized weights rounded to bf16 (2^-9 of each, far below the
-// 4-bit step).
+// oneDNN; decode (M <= kConvertTileRows) keeps f32 x in the GEMV.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,13 +16,9 @@
 
 namespace folio::cpu::detail {
 
-/// What the weight bytes hold: int8 or fp8_e4m3 codes (exact in bf16,
-/// one scale per row), or int4 rows (WeightPack.h's blocks) whose group
-/// values min + q * scale are rounded to bf16 (no row scale).
-enum class AmxCodes { Int8, Fp8E4M3, Int4 };
+enum class AmxCodes { Int8, Fp8E4M3 };
 
-/// y[m, n] = scales[n] * (bf16(x[m, :]) . codes[n, :]) + outliers + bias,
-/// or for int4 bf16(x[m, :]) . bf16(W[n, :]) + bias.
+/// y[m, n] = scales[n] * (bf16(x[m, :]) . codes[n, :]) + outliers + bias.
 struct AmxGemmArgs {
   /// x rounded to bf16, [amxPaddedRows(m), amxPaddedK(k)], zero padded
   /// (packXForAmx).
@@ -33,13 +26,8 @@ struct AmxGemmArgs {
   int64_t m = 0;
   int64_t k = 0;
   AmxCodes codes = AmxCodes::Int8;
-  const void *w = nullptr;       ///< codes [N, K], one byte each; int4:
-                                 ///< [N, int4RowBytes(K)]
-  const float *scales = nullptr; ///< [N], per code (not int4)
-  /// int4 only: weights per group and the f16 (scale, min) pairs [N,
-  /// int4Groups(K, groupSize), 2].
-  int64_t groupSize = 0;
-  const uint16_t *params = nullptr;
+  const void *w = nullptr;       ///< codes [N, K], one byte each
+  const float *scales = nullptr; ///< [N], per code
   /// int8 only: bf16 outlier columns [N, numOutliers] and x's values in
   /// them, f32 [M, numOutliers] (Gemv.h, GemvInt8Args).
   int64_t numOutliers = 0;

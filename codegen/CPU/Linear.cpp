@@ -40,7 +40,7 @@ Status forOutputRows(const Args &a,
   return Status::success();
 }
 
-/// 8-bit or int4 weights above kConvertTileRows rows on AMX: x rounded to
+/// int8 or fp8 weights above kConvertTileRows rows on AMX: x rounded to
 /// bf16 once (per calling thread, as below), then gemmAmx over whole
 /// panels of 32 outputs.
 Status linearAmx(const float *x, int64_t numTokens, const PackedWeight &w,
@@ -60,8 +60,6 @@ Status linearAmx(const float *x, int64_t numTokens, const PackedWeight &w,
   a.numOutliers = v.numOutliers;
   a.outliers = v.outliers;
   a.xOut = xOut;
-  a.groupSize = v.groupSize;
-  a.params = v.groupParams;
   a.bias = w.bias();
   a.y = y;
   a.n = v.n;
@@ -134,8 +132,6 @@ Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
 
 Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
                       float *y, ThreadPool &pool) {
-  if (numTokens > kConvertTileRows && amxActive())
-    return linearAmx(x, numTokens, w, AmxCodes::Int4, nullptr, y, pool);
   const WeightView &v = w.view();
   GemvInt4Args a;
   a.x = x;
