@@ -5,6 +5,7 @@
 #include "runtime/Core/KVCalibration.h"
 #include "runtime/Tokenizer/Tokenizer.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -51,6 +52,22 @@ readCalibrationTokens(const std::string &path, const std::string &tokenizer) {
     encode = [tok](const std::string &text) { return tok->encode(text); };
   }
   return core::readTokenFile(path, encode);
+}
+
+Status checkCalibrationNotEval(const std::string &calibration,
+                               const std::string &eval,
+                               const std::string &what) {
+  char *a = realpath(calibration.c_str(), nullptr);
+  char *b = realpath(eval.c_str(), nullptr);
+  bool same = a && b && std::string(a) == b;
+  std::free(a);
+  std::free(b);
+  if (same)
+    return Status::invalidArgument(
+        "--calibration-data is the --eval-data file: calibrating on the "
+        "evaluation text would flatter " +
+        what);
+  return Status::ok();
 }
 
 } // namespace folio::bench

@@ -21,6 +21,12 @@ std::string cpuName();
 Expected<std::vector<std::vector<TokenId>>>
 readWindows(const std::string &path, int64_t window, const std::string &flag);
 
+/// Refuses --calibration-data that is the --eval-data file: calibrating on
+/// the evaluation text would flatter `what` (the quantized dtype).
+Status checkCalibrationNotEval(const std::string &calibration,
+                               const std::string &eval,
+                               const std::string &what);
+
 /// --calibration-data's tokens: int32 ids (.i32) or text encoded with the
 /// tokenizer.json at `tokenizer` (empty: none, and text is refused).
 Expected<std::vector<TokenId>>

@@ -106,15 +106,10 @@ Expected<std::string> runKVQuant(const std::string &model,
     if (std::none_of(o.dtypes.begin(), o.dtypes.end(), fp8))
       return Status::invalidArgument(
           "--calibration-data sets fp8 scales, and no fp8 dtype is listed");
-    char *a = realpath(o.calibrationData.c_str(), nullptr);
-    char *b = realpath(o.evalData.c_str(), nullptr);
-    bool same = a && b && std::string(a) == b;
-    std::free(a);
-    std::free(b);
-    if (same)
-      return Status::invalidArgument(
-          "--calibration-data is the --eval-data file: calibrating on the "
-          "evaluation text would flatter fp8");
+    if (Status s =
+            checkCalibrationNotEval(o.calibrationData, o.evalData, "fp8");
+        !s)
+      return s;
   }
   std::vector<std::string> dtypes = o.dtypes;
   if (std::find(dtypes.begin(), dtypes.end(), "f32") == dtypes.end())

@@ -26,7 +26,6 @@
 #include "runtime/Core/KVCalibration.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -91,15 +90,9 @@ Expected<std::string> runWeightQuant(const std::string &model,
       return Status::invalidArgument(
           "--calibration-data chooses int8's outlier columns, and int8 is "
           "not in --weight-dtype");
-    char *a = realpath(o.calibrationData.c_str(), nullptr);
-    char *b = realpath(evalData.c_str(), nullptr);
-    bool same = a && b && std::string(a) == b;
-    std::free(a);
-    std::free(b);
-    if (same)
-      return Status::invalidArgument(
-          "--calibration-data is the --eval-data file: calibrating on the "
-          "evaluation text would flatter int8");
+    if (Status s = checkCalibrationNotEval(o.calibrationData, evalData, "int8");
+        !s)
+      return s;
     Expected<std::vector<TokenId>> ids =
         readCalibrationTokens(o.calibrationData, o.tokenizer);
     if (!ids)
