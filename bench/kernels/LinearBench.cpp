@@ -16,11 +16,11 @@
 //    each reported as the median ratio of its time to M = 1's GEMV in the
 //    same round.
 //  prefill: each distinct linear shape at M = 512 through linear(), on the
-//    same thread count, in bf16 (oneDNN) and in int8 and fp8_e4m3 (with and
-//    without Folio's AMX GEMM where the host has AMX), with oneDNN's square
-//    bf16 GEMM (folio-bench's peak probe) sampled in every round: each shape
-//    is reported as GFLOP/s per dtype and bf16's median ratio to the probe
-//    of its own round (on these shared vCPUs the probe alone swings 3x
+//    same thread count, in bf16 (oneDNN) and in int8, fp8_e4m3 and int4
+//    (with and without Folio's AMX GEMM where the host has AMX), with oneDNN's
+//    square bf16 GEMM (folio-bench's peak probe) sampled in every round: each
+//    shape is reported as GFLOP/s per dtype and bf16's median ratio to the
+//    probe of its own round (on these shared vCPUs the probe alone swings 3x
 //    between minutes).
 //
 //  isa: one token's linears in every weight dtype (f32, bf16, f16, int8,
@@ -284,15 +284,17 @@ void prefill(int rounds, unsigned threads) {
   std::vector<Variant> variants = {{"bf16", DType::BF16, true}};
   setAmxAllowed(true);
   const bool amx = amxActive();
-  for (DType t : {DType::I8, DType::FP8E4M3}) {
-    const char *name = t == DType::I8 ? "int8" : "fp8";
+  for (DType t : {DType::I8, DType::FP8E4M3, DType::I4}) {
+    const char *name = t == DType::I8   ? "int8"
+                       : t == DType::I4 ? "int4"
+                                        : "fp8";
+    const char *noAmx = t == DType::I8   ? "int8 (no AMX)"
+                        : t == DType::I4 ? "int4 (no AMX)"
+                                         : "fp8 (no AMX)";
     if (amx)
       variants.push_back({name, t, true});
-    variants.push_back(
-        {t == DType::I8 ? "int8 (no AMX)" : "fp8 (no AMX)", t, false});
+    variants.push_back({amx ? noAmx : name, t, false});
   }
-  if (!amx)
-    variants[1].name = "int8", variants[2].name = "fp8";
   struct Case {
     const char *name;
     int64_t n, k;

@@ -38,7 +38,7 @@ void setIsaLimit(Isa limit);
 
 const char *isaName(Isa isa);
 
-/// Whether Folio's own AMX kernels (the attention tile, the int8 and fp8
+/// Whether Folio's own AMX kernels (the attention tile, the quantized
 /// weights' prefill GEMM) may run: the host has AMX-BF16 and AVX512-BF16,
 /// the active level is Avx512, Linux granted the tile state, and neither
 /// FOLIO_CPU_AMX=0 nor setAmxAllowed(false) ruled them out. oneDNN decides

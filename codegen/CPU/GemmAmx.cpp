@@ -1,23 +1,27 @@
-//===- GemmAmx.cpp - Prefill GEMM on AMX tiles for 8-bit weights ----------===//
+//===- GemmAmx.cpp - Prefill GEMM on AMX tiles for quantized weights ------===//
 //
-// Per 32 output columns (two B tiles) the weight codes are converted once
-// into a panel in the B operand's layout: per 32 codes along K, a 16 x 16
-// matrix of 32-bit pairs (row p, column c = codes 2p and 2p + 1 of weight
-// row c), which is the transpose of 16 weight rows' converted codes read as
-// pairs, done in registers (transposePairs). Then every 32 rows of x (two A
+// Per 32 output columns (two B tiles) the weight codes (int8, fp8) or the
+// dequantized weights (int4) are converted once to bf16 into a panel in the
+// B operand's layout: per 32 weights along K, a 16 x 16 matrix of 32-bit
+// pairs (row p, column c = weights 2p and 2p + 1 of weight row c), which
+// is the transpose of 16 weight rows' converted values read as pairs, done
+// in registers (transposePairs). Then every 32 rows of x (two A
 // tiles, x already bf16 and zero padded) run over the panel with four C
 // tiles of 16 x 16 f32, K in steps of 32. The C tiles go through a small
-// buffer to the epilogue, which applies the row scale and bias and adds the
-// int8 outlier columns in f32 (GemvInt8Avx512.cpp's rule).
+// buffer to the epilogue, which applies the row scale (int8, fp8) and bias
+// and adds the int8 outlier columns in f32 (GemvInt8Avx512.cpp's rule).
 //
 // The panel is K x 32 bf16 (48 KiB at K = 768), so it stays in L2 for all
-// of x. Remainder rows of x run one A tile when 16 or fewer are left.
+// of x. Remainder rows of x run one A tile when 16 or fewer are left. int4
+// has a second panel (what bf16 left out of each weight) and a second x
+// (likewise), and three tile products per block (GemmAmx.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CPU/GemmAmx.h"
 #include "codegen/CPU/AmxTiles.h"
 #include "codegen/CPU/Avx512Math.h"
+#include "codegen/CPU/WeightPack.h"
 
 #include <algorithm>
 #include <vector>
@@ -63,38 +67,89 @@ FOLIO_AMX inline void transposePairs(__m512i r[16]) {
     r[i] = _mm512_castps_si512(f[i]);
 }
 
+/// int4: weights 32 blk .. 32 blk + 31 of row r (zero from k on) as 32
+/// bf16. The block layout (WeightPack.h) puts weight 16j + l in nibble j of
+/// 32-bit word l, so a shift gives 16 consecutive weights' codes in lane
+/// order, and vpermps on the group's 16 values (min + q * scale, one FMA)
+/// dequantizes them, as the GEMV does. `rest` receives what bf16 left out
+/// of each, rounded to bf16 in turn.
+FOLIO_AMX inline __m512i int4Bf16(const AmxGemmArgs &a, int64_t r, int64_t blk,
+                                  __m512i &rest) {
+  const int64_t k = a.k, base = 32 * blk;
+  const uint8_t *row = static_cast<const uint8_t *>(a.w) + r * int4RowBytes(k);
+  __m512i v = _mm512_loadu_si512(row + base / kInt4Block * (kInt4Block / 2));
+  const int j = int(base % kInt4Block / 16);
+  const uint16_t *p =
+      a.params + (r * int4Groups(k, a.groupSize) + base / a.groupSize) * 2;
+  __m128 sm = _mm_cvtph_ps(_mm_cvtsi32_si128(int(p[0] | p[1] << 16)));
+  const __m512 iota =
+      _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m512 lut = _mm512_fmadd_ps(iota, _mm512_broadcastss_ps(sm),
+                               _mm512_broadcastss_ps(_mm_movehdup_ps(sm)));
+  int64_t left = k - base;
+  __mmask16 m0 = left >= 16 ? __mmask16(0xffff) : tailMask(left);
+  __mmask16 m1 = left >= 32  ? __mmask16(0xffff)
+                 : left > 16 ? tailMask(left - 16)
+                             : __mmask16(0);
+  __m512 lo = _mm512_maskz_permutexvar_ps(m0, _mm512_srli_epi32(v, 4 * j), lut);
+  __m512 hi =
+      _mm512_maskz_permutexvar_ps(m1, _mm512_srli_epi32(v, 4 * (j + 1)), lut);
+  __m512i b = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+  // What bf16 left out of each weight, rounded to bf16 in turn.
+  __m512 bLo = _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(b)), 16));
+  __m512 bHi = _mm512_castsi512_ps(_mm512_slli_epi32(
+      _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(b, 1)), 16));
+  rest = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(hi, bHi),
+                                      _mm512_sub_ps(lo, bLo));
+  return b;
+}
+
 /// Weight rows [n, n + cols) (cols <= 32; zero beyond) as B tiles:
 /// panel[(block * 2 + t) * 512 ..] is the tile of rows n + 16t .. for
-/// codes 32 block .. 32 block + 31. `panel` is 64-byte aligned.
+/// codes 32 block .. 32 block + 31. `panel` is 64-byte aligned. int4 also
+/// writes what bf16 left out of its weights to panelLo, in the same layout.
 template <AmxCodes C>
 FOLIO_AMX void fillPanel(const AmxGemmArgs &a, int64_t n, int64_t cols,
-                         uint16_t *panel) {
+                         uint16_t *panel, uint16_t *panelLo) {
   const uint8_t *w = static_cast<const uint8_t *>(a.w);
   const int64_t k = a.k, blocks = amxPaddedK(k) / 32;
   for (int t = 0; t < 2; ++t)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       int64_t left = k - 32 * blk;
       __mmask32 msk = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
-      __m512i r[16];
+      __m512i r[16], rest[16];
       for (int i = 0; i < 16; ++i) {
         int64_t c = 16 * t + i;
-        r[i] = c < cols ? codesBf16<C>(w + (n + c) * k + 32 * blk, msk)
-                        : _mm512_setzero_si512();
+        rest[i] = _mm512_setzero_si512();
+        if (c >= cols)
+          r[i] = _mm512_setzero_si512();
+        else if constexpr (C == AmxCodes::Int4)
+          r[i] = int4Bf16(a, n + c, blk, rest[i]);
+        else
+          r[i] = codesBf16<C>(w + (n + c) * k + 32 * blk, msk);
       }
       transposePairs(r);
       uint16_t *dst = panel + (blk * 2 + t) * kTileElems;
       for (int p = 0; p < 16; ++p)
         _mm512_store_si512(dst + 32 * p, r[p]);
+      if constexpr (C == AmxCodes::Int4) {
+        transposePairs(rest);
+        dst = panelLo + (blk * 2 + t) * kTileElems;
+        for (int p = 0; p < 16; ++p)
+          _mm512_store_si512(dst + 32 * p, rest[p]);
+      }
     }
 }
 
 /// C[32][32] (rows 16+ only with TwoA) = x rows m .. m + 31 times the
 /// panel, through tiles 0-3.
 template <bool TwoA>
-FOLIO_AMX void multiply(const AmxGemmArgs &a, const uint16_t *panel, int64_t m,
-                        float *c) {
+FOLIO_AMX void multiply(const AmxGemmArgs &a, const uint16_t *panel,
+                        const uint16_t *panelLo, int64_t m, float *c) {
   const int64_t kp = amxPaddedK(a.k), blocks = kp / 32, stride = kp * 2;
   const uint16_t *x0 = a.xb + m * kp, *x1 = x0 + 16 * kp;
+  const uint16_t *l0 = a.xbLo ? a.xbLo + m * kp : nullptr, *l1 = l0 + 16 * kp;
   _tile_zero(0);
   _tile_zero(1);
   if constexpr (TwoA) {
@@ -111,6 +166,28 @@ FOLIO_AMX void multiply(const AmxGemmArgs &a, const uint16_t *panel, int64_t m,
       TLOAD(5, x1 + 32 * blk, stride);
       _tile_dpbf16ps(2, 5, 6);
       _tile_dpbf16ps(3, 5, 7);
+    }
+    if (l0) { // x's remainder against the same weights
+      TLOAD(4, l0 + 32 * blk, stride);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if constexpr (TwoA) {
+        TLOAD(5, l1 + 32 * blk, stride);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+    if (panelLo) { // the weights' remainder against x
+      TLOAD(6, panelLo + (2 * blk) * kTileElems, 64);
+      TLOAD(7, panelLo + (2 * blk + 1) * kTileElems, 64);
+      TLOAD(4, x0 + 32 * blk, stride);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if constexpr (TwoA) {
+        TLOAD(5, x1 + 32 * blk, stride);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
     }
   }
   TSTORE(0, c, 128);
@@ -129,9 +206,12 @@ FOLIO_AMX void epilogue(const AmxGemmArgs &a, const float *c, int64_t m,
     if (left <= 0)
       break;
     __mmask16 msk = left >= 16 ? __mmask16(0xffff) : tailMask(left);
+    // int4 has no row scale.
     __m512 scale =
-        _mm512_mul_ps(_mm512_maskz_loadu_ps(msk, a.scales + n + 16 * h),
-                      _mm512_set1_ps(scaleMul));
+        a.scales
+            ? _mm512_mul_ps(_mm512_maskz_loadu_ps(msk, a.scales + n + 16 * h),
+                            _mm512_set1_ps(scaleMul))
+            : _mm512_set1_ps(1.0f);
     __m512 bias = a.bias ? _mm512_maskz_loadu_ps(msk, a.bias + n + 16 * h)
                          : _mm512_setzero_ps();
     for (int64_t i = 0; i < rows; ++i)
@@ -151,9 +231,12 @@ template <AmxCodes C>
 FOLIO_AMX void run(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
   // Per worker thread: one panel, 64-byte aligned for the tile stores.
   thread_local std::vector<uint16_t> storage;
-  storage.resize(size_t(amxPaddedK(a.k) * kPanelCols) + 32);
+  const size_t panelElems = size_t(amxPaddedK(a.k) * kPanelCols);
+  const bool split = C == AmxCodes::Int4;
+  storage.resize(panelElems * (split ? 2 : 1) + 32);
   uint16_t *panel = reinterpret_cast<uint16_t *>(
       (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+  uint16_t *panelLo = split ? panel + panelElems : nullptr;
   alignas(64) float c[32 * 32];
   const float scaleMul = C == AmxCodes::Fp8E4M3 ? 256.0f : 1.0f;
 
@@ -162,14 +245,14 @@ FOLIO_AMX void run(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
   _tile_loadconfig(&config);
   for (int64_t n = nBegin; n < nEnd; n += kPanelCols) {
     int64_t cols = std::min(kPanelCols, nEnd - n);
-    fillPanel<C>(a, n, cols, panel);
+    fillPanel<C>(a, n, cols, panel, panelLo);
     int64_t m = 0;
     for (; a.m - m > 16; m += 32) {
-      multiply<true>(a, panel, m, c);
+      multiply<true>(a, panel, panelLo, m, c);
       epilogue(a, c, m, std::min<int64_t>(32, a.m - m), n, cols, scaleMul);
     }
     if (m < a.m) {
-      multiply<false>(a, panel, m, c);
+      multiply<false>(a, panel, panelLo, m, c);
       epilogue(a, c, m, a.m - m, n, cols, scaleMul);
     }
   }
@@ -179,28 +262,40 @@ FOLIO_AMX void run(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
 
 } // namespace
 
-FOLIO_AMX void packXForAmx(const float *x, int64_t m, int64_t k,
-                           uint16_t *dst) {
+FOLIO_AMX void packXForAmx(const float *x, int64_t m, int64_t k, uint16_t *dst,
+                           uint16_t *dstLo) {
   const int64_t kp = amxPaddedK(k), mp = amxPaddedRows(m);
   for (int64_t i = 0; i < mp; ++i) {
     uint16_t *d = dst + i * kp;
     for (int64_t kk = 0; kk < kp; kk += 16) {
-      __m256i v = _mm256_setzero_si256();
+      __m256i v = _mm256_setzero_si256(), lo = v;
       if (i < m && kk < k) {
         __mmask16 msk = k - kk >= 16 ? __mmask16(0xffff) : tailMask(k - kk);
-        v = (__m256i)_mm512_cvtneps_pbh(
-            _mm512_maskz_loadu_ps(msk, x + i * k + kk));
+        __m512 xs = _mm512_maskz_loadu_ps(msk, x + i * k + kk);
+        v = (__m256i)_mm512_cvtneps_pbh(xs);
+        if (dstLo) {
+          __m512 hi = _mm512_castsi512_ps(
+              _mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+          lo = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(xs, hi));
+        }
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + kk), v);
+      if (dstLo)
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(dstLo + i * kp + kk),
+                            lo);
     }
   }
 }
 
 void gemmAmx(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
-  if (a.codes == AmxCodes::Int8)
-    run<AmxCodes::Int8>(a, nBegin, nEnd);
-  else
-    run<AmxCodes::Fp8E4M3>(a, nBegin, nEnd);
+  switch (a.codes) {
+  case AmxCodes::Int8:
+    return run<AmxCodes::Int8>(a, nBegin, nEnd);
+  case AmxCodes::Fp8E4M3:
+    return run<AmxCodes::Fp8E4M3>(a, nBegin, nEnd);
+  case AmxCodes::Int4:
+    return run<AmxCodes::Int4>(a, nBegin, nEnd);
+  }
 }
 
 } // namespace folio::cpu::detail

@@ -40,18 +40,24 @@ Status forOutputRows(const Args &a,
   return Status::success();
 }
 
-/// int8 or fp8 weights above kConvertTileRows rows on AMX: x rounded to
+/// 8-bit or int4 weights above kConvertTileRows rows on AMX: x rounded to
 /// bf16 once (per calling thread, as below), then gemmAmx over whole
 /// panels of 32 outputs.
 Status linearAmx(const float *x, int64_t numTokens, const PackedWeight &w,
                  AmxCodes codes, const float *xOut, float *y,
                  ThreadPool &pool) {
   const WeightView &v = w.view();
-  thread_local std::vector<uint16_t> xb;
-  xb.resize(size_t(amxPaddedRows(numTokens) * amxPaddedK(v.k)));
-  packXForAmx(x, numTokens, v.k, xb.data());
+  thread_local std::vector<uint16_t> xb, xbLo;
+  const size_t elems = size_t(amxPaddedRows(numTokens) * amxPaddedK(v.k));
+  xb.resize(elems);
+  // int4 carries x to ~2^-16 (hi + lo parts): its weights are rounded to
+  // bf16 already, and both roundings together cost the zoo's parity.
+  const bool splitX = codes == AmxCodes::Int4;
+  xbLo.resize(splitX ? elems : 0);
+  packXForAmx(x, numTokens, v.k, xb.data(), splitX ? xbLo.data() : nullptr);
   AmxGemmArgs a;
   a.xb = xb.data();
+  a.xbLo = splitX ? xbLo.data() : nullptr;
   a.m = numTokens;
   a.k = v.k;
   a.codes = codes;
@@ -60,6 +66,8 @@ Status linearAmx(const float *x, int64_t numTokens, const PackedWeight &w,
   a.numOutliers = v.numOutliers;
   a.outliers = v.outliers;
   a.xOut = xOut;
+  a.groupSize = v.groupSize;
+  a.params = v.groupParams;
   a.bias = w.bias();
   a.y = y;
   a.n = v.n;
@@ -132,6 +140,8 @@ Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
 
 Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
                       float *y, ThreadPool &pool) {
+  if (numTokens > kConvertTileRows && amxActive())
+    return linearAmx(x, numTokens, w, AmxCodes::Int4, nullptr, y, pool);
   const WeightView &v = w.view();
   GemvInt4Args a;
   a.x = x;
