@@ -142,6 +142,26 @@ FOLIO_AMX void fillPanel(const AmxGemmArgs &a, int64_t n, int64_t cols,
     }
 }
 
+/// C tiles 0, 1 (and 2, 3 with TwoA) += the A rows at a0 (and a1) times
+/// B tiles 6, 7, loaded first from b unless it is null (then the ones
+/// already there).
+template <bool TwoA>
+FOLIO_AMX inline void products(const uint16_t *a0, const uint16_t *a1,
+                               int64_t stride, const uint16_t *b) {
+  if (b) {
+    TLOAD(6, b, 64);
+    TLOAD(7, b + kTileElems, 64);
+  }
+  TLOAD(4, a0, stride);
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_dpbf16ps(1, 4, 7);
+  if constexpr (TwoA) {
+    TLOAD(5, a1, stride);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+}
+
 /// C[32][32] (rows 16+ only with TwoA) = x rows m .. m + 31 times the
 /// panel, through tiles 0-3.
 template <bool TwoA>
@@ -149,7 +169,8 @@ FOLIO_AMX void multiply(const AmxGemmArgs &a, const uint16_t *panel,
                         const uint16_t *panelLo, int64_t m, float *c) {
   const int64_t kp = amxPaddedK(a.k), blocks = kp / 32, stride = kp * 2;
   const uint16_t *x0 = a.xb + m * kp, *x1 = x0 + 16 * kp;
-  const uint16_t *l0 = a.xbLo ? a.xbLo + m * kp : nullptr, *l1 = l0 + 16 * kp;
+  const uint16_t *l0 = a.xbLo ? a.xbLo + m * kp : nullptr;
+  const uint16_t *l1 = l0 ? l0 + 16 * kp : nullptr;
   _tile_zero(0);
   _tile_zero(1);
   if constexpr (TwoA) {
@@ -157,38 +178,12 @@ FOLIO_AMX void multiply(const AmxGemmArgs &a, const uint16_t *panel,
     _tile_zero(3);
   }
   for (int64_t blk = 0; blk < blocks; ++blk) {
-    TLOAD(6, panel + (2 * blk) * kTileElems, 64);
-    TLOAD(7, panel + (2 * blk + 1) * kTileElems, 64);
-    TLOAD(4, x0 + 32 * blk, stride);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    if constexpr (TwoA) {
-      TLOAD(5, x1 + 32 * blk, stride);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
-    }
-    if (l0) { // x's remainder against the same weights
-      TLOAD(4, l0 + 32 * blk, stride);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      if constexpr (TwoA) {
-        TLOAD(5, l1 + 32 * blk, stride);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-      }
-    }
-    if (panelLo) { // the weights' remainder against x
-      TLOAD(6, panelLo + (2 * blk) * kTileElems, 64);
-      TLOAD(7, panelLo + (2 * blk + 1) * kTileElems, 64);
-      TLOAD(4, x0 + 32 * blk, stride);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      if constexpr (TwoA) {
-        TLOAD(5, x1 + 32 * blk, stride);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-      }
-    }
+    const int64_t at = 32 * blk, tiles = 2 * blk * kTileElems;
+    products<TwoA>(x0 + at, x1 + at, stride, panel + tiles);
+    if (l0) // x's remainder against the same weights
+      products<TwoA>(l0 + at, l1 + at, stride, nullptr);
+    if (panelLo) // the weights' remainder against x
+      products<TwoA>(x0 + at, x1 + at, stride, panelLo + tiles);
   }
   TSTORE(0, c, 128);
   TSTORE(1, c + 16, 128);
