@@ -538,6 +538,46 @@ TEST(PagedAttention, SplitKOnlyWhenFewItems) {
   check(c);
 }
 
+// The row tile's portable and AVX2 forms sum each query row in one order
+// whatever rows share its tile (a request then samples the same tokens alone
+// as batched): the last token of a 4-token chunk (a 4-row group) gives
+// bitwise the output of the same token decoded alone (a 1-row group). (The
+// AVX-512 p.V keeps two accumulator sets only for one or two rows.)
+TEST(PagedAttention, RowTileRowsDoNotDependOnTheirNeighbours) {
+  Case c;
+  c.seqLens = {40};
+  c.queryLens = {4};
+  for (int64_t group : {int64_t(1), int64_t(3)}) {
+    c.group = group;
+    Scenario chunk;
+    build(c, chunk);
+    ASSERT_FALSE(testing::Test::HasFatalFailure());
+    // The same cache and the chunk's last query token, alone.
+    Scenario alone;
+    build(c, alone);
+    const int64_t rowFloats = alone.params.numHeads * c.headDim;
+    std::vector<float> lastQ(chunk.q.end() - rowFloats, chunk.q.end());
+    alone.queryStartLoc = {0, 1};
+    alone.batch.numTokens = 1;
+    alone.batch.queryStartLoc = alone.queryStartLoc.data();
+    for (Isa isa : hostIsas()) {
+      if (isa == Isa::Avx512)
+        continue;
+      IsaScope scope(isa);
+      MinRowsScope rows(INT64_MAX);
+      std::vector<float> all(chunk.q.size(), NAN), one(size_t(rowFloats), NAN);
+      ASSERT_TRUE(pagedAttention(chunk.q.data(), chunk.cache, chunk.batch,
+                                 chunk.params, all.data(), serialPool()));
+      ASSERT_TRUE(pagedAttention(lastQ.data(), alone.cache, alone.batch,
+                                 alone.params, one.data(), serialPool()));
+      std::vector<float> last(all.end() - rowFloats, all.end());
+      EXPECT_TRUE(bitwiseEqual(last, one))
+          << isaName(isa) << " group " << group << ": max diff "
+          << maxAbsDiff(last, one);
+    }
+  }
+}
+
 constexpr DType kCacheTypes[] = {DType::F32,     DType::BF16,    DType::F16,
                                  DType::FP8E4M3, DType::FP8E5M2, DType::I8,
                                  DType::I4};
