@@ -281,9 +281,9 @@ void prefill(int rounds, unsigned threads) {
     DType storage;
     bool amx;
   };
-  std::vector<Variant> variants = {{"bf16", DType::BF16, true}};
-  setAmxAllowed(true);
+  // FOLIO_CPU_AMX=0 (or a lower FOLIO_CPU_ISA) leaves the AMX variants out.
   const bool amx = amxActive();
+  std::vector<Variant> variants = {{"bf16", DType::BF16, amx}};
   for (DType t : {DType::I8, DType::FP8E4M3, DType::I4}) {
     const char *name = t == DType::I8   ? "int8"
                        : t == DType::I4 ? "int4"
@@ -341,7 +341,7 @@ void prefill(int rounds, unsigned threads) {
         c.gflops[v].push_back(2.0 * double(m * c.n * c.k) / (seconds() - t0) /
                               1e9);
       }
-    setAmxAllowed(true);
+    setAmxAllowed(amx);
   }
   std::printf("prefill (M = %ld, %d rounds, %u threads, median GFLOP/s)",
               long(m), rounds, threads);

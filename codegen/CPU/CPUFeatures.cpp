@@ -107,13 +107,17 @@ const char *isaName(Isa isa) {
   return "scalar";
 }
 
-bool amxActive() {
+bool amxSupported() {
   const CPUFeatures &f = hostFeatures();
-  if (!f.amx || !f.avx512bf16 || activeIsa() != Isa::Avx512 ||
-      !amxAllowedSlot().load(std::memory_order_relaxed))
+  if (!f.amx || !f.avx512bf16)
     return false;
   static const bool granted = requestTileData();
   return granted;
+}
+
+bool amxActive() {
+  return activeIsa() == Isa::Avx512 &&
+         amxAllowedSlot().load(std::memory_order_relaxed) && amxSupported();
 }
 
 void setAmxAllowed(bool allowed) {

@@ -38,6 +38,10 @@ void setIsaLimit(Isa limit);
 
 const char *isaName(Isa isa);
 
+/// Whether the host can run Folio's AMX kernels at all: AMX-BF16 and
+/// AVX512-BF16, and Linux granted the tile state (asked once).
+bool amxSupported();
+
 /// Whether Folio's own AMX kernels (the attention tile, the quantized
 /// weights' prefill GEMM) may run: the host has AMX-BF16 and AVX512-BF16,
 /// the active level is Avx512, Linux granted the tile state, and neither

@@ -40,9 +40,9 @@ Status forOutputRows(const Args &a,
   return Status::success();
 }
 
-/// 8-bit or int4 weights above kConvertTileRows rows on AMX: x rounded to
-/// bf16 once (per calling thread, as below), then gemmAmx over whole
-/// panels of 32 outputs.
+/// 8-bit or int4 weights above kConvertTileRows rows on AMX: x converted to
+/// bf16 once (per calling thread, as below; for int4 with its remainder,
+/// GemmAmx.h), then gemmAmx over whole panels of 32 outputs.
 Status linearAmx(const float *x, int64_t numTokens, const PackedWeight &w,
                  AmxCodes codes, const float *xOut, float *y,
                  ThreadPool &pool) {
@@ -50,8 +50,6 @@ Status linearAmx(const float *x, int64_t numTokens, const PackedWeight &w,
   thread_local std::vector<uint16_t> xb, xbLo;
   const size_t elems = size_t(amxPaddedRows(numTokens) * amxPaddedK(v.k));
   xb.resize(elems);
-  // int4 carries x to ~2^-16 (hi + lo parts): its weights are rounded to
-  // bf16 already, and both roundings together cost the zoo's parity.
   const bool splitX = codes == AmxCodes::Int4;
   xbLo.resize(splitX ? elems : 0);
   packXForAmx(x, numTokens, v.k, xb.data(), splitX ? xbLo.data() : nullptr);

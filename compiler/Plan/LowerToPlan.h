@@ -18,7 +18,6 @@
 #include "llvm/Support/Error.h"
 
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -67,8 +66,7 @@ struct CompileToPlanOptions {
   bool keepSourceQuantization = false;
   /// int8 weights: calibrated input abs-max per weight group of the plan
   /// this compile makes (StoreWeightsOptions::inputAbsMax); null: none.
-  const std::map<std::pair<int32_t, int32_t>, std::vector<float>> *inputAbsMax =
-      nullptr;
+  const ::folio::plan::LinearInputAbsMax *inputAbsMax = nullptr;
   /// A .folio plan only: hash its weight blob against the checksum the file
   /// stores (the metadata's is always checked). Off skips one pass over
   /// the weights at load time and trusts them.

@@ -17,10 +17,8 @@
 #include "runtime/Plan/Plan.h"
 #include "llvm/Support/Error.h"
 
-#include <map>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace mlir::folio {
@@ -76,8 +74,7 @@ struct StoreWeightsOptions {
   /// (folioc --calibration-data on a plan compiled the same way). It adds
   /// the input rule to the outlier columns (codegen/CPU/WeightPack.h); a
   /// group without an entry keeps the weight rule alone.
-  const std::map<std::pair<int32_t, int32_t>, std::vector<float>> *inputAbsMax =
-      nullptr;
+  const ::folio::plan::LinearInputAbsMax *inputAbsMax = nullptr;
 };
 
 /// Packs and stores the weights of `plan` as `options` says (above).

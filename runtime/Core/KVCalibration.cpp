@@ -122,9 +122,7 @@ calibrateLinearInputs(std::shared_ptr<const plan::Plan> plan,
       [&](exec::Executor &executor) {
         // The recording accumulates over the windows; the last read holds
         // them all.
-        result.absMax.clear();
-        for (exec::LinearInputAbsMax &g : executor.linearInputAbsMax())
-          result.absMax[{g.step, g.operand}] = std::move(g.values);
+        result.absMax = executor.linearInputAbsMax();
         return Status::ok();
       });
   if (!s)

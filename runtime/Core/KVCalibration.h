@@ -17,10 +17,8 @@
 #include "runtime/Support/Types.h"
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace folio::core {
@@ -45,12 +43,10 @@ int64_t calibrationWindow(const plan::Plan &plan);
 Expected<KVAbsMax> calibrateKVAbsMax(std::shared_ptr<const plan::Plan> plan,
                                      const std::vector<TokenId> &tokens);
 
-/// The largest |x| each input column of a linear weight group was given,
-/// keyed by the group's (step, first operand) in the plan that ran
-/// (plan::linearWeightGroups); a NaN input is kept as NaN.
+/// The calibrated inputs of the linear weights of the plan that ran.
 struct LinearInputCalibration {
   int64_t tokens = 0; ///< calibration tokens run
-  std::map<std::pair<int32_t, int32_t>, std::vector<float>> absMax;
+  plan::LinearInputAbsMax absMax;
 };
 
 /// Runs `tokens` through `plan` as calibrateKVAbsMax does and records the

@@ -276,21 +276,12 @@ public:
   }
 
   Status recordLinearInputs(bool on) override {
-    if (on) {
-      recorded.clear();
-      linearInputs = std::make_unique<LinearInputRecorder>();
-    } else if (linearInputs) {
-      recorded = linearInputs->absMax();
-      linearInputs.reset();
-    }
+    linearInputs = on ? std::make_unique<LinearInputRecorder>() : nullptr;
     return Status::ok();
   }
 
-  std::vector<LinearInputAbsMax> linearInputAbsMax() const override {
-    std::vector<LinearInputAbsMax> out;
-    for (auto &[key, values] : linearInputs ? linearInputs->absMax() : recorded)
-      out.push_back({key.first, key.second, values});
-    return out;
+  plan::LinearInputAbsMax linearInputAbsMax() const override {
+    return linearInputs ? linearInputs->absMax() : plan::LinearInputAbsMax();
   }
 
   Expected<KVCacheAbsMax> kvCacheAbsMax() const override {
@@ -671,10 +662,8 @@ private:
   std::vector<int32_t> transient;
   std::vector<const StepKernel *> kernels;
   std::vector<std::unique_ptr<StepState>> states;
-  /// Set while recording linear inputs (calibration); `recorded` keeps
-  /// what the last recording saw.
+  /// Set while recording linear inputs (calibration).
   std::unique_ptr<LinearInputRecorder> linearInputs;
-  std::map<std::pair<int32_t, int32_t>, std::vector<float>> recorded;
   /// Storage for the compiler's buffers, reused across forwards.
   BufferArena arena;
   /// Per plan kernel: its fused implementation, or null (steps in order),

@@ -67,15 +67,6 @@ struct KVCacheAbsMax {
   std::vector<float> values;
 };
 
-/// The largest |x| each input column of a linear weight group was given
-/// (plan::linearWeightGroups: `step` and the group's first `operand`); a
-/// NaN input is kept as NaN.
-struct LinearInputAbsMax {
-  int32_t step = -1;
-  int32_t operand = -1;
-  std::vector<float> values; ///< [K]
-};
-
 /// How linear weights the plan keeps as constants (f32, or whatever the
 /// model had) are stored once packed: an executor converts them at load.
 /// Weights the compiler stored packed (Plan::weights, folioc
@@ -151,18 +142,17 @@ public:
                                    " executor cannot read its KV cache");
   }
 
-  /// Starts (true) or stops recording LinearInputAbsMax for every linear
-  /// weight group the forward passes run (calibration: it reads every
-  /// input once more); starting clears what was recorded.
+  /// Starts (true) or stops recording plan::LinearInputAbsMax for every
+  /// linear weight group the forward passes run (calibration: it reads
+  /// every input once more); starting clears what was recorded, stopping
+  /// drops it.
   virtual Status recordLinearInputs(bool on) {
     (void)on;
     return Status::invalidArgument(std::string(deviceName()) +
                                    " executor cannot record linear inputs");
   }
-  /// What recordLinearInputs has recorded, in plan order.
-  virtual std::vector<LinearInputAbsMax> linearInputAbsMax() const {
-    return {};
-  }
+  /// What the recording running now has seen (empty when none runs).
+  virtual plan::LinearInputAbsMax linearInputAbsMax() const { return {}; }
 
   /// Bytes of packed linear weights one token's forward streams (what a
   /// decode step must read from memory besides the KV cache).

@@ -38,8 +38,7 @@ void LinearInputRecorder::record(int32_t step, int32_t operand, const float *x,
       into[c] = m[c];
 }
 
-std::map<std::pair<int32_t, int32_t>, std::vector<float>>
-LinearInputRecorder::absMax() const {
+plan::LinearInputAbsMax LinearInputRecorder::absMax() const {
   std::lock_guard<std::mutex> lock(mu);
   return values;
 }

@@ -18,11 +18,9 @@
 #include "runtime/Plan/Plan.h"
 #include "runtime/Support/Status.h"
 
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace folio::exec {
@@ -53,12 +51,11 @@ class LinearInputRecorder {
 public:
   void record(int32_t step, int32_t operand, const float *x, int64_t rows,
               int64_t k);
-  /// Keyed by (step, operand), so in plan order.
-  std::map<std::pair<int32_t, int32_t>, std::vector<float>> absMax() const;
+  plan::LinearInputAbsMax absMax() const;
 
 private:
   mutable std::mutex mu;
-  std::map<std::pair<int32_t, int32_t>, std::vector<float>> values;
+  plan::LinearInputAbsMax values;
 };
 
 /// The run-time environment one step sees.

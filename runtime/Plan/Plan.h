@@ -12,6 +12,7 @@
 #define FOLIO_RUNTIME_PLAN_PLAN_H
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -131,6 +132,12 @@ struct Step {
 /// (operand 1); gated_mlp's gate and up (1, 2; their input is the step's)
 /// and down (3; its input is the gated activation). Empty for other kinds.
 std::vector<std::pair<int32_t, int32_t>> linearWeightGroups(const Step &s);
+
+/// Per linear weight group, keyed by (step, first operand) as
+/// linearWeightGroups gives them: the largest |x| each input column was
+/// given (calibration data; a NaN input is kept as NaN).
+using LinearInputAbsMax =
+    std::map<std::pair<int32_t, int32_t>, std::vector<float>>;
 
 /// A constant slot whose bytes live in the blob.
 struct Constant {

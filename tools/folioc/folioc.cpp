@@ -276,11 +276,9 @@ private:
   std::chrono::steady_clock::time_point last;
 };
 
-/// Whether the plan stores its linear weights int8 (explicitly: the default
-/// bf16 keeps a model's own int8 codes, which need no calibration).
-bool int8Weights() {
-  return weightDtype.getNumOccurrences() && weightDtype == "int8";
-}
+/// Whether the plan stores its linear weights int8 (asked for: the default,
+/// bf16, keeps a model's own int8 codes, which need no calibration).
+bool int8Weights() { return weightDtype == "int8"; }
 
 /// --calibration-data's record of the int8 weights' inputs, for lowerToPlan
 /// (set by calibrate with --weight-dtype int8).

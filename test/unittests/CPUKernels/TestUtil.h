@@ -99,8 +99,7 @@ inline std::vector<KernelPath> hostPaths() {
   std::vector<KernelPath> paths;
   for (Isa isa : hostIsas())
     paths.push_back({isa, false});
-  setAmxAllowed(true);
-  if (amxActive())
+  if (hostFeatures().avx512 && amxSupported())
     paths.push_back({Isa::Avx512, true});
   return paths;
 }

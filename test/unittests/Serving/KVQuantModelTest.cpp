@@ -362,8 +362,7 @@ TEST(LinearInputCalibration, RecordsEveryWeightAndReachesTheInt8Plan) {
       EXPECT_LE(values[c], r->absMax.at(key)[c])
           << key.first << "," << key.second << " c=" << c;
 
-  auto compileInt8 = [&](const std::map<std::pair<int32_t, int32_t>,
-                                        std::vector<float>> *inputs) {
+  auto compileInt8 = [&](const plan::LinearInputAbsMax *inputs) {
     mlir::folio::CompileToPlanOptions o;
     o.kvCacheDtype = "f32";
     o.weightDtype = "int8";
@@ -392,4 +391,17 @@ TEST(LinearInputCalibration, RecordsEveryWeightAndReachesTheInt8Plan) {
   std::string message = llvm::toString(refused.takeError());
   EXPECT_NE(message.find("input columns for a weight of"), std::string::npos)
       << message;
+
+  // A compiled plan's outlier columns are fixed: statistics for it are
+  // refused, not ignored.
+  std::string path = ::testing::TempDir() + "calibrated-int8.folio";
+  ASSERT_TRUE(plan::writePlan(*calibrated, path));
+  mlir::folio::CompileToPlanOptions o;
+  o.kvCacheDtype = "f32";
+  o.inputAbsMax = &r->absMax;
+  auto compiled = mlir::folio::loadOrCompilePlan(path, o);
+  ASSERT_FALSE(compiled);
+  EXPECT_NE(compiled.status().message().find("outlier columns are fixed"),
+            std::string::npos)
+      << compiled.status().message();
 }
