@@ -9,8 +9,9 @@
 // and noisy, so the binary repeats every case in random interleaved order and
 // ends with the median ratio per case instead of trusting absolute times.
 // Decode at context 4096 runs once per cache type (f32, bf16, fp8_e4m3,
-// int8, int4 with groups of 32), and the summary gives each type's time
-// relative to the f32 cache in the same run.
+// int8, int4 with groups of 32), cold and warm (the warm time is the
+// kernel's arithmetic), and the summary gives each type's time relative to
+// the f32 cache in the same run.
 //
 // "cold" decode flushes the cache pools from every cache level before each
 // iteration: in a served model the next layer's K/V was last touched one
@@ -337,10 +338,13 @@ int main(int argc, char **argv) {
                true);
   // Long-context decode per cache type (split-K: 4 kv heads, 4 ranges each).
   for (DType t :
-       {DType::F32, DType::BF16, DType::FP8E4M3, DType::I8, DType::I4})
-    registerCase(std::string("decode4096x1/cold/cache-") + dtypeName(t),
-                 std::make_shared<Problem>(1, 4096, 1, t), true,
-                 /*allVariants=*/false);
+       {DType::F32, DType::BF16, DType::FP8E4M3, DType::I8, DType::I4}) {
+    auto p = std::make_shared<Problem>(1, 4096, 1, t);
+    registerCase(std::string("decode4096x1/cold/cache-") + dtypeName(t), p,
+                 true, /*allVariants=*/false);
+    registerCase(std::string("decode4096x1/warm/cache-") + dtypeName(t), p,
+                 false, /*allVariants=*/false);
+  }
 
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data()))

@@ -10,6 +10,7 @@
 
 #include "codegen/CPU/Avx512Math.h"
 #include "codegen/CPU/Convert.h"
+#include "codegen/CPU/Fp8Avx512.h"
 #include "codegen/CPU/KVQuant.h"
 #include "codegen/CPU/KVRowLoad.h"
 
@@ -24,28 +25,6 @@ using namespace folio::cpu::avx512;
 
 FOLIO_AVX512 inline __mmask16 maskOf(int64_t n) {
   return n >= 16 ? __mmask16(0xffff) : tailMask(n);
-}
-
-/// 16 fp8 codes (n <= 16 of them) as f32 code values, NaN codes as the
-/// quiet NaN of their sign (as the scalar conversions give them).
-template <DType T>
-FOLIO_AVX512 inline __m512 fp8x16(const uint8_t *p, __mmask16 m) {
-  __m256i w = _mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, p));
-  __m256i sign =
-      _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8);
-  __m256i mag = _mm256_and_si256(w, _mm256_set1_epi16(0x7f));
-  __m256i nanH = _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00));
-  if constexpr (T == DType::FP8E4M3) {
-    __m256i h = _mm256_or_si256(sign, _mm256_slli_epi16(mag, 7));
-    __mmask16 nan = _mm256_cmpeq_epi16_mask(mag, _mm256_set1_epi16(0x7f));
-    h = _mm256_mask_mov_epi16(h, nan, nanH);
-    // Exact: a power-of-two scaling of a value well inside f32's range.
-    return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
-  } else {
-    __m256i h = _mm256_slli_epi16(w, 8);
-    __mmask16 nan = _mm256_cmpgt_epi16_mask(mag, _mm256_set1_epi16(0x7c));
-    return _mm512_cvtph_ps(_mm256_mask_mov_epi16(h, nan, nanH));
-  }
 }
 
 /// The group's {scale, min} as two broadcast vectors (vcvtph2ps gives what

@@ -538,17 +538,20 @@ TEST(PagedAttention, SplitKOnlyWhenFewItems) {
   check(c);
 }
 
-// The row tile's portable and AVX2 forms sum each query row in one order
-// whatever rows share its tile (a request then samples the same tokens alone
-// as batched): the last token of a 4-token chunk (a 4-row group) gives
-// bitwise the output of the same token decoded alone (a 1-row group). (The
-// AVX-512 p.V keeps two accumulator sets only for one or two rows.)
+// The row tile sums each query row in one order whatever rows share its
+// tile, on every ISA (a request then samples the same tokens alone as
+// batched): the last token of a 4-token chunk gives bitwise the output of
+// the same token decoded alone, for caches read in registers (f32, bf16,
+// int8 with its params folded) as for the others.
 TEST(PagedAttention, RowTileRowsDoNotDependOnTheirNeighbours) {
   Case c;
-  c.seqLens = {40};
+  c.seqLens = {140}; // three chunks of keys
   c.queryLens = {4};
-  for (int64_t group : {int64_t(1), int64_t(3)}) {
+  for (auto [group, dtype] :
+       {std::pair{int64_t(1), DType::F32}, std::pair{int64_t(3), DType::F32},
+        std::pair{int64_t(3), DType::I8}, std::pair{int64_t(2), DType::BF16}}) {
     c.group = group;
+    c.dtype = dtype;
     Scenario chunk;
     build(c, chunk);
     ASSERT_FALSE(testing::Test::HasFatalFailure());
@@ -561,8 +564,6 @@ TEST(PagedAttention, RowTileRowsDoNotDependOnTheirNeighbours) {
     alone.batch.numTokens = 1;
     alone.batch.queryStartLoc = alone.queryStartLoc.data();
     for (Isa isa : hostIsas()) {
-      if (isa == Isa::Avx512)
-        continue;
       IsaScope scope(isa);
       MinRowsScope rows(INT64_MAX);
       std::vector<float> all(chunk.q.size(), NAN), one(size_t(rowFloats), NAN);
@@ -572,8 +573,8 @@ TEST(PagedAttention, RowTileRowsDoNotDependOnTheirNeighbours) {
                                  alone.params, one.data(), serialPool()));
       std::vector<float> last(all.end() - rowFloats, all.end());
       EXPECT_TRUE(bitwiseEqual(last, one))
-          << isaName(isa) << " group " << group << ": max diff "
-          << maxAbsDiff(last, one);
+          << isaName(isa) << " " << dtypeName(dtype) << " group " << group
+          << ": max diff " << maxAbsDiff(last, one);
     }
   }
 }
