@@ -10,10 +10,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/CPU/AttentionChunk.h"
 #include "codegen/CPU/AttentionTile.h"
 #include "codegen/CPU/Avx2Math.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace folio::cpu::detail {

@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/CPU/AttentionChunk.h"
 #include "codegen/CPU/AttentionTile.h"
 #include "codegen/CPU/Avx512Math.h"
 #include "codegen/CPU/Fp8Avx512.h"
@@ -275,72 +276,6 @@ FOLIO_AVX512 void rowParams(const uint16_t *const *params, int64_t n,
   }
 }
 
-/// Where a chunk's K and V rows and their params are.
-struct ChunkRows {
-  const char *k[kKeyChunk], *v[kKeyChunk];
-  const uint16_t *kPar[kKeyChunk], *vPar[kKeyChunk];
-  int64_t n = 0;
-};
-
-/// The rows of keys [p0, p0 + n): one block-table lookup per block, then a
-/// stride per slot (the cursor's general form only for int2, whose rows
-/// may live in the residual pools).
-void gatherRows(const AttentionTile &a, const KvPool &kp, const KvPool &vp,
-                int64_t p0, int64_t n, ChunkRows &c) {
-  c.n = n;
-  if (a.dtype == DType::I2) {
-    KvRowCursor cursor(a, p0);
-    for (int64_t j = 0; j < n; ++j, cursor.next()) {
-      KvRowRef kr = kp.at(cursor), vr = vp.at(cursor);
-      c.k[j] = kr.row;
-      c.v[j] = vr.row;
-      c.kPar[j] = kr.params;
-      c.vPar[j] = vr.params;
-    }
-    return;
-  }
-  const size_t head = size_t(a.kvHead) * a.rowBytes, slotBytes = a.slotBytes;
-  const size_t parHead = size_t(a.kvHead * a.paramRow),
-               parSlot = size_t(a.paramSlot);
-  for (int64_t j = 0, pos = p0; j < n;) {
-    int64_t block = pos / a.blockSize, in = pos % a.blockSize;
-    size_t slot = size_t(int64_t(a.blockTable[block]) * a.blockSize + in);
-    int64_t m = a.blockSize - in < n - j ? a.blockSize - in : n - j;
-    const char *k = kp.data + slot * slotBytes + head;
-    const char *v = vp.data + slot * slotBytes + head;
-    const uint16_t *kq =
-        kp.params ? kp.params + slot * parSlot + parHead : nullptr;
-    const uint16_t *vq =
-        vp.params ? vp.params + slot * parSlot + parHead : nullptr;
-    for (int64_t t = 0; t < m; ++t, ++j) {
-      c.k[j] = k + t * slotBytes;
-      c.v[j] = v + t * slotBytes;
-      c.kPar[j] = kq ? kq + t * parSlot : nullptr;
-      c.vPar[j] = vq ? vq + t * parSlot : nullptr;
-    }
-    pos += m;
-  }
-}
-
-/// Requests the cache lines of a chunk's params: a block's slots are
-/// consecutive, so one range of lines per block.
-void prefetchParams(const uint16_t *const *params, int64_t n, size_t stride) {
-  for (int64_t j = 0; j < n;) {
-    if (!params[j])
-      return;
-    // The run of keys whose params are `stride` apart (one block).
-    int64_t e = j + 1;
-    while (e < n && params[e] == params[e - 1] + stride)
-      ++e;
-    uintptr_t first = reinterpret_cast<uintptr_t>(params[j]) & ~uintptr_t(63);
-    uintptr_t last =
-        reinterpret_cast<uintptr_t>(params[e - 1] + 1) & ~uintptr_t(63);
-    for (uintptr_t line = first; line <= last; line += 64)
-      __builtin_prefetch(reinterpret_cast<const void *>(line), 0, 2);
-    j = e;
-  }
-}
-
 /// Per-thread scratch, reused across tiles: a decode step runs thousands of
 /// small tiles, and an allocation each would show.
 inline float *rowTileScratch(size_t floats) {
@@ -379,12 +314,7 @@ template <Src S> FOLIO_AVX512 void attendRows(const AttentionTile &a) {
   // The first chunk has no previous one to request it ahead: ask for it
   // now, so its misses overlap the query setup rather than stalling the
   // first q.k (split-K starts several tiles per sequence mid-stream).
-  for (int64_t j = 0; j < cur->n; ++j)
-    for (const char *row : {cur->k[j], cur->v[j]})
-      for (size_t b = 0; b < rowBytes; b += 64)
-        __builtin_prefetch(row + b, 0, 2);
-  prefetchParams(cur->kPar, cur->n, size_t(a.paramSlot));
-  prefetchParams(cur->vPar, cur->n, size_t(a.paramSlot));
+  prefetchChunk(*cur, rowBytes, size_t(a.paramSlot));
 
   float *qs = rowTileScratch(size_t(2 * rows * hd + 4 * rows + 4 * kSStride +
                                     (kInt8 ? 4 * kKeyChunk : 0) +

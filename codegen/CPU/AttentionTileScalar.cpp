@@ -1,8 +1,10 @@
 //===- AttentionTileScalar.cpp - Portable attention tile ------------------===//
 
+#include "codegen/CPU/AttentionChunk.h"
 #include "codegen/CPU/AttentionTile.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace folio::cpu::detail {

@@ -1,0 +1,43 @@
+//===- AttentionChunk.h - A chunk of keys' cache rows -----------*- C++ -*-===//
+//
+// Internal, for the row-oriented attention tiles: where a chunk of keys'
+// K and V rows and their params are, gathered once per chunk (and used
+// first as the previous chunk's prefetch targets).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_CODEGEN_CPU_ATTENTIONCHUNK_H
+#define FOLIO_CODEGEN_CPU_ATTENTIONCHUNK_H
+
+#include "codegen/CPU/AttentionTile.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace folio::cpu::detail {
+
+/// Where a chunk's K and V rows and their params (null for types without)
+/// are.
+struct ChunkRows {
+  const char *k[kKeyChunk], *v[kKeyChunk];
+  const uint16_t *kPar[kKeyChunk], *vPar[kKeyChunk];
+  int64_t n = 0;
+};
+
+/// The rows of keys [p0, p0 + n), n <= kKeyChunk: one block-table lookup
+/// per block, then a stride per slot (the cursor's general form only for
+/// int2, whose rows may live in the residual pools).
+void gatherRows(const AttentionTile &a, const KvPool &kp, const KvPool &vp,
+                int64_t p0, int64_t n, ChunkRows &c);
+
+/// Requests into L2 the cache lines of a chunk's params (`stride` uint16
+/// apart within a block): one range of lines per block.
+void prefetchParams(const uint16_t *const *params, int64_t n, size_t stride);
+
+/// Requests into L2 every line of the chunk's rows and params: for the
+/// first chunk of a tile, which has no chunk before it to ask ahead.
+void prefetchChunk(const ChunkRows &c, size_t rowBytes, size_t paramStride);
+
+} // namespace folio::cpu::detail
+
+#endif // FOLIO_CODEGEN_CPU_ATTENTIONCHUNK_H
