@@ -1,16 +1,18 @@
 //===- KVRowLoadAvx2.cpp - Cache rows with AVX2 ---------------------------===//
 //
-// The row loads the attention tiles run once per chunk of keys, for the
-// cache types an AVX2 host reads most: int8 (the compiler's default cache)
-// and bf16 / f16. An int8 group is its codes widened to f32 and one FMA
-// with the group's broadcast scale and min: q * scale is exact (8-bit code
-// times an f16), so the FMA rounds as the scalar min + q * scale does and
-// every row is bit-identical to dequantizeKvRow. The other types take the
-// portable loops (KVRowLoad.cpp).
+// The row loads the attention tiles run once per chunk of keys: int8,
+// int4, fp8, bf16 and f16. An int8 / int4 group is its codes widened to
+// f32 and one FMA with the group's broadcast scale and min: q * scale is
+// exact (an 8-bit code times an f16), so the FMA rounds as the scalar
+// min + q * scale does and every row is bit-identical to dequantizeKvRow;
+// fp8 widens exactly through f16 and takes its static scale in one
+// multiply, as the scalar definition. int2 takes the portable loops
+// (KVRowLoad.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CPU/Avx2Math.h"
+#include "codegen/CPU/DType.h"
 #include "codegen/CPU/KVRowLoad.h"
 
 #include <cstring>
@@ -20,6 +22,21 @@ namespace folio::cpu::detail {
 namespace {
 
 using namespace folio::cpu::avx2;
+
+/// One group's {scale, min} as a pair of broadcast vectors and scalars.
+struct GroupParams {
+  __m256 scale, mn;
+  float s, m;
+};
+
+FOLIO_AVX2 inline GroupParams groupParams(const uint16_t *p) {
+  int32_t pair;
+  std::memcpy(&pair, p, 4);
+  __m128 sm = _mm_cvtph_ps(_mm_cvtsi32_si128(pair));
+  __m128 mh = _mm_movehdup_ps(sm);
+  return {_mm256_broadcastss_ps(sm), _mm256_broadcastss_ps(mh),
+          _mm_cvtss_f32(sm), _mm_cvtss_f32(mh)};
+}
 
 /// 8 int8 codes as min + q * scale.
 FOLIO_AVX2 inline __m256 int8x8(const uint8_t *b, __m256 scale, __m256 mn) {
@@ -34,19 +51,14 @@ FOLIO_AVX2 void loadInt8(const char *const *rows, const uint16_t *const *params,
     const uint8_t *b = reinterpret_cast<const uint8_t *>(rows[j]);
     const uint16_t *p = params[j];
     for (int64_t g = 0; g < hd; g += group, p += 2) {
-      int32_t pair;
-      std::memcpy(&pair, p, 4);
-      __m128 sm = _mm_cvtph_ps(_mm_cvtsi32_si128(pair));
-      __m256 scale = _mm256_broadcastss_ps(sm);
-      __m256 mn = _mm256_broadcastss_ps(_mm_movehdup_ps(sm));
+      GroupParams gp = groupParams(p);
       int64_t i = g;
       for (; i + 8 <= g + group; i += 8)
-        _mm256_storeu_ps(out + i, int8x8(b + i, scale, mn));
+        _mm256_storeu_ps(out + i, int8x8(b + i, gp.scale, gp.mn));
       // A group that is not a multiple of 8: the rest one by one, the
       // same single rounding.
-      float s = _mm_cvtss_f32(sm), m = _mm_cvtss_f32(_mm_movehdup_ps(sm));
       for (; i < g + group; ++i)
-        out[i] = __builtin_fmaf(float(b[i]), s, m);
+        out[i] = __builtin_fmaf(float(b[i]), gp.s, gp.m);
     }
   }
 }
@@ -69,6 +81,73 @@ FOLIO_AVX2 void loadHalf(const char *const *rows, int64_t n, int64_t hd,
   }
 }
 
+/// int4 rows: 8 codes (4 bytes, low nibble first) per step, the nibbles
+/// interleaved back into element order, then as int8; groups that are not
+/// a multiple of 8 finish element by element with the same rounding.
+FOLIO_AVX2 void loadInt4(const char *const *rows, const uint16_t *const *params,
+                         int64_t n, int64_t hd, int64_t group, float *out) {
+  const __m128i low = _mm_set1_epi8(0x0f);
+  for (int64_t j = 0; j < n; ++j, out += hd) {
+    const uint8_t *b = reinterpret_cast<const uint8_t *>(rows[j]);
+    const uint16_t *p = params[j];
+    for (int64_t g = 0; g < hd; g += group, p += 2) {
+      GroupParams gp = groupParams(p);
+      int64_t i = g; // even: groups of int4 caches are even
+      for (; i + 8 <= g + group; i += 8) {
+        int32_t four;
+        std::memcpy(&four, b + i / 2, 4);
+        __m128i bytes = _mm_cvtsi32_si128(four);
+        __m128i codes =
+            _mm_unpacklo_epi8(_mm_and_si128(bytes, low),
+                              _mm_and_si128(_mm_srli_epi16(bytes, 4), low));
+        __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
+        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(q, gp.scale, gp.mn));
+      }
+      for (; i < g + group; ++i) {
+        unsigned q = (b[i / 2] >> (4 * (i % 2))) & 0xfu;
+        out[i] = __builtin_fmaf(float(q), gp.s, gp.m);
+      }
+    }
+  }
+}
+
+/// 8 fp8 codes as f32 (times the static scale after), through f16 as the
+/// AVX-512 loader: an e5m2 code is the high byte of an f16, an e4m3 code
+/// shifted left by 7 is an f16 of 1/256 its value; NaN codes become the
+/// quiet NaN of their sign, as the scalar conversions give them.
+template <bool E4M3> FOLIO_AVX2 inline __m256 fp8x8(const uint8_t *c) {
+  __m128i w =
+      _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(c)));
+  __m128i sign = _mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x80)), 8);
+  __m128i mag = _mm_and_si128(w, _mm_set1_epi16(0x7f));
+  __m128i nanH = _mm_or_si128(sign, _mm_set1_epi16(0x7e00));
+  if constexpr (E4M3) {
+    __m128i h = _mm_or_si128(sign, _mm_slli_epi16(mag, 7));
+    __m128i nan = _mm_cmpeq_epi16(mag, _mm_set1_epi16(0x7f));
+    h = _mm_blendv_epi8(h, nanH, nan);
+    // Exact: a power-of-two scaling of a value well inside f32's range.
+    return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+  } else {
+    __m128i h = _mm_slli_epi16(w, 8);
+    __m128i nan = _mm_cmpgt_epi16(mag, _mm_set1_epi16(0x7c));
+    return _mm256_cvtph_ps(_mm_blendv_epi8(h, nanH, nan));
+  }
+}
+
+template <bool E4M3>
+FOLIO_AVX2 void loadFp8(const char *const *rows, int64_t n, int64_t hd,
+                        float scale, float *out) {
+  const __m256 s = _mm256_set1_ps(scale);
+  for (int64_t j = 0; j < n; ++j, out += hd) {
+    const uint8_t *b = reinterpret_cast<const uint8_t *>(rows[j]);
+    int64_t i = 0;
+    for (; i + 8 <= hd; i += 8)
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(fp8x8<E4M3>(b + i), s));
+    for (; i < hd; ++i)
+      out[i] = (E4M3 ? fp8E4M3ToFloat(b[i]) : fp8E5M2ToFloat(b[i])) * scale;
+  }
+}
+
 } // namespace
 
 bool loadKvRowsAvx2(const KvRowFormat &f, const char *const *rows,
@@ -82,6 +161,15 @@ bool loadKvRowsAvx2(const KvRowFormat &f, const char *const *rows,
     return true;
   case DType::F16:
     loadHalf<false>(rows, n, f.headDim, out);
+    return true;
+  case DType::I4:
+    loadInt4(rows, params, n, f.headDim, f.group, out);
+    return true;
+  case DType::FP8E4M3:
+    loadFp8<true>(rows, n, f.headDim, f.scale, out);
+    return true;
+  case DType::FP8E5M2:
+    loadFp8<false>(rows, n, f.headDim, f.scale, out);
     return true;
   default:
     return false;
