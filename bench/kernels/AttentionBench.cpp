@@ -10,8 +10,8 @@
 // ends with the median ratio per case instead of trusting absolute times.
 // Decode at context 4096 runs once per cache type (f32, bf16, fp8_e4m3,
 // int8, int4 with groups of 32), cold and warm (the warm time is the
-// kernel's arithmetic), and the summary gives each type's time relative to
-// the f32 cache in the same run.
+// kernel's arithmetic), on AVX-512, AVX2 and the portable path, and the
+// summary gives each type's time relative to the f32 cache in the same run.
 //
 // "cold" decode flushes the cache pools from every cache level before each
 // iteration: in a served model the next layer's K/V was last touched one
@@ -296,8 +296,10 @@ void registerCase(const std::string &name, std::shared_ptr<Problem> p,
                   bool cold, bool allVariants = true) {
   for (unsigned threads : {1u, 2u})
     for (const Variant &variant : kVariants) {
-      // Cache-type cases: the default AVX-512 path and the portable one.
+      // Cache-type cases: the default AVX-512 path, AVX2 and the portable
+      // one.
       if (!allVariants && variant.name != std::string("avx512") &&
+          variant.name != std::string("avx2") &&
           variant.name != std::string("scalar"))
         continue;
       std::string full =

@@ -1,8 +1,9 @@
 //===- AttentionChunk.h - A chunk of keys' cache rows -----------*- C++ -*-===//
 //
-// Internal, for the row-oriented attention tiles: where a chunk of keys'
-// K and V rows and their params are, gathered once per chunk (and used
-// first as the previous chunk's prefetch targets).
+// Internal, for the row-oriented attention tiles (AttentionTileImpl.inc):
+// how a tile reads a cache's rows, and where a chunk of keys' K and V rows
+// and their params are, gathered once per chunk (and used first as the
+// previous chunk's prefetch targets).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,22 @@
 #include <cstdint>
 
 namespace folio::cpu::detail {
+
+/// How a row tile reads a cache's rows: in registers, in their format (an
+/// ISA implements the ones it can), or widened into an f32 scratch.
+enum class RowSrc {
+  F32,
+  BF16,
+  F16,
+  FP8E4M3, ///< values before the head's static scale (folded into q, out)
+  FP8E5M2,
+  I8,     ///< codes with the row's scale and min folded into s and p
+  Scratch ///< f32 rows widened into scratch by loadKvRows
+};
+
+/// Stride of a row's scores in the tiles' score scratch: a chunk plus the
+/// 4-key blocks' overhang.
+constexpr int64_t kSStride = kKeyChunk + 4;
 
 /// Where a chunk's K and V rows and their params (null for types without)
 /// are.

@@ -5,8 +5,11 @@
 // loaded once for up to four query rows, and reduces the 4R partial vectors
 // together; p.V keeps 8 output dimensions of each row in registers across
 // the chunk's keys, in two sets (even and odd keys) for every row count, so
-// results do not depend on how rows are grouped. Head dims that are not a
-// multiple of 8 use masked loads and stores for the last vector.
+// results do not depend on how rows are grouped. f32 rows are read in
+// place with any head dim (masked loads for the last vector); bf16, f16
+// and int8 (one group per row) rows are read in registers when the head
+// dim is a multiple of 8, and widened into scratch otherwise, as fp8,
+// int4 and int2 rows are.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,7 @@
 #include "codegen/CPU/Avx2Math.h"
 
 #include <cmath>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -47,12 +51,32 @@ FOLIO_AVX2 inline __m128 sum4(const __m256 (&x)[4]) {
   return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
 }
 
-template <int R>
-FOLIO_AVX2 void qkScoresN(const float *const *q, const float *const *k,
-                          int64_t nKeys, int64_t hd, float *s, int64_t sStride,
-                          const RowPrefetch &pf) {
+/// Elements [d, d + 8) of a row as f32 (the code for int8). Only f32 rows
+/// may be short (left < 8: the lanes past it read as 0).
+template <RowSrc S>
+FOLIO_AVX2 inline __m256 load8(const char *row, int64_t d, int64_t left) {
+  if constexpr (S == RowSrc::F32 || S == RowSrc::Scratch)
+    return loadN(reinterpret_cast<const float *>(row) + d, left);
+  else if constexpr (S == RowSrc::BF16)
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(
+                              reinterpret_cast<const __m128i *>(row + 2 * d))),
+                          16));
+  else if constexpr (S == RowSrc::F16)
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * d)));
+  else {
+    static_assert(S == RowSrc::I8);
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + d))));
+  }
+}
+
+template <RowSrc S, int R>
+FOLIO_AVX2 void qkRows(const float *q, int64_t hd, const char *const *k,
+                       int64_t nKeys, float *s, const RowPrefetch &pf) {
   for (int64_t j = 0; j < nKeys; j += 4) {
-    const float *kp[4];
+    const char *kp[4];
     for (int t = 0; t < 4; ++t) {
       kp[t] = k[j + t < nKeys ? j + t : nKeys - 1];
       if (j + t < nKeys)
@@ -69,10 +93,10 @@ FOLIO_AVX2 void qkScoresN(const float *const *q, const float *const *k,
       __m256 kv[4];
       FOLIO_UNROLL
       for (int t = 0; t < 4; ++t)
-        kv[t] = loadN(kp[t] + d, left);
+        kv[t] = load8<S>(kp[t], d, left);
       FOLIO_UNROLL
       for (int r = 0; r < R; ++r) {
-        __m256 qv = loadN(q[r] + d, left);
+        __m256 qv = loadN(q + r * hd + d, left);
         FOLIO_UNROLL
         for (int t = 0; t < 4; ++t)
           acc[r][t] = _mm256_fmadd_ps(qv, kv[t], acc[r][t]);
@@ -80,22 +104,23 @@ FOLIO_AVX2 void qkScoresN(const float *const *q, const float *const *k,
     }
     FOLIO_UNROLL
     for (int r = 0; r < R; ++r)
-      _mm_storeu_ps(s + r * sStride + j, sum4(acc[r]));
+      _mm_storeu_ps(s + r * kSStride + j, sum4(acc[r]));
   }
 }
 
-FOLIO_AVX2 void qkScores(const float *const *q, int64_t nRows,
-                         const float *const *k, int64_t nKeys, int64_t hd,
-                         float *s, int64_t sStride, const RowPrefetch &pf) {
+template <RowSrc S>
+FOLIO_AVX2 void qkDispatch(int64_t nRows, const float *q, int64_t hd,
+                           const char *const *k, int64_t nKeys, float *s,
+                           const RowPrefetch &pf) {
   switch (nRows) {
   case 1:
-    return qkScoresN<1>(q, k, nKeys, hd, s, sStride, pf);
+    return qkRows<S, 1>(q, hd, k, nKeys, s, pf);
   case 2:
-    return qkScoresN<2>(q, k, nKeys, hd, s, sStride, pf);
+    return qkRows<S, 2>(q, hd, k, nKeys, s, pf);
   case 3:
-    return qkScoresN<3>(q, k, nKeys, hd, s, sStride, pf);
+    return qkRows<S, 3>(q, hd, k, nKeys, s, pf);
   default:
-    return qkScoresN<4>(q, k, nKeys, hd, s, sStride, pf);
+    return qkRows<S, 4>(q, hd, k, nKeys, s, pf);
   }
 }
 
@@ -140,17 +165,17 @@ FOLIO_AVX2 void softCapRow(float *x, int64_t n, float cap) {
 /// end: the same order for every R, so a row's output does not depend on
 /// which rows share its tile, and a request samples the same tokens alone
 /// as in any batch.
-template <int R>
-FOLIO_AVX2 void pvAccumulateN(float *const *acc, const float *corr,
-                              const float *p, int64_t pStride,
-                              const float *const *v, int64_t nKeys, int64_t hd,
-                              const RowPrefetch &pf) {
+template <RowSrc S, int R>
+FOLIO_AVX2 void pvRows(float *acc, int64_t hd, const float *corr,
+                       const float *p, const char *const *v, int64_t nKeys,
+                       const RowPrefetch &pf) {
   for (int64_t d0 = 0; d0 < hd; d0 += 8) {
     const int64_t left = hd - d0;
     __m256 a0[R], a1[R];
     FOLIO_UNROLL
     for (int r = 0; r < R; ++r) {
-      a0[r] = _mm256_mul_ps(loadN(acc[r] + d0, left), _mm256_set1_ps(corr[r]));
+      a0[r] = _mm256_mul_ps(loadN(acc + r * hd + d0, left),
+                            _mm256_set1_ps(corr[r]));
       a1[r] = _mm256_setzero_ps();
     }
     int64_t j = 0;
@@ -159,48 +184,118 @@ FOLIO_AVX2 void pvAccumulateN(float *const *acc, const float *corr,
         pf(j);
         pf(j + 1);
       }
-      __m256 v0 = loadN(v[j] + d0, left), v1 = loadN(v[j + 1] + d0, left);
+      __m256 v0 = load8<S>(v[j], d0, left), v1 = load8<S>(v[j + 1], d0, left);
       FOLIO_UNROLL
       for (int r = 0; r < R; ++r) {
-        a0[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * pStride + j]), v0, a0[r]);
+        a0[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * kSStride + j]), v0, a0[r]);
         a1[r] =
-            _mm256_fmadd_ps(_mm256_set1_ps(p[r * pStride + j + 1]), v1, a1[r]);
+            _mm256_fmadd_ps(_mm256_set1_ps(p[r * kSStride + j + 1]), v1, a1[r]);
       }
     }
     if (j < nKeys) {
       if (d0 == 0)
         pf(j);
-      __m256 v0 = loadN(v[j] + d0, left);
+      __m256 v0 = load8<S>(v[j], d0, left);
       FOLIO_UNROLL
       for (int r = 0; r < R; ++r)
-        a0[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * pStride + j]), v0, a0[r]);
+        a0[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * kSStride + j]), v0, a0[r]);
     }
     FOLIO_UNROLL
     for (int r = 0; r < R; ++r)
-      storeN(acc[r] + d0, left, _mm256_add_ps(a0[r], a1[r]));
+      storeN(acc + r * hd + d0, left, _mm256_add_ps(a0[r], a1[r]));
   }
 }
 
-FOLIO_AVX2 void pvAccumulate(float *const *acc, const float *corr,
-                             const float *p, int64_t pStride, int64_t nRows,
-                             const float *const *v, int64_t nKeys, int64_t hd,
-                             const RowPrefetch &pf) {
+template <RowSrc S>
+FOLIO_AVX2 void pvDispatch(int64_t nRows, float *acc, int64_t hd,
+                           const float *corr, const float *p,
+                           const char *const *v, int64_t nKeys,
+                           const RowPrefetch &pf) {
   switch (nRows) {
   case 1:
-    return pvAccumulateN<1>(acc, corr, p, pStride, v, nKeys, hd, pf);
+    return pvRows<S, 1>(acc, hd, corr, p, v, nKeys, pf);
   case 2:
-    return pvAccumulateN<2>(acc, corr, p, pStride, v, nKeys, hd, pf);
+    return pvRows<S, 2>(acc, hd, corr, p, v, nKeys, pf);
   case 3:
-    return pvAccumulateN<3>(acc, corr, p, pStride, v, nKeys, hd, pf);
+    return pvRows<S, 3>(acc, hd, corr, p, v, nKeys, pf);
   default:
-    return pvAccumulateN<4>(acc, corr, p, pStride, v, nKeys, hd, pf);
+    return pvRows<S, 4>(acc, hd, corr, p, v, nKeys, pf);
   }
+}
+
+/// int8 params of n rows ({f16 scale, f16 min} pairs) as f32 arrays.
+FOLIO_AVX2 void rowParams(const uint16_t *const *params, int64_t n,
+                          float *scale, float *mn) {
+  uint32_t pairs[kKeyChunk];
+  for (int64_t j = 0; j < n; ++j)
+    std::memcpy(&pairs[j], params[j], 4);
+  for (int64_t j = n; j % 8 != 0; ++j) // lanes converted, never stored
+    pairs[j] = 0;
+  for (int64_t i = 0; i < n; i += 8) {
+    __m256i w =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(pairs + i));
+    __m256i lo = _mm256_and_si256(w, _mm256_set1_epi32(0xffff));
+    __m256i hi = _mm256_srli_epi32(w, 16);
+    // Per 128-bit lane [lo | hi]; the 64-bit permute puts the 8 scales
+    // in the low half and the 8 mins in the high one.
+    __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8);
+    storeN(scale + i, n - i, _mm256_cvtph_ps(_mm256_castsi256_si128(h)));
+    storeN(mn + i, n - i, _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)));
+  }
+}
+
+/// int8: s[j] = scale[j] * s[j] + min[j] * qSum, the row's score from its
+/// code dot product.
+FOLIO_AVX2 void foldKeyParams(float *s, int64_t n, const float *scale,
+                              const float *mn, float qSum) {
+  __m256 qs = _mm256_set1_ps(qSum);
+  for (int64_t i = 0; i < n; i += 8) {
+    __m256 x = _mm256_fmadd_ps(loadN(s + i, n - i), loadN(scale + i, n - i),
+                               _mm256_mul_ps(loadN(mn + i, n - i), qs));
+    storeN(s + i, n - i, x);
+  }
+}
+
+/// int8: returns sum_j p[j] * min[j] and scales p[j] by scale[j], over the
+/// keys with p != 0 only (a key a row does not see cannot bring its NaN
+/// params in).
+FOLIO_AVX2 float foldValueParams(float *p, int64_t n, const float *scale,
+                                 const float *mn) {
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n; i += 8) {
+    __m256 x = loadN(p + i, n - i); // lanes past n read as 0
+    __m256 nz = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+    sum = _mm256_blendv_ps(sum, _mm256_fmadd_ps(x, loadN(mn + i, n - i), sum),
+                           nz);
+    x = _mm256_blendv_ps(x, _mm256_mul_ps(x, loadN(scale + i, n - i)), nz);
+    storeN(p + i, n - i, x);
+  }
+  return reduceAdd(sum);
 }
 
 #include "codegen/CPU/AttentionTileImpl.inc"
 
 } // namespace
 
-void attendTileAvx2(const AttentionTile &tile) { attendTileImpl(tile); }
+void attendTileAvx2(const AttentionTile &tile) {
+  // Narrow rows are read 8 elements at a time with no tail.
+  const bool whole = tile.headDim % 8 == 0;
+  switch (tile.dtype) {
+  case DType::F32:
+    return attendRows<RowSrc::F32>(tile);
+  case DType::BF16:
+    return whole ? attendRows<RowSrc::BF16>(tile)
+                 : attendRows<RowSrc::Scratch>(tile);
+  case DType::F16:
+    return whole ? attendRows<RowSrc::F16>(tile)
+                 : attendRows<RowSrc::Scratch>(tile);
+  case DType::I8:
+    return whole && tile.quantGroup == tile.headDim
+               ? attendRows<RowSrc::I8>(tile)
+               : attendRows<RowSrc::Scratch>(tile);
+  default:
+    return attendRows<RowSrc::Scratch>(tile);
+  }
+}
 
 } // namespace folio::cpu::detail

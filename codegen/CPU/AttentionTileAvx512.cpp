@@ -1,26 +1,13 @@
 //===- AttentionTileAvx512.cpp - AVX-512 attention tile -------------------===//
 //
-// Row-oriented: decode's tile, one token's query heads of a GQA group (a
-// few rows) against every key of its sequence. q.k is one vector dot
-// product per key, with up to four query rows sharing each loaded key
-// vector; keys are independent, so out-of-order execution overlaps their
-// reductions. p.V keeps up to 64 output dimensions of the rows in registers
-// across the chunk's keys.
-//
-// Decode reads every cache row once, so the rows are consumed in the
-// cache's own format: f32, bf16, f16, fp8 and int8 rows widen in registers
-// where q.k and p.V load them, and no widened copy is written. Per-row and
-// per-head scales are not applied element by element either: fp8's static
-// K scale is folded into the queries and its V scale into the final
-// normalisation; an int8 row (one {scale, min} per row: group = head_dim,
-// what compiled plans use) folds its scale and min into the score,
-// s = scale * (q . codes) + min * sum(q), and into the probabilities,
-// acc += (p * scale) * codes with sum(p * min) added to every dimension at
-// the end. int4, int2 and int8 with several groups per row are widened
-// into an f32 scratch once per chunk.
-//
-// Each row's arithmetic is the same sequence whatever rows share its tile,
-// so a request's outputs do not depend on its batch.
+// The row-oriented tile (AttentionTileImpl.inc) with AVX-512 inner loops.
+// q.k is one vector dot product per key, with up to four query rows
+// sharing each loaded key vector; keys are independent, so out-of-order
+// execution overlaps their reductions. p.V keeps up to 64 output
+// dimensions of the rows in registers across the chunk's keys, one
+// accumulator per row and dimension vector for every row count. f32, bf16,
+// f16, fp8 and int8 rows (one group per row) are read in registers; int4,
+// int2 and multi-group int8 go through the scratch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,20 +28,6 @@ namespace {
 
 using namespace folio::cpu::avx512;
 
-/// How the tile reads its rows.
-enum class Src {
-  F32,
-  BF16,
-  F16,
-  FP8E4M3, ///< values before the head's static scale (folded into q, out)
-  FP8E5M2,
-  I8,     ///< codes with the row's scale and min folded into s and p
-  Scratch ///< f32 rows widened into scratch by loadKvRows
-};
-
-/// Score row stride: a chunk plus the 4-key block's overhang.
-constexpr int64_t kSStride = kKeyChunk + 4;
-
 FOLIO_AVX512 inline __mmask16 maskAt(int64_t d, int64_t hd) {
   return hd - d >= 16 ? __mmask16(0xffff) : tailMask(hd - d);
 }
@@ -62,18 +35,18 @@ FOLIO_AVX512 inline __mmask16 maskAt(int64_t d, int64_t hd) {
 /// Elements [d, d + 16) of a row (lanes outside m zero): the value for
 /// f32 / bf16 / f16, the code for int8, the value before the static scale
 /// for fp8.
-template <Src S>
+template <RowSrc S>
 FOLIO_AVX512 inline __m512 load16(const char *row, int64_t d, __mmask16 m) {
-  if constexpr (S == Src::F32 || S == Src::Scratch)
+  if constexpr (S == RowSrc::F32 || S == RowSrc::Scratch)
     return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float *>(row) + d);
-  else if constexpr (S == Src::BF16)
+  else if constexpr (S == RowSrc::BF16)
     return loadBf16(reinterpret_cast<const uint16_t *>(row) + d, m);
-  else if constexpr (S == Src::F16)
+  else if constexpr (S == RowSrc::F16)
     return loadF16(reinterpret_cast<const uint16_t *>(row) + d, m);
-  else if constexpr (S == Src::FP8E4M3)
+  else if constexpr (S == RowSrc::FP8E4M3)
     return fp8x16<DType::FP8E4M3>(reinterpret_cast<const uint8_t *>(row) + d,
                                   m);
-  else if constexpr (S == Src::FP8E5M2)
+  else if constexpr (S == RowSrc::FP8E5M2)
     return fp8x16<DType::FP8E5M2>(reinterpret_cast<const uint8_t *>(row) + d,
                                   m);
   else
@@ -99,7 +72,7 @@ FOLIO_AVX512 inline __m128 sum4(const __m512 x[4]) {
 /// s[r * kSStride + j] = q[r] . k[j] for R rows (q rows hd apart), four
 /// keys at a time, each key vector loaded (and widened) once for the R
 /// rows. Writes up to three scores past nKeys as scratch.
-template <Src S, int R>
+template <RowSrc S, int R>
 FOLIO_AVX512 void qkRows(const float *q, int64_t hd, const char *const *k,
                          int64_t nKeys, float *s, const RowPrefetch &pf) {
   for (int64_t j = 0; j < nKeys; j += 4) {
@@ -133,7 +106,7 @@ FOLIO_AVX512 void qkRows(const float *q, int64_t hd, const char *const *k,
 /// dims of the R rows in registers across the keys, each V vector loaded
 /// once for all rows. One accumulator per row and dimension vector for
 /// every R, so a row sums its keys in the same order in any tile.
-template <Src S, int R>
+template <RowSrc S, int R>
 FOLIO_AVX512 void pvRows(float *acc, int64_t hd, const float *corr,
                          const float *p, const char *const *v, int64_t nKeys,
                          const RowPrefetch &pf) {
@@ -165,7 +138,7 @@ FOLIO_AVX512 void pvRows(float *acc, int64_t hd, const float *corr,
   }
 }
 
-template <Src S>
+template <RowSrc S>
 FOLIO_AVX512 void qkDispatch(int64_t nRows, const float *q, int64_t hd,
                              const char *const *k, int64_t nKeys, float *s,
                              const RowPrefetch &pf) {
@@ -181,7 +154,7 @@ FOLIO_AVX512 void qkDispatch(int64_t nRows, const float *q, int64_t hd,
   }
 }
 
-template <Src S>
+template <RowSrc S>
 FOLIO_AVX512 void pvDispatch(int64_t nRows, float *acc, int64_t hd,
                              const float *corr, const float *p,
                              const char *const *v, int64_t nKeys,
@@ -276,205 +249,27 @@ FOLIO_AVX512 void rowParams(const uint16_t *const *params, int64_t n,
   }
 }
 
-/// Per-thread scratch, reused across tiles: a decode step runs thousands of
-/// small tiles, and an allocation each would show.
-inline float *rowTileScratch(size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats)
-    buf.resize(floats);
-  return buf.data();
-}
-
-template <Src S> FOLIO_AVX512 void attendRows(const AttentionTile &a) {
-  constexpr bool kInt8 = S == Src::I8;
-  constexpr bool kWiden = S == Src::Scratch;
-  constexpr bool kFp8 = S == Src::FP8E4M3 || S == Src::FP8E5M2;
-  // fp8: the K scale is folded into the queries, the V scale into the
-  // normalisation.
-  const float qScale = kFp8 ? a.scale * a.kScale : a.scale;
-  const float outScale = kFp8 ? a.vScale : 1.0f;
-  const int64_t hd = a.headDim, group = a.groupSize;
-  const int64_t numTok = a.tokenEnd - a.tokenBegin;
-  const int64_t rows = numTok * group;
-  if (rows <= 0)
-    return;
-  const int64_t lastPos = a.firstPos + numTok - 1;
-  const int64_t firstKey = firstTileKey(a), lastKey = lastTileKey(a, lastPos);
-  const KvPool kp = kPoolOf(a), vp = vPoolOf(a);
-  const size_t rowBytes = a.rowBytes;
-  auto chunkEnd = [&](int64_t c0) {
-    return c0 + kKeyChunk < lastKey + 1 ? c0 + kKeyChunk : lastKey + 1;
-  };
-  // Two chunks' rows: the one worked on and the next, whose rows the inner
-  // loops request ahead; the next becomes the current one.
-  ChunkRows chunks[2];
-  ChunkRows *cur = &chunks[0], *next = &chunks[1];
-  if (firstKey <= lastKey)
-    gatherRows(a, kp, vp, firstKey, chunkEnd(firstKey) - firstKey, *cur);
-  // The first chunk has no previous one to request it ahead: ask for it
-  // now, so its misses overlap the query setup rather than stalling the
-  // first q.k (split-K starts several tiles per sequence mid-stream).
-  prefetchChunk(*cur, rowBytes, size_t(a.paramSlot));
-
-  float *qs = rowTileScratch(size_t(2 * rows * hd + 4 * rows + 4 * kSStride +
-                                    (kInt8 ? 4 * kKeyChunk : 0) +
-                                    (kWiden ? 2 * kKeyChunk * hd : 0)));
-  float *acc = qs + rows * hd, *rowMax = acc + rows * hd;
-  float *rowSum = rowMax + rows, *qSum = rowSum + rows, *pMin = qSum + rows;
-  float *scores = pMin + rows, *params = scores + 4 * kSStride;
-  float *kA = params, *kB = kA + kKeyChunk, *vA = kB + kKeyChunk,
-        *vB = vA + kKeyChunk;
-  float *kBuf = params + (kInt8 ? 4 * kKeyChunk : 0),
-        *vBuf = kBuf + kKeyChunk * hd;
-  // Query rows pre-multiplied by the scale, contiguous: row r is token
-  // r / group, head kvHead * group + r % group.
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t t = a.tokenBegin + r / group;
-    int64_t h = a.kvHead * group + r % group;
-    const float *src = a.q + (t * a.numHeads + h) * hd;
-    float sum = 0.0f;
-    for (int64_t d = 0; d < hd; ++d) {
-      qs[r * hd + d] = src[d] * qScale;
-      sum += qs[r * hd + d];
-    }
-    qSum[r] = sum;
-    rowMax[r] = -INFINITY;
-    rowSum[r] = 0.0f;
-    pMin[r] = 0.0f;
-  }
-  for (int64_t i = 0; i < rows * hd; ++i)
-    acc[i] = 0.0f;
-
-  for (int64_t c0 = firstKey; c0 <= lastKey; c0 += kKeyChunk) {
-    const int64_t c1 = chunkEnd(c0), n = c1 - c0;
-    // Decode reads every K/V row once, from memory, and a kv head's rows
-    // are strided by the other heads', which defeats the hardware's stream
-    // prefetch. So the inner loops request the next chunk's row j while
-    // they work on this chunk's row j: the misses overlap the arithmetic
-    // without a burst of requests that would stall it. The params are
-    // read at the start of a chunk, so the next chunk's are requested now.
-    next->n = 0;
-    if (c1 <= lastKey) {
-      gatherRows(a, kp, vp, c1, chunkEnd(c1) - c1, *next);
-      prefetchParams(next->kPar, next->n, size_t(a.paramSlot));
-      prefetchParams(next->vPar, next->n, size_t(a.paramSlot));
-    }
-    const char **kRow = cur->k, **vRow = cur->v;
-    if constexpr (kWiden) {
-      loadKvRows(kp.format, kRow, cur->kPar, n, kBuf);
-      loadKvRows(vp.format, vRow, cur->vPar, n, vBuf);
-      for (int64_t j = 0; j < n; ++j) {
-        kRow[j] = reinterpret_cast<const char *>(kBuf + j * hd);
-        vRow[j] = reinterpret_cast<const char *>(vBuf + j * hd);
-      }
-    }
-    if constexpr (kInt8) {
-      rowParams(cur->kPar, n, kA, kB);
-      rowParams(cur->vPar, n, vA, vB);
-    }
-    // int2: a resident row is f32 and longer than rowBytes; its first
-    // lines are asked for (the newest rows, usually still cached).
-    for (int64_t j = next->n; j < kKeyChunk; ++j)
-      next->k[j] = next->v[j] = nullptr;
-    const char *const *kNext = next->k, *const *vNext = next->v;
-
-    for (int64_t r0 = 0; r0 < rows; r0 += 4) {
-      int64_t nr = rows - r0 < 4 ? rows - r0 : 4;
-      // Visible keys of each row within this chunk, and their union.
-      int64_t jlo[4], jhi[4], ulo = n, uhi = 0;
-      for (int64_t i = 0; i < nr; ++i) {
-        int64_t pos = a.firstPos + (r0 + i) / group;
-        int64_t lo = lowestKey(a, pos) > c0 ? lowestKey(a, pos) : c0;
-        int64_t hi = pos + 1 < c1 ? pos + 1 : c1;
-        jlo[i] = lo - c0;
-        jhi[i] = hi - c0;
-        if (jlo[i] < jhi[i]) {
-          ulo = jlo[i] < ulo ? jlo[i] : ulo;
-          uhi = jhi[i] > uhi ? jhi[i] : uhi;
-        }
-      }
-      if (ulo >= uhi)
-        continue;
-      const int64_t width = uhi - ulo;
-      float corr[4];
-      // One row group prefetches for all.
-      RowPrefetch kPf{r0 == 0 ? kNext + ulo : nullptr, rowBytes};
-      RowPrefetch vPf{r0 == 0 ? vNext + ulo : nullptr, rowBytes};
-      qkDispatch<S>(nr, qs + r0 * hd, hd, kRow + ulo, width, scores, kPf);
-      for (int64_t i = 0; i < nr; ++i) {
-        int64_t r = r0 + i;
-        float *p = scores + i * kSStride;
-        // p.V runs over the union of the rows' keys: the keys a row does
-        // not see get p = 0 (a row that sees none keeps its state: corr 1).
-        int64_t lo = jlo[i] > ulo ? jlo[i] : ulo,
-                hi = jhi[i] < uhi ? jhi[i] : uhi;
-        if (lo >= hi) {
-          corr[i] = 1.0f;
-          for (int64_t j = 0; j < width; ++j)
-            p[j] = 0.0f;
-          continue;
-        }
-        float *s = p + (lo - ulo);
-        int64_t cnt = hi - lo;
-        if constexpr (kInt8)
-          foldKeyParams(s, cnt, kA + lo, kB + lo, qSum[r]);
-        if (a.softCap > 0.0f)
-          softCapRow(s, cnt, a.softCap);
-        float m = maxOf(s, cnt);
-        float mNew = m > rowMax[r] ? m : rowMax[r];
-        corr[i] = rowMax[r] == -INFINITY ? 0.0f : std::exp(rowMax[r] - mNew);
-        float sum = expShiftSum(s, cnt, mNew);
-        rowSum[r] = rowSum[r] * corr[i] + sum;
-        rowMax[r] = mNew;
-        for (int64_t j = 0; j < lo - ulo; ++j)
-          p[j] = 0.0f;
-        for (int64_t j = hi - ulo; j < width; ++j)
-          p[j] = 0.0f;
-        if constexpr (kInt8)
-          pMin[r] =
-              pMin[r] * corr[i] + foldValueParams(s, cnt, vA + lo, vB + lo);
-      }
-      pvDispatch<S>(nr, acc + r0 * hd, hd, corr, scores, vRow + ulo, width,
-                    vPf);
-    }
-    std::swap(cur, next);
-  }
-
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t t = a.tokenBegin + r / group;
-    int64_t h = a.kvHead * group + r % group;
-    float *dst = a.out + (t * a.numHeads + h) * hd;
-    // Without a split every row sees at least its own key; the guard keeps
-    // a corrupt cache from producing inf. A split's row may see no key.
-    float inv = rowSum[r] > 0.0f ? outScale / rowSum[r] : 0.0f;
-    if (a.partialOut) {
-      dst = a.partialOut + r * hd;
-      a.partialLse[r] =
-          rowSum[r] > 0.0f ? rowMax[r] + std::log(rowSum[r]) : -INFINITY;
-    }
-    for (int64_t d = 0; d < hd; ++d)
-      dst[d] = (acc[r * hd + d] + pMin[r]) * inv;
-  }
-}
+#define FOLIO_TILE_TARGET FOLIO_AVX512
+#include "codegen/CPU/AttentionTileImpl.inc"
 
 void attendTileRows(const AttentionTile &a) {
   switch (a.dtype) {
   case DType::F32:
-    return attendRows<Src::F32>(a);
+    return attendRows<RowSrc::F32>(a);
   case DType::BF16:
-    return attendRows<Src::BF16>(a);
+    return attendRows<RowSrc::BF16>(a);
   case DType::F16:
-    return attendRows<Src::F16>(a);
+    return attendRows<RowSrc::F16>(a);
   case DType::FP8E4M3:
-    return attendRows<Src::FP8E4M3>(a);
+    return attendRows<RowSrc::FP8E4M3>(a);
   case DType::FP8E5M2:
-    return attendRows<Src::FP8E5M2>(a);
+    return attendRows<RowSrc::FP8E5M2>(a);
   case DType::I8:
     if (a.quantGroup == a.headDim)
-      return attendRows<Src::I8>(a);
-    return attendRows<Src::Scratch>(a);
+      return attendRows<RowSrc::I8>(a);
+    return attendRows<RowSrc::Scratch>(a);
   default:
-    return attendRows<Src::Scratch>(a);
+    return attendRows<RowSrc::Scratch>(a);
   }
 }
 

@@ -1,7 +1,14 @@
 //===- AttentionTileScalar.cpp - Portable attention tile ------------------===//
+//
+// The row-oriented tile (AttentionTileImpl.inc) in portable loops: f32
+// caches are read in place, every other format is widened into scratch by
+// the row loaders, bit-identical to the reference dequantization.
+//
+//===----------------------------------------------------------------------===//
 
 #include "codegen/CPU/AttentionChunk.h"
 #include "codegen/CPU/AttentionTile.h"
+#include "codegen/CPU/DType.h"
 
 #include <cmath>
 #include <utility>
@@ -27,13 +34,19 @@ float dot(const float *a, const float *b, int64_t n) {
   return s;
 }
 
-void qkScores(const float *const *q, int64_t nRows, const float *const *k,
-              int64_t nKeys, int64_t hd, float *s, int64_t sStride,
-              const RowPrefetch &pf) {
+/// Scalar rows are f32 (in the cache or widened into scratch).
+inline const float *floatRow(const char *row) {
+  return reinterpret_cast<const float *>(row);
+}
+
+template <RowSrc S>
+void qkDispatch(int64_t nRows, const float *q, int64_t hd, const char *const *k,
+                int64_t nKeys, float *s, const RowPrefetch &pf) {
+  static_assert(S == RowSrc::F32 || S == RowSrc::Scratch);
   for (int64_t j = 0; j < nKeys; ++j) {
     pf(j);
     for (int64_t r = 0; r < nRows; ++r)
-      s[r * sStride + j] = dot(q[r], k[j], hd);
+      s[r * kSStride + j] = dot(q + r * hd, floatRow(k[j]), hd);
   }
 }
 
@@ -59,28 +72,61 @@ void softCapRow(float *x, int64_t n, float cap) {
     x[i] = std::tanh(x[i] * inv) * cap;
 }
 
-void pvAccumulate(float *const *acc, const float *corr, const float *p,
-                  int64_t pStride, int64_t nRows, const float *const *v,
-                  int64_t nKeys, int64_t hd, const RowPrefetch &pf) {
+template <RowSrc S>
+void pvDispatch(int64_t nRows, float *acc, int64_t hd, const float *corr,
+                const float *p, const char *const *v, int64_t nKeys,
+                const RowPrefetch &pf) {
+  static_assert(S == RowSrc::F32 || S == RowSrc::Scratch);
   for (int64_t j = 0; j < nKeys; ++j)
     pf(j);
   for (int64_t r = 0; r < nRows; ++r) {
-    float *ar = acc[r];
-    const float *pr = p + r * pStride;
+    float *ar = acc + r * hd;
+    const float *pr = p + r * kSStride;
     if (corr[r] != 1.0f)
       for (int64_t d = 0; d < hd; ++d)
         ar[d] *= corr[r];
     for (int64_t j = 0; j < nKeys; ++j)
       if (pr[j] != 0.0f)
         for (int64_t d = 0; d < hd; ++d)
-          ar[d] += pr[j] * v[j][d];
+          ar[d] += pr[j] * floatRow(v[j])[d];
   }
+}
+
+// The int8 folding (RowSrc::I8) in portable form. The portable tile itself
+// widens int8 rows like every other quantized format (RowSrc::Scratch),
+// bit-identical to the reference dequantization, so only the contract of
+// AttentionTileImpl.inc names these here.
+[[maybe_unused]] void rowParams(const uint16_t *const *params, int64_t n,
+                                float *scale, float *mn) {
+  for (int64_t j = 0; j < n; ++j) {
+    scale[j] = f16ToFloat(params[j][0]);
+    mn[j] = f16ToFloat(params[j][1]);
+  }
+}
+[[maybe_unused]] void foldKeyParams(float *s, int64_t n, const float *scale,
+                                    const float *mn, float qSum) {
+  for (int64_t j = 0; j < n; ++j)
+    s[j] = scale[j] * s[j] + mn[j] * qSum;
+}
+[[maybe_unused]] float foldValueParams(float *p, int64_t n, const float *scale,
+                                       const float *mn) {
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j)
+    if (p[j] != 0.0f) {
+      sum += p[j] * mn[j];
+      p[j] *= scale[j];
+    }
+  return sum;
 }
 
 #include "codegen/CPU/AttentionTileImpl.inc"
 
 } // namespace
 
-void attendTileScalar(const AttentionTile &tile) { attendTileImpl(tile); }
+void attendTileScalar(const AttentionTile &tile) {
+  if (tile.dtype == DType::F32)
+    return attendRows<RowSrc::F32>(tile);
+  attendRows<RowSrc::Scratch>(tile);
+}
 
 } // namespace folio::cpu::detail
