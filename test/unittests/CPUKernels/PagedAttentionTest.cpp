@@ -286,7 +286,7 @@ TEST(PagedAttention, BlockSizes) {
 }
 
 TEST(PagedAttention, GqaRatios) {
-  for (int64_t g : {1, 2, 4, 8}) {
+  for (int64_t g : {1, 2, 4, 6, 7, 8}) {
     Case c;
     c.group = g;
     c.numKvHeads = 2;
@@ -542,14 +542,17 @@ TEST(PagedAttention, SplitKOnlyWhenFewItems) {
 // tile, on every ISA (a request then samples the same tokens alone as
 // batched): the last token of a 4-token chunk gives bitwise the output of
 // the same token decoded alone, for caches read in registers (f32, bf16,
-// int8 with its params folded) as for the others.
+// int8 with its params folded) as for the others, and for GQA groups that
+// the chunk splits across row passes differently (7 rows: 4 + 3 alone,
+// 3 + 4 as the chunk's last token).
 TEST(PagedAttention, RowTileRowsDoNotDependOnTheirNeighbours) {
   Case c;
   c.seqLens = {140}; // three chunks of keys
   c.queryLens = {4};
   for (auto [group, dtype] :
        {std::pair{int64_t(1), DType::F32}, std::pair{int64_t(3), DType::F32},
-        std::pair{int64_t(3), DType::I8}, std::pair{int64_t(2), DType::BF16}}) {
+        std::pair{int64_t(3), DType::I8}, std::pair{int64_t(2), DType::BF16},
+        std::pair{int64_t(7), DType::I8}, std::pair{int64_t(6), DType::F32}}) {
     c.group = group;
     c.dtype = dtype;
     Scenario chunk;
