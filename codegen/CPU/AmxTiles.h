@@ -17,6 +17,12 @@
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,"         \
                         "avx512bf16,amx-tile,amx-bf16")))
 
+/// AVX-512 with AVX512-BF16 and no tiles: code shared by the AMX GEMM and
+/// its vdpbf16ps twin, which also runs on CPUs without AMX (Zen 4).
+#define FOLIO_BF16_AVX512                                                      \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,"         \
+                        "avx512bf16")))
+
 namespace folio::cpu::amx {
 
 // GCC's tile intrinsics are asm statements without a memory clobber, so

@@ -77,6 +77,14 @@ std::atomic<bool> &amxAllowedSlot() {
   return allowed;
 }
 
+std::atomic<bool> &bf16DotEnabledSlot() {
+  static std::atomic<bool> enabled{[] {
+    const char *env = std::getenv("FOLIO_CPU_BF16_DOT");
+    return env && std::strcmp(env, "1") == 0;
+  }()};
+  return enabled;
+}
+
 } // namespace
 
 const CPUFeatures &hostFeatures() {
@@ -122,6 +130,15 @@ bool amxActive() {
 
 void setAmxAllowed(bool allowed) {
   amxAllowedSlot().store(allowed, std::memory_order_relaxed);
+}
+
+bool bf16DotActive() {
+  return activeIsa() == Isa::Avx512 && hostFeatures().avx512bf16 &&
+         bf16DotEnabledSlot().load(std::memory_order_relaxed) && !amxActive();
+}
+
+void setBf16DotEnabled(bool enabled) {
+  bf16DotEnabledSlot().store(enabled, std::memory_order_relaxed);
 }
 
 } // namespace folio::cpu

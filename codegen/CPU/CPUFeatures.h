@@ -53,6 +53,18 @@ bool amxActive();
 /// way). Not thread-safe with kernels running concurrently.
 void setAmxAllowed(bool allowed);
 
+/// Whether the 8-bit weights' prefill GEMM multiplies with AVX512-BF16 dot
+/// products (vdpbf16ps) where the AMX kernels do not run: it was turned on
+/// (FOLIO_CPU_BF16_DOT=1 or setBf16DotEnabled(true)), the host has
+/// AVX512-BF16, the active level is Avx512 and amxActive() is false. Off
+/// by default: on an Intel core with AMX ruled out it ran 0.75-0.9 of the
+/// f32 panel; it is meant for Zen 4, where it is not yet measured.
+bool bf16DotActive();
+
+/// Turns the vdpbf16ps GEMM on or off (tests compare it with the f32 panel
+/// this way). Not thread-safe with kernels running concurrently.
+void setBf16DotEnabled(bool enabled);
+
 } // namespace folio::cpu
 
 #endif // FOLIO_CODEGEN_CPU_CPUFEATURES_H

@@ -24,6 +24,7 @@
 #include "codegen/CPU/WeightPack.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace folio::cpu::detail {
@@ -42,7 +43,7 @@ constexpr int64_t kTileElems = 512;
 /// every code value has at most 7 significant bits. fp8 values are code
 /// x 2^-8 (e4m3Codes32); the 2^8 goes into the scale.
 template <AmxCodes C>
-FOLIO_AMX inline __m512i codesBf16(const uint8_t *p, __mmask32 msk) {
+FOLIO_BF16_AVX512 inline __m512i codesBf16(const uint8_t *p, __mmask32 msk) {
   __m512 lo, hi;
   if constexpr (C == AmxCodes::Int8) {
     __m256i raw = _mm256_maskz_loadu_epi8(msk, p);
@@ -58,7 +59,7 @@ FOLIO_AMX inline __m512i codesBf16(const uint8_t *p, __mmask32 msk) {
 
 /// Transposes 16 x 16 32-bit elements in registers (Avx512Math.h's
 /// transpose16 on the same bits).
-FOLIO_AMX inline void transposePairs(__m512i r[16]) {
+FOLIO_BF16_AVX512 inline void transposePairs(__m512i r[16]) {
   __m512 f[16];
   for (int i = 0; i < 16; ++i)
     f[i] = _mm512_castsi512_ps(r[i]);
@@ -73,8 +74,8 @@ FOLIO_AMX inline void transposePairs(__m512i r[16]) {
 /// order, and vpermps on the group's 16 values (min + q * scale, one FMA)
 /// dequantizes them, as the GEMV does. `rest` receives what bf16 left out
 /// of each, rounded to bf16 in turn.
-FOLIO_AMX inline __m512i int4Bf16(const AmxGemmArgs &a, int64_t r, int64_t blk,
-                                  __m512i &rest) {
+FOLIO_BF16_AVX512 inline __m512i int4Bf16(const AmxGemmArgs &a, int64_t r,
+                                          int64_t blk, __m512i &rest) {
   const int64_t k = a.k, base = 32 * blk;
   const uint8_t *row = static_cast<const uint8_t *>(a.w) + r * int4RowBytes(k);
   __m512i v = _mm512_loadu_si512(row + base / kInt4Block * (kInt4Block / 2));
@@ -110,8 +111,8 @@ FOLIO_AMX inline __m512i int4Bf16(const AmxGemmArgs &a, int64_t r, int64_t blk,
 /// codes 32 block .. 32 block + 31. `panel` is 64-byte aligned. int4 also
 /// writes what bf16 left out of its weights to panelLo, in the same layout.
 template <AmxCodes C>
-FOLIO_AMX void fillPanel(const AmxGemmArgs &a, int64_t n, int64_t cols,
-                         uint16_t *panel, uint16_t *panelLo) {
+FOLIO_BF16_AVX512 void fillPanel(const AmxGemmArgs &a, int64_t n, int64_t cols,
+                                 uint16_t *panel, uint16_t *panelLo) {
   const uint8_t *w = static_cast<const uint8_t *>(a.w);
   const int64_t k = a.k, blocks = amxPaddedK(k) / 32;
   for (int t = 0; t < 2; ++t)
@@ -194,8 +195,9 @@ FOLIO_AMX void multiply(const AmxGemmArgs &a, const uint16_t *panel,
 }
 
 /// y[m .. m + rows, n .. n + cols] from C: scale, bias, outliers.
-FOLIO_AMX void epilogue(const AmxGemmArgs &a, const float *c, int64_t m,
-                        int64_t rows, int64_t n, int64_t cols, float scaleMul) {
+FOLIO_BF16_AVX512 void epilogue(const AmxGemmArgs &a, const float *c, int64_t m,
+                                int64_t rows, int64_t n, int64_t cols,
+                                float scaleMul) {
   for (int h = 0; h < 2; ++h) {
     int64_t left = cols - 16 * h;
     if (left <= 0)
@@ -255,10 +257,75 @@ FOLIO_AMX void run(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
   compilerBarrier();
 }
 
+/// Rows of x per vdpbf16ps pass: 12 rows x 2 column vectors of
+/// accumulators, with the two B vectors and a broadcast, fill 27 of the
+/// 32 registers.
+constexpr int kDotRows = 12;
+
+/// C[MR][32] = x rows m .. m + MR - 1 times the panel (the B tiles' rows
+/// are the vdpbf16ps operands: per pair p of a 32-weight block, 16
+/// columns' weights 2p and 2p + 1), one broadcast bf16 pair of x per row.
+template <int MR>
+FOLIO_BF16_AVX512 void multiplyDot(const AmxGemmArgs &a, const uint16_t *panel,
+                                   int64_t m, float *c) {
+  const int64_t kp = amxPaddedK(a.k), blocks = kp / 32;
+  __m512 acc[MR][2];
+  for (int i = 0; i < MR; ++i)
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const uint16_t *x = a.xb + m * kp;
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const uint16_t *b = panel + 2 * blk * kTileElems;
+    for (int p = 0; p < 16; ++p) {
+      __m512bh b0 = (__m512bh)_mm512_load_si512(b + 32 * p);
+      __m512bh b1 = (__m512bh)_mm512_load_si512(b + kTileElems + 32 * p);
+      for (int i = 0; i < MR; ++i) {
+        // A broadcast from memory: a load, no shuffle-port uop.
+        __m512bh xi = (__m512bh)_mm512_broadcastss_ps(_mm_load_ss(
+            reinterpret_cast<const float *>(x + i * kp + 32 * blk + 2 * p)));
+        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], xi, b0);
+        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], xi, b1);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    _mm512_storeu_ps(c + 32 * i, acc[i][0]);
+    _mm512_storeu_ps(c + 32 * i + 16, acc[i][1]);
+  }
+}
+
+template <AmxCodes C>
+FOLIO_BF16_AVX512 void runDot(const AmxGemmArgs &a, int64_t nBegin,
+                              int64_t nEnd) {
+  static_assert(C != AmxCodes::Int4, "int4 needs hi + lo products");
+  thread_local std::vector<uint16_t> storage;
+  storage.resize(size_t(amxPaddedK(a.k) * kPanelCols) + 32);
+  uint16_t *panel = reinterpret_cast<uint16_t *>(
+      (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+  alignas(64) float c[kDotRows * 32];
+  const float scaleMul = C == AmxCodes::Fp8E4M3 ? 256.0f : 1.0f;
+  for (int64_t n = nBegin; n < nEnd; n += kPanelCols) {
+    int64_t cols = std::min(kPanelCols, nEnd - n);
+    fillPanel<C>(a, n, cols, panel, nullptr);
+    int64_t m = 0;
+    for (; a.m - m >= kDotRows; m += kDotRows) {
+      multiplyDot<kDotRows>(a, panel, m, c);
+      epilogue(a, c, m, kDotRows, n, cols, scaleMul);
+    }
+    for (; a.m - m >= 4; m += 4) {
+      multiplyDot<4>(a, panel, m, c);
+      epilogue(a, c, m, 4, n, cols, scaleMul);
+    }
+    for (; m < a.m; ++m) {
+      multiplyDot<1>(a, panel, m, c);
+      epilogue(a, c, m, 1, n, cols, scaleMul);
+    }
+  }
+}
+
 } // namespace
 
-FOLIO_AMX void packXForAmx(const float *x, int64_t m, int64_t k, uint16_t *dst,
-                           uint16_t *dstLo) {
+FOLIO_BF16_AVX512 void packXForAmx(const float *x, int64_t m, int64_t k,
+                                   uint16_t *dst, uint16_t *dstLo) {
   const int64_t kp = amxPaddedK(k), mp = amxPaddedRows(m);
   for (int64_t i = 0; i < mp; ++i) {
     uint16_t *d = dst + i * kp;
@@ -280,6 +347,12 @@ FOLIO_AMX void packXForAmx(const float *x, int64_t m, int64_t k, uint16_t *dst,
                             lo);
     }
   }
+}
+
+void gemmBf16Dot(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
+  if (a.codes == AmxCodes::Fp8E4M3)
+    return runDot<AmxCodes::Fp8E4M3>(a, nBegin, nEnd);
+  runDot<AmxCodes::Int8>(a, nBegin, nEnd);
 }
 
 void gemmAmx(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {

@@ -62,13 +62,19 @@ inline int64_t amxPaddedRows(int64_t m) { return (m + 15) / 16 * 16; }
 
 /// Writes x[m, k] as bf16 (round to nearest even) into
 /// dst[amxPaddedRows(m), amxPaddedK(k)], zero padded, and, given dstLo, the
-/// remainder x - bf16(x) rounded to bf16 into it. Needs amxActive().
+/// remainder x - bf16(x) rounded to bf16 into it. Needs AVX512-BF16.
 void packXForAmx(const float *x, int64_t m, int64_t k, uint16_t *dst,
                  uint16_t *dstLo = nullptr);
 
 /// Output columns (weight rows) [nBegin, nEnd) of the product. Needs
 /// amxActive(); ranges that start on a multiple of 32 waste no tile work.
 void gemmAmx(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd);
+
+/// The same product for int8 and fp8 codes with AVX512-BF16 dot products
+/// (vdpbf16ps) on the same panels, for CPUs without AMX: the same bf16 x,
+/// the same f32 accumulation per pair of K. Needs bf16DotActive() (int4,
+/// whose hi + lo products would cost more than the f32 panel, keeps it).
+void gemmBf16Dot(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd);
 
 } // namespace folio::cpu::detail
 

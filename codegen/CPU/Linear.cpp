@@ -40,9 +40,11 @@ Status forOutputRows(const Args &a,
   return Status::success();
 }
 
-/// 8-bit or int4 weights above kConvertTileRows rows on AMX: x converted to
+/// 8-bit or int4 weights above kConvertTileRows rows on AMX, or 8-bit ones
+/// with AVX512-BF16 dot products where AMX does not run: x converted to
 /// bf16 once (per calling thread, as below; for int4 with its remainder,
-/// GemmAmx.h), then gemmAmx over whole panels of 32 outputs.
+/// GemmAmx.h), then gemmAmx or gemmBf16Dot over whole panels of 32
+/// outputs.
 Status linearAmx(const float *x, int64_t numTokens, const PackedWeight &w,
                  AmxCodes codes, const float *xOut, float *y,
                  ThreadPool &pool) {
@@ -69,8 +71,10 @@ Status linearAmx(const float *x, int64_t numTokens, const PackedWeight &w,
   a.bias = w.bias();
   a.y = y;
   a.n = v.n;
+  void (*gemm)(const AmxGemmArgs &, int64_t, int64_t) =
+      amxActive() ? gemmAmx : gemmBf16Dot;
   pool.parallelForGuided(a.n, 32, /*align=*/32,
-                         [&](int64_t b, int64_t e) { gemmAmx(a, b, e); });
+                         [&](int64_t b, int64_t e) { gemm(a, b, e); });
   return Status::success();
 }
 
@@ -97,7 +101,7 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
         xOut[size_t(m * v.numOutliers + j)] = x[m * v.k + v.outlierCols[j]];
     a.xOut = xOut.data();
   }
-  if (numTokens > kConvertTileRows && amxActive())
+  if (numTokens > kConvertTileRows && (amxActive() || bf16DotActive()))
     return linearAmx(x, numTokens, w, AmxCodes::Int8, a.xOut, y, pool);
   const Isa isa = activeIsa();
   if (isa != Isa::Scalar && numTokens <= kConvertTileRows) {
@@ -116,7 +120,7 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
 
 Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
                      float *y, ThreadPool &pool) {
-  if (numTokens > kConvertTileRows && amxActive())
+  if (numTokens > kConvertTileRows && (amxActive() || bf16DotActive()))
     return linearAmx(x, numTokens, w, AmxCodes::Fp8E4M3, nullptr, y, pool);
   const WeightView &v = w.view();
   GemvFp8Args a;

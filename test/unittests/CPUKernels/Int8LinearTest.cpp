@@ -268,7 +268,7 @@ TEST(Int8LinearTest, MatchesTheReferenceOnEveryPath) {
                       path.name() + " m=" + std::to_string(s.m) + " n=" +
                           std::to_string(s.n) + " k=" + std::to_string(s.k) +
                           " outliers=" + std::to_string(every),
-                      path.amx);
+                      path.bf16Prefill(DType::I8));
         }
     }
 }
@@ -296,7 +296,8 @@ TEST(Int8LinearTest, ZeroAndExtremeRows) {
       PathScope scope(path);
       std::vector<float> y(size_t(m * n), NAN);
       ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
-      expectClose(y, want, x, m, pw.view(), path.name(), path.amx);
+      expectClose(y, want, x, m, pw.view(), path.name(),
+                  path.bf16Prefill(DType::I8));
       for (int64_t i = 0; i < m; ++i) {
         EXPECT_EQ(y[size_t(i * n)], 0.0f);
         EXPECT_NE(y[size_t(i * n + 1)], 0.0f);

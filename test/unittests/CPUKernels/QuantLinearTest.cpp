@@ -82,7 +82,7 @@ void checkAllPaths(const WeightView &v, const std::vector<float> &x, int64_t m,
       std::vector<float> y(size_t(m * v.n), NAN);
       ASSERT_TRUE(linear(x.data(), m, pw, y.data(), *pool).ok());
       expectClose(y, want, x, m, v, b, what + " " + label(path, m, v.n, v.k),
-                  path.amx && m > 8);
+                  path.bf16Prefill(v.storage) && m > 8);
     }
 }
 

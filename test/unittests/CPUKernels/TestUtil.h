@@ -84,37 +84,49 @@ public:
 };
 
 /// An instruction-set level and, at Avx512, whether Folio's AMX kernels
-/// may run (amxActive()).
+/// may run (amxActive()) and, without them, the vdpbf16ps prefill GEMM
+/// (bf16DotActive()).
 struct KernelPath {
   Isa isa;
-  bool amx;
+  bool amx = false;
+  bool bf16Dot = false;
   std::string name() const {
-    return std::string(isaName(isa)) + (amx ? "+amx" : "");
+    return std::string(isaName(isa)) + (amx ? "+amx" : "") +
+           (bf16Dot ? "+bf16dot" : "");
+  }
+  /// Whether a prefill with `storage` weights rounds x to bf16 on this
+  /// path (the AMX GEMM; the vdpbf16ps one for 8-bit codes).
+  bool bf16Prefill(DType storage) const {
+    return amx || (bf16Dot && storage != DType::I4);
   }
 };
 
-/// Every path this host can run: hostIsas() without AMX, then AVX-512 with
-/// AMX where the host has it.
+/// Every path this host can run: hostIsas() with neither AMX nor the
+/// vdpbf16ps GEMM, then AVX-512 with each where the host has it.
 inline std::vector<KernelPath> hostPaths() {
   std::vector<KernelPath> paths;
   for (Isa isa : hostIsas())
-    paths.push_back({isa, false});
+    paths.push_back({isa});
+  if (hostFeatures().avx512 && hostFeatures().avx512bf16)
+    paths.push_back({Isa::Avx512, false, true});
   if (hostFeatures().avx512 && amxSupported())
     paths.push_back({Isa::Avx512, true});
   return paths;
 }
 
 /// Sets a path for the scope; restores the defaults (the host's best level,
-/// AMX allowed) at exit.
+/// AMX allowed, the vdpbf16ps GEMM off) at exit.
 class PathScope {
 public:
   explicit PathScope(KernelPath path) {
     setIsaLimit(path.isa);
     setAmxAllowed(path.amx);
+    setBf16DotEnabled(path.bf16Dot);
   }
   ~PathScope() {
     setIsaLimit(Isa::Avx512);
     setAmxAllowed(true);
+    setBf16DotEnabled(false);
   }
 };
 
