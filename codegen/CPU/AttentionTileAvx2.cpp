@@ -108,22 +108,6 @@ FOLIO_AVX2 void qkRows(const float *q, int64_t hd, const char *const *k,
   }
 }
 
-template <RowSrc S>
-FOLIO_AVX2 void qkDispatch(int64_t nRows, const float *q, int64_t hd,
-                           const char *const *k, int64_t nKeys, float *s,
-                           const RowPrefetch &pf) {
-  switch (nRows) {
-  case 1:
-    return qkRows<S, 1>(q, hd, k, nKeys, s, pf);
-  case 2:
-    return qkRows<S, 2>(q, hd, k, nKeys, s, pf);
-  case 3:
-    return qkRows<S, 3>(q, hd, k, nKeys, s, pf);
-  default:
-    return qkRows<S, 4>(q, hd, k, nKeys, s, pf);
-  }
-}
-
 FOLIO_AVX2 float maxOf(const float *x, int64_t n) {
   __m256 m = _mm256_set1_ps(-INFINITY);
   int64_t i = 0;
@@ -203,23 +187,6 @@ FOLIO_AVX2 void pvRows(float *acc, int64_t hd, const float *corr,
     FOLIO_UNROLL
     for (int r = 0; r < R; ++r)
       storeN(acc + r * hd + d0, left, _mm256_add_ps(a0[r], a1[r]));
-  }
-}
-
-template <RowSrc S>
-FOLIO_AVX2 void pvDispatch(int64_t nRows, float *acc, int64_t hd,
-                           const float *corr, const float *p,
-                           const char *const *v, int64_t nKeys,
-                           const RowPrefetch &pf) {
-  switch (nRows) {
-  case 1:
-    return pvRows<S, 1>(acc, hd, corr, p, v, nKeys, pf);
-  case 2:
-    return pvRows<S, 2>(acc, hd, corr, p, v, nKeys, pf);
-  case 3:
-    return pvRows<S, 3>(acc, hd, corr, p, v, nKeys, pf);
-  default:
-    return pvRows<S, 4>(acc, hd, corr, p, v, nKeys, pf);
   }
 }
 

@@ -39,13 +39,13 @@ inline const float *floatRow(const char *row) {
   return reinterpret_cast<const float *>(row);
 }
 
-template <RowSrc S>
-void qkDispatch(int64_t nRows, const float *q, int64_t hd, const char *const *k,
-                int64_t nKeys, float *s, const RowPrefetch &pf) {
+template <RowSrc S, int R>
+void qkRows(const float *q, int64_t hd, const char *const *k, int64_t nKeys,
+            float *s, const RowPrefetch &pf) {
   static_assert(S == RowSrc::F32 || S == RowSrc::Scratch);
   for (int64_t j = 0; j < nKeys; ++j) {
     pf(j);
-    for (int64_t r = 0; r < nRows; ++r)
+    for (int64_t r = 0; r < R; ++r)
       s[r * kSStride + j] = dot(q + r * hd, floatRow(k[j]), hd);
   }
 }
@@ -72,14 +72,13 @@ void softCapRow(float *x, int64_t n, float cap) {
     x[i] = std::tanh(x[i] * inv) * cap;
 }
 
-template <RowSrc S>
-void pvDispatch(int64_t nRows, float *acc, int64_t hd, const float *corr,
-                const float *p, const char *const *v, int64_t nKeys,
-                const RowPrefetch &pf) {
+template <RowSrc S, int R>
+void pvRows(float *acc, int64_t hd, const float *corr, const float *p,
+            const char *const *v, int64_t nKeys, const RowPrefetch &pf) {
   static_assert(S == RowSrc::F32 || S == RowSrc::Scratch);
   for (int64_t j = 0; j < nKeys; ++j)
     pf(j);
-  for (int64_t r = 0; r < nRows; ++r) {
+  for (int64_t r = 0; r < R; ++r) {
     float *ar = acc + r * hd;
     const float *pr = p + r * kSStride;
     if (corr[r] != 1.0f)
