@@ -6,8 +6,20 @@
 
 namespace folio::cpu::detail {
 
-void gatherRows(const AttentionTile &a, const KvPool &kp, const KvPool &vp,
-                int64_t p0, int64_t n, ChunkRows &c) {
+namespace {
+
+/// Requests the lines of uint16 [first, last] into L2.
+void prefetchRange(const uint16_t *first, const uint16_t *last) {
+  uintptr_t line = reinterpret_cast<uintptr_t>(first) & ~uintptr_t(63);
+  uintptr_t end = reinterpret_cast<uintptr_t>(last);
+  for (; line <= end; line += 64)
+    __builtin_prefetch(reinterpret_cast<const void *>(line), 0, 2);
+}
+
+} // namespace
+
+void gatherChunkRows(const AttentionTile &a, const KvPool &kp, const KvPool &vp,
+                     int64_t p0, int64_t n, ChunkRows &c) {
   c.n = n;
   if (a.dtype == DType::I2) {
     KvRowCursor cursor(a, p0);
@@ -17,6 +29,9 @@ void gatherRows(const AttentionTile &a, const KvPool &kp, const KvPool &vp,
       c.v[j] = vr.row;
       c.kPar[j] = kr.params;
       c.vPar[j] = vr.params;
+      for (const uint16_t *par : {kr.params, vr.params})
+        if (par)
+          __builtin_prefetch(par, 0, 2);
     }
     return;
   }
@@ -33,6 +48,11 @@ void gatherRows(const AttentionTile &a, const KvPool &kp, const KvPool &vp,
         kp.params ? kp.params + slot * parSlot + parHead : nullptr;
     const uint16_t *vq =
         vp.params ? vp.params + slot * parSlot + parHead : nullptr;
+    if (kq) {
+      // The block's slots are consecutive: one range of lines each.
+      prefetchRange(kq, kq + (m - 1) * parSlot + 1);
+      prefetchRange(vq, vq + (m - 1) * parSlot + 1);
+    }
     for (int64_t t = 0; t < m; ++t, ++j) {
       c.k[j] = k + t * slotBytes;
       c.v[j] = v + t * slotBytes;
@@ -43,30 +63,11 @@ void gatherRows(const AttentionTile &a, const KvPool &kp, const KvPool &vp,
   }
 }
 
-void prefetchParams(const uint16_t *const *params, int64_t n, size_t stride) {
-  for (int64_t j = 0; j < n;) {
-    if (!params[j])
-      return;
-    // The run of keys whose params are `stride` apart (one block).
-    int64_t e = j + 1;
-    while (e < n && params[e] == params[e - 1] + stride)
-      ++e;
-    uintptr_t first = reinterpret_cast<uintptr_t>(params[j]) & ~uintptr_t(63);
-    uintptr_t last =
-        reinterpret_cast<uintptr_t>(params[e - 1] + 1) & ~uintptr_t(63);
-    for (uintptr_t line = first; line <= last; line += 64)
-      __builtin_prefetch(reinterpret_cast<const void *>(line), 0, 2);
-    j = e;
-  }
-}
-
-void prefetchChunk(const ChunkRows &c, size_t rowBytes, size_t paramStride) {
+void prefetchChunkRows(const ChunkRows &c, size_t rowBytes) {
   for (int64_t j = 0; j < c.n; ++j)
     for (const char *row : {c.k[j], c.v[j]})
       for (size_t b = 0; b < rowBytes; b += 64)
         __builtin_prefetch(row + b, 0, 2);
-  prefetchParams(c.kPar, c.n, paramStride);
-  prefetchParams(c.vPar, c.n, paramStride);
 }
 
 } // namespace folio::cpu::detail

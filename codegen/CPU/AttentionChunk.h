@@ -43,17 +43,16 @@ struct ChunkRows {
 
 /// The rows of keys [p0, p0 + n), n <= kKeyChunk: one block-table lookup
 /// per block, then a stride per slot (the cursor's general form only for
-/// int2, whose rows may live in the residual pools).
-void gatherRows(const AttentionTile &a, const KvPool &kp, const KvPool &vp,
-                int64_t p0, int64_t n, ChunkRows &c);
+/// int2, whose rows may live in the residual pools). Also requests their
+/// params' cache lines into L2 (one range per block): a tile reads a
+/// chunk's params before its rows, so they are asked for when the chunk is
+/// gathered, a chunk ahead.
+void gatherChunkRows(const AttentionTile &a, const KvPool &kp, const KvPool &vp,
+                     int64_t p0, int64_t n, ChunkRows &c);
 
-/// Requests into L2 the cache lines of a chunk's params (`stride` uint16
-/// apart within a block): one range of lines per block.
-void prefetchParams(const uint16_t *const *params, int64_t n, size_t stride);
-
-/// Requests into L2 every line of the chunk's rows and params: for the
-/// first chunk of a tile, which has no chunk before it to ask ahead.
-void prefetchChunk(const ChunkRows &c, size_t rowBytes, size_t paramStride);
+/// Requests into L2 every line of the chunk's rows: for the first chunk of
+/// a tile, which has no chunk before it to ask ahead.
+void prefetchChunkRows(const ChunkRows &c, size_t rowBytes);
 
 } // namespace folio::cpu::detail
 
