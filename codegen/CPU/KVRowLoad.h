@@ -47,8 +47,8 @@ void loadKvRows(const KvRowFormat &f, const char *const *rows,
 void loadKvRowsAvx512(const KvRowFormat &f, const char *const *rows,
                       const uint16_t *const *params, int64_t n, float *out);
 
-/// loadKvRows for int8, bf16 and f16 rows with AVX2 + FMA + F16C; returns
-/// false (and loads nothing) for the other types.
+/// loadKvRows for int8, int4, fp8, bf16 and f16 rows with AVX2 + FMA +
+/// F16C; returns false (and loads nothing) for the other types (f32, int2).
 bool loadKvRowsAvx2(const KvRowFormat &f, const char *const *rows,
                     const uint16_t *const *params, int64_t n, float *out);
 
