@@ -284,23 +284,37 @@ bool int8Weights() { return weightDtype == "int8"; }
 /// (set by calibrate with --weight-dtype int8).
 std::optional<::folio::core::LinearInputCalibration> inputCalibration;
 
-/// The KV flags that only mean something for some cache dtypes are refused
-/// for the others rather than ignored.
-LogicalResult checkKVOptions() {
+/// The cache dtype this compile makes (`auto` resolved for --target); none
+/// when --target or --kv-cache-dtype is not a valid value.
+std::optional<::folio::KVCacheDType> resolvedKVCacheDType() {
   std::optional<::folio::Target> t = ::folio::parseTarget(target);
   std::optional<::folio::KVCacheDType> d =
       ::folio::parseKVCacheDType(kvCacheDtype);
   if (!t || !d)
+    return std::nullopt;
+  return ::folio::resolveKVCacheDType(*t, *d);
+}
+
+/// Whether `d` is an fp8 cache (static scales, which calibration sets).
+bool isFp8(::folio::KVCacheDType d) {
+  return d == ::folio::KVCacheDType::FP8E4M3 ||
+         d == ::folio::KVCacheDType::FP8E5M2;
+}
+
+/// The KV flags that only mean something for some cache dtypes are refused
+/// for the others rather than ignored.
+LogicalResult checkKVOptions() {
+  std::optional<::folio::KVCacheDType> maybe = resolvedKVCacheDType();
+  if (!maybe)
     return success(); // folio-set-target names the bad value
-  ::folio::KVCacheDType resolved = ::folio::resolveKVCacheDType(*t, *d);
+  ::folio::KVCacheDType resolved = *maybe;
   std::string name(::folio::kvCacheDTypeName(resolved));
   auto refuse = [&](StringRef flag, const Twine &why) {
     errs() << "folioc: error: " << flag << " " << why
            << "; the KV cache dtype here is " << name << "\n";
     return failure();
   };
-  bool fp8 = resolved == ::folio::KVCacheDType::FP8E4M3 ||
-             resolved == ::folio::KVCacheDType::FP8E5M2;
+  bool fp8 = isFp8(resolved);
   bool quantized = ::folio::kvCacheDTypeBits(resolved) < 16;
   if (!kvCacheSkipLayers.empty() && !quantized)
     return refuse("--kv-cache-dtype-skip-layers",
@@ -487,18 +501,6 @@ LogicalResult checkKernelCacheOptions() {
   return failure();
 }
 
-/// Whether the compile's KV cache is fp8 (static scales to calibrate).
-bool fp8KVCache() {
-  std::optional<::folio::Target> t = ::folio::parseTarget(target);
-  std::optional<::folio::KVCacheDType> d =
-      ::folio::parseKVCacheDType(kvCacheDtype);
-  if (!t || !d)
-    return false;
-  ::folio::KVCacheDType resolved = ::folio::resolveKVCacheDType(*t, *d);
-  return resolved == ::folio::KVCacheDType::FP8E4M3 ||
-         resolved == ::folio::KVCacheDType::FP8E5M2;
-}
-
 /// Compiles a copy of `module` with `options` (an f32 cache in place of
 /// the requested one when `f32Cache`) and lowers it to a plan, weights
 /// unpacked.
@@ -560,7 +562,8 @@ LogicalResult calibrate(ModuleOp module,
     return failure();
   }
 
-  if (fp8KVCache()) {
+  std::optional<::folio::KVCacheDType> cache = resolvedKVCacheDType();
+  if (cache && isFp8(*cache)) {
     auto plan = compileCopy(module, options, /*f32Cache=*/true);
     if (!plan) {
       errs() << "folioc: error: " << toString(plan.takeError()) << "\n";
