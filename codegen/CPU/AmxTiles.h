@@ -2,8 +2,10 @@
 //
 // Included only by the files compiled with -mamx-tile -mamx-bf16 (the
 // attention tile, the quantized-weight GEMM); their functions carry
-// FOLIO_AMX so that GCC emits AVX-512 BF16 and AMX there and nowhere else.
-// Callers check amxActive() (CPUFeatures.h) first.
+// FOLIO_AMX so that GCC emits AVX-512 BF16 and AMX there and nowhere else,
+// and callers check amxActive() (CPUFeatures.h) first. The GEMM's
+// FOLIO_BF16_AVX512 functions use no tiles; its vdpbf16ps path runs them
+// after bf16DotActive() instead.
 //
 //===----------------------------------------------------------------------===//
 

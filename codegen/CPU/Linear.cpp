@@ -40,14 +40,21 @@ Status forOutputRows(const Args &a,
   return Status::success();
 }
 
-/// 8-bit or int4 weights above kConvertTileRows rows on AMX, or 8-bit ones
-/// with AVX512-BF16 dot products where AMX does not run: x converted to
-/// bf16 once (per calling thread, as below; for int4 with its remainder,
-/// GemmAmx.h), then gemmAmx or gemmBf16Dot over whole panels of 32
-/// outputs.
-Status linearAmx(const float *x, int64_t numTokens, const PackedWeight &w,
-                 AmxCodes codes, const float *xOut, float *y,
-                 ThreadPool &pool) {
+/// Whether a prefill of `numTokens` rows with `codes` weights runs the bf16
+/// GEMM: on AMX for every code type, with AVX512-BF16 dot products for the
+/// 8-bit ones (int4's hi + lo products would cost more than the f32 panel).
+bool useBf16Gemm(int64_t numTokens, AmxCodes codes) {
+  if (numTokens <= kConvertTileRows)
+    return false;
+  return amxActive() || (codes != AmxCodes::Int4 && bf16DotActive());
+}
+
+/// The bf16 GEMM (useBf16Gemm): x converted to bf16 once (per calling
+/// thread, as below; for int4 with its remainder, GemmAmx.h), then gemmAmx
+/// or gemmBf16Dot over whole panels of 32 outputs.
+Status linearBf16Gemm(const float *x, int64_t numTokens, const PackedWeight &w,
+                      AmxCodes codes, const float *xOut, float *y,
+                      ThreadPool &pool) {
   const WeightView &v = w.view();
   thread_local std::vector<uint16_t> xb, xbLo;
   const size_t elems = size_t(amxPaddedRows(numTokens) * amxPaddedK(v.k));
@@ -101,8 +108,8 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
         xOut[size_t(m * v.numOutliers + j)] = x[m * v.k + v.outlierCols[j]];
     a.xOut = xOut.data();
   }
-  if (numTokens > kConvertTileRows && (amxActive() || bf16DotActive()))
-    return linearAmx(x, numTokens, w, AmxCodes::Int8, a.xOut, y, pool);
+  if (useBf16Gemm(numTokens, AmxCodes::Int8))
+    return linearBf16Gemm(x, numTokens, w, AmxCodes::Int8, a.xOut, y, pool);
   const Isa isa = activeIsa();
   if (isa != Isa::Scalar && numTokens <= kConvertTileRows) {
     thread_local std::vector<float> quads;
@@ -120,8 +127,8 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
 
 Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
                      float *y, ThreadPool &pool) {
-  if (numTokens > kConvertTileRows && (amxActive() || bf16DotActive()))
-    return linearAmx(x, numTokens, w, AmxCodes::Fp8E4M3, nullptr, y, pool);
+  if (useBf16Gemm(numTokens, AmxCodes::Fp8E4M3))
+    return linearBf16Gemm(x, numTokens, w, AmxCodes::Fp8E4M3, nullptr, y, pool);
   const WeightView &v = w.view();
   GemvFp8Args a;
   a.x = x;
@@ -142,8 +149,8 @@ Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
 
 Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
                       float *y, ThreadPool &pool) {
-  if (numTokens > kConvertTileRows && amxActive())
-    return linearAmx(x, numTokens, w, AmxCodes::Int4, nullptr, y, pool);
+  if (useBf16Gemm(numTokens, AmxCodes::Int4))
+    return linearBf16Gemm(x, numTokens, w, AmxCodes::Int4, nullptr, y, pool);
   const WeightView &v = w.view();
   GemvInt4Args a;
   a.x = x;
