@@ -18,24 +18,19 @@ Status StepContext::error(const std::string &message) const {
 
 void LinearInputRecorder::record(int32_t step, int32_t operand, const float *x,
                                  int64_t rows, int64_t k) {
-  // Per call first, then merged under the lock.
-  std::vector<float> m(size_t(k), 0.0f);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < k; ++c) {
-      float v = std::fabs(x[r * k + c]);
-      float &slot = m[size_t(c)];
-      if (std::isnan(v) || v > slot)
-        slot = std::isnan(slot) ? slot : v;
-    }
   std::lock_guard<std::mutex> lock(mu);
   std::vector<float> &into = values[{step, operand}];
-  if (into.empty()) {
-    into = std::move(m);
-    return;
-  }
-  for (size_t c = 0; c < into.size() && c < m.size(); ++c)
-    if (!std::isnan(into[c]) && (std::isnan(m[c]) || m[c] > into[c]))
-      into[c] = m[c];
+  if (into.empty())
+    into.assign(size_t(k), 0.0f);
+  const int64_t cols = std::min<int64_t>(k, int64_t(into.size()));
+  // The largest |x| per column; a NaN, once seen, stays.
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float v = std::fabs(x[r * k + c]);
+      float &slot = into[size_t(c)];
+      if (!std::isnan(slot) && (std::isnan(v) || v > slot))
+        slot = v;
+    }
 }
 
 plan::LinearInputAbsMax LinearInputRecorder::absMax() const {
