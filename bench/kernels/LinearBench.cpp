@@ -277,7 +277,7 @@ void prefill(int rounds, unsigned threads) {
   // Weight dtypes through linear(): bf16 on oneDNN, and the 8-bit weights on
   // Folio's AMX GEMM and on its AVX-512 panel GEMM (FOLIO_CPU_AMX=0's path).
   struct Variant {
-    const char *name;
+    std::string name;
     DType storage;
     bool amx;
   };
@@ -285,32 +285,24 @@ void prefill(int rounds, unsigned threads) {
   const bool amx = amxActive();
   std::vector<Variant> variants = {{"bf16", DType::BF16, amx}};
   for (DType t : {DType::I8, DType::FP8E4M3, DType::I4}) {
-    const char *name = t == DType::I8   ? "int8"
-                       : t == DType::I4 ? "int4"
-                                        : "fp8";
-    const char *noAmx = t == DType::I8   ? "int8 (no AMX)"
-                        : t == DType::I4 ? "int4 (no AMX)"
-                                         : "fp8 (no AMX)";
+    std::string name = t == DType::FP8E4M3 ? "fp8" : dtypeName(t);
     if (amx)
       variants.push_back({name, t, true});
-    variants.push_back({amx ? noAmx : name, t, false});
+    variants.push_back({amx ? name + " (no AMX)" : name, t, false});
   }
   struct Case {
     const char *name;
     int64_t n, k;
     std::vector<PackedWeight> w;             // per variant
     std::vector<std::vector<double>> gflops; // per variant, per round
-    std::vector<double> probeRatio;          // bf16 / probe, per round
   };
   std::vector<Case> cases;
-  cases.push_back({"q / o (768 x 768)", kQ, kHidden, {}, {}, {}});
-  cases.push_back({"k / v (256 x 768)", kKv, kHidden, {}, {}, {}});
-  cases.push_back(
-      {"qkv stacked (1280 x 768)", kQ + 2 * kKv, kHidden, {}, {}, {}});
-  cases.push_back({"gate / up (2048 x 768)", kFfn, kHidden, {}, {}, {}});
-  cases.push_back(
-      {"gate/up stacked (4096 x 768)", 2 * kFfn, kHidden, {}, {}, {}});
-  cases.push_back({"down (768 x 2048)", kHidden, kFfn, {}, {}, {}});
+  cases.push_back({"q / o (768 x 768)", kQ, kHidden, {}, {}});
+  cases.push_back({"k / v (256 x 768)", kKv, kHidden, {}, {}});
+  cases.push_back({"qkv stacked (1280 x 768)", kQ + 2 * kKv, kHidden, {}, {}});
+  cases.push_back({"gate / up (2048 x 768)", kFfn, kHidden, {}, {}});
+  cases.push_back({"gate/up stacked (4096 x 768)", 2 * kFfn, kHidden, {}, {}});
+  cases.push_back({"down (768 x 2048)", kHidden, kFfn, {}, {}});
   const int64_t m = 512;
   for (Case &c : cases) {
     std::vector<float> w(size_t(c.n * c.k));
@@ -351,7 +343,7 @@ void prefill(int rounds, unsigned threads) {
                 *std::max_element(peak.begin(), peak.end()));
   std::printf("\n  %-30s", "shape");
   for (const Variant &v : variants)
-    std::printf(" %14s", v.name);
+    std::printf(" %14s", v.name.c_str());
   std::printf("%s\n", probe ? "  bf16 / probe" : "");
   for (Case &c : cases) {
     std::printf("  %-30s", c.name);
