@@ -185,6 +185,27 @@ Status emitSample(const SampleSpec &s, GeneratedKernel &out) {
   return Status::success();
 }
 
+Status emitLinear(const LinearSpec &s, GeneratedKernel &out) {
+  if (Status st = validate(s); !st.ok())
+    return st;
+  out.name = kernelName(s);
+  out.key = canonicalKey(s);
+  std::string constants =
+      "  static constexpr folio_cuda::CacheType kType = "
+      "folio_cuda::CacheType::" +
+      std::string(cacheTypeEnum(s.weightType)) + ";\n" + constant("kK", s.k) +
+      constant("kGroup", s.groupSize) +
+      constant("kRowsPerPass", s.rowsPerPass) + constant("kThreads", s.threads);
+  out.source =
+      header(out.name, out.key,
+             "grid (ceil(n / " + std::to_string(s.threads / 32) + ")), block " +
+                 std::to_string(s.threads) + ", no dynamic shared memory") +
+      templates({"Prelude.cuh", "Linear.cuh"}) +
+      guarded(out.name, entryGlue(out.name, constants, s.threads, "LinearArgs",
+                                  "linearRows"));
+  return Status::success();
+}
+
 Status emitKVWrite(const KVWriteSpec &s, GeneratedKernel &out) {
   if (Status st = validate(s); !st.ok())
     return st;

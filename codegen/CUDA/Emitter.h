@@ -54,6 +54,9 @@ cpu::Status emitGather(const GatherSpec &spec, GeneratedKernel &out);
 /// Sampling, taking folio_cuda::SampleArgs.
 cpu::Status emitSample(const SampleSpec &spec, GeneratedKernel &out);
 
+/// Linear over stored weights, taking folio_cuda::LinearArgs.
+cpu::Status emitLinear(const LinearSpec &spec, GeneratedKernel &out);
+
 } // namespace folio::cuda
 
 #endif // FOLIO_CODEGEN_CUDA_EMITTER_H

@@ -42,8 +42,9 @@ namespace {
 /// Every template a kernel may instantiate (the CMake list embeds the same).
 const std::vector<const char *> &allTemplateNames() {
   static const std::vector<const char *> names = {
-      "Prelude.cuh",   "KVWrite.cuh", "PagedDecode.cuh", "PagedPrefill.cuh",
-      "RowKernel.cuh", "Rotary.cuh",  "Gather.cuh",      "Sample.cuh"};
+      "Prelude.cuh",      "KVWrite.cuh",   "PagedDecode.cuh",
+      "PagedPrefill.cuh", "RowKernel.cuh", "Rotary.cuh",
+      "Gather.cuh",       "Sample.cuh",    "Linear.cuh"};
   return names;
 }
 
@@ -383,6 +384,43 @@ Status validate(const SampleSpec &s) {
   return Status::success();
 }
 
+Status validate(const LinearSpec &s) {
+  std::string where = std::string("linear (") + cpu::dtypeName(s.weightType) +
+                      " weights, k " + std::to_string(s.k) + ")";
+  switch (s.weightType) {
+  case DType::F32:
+  case DType::BF16:
+  case DType::F16:
+  case DType::I8:
+  case DType::FP8E4M3:
+  case DType::I4:
+    break;
+  default:
+    return Status::error(where + ": " + cpu::dtypeName(s.weightType) +
+                         " weights are not generated; supported: f32, bf16, "
+                         "f16, int8, fp8_e4m3, int4");
+  }
+  // Row offsets are 64-bit, but k and the chunk indices are ints.
+  if (s.k < 1 || s.k > (1 << 24))
+    return Status::error(where + ": k must be in [1, 16777216]");
+  if (s.weightType == DType::I4) {
+    if (s.groupSize != 32 && s.groupSize != 64 && s.groupSize != 128)
+      return Status::error(where + ": group size " +
+                           std::to_string(s.groupSize) +
+                           " is not one of 32, 64, 128");
+  } else if (s.groupSize != 0) {
+    return Status::error(where + ": group size " + std::to_string(s.groupSize) +
+                         " given for weights without groups (int4 only)");
+  }
+  if (s.rowsPerPass < 1 || s.rowsPerPass > 16)
+    return Status::error(where + ": rows per pass " +
+                         std::to_string(s.rowsPerPass) + " must be in [1, 16]");
+  if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
+    return Status::error(where + ": threads " + std::to_string(s.threads) +
+                         " must be a multiple of 32 in [32, 1024]");
+  return Status::success();
+}
+
 std::string kernelName(const KVWriteSpec &s) {
   return "folio_kv_write_" + typeTag(s.cacheType, s.group) + "_d" +
          std::to_string(s.headDim) + "_kv" + std::to_string(s.numKvHeads);
@@ -472,6 +510,42 @@ std::string kernelName(const SampleSpec &s) {
          "_t" + std::to_string(s.threads);
 }
 
+namespace {
+
+std::string weightTag(const LinearSpec &s) {
+  std::string t = cpu::dtypeName(s.weightType);
+  if (s.weightType == DType::I4)
+    t += "_g" + std::to_string(s.groupSize);
+  return t;
+}
+
+/// How the kernel reads a row (LinearChunk in Linear.cuh): whole 16-byte
+/// chunks, or one element at a time where k does not split into them. The
+/// key names it so that kernels of one structure share their code.
+const char *linearLoads(const LinearSpec &s) {
+  if (s.weightType == DType::I4)
+    return "int4_blocks";
+  int bytes =
+      cpu::isPlainFloat(s.weightType) ? cpu::dtypeBits(s.weightType) / 8 : 1;
+  return s.k % (16 / bytes) == 0 ? "chunks16" : "elements";
+}
+
+} // namespace
+
+std::string kernelName(const LinearSpec &s) {
+  return "folio_linear_" + weightTag(s) + "_k" + std::to_string(s.k) + "_m" +
+         std::to_string(s.rowsPerPass) + "_t" + std::to_string(s.threads);
+}
+
+std::string canonicalKey(const LinearSpec &s) {
+  return "linear:weights=" + std::string(cpu::dtypeName(s.weightType)) +
+         ";k=" + std::to_string(s.k) + ";group=" + std::to_string(s.groupSize) +
+         ";loads=" + linearLoads(s) +
+         ";rows_per_pass=" + std::to_string(s.rowsPerPass) +
+         ";threads=" + std::to_string(s.threads) +
+         ";templates=" + templatesHash();
+}
+
 std::string canonicalKey(const RowKernelSpec &s) {
   return "row:label=" + s.label + ";dim=" + std::to_string(s.dim) +
          ";threads=" + std::to_string(s.threads) +
@@ -526,6 +600,14 @@ LaunchGeometry gatherLaunch(const GatherSpec &s, int64_t numRows) {
 LaunchGeometry sampleLaunch(const SampleSpec &s, int64_t numRows) {
   LaunchGeometry g;
   g.grid[0] = unsigned(numRows);
+  g.block[0] = unsigned(s.threads);
+  return g;
+}
+
+LaunchGeometry linearLaunch(const LinearSpec &s, int64_t n) {
+  LaunchGeometry g;
+  int64_t warps = s.threads / 32;
+  g.grid[0] = unsigned((n + warps - 1) / warps);
   g.block[0] = unsigned(s.threads);
   return g;
 }

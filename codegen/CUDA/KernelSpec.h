@@ -110,6 +110,20 @@ struct SampleSpec {
   int threads = 256;
 };
 
+/// Linear over a plan's stored weights (codegen/CPU/WeightPack.h):
+/// y[m, n] = x[m, k] . W[n, k]^T + bias, one warp per output row streaming
+/// its weights once per pass of up to rowsPerPass token rows (decode and
+/// speculative verification).
+struct LinearSpec {
+  /// F32, BF16, F16, I8 (with outlier columns), FP8E4M3 or I4.
+  cpu::DType weightType = cpu::DType::BF16;
+  int k = 0;
+  /// int4's weights per (scale, min) group: 32, 64 or 128; 0 otherwise.
+  int groupSize = 0;
+  int rowsPerPass = 8;
+  int threads = 128;
+};
+
 /// Grid, block and dynamic shared memory of one launch.
 struct LaunchGeometry {
   unsigned grid[3] = {1, 1, 1};
@@ -124,6 +138,7 @@ cpu::Status validate(const RowKernelSpec &spec);
 cpu::Status validate(const RotarySpec &spec);
 cpu::Status validate(const GatherSpec &spec);
 cpu::Status validate(const SampleSpec &spec);
+cpu::Status validate(const LinearSpec &spec);
 
 std::string kernelName(const KVWriteSpec &spec);
 std::string kernelName(const PagedDecodeSpec &spec);
@@ -133,6 +148,7 @@ std::string kernelName(const RowKernelSpec &spec);
 std::string kernelName(const RotarySpec &spec);
 std::string kernelName(const GatherSpec &spec);
 std::string kernelName(const SampleSpec &spec);
+std::string kernelName(const LinearSpec &spec);
 /// "kv_write:cache=int8;head_dim=128;...;templates=<hash>".
 std::string canonicalKey(const KVWriteSpec &spec);
 std::string canonicalKey(const PagedDecodeSpec &spec);
@@ -141,6 +157,7 @@ std::string canonicalKey(const RowKernelSpec &spec);
 std::string canonicalKey(const RotarySpec &spec);
 std::string canonicalKey(const GatherSpec &spec);
 std::string canonicalKey(const SampleSpec &spec);
+std::string canonicalKey(const LinearSpec &spec);
 /// The program of a row kernel as canonical text ("in0=row;v0=in(0);...").
 std::string canonicalProgram(const RowKernelSpec &spec);
 
@@ -185,6 +202,8 @@ LaunchGeometry rowKernelLaunch(const RowKernelSpec &spec, int64_t rows);
 LaunchGeometry rotaryLaunch(const RotarySpec &spec, int64_t numTokens);
 LaunchGeometry gatherLaunch(const GatherSpec &spec, int64_t numRows);
 LaunchGeometry sampleLaunch(const SampleSpec &spec, int64_t numRows);
+/// Grid ceil(n / warps per block), one warp per output row.
+LaunchGeometry linearLaunch(const LinearSpec &spec, int64_t n);
 
 /// The most dynamic shared memory a kernel takes without opting in (every
 /// supported arch).

@@ -282,6 +282,19 @@ TEST(CudaEmitter, EveryNewKernelIsNamedKeyedAndSelfContained) {
     ASSERT_TRUE(emitSample(s, k).ok());
     all.push_back(k);
   }
+  for (const LinearSpec &s : linearVariants()) {
+    ASSERT_TRUE(emitLinear(s, k).ok()) << kernelName(s);
+    all.push_back(k);
+    for (int field = 0; field < 3; ++field) {
+      LinearSpec t = s;
+      (field == 0 ? t.k : field == 1 ? t.rowsPerPass : t.threads) += 32;
+      EXPECT_NE(kernelName(t), kernelName(s));
+      EXPECT_NE(canonicalKey(t), canonicalKey(s));
+    }
+    EXPECT_EQ(linearLaunch(s, 37).grid[0],
+              unsigned((37 + s.threads / 32 - 1) / (s.threads / 32)));
+    EXPECT_EQ(linearLaunch(s, 37).block[0], unsigned(s.threads));
+  }
   std::set<std::string> names, keys;
   for (const GeneratedKernel &g : all) {
     SCOPED_TRACE(g.name);
@@ -302,6 +315,36 @@ TEST(CudaEmitter, EveryNewKernelIsNamedKeyedAndSelfContained) {
   }
   EXPECT_EQ(names.size(), all.size());
   EXPECT_EQ(keys.size(), all.size());
+}
+
+TEST(CudaEmitter, RefusesLinearSpecsItCannotGenerate) {
+  using cpu::DType;
+  auto refused = [](LinearSpec s, const std::string &why) {
+    GeneratedKernel k;
+    cpu::Status st = emitLinear(s, k);
+    EXPECT_FALSE(st.ok()) << why;
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+  };
+  refused({DType::FP8E5M2, 64, 0, 8, 128},
+          "supported: f32, bf16, f16, int8, fp8_e4m3, int4");
+  refused({DType::I2, 64, 0, 8, 128}, "int2 weights are not generated");
+  refused({DType::BF16, 0, 0, 8, 128}, "k must be in [1, 16777216]");
+  refused({DType::I4, 64, 16, 8, 128}, "group size 16 is not one of 32");
+  refused({DType::I4, 64, 0, 8, 128}, "group size 0 is not one of 32");
+  refused({DType::I8, 64, 32, 8, 128}, "given for weights without groups");
+  refused({DType::F32, 64, 0, 0, 128}, "rows per pass 0 must be in [1, 16]");
+  refused({DType::F32, 64, 0, 17, 128}, "rows per pass 17");
+  refused({DType::F32, 64, 0, 8, 48}, "threads 48 must be a multiple of 32");
+  // The key tells element loads from 16-byte chunks, so the NVRTC tests
+  // keep both structures apart.
+  EXPECT_NE(canonicalKey(LinearSpec{DType::BF16, 96, 0, 8, 128})
+                .find(";loads=chunks16;"),
+            std::string::npos);
+  EXPECT_NE(canonicalKey(LinearSpec{DType::BF16, 100, 0, 8, 128})
+                .find(";loads=elements;"),
+            std::string::npos);
+  EXPECT_NE(kernelName(LinearSpec{DType::I4, 64, 64, 8, 128}),
+            kernelName(LinearSpec{DType::I4, 64, 128, 8, 128}));
 }
 
 TEST(CudaEmitter, RowProgramsBecomeExpressions) {

@@ -1,6 +1,7 @@
 //===- GenerateTestKernels.cpp - Emits the kernels the emulation tests run ===//
 //
-// Usage: GenerateTestKernels kv_write|paged_decode|paged_prefill|rows OUT
+// Usage: GenerateTestKernels kv_write|paged_decode|paged_prefill|rows|linear
+//        OUT
 // Writes every variant of TestVariants.h of that kind into OUT, one
 // translation unit's worth (compiling dominates the tests' cost), followed
 // by a table from canonical key to entry point.
@@ -45,9 +46,9 @@ emitTable(const std::vector<Spec> &specs, EmitFn emit, const std::string &name,
 int main(int argc, char **argv) {
   std::string kind = argc == 3 ? argv[1] : "";
   if (kind != "kv_write" && kind != "paged_decode" && kind != "paged_prefill" &&
-      kind != "rows") {
+      kind != "rows" && kind != "linear") {
     std::cerr << "usage: GenerateTestKernels "
-                 "kv_write|paged_decode|paged_prefill|rows OUT\n";
+                 "kv_write|paged_decode|paged_prefill|rows|linear OUT\n";
     return 2;
   }
   std::string text, table;
@@ -55,9 +56,12 @@ int main(int argc, char **argv) {
     std::cerr << "GenerateTestKernels: " << st.message() << "\n";
     return 1;
   };
-  if (kind == "paged_prefill" || kind == "rows") {
+  if (kind == "paged_prefill" || kind == "rows" || kind == "linear") {
     folio::cpu::Status st = folio::cpu::Status::success();
-    if (kind == "paged_prefill") {
+    if (kind == "linear") {
+      st = emitTable(test::linearVariants(), emitLinear, "FolioTestLinear",
+                     "LinearArgs", text, table);
+    } else if (kind == "paged_prefill") {
       st = emitTable(test::pagedPrefillVariants(), emitPagedPrefill,
                      "FolioTestPagedPrefill", "PagedPrefillArgs", text, table);
     } else {

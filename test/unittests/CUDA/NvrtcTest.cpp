@@ -19,7 +19,8 @@
 namespace folio::cuda::test {
 namespace {
 
-/// Every prefill, row, rotary, gather and sample kernel of TestVariants.h,
+/// Every prefill, row, rotary, gather, sample and linear kernel of
+/// TestVariants.h,
 /// plus the prefill tiles folioc picks for common layouts. Compiling them
 /// one by one would take a second each (four archs); concatenated into one
 /// translation unit (sources are include-guarded) they take one NVRTC run
@@ -57,6 +58,8 @@ std::vector<GeneratedKernel> emitBatched() {
     add(emitGather(s, k), k);
   for (const SampleSpec &s : sampleVariants())
     add(emitSample(s, k), k);
+  for (const LinearSpec &s : linearVariants())
+    add(emitLinear(s, k), k);
   return out;
 }
 

@@ -224,6 +224,24 @@ inline std::vector<SampleSpec> sampleVariants() {
   return {{true, 64}, {true, 256}, {false, 64}, {false, 256}};
 }
 
+/// Every weight type, rows that split into 16-byte chunks and rows that do
+/// not, int4 with each group size and a last block cut short (k % 128),
+/// also where x's rows are not float4-aligned (k % 4), one and several
+/// rows per pass, one and several warps per block.
+inline std::vector<LinearSpec> linearVariants() {
+  using cpu::DType;
+  // weights, k, group, rows per pass, threads
+  return {
+      {DType::F32, 64, 0, 8, 128},     {DType::F32, 37, 0, 4, 64},
+      {DType::BF16, 96, 0, 8, 128},    {DType::BF16, 100, 0, 3, 32},
+      {DType::F16, 48, 0, 8, 128},     {DType::F16, 45, 0, 2, 64},
+      {DType::I8, 160, 0, 8, 128},     {DType::I8, 70, 0, 2, 64},
+      {DType::FP8E4M3, 64, 0, 8, 128}, {DType::FP8E4M3, 50, 0, 5, 32},
+      {DType::I4, 256, 128, 8, 128},   {DType::I4, 200, 64, 4, 64},
+      {DType::I4, 98, 32, 8, 128},     {DType::I4, 300, 32, 1, 32},
+  };
+}
+
 } // namespace folio::cuda::test
 
 #endif // FOLIO_TEST_UNITTESTS_CUDA_TESTVARIANTS_H

@@ -1,0 +1,227 @@
+// Weight-streaming linear: y[m, n] = x[m, :] . W[n, :] + bias[n] over the
+// weights folioc stores in a plan (codegen/CPU/WeightPack.h, bit for bit
+// the same bytes): f32, bf16, f16, int8 (a scale per row, outlier columns
+// in bf16), fp8_e4m3 (a scale per row) and int4 (64-byte blocks of 128
+// nibbles, an f16 (scale, min) pair per group along K).
+//
+// One warp per output row n. Its lanes stream the row in 16-byte chunks
+// (coalesced: a warp reads 512 contiguous bytes per step), widen each chunk
+// in registers once and multiply it into up to kRowsPerPass token rows, so
+// the weights are read once per pass over the rows: what decode and
+// speculative verification (a few rows per sequence) are bound by. The
+// per-row scales of int8 and fp8 apply to the finished sum, int4's group
+// params to each weight (min + q * scale). Lanes' partial sums meet in a
+// warp reduction; lane 0 adds the outlier columns and the bias and writes.
+// No shared memory and no block barrier: a warp past the last row exits.
+#ifndef FOLIO_CUDA_LINEAR
+#define FOLIO_CUDA_LINEAR
+
+namespace folio_cuda {
+
+struct LinearArgs {
+  const float *x;                    // [m, k], rows 16-byte aligned
+  long long m;                       // token rows (0: nothing to do)
+  const void *w;                     // [n, k] of the weight type; int4:
+                                     // [n, 64 * ceil(k / 128)] bytes
+  const float *scales;               // int8, fp8: [n]
+  const unsigned short *groupParams; // int4: f16 [n, groups, 2]
+  const int *outlierCols;            // int8: [numOutliers], < k
+  const unsigned short *outliers;    // int8: bf16 [n, numOutliers]
+  int numOutliers;                   // int8 only; 0 elsewhere
+  const float *bias;                 // [n] or null
+  float *y;                          // [m, n]
+  long long n;
+};
+
+/// Weights one lane widens per chunk: 16 bytes of the row, or one element
+/// when k does not split into whole 16-byte chunks (rows would not stay
+/// aligned); int4 takes 32 nibbles (words 4c..4c+3 of a 64-byte block).
+template <CacheType T, int K> struct LinearChunk {
+  static constexpr int kBytes = T == CacheType::F32 ? 4
+                                : T == CacheType::BF16 || T == CacheType::F16
+                                    ? 2
+                                    : 1;
+  static constexpr bool kVector = T == CacheType::I4 || K % (16 / kBytes) == 0;
+  static constexpr int kElems = T == CacheType::I4 ? 32
+                                : kVector          ? 16 / kBytes
+                                                   : 1;
+  static constexpr int kChunks =
+      T == CacheType::I4 ? (K + 127) / 128 * 4 : K / kElems;
+};
+
+/// Widens 16 bytes of a float-like or 8-bit row into w[16 / bytes].
+template <CacheType T>
+__device__ __forceinline__ void widen16(const uint4 &v, float *w) {
+  const unsigned words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    unsigned u = words[i];
+    if constexpr (T == CacheType::F32) {
+      w[i] = __uint_as_float(u);
+    } else if constexpr (T == CacheType::BF16) {
+      w[2 * i] = __uint_as_float(u << 16);
+      w[2 * i + 1] = __uint_as_float(u & 0xffff0000u);
+    } else if constexpr (T == CacheType::F16) {
+      w[2 * i] = f16BitsToFloat((unsigned short)(u & 0xffffu));
+      w[2 * i + 1] = f16BitsToFloat((unsigned short)(u >> 16));
+    } else {
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        unsigned char c = (unsigned char)(u >> (8 * b));
+        if constexpr (T == CacheType::I8) {
+          w[4 * i + b] = float((signed char)c);
+        } else {
+          // fp8 -> f16 is exact; the row scale applies to the sum.
+          w[4 * i + b] =
+              __half2float(__half(__nv_cvt_fp8_to_halfraw(c, __NV_E4M3)));
+        }
+      }
+    }
+  }
+}
+
+/// One element of a row whose chunks are single elements.
+template <CacheType T>
+__device__ __forceinline__ float widen1(const void *row, long long i) {
+  if constexpr (T == CacheType::F32) {
+    return static_cast<const float *>(row)[i];
+  } else if constexpr (T == CacheType::BF16) {
+    unsigned bits = static_cast<const unsigned short *>(row)[i];
+    return __uint_as_float(bits << 16);
+  } else if constexpr (T == CacheType::F16) {
+    return f16BitsToFloat(static_cast<const unsigned short *>(row)[i]);
+  } else if constexpr (T == CacheType::I8) {
+    return float(static_cast<const signed char *>(row)[i]);
+  } else {
+    unsigned char c = static_cast<const unsigned char *>(row)[i];
+    return __half2float(__half(__nv_cvt_fp8_to_halfraw(c, __NV_E4M3)));
+  }
+}
+
+template <class C>
+__device__ __forceinline__ void linearRows(const LinearArgs &a) {
+  constexpr CacheType T = C::kType;
+  constexpr int K = C::kK, MT = C::kRowsPerPass, NT = C::kThreads;
+  using Chunk = LinearChunk<T, K>;
+  constexpr int E = Chunk::kElems;
+  const int lane = int(threadIdx.x) & 31;
+  const long long n = (long long)blockIdx.x * (NT / 32) + (threadIdx.x >> 5);
+  if (n >= a.n)
+    return; // the whole warp: n is the same for its lanes
+
+  const unsigned char *row;
+  if constexpr (T == CacheType::I4)
+    row = static_cast<const unsigned char *>(a.w) + n * ((K + 127) / 128 * 64);
+  else
+    row = static_cast<const unsigned char *>(a.w) +
+          n * (long long)K * Chunk::kBytes;
+  constexpr int kGroups =
+      T == CacheType::I4 ? (K + C::kGroup - 1) / C::kGroup : 1;
+  const unsigned short *params =
+      T == CacheType::I4 ? a.groupParams + n * kGroups * 2 : nullptr;
+
+  for (long long m0 = 0; m0 < a.m; m0 += MT) {
+    const int rows = a.m - m0 < MT ? int(a.m - m0) : MT;
+    const float *x0 = a.x + m0 * K;
+    float acc[MT];
+#pragma unroll
+    for (int r = 0; r < MT; ++r)
+      acc[r] = 0.0f;
+
+    for (int c = lane; c < Chunk::kChunks; c += 32) {
+      if constexpr (T == CacheType::I4) {
+        // Words 4q..4q+3 of block b: weight 16j + l of the block is nibble
+        // j of word l, so this chunk holds weights b*128 + 16j + 4q + i.
+        const int b = c / 4, q = c % 4;
+        uint4 v = __ldg(reinterpret_cast<const uint4 *>(row + c * 16));
+        const unsigned words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int e0 = b * 128 + 16 * j + 4 * q; // first of 4 weights
+          if (K % 128 != 0 && e0 >= K)
+            break; // the zero padding of the last block
+          // 16 weights from 16j share a group (groups are multiples of 32).
+          const int g = (b * 128 + 16 * j) / C::kGroup;
+          const float s = f16BitsToFloat(params[2 * g]);
+          const float mn = f16BitsToFloat(params[2 * g + 1]);
+          float w[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            w[i] = mn + float((words[i] >> (4 * j)) & 0xfu) * s;
+#pragma unroll
+          for (int r = 0; r < MT; ++r) {
+            if (r < rows) {
+              const float *x = x0 + (long long)r * K + e0;
+              if constexpr (K % 4 == 0) {
+                float4 xv = *reinterpret_cast<const float4 *>(x);
+                acc[r] += w[0] * xv.x + w[1] * xv.y + w[2] * xv.z + w[3] * xv.w;
+              } else {
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                  if (e0 + i < K)
+                    acc[r] += w[i] * x[i];
+              }
+            }
+          }
+        }
+      } else if constexpr (Chunk::kVector) {
+        float w[E];
+        widen16<T>(__ldg(reinterpret_cast<const uint4 *>(row + c * 16)), w);
+#pragma unroll
+        for (int r = 0; r < MT; ++r) {
+          if (r < rows) {
+            const float4 *x =
+                reinterpret_cast<const float4 *>(x0 + (long long)r * K + c * E);
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < E / 4; ++i) {
+              float4 xv = x[i];
+              s += w[4 * i] * xv.x + w[4 * i + 1] * xv.y + w[4 * i + 2] * xv.z +
+                   w[4 * i + 3] * xv.w;
+            }
+            acc[r] += s;
+          }
+        }
+      } else {
+        const float w = widen1<T>(row, c);
+#pragma unroll
+        for (int r = 0; r < MT; ++r)
+          if (r < rows)
+            acc[r] += w * x0[(long long)r * K + c];
+      }
+    }
+
+    // Outlier columns (int8): x's column times the row's bf16 weight.
+    float extra[MT];
+#pragma unroll
+    for (int r = 0; r < MT; ++r)
+      extra[r] = 0.0f;
+    if constexpr (T == CacheType::I8) {
+      const unsigned short *o = a.outliers + n * a.numOutliers;
+      for (int j = lane; j < a.numOutliers; j += 32) {
+        const float wo = __uint_as_float(unsigned(o[j]) << 16);
+        const int col = a.outlierCols[j];
+#pragma unroll
+        for (int r = 0; r < MT; ++r)
+          if (r < rows)
+            extra[r] += wo * x0[(long long)r * K + col];
+      }
+    }
+
+    const float scale =
+        T == CacheType::I8 || T == CacheType::E4M3 ? a.scales[n] : 1.0f;
+    const float bias = a.bias ? a.bias[n] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < MT; ++r) {
+      // Every lane takes part in the shuffles; rows past the last are 0.
+      float s = warpSum(acc[r]);
+      float e = T == CacheType::I8 ? warpSum(extra[r]) : 0.0f;
+      if (lane == 0 && r < rows)
+        a.y[(m0 + r) * a.n + n] = s * scale + e + bias;
+    }
+  }
+}
+
+} // namespace folio_cuda
+
+#endif // FOLIO_CUDA_LINEAR

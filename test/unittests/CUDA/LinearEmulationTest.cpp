@@ -1,0 +1,228 @@
+//===- LinearEmulationTest.cpp - Linear kernels vs the CPU ----------------===//
+//
+// The linear kernels of TestVariants.h, generated at build time and run
+// through the emulation over weights packed by codegen/CPU/WeightPack.h
+// (the bytes a plan stores): every weight type, int8 with outlier columns,
+// int4 with every group size and short last blocks, with and without a
+// bias, no rows, one row, a whole pass of rows and several passes. Each
+// result is compared with a double-precision sum over the stored weights
+// (the CPU linear tests' tolerance) and with the CPU kernel's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CUDA/Emulation/Emulation.h"
+
+// Generated at build time: the kernels and kFolioTestLinear.
+#include <LinearTestKernels.inc>
+
+#include "codegen/CPU/Linear.h"
+#include "codegen/CPU/WeightPack.h"
+#include "test/unittests/CUDA/EmulationLaunch.h"
+#include "test/unittests/CUDA/TestVariants.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace folio::cuda::test {
+namespace {
+
+using cpu::DType;
+
+const FolioTestLinear *findLinear(const std::string &key) {
+  for (const FolioTestLinear &k : kFolioTestLinear)
+    if (key == k.key)
+      return &k;
+  return nullptr;
+}
+
+/// W[n, k] with a few input columns far out of their rows, so that int8
+/// takes them as outlier columns, and one row of zeros.
+std::vector<float> randomWeights(int64_t n, int64_t k, std::mt19937 &rng) {
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> w(size_t(n * k));
+  for (float &v : w)
+    v = normal(rng);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c : {int64_t(3), k - 2})
+      w[size_t(r * k + c)] *= 40.0f;
+  for (int64_t c = 0; c < k; ++c)
+    w[size_t(2 * k + c)] = 0.0f;
+  return w;
+}
+
+/// y = x . W^T + bias in double over the stored weights.
+std::vector<double> reference(const std::vector<float> &x, int64_t m,
+                              const cpu::WeightView &v,
+                              const std::vector<float> &bias) {
+  std::vector<double> y(size_t(m * v.n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < v.n; ++r) {
+      double s = bias.empty() ? 0.0 : bias[size_t(r)];
+      for (int64_t c = 0; c < v.k; ++c)
+        s += double(x[size_t(i * v.k + c)]) * cpu::weightViewAt(v, r, c);
+      y[size_t(i * v.n + r)] = s;
+    }
+  return y;
+}
+
+/// sum |x w| (and for int4 its min and scale terms, which the CPU kernels
+/// add per group): the scale of a dot product's rounding error.
+double magnitude(const std::vector<float> &x, int64_t i, int64_t r,
+                 const cpu::WeightView &v, const std::vector<float> &bias) {
+  double mag = bias.empty() ? 0.0 : std::fabs(bias[size_t(r)]);
+  for (int64_t c = 0; c < v.k; ++c) {
+    double xc = std::fabs(double(x[size_t(i * v.k + c)]));
+    mag += xc * std::fabs(cpu::weightViewAt(v, r, c));
+    if (v.storage == DType::I4) {
+      const uint16_t *p =
+          v.groupParams +
+          (r * cpu::int4Groups(v.k, v.groupSize) + c / v.groupSize) * 2;
+      mag += xc * (15 * std::fabs(cpu::f16ToFloat(p[0])) +
+                   std::fabs(cpu::f16ToFloat(p[1])));
+    }
+  }
+  return mag;
+}
+
+/// What the CPU kernel may differ by beyond f32 accumulation: above
+/// kSmallM rows its 8-bit and int4 prefill paths round x to bf16
+/// (QuantLinearTest's bound).
+double cpuRounding(DType t, int64_t m) {
+  if (m <= cpu::kSmallM || cpu::isPlainFloat(t))
+    return 0.0;
+  return t == DType::I4 ? 1.0 / 16384 : 1.0 / 256;
+}
+
+TEST(CudaLinearEmulation, EveryWeightTypeMatchesTheCpu) {
+  std::mt19937 rng(29);
+  for (const LinearSpec &s : linearVariants()) {
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name);
+    const FolioTestLinear *kernel = findLinear(canonicalKey(s));
+    ASSERT_NE(kernel, nullptr) << "no generated kernel for " << name;
+    // Not a multiple of the warps per block: the last block has idle warps.
+    const int64_t n = 37, k = s.k;
+    std::vector<float> wf = randomWeights(n, k, rng);
+    cpu::WeightPacking packed;
+    ASSERT_TRUE(
+        cpu::packWeightRows(wf.data(), n, k, s.weightType, packed, s.groupSize)
+            .ok());
+    const cpu::WeightView v = packed.view();
+    if (s.weightType == DType::I8) { // the forced columns became outliers
+      EXPECT_GE(v.numOutliers, 1);
+    }
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> bias(static_cast<size_t>(n));
+    for (float &b : bias)
+      b = normal(rng);
+
+    for (int64_t m : {int64_t(0), int64_t(1), int64_t(s.rowsPerPass),
+                      int64_t(2 * s.rowsPerPass + 1)}) {
+      for (bool withBias : {false, true}) {
+        SCOPED_TRACE("m=" + std::to_string(m) +
+                     (withBias ? " with bias" : " no bias"));
+        std::vector<float> noBias, &b = withBias ? bias : noBias;
+        std::vector<float> x(size_t(m * k));
+        for (float &e : x)
+          e = normal(rng);
+        if (m > 0)
+          x[0] = 0.0f;
+
+        cpu::PackedWeight pw;
+        ASSERT_TRUE(
+            cpu::PackedWeight::fromView(v, withBias ? bias.data() : nullptr, pw)
+                .ok());
+        std::vector<float> cpuY(size_t(m * n));
+        ASSERT_TRUE(cpu::linearGemv(x.data(), m, pw, cpuY.data()).ok());
+
+        // A sentinel beyond the last row: nothing may be written there.
+        std::vector<float> got(size_t(m * n) + 1, -7.0f);
+        folio_cuda::LinearArgs a{};
+        a.x = x.data();
+        a.m = m;
+        a.w = v.data;
+        a.scales = v.scales;
+        a.groupParams = v.groupParams;
+        a.outlierCols = v.outlierCols;
+        a.outliers = v.outliers;
+        a.numOutliers = int(v.numOutliers);
+        a.bias = withBias ? bias.data() : nullptr;
+        a.y = got.data();
+        a.n = n;
+        cuda_emu::LaunchConfig config =
+            emulationConfig(linearLaunch(s, n), name.c_str());
+        config.scheduleSeed = rng();
+        cuda_emu::launch(config, kernel->kernel, a);
+
+        EXPECT_EQ(got.back(), -7.0f) << "wrote past the last row";
+        std::vector<double> want = reference(x, m, v, b);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t r = 0; r < n; ++r) {
+            size_t at = size_t(i * n + r);
+            double mag = magnitude(x, i, r, v, b);
+            double tol = 2e-6 * double(k) * mag + 1e-30;
+            ASSERT_NEAR(got[at], want[at], tol) << "(" << i << "," << r << ")";
+            ASSERT_NEAR(got[at], cpuY[at],
+                        2 * tol + cpuRounding(s.weightType, m) * mag)
+                << "CPU kernel at (" << i << "," << r << ")";
+          }
+      }
+    }
+  }
+}
+
+TEST(CudaLinearEmulation, RowsDoNotDependOnTheirNeighbours) {
+  // A row's result is the same alone and in a pass with others: a decode
+  // row gives what it gives in a speculative verify batch.
+  std::mt19937 rng(31);
+  for (const LinearSpec &s : linearVariants()) {
+    if (s.rowsPerPass < 2)
+      continue;
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name);
+    const FolioTestLinear *kernel = findLinear(canonicalKey(s));
+    ASSERT_NE(kernel, nullptr);
+    const int64_t n = 9, k = s.k, m = s.rowsPerPass;
+    std::vector<float> wf = randomWeights(n, k, rng);
+    cpu::WeightPacking packed;
+    ASSERT_TRUE(
+        cpu::packWeightRows(wf.data(), n, k, s.weightType, packed, s.groupSize)
+            .ok());
+    const cpu::WeightView v = packed.view();
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(size_t(m * k));
+    for (float &e : x)
+      e = normal(rng);
+    auto run = [&](const float *rows, int64_t count) {
+      std::vector<float> y(size_t(count * n));
+      folio_cuda::LinearArgs a{};
+      a.x = rows;
+      a.m = count;
+      a.w = v.data;
+      a.scales = v.scales;
+      a.groupParams = v.groupParams;
+      a.outlierCols = v.outlierCols;
+      a.outliers = v.outliers;
+      a.numOutliers = int(v.numOutliers);
+      a.y = y.data();
+      a.n = n;
+      cuda_emu::launch(emulationConfig(linearLaunch(s, n), name.c_str()),
+                       kernel->kernel, a);
+      return y;
+    };
+    std::vector<float> all = run(x.data(), m);
+    for (int64_t i = 0; i < m; ++i) {
+      std::vector<float> one = run(x.data() + i * k, 1);
+      for (int64_t r = 0; r < n; ++r)
+        EXPECT_EQ(one[size_t(r)], all[size_t(i * n + r)])
+            << "row " << i << ", output " << r;
+    }
+  }
+}
+
+} // namespace
+} // namespace folio::cuda::test
