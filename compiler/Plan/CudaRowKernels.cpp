@@ -148,6 +148,51 @@ bool cacheFormat(const plan::ValueInfo &v, cpu::DType &type, int &group) {
   }
 }
 
+/// The linear kernel over the weight stored for operands [operand,
+/// operand + numOperands) of `step` (folioc --weight-dtype), or false with
+/// `why` set: a weight left as an f32 constant has no stored form for the
+/// kernel to read.
+bool linearSpecFor(const plan::Plan &plan, int32_t step, int32_t operand,
+                   int32_t numOperands, cuda::LinearSpec &spec,
+                   std::string &why) {
+  for (const plan::StoredWeight &w : plan.weights) {
+    if (w.step != step || w.operand != operand || w.numOperands != numOperands)
+      continue;
+    spec = cuda::LinearSpec{};
+    switch (w.type) {
+    case ElemType::F32:
+      spec.weightType = cpu::DType::F32;
+      break;
+    case ElemType::BF16:
+      spec.weightType = cpu::DType::BF16;
+      break;
+    case ElemType::F16:
+      spec.weightType = cpu::DType::F16;
+      break;
+    case ElemType::I8:
+      spec.weightType = cpu::DType::I8;
+      break;
+    case ElemType::F8E4M3:
+      spec.weightType = cpu::DType::FP8E4M3;
+      break;
+    case ElemType::I4:
+      spec.weightType = cpu::DType::I4;
+      spec.groupSize = int(plan::int4LayoutGroupSize(w.layout));
+      break;
+    default:
+      why = std::string("a stored weight of type ") + elemTypeName(w.type);
+      return false;
+    }
+    spec.k = int(w.k);
+    // Decode and verify batches in one pass: kSmallM rows on the CPU.
+    spec.rowsPerPass = 8;
+    spec.threads = 128;
+    return true;
+  }
+  why = "a weight not stored packed (compile with --weight-dtype)";
+  return false;
+}
+
 } // namespace
 
 bool buildRowProgram(const plan::Plan &plan, const plan::Kernel &kernel,
@@ -283,13 +328,14 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
       continue;
     }
     bool complete = true;
+    int32_t end = k.firstStep + k.numSteps; // steps taken one by one
     int32_t gemm = -1; // the last linear step of a linear_epilogue
     for (int32_t i = k.firstStep; i < k.firstStep + k.numSteps; ++i)
       if (k.kind == "linear_epilogue" && plan.steps[size_t(i)].kind == "linear")
         gemm = i;
     if (gemm >= 0) {
       // The epilogue after the GEMM, as a row program reading the GEMM's
-      // result (fused into cuBLASLt where it offers the epilogue).
+      // result; the GEMM and any steps before it are taken one by one.
       plan::Kernel epilogue = k;
       epilogue.firstStep = gemm + 1;
       epilogue.numSteps = k.firstStep + k.numSteps - gemm - 1;
@@ -302,11 +348,12 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
           return s;
         for (int32_t i = epilogue.firstStep; i < k.firstStep + k.numSteps; ++i)
           add(g, i);
+      } else {
+        complete = false;
       }
-      incomplete.insert(k.kind);
-      continue;
+      end = gemm + 1; // the GEMM and what leads to it
     }
-    for (int32_t i = k.firstStep; i < k.firstStep + k.numSteps; ++i) {
+    for (int32_t i = k.firstStep; i < end; ++i) {
       const plan::Step &s = plan.steps[size_t(i)];
       std::string where = s.kind + " at " + s.name;
       cuda::GeneratedKernel g;
@@ -357,10 +404,31 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
         spec.threads = rowThreads(spec.dim);
         if (Status st = check(cuda::emitGather(spec, g), where); !st)
           return st;
+      } else if (s.kind == "linear") {
+        cuda::LinearSpec spec;
+        std::string why;
+        if (!linearSpecFor(plan, i, 1, 1, spec, why)) {
+          complete = false;
+          continue;
+        }
+        if (Status st = check(cuda::emitLinear(spec, g), where); !st)
+          return st;
       } else if (s.kind == "gated_mlp") {
-        // The activation between the projections; the GEMMs are not
-        // generated (cuBLASLt's), so the kernel stays incomplete.
-        complete = false;
+        // Gate and up stacked in one GEMM, the activation, then down.
+        cuda::LinearSpec gateUp, downProj;
+        std::string why;
+        if (linearSpecFor(plan, i, 1, 2, gateUp, why) &&
+            linearSpecFor(plan, i, 3, 1, downProj, why)) {
+          for (const cuda::LinearSpec &spec : {gateUp, downProj}) {
+            cuda::GeneratedKernel gemmKernel;
+            if (Status st = check(cuda::emitLinear(spec, gemmKernel), where);
+                !st)
+              return st;
+            add(gemmKernel, i);
+          }
+        } else {
+          complete = false;
+        }
         std::string act = s.getString("activation", "silu");
         const char *fn = act == "silu"        ? "silu"
                          : act == "gelu"      ? "gelu_erf"
@@ -368,8 +436,10 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
                                               : nullptr;
         const plan::ValueInfo &down = plan.values[size_t(s.operands[3])];
         bool inOut = s.getString("weight_layout", "in_out") == "in_out";
-        if (!fn || down.dims.size() != 2)
+        if (!fn || down.dims.size() != 2) {
+          complete = false;
           continue;
+        }
         cuda::RowKernelSpec spec;
         spec.label = "gated_" + std::string(fn);
         spec.dim = int(inOut ? down.dims[0] : down.dims[1]);
@@ -394,8 +464,21 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
         if (Status st = check(cuda::emitRowKernel(spec, g), where); !st)
           return st;
       } else {
-        complete = false;
-        continue;
+        // A norm or elementwise step inside a fused kernel (the final norm
+        // of gather_rows_linear, say): a row program of that step alone.
+        plan::Kernel one;
+        one.kind = s.kind;
+        one.firstStep = i;
+        one.numSteps = 1;
+        one.outputs = s.results;
+        cuda::RowKernelSpec spec;
+        std::string why;
+        if (!buildRowProgram(plan, one, spec, why)) {
+          complete = false;
+          continue;
+        }
+        if (Status st = check(cuda::emitRowKernel(spec, g), where); !st)
+          return st;
       }
       add(g, i);
     }

@@ -4,8 +4,9 @@
 // kv_write and paged decode): prefill / mixed-batch attention for each
 // paged_attention step, fused row programs (codegen/CUDA/RowProgram.h)
 // built from the steps of norm and elementwise kernels, rotary, embedding,
-// gather_rows, the gated activation between a gated MLP's GEMMs, and the
-// samplers over the logits. Plain C++ on the plan: no MLIR.
+// gather_rows, linear over stored weights (a gated MLP: its stacked gate
+// and up GEMM, the gated activation, the down GEMM), and the samplers over
+// the logits. Plain C++ on the plan: no MLIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +28,7 @@ struct PlanCudaRowKernels {
   /// Kernel kinds every kernel of which these generators cover.
   std::vector<std::string> generatedKinds;
   /// Kernel kinds with a kernel (or a part of one) they do not cover,
-  /// each once: GEMMs (linear, gated_mlp's projections), casts, general
+  /// each once: GEMMs over weights not stored packed, casts, general
   /// broadcasts.
   std::vector<std::string> notGenerated;
 };

@@ -355,12 +355,13 @@ std::optional<std::optional<::folio::plan::ElemType>> checkWeightOptions() {
     errs() << "folioc: error: " << toString(group.takeError()) << "\n";
     return std::nullopt;
   }
+  // --emit=cuda generates the linear kernels for the stored form.
   bool plan = emit == Emit::Plan || emit == Emit::Binary ||
-              StringRef(outputPath).ends_with(".folio");
+              emit == Emit::Cuda || StringRef(outputPath).ends_with(".folio");
   if (weightDtype.getNumOccurrences() && !plan) {
     errs() << "folioc: error: --weight-dtype sets how a plan stores its "
-              "weights; it applies to --emit=plan (or a .folio output) and "
-              "--emit=binary, not to IR output\n";
+              "weights; it applies to --emit=plan (or a .folio output), "
+              "--emit=binary and --emit=cuda, not to IR output\n";
     return std::nullopt;
   }
   return *parsed;

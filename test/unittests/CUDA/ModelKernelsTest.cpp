@@ -1,7 +1,8 @@
 //===- ModelKernelsTest.cpp - Every model kernel through NVRTC ------------===//
 //
 // Compiles the bundled model and one export of every zoo architecture
-// (models/zoo, models/zoo-hf) to plans for sm_90a and sm_80, collects the
+// (models/zoo, models/zoo-hf) to plans for sm_90a and sm_80 (bf16 weights,
+// and the bundled model with every other weight dtype), collects the
 // CUDA kernels folioc --emit=cuda writes for them, and compiles them with
 // NVRTC. The two targets give the two default cache types (fp8 on sm_89 /
 // sm_90a, int8 on sm_80 / sm_86), so the kernel sets are those of all four
@@ -58,16 +59,25 @@ std::vector<std::string> modelPaths() {
   return out;
 }
 
-/// Kernel sources by name, for every model compiled for `target`; `keys`
-/// gets each kernel's canonical key.
+/// Kernel sources by name, for every model compiled for `target` with
+/// folioc's default weight storage (bf16, and weights the model brings
+/// quantized kept as they are), and for the bundled model with every other
+/// weight dtype; `keys` gets each kernel's canonical key.
 std::map<std::string, std::string>
 modelKernels(const std::string &target,
              std::map<std::string, std::string> &keys) {
+  std::vector<std::pair<std::string, std::string>> compiles;
+  for (const std::string &path : modelPaths())
+    compiles.push_back({path, ""});
+  for (const char *dtype : {"f32", "f16", "int8", "fp8_e4m3", "int4"})
+    compiles.push_back({modelPaths().front(), dtype});
   std::map<std::string, std::string> kernels;
-  for (const std::string &path : modelPaths()) {
-    SCOPED_TRACE(path + " for " + target);
+  for (const auto &[path, dtype] : compiles) {
+    SCOPED_TRACE(path + " for " + target + " " + dtype);
     mlir::folio::CompileToPlanOptions options;
     options.target = target;
+    options.weightDtype = dtype.empty() ? "bf16" : dtype;
+    options.keepSourceQuantization = dtype.empty();
     auto p = mlir::folio::compileONNXToPlan(path, options);
     if (!p) {
       ADD_FAILURE() << llvm::toString(p.takeError());
@@ -128,8 +138,10 @@ TEST(CudaModelKernels, EveryModelKernelCompilesForEveryArch) {
   // Every model has attention, norms and the sampler at the least.
   EXPECT_GT(fp8.size(), 20u);
   EXPECT_GT(int8.size(), 20u);
-  for (const char *kind : {"folio_paged_prefill_fp8_e4m3", "folio_row_",
-                           "folio_rotary_", "folio_embedding_"}) {
+  for (const char *kind :
+       {"folio_paged_prefill_fp8_e4m3", "folio_row_", "folio_rotary_",
+        "folio_embedding_", "folio_linear_bf16", "folio_linear_int8",
+        "folio_linear_int4", "folio_linear_fp8_e4m3"}) {
     bool found = false;
     for (const auto &[name, text] : fp8)
       found |= name.rfind(kind, 0) == 0;
@@ -156,6 +168,64 @@ TEST(CudaModelKernels, EveryModelKernelCompilesForEveryArch) {
             << std::chrono::duration<double>(compiled - start).count()
             << " s, NVRTC "
             << std::chrono::duration<double>(done - compiled).count() << " s\n";
+}
+
+TEST(CudaModelKernels, EveryGemmOfStoredWeightsHasALinearKernel) {
+  const std::string path = modelPaths().front(); // the bundled model
+  for (const char *dtype : {"none", "bf16", "int4"}) {
+    SCOPED_TRACE(dtype);
+    mlir::folio::CompileToPlanOptions options;
+    options.target = "sm_90a";
+    options.weightDtype = dtype;
+    auto p = mlir::folio::compileONNXToPlan(path, options);
+    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    std::vector<compiler::PlannedCudaKernel> kernels;
+    std::vector<std::string> missing;
+    ASSERT_TRUE(compiler::collectAllCudaKernels(*p, kernels, missing));
+    auto has = [&](const std::string &kind) {
+      return std::find(missing.begin(), missing.end(), kind) != missing.end();
+    };
+    // Weights left as f32 constants have no stored form to read.
+    bool stored = std::string(dtype) != "none";
+    EXPECT_EQ(has("linear"), !stored);
+    EXPECT_EQ(has("gated_mlp"), !stored);
+    EXPECT_EQ(has("gather_rows_linear"), !stored);
+    // The token-id cast before the embedding is the one kind left.
+    if (stored)
+      EXPECT_EQ(missing, std::vector<std::string>{"elementwise"});
+    // Each linear step runs one linear kernel, each gated MLP two (gate
+    // and up stacked, then down) around its activation.
+    std::map<int32_t, int> gemms, activations;
+    for (const compiler::PlannedCudaKernel &k : kernels)
+      for (int32_t step : k.steps) {
+        if (k.kernel.name.rfind("folio_linear_", 0) == 0)
+          ++gemms[step];
+        if (k.kernel.name.rfind("folio_row_gated_", 0) == 0)
+          ++activations[step];
+      }
+    int linears = 0, mlps = 0;
+    for (size_t i = 0; i < p->steps.size(); ++i) {
+      const std::string &kind = p->steps[i].kind;
+      if (kind != "linear" && kind != "gated_mlp")
+        continue;
+      (kind == "linear" ? linears : mlps) += 1;
+      int32_t step = int32_t(i);
+      EXPECT_EQ(gemms[step], !stored            ? 0
+                             : kind == "linear" ? 1
+                                                : 2)
+          << kind << " at " << p->steps[i].name;
+      if (kind == "gated_mlp")
+        EXPECT_EQ(activations[step], 1);
+    }
+    EXPECT_GT(linears, 0);
+    EXPECT_GT(mlps, 0);
+    if (std::string(dtype) == "int4") {
+      for (const compiler::PlannedCudaKernel &k : kernels)
+        if (k.kernel.name.rfind("folio_linear_", 0) == 0)
+          EXPECT_EQ(k.kernel.name.rfind("folio_linear_int4_g128_", 0), 0u)
+              << k.kernel.name;
+    }
+  }
 }
 
 } // namespace
