@@ -104,7 +104,7 @@ Status emitPagedPrefill(const PagedPrefillSpec &s, GeneratedKernel &out) {
                           "), sequences), block " + std::to_string(s.threads) +
                           ", " + std::to_string(pagedPrefillSharedBytes(s)) +
                           " bytes of dynamic shared memory") +
-               templates({"Prelude.cuh", "PagedPrefill.cuh"}) +
+               templates({"Prelude.cuh", "KernelArgs.cuh", "PagedPrefill.cuh"}) +
                guarded(out.name, entryGlue(out.name, constants, s.threads,
                                            "PagedPrefillArgs", "pagedPrefill"));
   return Status::success();
@@ -123,7 +123,7 @@ Status emitRowKernel(const RowKernelSpec &s, GeneratedKernel &out) {
   out.source = header(out.name, out.key,
                       "grid (rows), block " + std::to_string(s.threads) +
                           ", no dynamic shared memory") +
-               templates({"Prelude.cuh", "RowKernel.cuh"}) +
+               templates({"Prelude.cuh", "KernelArgs.cuh", "RowKernel.cuh"}) +
                guarded(out.name, glue);
   return Status::success();
 }
@@ -142,7 +142,7 @@ Status emitRotary(const RotarySpec &s, GeneratedKernel &out) {
       header(out.name, out.key,
              "grid (tokens, " + std::to_string(s.numHeads) + " heads), block " +
                  std::to_string(g.block[0]) + ", no dynamic shared memory") +
-      templates({"Prelude.cuh", "Rotary.cuh"}) +
+      templates({"Prelude.cuh", "KernelArgs.cuh", "Rotary.cuh"}) +
       guarded(out.name, entryGlue(out.name, constants, int(g.block[0]),
                                   "RotaryArgs", "rotary"));
   return Status::success();
@@ -163,7 +163,7 @@ Status emitGather(const GatherSpec &s, GeneratedKernel &out) {
   out.source = header(out.name, out.key,
                       "grid (rows), block " + std::to_string(s.threads) +
                           ", no dynamic shared memory") +
-               templates({"Prelude.cuh", "Gather.cuh"}) +
+               templates({"Prelude.cuh", "KernelArgs.cuh", "Gather.cuh"}) +
                guarded(out.name, entryGlue(out.name, constants, s.threads,
                                            "GatherArgs", "gatherRows"));
   return Status::success();
@@ -177,7 +177,7 @@ Status emitSample(const SampleSpec &s, GeneratedKernel &out) {
   out.source = header(out.name, out.key,
                       "grid (rows), block " + std::to_string(s.threads) +
                           ", no dynamic shared memory") +
-               templates({"Prelude.cuh", "Sample.cuh"}) +
+               templates({"Prelude.cuh", "KernelArgs.cuh", "Sample.cuh"}) +
                guarded(out.name,
                        entryGlue(out.name, constant("kThreads", s.threads),
                                  s.threads, "SampleArgs",
@@ -200,7 +200,7 @@ Status emitLinear(const LinearSpec &s, GeneratedKernel &out) {
       header(out.name, out.key,
              "grid (ceil(n / " + std::to_string(s.threads / 32) + ")), block " +
                  std::to_string(s.threads) + ", no dynamic shared memory") +
-      templates({"Prelude.cuh", "Linear.cuh"}) +
+      templates({"Prelude.cuh", "KernelArgs.cuh", "Linear.cuh"}) +
       guarded(out.name, entryGlue(out.name, constants, s.threads, "LinearArgs",
                                   "linearRows"));
   return Status::success();
@@ -225,7 +225,7 @@ Status emitKVWrite(const KVWriteSpec &s, GeneratedKernel &out) {
   out.source = header(out.name, out.key,
                       "grid (tokens, " + std::to_string(s.numKvHeads) +
                           " kv heads), block 32, no dynamic shared memory") +
-               templates({"Prelude.cuh", "KVWrite.cuh"}) +
+               templates({"Prelude.cuh", "KernelArgs.cuh", "KVWrite.cuh"}) +
                guarded(out.name, glue);
   return Status::success();
 }
@@ -260,7 +260,7 @@ Status emitPagedDecode(const PagedDecodeSpec &s, GeneratedKernel &main,
                  " bytes of dynamic shared memory;\n//   with several "
                  "partitions, " +
                  combineKernelName(s) + " merges them") +
-      templates({"Prelude.cuh", "PagedDecode.cuh"}) + guarded(main.name, glue);
+      templates({"Prelude.cuh", "KernelArgs.cuh", "PagedDecode.cuh"}) + guarded(main.name, glue);
 
   combine.name = combineKernelName(s);
   combine.key = "paged_decode_combine:head_dim=" + std::to_string(s.headDim) +
@@ -277,7 +277,7 @@ Status emitPagedDecode(const PagedDecodeSpec &s, GeneratedKernel &main,
              "after a decode kernel with several partitions: grid (heads, "
              "tokens), block " +
                  threads + ", no dynamic shared memory") +
-      templates({"Prelude.cuh", "PagedDecode.cuh"}) +
+      templates({"Prelude.cuh", "KernelArgs.cuh", "PagedDecode.cuh"}) +
       guarded(combine.name, cglue);
   return Status::success();
 }

@@ -25,6 +25,20 @@ bool isSupportedArch(const std::string &arch) {
   return false;
 }
 
+DeviceTarget deviceTarget(int major, int minor) {
+  int cc = major * 10 + minor;
+  if (cc == 90)
+    return {"sm_90a", true}; // arch-specific: exactly 9.0
+  if (cc == 80 || cc == 86 || cc == 89)
+    return {"sm_" + std::to_string(cc), true};
+  if (cc < 80)
+    return {};
+  // An sm_8x cubin runs on a later 8.y; beyond, only PTX carries over.
+  if (major == 8)
+    return {cc >= 86 ? "sm_86" : "sm_80", true};
+  return {"sm_89", false};
+}
+
 bool isSupportedCacheType(DType t) { return t != DType::I2; }
 
 std::string supportedCacheTypeList() {

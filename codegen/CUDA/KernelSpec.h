@@ -27,6 +27,16 @@ const std::vector<std::string> &supportedArchs();
 /// True if `arch` is one of supportedArchs().
 bool isSupportedArch(const std::string &arch);
 
+/// What to compile for a device of compute capability major.minor: the
+/// supported arch whose cubin runs there (`cubinRuns`), or, for a device
+/// no cubin fits (sm_100, sm_120, ...), the newest arch-neutral one at most
+/// the device's, whose PTX the driver JIT-compiles. Empty below sm_80.
+struct DeviceTarget {
+  std::string arch;
+  bool cubinRuns = false;
+};
+DeviceTarget deviceTarget(int major, int minor);
+
 /// Cache types the CUDA kernels read and write: all of the CPU path's but
 /// int2 (KIVI).
 bool isSupportedCacheType(cpu::DType t);

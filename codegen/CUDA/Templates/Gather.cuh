@@ -9,16 +9,6 @@
 
 namespace folio_cuda {
 
-struct GatherArgs {
-  const void *table;          // [rows, dim]
-  long long tableRows;
-  const long long *ids;       // embedding: [numRows]
-  const int *indices;         // gather_rows: [numRows]
-  float scale;                // embedding only
-  float *out;                 // [numRows, dim]
-  int *error;
-};
-
 template <class C>
 __device__ __forceinline__ void gatherRows(const GatherArgs &a) {
   constexpr int DIM = C::kDim, NT = C::kThreads;

@@ -9,16 +9,6 @@
 
 namespace folio_cuda {
 
-struct KVWriteArgs {
-  const float *k;
-  const float *v;
-  long long kStride, vStride; // elements between tokens' rows
-  const long long *slotMapping; // [numTokens]
-  unsigned char *kCache, *vCache;
-  unsigned short *kParams, *vParams; // int8 / int4
-  const float *kScale, *vScale;      // fp8, [numKvHeads]
-};
-
 /// One head's row x[0, HeadDim) into `row` (and `params`); every lane of
 /// the warp calls this.
 template <CacheType T, int HeadDim, int Group>

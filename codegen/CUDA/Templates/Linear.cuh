@@ -18,21 +18,6 @@
 
 namespace folio_cuda {
 
-struct LinearArgs {
-  const float *x;                    // [m, k], rows 16-byte aligned
-  long long m;                       // token rows (0: nothing to do)
-  const void *w;                     // [n, k] of the weight type; int4:
-                                     // [n, 64 * ceil(k / 128)] bytes
-  const float *scales;               // int8, fp8: [n]
-  const unsigned short *groupParams; // int4: f16 [n, groups, 2]
-  const int *outlierCols;            // int8: [numOutliers], < k
-  const unsigned short *outliers;    // int8: bf16 [n, numOutliers]
-  int numOutliers;                   // int8 only; 0 elsewhere
-  const float *bias;                 // [n] or null
-  float *y;                          // [m, n]
-  long long n;
-};
-
 /// Weights one lane widens per chunk: 16 bytes of the row, or one element
 /// when k does not split into whole 16-byte chunks (rows would not stay
 /// aligned); int4 takes 32 nibbles (words 4c..4c+3 of a 64-byte block).

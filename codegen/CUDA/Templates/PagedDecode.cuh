@@ -11,25 +11,6 @@
 
 namespace folio_cuda {
 
-struct PagedDecodeArgs {
-  const float *q; // [numTokens, numHeads, headDim]
-  const unsigned char *kCache, *vCache;
-  const unsigned short *kParams, *vParams; // int8 / int4
-  const float *kScale, *vScale;            // fp8, [numKvHeads]
-  const int *queryStartLoc;                // [numSeqs + 1]
-  const int *seqLens;                      // [numSeqs]
-  const int *blockTables;                  // [numSeqs, maxBlocksPerSeq]
-  int maxBlocksPerSeq;
-  int numSeqs;
-  float scale;
-  int slidingWindow; // 0: none
-  float softCap;     // 0: none
-  int numPartitions;
-  float *out;        // [numTokens, numHeads, headDim]
-  float *partialOut; // [numTokens, numHeads, numPartitions, headDim]
-  float *partialMax, *partialSum; // [numTokens, numHeads, numPartitions]
-};
-
 /// The sequence owning query token t: the last s with queryStartLoc[s] <= t
 /// (skips empty sequences).
 __device__ __forceinline__ int sequenceOf(const int *queryStartLoc,

@@ -15,21 +15,6 @@
 
 namespace folio_cuda {
 
-struct PagedPrefillArgs {
-  const float *q; // [numTokens, numHeads, headDim]
-  const unsigned char *kCache, *vCache;
-  const unsigned short *kParams, *vParams; // int8 / int4
-  const float *kScale, *vScale;            // fp8, [numKvHeads]
-  const int *queryStartLoc;                // [numSeqs + 1]
-  const int *seqLens;                      // [numSeqs]
-  const int *blockTables;                  // [numSeqs, maxBlocksPerSeq]
-  int maxBlocksPerSeq;
-  float scale;
-  int slidingWindow; // 0: none
-  float softCap;     // 0: none
-  float *out;        // [numTokens, numHeads, headDim]
-};
-
 template <class C>
 __device__ __forceinline__ void pagedPrefill(const PagedPrefillArgs &a) {
   constexpr int D = C::kHeadDim, G = C::kQueriesPerKv;

@@ -11,14 +11,6 @@
 
 namespace folio_cuda {
 
-struct RotaryArgs {
-  const float *x;
-  float *y; // may equal x
-  long long xStride, yStride; // elements between tokens
-  const long long *positions; // [tokens]
-  const float *cosSin;        // [table positions, rotaryDim]
-};
-
 template <class C>
 __device__ __forceinline__ void rotary(const RotaryArgs &a) {
   constexpr int D = C::kHeadDim, RD = C::kRotaryDim, HALF = RD / 2;

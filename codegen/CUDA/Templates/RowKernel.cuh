@@ -10,13 +10,6 @@
 
 namespace folio_cuda {
 
-struct RowArgs {
-  const float *in[8];
-  long long inStride[8]; // elements between rows (Row inputs)
-  float *out[4];
-  long long outStride[4];
-};
-
 /// The sum of v over the block, in every thread; `red` holds one float per
 /// warp (32). Ends with a barrier, so `red` may be reused at once.
 template <int NT>

@@ -15,19 +15,6 @@
 
 namespace folio_cuda {
 
-struct SampleArgs {
-  const float *logits; // [rows, vocab], rows `stride` elements apart
-  long long stride;
-  int vocab;
-  int *tokens; // [rows]
-  // Top-k / top-p only, per row: temperature > 0, top_k (<= 0: off),
-  // top_p (>= 1: off) and the uniform in [0, 1) of the draw.
-  const float *temperature;
-  const int *topK;
-  const float *topP;
-  const double *uniform;
-};
-
 /// An unsigned key ordered as the floats are (for radix selection).
 __device__ __forceinline__ unsigned orderedKey(float x) {
   unsigned b = __float_as_uint(x);

@@ -347,6 +347,23 @@ TEST(CudaEmitter, RefusesLinearSpecsItCannotGenerate) {
             kernelName(LinearSpec{DType::I4, 64, 128, 8, 128}));
 }
 
+TEST(CudaEmitter, EveryDeviceGetsACubinOrPtxItRuns) {
+  struct Case {
+    int major, minor;
+    const char *arch;
+    bool cubin;
+  } cases[] = {{8, 0, "sm_80", true},  {8, 6, "sm_86", true},
+               {8, 7, "sm_86", true},  {8, 9, "sm_89", true},
+               {9, 0, "sm_90a", true}, {10, 0, "sm_89", false},
+               {12, 0, "sm_89", false}};
+  for (const Case &c : cases) {
+    DeviceTarget t = deviceTarget(c.major, c.minor);
+    EXPECT_EQ(t.arch, c.arch) << c.major << "." << c.minor;
+    EXPECT_EQ(t.cubinRuns, c.cubin) << c.major << "." << c.minor;
+  }
+  EXPECT_TRUE(deviceTarget(7, 5).arch.empty());
+}
+
 TEST(CudaEmitter, RowProgramsBecomeExpressions) {
   // The emitted loop is the program: each op one assignment, constants as
   // exact hex literals, norms closing the loop with a block reduction.

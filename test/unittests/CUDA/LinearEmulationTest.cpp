@@ -18,6 +18,7 @@
 #include "codegen/CPU/Linear.h"
 #include "codegen/CPU/WeightPack.h"
 #include "test/unittests/CUDA/EmulationLaunch.h"
+#include "test/unittests/CUDA/LinearCheck.h"
 #include "test/unittests/CUDA/TestVariants.h"
 
 #include <gtest/gtest.h>
@@ -37,64 +38,6 @@ const FolioTestLinear *findLinear(const std::string &key) {
     if (key == k.key)
       return &k;
   return nullptr;
-}
-
-/// W[n, k] with a few input columns far out of their rows, so that int8
-/// takes them as outlier columns, and one row of zeros.
-std::vector<float> randomWeights(int64_t n, int64_t k, std::mt19937 &rng) {
-  std::normal_distribution<float> normal(0.0f, 0.05f);
-  std::vector<float> w(size_t(n * k));
-  for (float &v : w)
-    v = normal(rng);
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t c : {int64_t(3), k - 2})
-      w[size_t(r * k + c)] *= 40.0f;
-  for (int64_t c = 0; c < k; ++c)
-    w[size_t(2 * k + c)] = 0.0f;
-  return w;
-}
-
-/// y = x . W^T + bias in double over the stored weights.
-std::vector<double> reference(const std::vector<float> &x, int64_t m,
-                              const cpu::WeightView &v,
-                              const std::vector<float> &bias) {
-  std::vector<double> y(size_t(m * v.n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t r = 0; r < v.n; ++r) {
-      double s = bias.empty() ? 0.0 : bias[size_t(r)];
-      for (int64_t c = 0; c < v.k; ++c)
-        s += double(x[size_t(i * v.k + c)]) * cpu::weightViewAt(v, r, c);
-      y[size_t(i * v.n + r)] = s;
-    }
-  return y;
-}
-
-/// sum |x w| (and for int4 its min and scale terms, which the CPU kernels
-/// add per group): the scale of a dot product's rounding error.
-double magnitude(const std::vector<float> &x, int64_t i, int64_t r,
-                 const cpu::WeightView &v, const std::vector<float> &bias) {
-  double mag = bias.empty() ? 0.0 : std::fabs(bias[size_t(r)]);
-  for (int64_t c = 0; c < v.k; ++c) {
-    double xc = std::fabs(double(x[size_t(i * v.k + c)]));
-    mag += xc * std::fabs(cpu::weightViewAt(v, r, c));
-    if (v.storage == DType::I4) {
-      const uint16_t *p =
-          v.groupParams +
-          (r * cpu::int4Groups(v.k, v.groupSize) + c / v.groupSize) * 2;
-      mag += xc * (15 * std::fabs(cpu::f16ToFloat(p[0])) +
-                   std::fabs(cpu::f16ToFloat(p[1])));
-    }
-  }
-  return mag;
-}
-
-/// What the CPU kernel may differ by beyond f32 accumulation: above
-/// kSmallM rows its 8-bit and int4 prefill paths round x to bf16
-/// (QuantLinearTest's bound).
-double cpuRounding(DType t, int64_t m) {
-  if (m <= cpu::kSmallM || cpu::isPlainFloat(t))
-    return 0.0;
-  return t == DType::I4 ? 1.0 / 16384 : 1.0 / 256;
 }
 
 TEST(CudaLinearEmulation, EveryWeightTypeMatchesTheCpu) {

@@ -1,0 +1,109 @@
+// The argument struct of every generated kernel: each entry point takes
+// one by value. Plain C++ with no CUDA types, so that host code (the
+// executor, the device tests) includes this same file to fill them, and
+// both sides agree on the layout by construction.
+#ifndef FOLIO_CUDA_KERNEL_ARGS
+#define FOLIO_CUDA_KERNEL_ARGS
+
+namespace folio_cuda {
+
+struct KVWriteArgs {
+  const float *k;
+  const float *v;
+  long long kStride, vStride; // elements between tokens' rows
+  const long long *slotMapping; // [numTokens]
+  unsigned char *kCache, *vCache;
+  unsigned short *kParams, *vParams; // int8 / int4
+  const float *kScale, *vScale;      // fp8, [numKvHeads]
+};
+
+struct PagedDecodeArgs {
+  const float *q; // [numTokens, numHeads, headDim]
+  const unsigned char *kCache, *vCache;
+  const unsigned short *kParams, *vParams; // int8 / int4
+  const float *kScale, *vScale;            // fp8, [numKvHeads]
+  const int *queryStartLoc;                // [numSeqs + 1]
+  const int *seqLens;                      // [numSeqs]
+  const int *blockTables;                  // [numSeqs, maxBlocksPerSeq]
+  int maxBlocksPerSeq;
+  int numSeqs;
+  float scale;
+  int slidingWindow; // 0: none
+  float softCap;     // 0: none
+  int numPartitions;
+  float *out;        // [numTokens, numHeads, headDim]
+  float *partialOut; // [numTokens, numHeads, numPartitions, headDim]
+  float *partialMax, *partialSum; // [numTokens, numHeads, numPartitions]
+};
+
+struct PagedPrefillArgs {
+  const float *q; // [numTokens, numHeads, headDim]
+  const unsigned char *kCache, *vCache;
+  const unsigned short *kParams, *vParams; // int8 / int4
+  const float *kScale, *vScale;            // fp8, [numKvHeads]
+  const int *queryStartLoc;                // [numSeqs + 1]
+  const int *seqLens;                      // [numSeqs]
+  const int *blockTables;                  // [numSeqs, maxBlocksPerSeq]
+  int maxBlocksPerSeq;
+  float scale;
+  int slidingWindow; // 0: none
+  float softCap;     // 0: none
+  float *out;        // [numTokens, numHeads, headDim]
+};
+
+struct RowArgs {
+  const float *in[8];
+  long long inStride[8]; // elements between rows (Row inputs)
+  float *out[4];
+  long long outStride[4];
+};
+
+struct RotaryArgs {
+  const float *x;
+  float *y; // may equal x
+  long long xStride, yStride; // elements between tokens
+  const long long *positions; // [tokens]
+  const float *cosSin;        // [table positions, rotaryDim]
+};
+
+struct GatherArgs {
+  const void *table;          // [rows, dim]
+  long long tableRows;
+  const long long *ids;       // embedding: [numRows]
+  const int *indices;         // gather_rows: [numRows]
+  float scale;                // embedding only
+  float *out;                 // [numRows, dim]
+  int *error;
+};
+
+struct SampleArgs {
+  const float *logits; // [rows, vocab], rows `stride` elements apart
+  long long stride;
+  int vocab;
+  int *tokens; // [rows]
+  // Top-k / top-p only, per row: temperature > 0, top_k (<= 0: off),
+  // top_p (>= 1: off) and the uniform in [0, 1) of the draw.
+  const float *temperature;
+  const int *topK;
+  const float *topP;
+  const double *uniform;
+};
+
+struct LinearArgs {
+  const float *x;                    // [m, k], rows 16-byte aligned
+  long long m;                       // token rows (0: nothing to do)
+  const void *w;                     // [n, k] of the weight type; int4:
+                                     // [n, 64 * ceil(k / 128)] bytes
+  const float *scales;               // int8, fp8: [n]
+  const unsigned short *groupParams; // int4: f16 [n, groups, 2]
+  const int *outlierCols;            // int8: [numOutliers], < k
+  const unsigned short *outliers;    // int8: bf16 [n, numOutliers]
+  int numOutliers;                   // int8 only; 0 elsewhere
+  const float *bias;                 // [n] or null
+  float *y;                          // [m, n]
+  long long n;
+};
+
+} // namespace folio_cuda
+
+#endif // FOLIO_CUDA_KERNEL_ARGS

@@ -1,0 +1,97 @@
+//===- CudaApi.cpp - The CUDA driver API, resolved at run time ------------===//
+
+#include "runtime/Device/CudaApi.h"
+#include "runtime/Device/CudaDriver.h"
+
+#include <dlfcn.h>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+
+namespace folio::device {
+
+Expected<const CudaApi *> loadCudaApi() {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<CudaApi>> loaded;
+  std::lock_guard<std::mutex> lock(mu);
+  std::string library = cudaDriverLibrary();
+  if (auto it = loaded.find(library); it != loaded.end())
+    return static_cast<const CudaApi *>(it->second.get());
+  // Never closed: the driver keeps process-wide state.
+  void *lib = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *why = ::dlerror();
+    return Status::notFound(
+        "no CUDA driver: cannot load " + library + " (" +
+        (why ? why : "unknown reason") +
+        "); the NVIDIA driver is not installed or not on the loader path");
+  }
+  auto api = std::make_unique<CudaApi>();
+  api->library = library;
+  std::string missing;
+  auto resolve = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        ::dlsym(lib, name));
+    if (!fn)
+      missing += (missing.empty() ? "" : ", ") + std::string(name);
+  };
+  resolve(api->init, "cuInit");
+  resolve(api->driverGetVersion, "cuDriverGetVersion");
+  resolve(api->deviceGetCount, "cuDeviceGetCount");
+  resolve(api->deviceGet, "cuDeviceGet");
+  resolve(api->deviceGetAttribute, "cuDeviceGetAttribute");
+  resolve(api->deviceGetName, "cuDeviceGetName");
+  resolve(api->deviceTotalMem, "cuDeviceTotalMem_v2");
+  resolve(api->primaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  resolve(api->primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+  resolve(api->ctxSetCurrent, "cuCtxSetCurrent");
+  resolve(api->ctxSynchronize, "cuCtxSynchronize");
+  resolve(api->memAlloc, "cuMemAlloc_v2");
+  resolve(api->memFree, "cuMemFree_v2");
+  resolve(api->memcpyHtoD, "cuMemcpyHtoD_v2");
+  resolve(api->memcpyDtoH, "cuMemcpyDtoH_v2");
+  resolve(api->memcpyDtoD, "cuMemcpyDtoD_v2");
+  resolve(api->memsetD8, "cuMemsetD8_v2");
+  resolve(api->moduleLoadDataEx, "cuModuleLoadDataEx");
+  resolve(api->moduleUnload, "cuModuleUnload");
+  resolve(api->moduleGetFunction, "cuModuleGetFunction");
+  resolve(api->funcSetAttribute, "cuFuncSetAttribute");
+  resolve(api->launchKernel, "cuLaunchKernel");
+  resolve(api->eventCreate, "cuEventCreate");
+  resolve(api->eventRecord, "cuEventRecord");
+  resolve(api->eventSynchronize, "cuEventSynchronize");
+  // _v2 (CUDA 12.8 and newer) reports the same milliseconds; older
+  // drivers have only the first version.
+  api->eventElapsedTime = reinterpret_cast<decltype(api->eventElapsedTime)>(
+      ::dlsym(lib, "cuEventElapsedTime_v2"));
+  if (!api->eventElapsedTime)
+    resolve(api->eventElapsedTime, "cuEventElapsedTime");
+  resolve(api->eventDestroy, "cuEventDestroy_v2");
+  if (!missing.empty())
+    return Status::notFound("the CUDA driver " + library +
+                            " lacks the entry points " + missing +
+                            " (not a CUDA driver library, or too old)");
+  api->getErrorName = reinterpret_cast<decltype(api->getErrorName)>(
+      ::dlsym(lib, "cuGetErrorName"));
+  api->getErrorString = reinterpret_cast<decltype(api->getErrorString)>(
+      ::dlsym(lib, "cuGetErrorString"));
+  const CudaApi *out = api.get();
+  loaded.emplace(library, std::move(api));
+  return out;
+}
+
+std::string cudaErrorText(const CudaApi &api, cu::Result r) {
+  const char *name = nullptr, *text = nullptr;
+  std::string s;
+  if (api.getErrorName && api.getErrorName(r, &name) == cu::kSuccess && name)
+    s = std::string(name) + " (" + std::to_string(r) + ")";
+  else
+    s = "CUDA error " + std::to_string(r);
+  if (api.getErrorString && api.getErrorString(r, &text) == cu::kSuccess &&
+      text)
+    s += ": " + std::string(text);
+  return s;
+}
+
+} // namespace folio::device

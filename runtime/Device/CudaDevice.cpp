@@ -1,0 +1,316 @@
+//===- CudaDevice.cpp - One GPU through the driver API --------------------===//
+
+#include "runtime/Device/CudaDevice.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace folio::device {
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&o) noexcept {
+  if (this != &o) {
+    this->~DeviceBuffer();
+    device_ = o.device_;
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.device_ = nullptr;
+    o.ptr_ = 0;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (device_ && ptr_ && device_->makeCurrent())
+    device_->api().memFree(ptr_);
+  device_ = nullptr;
+  ptr_ = 0;
+}
+
+CudaModule &CudaModule::operator=(CudaModule &&o) noexcept {
+  if (this != &o) {
+    this->~CudaModule();
+    device_ = o.device_;
+    module_ = o.module_;
+    what_ = std::move(o.what_);
+    o.device_ = nullptr;
+    o.module_ = nullptr;
+  }
+  return *this;
+}
+
+CudaModule::~CudaModule() {
+  if (device_ && module_ && device_->makeCurrent())
+    device_->api().moduleUnload(module_);
+  device_ = nullptr;
+  module_ = nullptr;
+}
+
+Status CudaDevice::check(cu::Result r, const std::string &call,
+                         const std::string &what) const {
+  if (r == cu::kSuccess)
+    return Status::ok();
+  std::string msg = "CUDA device " + std::to_string(device_) + " (" + name_ +
+                    "): " + call + " for " + what +
+                    " failed: " + cudaErrorText(*api_, r);
+  return r == cu::kErrorOutOfMemory ? Status::resourceExhausted(msg)
+                                    : Status::internal(msg);
+}
+
+Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
+  Expected<const CudaApi *> api = loadCudaApi();
+  if (!api)
+    return api.status();
+  const CudaApi &a = **api;
+  if (cu::Result r = a.init(0); r != cu::kSuccess)
+    return Status::notFound(
+        r == cu::kErrorNoDevice
+            ? "no CUDA device: the driver " + a.library +
+                  " found none (cuInit: " + cudaErrorText(a, r) + ")"
+            : "the CUDA driver " + a.library +
+                  " failed to initialize (cuInit: " + cudaErrorText(a, r) +
+                  ")");
+  int count = 0;
+  if (a.deviceGetCount(&count) != cu::kSuccess || count <= 0)
+    return Status::notFound("no CUDA device: the driver " + a.library +
+                            " reports none");
+  if (ordinal < 0 || ordinal >= count)
+    return Status::invalidArgument("CUDA device " + std::to_string(ordinal) +
+                                   " does not exist; the " + "driver reports " +
+                                   std::to_string(count) + " (0 to " +
+                                   std::to_string(count - 1) + ")");
+  std::unique_ptr<CudaDevice> d(new CudaDevice());
+  d->api_ = *api;
+  char name[256] = {0};
+  int optin = 0;
+  std::string step = "cuDeviceGet";
+  cu::Result r = a.deviceGet(&d->device_, ordinal);
+  if (r == cu::kSuccess && (step = "cuDeviceGetName", true))
+    r = a.deviceGetName(name, int(sizeof(name)) - 1, d->device_);
+  if (r == cu::kSuccess && (step = "cuDeviceGetAttribute", true))
+    r = a.deviceGetAttribute(&d->major_, cu::kAttrComputeCapabilityMajor,
+                             d->device_);
+  if (r == cu::kSuccess)
+    r = a.deviceGetAttribute(&d->minor_, cu::kAttrComputeCapabilityMinor,
+                             d->device_);
+  if (r == cu::kSuccess)
+    r = a.deviceGetAttribute(&d->multiprocessors_, cu::kAttrMultiprocessorCount,
+                             d->device_);
+  if (r == cu::kSuccess)
+    r = a.deviceGetAttribute(&optin, cu::kAttrMaxSharedPerBlockOptin,
+                             d->device_);
+  if (r == cu::kSuccess && (step = "cuDeviceTotalMem", true))
+    r = a.deviceTotalMem(&d->totalMemory_, d->device_);
+  if (r == cu::kSuccess && (step = "cuDevicePrimaryCtxRetain", true))
+    r = a.primaryCtxRetain(&d->context_, d->device_);
+  if (r != cu::kSuccess)
+    return Status::notFound("CUDA device " + std::to_string(ordinal) + ": " +
+                            step + " failed: " + cudaErrorText(a, r));
+  d->name_ = name;
+  d->maxDynamicShared_ = size_t(optin > 0 ? optin : 48 * 1024);
+  if (a.driverGetVersion(&d->driverVersion_) != cu::kSuccess)
+    d->driverVersion_ = 0;
+  if (Status s = d->makeCurrent(); !s)
+    return s;
+  return d;
+}
+
+CudaDevice::~CudaDevice() {
+  if (context_)
+    api_->primaryCtxRelease(device_);
+}
+
+std::string CudaDevice::arch() const {
+  return "sm_" + std::to_string(major_) + std::to_string(minor_);
+}
+
+Status CudaDevice::makeCurrent() const {
+  return check(api_->ctxSetCurrent(context_), "cuCtxSetCurrent",
+               "its primary context");
+}
+
+Expected<DeviceBuffer> CudaDevice::allocate(size_t bytes,
+                                            const std::string &what) const {
+  if (Status s = makeCurrent(); !s)
+    return s;
+  DeviceBuffer b;
+  if (bytes == 0) // cuMemAlloc refuses 0 bytes; a null buffer is valid
+    return b;
+  if (Status s =
+          check(api_->memAlloc(&b.ptr_, bytes),
+                "cuMemAlloc of " + std::to_string(bytes) + " bytes", what);
+      !s)
+    return s;
+  b.device_ = this;
+  b.bytes_ = bytes;
+  return b;
+}
+
+namespace {
+
+Status outOfRange(const char *call, size_t offset, size_t bytes, size_t size) {
+  return Status::invalidArgument(
+      std::string(call) + ": bytes [" + std::to_string(offset) + ", " +
+      std::to_string(offset + bytes) + ") outside a buffer of " +
+      std::to_string(size));
+}
+
+} // namespace
+
+Status CudaDevice::copyToDevice(const DeviceBuffer &dst, size_t offset,
+                                const void *src, size_t bytes) const {
+  if (offset > dst.bytes() || bytes > dst.bytes() - offset)
+    return outOfRange("copyToDevice", offset, bytes, dst.bytes());
+  if (bytes == 0)
+    return Status::ok();
+  if (Status s = makeCurrent(); !s)
+    return s;
+  return check(api_->memcpyHtoD(dst.ptr() + offset, src, bytes), "cuMemcpyHtoD",
+               std::to_string(bytes) + " bytes");
+}
+
+Status CudaDevice::copyToHost(void *dst, const DeviceBuffer &src, size_t offset,
+                              size_t bytes) const {
+  if (offset > src.bytes() || bytes > src.bytes() - offset)
+    return outOfRange("copyToHost", offset, bytes, src.bytes());
+  if (bytes == 0)
+    return Status::ok();
+  if (Status s = makeCurrent(); !s)
+    return s;
+  return check(api_->memcpyDtoH(dst, src.ptr() + offset, bytes), "cuMemcpyDtoH",
+               std::to_string(bytes) + " bytes");
+}
+
+Status CudaDevice::copyOnDevice(const DeviceBuffer &dst,
+                                const DeviceBuffer &src, size_t bytes) const {
+  if (bytes > dst.bytes() || bytes > src.bytes())
+    return outOfRange("copyOnDevice", 0, bytes,
+                      std::min(dst.bytes(), src.bytes()));
+  if (bytes == 0)
+    return Status::ok();
+  if (Status s = makeCurrent(); !s)
+    return s;
+  return check(api_->memcpyDtoD(dst.ptr(), src.ptr(), bytes), "cuMemcpyDtoD",
+               std::to_string(bytes) + " bytes");
+}
+
+Status CudaDevice::fill(const DeviceBuffer &dst, unsigned char byte) const {
+  if (dst.bytes() == 0)
+    return Status::ok();
+  if (Status s = makeCurrent(); !s)
+    return s;
+  return check(api_->memsetD8(dst.ptr(), byte, dst.bytes()), "cuMemsetD8",
+               std::to_string(dst.bytes()) + " bytes");
+}
+
+Expected<DeviceBuffer> CudaDevice::upload(const void *src, size_t bytes,
+                                          const std::string &what) const {
+  Expected<DeviceBuffer> b = allocate(bytes, what);
+  if (!b)
+    return b;
+  if (Status s = copyToDevice(*b, 0, src, bytes); !s)
+    return s;
+  return b;
+}
+
+Expected<CudaModule> CudaDevice::loadModule(const void *image,
+                                            const std::string &what) const {
+  if (Status s = makeCurrent(); !s)
+    return s;
+  std::vector<char> log(8192, '\0');
+  int options[2] = {cu::kJitErrorLogBuffer, cu::kJitErrorLogBufferSize};
+  void *values[2] = {log.data(),
+                     reinterpret_cast<void *>(uintptr_t(log.size() - 1))};
+  CudaModule m;
+  cu::Result r = api_->moduleLoadDataEx(&m.module_, image, 2, options, values);
+  if (r != cu::kSuccess) {
+    std::string jit(log.data());
+    Status s = check(r, "cuModuleLoadDataEx", what);
+    return Status::internal(s.message() +
+                            (jit.empty() ? "" : "; JIT log:\n" + jit));
+  }
+  m.device_ = this;
+  m.what_ = what;
+  return m;
+}
+
+Expected<CudaKernel> CudaDevice::kernel(const CudaModule &module,
+                                        const std::string &name) const {
+  if (Status s = makeCurrent(); !s)
+    return s;
+  CudaKernel k;
+  k.name = name;
+  cu::Result r =
+      api_->moduleGetFunction(&k.function, module.module_, name.c_str());
+  if (r == cu::kErrorNotFound)
+    return Status::notFound("CUDA module " + module.what_ +
+                            " has no kernel named " + name);
+  if (Status s = check(r, "cuModuleGetFunction", name); !s)
+    return s;
+  return k;
+}
+
+Status CudaDevice::launch(const CudaKernel &kernel, const CudaLaunch &l,
+                          const void *args) const {
+  if (Status s = makeCurrent(); !s)
+    return s;
+  for (unsigned d : l.grid)
+    if (d == 0)
+      return Status::ok(); // an empty grid: nothing to run
+  if (l.dynamicShared > maxDynamicShared_)
+    return Status::invalidArgument(
+        "kernel " + kernel.name + " asks for " +
+        std::to_string(l.dynamicShared) +
+        " bytes of dynamic shared memory; this device allows " +
+        std::to_string(maxDynamicShared_));
+  if (l.dynamicShared > 48 * 1024)
+    if (Status s = check(api_->funcSetAttribute(kernel.function,
+                                                cu::kFuncAttrMaxDynamicShared,
+                                                int(l.dynamicShared)),
+                         "cuFuncSetAttribute", kernel.name);
+        !s)
+      return s;
+  void *params[1] = {const_cast<void *>(args)};
+  return check(api_->launchKernel(kernel.function, l.grid[0], l.grid[1],
+                                  l.grid[2], l.block[0], l.block[1], l.block[2],
+                                  unsigned(l.dynamicShared), nullptr, params,
+                                  nullptr),
+               "cuLaunchKernel", kernel.name);
+}
+
+Status CudaDevice::synchronize() const {
+  if (Status s = makeCurrent(); !s)
+    return s;
+  return check(api_->ctxSynchronize(), "cuCtxSynchronize",
+               "the kernels launched so far");
+}
+
+Expected<double> CudaDevice::time(const std::function<Status()> &body) const {
+  if (Status s = makeCurrent(); !s)
+    return s;
+  cu::Event start = nullptr, stop = nullptr;
+  Status s = check(api_->eventCreate(&start, 0), "cuEventCreate", "timing");
+  if (s)
+    s = check(api_->eventCreate(&stop, 0), "cuEventCreate", "timing");
+  if (s)
+    s = check(api_->eventRecord(start, nullptr), "cuEventRecord", "timing");
+  if (s)
+    s = body();
+  if (s)
+    s = check(api_->eventRecord(stop, nullptr), "cuEventRecord", "timing");
+  if (s)
+    s = check(api_->eventSynchronize(stop), "cuEventSynchronize", "timing");
+  float ms = 0;
+  if (s)
+    s = check(api_->eventElapsedTime(&ms, start, stop), "cuEventElapsedTime",
+              "timing");
+  if (start)
+    api_->eventDestroy(start);
+  if (stop)
+    api_->eventDestroy(stop);
+  if (!s)
+    return s;
+  return double(ms);
+}
+
+} // namespace folio::device

@@ -1,0 +1,150 @@
+//===- CudaDevice.h - One GPU through the driver API ------------*- C++ -*-===//
+//
+// What an executor and the GPU checks need from a device: its primary
+// context, device memory owned by RAII buffers, copies, modules loaded from
+// a cubin or PTX (the driver JITs PTX for its own arch), kernels launched
+// with one argument struct by value (how every generated kernel takes its
+// arguments), and event timing. Every call makes the device's context
+// current on the calling thread first, so one device may be used from any
+// thread (one at a time). Errors name the call, the driver's error and
+// what it was for.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_DEVICE_CUDADEVICE_H
+#define FOLIO_RUNTIME_DEVICE_CUDADEVICE_H
+
+#include "runtime/Device/CudaApi.h"
+#include "runtime/Support/Status.h"
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace folio::device {
+
+class CudaDevice;
+
+/// Device memory; freed when destroyed (before its device is).
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer &&o) noexcept { *this = std::move(o); }
+  DeviceBuffer &operator=(DeviceBuffer &&o) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer();
+
+  cu::DevicePtr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  /// The address as kernels take it in their argument structs.
+  template <typename T> T *as() const {
+    return reinterpret_cast<T *>(static_cast<uintptr_t>(ptr_));
+  }
+
+private:
+  friend class CudaDevice;
+  const CudaDevice *device_ = nullptr;
+  cu::DevicePtr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+/// A loaded module (unloaded when destroyed) and its kernels.
+class CudaModule {
+public:
+  CudaModule() = default;
+  CudaModule(CudaModule &&o) noexcept { *this = std::move(o); }
+  CudaModule &operator=(CudaModule &&o) noexcept;
+  CudaModule(const CudaModule &) = delete;
+  CudaModule &operator=(const CudaModule &) = delete;
+  ~CudaModule();
+
+private:
+  friend class CudaDevice;
+  const CudaDevice *device_ = nullptr;
+  cu::Module module_ = nullptr;
+  std::string what_;
+};
+
+/// A kernel of a loaded module (valid while the module is).
+struct CudaKernel {
+  cu::Function function = nullptr;
+  std::string name;
+};
+
+struct CudaLaunch {
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  size_t dynamicShared = 0;
+};
+
+class CudaDevice {
+public:
+  /// Loads the driver (loadCudaApi), initializes it and retains the
+  /// primary context of device `ordinal`; errors say what is missing.
+  static Expected<std::unique_ptr<CudaDevice>> open(int ordinal = 0);
+  ~CudaDevice();
+
+  const std::string &name() const { return name_; }
+  int major() const { return major_; }
+  int minor() const { return minor_; }
+  /// "sm_90": the arch NVRTC compiles for this device.
+  std::string arch() const;
+  int multiprocessors() const { return multiprocessors_; }
+  size_t totalMemory() const { return totalMemory_; }
+  /// The most dynamic shared memory a kernel may opt in to.
+  size_t maxDynamicShared() const { return maxDynamicShared_; }
+  int driverVersion() const { return driverVersion_; }
+  const CudaApi &api() const { return *api_; }
+
+  Expected<DeviceBuffer> allocate(size_t bytes, const std::string &what) const;
+  Status copyToDevice(const DeviceBuffer &dst, size_t offset, const void *src,
+                      size_t bytes) const;
+  Status copyToHost(void *dst, const DeviceBuffer &src, size_t offset,
+                    size_t bytes) const;
+  Status copyOnDevice(const DeviceBuffer &dst, const DeviceBuffer &src,
+                      size_t bytes) const;
+  Status fill(const DeviceBuffer &dst, unsigned char byte) const;
+  /// A buffer holding a copy of host bytes.
+  Expected<DeviceBuffer> upload(const void *src, size_t bytes,
+                                const std::string &what) const;
+
+  /// Loads a cubin, or NUL-terminated PTX that the driver JIT-compiles; a
+  /// failure carries the JIT's error log.
+  Expected<CudaModule> loadModule(const void *image,
+                                  const std::string &what) const;
+  Expected<CudaKernel> kernel(const CudaModule &module,
+                              const std::string &name) const;
+  /// Launches `kernel` with `args`, its one parameter (an argument struct
+  /// the driver copies), on the default stream. Asynchronous:
+  /// synchronize() reports faults. Dynamic shared memory beyond 48 KiB is
+  /// opted in first. An empty grid launches nothing.
+  Status launch(const CudaKernel &kernel, const CudaLaunch &launch,
+                const void *args) const;
+  Status synchronize() const;
+  /// Milliseconds the device spends on what `body` enqueues, from events
+  /// recorded around it.
+  Expected<double> time(const std::function<Status()> &body) const;
+
+  /// Makes the context current on this thread (every call above does).
+  Status makeCurrent() const;
+
+private:
+  CudaDevice() = default;
+  Status check(cu::Result r, const std::string &call,
+               const std::string &what) const;
+  friend class DeviceBuffer;
+  friend class CudaModule;
+
+  const CudaApi *api_ = nullptr;
+  cu::Device device_ = 0;
+  cu::Context context_ = nullptr;
+  std::string name_;
+  int major_ = 0, minor_ = 0, multiprocessors_ = 0, driverVersion_ = 0;
+  size_t totalMemory_ = 0, maxDynamicShared_ = 0;
+};
+
+} // namespace folio::device
+
+#endif // FOLIO_RUNTIME_DEVICE_CUDADEVICE_H

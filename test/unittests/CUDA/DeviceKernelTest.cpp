@@ -1,0 +1,325 @@
+//===- DeviceKernelTest.cpp - Generated kernels through the driver API ----===//
+//
+// The generated kernels run the way an executor runs them: NVRTC compiles
+// their sources for the device's arch, runtime/Device's CudaDevice loads
+// the cubin (or the PTX), uploads the inputs, launches with the argument
+// struct and reads the results back, which must match the CPU kernels.
+//
+// Without a GPU (the default) the driver is the fake one
+// (test/unittests/Device/FakeCudaDevice.cpp): host memory, and launches
+// that run the same kernels compiled as host C++ against the emulation.
+// That checks everything on the host side of a launch: sizes, pointers,
+// argument structs, module and kernel lookup, errors. With
+// FOLIO_GPU_TESTS=1 (tools/gpu-check.sh) the real driver and GPU run them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CUDA/Emulation/Emulation.h"
+
+// Generated at build time: the kernels and kFolioTestLinear.
+#include <LinearTestKernels.inc>
+
+#include "codegen/CUDA/Emitter.h"
+#include "codegen/CUDA/NVRTC/Nvrtc.h"
+#include "runtime/Device/CudaDevice.h"
+#include "test/unittests/CUDA/LinearCheck.h"
+#include "test/unittests/CUDA/TestVariants.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <map>
+
+namespace folio::cuda::test {
+namespace {
+
+using cpu::DType;
+using device::CudaDevice;
+using device::DeviceBuffer;
+
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    Status s_ = (expr);                                                        \
+    ASSERT_TRUE(bool(s_)) << s_.message();                                     \
+  } while (0)
+
+bool realGpu() {
+  const char *v = std::getenv("FOLIO_GPU_TESTS");
+  return v && std::string(v) == "1";
+}
+
+/// Runs one registered kernel on the fake driver: the argument struct the
+/// launch passed, through the emulation.
+template <typename Args>
+void emulate(void *ctx, void **params, const unsigned grid[3],
+             const unsigned block[3], unsigned shared) {
+  cuda_emu::LaunchConfig c;
+  c.grid = {grid[0], grid[1], grid[2]};
+  c.block = {block[0], block[1], block[2]};
+  c.dynamicShared = shared;
+  c.kernelName = "fake driver launch";
+  cuda_emu::launch(c, reinterpret_cast<void (*)(Args)>(ctx),
+                   *static_cast<const Args *>(params[0]));
+}
+
+using RegisterFn = void (*)(const char *,
+                            void (*)(void *, void **, const unsigned *,
+                                     const unsigned *, unsigned),
+                            void *);
+
+/// The device the tests run on: the fake driver with every test kernel
+/// registered, or the GPU. Opened once per process.
+CudaDevice *testDevice(std::string &error) {
+  static std::unique_ptr<CudaDevice> device;
+  static std::string openError;
+  static bool opened = false;
+  if (!opened) {
+    opened = true;
+    if (!realGpu()) {
+      ::setenv("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA_DEVICE, 1);
+      void *lib = ::dlopen(FOLIO_FAKE_CUDA_DEVICE, RTLD_NOW | RTLD_LOCAL);
+      auto reg = lib ? reinterpret_cast<RegisterFn>(
+                           ::dlsym(lib, "folioFakeCudaRegister"))
+                     : nullptr;
+      if (!reg) {
+        openError = "cannot load the fake driver " +
+                    std::string(FOLIO_FAKE_CUDA_DEVICE);
+        error = openError;
+        return nullptr;
+      }
+      for (const LinearSpec &s : linearVariants())
+        for (const FolioTestLinear &k : kFolioTestLinear)
+          if (canonicalKey(s) == k.key)
+            reg(kernelName(s).c_str(), &emulate<folio_cuda::LinearArgs>,
+                reinterpret_cast<void *>(k.kernel));
+    }
+    Expected<std::unique_ptr<CudaDevice>> d = CudaDevice::open(0);
+    if (d)
+      device = std::move(*d);
+    else
+      openError = d.status().message();
+  }
+  error = openError;
+  return device.get();
+}
+
+/// The kernels' sources compiled for the device as one module.
+struct Compiled {
+  device::CudaModule module;
+  std::map<std::string, device::CudaKernel> kernels;
+};
+
+void compileForDevice(const CudaDevice &dev,
+                      const std::vector<GeneratedKernel> &kernels,
+                      Compiled &out) {
+  DeviceTarget target = deviceTarget(dev.major(), dev.minor());
+  ASSERT_FALSE(target.arch.empty()) << dev.arch() << " is below sm_80";
+  std::string source;
+  for (const GeneratedKernel &k : kernels)
+    source += k.source;
+  CompiledKernel c;
+  cpu::Status st =
+      compileWithNvrtc("folio_device_test", source, target.arch, c);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::string ptx = c.ptx + '\0';
+  const void *image = target.cubinRuns
+                          ? static_cast<const void *>(c.cubin.data())
+                          : static_cast<const void *>(ptx.data());
+  Expected<device::CudaModule> m = dev.loadModule(image, "the test kernels");
+  ASSERT_TRUE(bool(m)) << m.status().message();
+  out.module = std::move(*m);
+  for (const GeneratedKernel &k : kernels) {
+    Expected<device::CudaKernel> f = dev.kernel(out.module, k.name);
+    ASSERT_TRUE(bool(f)) << f.status().message();
+    out.kernels[k.name] = *f;
+  }
+}
+
+class CudaDeviceKernels : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!nvrtcAvailable())
+      GTEST_SKIP() << "this build has no CUDA toolkit";
+    std::string error;
+    dev = testDevice(error);
+    ASSERT_NE(dev, nullptr) << error;
+  }
+
+  template <typename T>
+  DeviceBuffer upload(const std::vector<T> &v, const char *what) {
+    Expected<DeviceBuffer> b =
+        dev->upload(v.data(), v.size() * sizeof(T), what);
+    EXPECT_TRUE(bool(b)) << b.status().message();
+    return b ? std::move(*b) : DeviceBuffer();
+  }
+
+  CudaDevice *dev = nullptr;
+};
+
+TEST_F(CudaDeviceKernels, LinearMatchesTheCpuForEveryWeightType) {
+  std::vector<GeneratedKernel> sources;
+  for (const LinearSpec &s : linearVariants()) {
+    GeneratedKernel g;
+    ASSERT_TRUE(emitLinear(s, g).ok());
+    sources.push_back(g);
+  }
+  Compiled compiled;
+  ASSERT_NO_FATAL_FAILURE(compileForDevice(*dev, sources, compiled));
+  std::mt19937 rng(41);
+  for (const LinearSpec &s : linearVariants()) {
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name + " on " + dev->name());
+    const int64_t n = 37, k = s.k;
+    std::vector<float> wf = randomWeights(n, k, rng);
+    cpu::WeightPacking packed;
+    ASSERT_TRUE(
+        cpu::packWeightRows(wf.data(), n, k, s.weightType, packed, s.groupSize)
+            .ok());
+    const cpu::WeightView v = packed.view();
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> bias(static_cast<size_t>(n));
+    for (float &b : bias)
+      b = normal(rng);
+    DeviceBuffer w = upload(packed.data, "weights");
+    DeviceBuffer scales = upload(packed.scales, "scales");
+    DeviceBuffer params = upload(packed.groupParams, "int4 params");
+    DeviceBuffer cols = upload(packed.outlierCols, "outlier columns");
+    DeviceBuffer outl = upload(packed.outliers, "outliers");
+    DeviceBuffer dBias = upload(bias, "bias");
+    for (int64_t m : {int64_t(0), int64_t(1), int64_t(2 * s.rowsPerPass + 1)}) {
+      SCOPED_TRACE("m=" + std::to_string(m));
+      std::vector<float> x(size_t(m * k));
+      for (float &e : x)
+        e = normal(rng);
+      DeviceBuffer dx = upload(x, "x");
+      Expected<DeviceBuffer> dy = dev->allocate(size_t(m * n) * 4, "y");
+      ASSERT_TRUE(bool(dy)) << dy.status().message();
+      folio_cuda::LinearArgs a{};
+      a.x = dx.as<const float>();
+      a.m = m;
+      a.w = w.as<const void>();
+      a.scales = scales.as<const float>();
+      a.groupParams = params.as<const unsigned short>();
+      a.outlierCols = cols.as<const int>();
+      a.outliers = outl.as<const unsigned short>();
+      a.numOutliers = int(v.numOutliers);
+      a.bias = dBias.as<const float>();
+      a.y = dy->as<float>();
+      a.n = n;
+      LaunchGeometry g = linearLaunch(s, n);
+      device::CudaLaunch l;
+      std::copy(g.grid, g.grid + 3, l.grid);
+      std::copy(g.block, g.block + 3, l.block);
+      ASSERT_OK(dev->launch(compiled.kernels.at(name), l, &a));
+      ASSERT_OK(dev->synchronize());
+      std::vector<float> got(size_t(m * n));
+      ASSERT_OK(dev->copyToHost(got.data(), *dy, 0, got.size() * 4));
+
+      cpu::PackedWeight pw;
+      ASSERT_TRUE(cpu::PackedWeight::fromView(v, bias.data(), pw).ok());
+      std::vector<float> cpuY(size_t(m * n));
+      ASSERT_TRUE(cpu::linearGemv(x.data(), m, pw, cpuY.data()).ok());
+      std::vector<double> want = reference(x, m, v, bias);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t r = 0; r < n; ++r) {
+          size_t at = size_t(i * n + r);
+          double mag = magnitude(x, i, r, v, bias);
+          // The device contracts multiply-adds into FMAs: the same bound.
+          double tol = 2e-6 * double(k) * mag + 1e-30;
+          ASSERT_NEAR(got[at], want[at], tol) << "(" << i << "," << r << ")";
+          ASSERT_NEAR(got[at], cpuY[at],
+                      2 * tol + cpuRounding(s.weightType, m) * mag);
+        }
+    }
+  }
+}
+
+TEST_F(CudaDeviceKernels, MemoryRoundTripsAndRefusesWhatIsOutOfRange) {
+  std::vector<uint8_t> bytes(1000);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = uint8_t(i * 7);
+  DeviceBuffer a = upload(bytes, "a");
+  Expected<DeviceBuffer> b = dev->allocate(bytes.size(), "b");
+  ASSERT_TRUE(bool(b));
+  ASSERT_OK(dev->copyOnDevice(*b, a, bytes.size()));
+  std::vector<uint8_t> back(bytes.size());
+  ASSERT_OK(dev->copyToHost(back.data(), *b, 0, back.size()));
+  EXPECT_EQ(back, bytes);
+  ASSERT_OK(dev->fill(*b, 0xab));
+  ASSERT_OK(dev->copyToHost(back.data(), *b, 10, 5));
+  EXPECT_EQ(back[0], 0xab);
+  EXPECT_EQ(back[4], 0xab);
+
+  Status s = dev->copyToHost(back.data(), a, 990, 11);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("bytes [990, 1001) outside a buffer of 1000"),
+            std::string::npos)
+      << s.message();
+  EXPECT_FALSE(dev->copyToDevice(a, 1001, bytes.data(), 0));
+  // A zero-byte buffer is valid and empty.
+  Expected<DeviceBuffer> empty = dev->allocate(0, "nothing");
+  ASSERT_TRUE(bool(empty));
+  EXPECT_EQ(empty->bytes(), 0u);
+}
+
+TEST_F(CudaDeviceKernels, DriverErrorsNameTheCallAndWhatItWasFor) {
+  // More than the device has.
+  Expected<DeviceBuffer> huge =
+      dev->allocate(dev->totalMemory() + (size_t(1) << 20), "a huge pool");
+  ASSERT_FALSE(bool(huge));
+  EXPECT_EQ(huge.status().code(), StatusCode::ResourceExhausted);
+  EXPECT_NE(huge.status().message().find("cuMemAlloc of"), std::string::npos);
+  EXPECT_NE(huge.status().message().find("for a huge pool failed"),
+            std::string::npos)
+      << huge.status().message();
+  EXPECT_NE(huge.status().message().find("CUDA_ERROR_OUT_OF_MEMORY"),
+            std::string::npos)
+      << huge.status().message();
+
+  // A kernel the module does not have.
+  GeneratedKernel g;
+  ASSERT_TRUE(emitLinear(linearVariants()[0], g).ok());
+  Compiled compiled;
+  ASSERT_NO_FATAL_FAILURE(compileForDevice(*dev, {g}, compiled));
+  Expected<device::CudaKernel> missing =
+      dev->kernel(compiled.module, "folio_no_such_kernel");
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(missing.status().message().find(
+                "has no kernel named folio_no_such_kernel"),
+            std::string::npos)
+      << missing.status().message();
+
+  // Not an image.
+  Expected<device::CudaModule> bad = dev->loadModule("garbage", "a bad image");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(bad.status().message().find("cuModuleLoadDataEx for a bad image"),
+            std::string::npos)
+      << bad.status().message();
+
+  // More dynamic shared memory than any kernel may have.
+  device::CudaLaunch l;
+  l.dynamicShared = dev->maxDynamicShared() + 1;
+  folio_cuda::LinearArgs a{};
+  Status s = dev->launch(compiled.kernels.begin()->second, l, &a);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("bytes of dynamic shared memory; this device "
+                             "allows"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(CudaDeviceKernels, EventsTimeWhatTheBodyEnqueues) {
+  Expected<DeviceBuffer> a = dev->allocate(1 << 20, "a");
+  Expected<DeviceBuffer> b = dev->allocate(1 << 20, "b");
+  ASSERT_TRUE(a && b);
+  Expected<double> ms =
+      dev->time([&] { return dev->copyOnDevice(*b, *a, 1 << 20); });
+  ASSERT_TRUE(bool(ms)) << ms.status().message();
+  EXPECT_GE(*ms, 0.0);
+  Expected<double> failed = dev->time([] { return Status::internal("body"); });
+  EXPECT_FALSE(bool(failed));
+}
+
+} // namespace
+} // namespace folio::cuda::test
