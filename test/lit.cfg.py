@@ -25,6 +25,8 @@ if os.path.exists(os.path.join(config.folio_tools_dir, "folio-serve")):
     llvm_config.add_tool_substitutions(["folio-serve", "folio-model-stub"],
                                        tool_dirs)
 config.substitutions.append(("%models", os.path.join(config.folio_src_root, "models", "zoo")))
+config.substitutions.append(("%folio_src", config.folio_src_root))
+config.substitutions.append(("%folio_build", config.folio_obj_root))
 # A build with the CUDA toolkit compiles generated kernels with its nvcc.
 if getattr(config, "folio_nvcc", ""):
     config.available_features.add("cuda-toolkit")

@@ -16,14 +16,18 @@
 
 #include "codegen/CUDA/Emulation/Emulation.h"
 
-// Generated at build time: the kernels and kFolioTestLinear.
+// Generated at build time: the kernels and kFolioTestLinear,
+// kFolioTestPagedDecode.
 #include <LinearTestKernels.inc>
+#include <PagedDecodeTestKernels.inc>
 
+#include "codegen/CPU/KVCache.h"
 #include "codegen/CUDA/Emitter.h"
 #include "codegen/CUDA/NVRTC/Nvrtc.h"
 #include "runtime/Device/CudaDevice.h"
 #include "test/unittests/CUDA/LinearCheck.h"
 #include "test/unittests/CUDA/TestVariants.h"
+#include "tools/folio-gpu-bench/GpuBench.h"
 
 #include <gtest/gtest.h>
 
@@ -68,6 +72,10 @@ using RegisterFn = void (*)(const char *,
                                      const unsigned *, unsigned),
                             void *);
 
+/// The fake driver's registration, to swap a kernel in a test (null on a
+/// GPU).
+RegisterFn fakeRegister = nullptr;
+
 /// The device the tests run on: the fake driver with every test kernel
 /// registered, or the GPU. Opened once per process.
 CudaDevice *testDevice(std::string &error) {
@@ -93,6 +101,16 @@ CudaDevice *testDevice(std::string &error) {
           if (canonicalKey(s) == k.key)
             reg(kernelName(s).c_str(), &emulate<folio_cuda::LinearArgs>,
                 reinterpret_cast<void *>(k.kernel));
+      for (const PagedDecodeSpec &s : pagedDecodeVariants())
+        for (const FolioTestPagedDecode &k : kFolioTestPagedDecode)
+          if (canonicalKey(s) == k.key) {
+            reg(kernelName(s).c_str(), &emulate<folio_cuda::PagedDecodeArgs>,
+                reinterpret_cast<void *>(k.main));
+            reg(combineKernelName(s).c_str(),
+                &emulate<folio_cuda::PagedDecodeArgs>,
+                reinterpret_cast<void *>(k.combine));
+          }
+      fakeRegister = reg;
     }
     Expected<std::unique_ptr<CudaDevice>> d = CudaDevice::open(0);
     if (d)
@@ -319,6 +337,88 @@ TEST_F(CudaDeviceKernels, EventsTimeWhatTheBodyEnqueues) {
   EXPECT_GE(*ms, 0.0);
   Expected<double> failed = dev->time([] { return Status::internal("body"); });
   EXPECT_FALSE(bool(failed));
+}
+
+/// The GPU check's measurements (tools/folio-gpu-bench) at small sizes:
+/// each checks its kernel against the CPU before it times anything.
+TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
+  std::vector<GeneratedKernel> sources;
+  std::vector<PagedDecodeSpec> decodes;
+  for (const PagedDecodeSpec &s : pagedDecodeVariants()) {
+    GeneratedKernel main, combine;
+    ASSERT_TRUE(emitPagedDecode(s, main, combine).ok());
+    sources.push_back(main);
+    sources.push_back(combine);
+    decodes.push_back(s);
+  }
+  for (const LinearSpec &s : linearVariants()) {
+    GeneratedKernel g;
+    ASSERT_TRUE(emitLinear(s, g).ok());
+    sources.push_back(g);
+  }
+  gpubench::LoadedKernels kernels;
+  ASSERT_OK(gpubench::loadKernels(*dev, sources, kernels));
+
+  Expected<gpubench::Timing> copy = gpubench::measureCopy(*dev, 1 << 16, 3);
+  ASSERT_TRUE(bool(copy)) << copy.status().message();
+  EXPECT_EQ(copy->bytes, 2.0 * (1 << 16));
+  EXPECT_EQ(copy->runs, 3);
+
+  for (const PagedDecodeSpec &s : decodes) {
+    SCOPED_TRACE(kernelName(s));
+    // Three partitions: the combine kernel runs too.
+    gpubench::DecodeCase c{s, 3, 2 * s.partition + 7};
+    Expected<gpubench::DecodeResult> r =
+        gpubench::measurePagedDecode(*dev, kernels, c, 2);
+    ASSERT_TRUE(bool(r)) << r.status().message();
+    EXPECT_EQ(r->partitions, 3);
+    EXPECT_LT(r->maxRelDiff, 1e-4);
+    cpu::KVCacheView view;
+    view.numKvHeads = s.numKvHeads;
+    view.headDim = s.headDim;
+    view.dtype = s.cacheType;
+    view.group = s.group;
+    const double q = 3.0 * s.numKvHeads * s.queriesPerKv * s.headDim * 4;
+    EXPECT_EQ(r->timing.bytes,
+              3.0 * c.context * 2 *
+                      double(view.slotBytes() + view.paramSlotBytes()) +
+                  2 * q);
+    EXPECT_GT(r->timing.ms, 0.0);
+  }
+  for (const LinearSpec &s : linearVariants()) {
+    SCOPED_TRACE(kernelName(s));
+    for (int m : {1, 9}) {
+      Expected<gpubench::LinearResult> r =
+          gpubench::measureLinear(*dev, kernels, {s, 21, m}, 2);
+      ASSERT_TRUE(bool(r)) << r.status().message();
+      EXPECT_LE(r->maxBoundFraction, 1.0);
+      EXPECT_GT(r->timing.bytes, 21.0 * s.k * cpu::dtypeBits(s.weightType) / 8);
+    }
+  }
+
+  if (!fakeRegister)
+    return; // on a GPU the kernels are what they are
+  // A wrong kernel under the right name is caught before any timing.
+  const PagedDecodeSpec &a = decodes[0], &b = decodes[1];
+  ASSERT_NE(a.cacheType, b.cacheType);
+  const FolioTestPagedDecode *right = nullptr, *wrong = nullptr;
+  for (const FolioTestPagedDecode &k : kFolioTestPagedDecode) {
+    if (canonicalKey(a) == k.key)
+      right = &k;
+    if (canonicalKey(b) == k.key)
+      wrong = &k;
+  }
+  ASSERT_TRUE(right && wrong);
+  fakeRegister(kernelName(a).c_str(), &emulate<folio_cuda::PagedDecodeArgs>,
+               reinterpret_cast<void *>(wrong->main));
+  Expected<gpubench::DecodeResult> r =
+      gpubench::measurePagedDecode(*dev, kernels, {a, 2, 40}, 2);
+  fakeRegister(kernelName(a).c_str(), &emulate<folio_cuda::PagedDecodeArgs>,
+               reinterpret_cast<void *>(right->main));
+  ASSERT_FALSE(bool(r));
+  EXPECT_NE(r.status().message().find("differs from the CPU pagedAttention"),
+            std::string::npos)
+      << r.status().message();
 }
 
 } // namespace

@@ -1,0 +1,92 @@
+//===- GpuBench.h - Generated kernels measured on one GPU -------*- C++ -*-===//
+//
+// What tools/gpu-check.sh reports, as a library so that the device tests
+// run the same code on the fake driver (host emulation) at small sizes:
+// the device-to-device copy bandwidth, and the paged decode attention and
+// linear kernels' bandwidth as fractions of it. Each measurement first
+// checks the kernel's result against the CPU kernel on the same inputs, so
+// a number never comes from a wrong kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_TOOLS_FOLIO_GPU_BENCH_GPUBENCH_H
+#define FOLIO_TOOLS_FOLIO_GPU_BENCH_GPUBENCH_H
+
+#include "codegen/CUDA/Emitter.h"
+#include "runtime/Device/CudaDevice.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace folio::gpubench {
+
+/// Generated kernels compiled by NVRTC for one device and loaded.
+struct LoadedKernels {
+  device::CudaModule module;
+  std::map<std::string, device::CudaKernel> byName;
+  std::string arch;     ///< what NVRTC compiled for
+  bool fromPtx = false; ///< the driver JIT-compiled the PTX
+};
+
+/// Compiles `kernels` as one module for `dev` (cuda::deviceTarget) and
+/// resolves each entry point.
+Status loadKernels(const device::CudaDevice &dev,
+                   const std::vector<cuda::GeneratedKernel> &kernels,
+                   LoadedKernels &out);
+
+struct Timing {
+  double ms = 0;     ///< median of the timed runs, per run
+  double bytes = 0;  ///< moved per run (read + written)
+  double gbPerS = 0; ///< bytes / ms
+  int runs = 0;       ///< timings taken
+  int repsPerRun = 1; ///< back-to-back runs in each timing
+};
+
+/// cuMemcpyDtoD of `bytes`: 2 * bytes moved per run.
+Expected<Timing> measureCopy(const device::CudaDevice &dev, size_t bytes,
+                             int runs);
+
+struct DecodeCase {
+  cuda::PagedDecodeSpec spec;
+  int seqs = 1;    ///< one decode token each
+  int context = 1; ///< keys per sequence
+};
+
+struct DecodeResult {
+  Timing timing;
+  int partitions = 1;
+  /// Largest |device - CPU pagedAttention| over |CPU| + 1.
+  double maxRelDiff = 0;
+};
+
+/// Random K and V written by the CPU kvWrite, one query token per sequence,
+/// blocks shuffled; the main kernel and, with several partitions, the
+/// combine. Bytes: the K and V rows and params read, q and out.
+Expected<DecodeResult> measurePagedDecode(const device::CudaDevice &dev,
+                                          const LoadedKernels &kernels,
+                                          const DecodeCase &c, int runs,
+                                          uint32_t seed = 1);
+
+struct LinearCase {
+  cuda::LinearSpec spec;
+  int n = 1;
+  int m = 1;
+};
+
+struct LinearResult {
+  Timing timing;
+  /// Largest |device - CPU linear| over the rounding bound of its sum.
+  double maxBoundFraction = 0;
+};
+
+/// Random weights packed as the plan stores them; bytes: the packed
+/// weights (scales and outliers included), x and y.
+Expected<LinearResult> measureLinear(const device::CudaDevice &dev,
+                                     const LoadedKernels &kernels,
+                                     const LinearCase &c, int runs,
+                                     uint32_t seed = 1);
+
+} // namespace folio::gpubench
+
+#endif // FOLIO_TOOLS_FOLIO_GPU_BENCH_GPUBENCH_H

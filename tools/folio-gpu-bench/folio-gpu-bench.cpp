@@ -1,0 +1,215 @@
+//===- folio-gpu-bench.cpp - Folio's generated kernels on a GPU, as JSON
+//---===//
+//
+// Usage: folio-gpu-bench [--probe] [--quick]
+//
+// Opens CUDA device 0, compiles the generated kernels for it with NVRTC and
+// prints one JSON object: the device, the device-to-device copy bandwidth,
+// paged decode attention per cache dtype at a short and a long context (the
+// Llama 1B attention shape of models/bench/make_llama_1b.py) and the
+// linear kernel per weight dtype at its projection shapes, each as GB/s
+// and as a fraction of the copy, each after its result matched the CPU
+// kernel. --probe only opens the device. Without a GPU it prints why and
+// exits with 77 (tools/gpu-check.sh's "skipped").
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/folio-bench/Json.h"
+#include "tools/folio-gpu-bench/GpuBench.h"
+
+#include "codegen/CUDA/NVRTC/Nvrtc.h"
+
+#include <cstring>
+#include <iostream>
+
+using namespace folio;
+using namespace folio::gpubench;
+
+namespace {
+
+constexpr int kSkipped = 77;
+
+int fail(const std::string &what, const Status &s) {
+  std::cerr << "folio-gpu-bench: " << what << ": " << s.message() << "\n";
+  return 1;
+}
+
+struct CacheKind {
+  cpu::DType type;
+  int group; ///< int8 / int4
+  const char *name;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool probe = false, quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--probe")) {
+      probe = true;
+    } else if (!std::strcmp(argv[i], "--quick")) {
+      quick = true;
+    } else {
+      std::cerr << "folio-gpu-bench: unknown argument '" << argv[i]
+                << "'\nusage: folio-gpu-bench [--probe] [--quick]\n";
+      return 2;
+    }
+  }
+  if (!cuda::nvrtcAvailable()) {
+    std::cerr << "folio-gpu-bench: this build has no CUDA toolkit "
+                 "(configure with FOLIO_ENABLE_CUDA=ON)\n";
+    return 2;
+  }
+  Expected<std::unique_ptr<device::CudaDevice>> opened =
+      device::CudaDevice::open(0);
+  if (!opened) {
+    bench::Json j;
+    j.beginObject();
+    j.key("device").null();
+    j.key("skipped").value(opened.status().message());
+    j.endObject();
+    std::cout << j.str() << "\n";
+    std::cerr << "folio-gpu-bench: no GPU to measure: "
+              << opened.status().message() << "\n";
+    return kSkipped;
+  }
+  const device::CudaDevice &dev = **opened;
+  if (probe) {
+    std::cout << dev.name() << " " << dev.arch() << "\n";
+    return 0;
+  }
+
+  // Llama 1B's attention (32 heads over 8 kv heads of 64) and projections.
+  const int headDim = 64, kvHeads = 8, qPerKv = 4, block = 16;
+  const CacheKind caches[] = {{cpu::DType::BF16, 0, "bf16"},
+                              {cpu::DType::F16, 0, "f16"},
+                              {cpu::DType::FP8E4M3, 0, "fp8_e4m3"},
+                              {cpu::DType::FP8E5M2, 0, "fp8_e5m2"},
+                              {cpu::DType::I8, headDim, "int8"},
+                              {cpu::DType::I4, 32, "int4"},
+                              {cpu::DType::F32, 0, "f32"}};
+  struct Shape {
+    int seqs, context;
+  };
+  const Shape shapes[] = {{quick ? 8 : 64, 512},
+                          {quick ? 2 : 16, quick ? 2048 : 8192}};
+  struct Projection {
+    const char *name;
+    int n, k;
+  };
+  const Projection projections[] = {
+      {"qkv", 3072, 2048}, {"gate_up", 16384, 2048}, {"down", 2048, 8192}};
+  const cpu::DType weights[] = {cpu::DType::BF16, cpu::DType::F16,
+                                cpu::DType::I8,   cpu::DType::FP8E4M3,
+                                cpu::DType::I4,   cpu::DType::F32};
+  const int runs = quick ? 5 : 20;
+
+  std::vector<cuda::GeneratedKernel> sources;
+  std::vector<DecodeCase> decodes;
+  for (const CacheKind &c : caches) {
+    cuda::PagedDecodeSpec spec;
+    spec.cacheType = c.type;
+    spec.headDim = headDim;
+    spec.blockSize = block;
+    spec.numKvHeads = kvHeads;
+    spec.queriesPerKv = qPerKv;
+    spec.group = c.group;
+    cuda::GeneratedKernel main, combine;
+    if (cpu::Status st = cuda::emitPagedDecode(spec, main, combine); !st.ok())
+      return fail("emitting decode", Status::internal(st.message()));
+    sources.push_back(main);
+    sources.push_back(combine);
+    for (const Shape &sh : shapes)
+      decodes.push_back({spec, sh.seqs, sh.context});
+  }
+  std::vector<std::pair<LinearCase, const char *>> linears;
+  for (cpu::DType w : weights)
+    for (const Projection &p : projections) {
+      cuda::LinearSpec spec;
+      spec.weightType = w;
+      spec.k = p.k;
+      spec.groupSize = w == cpu::DType::I4 ? 128 : 0;
+      cuda::GeneratedKernel g;
+      if (cpu::Status st = cuda::emitLinear(spec, g); !st.ok())
+        return fail("emitting linear", Status::internal(st.message()));
+      sources.push_back(g);
+      for (int m : {1, 8})
+        linears.push_back({LinearCase{spec, p.n, m}, p.name});
+    }
+  LoadedKernels kernels;
+  if (Status s = loadKernels(dev, sources, kernels); !s)
+    return fail("loading the kernels", s);
+
+  size_t copyBytes = std::min<size_t>(size_t(1) << 30, dev.totalMemory() / 8);
+  Expected<Timing> copy = measureCopy(dev, copyBytes, runs);
+  if (!copy)
+    return fail("the copy", copy.status());
+
+  bench::Json j;
+  j.beginObject();
+  j.key("device").beginObject();
+  j.key("name").value(dev.name());
+  j.key("arch").value(dev.arch());
+  j.key("compiled_for").value(kernels.arch);
+  j.key("jit_from_ptx").value(kernels.fromPtx);
+  j.key("multiprocessors").value(dev.multiprocessors());
+  j.key("memory_bytes").value(int64_t(dev.totalMemory()));
+  j.key("driver").value(dev.driverVersion());
+  j.key("nvrtc").value(cuda::nvrtcVersion());
+  j.endObject();
+  j.key("copy").beginObject();
+  j.key("bytes").value(int64_t(copyBytes));
+  j.key("ms").value(copy->ms);
+  j.key("gb_per_s").value(copy->gbPerS);
+  j.endObject();
+
+  j.key("paged_decode").beginArray();
+  for (const DecodeCase &c : decodes) {
+    Expected<DecodeResult> r = measurePagedDecode(dev, kernels, c, runs);
+    if (!r)
+      return fail(cuda::kernelName(c.spec), r.status());
+    j.beginObject();
+    j.key("cache").value(cpu::dtypeName(c.spec.cacheType));
+    j.key("seqs").value(c.seqs);
+    j.key("context").value(c.context);
+    j.key("heads").value(c.spec.numKvHeads * c.spec.queriesPerKv);
+    j.key("kv_heads").value(c.spec.numKvHeads);
+    j.key("head_dim").value(c.spec.headDim);
+    j.key("partitions").value(r->partitions);
+    j.key("bytes").value(r->timing.bytes);
+    j.key("ms").value(r->timing.ms);
+    j.key("gb_per_s").value(r->timing.gbPerS);
+    j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
+    j.key("max_rel_diff_vs_cpu").value(r->maxRelDiff);
+    j.endObject();
+  }
+  j.endArray();
+
+  j.key("linear").beginArray();
+  for (const auto &[c, name] : linears) {
+    Expected<LinearResult> r = measureLinear(dev, kernels, c, runs);
+    if (!r)
+      return fail(cuda::kernelName(c.spec), r.status());
+    j.beginObject();
+    j.key("weights").value(cpu::dtypeName(c.spec.weightType));
+    j.key("projection").value(name);
+    j.key("n").value(c.n);
+    j.key("k").value(c.spec.k);
+    j.key("m").value(c.m);
+    j.key("bytes").value(r->timing.bytes);
+    j.key("ms").value(r->timing.ms);
+    j.key("gb_per_s").value(r->timing.gbPerS);
+    j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
+    j.key("max_diff_vs_cpu_in_bounds").value(r->maxBoundFraction);
+    j.endObject();
+  }
+  j.endArray();
+  // Whole-model decode and prefill need the CUDA executor.
+  j.key("model").beginObject();
+  j.key("skipped").value("the CUDA executor that runs a plan on the GPU is "
+                         "not built yet");
+  j.endObject();
+  j.endObject();
+  std::cout << j.str() << "\n";
+  return 0;
+}
