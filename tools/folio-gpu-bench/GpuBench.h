@@ -36,9 +36,9 @@ Status loadKernels(const device::CudaDevice &dev,
                    LoadedKernels &out);
 
 struct Timing {
-  double ms = 0;     ///< median of the timed runs, per run
-  double bytes = 0;  ///< moved per run (read + written)
-  double gbPerS = 0; ///< bytes / ms
+  double ms = 0;      ///< median of the timed runs, per run
+  double bytes = 0;   ///< moved per run (read + written)
+  double gbPerS = 0;  ///< bytes / ms
   int runs = 0;       ///< timings taken
   int repsPerRun = 1; ///< back-to-back runs in each timing
 };
@@ -67,6 +67,44 @@ Expected<DecodeResult> measurePagedDecode(const device::CudaDevice &dev,
                                           const LoadedKernels &kernels,
                                           const DecodeCase &c, int runs,
                                           uint32_t seed = 1);
+
+struct PrefillCase {
+  cuda::PagedPrefillSpec spec;
+  int seqs = 1;
+  int context = 1; ///< keys per sequence, its new tokens included
+  int queries = 1; ///< new tokens per sequence (the last of its keys)
+};
+
+struct PrefillResult {
+  Timing timing;
+  double flops = 0; ///< q.k and p.v over the keys each token sees
+  double tflopsPerS = 0;
+  double maxRelDiff = 0;
+};
+
+/// A prompt (queries == context) or a chunk after cached context per
+/// sequence, causal; bytes as for decode.
+Expected<PrefillResult> measurePagedPrefill(const device::CudaDevice &dev,
+                                            const LoadedKernels &kernels,
+                                            const PrefillCase &c, int runs,
+                                            uint32_t seed = 1);
+
+struct KVWriteCase {
+  cuda::KVWriteSpec spec;
+  int tokens = 1;
+};
+
+struct KVWriteResult {
+  Timing timing;
+};
+
+/// Random f32 K and V rows of `tokens` tokens to shuffled slots; the pools
+/// and params must be bit for bit what the CPU kvWrite writes. Bytes: the
+/// rows read, the slot mapping, the rows and params written.
+Expected<KVWriteResult> measureKVWrite(const device::CudaDevice &dev,
+                                       const LoadedKernels &kernels,
+                                       const KVWriteCase &c, int runs,
+                                       uint32_t seed = 1);
 
 struct LinearCase {
   cuda::LinearSpec spec;

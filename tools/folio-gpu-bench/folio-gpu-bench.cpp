@@ -5,12 +5,12 @@
 //
 // Opens CUDA device 0, compiles the generated kernels for it with NVRTC and
 // prints one JSON object: the device, the device-to-device copy bandwidth,
-// paged decode attention per cache dtype at a short and a long context (the
-// Llama 1B attention shape of models/bench/make_llama_1b.py) and the
-// linear kernel per weight dtype at its projection shapes, each as GB/s
-// and as a fraction of the copy, each after its result matched the CPU
-// kernel. --probe only opens the device. Without a GPU it prints why and
-// exits with 77 (tools/gpu-check.sh's "skipped").
+// and, for the Llama 1B shapes of models/bench/make_llama_1b.py, paged
+// decode attention per cache dtype at a short and a long context (GB/s and
+// the fraction of the copy), prefill attention (TFLOP/s), kv_write, and the
+// linear kernel per weight dtype at its projection shapes, each after its
+// result matched the CPU kernel. --probe only opens the device. Without a GPU
+// it prints why and exits with 77 (tools/gpu-check.sh's "skipped").
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,7 +106,25 @@ int main(int argc, char **argv) {
 
   std::vector<cuda::GeneratedKernel> sources;
   std::vector<DecodeCase> decodes;
+  std::vector<PrefillCase> prefills;
+  std::vector<KVWriteCase> writes;
   for (const CacheKind &c : caches) {
+    cuda::KVWriteSpec write{c.type, headDim, kvHeads, c.group};
+    cuda::PagedPrefillSpec prefill = cuda::defaultPagedPrefillSpec(
+        c.type, headDim, block, kvHeads, qPerKv, c.group);
+    cuda::GeneratedKernel w, p;
+    if (cpu::Status st = cuda::emitKVWrite(write, w); !st.ok())
+      return fail("emitting kv_write", Status::internal(st.message()));
+    if (cpu::Status st = cuda::emitPagedPrefill(prefill, p); !st.ok())
+      return fail("emitting prefill", Status::internal(st.message()));
+    sources.push_back(w);
+    sources.push_back(p);
+    writes.push_back({write, quick ? 256 : 16384});
+    // A batch of prompts, and a chunk of new tokens after a long context.
+    prefills.push_back(
+        {prefill, quick ? 2 : 8, quick ? 256 : 2048, quick ? 256 : 2048});
+    prefills.push_back(
+        {prefill, quick ? 1 : 4, quick ? 1024 : 8192, quick ? 128 : 512});
     cuda::PagedDecodeSpec spec;
     spec.cacheType = c.type;
     spec.headDim = headDim;
@@ -181,6 +199,42 @@ int main(int argc, char **argv) {
     j.key("gb_per_s").value(r->timing.gbPerS);
     j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
     j.key("max_rel_diff_vs_cpu").value(r->maxRelDiff);
+    j.endObject();
+  }
+  j.endArray();
+
+  j.key("paged_prefill").beginArray();
+  for (const PrefillCase &c : prefills) {
+    Expected<PrefillResult> r = measurePagedPrefill(dev, kernels, c, runs);
+    if (!r)
+      return fail(cuda::kernelName(c.spec), r.status());
+    j.beginObject();
+    j.key("cache").value(cpu::dtypeName(c.spec.cacheType));
+    j.key("seqs").value(c.seqs);
+    j.key("context").value(c.context);
+    j.key("new_tokens").value(c.queries);
+    j.key("query_tile").value(c.spec.queryTile);
+    j.key("key_tile").value(c.spec.keyTile);
+    j.key("ms").value(r->timing.ms);
+    j.key("tflop_per_s").value(r->tflopsPerS);
+    j.key("gb_per_s").value(r->timing.gbPerS);
+    j.key("max_rel_diff_vs_cpu").value(r->maxRelDiff);
+    j.endObject();
+  }
+  j.endArray();
+
+  j.key("kv_write").beginArray();
+  for (const KVWriteCase &c : writes) {
+    Expected<KVWriteResult> r = measureKVWrite(dev, kernels, c, runs);
+    if (!r)
+      return fail(cuda::kernelName(c.spec), r.status());
+    j.beginObject();
+    j.key("cache").value(cpu::dtypeName(c.spec.cacheType));
+    j.key("tokens").value(c.tokens);
+    j.key("bytes").value(r->timing.bytes);
+    j.key("ms").value(r->timing.ms);
+    j.key("gb_per_s").value(r->timing.gbPerS);
+    j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
     j.endObject();
   }
   j.endArray();

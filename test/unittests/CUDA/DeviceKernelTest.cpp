@@ -16,10 +16,11 @@
 
 #include "codegen/CUDA/Emulation/Emulation.h"
 
-// Generated at build time: the kernels and kFolioTestLinear,
-// kFolioTestPagedDecode.
+// Generated at build time: the kernels and their tables.
+#include <KVWriteTestKernels.inc>
 #include <LinearTestKernels.inc>
 #include <PagedDecodeTestKernels.inc>
+#include <PagedPrefillTestKernels.inc>
 
 #include "codegen/CPU/KVCache.h"
 #include "codegen/CUDA/Emitter.h"
@@ -110,6 +111,16 @@ CudaDevice *testDevice(std::string &error) {
                 &emulate<folio_cuda::PagedDecodeArgs>,
                 reinterpret_cast<void *>(k.combine));
           }
+      for (const PagedPrefillSpec &s : pagedPrefillVariants())
+        for (const FolioTestPagedPrefill &k : kFolioTestPagedPrefill)
+          if (canonicalKey(s) == k.key)
+            reg(kernelName(s).c_str(), &emulate<folio_cuda::PagedPrefillArgs>,
+                reinterpret_cast<void *>(k.kernel));
+      for (const KVWriteSpec &s : kvWriteVariants())
+        for (const FolioTestKVWrite &k : kFolioTestKVWrite)
+          if (canonicalKey(s) == k.key)
+            reg(kernelName(s).c_str(), &emulate<folio_cuda::KVWriteArgs>,
+                reinterpret_cast<void *>(k.kernel));
       fakeRegister = reg;
     }
     Expected<std::unique_ptr<CudaDevice>> d = CudaDevice::open(0);
@@ -356,6 +367,16 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
     ASSERT_TRUE(emitLinear(s, g).ok());
     sources.push_back(g);
   }
+  for (const PagedPrefillSpec &s : pagedPrefillVariants()) {
+    GeneratedKernel g;
+    ASSERT_TRUE(emitPagedPrefill(s, g).ok());
+    sources.push_back(g);
+  }
+  for (const KVWriteSpec &s : kvWriteVariants()) {
+    GeneratedKernel g;
+    ASSERT_TRUE(emitKVWrite(s, g).ok());
+    sources.push_back(g);
+  }
   gpubench::LoadedKernels kernels;
   ASSERT_OK(gpubench::loadKernels(*dev, sources, kernels));
 
@@ -396,6 +417,34 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
     }
   }
 
+  for (const PagedPrefillSpec &s : pagedPrefillVariants()) {
+    SCOPED_TRACE(kernelName(s));
+    // A whole prompt, and a chunk after cached context.
+    for (auto [context, queries] : {std::pair{40, 40}, std::pair{70, 9}}) {
+      Expected<gpubench::PrefillResult> r = gpubench::measurePagedPrefill(
+          *dev, kernels, {s, 2, context, queries}, 2);
+      ASSERT_TRUE(bool(r)) << r.status().message();
+      EXPECT_LT(r->maxRelDiff, 1e-4);
+      const double heads = double(s.numKvHeads) * s.queriesPerKv;
+      const double seen =
+          queries * double(context - queries) + queries * (queries + 1) / 2.0;
+      EXPECT_EQ(r->flops, 2 * seen * heads * s.headDim * 4);
+    }
+    Expected<gpubench::PrefillResult> bad =
+        gpubench::measurePagedPrefill(*dev, kernels, {s, 1, 8, 9}, 1);
+    ASSERT_FALSE(bool(bad));
+    EXPECT_NE(bad.status().message().find("needs 1 to context (8)"),
+              std::string::npos)
+        << bad.status().message();
+  }
+  for (const KVWriteSpec &s : kvWriteVariants()) {
+    SCOPED_TRACE(kernelName(s));
+    Expected<gpubench::KVWriteResult> r =
+        gpubench::measureKVWrite(*dev, kernels, {s, 37}, 2);
+    ASSERT_TRUE(bool(r)) << r.status().message();
+    EXPECT_GT(r->timing.bytes, 37.0 * 2 * s.numKvHeads * s.headDim * 4);
+  }
+
   if (!fakeRegister)
     return; // on a GPU the kernels are what they are
   // A wrong kernel under the right name is caught before any timing.
@@ -419,6 +468,30 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
   EXPECT_NE(r.status().message().find("differs from the CPU pagedAttention"),
             std::string::npos)
       << r.status().message();
+
+  // A kv_write that stores another cache dtype's rows is caught too.
+  const std::vector<KVWriteSpec> writes = kvWriteVariants();
+  const KVWriteSpec &ka = writes[0], &kb = writes[1];
+  ASSERT_EQ(ka.headDim, kb.headDim);
+  ASSERT_EQ(ka.numKvHeads, kb.numKvHeads);
+  const FolioTestKVWrite *kRight = nullptr, *kWrong = nullptr;
+  for (const FolioTestKVWrite &k : kFolioTestKVWrite) {
+    if (canonicalKey(ka) == k.key)
+      kRight = &k;
+    if (canonicalKey(kb) == k.key)
+      kWrong = &k;
+  }
+  ASSERT_TRUE(kRight && kWrong);
+  fakeRegister(kernelName(ka).c_str(), &emulate<folio_cuda::KVWriteArgs>,
+               reinterpret_cast<void *>(kWrong->kernel));
+  Expected<gpubench::KVWriteResult> w =
+      gpubench::measureKVWrite(*dev, kernels, {ka, 5}, 1);
+  fakeRegister(kernelName(ka).c_str(), &emulate<folio_cuda::KVWriteArgs>,
+               reinterpret_cast<void *>(kRight->kernel));
+  ASSERT_FALSE(bool(w));
+  EXPECT_NE(w.status().message().find("does not write what the CPU kvWrite"),
+            std::string::npos)
+      << w.status().message();
 }
 
 } // namespace
