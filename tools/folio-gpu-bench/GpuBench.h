@@ -114,16 +114,86 @@ struct LinearCase {
 
 struct LinearResult {
   Timing timing;
-  /// Largest |device - CPU linear| over the rounding bound of its sum.
+  /// Largest |device - CPU linear| over the rounding bound of its sum
+  /// (outputs checked: the first 512 of each row).
   double maxBoundFraction = 0;
 };
 
-/// Random weights packed as the plan stores them; bytes: the packed
+/// Random weights packed as the plan stores them, checked against the CPU
+/// linear on the first 512 outputs of every row; bytes: the packed
 /// weights (scales and outliers included), x and y.
 Expected<LinearResult> measureLinear(const device::CudaDevice &dev,
                                      const LoadedKernels &kernels,
                                      const LinearCase &c, int runs,
                                      uint32_t seed = 1);
+
+struct RowCase {
+  cuda::RowKernelSpec spec;
+  int rows = 1;
+};
+
+struct RowResult {
+  Timing timing;
+  /// Largest |device - reference| / (|reference| + 1) over the outputs.
+  double maxRelDiff = 0;
+};
+
+/// A row program (norms, residual adds, activations) on random rows,
+/// checked against the program evaluated in double on the host
+/// (evaluateRowProgram). Bytes: the inputs read and the outputs written.
+Expected<RowResult> measureRowKernel(const device::CudaDevice &dev,
+                                     const LoadedKernels &kernels,
+                                     const RowCase &c, int runs,
+                                     uint32_t seed = 1);
+
+/// The outputs of `spec`'s program over `rows` rows in double precision:
+/// the reference for any program the expression emitter takes. `inputs`
+/// holds each input's values (Row inputs [rows, dim] dense, Vector [dim],
+/// Scalar [1]); the result holds each output's [rows, dim].
+std::vector<std::vector<double>>
+evaluateRowProgram(const cuda::RowKernelSpec &spec,
+                   const std::vector<std::vector<float>> &inputs, int64_t rows);
+
+struct RotaryCase {
+  cuda::RotarySpec spec;
+  int tokens = 1;
+};
+
+/// Rotary in place on [tokens, heads, head_dim] rows at random positions
+/// of a 4096-position table, checked against the CPU applyRotaryRows
+/// (within 1e-6). Bytes: the rows read and written, positions and the
+/// table rows.
+Expected<Timing> measureRotary(const device::CudaDevice &dev,
+                               const LoadedKernels &kernels,
+                               const RotaryCase &c, int runs,
+                               uint32_t seed = 1);
+
+struct GatherCase {
+  cuda::GatherSpec spec;
+  int rows = 1;
+  int tableRows = 1;
+};
+
+/// Embedding (or gather_rows) of random ids, bit for bit the CPU
+/// embedding's (gatherRows'). Bytes: the rows read and written, the ids.
+Expected<Timing> measureGather(const device::CudaDevice &dev,
+                               const LoadedKernels &kernels,
+                               const GatherCase &c, int runs,
+                               uint32_t seed = 1);
+
+struct SampleCase {
+  cuda::SampleSpec spec;
+  int rows = 1;
+  int vocab = 1;
+};
+
+/// Greedy or top-k / top-p sampling of random logits rows (mixed
+/// temperatures, top_k and top_p), each token the runtime Sampler's exact
+/// choice. Bytes: the logits read.
+Expected<Timing> measureSample(const device::CudaDevice &dev,
+                               const LoadedKernels &kernels,
+                               const SampleCase &c, int runs,
+                               uint32_t seed = 1);
 
 } // namespace folio::gpubench
 

@@ -154,6 +154,76 @@ int main(int argc, char **argv) {
       for (int m : {1, 8})
         linears.push_back({LinearCase{spec, p.n, m}, p.name});
     }
+  // The row kernels of one Llama 1B layer, and its rotary, embedding and
+  // samplers, over a prefill's worth of tokens.
+  const int tokens = quick ? 256 : 4096;
+  auto input = [](int index) {
+    cuda::RowOp op;
+    op.kind = cuda::RowOpKind::Input;
+    op.index = index;
+    return op;
+  };
+  auto apply = [](cuda::RowOpKind kind, const char *fn, int a, int b) {
+    cuda::RowOp op;
+    op.kind = kind;
+    op.fn = fn;
+    op.a = a;
+    op.b = b;
+    return op;
+  };
+  auto output = [](int index, int a) {
+    cuda::RowOp op;
+    op.kind = cuda::RowOpKind::Output;
+    op.index = index;
+    op.a = a;
+    return op;
+  };
+  cuda::RowKernelSpec addNorm, gated;
+  addNorm.label = "add_rms_norm";
+  addNorm.dim = 2048;
+  addNorm.threads = 256;
+  addNorm.inputs = {cuda::RowInputKind::Row, cuda::RowInputKind::Row,
+                    cuda::RowInputKind::Vector};
+  cuda::RowOp norm = apply(cuda::RowOpKind::RmsNorm, "", 3, 2);
+  norm.value = 1e-5;
+  addNorm.ops = {input(0),    input(1),
+                 input(2),    apply(cuda::RowOpKind::Binary, "add", 1, 0),
+                 norm,        output(0, 3),
+                 output(1, 4)};
+  addNorm.numOutputs = 2;
+  gated.label = "gated_silu";
+  gated.dim = 8192;
+  gated.threads = 1024;
+  gated.inputs = {cuda::RowInputKind::Row, cuda::RowInputKind::Row};
+  gated.ops = {input(0), input(1), apply(cuda::RowOpKind::Unary, "silu", 0, -1),
+               apply(cuda::RowOpKind::Binary, "mul", 2, 1), output(0, 3)};
+  gated.numOutputs = 1;
+  const std::vector<RowCase> rowCases = {{addNorm, tokens}, {gated, tokens}};
+  const RotaryCase rotaryCase{{headDim, headDim, false, kvHeads * qPerKv},
+                              tokens};
+  const GatherCase gatherCase{
+      {true, cpu::DType::BF16, 2048, 256}, tokens, 32000};
+  const std::vector<SampleCase> sampleCases = {{{true, 256}, 64, 32000},
+                                               {{false, 256}, 64, 32000}};
+  for (const RowCase &c : rowCases) {
+    cuda::GeneratedKernel g;
+    if (cpu::Status st = cuda::emitRowKernel(c.spec, g); !st.ok())
+      return fail("emitting a row kernel", Status::internal(st.message()));
+    sources.push_back(g);
+  }
+  {
+    cuda::GeneratedKernel r, e, g0, g1;
+    cpu::Status st = cuda::emitRotary(rotaryCase.spec, r);
+    if (st.ok())
+      st = cuda::emitGather(gatherCase.spec, e);
+    if (st.ok())
+      st = cuda::emitSample(sampleCases[0].spec, g0);
+    if (st.ok())
+      st = cuda::emitSample(sampleCases[1].spec, g1);
+    if (!st.ok())
+      return fail("emitting", Status::internal(st.message()));
+    sources.insert(sources.end(), {r, e, g0, g1});
+  }
   LoadedKernels kernels;
   if (Status s = loadKernels(dev, sources, kernels); !s)
     return fail("loading the kernels", s);
@@ -236,6 +306,49 @@ int main(int argc, char **argv) {
     j.key("gb_per_s").value(r->timing.gbPerS);
     j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
     j.endObject();
+  }
+  j.endArray();
+
+  j.key("rows").beginArray();
+  for (const RowCase &c : rowCases) {
+    Expected<RowResult> r = measureRowKernel(dev, kernels, c, runs);
+    if (!r)
+      return fail(cuda::kernelName(c.spec), r.status());
+    j.beginObject();
+    j.key("kernel").value(c.spec.label);
+    j.key("dim").value(c.spec.dim);
+    j.key("rows").value(c.rows);
+    j.key("ms").value(r->timing.ms);
+    j.key("gb_per_s").value(r->timing.gbPerS);
+    j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
+    j.key("max_rel_diff_vs_double").value(r->maxRelDiff);
+    j.endObject();
+  }
+  auto simple = [&](const char *kind, const std::string &name,
+                    const Expected<Timing> &t) {
+    j.beginObject();
+    j.key("kernel").value(kind);
+    j.key("name").value(name);
+    j.key("ms").value(t->ms);
+    j.key("gb_per_s").value(t->gbPerS);
+    j.key("fraction_of_copy").value(t->gbPerS / copy->gbPerS);
+    j.endObject();
+  };
+  {
+    Expected<Timing> t = measureRotary(dev, kernels, rotaryCase, runs);
+    if (!t)
+      return fail(cuda::kernelName(rotaryCase.spec), t.status());
+    simple("rotary", cuda::kernelName(rotaryCase.spec), t);
+    t = measureGather(dev, kernels, gatherCase, runs);
+    if (!t)
+      return fail(cuda::kernelName(gatherCase.spec), t.status());
+    simple("embedding", cuda::kernelName(gatherCase.spec), t);
+    for (const SampleCase &c : sampleCases) {
+      t = measureSample(dev, kernels, c, runs);
+      if (!t)
+        return fail(cuda::kernelName(c.spec), t.status());
+      simple("sample", cuda::kernelName(c.spec), t);
+    }
   }
   j.endArray();
 

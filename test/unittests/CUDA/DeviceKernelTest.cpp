@@ -21,6 +21,7 @@
 #include <LinearTestKernels.inc>
 #include <PagedDecodeTestKernels.inc>
 #include <PagedPrefillTestKernels.inc>
+#include <RowTestKernels.inc>
 
 #include "codegen/CPU/KVCache.h"
 #include "codegen/CUDA/Emitter.h"
@@ -73,6 +74,18 @@ using RegisterFn = void (*)(const char *,
                                      const unsigned *, unsigned),
                             void *);
 
+/// Registers every kernel of a generated {key, kernel} table by the name
+/// of its spec.
+template <typename Args, typename Spec, typename Table>
+void registerTable(RegisterFn reg, const std::vector<Spec> &specs,
+                   const Table &table) {
+  for (const Spec &s : specs)
+    for (const auto &k : table)
+      if (canonicalKey(s) == k.key)
+        reg(kernelName(s).c_str(), &emulate<Args>,
+            reinterpret_cast<void *>(k.kernel));
+}
+
 /// The fake driver's registration, to swap a kernel in a test (null on a
 /// GPU).
 RegisterFn fakeRegister = nullptr;
@@ -121,6 +134,14 @@ CudaDevice *testDevice(std::string &error) {
           if (canonicalKey(s) == k.key)
             reg(kernelName(s).c_str(), &emulate<folio_cuda::KVWriteArgs>,
                 reinterpret_cast<void *>(k.kernel));
+      registerTable<folio_cuda::RowArgs>(reg, rowKernelVariants(),
+                                         kFolioTestRow);
+      registerTable<folio_cuda::RotaryArgs>(reg, rotaryVariants(),
+                                            kFolioTestRotary);
+      registerTable<folio_cuda::GatherArgs>(reg, gatherVariants(),
+                                            kFolioTestGather);
+      registerTable<folio_cuda::SampleArgs>(reg, sampleVariants(),
+                                            kFolioTestSample);
       fakeRegister = reg;
     }
     Expected<std::unique_ptr<CudaDevice>> d = CudaDevice::open(0);
@@ -492,6 +513,100 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
   EXPECT_NE(w.status().message().find("does not write what the CPU kvWrite"),
             std::string::npos)
       << w.status().message();
+}
+
+/// The row, rotary, gather and sampling measurements, each checked against
+/// the host (the row programs against their evaluation in double).
+TEST_F(CudaDeviceKernels, GpuBenchRowKernelsChecksThenMeasures) {
+  std::vector<GeneratedKernel> sources;
+  GeneratedKernel g;
+  for (const RowKernelSpec &s : rowKernelVariants()) {
+    ASSERT_TRUE(emitRowKernel(s, g).ok());
+    sources.push_back(g);
+  }
+  for (const RotarySpec &s : rotaryVariants()) {
+    ASSERT_TRUE(emitRotary(s, g).ok());
+    sources.push_back(g);
+  }
+  for (const GatherSpec &s : gatherVariants()) {
+    ASSERT_TRUE(emitGather(s, g).ok());
+    sources.push_back(g);
+  }
+  for (const SampleSpec &s : sampleVariants()) {
+    ASSERT_TRUE(emitSample(s, g).ok());
+    sources.push_back(g);
+  }
+  gpubench::LoadedKernels kernels;
+  ASSERT_OK(gpubench::loadKernels(*dev, sources, kernels));
+  for (const RowKernelSpec &s : rowKernelVariants()) {
+    SCOPED_TRACE(s.label);
+    Expected<gpubench::RowResult> r =
+        gpubench::measureRowKernel(*dev, kernels, {s, 5}, 2);
+    ASSERT_TRUE(bool(r)) << r.status().message();
+    EXPECT_LT(r->maxRelDiff, 1e-4);
+  }
+  for (const RotarySpec &s : rotaryVariants()) {
+    Expected<gpubench::Timing> r =
+        gpubench::measureRotary(*dev, kernels, {s, 9}, 2);
+    ASSERT_TRUE(bool(r)) << kernelName(s) << ": " << r.status().message();
+  }
+  for (const GatherSpec &s : gatherVariants()) {
+    Expected<gpubench::Timing> r =
+        gpubench::measureGather(*dev, kernels, {s, 7, 50}, 2);
+    ASSERT_TRUE(bool(r)) << kernelName(s) << ": " << r.status().message();
+    EXPECT_EQ(r->bytes,
+              7.0 * (s.dim * (cpu::dtypeBits(s.tableType) / 8.0 + 4) + 8));
+  }
+  for (const SampleSpec &s : sampleVariants())
+    for (int vocab : {1, 37, 1000}) {
+      Expected<gpubench::Timing> r =
+          gpubench::measureSample(*dev, kernels, {s, 12, vocab}, 2);
+      ASSERT_TRUE(bool(r)) << kernelName(s) << " vocab " << vocab << ": "
+                           << r.status().message();
+    }
+}
+
+TEST(GpuBenchReference, RowProgramsEvaluateAsTheirOpsSay) {
+  // out0 = rms_norm(x + r, w) with Gemma's offset, out1 = silu(x) * 2.
+  RowKernelSpec s;
+  s.dim = 4;
+  s.inputs = {RowInputKind::Row, RowInputKind::Row, RowInputKind::Vector};
+  auto op = [](RowOpKind k, const char *fn, int a, int b = -1) {
+    RowOp o;
+    o.kind = k;
+    o.fn = fn;
+    o.a = a;
+    o.b = b;
+    return o;
+  };
+  RowOp x = op(RowOpKind::Input, "", -1), r = x, w = x;
+  x.index = 0;
+  r.index = 1;
+  w.index = 2;
+  RowOp norm = op(RowOpKind::RmsNorm, "", 3, 2);
+  norm.value = 1e-6;
+  norm.weightOffset = 1.0;
+  RowOp two = op(RowOpKind::Constant, "", -1);
+  two.value = 2.0;
+  RowOp out0 = op(RowOpKind::Output, "", 4), out1 = op(RowOpKind::Output, "", 7);
+  out0.index = 0;
+  out1.index = 1;
+  s.ops = {x, r, w, op(RowOpKind::Binary, "add", 0, 1), norm,
+           op(RowOpKind::Unary, "silu", 0), two,
+           op(RowOpKind::Binary, "mul", 5, 6), out0, out1};
+  s.numOutputs = 2;
+  std::vector<std::vector<float>> in = {
+      {1, 2, 3, 4}, {1, 0, -1, 0}, {0.5f, 0, -0.5f, 1}};
+  std::vector<std::vector<double>> out = gpubench::evaluateRowProgram(s, in, 1);
+  const double h[] = {2, 2, 2, 4};
+  double ms = (4 + 4 + 4 + 16) / 4.0;
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_NEAR(out[0][size_t(d)],
+                h[d] / std::sqrt(ms + double(float(1e-6))) * (1 + in[2][d]),
+                1e-12);
+    double xd = in[0][size_t(d)];
+    EXPECT_NEAR(out[1][size_t(d)], 2 * xd / (1 + std::exp(-xd)), 1e-12);
+  }
 }
 
 } // namespace

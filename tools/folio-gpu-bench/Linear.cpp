@@ -1,0 +1,130 @@
+//===- Linear.cpp - The linear kernel on a GPU ----------------------------===//
+
+#include "tools/folio-gpu-bench/GpuBench.h"
+#include "tools/folio-gpu-bench/Support.h"
+
+#include "codegen/CPU/Linear.h"
+#include "codegen/CPU/WeightPack.h"
+#include "codegen/CUDA/Templates/KernelArgs.cuh"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace folio::gpubench {
+
+using device::CudaDevice;
+using device::DeviceBuffer;
+using namespace detail;
+
+Expected<LinearResult> measureLinear(const CudaDevice &dev,
+                                     const LoadedKernels &kernels,
+                                     const LinearCase &c, int runs,
+                                     uint32_t seed) {
+  const cuda::LinearSpec &s = c.spec;
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t n = c.n, k = s.k, m = c.m;
+  std::vector<float> wf(size_t(n * k)), x(size_t(m * k));
+  for (float &e : wf)
+    e = 0.02f * normal(rng);
+  for (float &e : x)
+    e = normal(rng);
+  cpu::WeightPacking packed;
+  if (cpu::Status st = cpu::packWeightRows(wf.data(), n, k, s.weightType,
+                                           packed, s.groupSize);
+      !st.ok())
+    return Status::internal("packWeightRows: " + st.message());
+  const cpu::WeightView view = packed.view();
+  cpu::PackedWeight pw;
+  if (cpu::Status st = cpu::PackedWeight::fromView(view, nullptr, pw); !st.ok())
+    return Status::internal(st.message());
+  std::vector<float> want(size_t(m * n));
+  if (cpu::Status st = cpu::linearGemv(x.data(), m, pw, want.data()); !st.ok())
+    return Status::internal("the CPU linear: " + st.message());
+
+  Expected<DeviceBuffer> dw = upload(dev, packed.data, "the weights"),
+                         ds = upload(dev, packed.scales, "the scales"),
+                         dp = upload(dev, packed.groupParams, "int4 params"),
+                         dc =
+                             upload(dev, packed.outlierCols, "outlier columns"),
+                         doutl = upload(dev, packed.outliers, "outliers"),
+                         dx = upload(dev, x, "x");
+  for (Expected<DeviceBuffer> *b : {&dw, &ds, &dp, &dc, &doutl, &dx})
+    if (!*b)
+      return b->status();
+  Expected<DeviceBuffer> dy = dev.allocate(want.size() * 4, "y");
+  if (!dy)
+    return dy.status();
+  folio_cuda::LinearArgs a{};
+  a.x = dx->as<const float>();
+  a.m = m;
+  a.w = dw->as<const void>();
+  a.scales = ds->as<const float>();
+  a.groupParams = dp->as<const unsigned short>();
+  a.outlierCols = dc->as<const int>();
+  a.outliers = doutl->as<const unsigned short>();
+  a.numOutliers = int(view.numOutliers);
+  a.y = dy->as<float>();
+  a.n = n;
+  device::CudaLaunch l = toLaunch(cuda::linearLaunch(s, n));
+  auto run = [&] { return dev.launch(**kernel, l, &a); };
+
+  LinearResult out;
+  if (Status st = run(); !st)
+    return st;
+  if (Status st = dev.synchronize(); !st)
+    return st;
+  std::vector<float> got(want.size());
+  if (Status st = dev.copyToHost(got.data(), *dy, 0, got.size() * 4); !st)
+    return st;
+  const int64_t groups =
+      s.weightType == cpu::DType::I4 ? cpu::int4Groups(k, s.groupSize) : 0;
+  // The first 512 outputs of each row: the bound takes a pass over k per
+  // output, and the big projections have thousands.
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < std::min<int64_t>(n, 512); ++r) {
+      // sum |x w|, and for int4 the group terms the CPU kernel sums apart
+      // (scale * sum x q + min * sum x).
+      double mag = 0;
+      for (int64_t col = 0; col < k; ++col) {
+        double w = std::fabs(cpu::weightViewAt(view, r, col));
+        if (groups > 0) {
+          const uint16_t *p =
+              view.groupParams + (r * groups + col / s.groupSize) * 2;
+          w += 15 * std::fabs(cpu::f16ToFloat(p[0])) +
+               std::fabs(cpu::f16ToFloat(p[1]));
+        }
+        mag += std::fabs(double(x[size_t(i * k + col)])) * w;
+      }
+      // Each result within f32 accumulation of k terms (2e-6 k, the CPU
+      // linear tests' bound), so the two within twice that; above kSmallM
+      // rows the CPU's 8-bit and int4 paths round x to bf16.
+      double rounding = m <= cpu::kSmallM || cpu::isPlainFloat(s.weightType)
+                            ? 0.0
+                        : s.weightType == cpu::DType::I4 ? 1.0 / 16384
+                                                         : 1.0 / 256;
+      double bound = (4e-6 * double(k) + rounding) * mag + 1e-30;
+      size_t at = size_t(i * n + r);
+      out.maxBoundFraction =
+          std::max(out.maxBoundFraction,
+                   std::fabs(double(got[at]) - double(want[at])) / bound);
+    }
+  if (!(out.maxBoundFraction <= 1.0))
+    return Status::internal(
+        cuda::kernelName(s) + " differs from the CPU linear by " +
+        std::to_string(out.maxBoundFraction) + " times its rounding bound");
+  double bytes = double(cpu::weightViewBytes(view)) + double(x.size()) * 4 +
+                 double(want.size()) * 4;
+  Expected<Timing> t = timeRuns(dev, runs, bytes, run);
+  if (!t)
+    return t.status();
+  out.timing = *t;
+  return out;
+}
+
+} // namespace folio::gpubench

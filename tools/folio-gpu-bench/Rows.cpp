@@ -1,0 +1,439 @@
+//===- Rows.cpp - Row programs, rotary, gathers and sampling on a GPU -----===//
+
+#include "tools/folio-gpu-bench/GpuBench.h"
+#include "tools/folio-gpu-bench/Support.h"
+
+#include "codegen/CPU/Gather.h"
+#include "codegen/CPU/Rotary.h"
+#include "codegen/CUDA/Templates/KernelArgs.cuh"
+#include "runtime/Sampler/Philox.h"
+#include "runtime/Sampler/Sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace folio::gpubench {
+
+using device::CudaDevice;
+using device::DeviceBuffer;
+using namespace detail;
+
+namespace {
+
+double unary(const std::string &fn, double x) {
+  if (fn == "neg")
+    return -x;
+  if (fn == "abs")
+    return std::fabs(x);
+  if (fn == "exp")
+    return std::exp(x);
+  if (fn == "tanh")
+    return std::tanh(x);
+  if (fn == "erf")
+    return std::erf(x);
+  if (fn == "sqrt")
+    return std::sqrt(x);
+  if (fn == "reciprocal")
+    return 1.0 / x;
+  if (fn == "sigmoid")
+    return 1.0 / (1.0 + std::exp(-x));
+  if (fn == "relu")
+    return x > 0 ? x : 0.0;
+  if (fn == "silu")
+    return x / (1.0 + std::exp(-x));
+  if (fn == "gelu_erf")
+    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  // gelu_tanh: GPT-2's gelu_new.
+  return 0.5 * x *
+         (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+double binary(const std::string &fn, double a, double b) {
+  if (fn == "add")
+    return a + b;
+  if (fn == "sub")
+    return a - b;
+  if (fn == "mul")
+    return a * b;
+  if (fn == "div")
+    return a / b;
+  if (fn == "pow")
+    return std::pow(a, b);
+  if (fn == "max")
+    return std::max(a, b);
+  return std::min(a, b);
+}
+
+} // namespace
+
+std::vector<std::vector<double>>
+evaluateRowProgram(const cuda::RowKernelSpec &spec,
+                   const std::vector<std::vector<float>> &inputs,
+                   int64_t rows) {
+  const int64_t dim = spec.dim;
+  std::vector<std::vector<double>> out(size_t(spec.numOutputs),
+                                       std::vector<double>(size_t(rows * dim)));
+  for (int64_t r = 0; r < rows; ++r) {
+    // One row of every op's values.
+    std::vector<std::vector<double>> v(spec.ops.size(),
+                                       std::vector<double>(size_t(dim)));
+    for (size_t i = 0; i < spec.ops.size(); ++i) {
+      const cuda::RowOp &op = spec.ops[i];
+      std::vector<double> &y = v[i];
+      switch (op.kind) {
+      case cuda::RowOpKind::Input: {
+        const std::vector<float> &in = inputs[size_t(op.index)];
+        for (int64_t d = 0; d < dim; ++d)
+          y[size_t(d)] =
+              spec.inputs[size_t(op.index)] == cuda::RowInputKind::Row
+                  ? in[size_t(r * dim + d)]
+              : spec.inputs[size_t(op.index)] == cuda::RowInputKind::Vector
+                  ? in[size_t(d)]
+                  : in[0];
+        break;
+      }
+      case cuda::RowOpKind::Constant:
+        std::fill(y.begin(), y.end(), double(float(op.value)));
+        break;
+      case cuda::RowOpKind::Unary:
+        for (int64_t d = 0; d < dim; ++d)
+          y[size_t(d)] = unary(op.fn, v[size_t(op.a)][size_t(d)]);
+        break;
+      case cuda::RowOpKind::Binary:
+        for (int64_t d = 0; d < dim; ++d)
+          y[size_t(d)] = binary(op.fn, v[size_t(op.a)][size_t(d)],
+                                v[size_t(op.b)][size_t(d)]);
+        break;
+      case cuda::RowOpKind::RmsNorm: {
+        const std::vector<double> &a = v[size_t(op.a)];
+        double ss = 0;
+        for (double x : a)
+          ss += x * x;
+        double inv =
+            1.0 / std::sqrt(ss / double(dim) + double(float(op.value)));
+        for (int64_t d = 0; d < dim; ++d)
+          y[size_t(d)] =
+              a[size_t(d)] * inv *
+              (op.weightOffset + (op.b >= 0 ? v[size_t(op.b)][size_t(d)]
+                                            : 1.0 - op.weightOffset));
+        break;
+      }
+      case cuda::RowOpKind::LayerNorm: {
+        const std::vector<double> &a = v[size_t(op.a)];
+        double mean = 0, var = 0;
+        for (double x : a)
+          mean += x;
+        mean /= double(dim);
+        for (double x : a)
+          var += (x - mean) * (x - mean);
+        var /= double(dim);
+        double inv = 1.0 / std::sqrt(var + double(float(op.value)));
+        for (int64_t d = 0; d < dim; ++d)
+          y[size_t(d)] = (a[size_t(d)] - mean) * inv *
+                             (op.b >= 0 ? v[size_t(op.b)][size_t(d)] : 1.0) +
+                         (op.c >= 0 ? v[size_t(op.c)][size_t(d)] : 0.0);
+        break;
+      }
+      case cuda::RowOpKind::Output:
+        std::copy(v[size_t(op.a)].begin(), v[size_t(op.a)].end(),
+                  out[size_t(op.index)].begin() + r * dim);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+Expected<RowResult> measureRowKernel(const CudaDevice &dev,
+                                     const LoadedKernels &kernels,
+                                     const RowCase &c, int runs,
+                                     uint32_t seed) {
+  const cuda::RowKernelSpec &s = c.spec;
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t rows = c.rows, dim = s.dim;
+  std::vector<std::vector<float>> inputs;
+  std::vector<DeviceBuffer> dIn;
+  folio_cuda::RowArgs a{};
+  double bytes = 0;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    cuda::RowInputKind kind = s.inputs[i];
+    int64_t n = kind == cuda::RowInputKind::Row      ? rows * dim
+                : kind == cuda::RowInputKind::Vector ? dim
+                                                     : 1;
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float &e : x)
+      // Scalars and vectors positive: they scale (norm weights, softcaps).
+      e = kind == cuda::RowInputKind::Row ? normal(rng)
+                                          : 0.5f + std::fabs(normal(rng));
+    Expected<DeviceBuffer> b = upload(dev, x, "row input " + std::to_string(i));
+    if (!b)
+      return b.status();
+    a.in[i] = b->as<const float>();
+    a.inStride[i] = dim;
+    bytes += double(n) * 4;
+    inputs.push_back(std::move(x));
+    dIn.push_back(std::move(*b));
+  }
+  std::vector<DeviceBuffer> dOut;
+  for (int o = 0; o < s.numOutputs; ++o) {
+    Expected<DeviceBuffer> b =
+        dev.allocate(size_t(rows * dim) * 4, "row output " + std::to_string(o));
+    if (!b)
+      return b.status();
+    a.out[o] = b->as<float>();
+    a.outStride[o] = dim;
+    bytes += double(rows * dim) * 4;
+    dOut.push_back(std::move(*b));
+  }
+  device::CudaLaunch l = toLaunch(cuda::rowKernelLaunch(s, rows));
+  auto run = [&] { return dev.launch(**kernel, l, &a); };
+  if (Status st = run(); !st)
+    return st;
+  if (Status st = dev.synchronize(); !st)
+    return st;
+  std::vector<std::vector<double>> want = evaluateRowProgram(s, inputs, rows);
+  RowResult out;
+  for (int o = 0; o < s.numOutputs; ++o) {
+    std::vector<float> got(size_t(rows * dim));
+    if (Status st =
+            dev.copyToHost(got.data(), dOut[size_t(o)], 0, got.size() * 4);
+        !st)
+      return st;
+    for (size_t i = 0; i < got.size(); ++i) {
+      double w = want[size_t(o)][i];
+      if (std::isnan(w) && std::isnan(got[i]))
+        continue;
+      out.maxRelDiff = std::max(out.maxRelDiff, std::fabs(double(got[i]) - w) /
+                                                    (std::fabs(w) + 1));
+    }
+  }
+  // f32 against double: the norms' sums over dim, the libm functions.
+  if (!(out.maxRelDiff < 1e-4))
+    return Status::internal(cuda::kernelName(s) +
+                            " differs from its program evaluated in double "
+                            "by " +
+                            std::to_string(out.maxRelDiff) +
+                            " (relative to |x| + 1), over 1e-4");
+  Expected<Timing> t = timeRuns(dev, runs, bytes, run);
+  if (!t)
+    return t.status();
+  out.timing = *t;
+  return out;
+}
+
+Expected<Timing> measureRotary(const CudaDevice &dev,
+                               const LoadedKernels &kernels,
+                               const RotaryCase &c, int runs, uint32_t seed) {
+  const cuda::RotarySpec &s = c.spec;
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  cpu::RotaryParams p;
+  p.headDim = s.headDim;
+  p.rotaryDim = s.rotaryDim;
+  p.style = s.interleaved ? cpu::RotaryStyle::Interleaved
+                          : cpu::RotaryStyle::HalfSplit;
+  const int64_t positionsInTable = 4096, T = c.tokens, H = s.numHeads,
+                D = s.headDim;
+  std::vector<float> inv = cpu::rotaryInverseFrequencies(p);
+  std::vector<float> table(size_t(positionsInTable * s.rotaryDim));
+  for (int64_t pos = 0; pos < positionsInTable; ++pos)
+    for (size_t i = 0; i < inv.size(); ++i) {
+      double angle = double(float(pos) * inv[i]);
+      table[size_t(pos * s.rotaryDim) + i] = float(std::cos(angle));
+      table[size_t(pos * s.rotaryDim) + inv.size() + i] =
+          float(std::sin(angle));
+    }
+  std::vector<int64_t> positions(static_cast<size_t>(T));
+  std::uniform_int_distribution<int64_t> pick(0, positionsInTable - 1);
+  for (int64_t &pos : positions)
+    pos = pick(rng);
+  std::vector<float> x(size_t(T * H * D)), want(x.size());
+  for (float &e : x)
+    e = normal(rng);
+  if (cpu::Status st =
+          cpu::applyRotaryRows(x.data(), want.data(), T, H, 1, positions.data(),
+                               table.data(), positionsInTable, p);
+      !st.ok())
+    return Status::internal("the CPU rotary: " + st.message());
+  Expected<DeviceBuffer> dx = upload(dev, x, "rows"),
+                         dpos = upload(dev, positions, "positions"),
+                         dtable = upload(dev, table, "the cos / sin table");
+  for (Expected<DeviceBuffer> *b : {&dx, &dpos, &dtable})
+    if (!*b)
+      return b->status();
+  folio_cuda::RotaryArgs a{
+      dx->as<const float>(),       dx->as<float>(),          H * D, H * D,
+      dpos->as<const long long>(), dtable->as<const float>()};
+  device::CudaLaunch l = toLaunch(cuda::rotaryLaunch(s, T));
+  if (Status st = dev.launch(**kernel, l, &a); !st)
+    return st;
+  std::vector<float> got(x.size());
+  if (Status st = dev.copyToHost(got.data(), *dx, 0, got.size() * 4); !st)
+    return st;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= 1e-6f + 1e-6f * std::fabs(want[i])))
+      return Status::internal(cuda::kernelName(s) + " element " +
+                              std::to_string(i) + ": " +
+                              std::to_string(got[i]) + ", the CPU rotary " +
+                              std::to_string(want[i]));
+  // In place again and again: the values change, the traffic does not.
+  double bytes = double(T) * (2.0 * double(H * D) * 4 + 8 + s.rotaryDim * 4.0);
+  return timeRuns(dev, runs, bytes,
+                  [&] { return dev.launch(**kernel, l, &a); });
+}
+
+Expected<Timing> measureGather(const CudaDevice &dev,
+                               const LoadedKernels &kernels,
+                               const GatherCase &c, int runs, uint32_t seed) {
+  const cuda::GatherSpec &s = c.spec;
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t n = c.rows, rowsInTable = c.tableRows, dim = s.dim;
+  const size_t elemBytes = cpu::dtypeBits(s.tableType) / 8;
+  std::vector<uint8_t> table(size_t(rowsInTable * dim) * elemBytes);
+  for (size_t i = 0; i < size_t(rowsInTable * dim); ++i) {
+    float f = normal(rng);
+    if (s.tableType == cpu::DType::F32)
+      std::memcpy(&table[i * 4], &f, 4);
+    else {
+      uint16_t h = s.tableType == cpu::DType::BF16 ? cpu::floatToBf16(f)
+                                                   : cpu::floatToF16(f);
+      std::memcpy(&table[i * 2], &h, 2);
+    }
+  }
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  std::uniform_int_distribution<int32_t> pick(0, int32_t(rowsInTable - 1));
+  for (int32_t &id : ids)
+    id = pick(rng);
+  std::vector<long long> ids64(ids.begin(), ids.end());
+  const float scale = s.embedding ? 1.5f : 1.0f;
+  std::vector<float> want(size_t(n * dim));
+  cpu::Status st =
+      s.embedding
+          ? cpu::embedding(ids.data(), n, table.data(), s.tableType,
+                           rowsInTable, dim, want.data(), scale)
+          : cpu::gatherRows(reinterpret_cast<const float *>(table.data()),
+                            rowsInTable, dim, ids.data(), n, want.data());
+  if (!st.ok())
+    return Status::internal("the CPU gather: " + st.message());
+  int zero = 0;
+  Expected<DeviceBuffer> dt = upload(dev, table, "the table"),
+                         d64 = upload(dev, ids64, "ids"),
+                         d32 = upload(dev, ids, "indices"),
+                         dout = dev.allocate(want.size() * 4, "rows"),
+                         derr =
+                             dev.upload(&zero, sizeof zero, "the error flag");
+  for (Expected<DeviceBuffer> *b : {&dt, &d64, &d32, &dout, &derr})
+    if (!*b)
+      return b->status();
+  folio_cuda::GatherArgs a{
+      dt->as<const void>(), rowsInTable, d64->as<const long long>(),
+      d32->as<const int>(), scale,       dout->as<float>(),
+      derr->as<int>()};
+  device::CudaLaunch l = toLaunch(cuda::gatherLaunch(s, n));
+  auto run = [&] { return dev.launch(**kernel, l, &a); };
+  if (Status e = run(); !e)
+    return e;
+  std::vector<float> got(want.size());
+  int error = -1;
+  if (Status e = dev.copyToHost(got.data(), *dout, 0, got.size() * 4); !e)
+    return e;
+  if (Status e = dev.copyToHost(&error, *derr, 0, sizeof error); !e)
+    return e;
+  if (error != 0 || std::memcmp(got.data(), want.data(), got.size() * 4) != 0)
+    return Status::internal(cuda::kernelName(s) +
+                            " does not gather what the CPU gathers");
+  double bytes = double(n) * (double(dim) * (double(elemBytes) + 4) + 8);
+  return timeRuns(dev, runs, bytes, run);
+}
+
+Expected<Timing> measureSample(const CudaDevice &dev,
+                               const LoadedKernels &kernels,
+                               const SampleCase &c, int runs, uint32_t seed) {
+  const cuda::SampleSpec &s = c.spec;
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const int rows = c.rows, vocab = c.vocab;
+  // Settings cycle through plain, top-k, top-p and both.
+  const float temps[] = {1.0f, 0.7f, 1.3f, 0.5f};
+  const int topKs[] = {0, 5, 0, 50};
+  const float topPs[] = {1.0f, 1.0f, 0.9f, 0.8f};
+  const size_t R = static_cast<size_t>(rows);
+  std::vector<float> logits(R * size_t(vocab)), temperature(R), topP(R);
+  std::vector<int> topK(R), tokens(R, -2);
+  std::vector<double> uniform(R);
+  std::vector<SamplingParams> params(static_cast<size_t>(rows));
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < vocab; ++i)
+      logits[size_t(r) * size_t(vocab) + size_t(i)] = normal(rng);
+    SamplingParams &p = params[size_t(r)];
+    if (!s.greedy) {
+      p.temperature = temperature[size_t(r)] = temps[r % 4];
+      p.topK = topK[size_t(r)] = topKs[r % 4];
+      p.topP = topP[size_t(r)] = topPs[r % 4];
+      uniform[size_t(r)] = philoxUniform(seed + uint64_t(r), 7);
+    } else {
+      p.temperature = 0.0f;
+    }
+  }
+  Expected<DeviceBuffer> dl = upload(dev, logits, "logits"),
+                         dt = upload(dev, temperature, "temperatures"),
+                         dk = upload(dev, topK, "top_k"),
+                         dp = upload(dev, topP, "top_p"),
+                         du = upload(dev, uniform, "uniforms"),
+                         dtok = dev.allocate(tokens.size() * 4, "tokens");
+  for (Expected<DeviceBuffer> *b : {&dl, &dt, &dk, &dp, &du, &dtok})
+    if (!*b)
+      return b->status();
+  folio_cuda::SampleArgs a{dl->as<const float>(),
+                           vocab,
+                           vocab,
+                           dtok->as<int>(),
+                           dt->as<const float>(),
+                           dk->as<const int>(),
+                           dp->as<const float>(),
+                           du->as<const double>()};
+  device::CudaLaunch l = toLaunch(cuda::sampleLaunch(s, rows));
+  auto run = [&] { return dev.launch(**kernel, l, &a); };
+  if (Status e = run(); !e)
+    return e;
+  if (Status e = dev.copyToHost(tokens.data(), *dtok, 0, tokens.size() * 4); !e)
+    return e;
+  for (int r = 0; r < rows; ++r) {
+    SampleRow sr;
+    sr.params = &params[size_t(r)];
+    sr.seed = seed + uint64_t(r);
+    sr.position = 7;
+    Expected<SampledToken> want =
+        sampleRow(&logits[size_t(r) * size_t(vocab)], size_t(vocab), sr);
+    if (!want)
+      return Status::internal("the CPU sampler: " + want.status().message());
+    if (tokens[size_t(r)] != want->token)
+      return Status::internal(
+          cuda::kernelName(s) + " row " + std::to_string(r) + ": token " +
+          std::to_string(tokens[size_t(r)]) + ", the CPU sampler's " +
+          std::to_string(want->token));
+  }
+  return timeRuns(dev, runs, double(rows) * double(vocab) * 4, run);
+}
+
+} // namespace folio::gpubench

@@ -1,0 +1,38 @@
+//===- Support.h - What the GPU measurements share ---------------*- C++
+//-*-===//
+
+#ifndef FOLIO_TOOLS_FOLIO_GPU_BENCH_SUPPORT_H
+#define FOLIO_TOOLS_FOLIO_GPU_BENCH_SUPPORT_H
+
+#include "tools/folio-gpu-bench/GpuBench.h"
+
+#include "codegen/CUDA/KernelSpec.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace folio::gpubench::detail {
+
+device::CudaLaunch toLaunch(const cuda::LaunchGeometry &g);
+
+/// The loaded kernel `name`, or an error naming it.
+Expected<const device::CudaKernel *> find(const LoadedKernels &k,
+                                          const std::string &name);
+
+/// Two warm-up runs, then `runs` timings of enough back-to-back runs to
+/// take about a millisecond (event resolution and launch gaps stay small
+/// beside it); the median per run.
+Expected<Timing> timeRuns(const device::CudaDevice &dev, int runs, double bytes,
+                          const std::function<Status()> &body);
+
+template <typename T>
+Expected<device::DeviceBuffer> upload(const device::CudaDevice &dev,
+                                      const std::vector<T> &v,
+                                      const std::string &what) {
+  return dev.upload(v.data(), v.size() * sizeof(T), what);
+}
+
+} // namespace folio::gpubench::detail
+
+#endif // FOLIO_TOOLS_FOLIO_GPU_BENCH_SUPPORT_H
