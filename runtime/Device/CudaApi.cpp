@@ -12,9 +12,13 @@
 namespace folio::device {
 
 Expected<const CudaApi *> loadCudaApi() {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<CudaApi>> loaded;
-  std::lock_guard<std::mutex> lock(mu);
+  // Never destroyed, like the libraries they point into: a device held in
+  // a static (a tool's, a test's) is released after static destructors
+  // would have run.
+  static std::mutex *mu = new std::mutex;
+  static auto *loadedApis = new std::map<std::string, std::unique_ptr<CudaApi>>;
+  std::lock_guard<std::mutex> lock(*mu);
+  auto &loaded = *loadedApis;
   std::string library = cudaDriverLibrary();
   if (auto it = loaded.find(library); it != loaded.end())
     return static_cast<const CudaApi *>(it->second.get());

@@ -54,8 +54,9 @@ struct State {
 };
 
 State &state() {
-  static State s;
-  return s;
+  // Never destroyed: devices released at exit still free through it.
+  static State *s = new State;
+  return *s;
 }
 
 int context; // the primary context's handle is its address
