@@ -3,6 +3,8 @@
 #include "runtime/Device/CudaDevice.h"
 
 #include <algorithm>
+#include <functional>
+#include <utility>
 #include <vector>
 
 namespace folio::device {
@@ -83,29 +85,40 @@ Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
   d->api_ = *api;
   char name[256] = {0};
   int optin = 0;
-  std::string step = "cuDeviceGet";
-  cu::Result r = a.deviceGet(&d->device_, ordinal);
-  if (r == cu::kSuccess && (step = "cuDeviceGetName", true))
-    r = a.deviceGetName(name, int(sizeof(name)) - 1, d->device_);
-  if (r == cu::kSuccess && (step = "cuDeviceGetAttribute", true))
-    r = a.deviceGetAttribute(&d->major_, cu::kAttrComputeCapabilityMajor,
-                             d->device_);
-  if (r == cu::kSuccess)
-    r = a.deviceGetAttribute(&d->minor_, cu::kAttrComputeCapabilityMinor,
-                             d->device_);
-  if (r == cu::kSuccess)
-    r = a.deviceGetAttribute(&d->multiprocessors_, cu::kAttrMultiprocessorCount,
-                             d->device_);
-  if (r == cu::kSuccess)
-    r = a.deviceGetAttribute(&optin, cu::kAttrMaxSharedPerBlockOptin,
-                             d->device_);
-  if (r == cu::kSuccess && (step = "cuDeviceTotalMem", true))
-    r = a.deviceTotalMem(&d->totalMemory_, d->device_);
-  if (r == cu::kSuccess && (step = "cuDevicePrimaryCtxRetain", true))
-    r = a.primaryCtxRetain(&d->context_, d->device_);
-  if (r != cu::kSuccess)
-    return Status::notFound("CUDA device " + std::to_string(ordinal) + ": " +
-                            step + " failed: " + cudaErrorText(a, r));
+  cu::Device &dev = d->device_;
+  // Each query in turn; the first that fails is named.
+  const std::pair<const char *, std::function<cu::Result()>> queries[] = {
+      {"cuDeviceGet", [&] { return a.deviceGet(&dev, ordinal); }},
+      {"cuDeviceGetName",
+       [&] { return a.deviceGetName(name, int(sizeof(name)) - 1, dev); }},
+      {"cuDeviceGetAttribute (compute capability)",
+       [&] {
+         cu::Result r = a.deviceGetAttribute(
+             &d->major_, cu::kAttrComputeCapabilityMajor, dev);
+         return r != cu::kSuccess
+                    ? r
+                    : a.deviceGetAttribute(
+                          &d->minor_, cu::kAttrComputeCapabilityMinor, dev);
+       }},
+      {"cuDeviceGetAttribute (multiprocessors)",
+       [&] {
+         return a.deviceGetAttribute(&d->multiprocessors_,
+                                     cu::kAttrMultiprocessorCount, dev);
+       }},
+      {"cuDeviceGetAttribute (opt-in shared memory)",
+       [&] {
+         return a.deviceGetAttribute(&optin, cu::kAttrMaxSharedPerBlockOptin,
+                                     dev);
+       }},
+      {"cuDeviceTotalMem",
+       [&] { return a.deviceTotalMem(&d->totalMemory_, dev); }},
+      {"cuDevicePrimaryCtxRetain",
+       [&] { return a.primaryCtxRetain(&d->context_, dev); }},
+  };
+  for (const auto &[call, query] : queries)
+    if (cu::Result r = query(); r != cu::kSuccess)
+      return Status::notFound("CUDA device " + std::to_string(ordinal) + ": " +
+                              call + " failed: " + cudaErrorText(a, r));
   d->name_ = name;
   d->maxDynamicShared_ = size_t(optin > 0 ? optin : 48 * 1024);
   if (a.driverGetVersion(&d->driverVersion_) != cu::kSuccess)

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Device/CudaDevice.h"
 #include "runtime/Device/CudaDriver.h"
 #include "runtime/Device/DeviceSelection.h"
 #include "runtime/Device/KernelImages.h"
@@ -144,6 +145,43 @@ std::string chosen(const plan::Plan &p, int major, int minor) {
     s += (s.empty() ? "" : ", ") + i.kernel->name + ":" + i.kernel->arch +
          (i.format == KernelImage::Format::Cubin ? ":cubin" : ":ptx");
   return s;
+}
+
+TEST(CudaDevice, OpeningSaysWhatIsMissing) {
+  ScopedEnv env;
+  auto openError = [] {
+    Expected<std::unique_ptr<CudaDevice>> d = CudaDevice::open(0);
+    return d ? std::string("(no error)") : d.status().message();
+  };
+  env.set("FOLIO_LIBCUDA_PATH", "/nonexistent/libcuda.so.1");
+  EXPECT_NE(openError().find("no CUDA driver: cannot load "
+                             "/nonexistent/libcuda.so.1"),
+            std::string::npos)
+      << openError();
+  // The probe's fake has what probing needs, not memory or launches.
+  env.set("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA);
+  std::string e = openError();
+  EXPECT_NE(e.find("lacks the entry points cuDeviceTotalMem_v2, "
+                   "cuDevicePrimaryCtxRetain"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("cuLaunchKernel"), std::string::npos) << e;
+  // The whole API: a device that does not exist is named.
+  env.set("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA_DEVICE);
+  Expected<std::unique_ptr<CudaDevice>> missing = CudaDevice::open(3);
+  ASSERT_FALSE(bool(missing));
+  EXPECT_EQ(missing.status().message(),
+            "CUDA device 3 does not exist; the driver reports 1 (0 to 0)");
+  Expected<std::unique_ptr<CudaDevice>> d = CudaDevice::open(0);
+  ASSERT_TRUE(bool(d)) << d.status().message();
+  EXPECT_EQ((*d)->arch(), "sm_90");
+  EXPECT_EQ((*d)->multiprocessors(), 132);
+  EXPECT_EQ((*d)->maxDynamicShared(), size_t(227 * 1024));
+  EXPECT_EQ((*d)->driverVersion(), 13000);
+  env.set("FOLIO_FAKE_CUDA_CC", "89");
+  Expected<std::unique_ptr<CudaDevice>> ada = CudaDevice::open(0);
+  ASSERT_TRUE(bool(ada));
+  EXPECT_EQ((*ada)->arch(), "sm_89");
 }
 
 TEST(KernelImages, CubinOfTheMajorElsePtx) {
