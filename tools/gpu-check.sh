@@ -64,6 +64,15 @@ if [ ! -x "$bench" ]; then
   exit 2
 fi
 
+# cuBLASLt is loaded at run time: where the toolkit's libraries are not on
+# the loader's path, add its lib64.
+for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" "$(dirname "$(command -v nvcc 2>/dev/null || echo /nonexistent/bin/nvcc)")/../lib64"; do
+  if [ -e "$d/libcublasLt.so.13" ]; then
+    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    break
+  fi
+done
+
 # No GPU: folio-gpu-bench says why and exits 77; so does this script.
 set +e
 "$bench" --probe >/dev/null

@@ -13,6 +13,7 @@
 #define FOLIO_TOOLS_FOLIO_GPU_BENCH_GPUBENCH_H
 
 #include "codegen/CUDA/Emitter.h"
+#include "runtime/Device/CublasLt.h"
 #include "runtime/Device/CudaDevice.h"
 
 #include <map>
@@ -126,6 +127,22 @@ Expected<LinearResult> measureLinear(const device::CudaDevice &dev,
                                      const LoadedKernels &kernels,
                                      const LinearCase &c, int runs,
                                      uint32_t seed = 1);
+
+struct GemmResult {
+  Timing timing;
+  double tflopsPerS = 0;
+  /// Largest |device - reference| over the rounding bound of its sum.
+  double maxBoundFraction = 0;
+};
+
+/// cuBLASLt's bf16 linear (CublasLt::linearBf16) of m rows through an
+/// [n, k] weight, with a bias, checked against a double-precision sum over
+/// the same bf16 values on the first 256 outputs of every row. Bytes: the
+/// weights, x, bias and y; TFLOP/s: 2 m n k over the time.
+Expected<GemmResult> measureCublasLinear(const device::CudaDevice &dev,
+                                         const device::CublasLt &lt, int m,
+                                         int n, int k, int runs,
+                                         uint32_t seed = 1);
 
 struct RowCase {
   cuda::RowKernelSpec spec;

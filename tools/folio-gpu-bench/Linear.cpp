@@ -3,6 +3,7 @@
 #include "tools/folio-gpu-bench/GpuBench.h"
 #include "tools/folio-gpu-bench/Support.h"
 
+#include "codegen/CPU/DType.h"
 #include "codegen/CPU/Linear.h"
 #include "codegen/CPU/WeightPack.h"
 #include "codegen/CUDA/Templates/KernelArgs.cuh"
@@ -124,6 +125,72 @@ Expected<LinearResult> measureLinear(const CudaDevice &dev,
   if (!t)
     return t.status();
   out.timing = *t;
+  return out;
+}
+
+Expected<GemmResult> measureCublasLinear(const CudaDevice &dev,
+                                         const device::CublasLt &lt, int m,
+                                         int n, int k, int runs,
+                                         uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const size_t M = static_cast<size_t>(m), N = static_cast<size_t>(n),
+               K = static_cast<size_t>(k);
+  std::vector<uint16_t> w(N * K), x(M * K);
+  std::vector<float> bias(N);
+  for (uint16_t &e : w)
+    e = cpu::floatToBf16(0.02f * normal(rng));
+  for (uint16_t &e : x)
+    e = cpu::floatToBf16(normal(rng));
+  for (float &e : bias)
+    e = normal(rng);
+  Expected<DeviceBuffer> dw = upload(dev, w, "bf16 weights"),
+                         dx = upload(dev, x, "bf16 x"),
+                         db = upload(dev, bias, "the bias"),
+                         dy = dev.allocate(M * N * 4, "y");
+  for (Expected<DeviceBuffer> *b : {&dw, &dx, &db, &dy})
+    if (!*b)
+      return b->status();
+  auto run = [&] {
+    return lt.linearBf16(dx->ptr(), dw->ptr(), db->ptr(), dy->ptr(), m, n, k);
+  };
+  if (Status st = run(); !st)
+    return st;
+  if (Status st = dev.synchronize(); !st)
+    return st;
+  std::vector<float> got(M * N);
+  if (Status st = dev.copyToHost(got.data(), *dy, 0, got.size() * 4); !st)
+    return st;
+  GemmResult out;
+  for (size_t i = 0; i < M; ++i)
+    for (size_t r = 0; r < std::min<size_t>(N, 256); ++r) {
+      double want = bias[r], mag = std::fabs(bias[r]);
+      for (size_t c = 0; c < K; ++c) {
+        double p = double(cpu::bf16ToFloat(x[i * K + c])) *
+                   cpu::bf16ToFloat(w[r * K + c]);
+        want += p;
+        mag += std::fabs(p);
+      }
+      // f32 accumulation of k products (the CPU linear tests' bound).
+      double bound = 2e-6 * double(k) * mag + 1e-30;
+      out.maxBoundFraction =
+          std::max(out.maxBoundFraction,
+                   std::fabs(double(got[i * N + r]) - want) / bound);
+    }
+  if (!(out.maxBoundFraction <= 1.0))
+    return Status::internal(
+        "cuBLASLt's bf16 linear of " + std::to_string(m) + " x " +
+        std::to_string(k) + " by " + std::to_string(n) + " x " +
+        std::to_string(k) + " differs from the reference by " +
+        std::to_string(out.maxBoundFraction) + " times its rounding bound");
+  double bytes = 2.0 * double(N * K + M * K) + 4.0 * double(N + M * N);
+  Expected<Timing> t = timeRuns(dev, runs, bytes, run);
+  if (!t)
+    return t.status();
+  out.timing = *t;
+  out.tflopsPerS = out.timing.ms > 0 ? 2.0 * double(M) * double(N) * double(K) /
+                                           (out.timing.ms * 1e9)
+                                     : 0;
   return out;
 }
 

@@ -371,6 +371,38 @@ int main(int argc, char **argv) {
     j.endObject();
   }
   j.endArray();
+  // cuBLASLt's bf16 GEMM at prefill and decode-batch sizes: the tensor-core
+  // path for the rows the generated linear kernel is not made for.
+  j.key("cublaslt");
+  Expected<std::unique_ptr<device::CublasLt>> lt = device::CublasLt::open(dev);
+  if (!lt) {
+    j.beginObject();
+    j.key("skipped").value(lt.status().message());
+    j.endObject();
+  } else {
+    j.beginObject();
+    j.key("version").value(int64_t((*lt)->version()));
+    j.key("linear_bf16").beginArray();
+    for (const Projection &p : projections)
+      for (int m : {16, quick ? 128 : 2048}) {
+        Expected<GemmResult> r =
+            measureCublasLinear(dev, **lt, m, p.n, p.k, runs);
+        if (!r)
+          return fail("cuBLASLt", r.status());
+        j.beginObject();
+        j.key("projection").value(p.name);
+        j.key("m").value(m);
+        j.key("n").value(p.n);
+        j.key("k").value(p.k);
+        j.key("ms").value(r->timing.ms);
+        j.key("tflop_per_s").value(r->tflopsPerS);
+        j.key("gb_per_s").value(r->timing.gbPerS);
+        j.key("max_diff_in_bounds").value(r->maxBoundFraction);
+        j.endObject();
+      }
+    j.endArray();
+    j.endObject();
+  }
   // Whole-model decode and prefill need the CUDA executor.
   j.key("model").beginObject();
   j.key("skipped").value("the CUDA executor that runs a plan on the GPU is "

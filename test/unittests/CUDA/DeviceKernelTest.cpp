@@ -7,7 +7,8 @@
 //
 // Without a GPU (the default) the driver is the fake one
 // (test/unittests/Device/FakeCudaDevice.cpp): host memory, and launches
-// that run the same kernels compiled as host C++ against the emulation.
+// that run the same kernels compiled as host C++ against the emulation;
+// cuBLASLt is FakeCublasLt.cpp, its documented semantics on the host.
 // That checks everything on the host side of a launch: sizes, pointers,
 // argument structs, module and kernel lookup, errors. With
 // FOLIO_GPU_TESTS=1 (tools/gpu-check.sh) the real driver and GPU run them.
@@ -36,6 +37,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <map>
+#include <tuple>
 
 namespace folio::cuda::test {
 namespace {
@@ -100,6 +102,7 @@ CudaDevice *testDevice(std::string &error) {
     opened = true;
     if (!realGpu()) {
       ::setenv("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA_DEVICE, 1);
+      ::setenv("FOLIO_LIBCUBLASLT_PATH", FOLIO_FAKE_CUBLASLT, 1);
       void *lib = ::dlopen(FOLIO_FAKE_CUDA_DEVICE, RTLD_NOW | RTLD_LOCAL);
       auto reg = lib ? reinterpret_cast<RegisterFn>(
                            ::dlsym(lib, "folioFakeCudaRegister"))
@@ -566,6 +569,19 @@ TEST_F(CudaDeviceKernels, GpuBenchRowKernelsChecksThenMeasures) {
     }
 }
 
+TEST_F(CudaDeviceKernels, GpuBenchCublasLinearChecksThenMeasures) {
+  Expected<std::unique_ptr<device::CublasLt>> lt = device::CublasLt::open(*dev);
+  ASSERT_TRUE(bool(lt)) << lt.status().message();
+  for (auto [m, n, k] : {std::tuple{3, 20, 40}, std::tuple{17, 300, 64}}) {
+    Expected<gpubench::GemmResult> r =
+        gpubench::measureCublasLinear(*dev, **lt, m, n, k, 2);
+    ASSERT_TRUE(bool(r)) << r.status().message();
+    EXPECT_LE(r->maxBoundFraction, 1.0);
+    EXPECT_EQ(r->timing.bytes, 2.0 * (n * k + m * k) + 4.0 * (n + m * n));
+    EXPECT_GT(r->tflopsPerS, 0.0);
+  }
+}
+
 TEST(GpuBenchReference, RowProgramsEvaluateAsTheirOpsSay) {
   // out0 = rms_norm(x + r, w) with Gemma's offset, out1 = silu(x) * 2.
   RowKernelSpec s;
@@ -588,12 +604,15 @@ TEST(GpuBenchReference, RowProgramsEvaluateAsTheirOpsSay) {
   norm.weightOffset = 1.0;
   RowOp two = op(RowOpKind::Constant, "", -1);
   two.value = 2.0;
-  RowOp out0 = op(RowOpKind::Output, "", 4), out1 = op(RowOpKind::Output, "", 7);
+  RowOp out0 = op(RowOpKind::Output, "", 4),
+        out1 = op(RowOpKind::Output, "", 7);
   out0.index = 0;
   out1.index = 1;
-  s.ops = {x, r, w, op(RowOpKind::Binary, "add", 0, 1), norm,
-           op(RowOpKind::Unary, "silu", 0), two,
-           op(RowOpKind::Binary, "mul", 5, 6), out0, out1};
+  s.ops = {x,    r,
+           w,    op(RowOpKind::Binary, "add", 0, 1),
+           norm, op(RowOpKind::Unary, "silu", 0),
+           two,  op(RowOpKind::Binary, "mul", 5, 6),
+           out0, out1};
   s.numOutputs = 2;
   std::vector<std::vector<float>> in = {
       {1, 2, 3, 4}, {1, 0, -1, 0}, {0.5f, 0, -0.5f, 1}};

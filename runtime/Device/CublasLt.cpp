@@ -1,0 +1,283 @@
+//===- CublasLt.cpp - GEMMs through cuBLASLt, loaded at run time ----------===//
+
+#include "runtime/Device/CublasLt.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <type_traits>
+
+namespace folio::device {
+
+namespace lt {
+// cublasLt.h, library_types.h and cublas_api.h values.
+constexpr int kSuccess = 0;
+constexpr int kComputeF32 = 68;     // CUBLAS_COMPUTE_32F
+constexpr int kF32 = 0;             // CUDA_R_32F
+constexpr int kBF16 = 14;           // CUDA_R_16BF
+constexpr int kOpN = 0, kOpT = 1;   // cublasOperation_t
+constexpr int kDescTransA = 3;      // CUBLASLT_MATMUL_DESC_TRANSA
+constexpr int kDescTransB = 4;      // CUBLASLT_MATMUL_DESC_TRANSB
+constexpr int kDescEpilogue = 7;    // CUBLASLT_MATMUL_DESC_EPILOGUE
+constexpr int kDescBiasPointer = 8; // CUBLASLT_MATMUL_DESC_BIAS_POINTER
+constexpr int kDescBiasType = 26;   // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
+constexpr uint32_t kEpilogueDefault = 1, kEpilogueBias = 4;
+constexpr int kPrefMaxWorkspace = 1; // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+
+struct Algo {
+  uint64_t data[8];
+};
+struct HeuristicResult {
+  Algo algo;
+  size_t workspaceSize;
+  int state;
+  float wavesCount;
+  int reserved[4];
+};
+} // namespace lt
+
+struct CublasLtApi {
+  std::string library;
+  int (*create)(void **) = nullptr;
+  int (*destroy)(void *) = nullptr;
+  size_t (*getVersion)() = nullptr;
+  int (*descCreate)(void **, int, int) = nullptr;
+  int (*descDestroy)(void *) = nullptr;
+  int (*descSet)(void *, int, const void *, size_t) = nullptr;
+  int (*layoutCreate)(void **, int, uint64_t, uint64_t, int64_t) = nullptr;
+  int (*layoutDestroy)(void *) = nullptr;
+  int (*prefCreate)(void **) = nullptr;
+  int (*prefDestroy)(void *) = nullptr;
+  int (*prefSet)(void *, int, const void *, size_t) = nullptr;
+  int (*heuristic)(void *, void *, void *, void *, void *, void *, void *, int,
+                   lt::HeuristicResult *, int *) = nullptr;
+  int (*matmul)(void *, void *, const void *, const void *, void *,
+                const void *, void *, const void *, const void *, void *,
+                void *, void *, const lt::Algo *, void *, size_t,
+                void *) = nullptr;
+  const char *(*statusName)(int) = nullptr; // optional
+};
+
+namespace {
+
+std::string cublasLtLibrary() {
+  if (const char *p = std::getenv("FOLIO_LIBCUBLASLT_PATH"); p && *p)
+    return p;
+  return "libcublasLt.so.13";
+}
+
+Expected<const CublasLtApi *> loadApi() {
+  // Never closed nor destroyed, as the driver's table (CudaApi.cpp).
+  static std::mutex *mu = new std::mutex;
+  static auto *loaded = new std::map<std::string, std::unique_ptr<CublasLtApi>>;
+  std::lock_guard<std::mutex> lock(*mu);
+  std::string library = cublasLtLibrary();
+  if (auto it = loaded->find(library); it != loaded->end())
+    return static_cast<const CublasLtApi *>(it->second.get());
+  void *lib = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *why = ::dlerror();
+    return Status::notFound("no cuBLASLt: cannot load " + library + " (" +
+                            (why ? why : "unknown reason") +
+                            "); it comes with the CUDA toolkit (or the "
+                            "nvidia-cublas wheel)");
+  }
+  auto api = std::make_unique<CublasLtApi>();
+  api->library = library;
+  std::string missing;
+  auto resolve = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        ::dlsym(lib, name));
+    if (!fn)
+      missing += (missing.empty() ? "" : ", ") + std::string(name);
+  };
+  resolve(api->create, "cublasLtCreate");
+  resolve(api->destroy, "cublasLtDestroy");
+  resolve(api->getVersion, "cublasLtGetVersion");
+  resolve(api->descCreate, "cublasLtMatmulDescCreate");
+  resolve(api->descDestroy, "cublasLtMatmulDescDestroy");
+  resolve(api->descSet, "cublasLtMatmulDescSetAttribute");
+  resolve(api->layoutCreate, "cublasLtMatrixLayoutCreate");
+  resolve(api->layoutDestroy, "cublasLtMatrixLayoutDestroy");
+  resolve(api->prefCreate, "cublasLtMatmulPreferenceCreate");
+  resolve(api->prefDestroy, "cublasLtMatmulPreferenceDestroy");
+  resolve(api->prefSet, "cublasLtMatmulPreferenceSetAttribute");
+  resolve(api->heuristic, "cublasLtMatmulAlgoGetHeuristic");
+  resolve(api->matmul, "cublasLtMatmul");
+  if (!missing.empty())
+    return Status::notFound("the cuBLASLt library " + library +
+                            " lacks the entry points " + missing);
+  api->statusName = reinterpret_cast<decltype(api->statusName)>(
+      ::dlsym(lib, "cublasLtGetStatusName"));
+  const CublasLtApi *out = api.get();
+  loaded->emplace(library, std::move(api));
+  return out;
+}
+
+} // namespace
+
+struct CublasLt::Plan {
+  const CublasLtApi *api = nullptr;
+  void *desc = nullptr, *a = nullptr, *b = nullptr, *d = nullptr;
+  lt::Algo algo{};
+  ~Plan() {
+    if (d)
+      api->layoutDestroy(d);
+    if (b)
+      api->layoutDestroy(b);
+    if (a)
+      api->layoutDestroy(a);
+    if (desc)
+      api->descDestroy(desc);
+  }
+};
+
+Status CublasLt::check(int status, const std::string &call,
+                       const std::string &what) const {
+  if (status == lt::kSuccess)
+    return Status::ok();
+  const char *name = api_->statusName ? api_->statusName(status) : nullptr;
+  return Status::internal(
+      "cuBLASLt (" + api_->library + "): " + call + " for " + what +
+      " failed: " + (name ? std::string(name) + " (" : "status (") +
+      std::to_string(status) + ")");
+}
+
+Expected<std::unique_ptr<CublasLt>> CublasLt::open(const CudaDevice &dev) {
+  Expected<const CublasLtApi *> api = loadApi();
+  if (!api)
+    return api.status();
+  if (Status s = dev.makeCurrent(); !s)
+    return s;
+  std::unique_ptr<CublasLt> lt(new CublasLt());
+  lt->dev_ = &dev;
+  lt->api_ = *api;
+  if (Status s =
+          lt->check((*api)->create(&lt->handle_), "cublasLtCreate", "a handle");
+      !s)
+    return s;
+  Expected<DeviceBuffer> ws =
+      dev.allocate(kWorkspaceBytes, "the cuBLASLt workspace");
+  if (!ws)
+    return ws.status();
+  lt->workspace_ = std::move(*ws);
+  return lt;
+}
+
+CublasLt::~CublasLt() {
+  plans_.clear();
+  if (handle_ && dev_->makeCurrent())
+    api_->destroy(handle_);
+}
+
+size_t CublasLt::version() const { return api_->getVersion(); }
+const std::string &CublasLt::library() const { return api_->library; }
+
+Expected<const CublasLt::Plan *> CublasLt::plan(int64_t m, int64_t n, int64_t k,
+                                                bool bias) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto key = std::make_tuple(m, n, k, bias);
+  if (auto it = plans_.find(key); it != plans_.end())
+    return static_cast<const Plan *>(it->second.get());
+  const std::string what = "a bf16 GEMM of " + std::to_string(m) + " x " +
+                           std::to_string(k) + " by " + std::to_string(n) +
+                           " x " + std::to_string(k);
+  auto p = std::make_unique<Plan>();
+  p->api = api_;
+  const CublasLtApi &a = *api_;
+  Status s = check(a.descCreate(&p->desc, lt::kComputeF32, lt::kF32),
+                   "cublasLtMatmulDescCreate", what);
+  int32_t opT = lt::kOpT, opN = lt::kOpN;
+  uint32_t epilogue = bias ? lt::kEpilogueBias : lt::kEpilogueDefault;
+  int32_t biasType = lt::kF32;
+  if (s)
+    s = check(a.descSet(p->desc, lt::kDescTransA, &opT, sizeof opT),
+              "setting TRANSA", what);
+  if (s)
+    s = check(a.descSet(p->desc, lt::kDescTransB, &opN, sizeof opN),
+              "setting TRANSB", what);
+  if (s)
+    s = check(a.descSet(p->desc, lt::kDescEpilogue, &epilogue, sizeof epilogue),
+              "setting the epilogue", what);
+  if (s && bias)
+    s = check(a.descSet(p->desc, lt::kDescBiasType, &biasType, sizeof biasType),
+              "setting the bias type", what);
+  // A: the [n, k] weight, column-major k x n, taken transposed; B: x, k x m;
+  // D (and C): y, n x m.
+  if (s)
+    s = check(a.layoutCreate(&p->a, lt::kBF16, uint64_t(k), uint64_t(n), k),
+              "cublasLtMatrixLayoutCreate (A)", what);
+  if (s)
+    s = check(a.layoutCreate(&p->b, lt::kBF16, uint64_t(k), uint64_t(m), k),
+              "cublasLtMatrixLayoutCreate (B)", what);
+  if (s)
+    s = check(a.layoutCreate(&p->d, lt::kF32, uint64_t(n), uint64_t(m), n),
+              "cublasLtMatrixLayoutCreate (D)", what);
+  void *pref = nullptr;
+  if (s)
+    s = check(a.prefCreate(&pref), "cublasLtMatmulPreferenceCreate", what);
+  uint64_t wsBytes = kWorkspaceBytes;
+  if (s)
+    s = check(a.prefSet(pref, lt::kPrefMaxWorkspace, &wsBytes, sizeof wsBytes),
+              "setting the workspace", what);
+  lt::HeuristicResult result{};
+  int found = 0;
+  if (s)
+    s = check(a.heuristic(handle_, p->desc, p->a, p->b, p->d, p->d, pref, 1,
+                          &result, &found),
+              "cublasLtMatmulAlgoGetHeuristic", what);
+  if (pref)
+    a.prefDestroy(pref);
+  if (!s)
+    return s;
+  if (found < 1 || result.state != lt::kSuccess)
+    return Status::notFound("cuBLASLt (" + a.library +
+                            ") has no algorithm for " + what +
+                            " on this device");
+  p->algo = result.algo;
+  const Plan *out = p.get();
+  plans_.emplace(key, std::move(p));
+  return out;
+}
+
+Status CublasLt::linearBf16(cu::DevicePtr x, cu::DevicePtr w,
+                            cu::DevicePtr bias, cu::DevicePtr y, int64_t m,
+                            int64_t n, int64_t k) const {
+  if (m < 1 || n < 1 || k < 1)
+    return Status::invalidArgument("cuBLASLt linear: m, n and k must be at "
+                                   "least 1, not " +
+                                   std::to_string(m) + ", " +
+                                   std::to_string(n) + ", " +
+                                   std::to_string(k));
+  if (Status s = dev_->makeCurrent(); !s)
+    return s;
+  Expected<const Plan *> p = plan(m, n, k, bias != 0);
+  if (!p)
+    return p.status();
+  const CublasLtApi &a = *api_;
+  auto ptr = [](cu::DevicePtr d) {
+    return reinterpret_cast<void *>(static_cast<uintptr_t>(d));
+  };
+  const float alpha = 1.0f, beta = 0.0f;
+  auto run = [&] {
+    return check(a.matmul(handle_, (*p)->desc, &alpha, ptr(w), (*p)->a, ptr(x),
+                          (*p)->b, &beta, ptr(y), (*p)->d, ptr(y), (*p)->d,
+                          &(*p)->algo, ptr(workspace_.ptr()), kWorkspaceBytes,
+                          nullptr),
+                 "cublasLtMatmul", "a bf16 GEMM");
+  };
+  if (!bias)
+    return run();
+  // The bias pointer is per call, set on a descriptor that every caller of
+  // this shape shares: the lock keeps them apart.
+  std::lock_guard<std::mutex> lock(mu_);
+  void *b = ptr(bias);
+  if (Status s =
+          check(a.descSet((*p)->desc, lt::kDescBiasPointer, &b, sizeof b),
+                "setting the bias", "a bf16 GEMM");
+      !s)
+    return s;
+  return run();
+}
+
+} // namespace folio::device

@@ -1,0 +1,74 @@
+//===- CublasLt.h - GEMMs through cuBLASLt, loaded at run time --*- C++ -*-===//
+//
+// The generated linear kernel streams the weights once per 8 token rows:
+// what decode wants. A prefill of hundreds of rows wants tensor cores, which
+// cuBLASLt drives best. Like the driver, cuBLASLt is loaded with dlopen
+// (libcublasLt.so.13, or FOLIO_LIBCUBLASLT_PATH in tests), so one binary
+// runs with or without it; its header is not included and the few enums
+// used are restated with their cublasLt.h values.
+//
+// linearBf16 computes y[m, n] = x[m, k] . w[n, k]^T (+ bias[n]) with x and
+// w in bf16 and y, bias in f32, all row-major: the stored [n, k] weight is
+// cuBLASLt's column-major k x n matrix A taken transposed, x its k x m
+// matrix B, and y the n x m column-major D (the "TN" GEMM, the layout
+// Hopper's fp8 GEMMs require too). The bias is cuBLASLt's BIAS epilogue.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_RUNTIME_DEVICE_CUBLASLT_H
+#define FOLIO_RUNTIME_DEVICE_CUBLASLT_H
+
+#include "runtime/Device/CudaDevice.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+namespace folio::device {
+
+struct CublasLtApi;
+
+class CublasLt {
+public:
+  /// Loads the library and creates a handle, with a workspace on `dev`
+  /// (which must outlive the result); an error says what is missing.
+  static Expected<std::unique_ptr<CublasLt>> open(const CudaDevice &dev);
+  ~CublasLt();
+
+  /// cublasLtGetVersion(), e.g. 130100.
+  size_t version() const;
+  /// The library loaded.
+  const std::string &library() const;
+
+  /// y = x . w^T (+ bias), see the file comment; bias may be 0 (none).
+  /// Enqueued on the default stream. m, n, k >= 1.
+  Status linearBf16(cu::DevicePtr x, cu::DevicePtr w, cu::DevicePtr bias,
+                    cu::DevicePtr y, int64_t m, int64_t n, int64_t k) const;
+
+  /// Workspace given to every GEMM.
+  static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+  struct Plan; ///< descriptors and the chosen algorithm of one shape
+
+private:
+  CublasLt() = default;
+  Expected<const Plan *> plan(int64_t m, int64_t n, int64_t k, bool bias) const;
+  Status check(int status, const std::string &call,
+               const std::string &what) const;
+
+  const CudaDevice *dev_ = nullptr;
+  const CublasLtApi *api_ = nullptr;
+  void *handle_ = nullptr;
+  DeviceBuffer workspace_;
+  // Shapes seen so far: the heuristic query costs more than a small GEMM.
+  mutable std::mutex mu_;
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t, bool>,
+                   std::unique_ptr<Plan>>
+      plans_;
+};
+
+} // namespace folio::device
+
+#endif // FOLIO_RUNTIME_DEVICE_CUBLASLT_H

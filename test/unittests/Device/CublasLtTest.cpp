@@ -1,0 +1,124 @@
+//===- CublasLtTest.cpp - GEMMs through cuBLASLt, on the fake libraries ---===//
+//
+// CublasLt's bf16 linear against a double-precision reference, through the
+// fake driver (FakeCudaDevice.cpp: host memory) and the fake cuBLASLt
+// (FakeCublasLt.cpp: the documented column-major semantics, refusing
+// malformed set-ups): the layouts, transposes, bias epilogue and the
+// descriptors cached per shape. On a GPU, tools/gpu-check.sh runs the same
+// GEMM through the real library against the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Device/CublasLt.h"
+
+#include "codegen/CPU/DType.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+using namespace folio;
+using namespace folio::device;
+
+namespace {
+
+class CublasLtFake : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ::setenv("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA_DEVICE, 1);
+    ::setenv("FOLIO_LIBCUBLASLT_PATH", FOLIO_FAKE_CUBLASLT, 1);
+    Expected<std::unique_ptr<CudaDevice>> d = CudaDevice::open(0);
+    ASSERT_TRUE(bool(d)) << d.status().message();
+    dev = std::move(*d);
+  }
+  void TearDown() override {
+    ::unsetenv("FOLIO_LIBCUDA_PATH");
+    ::unsetenv("FOLIO_LIBCUBLASLT_PATH");
+  }
+  std::unique_ptr<CudaDevice> dev;
+};
+
+std::vector<uint16_t> toBf16(const std::vector<float> &v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = cpu::floatToBf16(v[i]);
+  return out;
+}
+
+TEST_F(CublasLtFake, LinearBf16MatchesTheReference) {
+  Expected<std::unique_ptr<CublasLt>> lt = CublasLt::open(*dev);
+  ASSERT_TRUE(bool(lt)) << lt.status().message();
+  EXPECT_EQ((*lt)->version(), 130100u);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto [m, n, k] :
+       {std::tuple{1, 37, 70}, std::tuple{5, 16, 64}, std::tuple{9, 3, 1}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" +
+                 std::to_string(k));
+    std::vector<float> w(size_t(n * k)), x(size_t(m * k));
+    std::vector<float> bias(static_cast<size_t>(n));
+    for (float &e : w)
+      e = normal(rng);
+    for (float &e : x)
+      e = normal(rng);
+    for (float &e : bias)
+      e = normal(rng);
+    std::vector<uint16_t> wb = toBf16(w), xb = toBf16(x);
+    Expected<DeviceBuffer> dw = dev->upload(wb.data(), wb.size() * 2, "w"),
+                           dx = dev->upload(xb.data(), xb.size() * 2, "x"),
+                           db = dev->upload(bias.data(), bias.size() * 4, "b"),
+                           dy = dev->allocate(size_t(m * n) * 4, "y");
+    ASSERT_TRUE(dw && dx && db && dy);
+    for (bool withBias : {false, true}) {
+      Status s = (*lt)->linearBf16(
+          dx->ptr(), dw->ptr(), withBias ? db->ptr() : 0, dy->ptr(), m, n, k);
+      ASSERT_TRUE(bool(s)) << s.message();
+      std::vector<float> y(size_t(m * n));
+      ASSERT_TRUE(bool(dev->copyToHost(y.data(), *dy, 0, y.size() * 4)));
+      for (int i = 0; i < m; ++i)
+        for (int r = 0; r < n; ++r) {
+          double want = withBias ? bias[size_t(r)] : 0.0, mag = 0;
+          for (int c = 0; c < k; ++c) {
+            double p = double(cpu::bf16ToFloat(xb[size_t(i * k + c)])) *
+                       cpu::bf16ToFloat(wb[size_t(r * k + c)]);
+            want += p;
+            mag += std::fabs(p);
+          }
+          EXPECT_NEAR(y[size_t(i * n + r)], want, 2e-6 * k * mag + 1e-6)
+              << "row " << i << ", output " << r
+              << (withBias ? " with bias" : "");
+        }
+    }
+  }
+}
+
+TEST_F(CublasLtFake, RefusesWhatItCannotRun) {
+  Expected<std::unique_ptr<CublasLt>> lt = CublasLt::open(*dev);
+  ASSERT_TRUE(bool(lt));
+  Status s = (*lt)->linearBf16(0, 0, 0, 0, 0, 4, 4);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("m, n and k must be at least 1, not 0, 4, 4"),
+            std::string::npos)
+      << s.message();
+
+  ::setenv("FOLIO_LIBCUBLASLT_PATH", "/nonexistent/libcublasLt.so.13", 1);
+  Expected<std::unique_ptr<CublasLt>> none = CublasLt::open(*dev);
+  ASSERT_FALSE(bool(none));
+  EXPECT_NE(none.status().message().find(
+                "no cuBLASLt: cannot load /nonexistent/libcublasLt.so.13"),
+            std::string::npos)
+      << none.status().message();
+  // The fake driver is a library, but not cuBLASLt.
+  ::setenv("FOLIO_LIBCUBLASLT_PATH", FOLIO_FAKE_CUDA_DEVICE, 1);
+  Expected<std::unique_ptr<CublasLt>> wrong = CublasLt::open(*dev);
+  ASSERT_FALSE(bool(wrong));
+  EXPECT_NE(wrong.status().message().find("lacks the entry points "
+                                          "cublasLtCreate"),
+            std::string::npos)
+      << wrong.status().message();
+}
+
+} // namespace

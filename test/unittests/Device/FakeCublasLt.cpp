@@ -1,0 +1,225 @@
+//===- FakeCublasLt.cpp - cuBLASLt's matmul on the host, for tests --------===//
+//
+// The entry points runtime/Device/CublasLt.cpp calls, with the semantics
+// cublasLt.h documents, over FakeCudaDevice's host memory: column-major
+// matrices with leading dimensions, TRANSA / TRANSB, D = alpha op(A) op(B)
+// + beta C, and the BIAS epilogue adding bias[row] to every column of D.
+// A and B may be bf16 or f32, C and D f32, compute and scale f32; anything
+// else is CUBLAS_STATUS_NOT_SUPPORTED, malformed attributes and layouts
+// CUBLAS_STATUS_INVALID_VALUE, so a caller that sets up the GEMM wrongly
+// fails here as it would on a GPU. Tests load it through
+// FOLIO_LIBCUBLASLT_PATH.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+constexpr int kSuccess = 0, kInvalidValue = 7, kNotSupported = 15;
+constexpr int kF32 = 0, kBF16 = 14, kCompute32F = 68;
+
+struct Desc {
+  int transA = 0, transB = 0;
+  uint32_t epilogue = 1;
+  const float *bias = nullptr;
+  int biasType = kF32;
+};
+
+struct Layout {
+  int type;
+  uint64_t rows, cols;
+  int64_t ld;
+};
+
+float element(const Layout &l, const void *data, uint64_t r, uint64_t c) {
+  uint64_t i = r + c * uint64_t(l.ld);
+  if (l.type == kF32)
+    return static_cast<const float *>(data)[i];
+  uint32_t bits = uint32_t(static_cast<const uint16_t *>(data)[i]) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <typename T> bool read(const void *buf, size_t size, T &out) {
+  if (!buf || size != sizeof(T))
+    return false;
+  std::memcpy(&out, buf, sizeof(T));
+  return true;
+}
+
+/// op(X)'s rows and columns.
+void opShape(const Layout &l, int op, uint64_t &rows, uint64_t &cols) {
+  rows = op ? l.cols : l.rows;
+  cols = op ? l.rows : l.cols;
+}
+
+} // namespace
+
+extern "C" {
+
+int cublasLtCreate(void **handle) {
+  static int h;
+  *handle = &h;
+  return kSuccess;
+}
+int cublasLtDestroy(void *) { return kSuccess; }
+size_t cublasLtGetVersion() { return 130100; }
+const char *cublasLtGetStatusName(int s) {
+  return s == kInvalidValue   ? "CUBLAS_STATUS_INVALID_VALUE"
+         : s == kNotSupported ? "CUBLAS_STATUS_NOT_SUPPORTED"
+                              : "CUBLAS_STATUS_UNKNOWN";
+}
+
+int cublasLtMatmulDescCreate(void **desc, int compute, int scale) {
+  if (compute != kCompute32F || scale != kF32)
+    return kNotSupported;
+  *desc = new Desc;
+  return kSuccess;
+}
+int cublasLtMatmulDescDestroy(void *desc) {
+  delete static_cast<Desc *>(desc);
+  return kSuccess;
+}
+int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
+                                   size_t size) {
+  Desc &d = *static_cast<Desc *>(desc);
+  bool ok;
+  switch (attr) {
+  case 3: // TRANSA
+    ok = read(buf, size, d.transA) && (d.transA == 0 || d.transA == 1);
+    break;
+  case 4: // TRANSB
+    ok = read(buf, size, d.transB) && (d.transB == 0 || d.transB == 1);
+    break;
+  case 7: // EPILOGUE: DEFAULT or BIAS
+    ok = read(buf, size, d.epilogue);
+    if (ok && d.epilogue != 1 && d.epilogue != 4)
+      return kNotSupported;
+    break;
+  case 8: // BIAS_POINTER
+    ok = read(buf, size, d.bias);
+    break;
+  case 26: // BIAS_DATA_TYPE
+    ok = read(buf, size, d.biasType);
+    if (ok && d.biasType != kF32)
+      return kNotSupported;
+    break;
+  default:
+    return kNotSupported;
+  }
+  return ok ? kSuccess : kInvalidValue;
+}
+
+int cublasLtMatrixLayoutCreate(void **layout, int type, uint64_t rows,
+                               uint64_t cols, int64_t ld) {
+  if (type != kF32 && type != kBF16)
+    return kNotSupported;
+  if (rows == 0 || cols == 0 || ld < int64_t(rows))
+    return kInvalidValue;
+  *layout = new Layout{type, rows, cols, ld};
+  return kSuccess;
+}
+int cublasLtMatrixLayoutDestroy(void *layout) {
+  delete static_cast<Layout *>(layout);
+  return kSuccess;
+}
+
+int cublasLtMatmulPreferenceCreate(void **pref) {
+  *pref = new uint64_t(0);
+  return kSuccess;
+}
+int cublasLtMatmulPreferenceDestroy(void *pref) {
+  delete static_cast<uint64_t *>(pref);
+  return kSuccess;
+}
+int cublasLtMatmulPreferenceSetAttribute(void *pref, int attr, const void *buf,
+                                         size_t size) {
+  if (attr != 1) // MAX_WORKSPACE_BYTES
+    return kNotSupported;
+  return read(buf, size, *static_cast<uint64_t *>(pref)) ? kSuccess
+                                                         : kInvalidValue;
+}
+
+struct HeuristicResult {
+  uint64_t algo[8];
+  size_t workspaceSize;
+  int state;
+  float wavesCount;
+  int reserved[4];
+};
+
+/// Whether op(A) op(B) + C -> D is consistent and supported.
+int checkShapes(const Desc &d, const Layout &a, const Layout &b,
+                const Layout &c, const Layout &dl) {
+  if (a.type != b.type || c.type != kF32 || dl.type != kF32)
+    return kNotSupported;
+  uint64_t am, ak, bk, bn;
+  opShape(a, d.transA, am, ak);
+  opShape(b, d.transB, bk, bn);
+  if (ak != bk || dl.rows != am || dl.cols != bn || c.rows != dl.rows ||
+      c.cols != dl.cols)
+    return kInvalidValue;
+  return kSuccess;
+}
+
+int cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
+                                   void *c, void *d, void *, int requested,
+                                   HeuristicResult *results, int *found) {
+  *found = 0;
+  if (requested < 1)
+    return kInvalidValue;
+  int s = checkShapes(*static_cast<Desc *>(desc), *static_cast<Layout *>(a),
+                      *static_cast<Layout *>(b), *static_cast<Layout *>(c),
+                      *static_cast<Layout *>(d));
+  if (s != kSuccess)
+    return s;
+  results[0] = HeuristicResult{};
+  results[0].algo[0] = 42;
+  results[0].state = kSuccess;
+  results[0].wavesCount = 1.0f;
+  *found = 1;
+  return kSuccess;
+}
+
+int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
+                   void *aDesc, const void *b, void *bDesc, const void *beta,
+                   const void *c, void *cDesc, void *dOut, void *dDesc,
+                   const HeuristicResult *algo, void *, size_t, void *stream) {
+  const Desc &d = *static_cast<Desc *>(desc);
+  const Layout &al = *static_cast<Layout *>(aDesc),
+               &bl = *static_cast<Layout *>(bDesc),
+               &cl = *static_cast<Layout *>(cDesc),
+               &dl = *static_cast<Layout *>(dDesc);
+  if (!algo || algo->algo[0] != 42 || stream)
+    return kInvalidValue; // an algorithm the heuristic gave, default stream
+  if (int s = checkShapes(d, al, bl, cl, dl); s != kSuccess)
+    return s;
+  if (d.epilogue == 4 && !d.bias)
+    return kInvalidValue;
+  float alphaF, betaF;
+  std::memcpy(&alphaF, alpha, 4);
+  std::memcpy(&betaF, beta, 4);
+  uint64_t m = dl.rows, n = dl.cols, k = d.transA ? al.rows : al.cols;
+  float *out = static_cast<float *>(dOut);
+  for (uint64_t j = 0; j < n; ++j)
+    for (uint64_t i = 0; i < m; ++i) {
+      float sum = 0.0f;
+      for (uint64_t l = 0; l < k; ++l) {
+        float x = d.transA ? element(al, a, l, i) : element(al, a, i, l);
+        float y = d.transB ? element(bl, b, j, l) : element(bl, b, l, j);
+        sum += x * y;
+      }
+      float v = alphaF * sum;
+      if (betaF != 0.0f)
+        v += betaF * element(cl, c, i, j);
+      if (d.epilogue == 4)
+        v += d.bias[i];
+      out[i + j * uint64_t(dl.ld)] = v;
+    }
+  return kSuccess;
+}
+
+} // extern "C"
