@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace folio::cuda {
@@ -133,6 +134,18 @@ struct LinearSpec {
   int rowsPerPass = 8;
   int threads = 128;
 };
+
+/// The combine kernel that merges a split-K decode's partitions.
+struct PagedDecodeCombineSpec {
+  PagedDecodeSpec decode;
+};
+
+/// The spec of any generated kernel: what a caller needs to launch it
+/// (its geometry) besides its name.
+using AnyKernelSpec =
+    std::variant<KVWriteSpec, PagedDecodeSpec, PagedDecodeCombineSpec,
+                 PagedPrefillSpec, RowKernelSpec, RotarySpec, GatherSpec,
+                 SampleSpec, LinearSpec>;
 
 /// Grid, block and dynamic shared memory of one launch.
 struct LaunchGeometry {

@@ -80,10 +80,11 @@ Status cacheFormat(const plan::ValueInfo &v, const std::string &where,
 Status collectCudaKernels(const plan::Plan &plan, PlanCudaKernels &out) {
   std::map<std::string, size_t> byName;
   std::set<std::string> covered;
-  auto add = [&](const cuda::GeneratedKernel &k, int32_t step) {
+  auto add = [&](const cuda::GeneratedKernel &k, int32_t step,
+                 const cuda::AnyKernelSpec &spec) {
     auto [it, inserted] = byName.emplace(k.name, out.kernels.size());
     if (inserted)
-      out.kernels.push_back({k, {}});
+      out.kernels.push_back({k, {}, spec});
     out.kernels[it->second].steps.push_back(step);
   };
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -108,7 +109,7 @@ Status collectCudaKernels(const plan::Plan &plan, PlanCudaKernels &out) {
       cuda::GeneratedKernel k;
       st = cuda::emitKVWrite(spec, k);
       if (st.ok())
-        add(k, int32_t(i));
+        add(k, int32_t(i), spec);
     } else {
       const plan::ValueInfo &q = plan.values[step.operands[0]];
       int64_t heads = q.dims.size() == 3 ? q.dims[1] : 0;
@@ -128,8 +129,8 @@ Status collectCudaKernels(const plan::Plan &plan, PlanCudaKernels &out) {
       cuda::GeneratedKernel main, combine;
       st = cuda::emitPagedDecode(spec, main, combine);
       if (st.ok()) {
-        add(main, int32_t(i));
-        add(combine, int32_t(i));
+        add(main, int32_t(i), spec);
+        add(combine, int32_t(i), cuda::PagedDecodeCombineSpec{spec});
       }
     }
     if (!st.ok())

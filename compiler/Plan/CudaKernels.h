@@ -21,10 +21,12 @@
 
 namespace folio::compiler {
 
-/// A generated kernel and the forward steps it runs.
+/// A generated kernel, its spec (for its launch geometry) and the forward
+/// steps it runs.
 struct PlannedCudaKernel {
   cuda::GeneratedKernel kernel;
   std::vector<int32_t> steps;
+  cuda::AnyKernelSpec spec;
 };
 
 struct PlanCudaKernels {

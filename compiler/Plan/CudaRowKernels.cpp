@@ -298,10 +298,11 @@ bool buildRowProgram(const plan::Plan &plan, const plan::Kernel &kernel,
 
 Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
   std::map<std::string, size_t> byName;
-  auto add = [&](const cuda::GeneratedKernel &k, int32_t step) {
+  auto add = [&](const cuda::GeneratedKernel &k, int32_t step,
+                 const cuda::AnyKernelSpec &spec) {
     auto [it, inserted] = byName.emplace(k.name, out.kernels.size());
     if (inserted)
-      out.kernels.push_back({k, {}});
+      out.kernels.push_back({k, {}, spec});
     if (step >= 0)
       out.kernels[it->second].steps.push_back(step);
   };
@@ -324,7 +325,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
           !s)
         return s;
       for (int32_t i = k.firstStep; i < k.firstStep + k.numSteps; ++i)
-        add(g, i);
+        add(g, i, rowSpec);
       continue;
     }
     bool complete = true;
@@ -347,7 +348,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
             !s)
           return s;
         for (int32_t i = epilogue.firstStep; i < k.firstStep + k.numSteps; ++i)
-          add(g, i);
+          add(g, i, rowSpec);
       } else {
         complete = false;
       }
@@ -357,6 +358,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
       const plan::Step &s = plan.steps[size_t(i)];
       std::string where = s.kind + " at " + s.name;
       cuda::GeneratedKernel g;
+      cuda::AnyKernelSpec any;
       if (s.kind == "reshape" || s.kind == "slice" || s.kind == "kv_write") {
         continue; // views; kv_write is CudaKernels.cpp's
       } else if (s.kind == "paged_attention") {
@@ -375,6 +377,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
           continue; // no tiles fit: the decode kernel serves every batch
         if (Status st = check(cuda::emitPagedPrefill(spec, g), where); !st)
           return st;
+        any = spec;
       } else if (s.kind == "rotary") {
         const plan::ValueInfo &x = plan.values[size_t(s.operands[0])];
         if (x.dims.size() != 3) {
@@ -388,6 +391,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
         spec.interleaved = s.getString("style", "half_split") == "interleaved";
         if (Status st = check(cuda::emitRotary(spec, g), where); !st)
           return st;
+        any = spec;
       } else if (s.kind == "embedding" || s.kind == "gather_rows") {
         bool embedding = s.kind == "embedding";
         const plan::ValueInfo &table = plan.values[size_t(s.operands[0])];
@@ -404,6 +408,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
         spec.threads = rowThreads(spec.dim);
         if (Status st = check(cuda::emitGather(spec, g), where); !st)
           return st;
+        any = spec;
       } else if (s.kind == "linear") {
         cuda::LinearSpec spec;
         std::string why;
@@ -413,6 +418,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
         }
         if (Status st = check(cuda::emitLinear(spec, g), where); !st)
           return st;
+        any = spec;
       } else if (s.kind == "gated_mlp") {
         // Gate and up stacked in one GEMM, the activation, then down.
         cuda::LinearSpec gateUp, downProj;
@@ -424,7 +430,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
             if (Status st = check(cuda::emitLinear(spec, gemmKernel), where);
                 !st)
               return st;
-            add(gemmKernel, i);
+            add(gemmKernel, i, spec);
           }
         } else {
           complete = false;
@@ -463,6 +469,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
         spec.numOutputs = 1;
         if (Status st = check(cuda::emitRowKernel(spec, g), where); !st)
           return st;
+        any = spec;
       } else {
         // A norm or elementwise step inside a fused kernel (the final norm
         // of gather_rows_linear, say): a row program of that step alone.
@@ -479,8 +486,9 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
         }
         if (Status st = check(cuda::emitRowKernel(spec, g), where); !st)
           return st;
+        any = spec;
       }
-      add(g, i);
+      add(g, i, any);
     }
     if (!complete)
       incomplete.insert(k.kind);
@@ -500,7 +508,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
                   "sampling");
         !s)
       return s;
-    add(sampler, -1);
+    add(sampler, -1, cuda::SampleSpec{greedy, 256});
   }
   return Status::ok();
 }

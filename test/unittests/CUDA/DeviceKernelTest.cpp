@@ -28,6 +28,7 @@
 #include "codegen/CUDA/Emitter.h"
 #include "codegen/CUDA/NVRTC/Nvrtc.h"
 #include "runtime/Device/CudaDevice.h"
+#include "test/unittests/CUDA/FakeDriver.h"
 #include "test/unittests/CUDA/LinearCheck.h"
 #include "test/unittests/CUDA/TestVariants.h"
 #include "tools/folio-gpu-bench/GpuBench.h"
@@ -57,25 +58,6 @@ bool realGpu() {
   return v && std::string(v) == "1";
 }
 
-/// Runs one registered kernel on the fake driver: the argument struct the
-/// launch passed, through the emulation.
-template <typename Args>
-void emulate(void *ctx, void **params, const unsigned grid[3],
-             const unsigned block[3], unsigned shared) {
-  cuda_emu::LaunchConfig c;
-  c.grid = {grid[0], grid[1], grid[2]};
-  c.block = {block[0], block[1], block[2]};
-  c.dynamicShared = shared;
-  c.kernelName = "fake driver launch";
-  cuda_emu::launch(c, reinterpret_cast<void (*)(Args)>(ctx),
-                   *static_cast<const Args *>(params[0]));
-}
-
-using RegisterFn = void (*)(const char *,
-                            void (*)(void *, void **, const unsigned *,
-                                     const unsigned *, unsigned),
-                            void *);
-
 /// Registers every kernel of a generated {key, kernel} table by the name
 /// of its spec.
 template <typename Args, typename Spec, typename Table>
@@ -101,15 +83,9 @@ CudaDevice *testDevice(std::string &error) {
   if (!opened) {
     opened = true;
     if (!realGpu()) {
-      ::setenv("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA_DEVICE, 1);
-      ::setenv("FOLIO_LIBCUBLASLT_PATH", FOLIO_FAKE_CUBLASLT, 1);
-      void *lib = ::dlopen(FOLIO_FAKE_CUDA_DEVICE, RTLD_NOW | RTLD_LOCAL);
-      auto reg = lib ? reinterpret_cast<RegisterFn>(
-                           ::dlsym(lib, "folioFakeCudaRegister"))
-                     : nullptr;
+      RegisterFn reg =
+          useFakeDriver(FOLIO_FAKE_CUDA_DEVICE, FOLIO_FAKE_CUBLASLT, openError);
       if (!reg) {
-        openError = "cannot load the fake driver " +
-                    std::string(FOLIO_FAKE_CUDA_DEVICE);
         error = openError;
         return nullptr;
       }

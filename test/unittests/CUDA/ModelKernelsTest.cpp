@@ -19,6 +19,7 @@
 #include "compiler/Plan/CudaRowKernels.h"
 #include "compiler/Plan/LowerToPlan.h"
 #include "test/unittests/CUDA/KernelStructure.h"
+#include "test/unittests/CUDA/ModelKernels.h"
 
 #include "llvm/Support/Error.h"
 
@@ -34,71 +35,21 @@
 namespace folio::cuda::test {
 namespace {
 
-namespace fs = std::filesystem;
 
-std::vector<std::string> modelPaths() {
-  std::string root = FOLIO_SOURCE_DIR;
-  std::vector<std::string> out = {root + "/models/bundled/target.onnx"};
-  for (const char *zoo : {"/models/zoo", "/models/zoo-hf"}) {
-    std::vector<std::string> archs;
-    for (const fs::directory_entry &e : fs::directory_iterator(root + zoo))
-      if (e.is_directory())
-        archs.push_back(e.path().string());
-    std::sort(archs.begin(), archs.end());
-    for (const std::string &dir : archs) {
-      // The cached export of each: every kernel kind (decode and prefill,
-      // norms, rotary, MLP) appears in it.
-      for (const char *form :
-           {"/cached.onnx", "/sdpa_cached.onnx", "/optimum.onnx"})
-        if (fs::exists(dir + form)) {
-          out.push_back(dir + form);
-          break;
-        }
-    }
-  }
-  return out;
-}
-
-/// Kernel sources by name, for every model compiled for `target` with
-/// folioc's default weight storage (bf16, and weights the model brings
-/// quantized kept as they are), and for the bundled model with every other
-/// weight dtype; `keys` gets each kernel's canonical key.
+/// Kernel sources by name for `target` (ModelKernels.h); `keys` gets each
+/// kernel's canonical key.
 std::map<std::string, std::string>
-modelKernels(const std::string &target,
-             std::map<std::string, std::string> &keys) {
-  std::vector<std::pair<std::string, std::string>> compiles;
-  for (const std::string &path : modelPaths())
-    compiles.push_back({path, ""});
-  for (const char *dtype : {"f32", "f16", "int8", "fp8_e4m3", "int4"})
-    compiles.push_back({modelPaths().front(), dtype});
-  std::map<std::string, std::string> kernels;
-  for (const auto &[path, dtype] : compiles) {
-    SCOPED_TRACE(path + " for " + target + " " + dtype);
-    mlir::folio::CompileToPlanOptions options;
-    options.target = target;
-    options.weightDtype = dtype.empty() ? "bf16" : dtype;
-    options.keepSourceQuantization = dtype.empty();
-    auto p = mlir::folio::compileONNXToPlan(path, options);
-    if (!p) {
-      ADD_FAILURE() << llvm::toString(p.takeError());
-      continue;
-    }
-    compiler::PlanCudaKernels attention;
-    compiler::PlanCudaRowKernels rows;
-    Status st = compiler::collectCudaKernels(*p, attention);
-    if (st)
-      st = compiler::collectCudaRowKernels(*p, rows);
-    if (!st) {
-      ADD_FAILURE() << st.message();
-      continue;
-    }
-    for (const auto *list : {&attention.kernels, &rows.kernels})
-      for (const compiler::PlannedCudaKernel &k : *list) {
-        kernels[k.kernel.name] = k.kernel.source;
-        keys[k.kernel.name] = k.kernel.key;
-      }
+sourcesFor(const std::string &target,
+           std::map<std::string, std::string> &keys) {
+  std::vector<std::string> errors;
+  std::map<std::string, std::string> out;
+  for (const auto &[name, k] : modelKernels(FOLIO_SOURCE_DIR, target, errors)) {
+    out[name] = k.kernel.source;
+    keys[name] = k.kernel.key;
   }
-  return kernels;
+  for (const std::string &e : errors)
+    ADD_FAILURE() << e;
+  return out;
 }
 
 /// One kernel per structure (KernelStructure.h), keyed by name.
@@ -131,8 +82,8 @@ TEST(CudaModelKernels, EveryModelKernelCompilesForEveryArch) {
     GTEST_SKIP() << "this build has no CUDA toolkit (FOLIO_ENABLE_CUDA=OFF)";
   auto start = std::chrono::steady_clock::now();
   std::map<std::string, std::string> keys;
-  std::map<std::string, std::string> fp8 = modelKernels("sm_90a", keys);
-  std::map<std::string, std::string> int8 = modelKernels("sm_80", keys);
+  std::map<std::string, std::string> fp8 = sourcesFor("sm_90a", keys);
+  std::map<std::string, std::string> int8 = sourcesFor("sm_80", keys);
   auto compiled = std::chrono::steady_clock::now();
   ASSERT_FALSE(HasFailure());
   // Every model has attention, norms and the sampler at the least.
@@ -162,7 +113,7 @@ TEST(CudaModelKernels, EveryModelKernelCompilesForEveryArch) {
   for (std::future<void> &r : runs)
     r.get();
   auto done = std::chrono::steady_clock::now();
-  std::cout << modelPaths().size() << " models, " << fp8.size() << " fp8 and "
+  std::cout << modelPaths(FOLIO_SOURCE_DIR).size() << " models, " << fp8.size() << " fp8 and "
             << int8.size() << " int8 kernels (" << fp8Sample.size() << " and "
             << int8Sample.size() << " structures); plans "
             << std::chrono::duration<double>(compiled - start).count()
@@ -171,7 +122,7 @@ TEST(CudaModelKernels, EveryModelKernelCompilesForEveryArch) {
 }
 
 TEST(CudaModelKernels, EveryGemmOfStoredWeightsHasALinearKernel) {
-  const std::string path = modelPaths().front(); // the bundled model
+  const std::string path = modelPaths(FOLIO_SOURCE_DIR).front(); // the bundled model
   for (const char *dtype : {"none", "bf16", "int4"}) {
     SCOPED_TRACE(dtype);
     mlir::folio::CompileToPlanOptions options;
@@ -191,8 +142,9 @@ TEST(CudaModelKernels, EveryGemmOfStoredWeightsHasALinearKernel) {
     EXPECT_EQ(has("gated_mlp"), !stored);
     EXPECT_EQ(has("gather_rows_linear"), !stored);
     // The token-id cast before the embedding is the one kind left.
-    if (stored)
+    if (stored) {
       EXPECT_EQ(missing, std::vector<std::string>{"elementwise"});
+    }
     // Each linear step runs one linear kernel, each gated MLP two (gate
     // and up stacked, then down) around its activation.
     std::map<int32_t, int> gemms, activations;
@@ -214,16 +166,18 @@ TEST(CudaModelKernels, EveryGemmOfStoredWeightsHasALinearKernel) {
                              : kind == "linear" ? 1
                                                 : 2)
           << kind << " at " << p->steps[i].name;
-      if (kind == "gated_mlp")
+      if (kind == "gated_mlp") {
         EXPECT_EQ(activations[step], 1);
+      }
     }
     EXPECT_GT(linears, 0);
     EXPECT_GT(mlps, 0);
     if (std::string(dtype) == "int4") {
       for (const compiler::PlannedCudaKernel &k : kernels)
-        if (k.kernel.name.rfind("folio_linear_", 0) == 0)
+        if (k.kernel.name.rfind("folio_linear_", 0) == 0) {
           EXPECT_EQ(k.kernel.name.rfind("folio_linear_int4_g128_", 0), 0u)
               << k.kernel.name;
+        }
     }
   }
 }

@@ -1,0 +1,153 @@
+//===- ModelEmulationTest.cpp - Every model kernel run against the CPU ----===//
+//
+// Every distinct CUDA kernel of the zoo models' plans (ModelKernels.h),
+// compiled as host C++ at build time, runs through runtime/Device on the
+// fake driver (host emulation) with the GPU check's measurements
+// (tools/folio-gpu-bench): each on small random inputs against the CPU
+// kernels (kv_write bit for bit, attention within 1e-4, row programs
+// against their evaluation in double, linear within the CPU tests' bound,
+// rotary, gathers and samplers exactly). So every kernel variant the
+// pipeline makes for these models runs, not only TestVariants.h's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CUDA/Emulation/Emulation.h"
+
+#include "codegen/CUDA/Templates/KernelArgs.cuh"
+#include "test/unittests/CUDA/FakeDriver.h"
+#include "test/unittests/CUDA/ModelKernelTable.h"
+#include "test/unittests/CUDA/ModelKernels.h"
+#include "tools/folio-gpu-bench/GpuBench.h"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <type_traits>
+
+namespace folio::cuda::test {
+namespace {
+
+/// The trampoline for alternative `index` of AnyKernelSpec.
+LaunchFn trampolineFor(int index) {
+  switch (index) {
+  case 0:
+    return &emulate<folio_cuda::KVWriteArgs>;
+  case 1:
+  case 2:
+    return &emulate<folio_cuda::PagedDecodeArgs>;
+  case 3:
+    return &emulate<folio_cuda::PagedPrefillArgs>;
+  case 4:
+    return &emulate<folio_cuda::RowArgs>;
+  case 5:
+    return &emulate<folio_cuda::RotaryArgs>;
+  case 6:
+    return &emulate<folio_cuda::GatherArgs>;
+  case 7:
+    return &emulate<folio_cuda::SampleArgs>;
+  default:
+    return &emulate<folio_cuda::LinearArgs>;
+  }
+}
+
+/// Runs one kernel of the models with the GPU check's measurement of its
+/// kind at small shapes; an error says how it differs from the CPU.
+Status runKernel(const device::CudaDevice &dev,
+                 const gpubench::LoadedKernels &loaded,
+                 const AnyKernelSpec &spec) {
+  return std::visit(
+      [&](const auto &s) -> Status {
+        using S = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<S, KVWriteSpec>) {
+          return gpubench::measureKVWrite(dev, loaded, {s, 19}, 1).status();
+        } else if constexpr (std::is_same_v<S, PagedDecodeSpec>) {
+          // Two partitions: the combine kernel runs too.
+          return gpubench::measurePagedDecode(
+                     dev, loaded, {s, 2, s.partition + s.blockSize + 3}, 1)
+              .status();
+        } else if constexpr (std::is_same_v<S, PagedDecodeCombineSpec>) {
+          return Status::ok(); // with its decode kernel
+        } else if constexpr (std::is_same_v<S, PagedPrefillSpec>) {
+          // A chunk after cached context crossing key tiles and blocks.
+          return gpubench::measurePagedPrefill(
+                     dev, loaded, {s, 2, s.keyTile + s.blockSize + 5, 9}, 1)
+              .status();
+        } else if constexpr (std::is_same_v<S, RowKernelSpec>) {
+          return gpubench::measureRowKernel(dev, loaded, {s, 3}, 1).status();
+        } else if constexpr (std::is_same_v<S, RotarySpec>) {
+          return gpubench::measureRotary(dev, loaded, {s, 3}, 1).status();
+        } else if constexpr (std::is_same_v<S, GatherSpec>) {
+          return gpubench::measureGather(dev, loaded, {s, 5, 40}, 1).status();
+        } else if constexpr (std::is_same_v<S, SampleSpec>) {
+          return gpubench::measureSample(dev, loaded, {s, 6, 300}, 1).status();
+        } else {
+          return gpubench::measureLinear(dev, loaded, {s, 21, 3}, 1).status();
+        }
+      },
+      spec);
+}
+
+TEST(CudaModelKernelsEmulation, EveryModelKernelMatchesTheCpu) {
+  std::string error;
+  RegisterFn reg =
+      useFakeDriver(FOLIO_FAKE_CUDA_DEVICE, FOLIO_FAKE_CUBLASLT, error);
+  ASSERT_NE(reg, nullptr) << error;
+  std::map<std::string, const ModelKernelEntry *> generated;
+  for (auto accessor : {&modelAttentionKernels, &modelOtherKernels}) {
+    size_t n = 0;
+    const ModelKernelEntry *entries = accessor(n);
+    for (size_t i = 0; i < n; ++i) {
+      generated[entries[i].name] = &entries[i];
+      reg(entries[i].name, trampolineFor(entries[i].spec), entries[i].kernel);
+    }
+  }
+  Expected<std::unique_ptr<device::CudaDevice>> dev =
+      device::CudaDevice::open();
+  ASSERT_TRUE(bool(dev)) << dev.status().message();
+
+  // The kernels of the plans, as compiled here, must be the ones generated
+  // at build time, name for name.
+  std::vector<std::string> errors;
+  auto kernels = modelKernels(FOLIO_SOURCE_DIR, "sm_90a", errors);
+  for (auto &[name, k] : modelKernels(FOLIO_SOURCE_DIR, "sm_80", errors))
+    kernels.emplace(name, k);
+  for (const std::string &e : errors)
+    ADD_FAILURE() << e;
+  EXPECT_EQ(kernels.size(), generated.size());
+  // The fake driver's module is its image: one naming every kernel.
+  std::string image = ".version 8.0\n";
+  for (const auto &[name, k] : kernels)
+    image += ".entry " + name + "(\n";
+  gpubench::LoadedKernels loaded;
+  Expected<device::CudaModule> module =
+      (*dev)->loadModule(image.c_str(), "the models' kernels");
+  ASSERT_TRUE(bool(module)) << module.status().message();
+  loaded.module = std::move(*module);
+  for (const auto &[name, k] : kernels) {
+    ASSERT_TRUE(generated.count(name)) << name << " was not generated";
+    Expected<device::CudaKernel> f = (*dev)->kernel(loaded.module, name);
+    ASSERT_TRUE(bool(f)) << f.status().message();
+    loaded.byName[name] = *f;
+  }
+  std::map<int, int> ran;
+  for (const auto &[name, k] : kernels) {
+    Status s = runKernel(**dev, loaded, k.spec);
+    EXPECT_TRUE(bool(s)) << name << ": " << s.message();
+    ++ran[int(k.spec.index())];
+  }
+  // Every kind of kernel was among them.
+  const char *kinds[] = {"kv_write", "decode",  "combine", "prefill", "row",
+                         "rotary",   "gather",  "sample",  "linear"};
+  static_assert(std::size(kinds) == std::variant_size_v<AnyKernelSpec>);
+  std::cout << kernels.size() << " kernels:";
+  for (int kind = 0; kind < int(std::size(kinds)); ++kind) {
+    EXPECT_GT(ran[kind], 0) << "no " << kinds[kind] << " kernel";
+    std::cout << " " << kinds[kind] << " " << ran[kind];
+  }
+  std::cout << "\n";
+}
+
+} // namespace
+} // namespace folio::cuda::test

@@ -1,0 +1,93 @@
+//===- ModelKernels.h - Every CUDA kernel the zoo models make ---*- C++ -*-===//
+//
+// The bundled model and one export of every zoo and zoo-hf architecture
+// (the cached one: every kernel kind appears in it), compiled to plans as
+// folioc compiles them for a GPU target (bf16 weights, a model's own
+// quantized weights kept), plus the bundled model with every other weight
+// dtype, and the CUDA kernels collected from those plans: what the NVRTC
+// and emulation tests of the models' kernels cover.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_TEST_UNITTESTS_CUDA_MODELKERNELS_H
+#define FOLIO_TEST_UNITTESTS_CUDA_MODELKERNELS_H
+
+#include "compiler/Plan/CudaKernels.h"
+#include "compiler/Plan/CudaRowKernels.h"
+#include "compiler/Plan/LowerToPlan.h"
+
+#include "llvm/Support/Error.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace folio::cuda::test {
+
+/// The models, the bundled one first; `root` is the source tree.
+inline std::vector<std::string> modelPaths(const std::string &root) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out = {root + "/models/bundled/target.onnx"};
+  for (const char *zoo : {"/models/zoo", "/models/zoo-hf"}) {
+    std::vector<std::string> archs;
+    for (const fs::directory_entry &e : fs::directory_iterator(root + zoo))
+      if (e.is_directory())
+        archs.push_back(e.path().string());
+    std::sort(archs.begin(), archs.end());
+    for (const std::string &dir : archs) {
+      for (const char *form :
+           {"/cached.onnx", "/sdpa_cached.onnx", "/optimum.onnx"})
+        if (fs::exists(dir + form)) {
+          out.push_back(dir + form);
+          break;
+        }
+    }
+  }
+  return out;
+}
+
+/// Every distinct kernel (by name) of the models' plans for `target`;
+/// failures to compile or collect are appended to `errors`.
+inline std::map<std::string, compiler::PlannedCudaKernel>
+modelKernels(const std::string &root, const std::string &target,
+             std::vector<std::string> &errors) {
+  std::vector<std::pair<std::string, std::string>> compiles;
+  const std::vector<std::string> paths = modelPaths(root);
+  for (const std::string &path : paths)
+    compiles.push_back({path, ""});
+  for (const char *dtype : {"f32", "f16", "int8", "fp8_e4m3", "int4"})
+    compiles.push_back({paths.front(), dtype});
+  std::map<std::string, compiler::PlannedCudaKernel> kernels;
+  for (const auto &[path, dtype] : compiles) {
+    std::string what =
+        path + " for " + target + (dtype.empty() ? "" : " ") + dtype + ": ";
+    mlir::folio::CompileToPlanOptions options;
+    options.target = target;
+    options.weightDtype = dtype.empty() ? "bf16" : dtype;
+    options.keepSourceQuantization = dtype.empty();
+    auto p = mlir::folio::compileONNXToPlan(path, options);
+    if (!p) {
+      errors.push_back(what + llvm::toString(p.takeError()));
+      continue;
+    }
+    compiler::PlanCudaKernels attention;
+    compiler::PlanCudaRowKernels rows;
+    Status st = compiler::collectCudaKernels(*p, attention);
+    if (st)
+      st = compiler::collectCudaRowKernels(*p, rows);
+    if (!st) {
+      errors.push_back(what + st.message());
+      continue;
+    }
+    for (const auto *list : {&attention.kernels, &rows.kernels})
+      for (const compiler::PlannedCudaKernel &k : *list)
+        kernels.emplace(k.kernel.name, k);
+  }
+  return kernels;
+}
+
+} // namespace folio::cuda::test
+
+#endif // FOLIO_TEST_UNITTESTS_CUDA_MODELKERNELS_H
