@@ -97,16 +97,17 @@ Status emitPagedPrefill(const PagedPrefillSpec &s, GeneratedKernel &out) {
       constant("kQueriesPerKv", s.queriesPerKv) + constant("kGroup", s.group) +
       constant("kQueryTile", s.queryTile) + constant("kKeyTile", s.keyTile) +
       constant("kThreads", s.threads);
-  out.source = header(out.name, out.key,
-                      "grid (" + std::to_string(s.numKvHeads) +
-                          " kv heads, ceil(max query tokens of a sequence / " +
-                          std::to_string(s.queryTile) +
-                          "), sequences), block " + std::to_string(s.threads) +
-                          ", " + std::to_string(pagedPrefillSharedBytes(s)) +
-                          " bytes of dynamic shared memory") +
-               templates({"Prelude.cuh", "KernelArgs.cuh", "PagedPrefill.cuh"}) +
-               guarded(out.name, entryGlue(out.name, constants, s.threads,
-                                           "PagedPrefillArgs", "pagedPrefill"));
+  out.source =
+      header(out.name, out.key,
+             "grid (" + std::to_string(s.numKvHeads) +
+                 " kv heads, ceil(max query tokens of a sequence / " +
+                 std::to_string(s.queryTile) + "), sequences), block " +
+                 std::to_string(s.threads) + ", " +
+                 std::to_string(pagedPrefillSharedBytes(s)) +
+                 " bytes of dynamic shared memory") +
+      templates({"Prelude.cuh", "KernelArgs.cuh", "PagedPrefill.cuh"}) +
+      guarded(out.name, entryGlue(out.name, constants, s.threads,
+                                  "PagedPrefillArgs", "pagedPrefill"));
   return Status::success();
 }
 
@@ -206,6 +207,33 @@ Status emitLinear(const LinearSpec &s, GeneratedKernel &out) {
   return Status::success();
 }
 
+Status emitCast(const CastSpec &s, GeneratedKernel &out) {
+  if (Status st = validate(s); !st.ok())
+    return st;
+  out.name = kernelName(s);
+  out.key = canonicalKey(s);
+  auto type = [](CastType t) {
+    return std::string("folio_cuda::CastType::") +
+           (t == CastType::F32    ? "F32"
+            : t == CastType::F16  ? "F16"
+            : t == CastType::BF16 ? "BF16"
+            : t == CastType::I32  ? "I32"
+                                  : "I64");
+  };
+  std::string constants =
+      "  static constexpr folio_cuda::CastType kFrom = " + type(s.from) +
+      ";\n  static constexpr folio_cuda::CastType kTo = " + type(s.to) + ";\n" +
+      constant("kThreads", s.threads);
+  out.source =
+      header(out.name, out.key,
+             "grid (ceil(n / " + std::to_string(s.threads) + ")), block " +
+                 std::to_string(s.threads) + ", no dynamic shared memory") +
+      templates({"Prelude.cuh", "KernelArgs.cuh", "Cast.cuh"}) +
+      guarded(out.name, entryGlue(out.name, constants, s.threads, "CastArgs",
+                                  "castElements"));
+  return Status::success();
+}
+
 Status emitKVWrite(const KVWriteSpec &s, GeneratedKernel &out) {
   if (Status st = validate(s); !st.ok())
     return st;
@@ -260,7 +288,8 @@ Status emitPagedDecode(const PagedDecodeSpec &s, GeneratedKernel &main,
                  " bytes of dynamic shared memory;\n//   with several "
                  "partitions, " +
                  combineKernelName(s) + " merges them") +
-      templates({"Prelude.cuh", "KernelArgs.cuh", "PagedDecode.cuh"}) + guarded(main.name, glue);
+      templates({"Prelude.cuh", "KernelArgs.cuh", "PagedDecode.cuh"}) +
+      guarded(main.name, glue);
 
   combine.name = combineKernelName(s);
   combine.key = "paged_decode_combine:head_dim=" + std::to_string(s.headDim) +

@@ -57,6 +57,9 @@ cpu::Status emitSample(const SampleSpec &spec, GeneratedKernel &out);
 /// Linear over stored weights, taking folio_cuda::LinearArgs.
 cpu::Status emitLinear(const LinearSpec &spec, GeneratedKernel &out);
 
+/// An element cast, taking folio_cuda::CastArgs.
+cpu::Status emitCast(const CastSpec &spec, GeneratedKernel &out);
+
 } // namespace folio::cuda
 
 #endif // FOLIO_CODEGEN_CUDA_EMITTER_H

@@ -618,6 +618,54 @@ LaunchGeometry sampleLaunch(const SampleSpec &s, int64_t numRows) {
   return g;
 }
 
+const char *castTypeName(CastType t) {
+  switch (t) {
+  case CastType::F32:
+    return "f32";
+  case CastType::F16:
+    return "f16";
+  case CastType::BF16:
+    return "bf16";
+  case CastType::I32:
+    return "i32";
+  case CastType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+Status validate(const CastSpec &s) {
+  auto isInt = [](CastType t) {
+    return t == CastType::I32 || t == CastType::I64;
+  };
+  if (isInt(s.from) != isInt(s.to))
+    return Status::error(std::string("cast from ") + castTypeName(s.from) +
+                         " to " + castTypeName(s.to) +
+                         ": casts are within integers or within floats only");
+  if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
+    return Status::error("cast: threads " + std::to_string(s.threads) +
+                         " must be a multiple of 32 in [32, 1024]");
+  return Status::success();
+}
+
+std::string kernelName(const CastSpec &s) {
+  return std::string("folio_cast_") + castTypeName(s.from) + "_" +
+         castTypeName(s.to) + "_t" + std::to_string(s.threads);
+}
+
+std::string canonicalKey(const CastSpec &s) {
+  return std::string("cast:from=") + castTypeName(s.from) +
+         ";to=" + castTypeName(s.to) + ";threads=" + std::to_string(s.threads) +
+         ";templates=" + templatesHash();
+}
+
+LaunchGeometry castLaunch(const CastSpec &s, int64_t n) {
+  LaunchGeometry g;
+  g.grid[0] = unsigned((n + s.threads - 1) / s.threads);
+  g.block[0] = unsigned(s.threads);
+  return g;
+}
+
 LaunchGeometry linearLaunch(const LinearSpec &s, int64_t n) {
   LaunchGeometry g;
   int64_t warps = s.threads / 32;

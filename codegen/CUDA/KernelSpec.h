@@ -135,6 +135,17 @@ struct LinearSpec {
   int threads = 128;
 };
 
+/// Element types a cast kernel takes.
+enum class CastType { F32, F16, BF16, I32, I64 };
+const char *castTypeName(CastType t);
+
+/// The CPU executor's `cast` step: within integers or within floats.
+struct CastSpec {
+  CastType from = CastType::I32;
+  CastType to = CastType::I64;
+  int threads = 256;
+};
+
 /// The combine kernel that merges a split-K decode's partitions.
 struct PagedDecodeCombineSpec {
   PagedDecodeSpec decode;
@@ -145,7 +156,7 @@ struct PagedDecodeCombineSpec {
 using AnyKernelSpec =
     std::variant<KVWriteSpec, PagedDecodeSpec, PagedDecodeCombineSpec,
                  PagedPrefillSpec, RowKernelSpec, RotarySpec, GatherSpec,
-                 SampleSpec, LinearSpec>;
+                 SampleSpec, LinearSpec, CastSpec>;
 
 /// Grid, block and dynamic shared memory of one launch.
 struct LaunchGeometry {
@@ -162,6 +173,7 @@ cpu::Status validate(const RotarySpec &spec);
 cpu::Status validate(const GatherSpec &spec);
 cpu::Status validate(const SampleSpec &spec);
 cpu::Status validate(const LinearSpec &spec);
+cpu::Status validate(const CastSpec &spec);
 
 std::string kernelName(const KVWriteSpec &spec);
 std::string kernelName(const PagedDecodeSpec &spec);
@@ -172,6 +184,7 @@ std::string kernelName(const RotarySpec &spec);
 std::string kernelName(const GatherSpec &spec);
 std::string kernelName(const SampleSpec &spec);
 std::string kernelName(const LinearSpec &spec);
+std::string kernelName(const CastSpec &spec);
 /// "kv_write:cache=int8;head_dim=128;...;templates=<hash>".
 std::string canonicalKey(const KVWriteSpec &spec);
 std::string canonicalKey(const PagedDecodeSpec &spec);
@@ -181,6 +194,7 @@ std::string canonicalKey(const RotarySpec &spec);
 std::string canonicalKey(const GatherSpec &spec);
 std::string canonicalKey(const SampleSpec &spec);
 std::string canonicalKey(const LinearSpec &spec);
+std::string canonicalKey(const CastSpec &spec);
 /// The program of a row kernel as canonical text ("in0=row;v0=in(0);...").
 std::string canonicalProgram(const RowKernelSpec &spec);
 
@@ -227,6 +241,8 @@ LaunchGeometry gatherLaunch(const GatherSpec &spec, int64_t numRows);
 LaunchGeometry sampleLaunch(const SampleSpec &spec, int64_t numRows);
 /// Grid ceil(n / warps per block), one warp per output row.
 LaunchGeometry linearLaunch(const LinearSpec &spec, int64_t n);
+/// One thread per element.
+LaunchGeometry castLaunch(const CastSpec &spec, int64_t n);
 
 /// The most dynamic shared memory a kernel takes without opting in (every
 /// supported arch).

@@ -409,6 +409,39 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
         if (Status st = check(cuda::emitGather(spec, g), where); !st)
           return st;
         any = spec;
+      } else if (s.kind == "cast") {
+        auto castType = [](ElemType t, cuda::CastType &out) {
+          switch (t) {
+          case ElemType::F32:
+            out = cuda::CastType::F32;
+            return true;
+          case ElemType::F16:
+            out = cuda::CastType::F16;
+            return true;
+          case ElemType::BF16:
+            out = cuda::CastType::BF16;
+            return true;
+          case ElemType::I32:
+            out = cuda::CastType::I32;
+            return true;
+          case ElemType::I64:
+            out = cuda::CastType::I64;
+            return true;
+          default:
+            return false;
+          }
+        };
+        cuda::CastSpec spec;
+        if (s.operands.empty() || s.results.empty() ||
+            !castType(plan.values[size_t(s.operands[0])].type, spec.from) ||
+            !castType(plan.values[size_t(s.results[0])].type, spec.to) ||
+            !cuda::validate(spec).ok()) {
+          complete = false;
+          continue;
+        }
+        if (Status st = check(cuda::emitCast(spec, g), where); !st)
+          return st;
+        any = spec;
       } else if (s.kind == "linear") {
         cuda::LinearSpec spec;
         std::string why;

@@ -212,6 +212,19 @@ Expected<Timing> measureSample(const device::CudaDevice &dev,
                                const SampleCase &c, int runs,
                                uint32_t seed = 1);
 
+struct CastCase {
+  cuda::CastSpec spec;
+  int n = 1;
+};
+
+/// A cast of n random elements (integers beyond i32's range, negative
+/// ones; floats with infinities, NaNs and rounding ties), each what the
+/// CPU executor's cast gives: bit for bit, NaN for NaN. Bytes: read and
+/// written.
+Expected<Timing> measureCast(const device::CudaDevice &dev,
+                             const LoadedKernels &kernels, const CastCase &c,
+                             int runs, uint32_t seed = 1);
+
 } // namespace folio::gpubench
 
 #endif // FOLIO_TOOLS_FOLIO_GPU_BENCH_GPUBENCH_H

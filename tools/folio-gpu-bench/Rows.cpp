@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 namespace folio::gpubench {
@@ -434,6 +435,93 @@ Expected<Timing> measureSample(const CudaDevice &dev,
           std::to_string(want->token));
   }
   return timeRuns(dev, runs, double(rows) * double(vocab) * 4, run);
+}
+
+namespace {
+
+size_t castBytes(cuda::CastType t) {
+  return t == cuda::CastType::I64                               ? 8
+         : t == cuda::CastType::F32 || t == cuda::CastType::I32 ? 4
+                                                                : 2;
+}
+
+cpu::DType castFloat(cuda::CastType t) {
+  return t == cuda::CastType::BF16  ? cpu::DType::BF16
+         : t == cuda::CastType::F16 ? cpu::DType::F16
+                                    : cpu::DType::F32;
+}
+
+} // namespace
+
+Expected<Timing> measureCast(const CudaDevice &dev,
+                             const LoadedKernels &kernels, const CastCase &c,
+                             int runs, uint32_t seed) {
+  const cuda::CastSpec &s = c.spec;
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  std::mt19937_64 rng(seed);
+  const size_t n = static_cast<size_t>(c.n);
+  const bool ints =
+      s.from == cuda::CastType::I32 || s.from == cuda::CastType::I64;
+  std::vector<uint8_t> in(n * castBytes(s.from)), want(n * castBytes(s.to));
+  std::normal_distribution<float> normal(0.0f, 100.0f);
+  for (size_t i = 0; i < n; ++i) {
+    if (ints) {
+      int64_t v = int64_t(rng());
+      if (i % 3 == 0)
+        v %= 100000; // small, negative too
+      if (s.from == cuda::CastType::I32) {
+        int32_t v32 = int32_t(v);
+        std::memcpy(&in[i * 4], &v32, 4);
+        v = v32;
+      } else {
+        std::memcpy(&in[i * 8], &v, 8);
+      }
+      if (s.to == cuda::CastType::I64) {
+        std::memcpy(&want[i * 8], &v, 8);
+      } else {
+        int32_t w = int32_t(uint32_t(uint64_t(v))); // the low 32 bits
+        std::memcpy(&want[i * 4], &w, 4);
+      }
+    } else {
+      float f = i % 7 == 1   ? std::numeric_limits<float>::infinity()
+                : i % 7 == 2 ? -std::numeric_limits<float>::quiet_NaN()
+                : i % 7 == 3 ? 1.0f + 0x1p-8f // a tie for bf16
+                             : normal(rng);
+      cpu::storeFromFloat(in.data(), castFloat(s.from), i, f);
+      cpu::storeFromFloat(want.data(), castFloat(s.to), i,
+                          cpu::loadAsFloat(in.data(), castFloat(s.from), i));
+    }
+  }
+  Expected<DeviceBuffer> din = upload(dev, in, "cast input"),
+                         dout = dev.allocate(want.size(), "cast output");
+  if (!din)
+    return din.status();
+  if (!dout)
+    return dout.status();
+  folio_cuda::CastArgs a{din->as<const void>(), dout->as<void>(), (long long)n};
+  device::CudaLaunch l = toLaunch(cuda::castLaunch(s, int64_t(n)));
+  auto run = [&] { return dev.launch(**kernel, l, &a); };
+  if (Status e = run(); !e)
+    return e;
+  std::vector<uint8_t> got(want.size());
+  if (Status e = dev.copyToHost(got.data(), *dout, 0, got.size()); !e)
+    return e;
+  for (size_t i = 0; i < n; ++i) {
+    size_t b = castBytes(s.to);
+    if (std::memcmp(&got[i * b], &want[i * b], b) == 0)
+      continue;
+    // f16 NaNs may carry another payload: NaN for NaN is enough.
+    if (!ints && std::isnan(cpu::loadAsFloat(got.data(), castFloat(s.to), i)) &&
+        std::isnan(cpu::loadAsFloat(want.data(), castFloat(s.to), i)))
+      continue;
+    return Status::internal(cuda::kernelName(s) + " element " +
+                            std::to_string(i) +
+                            " differs from the CPU executor's cast");
+  }
+  return timeRuns(dev, runs, double(in.size() + want.size()), run);
 }
 
 } // namespace folio::gpubench

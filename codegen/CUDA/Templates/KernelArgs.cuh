@@ -104,6 +104,12 @@ struct LinearArgs {
   long long n;
 };
 
+struct CastArgs {
+  const void *in; // [n] of the source type
+  void *out;      // [n] of the target type
+  long long n;
+};
+
 } // namespace folio_cuda
 
 #endif // FOLIO_CUDA_KERNEL_ARGS

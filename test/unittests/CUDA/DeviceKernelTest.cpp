@@ -121,6 +121,7 @@ CudaDevice *testDevice(std::string &error) {
                                             kFolioTestGather);
       registerTable<folio_cuda::SampleArgs>(reg, sampleVariants(),
                                             kFolioTestSample);
+      registerTable<folio_cuda::CastArgs>(reg, castVariants(), kFolioTestCast);
       fakeRegister = reg;
     }
     Expected<std::unique_ptr<CudaDevice>> d = CudaDevice::open(0);
@@ -515,6 +516,10 @@ TEST_F(CudaDeviceKernels, GpuBenchRowKernelsChecksThenMeasures) {
     ASSERT_TRUE(emitSample(s, g).ok());
     sources.push_back(g);
   }
+  for (const CastSpec &s : castVariants()) {
+    ASSERT_TRUE(emitCast(s, g).ok());
+    sources.push_back(g);
+  }
   gpubench::LoadedKernels kernels;
   ASSERT_OK(gpubench::loadKernels(*dev, sources, kernels));
   for (const RowKernelSpec &s : rowKernelVariants()) {
@@ -536,6 +541,13 @@ TEST_F(CudaDeviceKernels, GpuBenchRowKernelsChecksThenMeasures) {
     EXPECT_EQ(r->bytes,
               7.0 * (s.dim * (cpu::dtypeBits(s.tableType) / 8.0 + 4) + 8));
   }
+  for (const CastSpec &s : castVariants())
+    for (int n : {1, 300}) {
+      Expected<gpubench::Timing> r =
+          gpubench::measureCast(*dev, kernels, {s, n}, 2);
+      ASSERT_TRUE(bool(r)) << kernelName(s) << " n " << n << ": "
+                           << r.status().message();
+    }
   for (const SampleSpec &s : sampleVariants())
     for (int vocab : {1, 37, 1000}) {
       Expected<gpubench::Timing> r =

@@ -295,6 +295,10 @@ TEST(CudaEmitter, EveryNewKernelIsNamedKeyedAndSelfContained) {
               unsigned((37 + s.threads / 32 - 1) / (s.threads / 32)));
     EXPECT_EQ(linearLaunch(s, 37).block[0], unsigned(s.threads));
   }
+  for (const CastSpec &s : castVariants()) {
+    ASSERT_TRUE(emitCast(s, k).ok()) << kernelName(s);
+    all.push_back(k);
+  }
   std::set<std::string> names, keys;
   for (const GeneratedKernel &g : all) {
     SCOPED_TRACE(g.name);
@@ -345,6 +349,21 @@ TEST(CudaEmitter, RefusesLinearSpecsItCannotGenerate) {
             std::string::npos);
   EXPECT_NE(kernelName(LinearSpec{DType::I4, 64, 64, 8, 128}),
             kernelName(LinearSpec{DType::I4, 64, 128, 8, 128}));
+}
+
+TEST(CudaEmitter, CastsStayWithinIntegersOrFloats) {
+  GeneratedKernel k;
+  cpu::Status st = emitCast({CastType::I32, CastType::F32, 256}, k);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cast from i32 to f32: casts are within "
+                              "integers or within floats only"),
+            std::string::npos)
+      << st.message();
+  EXPECT_FALSE(emitCast({CastType::F32, CastType::F16, 100}, k).ok());
+  EXPECT_EQ(kernelName(CastSpec{CastType::I64, CastType::I32, 64}),
+            "folio_cast_i64_i32_t64");
+  EXPECT_EQ(castLaunch(CastSpec{CastType::I64, CastType::I32, 64}, 130).grid[0],
+            3u);
 }
 
 TEST(CudaEmitter, EveryDeviceGetsACubinOrPtxItRuns) {

@@ -76,6 +76,9 @@ int main(int argc, char **argv) {
       if (st.ok())
         st = emitTable(test::sampleVariants(), emitSample, "FolioTestSample",
                        "SampleArgs", text, table);
+      if (st.ok())
+        st = emitTable(test::castVariants(), emitCast, "FolioTestCast",
+                       "CastArgs", text, table);
     }
     if (!st.ok())
       return fail(st);

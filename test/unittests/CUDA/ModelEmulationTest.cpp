@@ -47,8 +47,10 @@ LaunchFn trampolineFor(int index) {
     return &emulate<folio_cuda::GatherArgs>;
   case 7:
     return &emulate<folio_cuda::SampleArgs>;
-  default:
+  case 8:
     return &emulate<folio_cuda::LinearArgs>;
+  default:
+    return &emulate<folio_cuda::CastArgs>;
   }
 }
 
@@ -82,8 +84,10 @@ Status runKernel(const device::CudaDevice &dev,
           return gpubench::measureGather(dev, loaded, {s, 5, 40}, 1).status();
         } else if constexpr (std::is_same_v<S, SampleSpec>) {
           return gpubench::measureSample(dev, loaded, {s, 6, 300}, 1).status();
-        } else {
+        } else if constexpr (std::is_same_v<S, LinearSpec>) {
           return gpubench::measureLinear(dev, loaded, {s, 21, 3}, 1).status();
+        } else {
+          return gpubench::measureCast(dev, loaded, {s, 300}, 1).status();
         }
       },
       spec);
@@ -138,8 +142,8 @@ TEST(CudaModelKernelsEmulation, EveryModelKernelMatchesTheCpu) {
     ++ran[int(k.spec.index())];
   }
   // Every kind of kernel was among them.
-  const char *kinds[] = {"kv_write", "decode",  "combine", "prefill", "row",
-                         "rotary",   "gather",  "sample",  "linear"};
+  const char *kinds[] = {"kv_write", "decode", "combine", "prefill", "row",
+                         "rotary",   "gather", "sample",  "linear",  "cast"};
   static_assert(std::size(kinds) == std::variant_size_v<AnyKernelSpec>);
   std::cout << kernels.size() << " kernels:";
   for (int kind = 0; kind < int(std::size(kinds)); ++kind) {

@@ -19,7 +19,7 @@
 namespace folio::cuda::test {
 namespace {
 
-/// Every prefill, row, rotary, gather, sample and linear kernel of
+/// Every prefill, row, rotary, gather, sample, linear and cast kernel of
 /// TestVariants.h,
 /// plus the prefill tiles folioc picks for common layouts. Compiling them
 /// one by one would take a second each (four archs); concatenated into one
@@ -60,6 +60,8 @@ std::vector<GeneratedKernel> emitBatched() {
     add(emitSample(s, k), k);
   for (const LinearSpec &s : linearVariants())
     add(emitLinear(s, k), k);
+  for (const CastSpec &s : castVariants())
+    add(emitCast(s, k), k);
   return out;
 }
 

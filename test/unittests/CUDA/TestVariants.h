@@ -242,6 +242,17 @@ inline std::vector<LinearSpec> linearVariants() {
   };
 }
 
+/// Every cast the CPU executor makes: within integers, within floats.
+inline std::vector<CastSpec> castVariants() {
+  return {{CastType::I32, CastType::I64, 256},
+          {CastType::I64, CastType::I32, 64},
+          {CastType::F32, CastType::BF16, 256},
+          {CastType::BF16, CastType::F32, 256},
+          {CastType::F32, CastType::F16, 128},
+          {CastType::F16, CastType::F32, 256},
+          {CastType::F16, CastType::BF16, 256}};
+}
+
 } // namespace folio::cuda::test
 
 #endif // FOLIO_TEST_UNITTESTS_CUDA_TESTVARIANTS_H
