@@ -1,11 +1,10 @@
 //===- CublasLt.cpp - GEMMs through cuBLASLt, loaded at run time ----------===//
 
 #include "runtime/Device/CublasLt.h"
+#include "runtime/Device/DynamicLibrary.h"
 
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
-#include <type_traits>
 
 namespace folio::device {
 
@@ -74,23 +73,15 @@ Expected<const CublasLtApi *> loadApi() {
   std::string library = cublasLtLibrary();
   if (auto it = loaded->find(library); it != loaded->end())
     return static_cast<const CublasLtApi *>(it->second.get());
-  void *lib = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char *why = ::dlerror();
-    return Status::notFound("no cuBLASLt: cannot load " + library + " (" +
-                            (why ? why : "unknown reason") +
-                            "); it comes with the CUDA toolkit (or the "
+  Expected<void *> lib = openLibrary(library);
+  if (!lib)
+    return Status::notFound("no cuBLASLt: " + lib.status().message() +
+                            "; it comes with the CUDA toolkit (or the "
                             "nvidia-cublas wheel)");
-  }
   auto api = std::make_unique<CublasLtApi>();
   api->library = library;
-  std::string missing;
-  auto resolve = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-        ::dlsym(lib, name));
-    if (!fn)
-      missing += (missing.empty() ? "" : ", ") + std::string(name);
-  };
+  EntryPoints entries(*lib);
+  auto resolve = [&](auto &fn, const char *name) { entries.resolve(fn, name); };
   resolve(api->create, "cublasLtCreate");
   resolve(api->destroy, "cublasLtDestroy");
   resolve(api->getVersion, "cublasLtGetVersion");
@@ -104,11 +95,10 @@ Expected<const CublasLtApi *> loadApi() {
   resolve(api->prefSet, "cublasLtMatmulPreferenceSetAttribute");
   resolve(api->heuristic, "cublasLtMatmulAlgoGetHeuristic");
   resolve(api->matmul, "cublasLtMatmul");
-  if (!missing.empty())
+  if (!entries.missing().empty())
     return Status::notFound("the cuBLASLt library " + library +
-                            " lacks the entry points " + missing);
-  api->statusName = reinterpret_cast<decltype(api->statusName)>(
-      ::dlsym(lib, "cublasLtGetStatusName"));
+                            " lacks the entry points " + entries.missing());
+  entries.optional(api->statusName, "cublasLtGetStatusName");
   const CublasLtApi *out = api.get();
   loaded->emplace(library, std::move(api));
   return out;

@@ -2,12 +2,11 @@
 
 #include "runtime/Device/CudaApi.h"
 #include "runtime/Device/CudaDriver.h"
+#include "runtime/Device/DynamicLibrary.h"
 
-#include <dlfcn.h>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <type_traits>
 
 namespace folio::device {
 
@@ -22,24 +21,15 @@ Expected<const CudaApi *> loadCudaApi() {
   std::string library = cudaDriverLibrary();
   if (auto it = loaded.find(library); it != loaded.end())
     return static_cast<const CudaApi *>(it->second.get());
-  // Never closed: the driver keeps process-wide state.
-  void *lib = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char *why = ::dlerror();
-    return Status::notFound(
-        "no CUDA driver: cannot load " + library + " (" +
-        (why ? why : "unknown reason") +
-        "); the NVIDIA driver is not installed or not on the loader path");
-  }
+  Expected<void *> lib = openLibrary(library);
+  if (!lib)
+    return Status::notFound("no CUDA driver: " + lib.status().message() +
+                            "; the NVIDIA driver is not installed or not on "
+                            "the loader path");
   auto api = std::make_unique<CudaApi>();
   api->library = library;
-  std::string missing;
-  auto resolve = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-        ::dlsym(lib, name));
-    if (!fn)
-      missing += (missing.empty() ? "" : ", ") + std::string(name);
-  };
+  EntryPoints entries(*lib);
+  auto resolve = [&](auto &fn, const char *name) { entries.resolve(fn, name); };
   resolve(api->init, "cuInit");
   resolve(api->driverGetVersion, "cuDriverGetVersion");
   resolve(api->deviceGetCount, "cuDeviceGetCount");
@@ -67,19 +57,16 @@ Expected<const CudaApi *> loadCudaApi() {
   resolve(api->eventSynchronize, "cuEventSynchronize");
   // _v2 (CUDA 12.8 and newer) reports the same milliseconds; older
   // drivers have only the first version.
-  api->eventElapsedTime = reinterpret_cast<decltype(api->eventElapsedTime)>(
-      ::dlsym(lib, "cuEventElapsedTime_v2"));
+  entries.optional(api->eventElapsedTime, "cuEventElapsedTime_v2");
   if (!api->eventElapsedTime)
     resolve(api->eventElapsedTime, "cuEventElapsedTime");
   resolve(api->eventDestroy, "cuEventDestroy_v2");
-  if (!missing.empty())
+  if (!entries.missing().empty())
     return Status::notFound("the CUDA driver " + library +
-                            " lacks the entry points " + missing +
+                            " lacks the entry points " + entries.missing() +
                             " (not a CUDA driver library, or too old)");
-  api->getErrorName = reinterpret_cast<decltype(api->getErrorName)>(
-      ::dlsym(lib, "cuGetErrorName"));
-  api->getErrorString = reinterpret_cast<decltype(api->getErrorString)>(
-      ::dlsym(lib, "cuGetErrorString"));
+  entries.optional(api->getErrorName, "cuGetErrorName");
+  entries.optional(api->getErrorString, "cuGetErrorString");
   const CudaApi *out = api.get();
   loaded.emplace(library, std::move(api));
   return out;

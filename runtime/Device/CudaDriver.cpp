@@ -1,10 +1,9 @@
 //===- CudaDriver.cpp - The CUDA driver, loaded at run time ---------------===//
 
 #include "runtime/Device/CudaDriver.h"
+#include "runtime/Device/DynamicLibrary.h"
 
 #include <cstdlib>
-#include <dlfcn.h>
-#include <type_traits>
 
 namespace folio::device {
 
@@ -47,36 +46,27 @@ std::string cudaDriverLibrary() {
 Expected<CudaDriverInfo> probeCudaDriver() {
   CudaDriverInfo info;
   info.library = cudaDriverLibrary();
-  // Never closed: the driver keeps process-wide state, and a later
-  // executor resolves its entry points from the same handle.
-  void *lib = ::dlopen(info.library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char *why = ::dlerror();
-    return Status::notFound(
-        "no CUDA driver: cannot load " + info.library + " (" +
-        (why ? why : "unknown reason") +
-        "); the NVIDIA driver is not installed or not on the loader path");
-  }
+  // Never closed: the driver keeps process-wide state, and CudaDevice
+  // resolves its entry points from the same handle.
+  Expected<void *> lib = openLibrary(info.library);
+  if (!lib)
+    return Status::notFound("no CUDA driver: " + lib.status().message() +
+                            "; the NVIDIA driver is not installed or not on "
+                            "the loader path");
   Api api;
-  std::string missing;
-  auto resolve = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-        ::dlsym(lib, name));
-    if (!fn)
-      missing += (missing.empty() ? "" : ", ") + std::string(name);
-  };
+  EntryPoints entries(*lib);
+  auto resolve = [&](auto &fn, const char *name) { entries.resolve(fn, name); };
   resolve(api.init, "cuInit");
   resolve(api.driverGetVersion, "cuDriverGetVersion");
   resolve(api.deviceGetCount, "cuDeviceGetCount");
   resolve(api.deviceGet, "cuDeviceGet");
   resolve(api.deviceGetAttribute, "cuDeviceGetAttribute");
   resolve(api.deviceGetName, "cuDeviceGetName");
-  if (!missing.empty())
+  if (!entries.missing().empty())
     return Status::notFound("the CUDA driver " + info.library +
-                            " lacks the entry points " + missing +
+                            " lacks the entry points " + entries.missing() +
                             " (not a CUDA driver library, or too old)");
-  api.getErrorName = reinterpret_cast<decltype(api.getErrorName)>(
-      ::dlsym(lib, "cuGetErrorName"));
+  entries.optional(api.getErrorName, "cuGetErrorName");
   if (CUresult r = api.init(0); r != kCudaSuccess)
     return Status::notFound(
         r == kCudaErrorNoDevice

@@ -246,21 +246,7 @@ TEST_F(CudaDeviceKernels, LinearMatchesTheCpuForEveryWeightType) {
       std::vector<float> got(size_t(m * n));
       ASSERT_OK(dev->copyToHost(got.data(), *dy, 0, got.size() * 4));
 
-      cpu::PackedWeight pw;
-      ASSERT_TRUE(cpu::PackedWeight::fromView(v, bias.data(), pw).ok());
-      std::vector<float> cpuY(size_t(m * n));
-      ASSERT_TRUE(cpu::linearGemv(x.data(), m, pw, cpuY.data()).ok());
-      std::vector<double> want = reference(x, m, v, bias);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t r = 0; r < n; ++r) {
-          size_t at = size_t(i * n + r);
-          double mag = magnitude(x, i, r, v, bias);
-          // The device contracts multiply-adds into FMAs: the same bound.
-          double tol = 2e-6 * double(k) * mag + 1e-30;
-          ASSERT_NEAR(got[at], want[at], tol) << "(" << i << "," << r << ")";
-          ASSERT_NEAR(got[at], cpuY[at],
-                      2 * tol + cpuRounding(s.weightType, m) * mag);
-        }
+      expectLinearMatches(got, x, m, v, bias);
     }
   }
 }

@@ -13,6 +13,9 @@
 #include "codegen/CPU/DType.h"
 #include "codegen/CPU/Linear.h"
 #include "codegen/CPU/WeightPack.h"
+#include "codegen/CUDA/Templates/KernelArgs.cuh"
+
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
@@ -78,6 +81,50 @@ inline double cpuRounding(cpu::DType t, int64_t m) {
   if (m <= cpu::kSmallM || cpu::isPlainFloat(t))
     return 0.0;
   return t == cpu::DType::I4 ? 1.0 / 16384 : 1.0 / 256;
+}
+
+/// The kernel's arguments for host buffers (the emulation).
+inline folio_cuda::LinearArgs linearArgs(const cpu::WeightView &v,
+                                         const float *x, int64_t m,
+                                         const float *bias, float *y) {
+  folio_cuda::LinearArgs a{};
+  a.x = x;
+  a.m = m;
+  a.w = v.data;
+  a.scales = v.scales;
+  a.groupParams = v.groupParams;
+  a.outlierCols = v.outlierCols;
+  a.outliers = v.outliers;
+  a.numOutliers = int(v.numOutliers);
+  a.bias = bias;
+  a.y = y;
+  a.n = v.n;
+  return a;
+}
+
+/// `got` (the kernel's [m, n]) within f32 accumulation error of the double
+/// reference, and of the CPU GEMV's result on the same stored weights (the
+/// device contracts multiply-adds into FMAs: the same bound holds).
+inline void expectLinearMatches(const std::vector<float> &got,
+                                const std::vector<float> &x, int64_t m,
+                                const cpu::WeightView &v,
+                                const std::vector<float> &bias) {
+  cpu::PackedWeight pw;
+  ASSERT_TRUE(
+      cpu::PackedWeight::fromView(v, bias.empty() ? nullptr : bias.data(), pw)
+          .ok());
+  std::vector<float> cpuY(size_t(m * v.n));
+  ASSERT_TRUE(cpu::linearGemv(x.data(), m, pw, cpuY.data()).ok());
+  std::vector<double> want = reference(x, m, v, bias);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < v.n; ++r) {
+      size_t at = size_t(i * v.n + r);
+      double mag = magnitude(x, i, r, v, bias);
+      double tol = 2e-6 * double(v.k) * mag + 1e-30;
+      ASSERT_NEAR(got[at], want[at], tol) << "(" << i << "," << r << ")";
+      ASSERT_NEAR(got[at], cpuY[at], 2 * tol + cpuRounding(v.storage, m) * mag)
+          << "CPU kernel at (" << i << "," << r << ")";
+    }
 }
 
 } // namespace folio::cuda::test

@@ -75,44 +75,18 @@ TEST(CudaLinearEmulation, EveryWeightTypeMatchesTheCpu) {
         if (m > 0)
           x[0] = 0.0f;
 
-        cpu::PackedWeight pw;
-        ASSERT_TRUE(
-            cpu::PackedWeight::fromView(v, withBias ? bias.data() : nullptr, pw)
-                .ok());
-        std::vector<float> cpuY(size_t(m * n));
-        ASSERT_TRUE(cpu::linearGemv(x.data(), m, pw, cpuY.data()).ok());
-
         // A sentinel beyond the last row: nothing may be written there.
         std::vector<float> got(size_t(m * n) + 1, -7.0f);
-        folio_cuda::LinearArgs a{};
-        a.x = x.data();
-        a.m = m;
-        a.w = v.data;
-        a.scales = v.scales;
-        a.groupParams = v.groupParams;
-        a.outlierCols = v.outlierCols;
-        a.outliers = v.outliers;
-        a.numOutliers = int(v.numOutliers);
-        a.bias = withBias ? bias.data() : nullptr;
-        a.y = got.data();
-        a.n = n;
+        folio_cuda::LinearArgs a = linearArgs(
+            v, x.data(), m, withBias ? bias.data() : nullptr, got.data());
         cuda_emu::LaunchConfig config =
             emulationConfig(linearLaunch(s, n), name.c_str());
         config.scheduleSeed = rng();
         cuda_emu::launch(config, kernel->kernel, a);
 
         EXPECT_EQ(got.back(), -7.0f) << "wrote past the last row";
-        std::vector<double> want = reference(x, m, v, b);
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t r = 0; r < n; ++r) {
-            size_t at = size_t(i * n + r);
-            double mag = magnitude(x, i, r, v, b);
-            double tol = 2e-6 * double(k) * mag + 1e-30;
-            ASSERT_NEAR(got[at], want[at], tol) << "(" << i << "," << r << ")";
-            ASSERT_NEAR(got[at], cpuY[at],
-                        2 * tol + cpuRounding(s.weightType, m) * mag)
-                << "CPU kernel at (" << i << "," << r << ")";
-          }
+        got.pop_back();
+        expectLinearMatches(got, x, m, v, b);
       }
     }
   }
@@ -142,17 +116,7 @@ TEST(CudaLinearEmulation, RowsDoNotDependOnTheirNeighbours) {
       e = normal(rng);
     auto run = [&](const float *rows, int64_t count) {
       std::vector<float> y(size_t(count * n));
-      folio_cuda::LinearArgs a{};
-      a.x = rows;
-      a.m = count;
-      a.w = v.data;
-      a.scales = v.scales;
-      a.groupParams = v.groupParams;
-      a.outlierCols = v.outlierCols;
-      a.outliers = v.outliers;
-      a.numOutliers = int(v.numOutliers);
-      a.y = y.data();
-      a.n = n;
+      folio_cuda::LinearArgs a = linearArgs(v, rows, count, nullptr, y.data());
       cuda_emu::launch(emulationConfig(linearLaunch(s, n), name.c_str()),
                        kernel->kernel, a);
       return y;
