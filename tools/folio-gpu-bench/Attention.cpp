@@ -210,13 +210,11 @@ Expected<DecodeResult> measurePagedDecode(const CudaDevice &dev,
 
   DecodeResult out;
   out.partitions = launch.numPartitions;
-  if (Status st = run(); !st)
-    return st;
-  if (Status st = dev.synchronize(); !st)
-    return st;
-  std::vector<float> got(query.size());
-  if (Status st = dev.copyToHost(got.data(), *dout, 0, got.size() * 4); !st)
-    return st;
+  Expected<std::vector<float>> result =
+      runAndRead<float>(dev, run, *dout, query.size());
+  if (!result)
+    return result.status();
+  const std::vector<float> &got = *result;
   Expected<double> diff =
       compareAttention(got, want, cuda::kernelName(s), 1e-4);
   if (!diff)
@@ -291,13 +289,11 @@ Expected<PrefillResult> measurePagedPrefill(const CudaDevice &dev,
   auto run = [&] { return dev.launch(**kernel, l, &a); };
 
   PrefillResult out;
-  if (Status st = run(); !st)
-    return st;
-  if (Status st = dev.synchronize(); !st)
-    return st;
-  std::vector<float> got(query.size());
-  if (Status st = dev.copyToHost(got.data(), *dout, 0, got.size() * 4); !st)
-    return st;
+  Expected<std::vector<float>> result =
+      runAndRead<float>(dev, run, *dout, query.size());
+  if (!result)
+    return result.status();
+  const std::vector<float> &got = *result;
   Expected<double> diff =
       compareAttention(got, want, cuda::kernelName(s), 1e-4);
   if (!diff)

@@ -76,13 +76,11 @@ Expected<LinearResult> measureLinear(const CudaDevice &dev,
   auto run = [&] { return dev.launch(**kernel, l, &a); };
 
   LinearResult out;
-  if (Status st = run(); !st)
-    return st;
-  if (Status st = dev.synchronize(); !st)
-    return st;
-  std::vector<float> got(want.size());
-  if (Status st = dev.copyToHost(got.data(), *dy, 0, got.size() * 4); !st)
-    return st;
+  Expected<std::vector<float>> result =
+      runAndRead<float>(dev, run, *dy, want.size());
+  if (!result)
+    return result.status();
+  const std::vector<float> &got = *result;
   const int64_t groups =
       s.weightType == cpu::DType::I4 ? cpu::int4Groups(k, s.groupSize) : 0;
   // The first 512 outputs of each row: the bound takes a pass over k per
@@ -154,13 +152,10 @@ Expected<GemmResult> measureCublasLinear(const CudaDevice &dev,
   auto run = [&] {
     return lt.linearBf16(dx->ptr(), dw->ptr(), db->ptr(), dy->ptr(), m, n, k);
   };
-  if (Status st = run(); !st)
-    return st;
-  if (Status st = dev.synchronize(); !st)
-    return st;
-  std::vector<float> got(M * N);
-  if (Status st = dev.copyToHost(got.data(), *dy, 0, got.size() * 4); !st)
-    return st;
+  Expected<std::vector<float>> result = runAndRead<float>(dev, run, *dy, M * N);
+  if (!result)
+    return result.status();
+  const std::vector<float> &got = *result;
   GemmResult out;
   for (size_t i = 0; i < M; ++i)
     for (size_t r = 0; r < std::min<size_t>(N, 256); ++r) {

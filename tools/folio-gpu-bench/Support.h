@@ -33,6 +33,22 @@ Expected<device::DeviceBuffer> upload(const device::CudaDevice &dev,
   return dev.upload(v.data(), v.size() * sizeof(T), what);
 }
 
+/// Runs `body` once, waits for it, and reads `count` elements of `result`
+/// back: the output the checks compare before anything is timed.
+template <typename T>
+Expected<std::vector<T>>
+runAndRead(const device::CudaDevice &dev, const std::function<Status()> &body,
+           const device::DeviceBuffer &result, size_t count) {
+  if (Status s = body(); !s)
+    return s;
+  if (Status s = dev.synchronize(); !s)
+    return s;
+  std::vector<T> out(count);
+  if (Status s = dev.copyToHost(out.data(), result, 0, count * sizeof(T)); !s)
+    return s;
+  return out;
+}
+
 } // namespace folio::gpubench::detail
 
 #endif // FOLIO_TOOLS_FOLIO_GPU_BENCH_SUPPORT_H
