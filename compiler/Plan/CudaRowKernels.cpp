@@ -149,12 +149,11 @@ bool cacheFormat(const plan::ValueInfo &v, cpu::DType &type, int &group) {
 }
 
 /// The linear kernel over the weight stored for operands [operand,
-/// operand + numOperands) of `step` (folioc --weight-dtype), or false with
-/// `why` set: a weight left as an f32 constant has no stored form for the
-/// kernel to read.
+/// operand + numOperands) of `step` (folioc --weight-dtype), or false: a
+/// weight left as an f32 constant has no stored form for the kernel to
+/// read, and folioc reports the kind as not generated.
 bool linearSpecFor(const plan::Plan &plan, int32_t step, int32_t operand,
-                   int32_t numOperands, cuda::LinearSpec &spec,
-                   std::string &why) {
+                   int32_t numOperands, cuda::LinearSpec &spec) {
   for (const plan::StoredWeight &w : plan.weights) {
     if (w.step != step || w.operand != operand || w.numOperands != numOperands)
       continue;
@@ -180,7 +179,6 @@ bool linearSpecFor(const plan::Plan &plan, int32_t step, int32_t operand,
       spec.groupSize = int(plan::int4LayoutGroupSize(w.layout));
       break;
     default:
-      why = std::string("a stored weight of type ") + elemTypeName(w.type);
       return false;
     }
     spec.k = int(w.k);
@@ -189,7 +187,6 @@ bool linearSpecFor(const plan::Plan &plan, int32_t step, int32_t operand,
     spec.threads = 128;
     return true;
   }
-  why = "a weight not stored packed (compile with --weight-dtype)";
   return false;
 }
 
@@ -444,8 +441,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
         any = spec;
       } else if (s.kind == "linear") {
         cuda::LinearSpec spec;
-        std::string why;
-        if (!linearSpecFor(plan, i, 1, 1, spec, why)) {
+        if (!linearSpecFor(plan, i, 1, 1, spec)) {
           complete = false;
           continue;
         }
@@ -455,9 +451,8 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
       } else if (s.kind == "gated_mlp") {
         // Gate and up stacked in one GEMM, the activation, then down.
         cuda::LinearSpec gateUp, downProj;
-        std::string why;
-        if (linearSpecFor(plan, i, 1, 2, gateUp, why) &&
-            linearSpecFor(plan, i, 3, 1, downProj, why)) {
+        if (linearSpecFor(plan, i, 1, 2, gateUp) &&
+            linearSpecFor(plan, i, 3, 1, downProj)) {
           for (const cuda::LinearSpec &spec : {gateUp, downProj}) {
             cuda::GeneratedKernel gemmKernel;
             if (Status st = check(cuda::emitLinear(spec, gemmKernel), where);
