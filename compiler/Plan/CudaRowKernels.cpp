@@ -223,6 +223,36 @@ bool buildRowProgram(const plan::Plan &plan, const plan::Kernel &kernel,
       return false;
     }
     cuda::RowOp op;
+    if (s.kind == "slice") {
+      // A slice of a wider row from outside the kernel (a fused
+      // projection's part, in an epilogue): a Row input the caller offsets
+      // by `start`, with the wider row as its stride.
+      int32_t src = s.operands.empty() ? -1 : s.operands[0];
+      if (src < 0 || b.has(src)) {
+        why = "a slice of a value the kernel computes";
+        return false;
+      }
+      const plan::ValueInfo &in = plan.values[size_t(src)];
+      int64_t axis = s.getInt("axis", -1);
+      int64_t rank = int64_t(in.dims.size());
+      if (axis < 0)
+        axis += rank;
+      if (rank == 0 || axis != rank - 1 || in.type != ElemType::F32 ||
+          in.dims.back() <= 0 ||
+          s.getInt("start", 0) + spec.dim > in.dims.back()) {
+        why = "a slice other than of the last axis of an f32 row";
+        return false;
+      }
+      if (spec.inputs.size() >= size_t(cuda::kMaxRowInputs)) {
+        why = "more than " + std::to_string(cuda::kMaxRowInputs) + " inputs";
+        return false;
+      }
+      spec.inputs.push_back(cuda::RowInputKind::Row);
+      op.kind = cuda::RowOpKind::Input;
+      op.index = int(spec.inputs.size()) - 1;
+      b.define(result, b.push(op));
+      continue;
+    }
     if (s.kind == "reshape") {
       // Rows keep their size: the same elements, another view.
       int a = b.value(s.operands.empty() ? -1 : s.operands[0], why);
@@ -337,6 +367,14 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
       plan::Kernel epilogue = k;
       epilogue.firstStep = gemm + 1;
       epilogue.numSteps = k.firstStep + k.numSteps - gemm - 1;
+      // Its outputs are the kernel's but the GEMM's own result, which the
+      // GEMM writes.
+      epilogue.outputs.clear();
+      for (int32_t v : k.outputs)
+        if (std::find(plan.steps[size_t(gemm)].results.begin(),
+                      plan.steps[size_t(gemm)].results.end(),
+                      v) == plan.steps[size_t(gemm)].results.end())
+          epilogue.outputs.push_back(v);
       if (buildRowProgram(plan, epilogue, rowSpec, why)) {
         cuda::GeneratedKernel g;
         if (Status s = check(cuda::emitRowKernel(rowSpec, g),
