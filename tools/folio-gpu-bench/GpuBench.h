@@ -137,7 +137,7 @@ struct GemmResult {
 
 /// cuBLASLt's bf16 linear (CublasLt::linearBf16) of m rows through an
 /// [n, k] weight, with a bias, checked against a double-precision sum over
-/// the same bf16 values on the first 256 outputs of every row. Bytes: the
+/// the same bf16 values on the first 256 outputs of the first 64 rows. Bytes: the
 /// weights, x, bias and y; TFLOP/s: 2 m n k over the time.
 Expected<GemmResult> measureCublasLinear(const device::CudaDevice &dev,
                                          const device::CublasLt &lt, int m,
