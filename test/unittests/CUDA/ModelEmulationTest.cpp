@@ -19,6 +19,12 @@
 #include "test/unittests/CUDA/ModelKernels.h"
 #include "tools/folio-gpu-bench/GpuBench.h"
 
+#include "codegen/CPU/Linear.h"
+#include "runtime/Device/DevicePlan.h"
+
+#include <cmath>
+#include <random>
+
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -151,6 +157,120 @@ TEST(CudaModelKernelsEmulation, EveryModelKernelMatchesTheCpu) {
     std::cout << " " << kinds[kind] << " " << ran[kind];
   }
   std::cout << "\n";
+}
+
+/// The plan folioc writes for a GPU, loaded as an executor loads it: its
+/// blob in device memory and its embedded kernels from their images; the
+/// linear kernel of its first linear step reads the stored weights where
+/// they lie in the uploaded blob and matches the CPU kernel on them.
+TEST(CudaModelKernelsEmulation, APlanLoadsOntoTheDeviceAndRunsInPlace) {
+  std::string error;
+  RegisterFn reg =
+      useFakeDriver(FOLIO_FAKE_CUDA_DEVICE, FOLIO_FAKE_CUBLASLT, error);
+  ASSERT_NE(reg, nullptr) << error;
+  for (auto accessor : {&modelAttentionKernels, &modelOtherKernels}) {
+    size_t n = 0;
+    const ModelKernelEntry *entries = accessor(n);
+    for (size_t i = 0; i < n; ++i)
+      reg(entries[i].name, trampolineFor(entries[i].spec), entries[i].kernel);
+  }
+  mlir::folio::CompileToPlanOptions options;
+  options.target = "sm_90a";
+  options.weightDtype = "bf16";
+  auto compiled = mlir::folio::compileONNXToPlan(
+      modelPaths(FOLIO_SOURCE_DIR).front(), options);
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  auto plan = std::make_shared<plan::Plan>(std::move(*compiled));
+  std::vector<compiler::EmbeddedCudaKernel> embedded;
+  std::vector<std::string> notGenerated;
+  cuda::KernelCacheOptions noCache;
+  noCache.enabled = false;
+  ASSERT_TRUE(bool(compiler::embedCudaKernels(*plan, "sm_90a", noCache,
+                                              embedded, notGenerated)));
+  ASSERT_FALSE(embedded.empty());
+
+  Expected<std::unique_ptr<device::CudaDevice>> dev =
+      device::CudaDevice::open();
+  ASSERT_TRUE(bool(dev)) << dev.status().message();
+  Expected<std::unique_ptr<device::DevicePlan>> onDevice =
+      device::DevicePlan::load(**dev, plan);
+  ASSERT_TRUE(bool(onDevice)) << onDevice.status().message();
+  EXPECT_EQ((*onDevice)->images().size(), embedded.size());
+  for (const device::KernelImage &image : (*onDevice)->images())
+    EXPECT_EQ(image.format, device::KernelImage::Format::Cubin);
+  EXPECT_EQ((*onDevice)->blobBytes(), plan->blob.size());
+  EXPECT_FALSE(bool((*onDevice)->kernel("folio_no_such_kernel")));
+
+  // The first linear step's kernel over the stored weight in the blob.
+  std::vector<compiler::PlannedCudaKernel> kernels;
+  ASSERT_TRUE(
+      bool(compiler::collectAllCudaKernels(*plan, kernels, notGenerated)));
+  const plan::StoredWeight *stored = nullptr;
+  const compiler::PlannedCudaKernel *linear = nullptr;
+  for (const compiler::PlannedCudaKernel &k : kernels) {
+    if (!std::holds_alternative<LinearSpec>(k.spec))
+      continue;
+    for (const plan::StoredWeight &w : plan->weights)
+      if (!stored && w.step == k.steps.front() && w.operand == 1) {
+        stored = &w;
+        linear = &k;
+      }
+  }
+  ASSERT_TRUE(stored && linear);
+  cpu::WeightView v;
+  v.storage = cpu::DType::BF16;
+  v.n = stored->n;
+  v.k = stored->k;
+  v.data = plan->blob.data() + stored->dataOffset;
+  const int64_t m = 3;
+  std::vector<float> x(size_t(m * v.k));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float &e : x)
+    e = normal(rng);
+  cpu::PackedWeight pw;
+  ASSERT_TRUE(cpu::PackedWeight::fromView(v, nullptr, pw).ok());
+  std::vector<float> want(size_t(m * v.n));
+  ASSERT_TRUE(cpu::linearGemv(x.data(), m, pw, want.data()).ok());
+
+  Expected<device::DeviceBuffer> dx =
+      (*dev)->upload(x.data(), x.size() * 4, "x");
+  Expected<device::DeviceBuffer> dy = (*dev)->allocate(want.size() * 4, "y");
+  ASSERT_TRUE(dx && dy);
+  folio_cuda::LinearArgs a{};
+  a.x = dx->as<const float>();
+  a.m = m;
+  a.w = reinterpret_cast<const void *>(
+      uintptr_t((*onDevice)->blobAddress(stored->dataOffset)));
+  a.y = dy->as<float>();
+  a.n = v.n;
+  Expected<const device::CudaKernel *> f =
+      (*onDevice)->kernel(linear->kernel.name);
+  ASSERT_TRUE(bool(f)) << f.status().message();
+  LaunchGeometry g = linearLaunch(std::get<LinearSpec>(linear->spec), v.n);
+  device::CudaLaunch l;
+  std::copy(g.grid, g.grid + 3, l.grid);
+  std::copy(g.block, g.block + 3, l.block);
+  ASSERT_TRUE(bool((*dev)->launch(**f, l, &a)));
+  std::vector<float> got(want.size());
+  ASSERT_TRUE(bool((*dev)->copyToHost(got.data(), *dy, 0, got.size() * 4)));
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << i;
+
+  // A device the plan has no image for.
+  ::setenv("FOLIO_FAKE_CUDA_CC", "80", 1);
+  Expected<std::unique_ptr<device::CudaDevice>> ampere =
+      device::CudaDevice::open();
+  ::unsetenv("FOLIO_FAKE_CUDA_CC");
+  ASSERT_TRUE(bool(ampere));
+  Expected<std::unique_ptr<device::DevicePlan>> none =
+      device::DevicePlan::load(**ampere, plan);
+  ASSERT_FALSE(bool(none));
+  EXPECT_NE(none.status().message().find(
+                "has no cubin or PTX that runs on sm_80 (the plan holds "
+                "sm_90a); compile it with folioc --target=sm_80"),
+            std::string::npos)
+      << none.status().message();
 }
 
 } // namespace
