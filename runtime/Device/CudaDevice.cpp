@@ -78,7 +78,7 @@ Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
                             " reports none");
   if (ordinal < 0 || ordinal >= count)
     return Status::invalidArgument("CUDA device " + std::to_string(ordinal) +
-                                   " does not exist; the " + "driver reports " +
+                                   " does not exist; the driver reports " +
                                    std::to_string(count) + " (0 to " +
                                    std::to_string(count - 1) + ")");
   std::unique_ptr<CudaDevice> d(new CudaDevice());
