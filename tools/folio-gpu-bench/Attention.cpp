@@ -411,4 +411,47 @@ Expected<KVWriteResult> measureKVWrite(const CudaDevice &dev,
   return out;
 }
 
+Expected<DecodeTargets>
+decodeTargets(const std::vector<std::pair<DecodeCase, DecodeResult>> &runs,
+              double copyGbPerS) {
+  if (runs.empty() || !(copyGbPerS > 0))
+    return Status::invalidArgument("no decode runs or no copy bandwidth");
+  DecodeTargets t;
+  t.minFractionOfCopy = 1e300;
+  int shortest = runs.front().first.context, longest = shortest;
+  for (const auto &[c, r] : runs) {
+    double f = r.timing.gbPerS / copyGbPerS;
+    if (f < t.minFractionOfCopy) {
+      t.minFractionOfCopy = f;
+      t.slowest = std::string(cpu::dtypeName(c.spec.cacheType)) + " at " +
+                  std::to_string(c.seqs) + " x " + std::to_string(c.context);
+    }
+    shortest = std::min(shortest, c.context);
+    longest = std::max(longest, c.context);
+  }
+  auto ratio = [&](int context, double &out) -> Status {
+    double fp8 = 0, bf16 = 0;
+    for (const auto &[c, r] : runs)
+      if (c.context == context) {
+        if (c.spec.cacheType == cpu::DType::FP8E4M3)
+          fp8 = r.timing.ms;
+        else if (c.spec.cacheType == cpu::DType::BF16)
+          bf16 = r.timing.ms;
+      }
+    if (!(fp8 > 0) || !(bf16 > 0))
+      return Status::invalidArgument(
+          "the decode runs at context " + std::to_string(context) +
+          " lack an fp8_e4m3 or a bf16 cache to compare");
+    out = fp8 / bf16;
+    return Status::ok();
+  };
+  if (Status s = ratio(shortest, t.fp8OverBf16Short); !s)
+    return s;
+  if (Status s = ratio(longest, t.fp8OverBf16Long); !s)
+    return s;
+  t.bandwidthMet = t.minFractionOfCopy >= 0.8;
+  t.fp8Met = t.fp8OverBf16Short <= 1.05 && t.fp8OverBf16Long < 1.0;
+  return t;
+}
+
 } // namespace folio::gpubench

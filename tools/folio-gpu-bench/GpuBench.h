@@ -69,6 +69,24 @@ Expected<DecodeResult> measurePagedDecode(const device::CudaDevice &dev,
                                           const DecodeCase &c, int runs,
                                           uint32_t seed = 1);
 
+/// The GPU targets the decode measurements answer: paged decode attention
+/// at >= 80 % of the copy's bandwidth for every cache dtype and shape, and
+/// an fp8_e4m3 cache within 5 % of bf16's time at the shortest context
+/// measured and faster at the longest.
+struct DecodeTargets {
+  double minFractionOfCopy = 0; ///< over every measured run
+  std::string slowest;          ///< "int4 at 16 x 8192", say
+  double fp8OverBf16Short = 0;  ///< fp8 time / bf16 time
+  double fp8OverBf16Long = 0;
+  bool bandwidthMet = false, fp8Met = false;
+};
+
+/// The targets from decode runs (any order; fp8 and bf16 runs matched by
+/// sequences and context). An error if a shape lacks its bf16 or fp8 run.
+Expected<DecodeTargets>
+decodeTargets(const std::vector<std::pair<DecodeCase, DecodeResult>> &runs,
+              double copyGbPerS);
+
 struct PrefillCase {
   cuda::PagedPrefillSpec spec;
   int seqs = 1;
@@ -137,8 +155,8 @@ struct GemmResult {
 
 /// cuBLASLt's bf16 linear (CublasLt::linearBf16) of m rows through an
 /// [n, k] weight, with a bias, checked against a double-precision sum over
-/// the same bf16 values on the first 256 outputs of the first 64 rows. Bytes: the
-/// weights, x, bias and y; TFLOP/s: 2 m n k over the time.
+/// the same bf16 values on the first 256 outputs of the first 64 rows. Bytes:
+/// the weights, x, bias and y; TFLOP/s: 2 m n k over the time.
 Expected<GemmResult> measureCublasLinear(const device::CudaDevice &dev,
                                          const device::CublasLt &lt, int m,
                                          int n, int k, int runs,

@@ -252,10 +252,12 @@ int main(int argc, char **argv) {
   j.endObject();
 
   j.key("paged_decode").beginArray();
+  std::vector<std::pair<DecodeCase, DecodeResult>> decodeRuns;
   for (const DecodeCase &c : decodes) {
     Expected<DecodeResult> r = measurePagedDecode(dev, kernels, c, runs);
     if (!r)
       return fail(cuda::kernelName(c.spec), r.status());
+    decodeRuns.push_back({c, *r});
     j.beginObject();
     j.key("cache").value(cpu::dtypeName(c.spec.cacheType));
     j.key("seqs").value(c.seqs);
@@ -272,6 +274,20 @@ int main(int argc, char **argv) {
     j.endObject();
   }
   j.endArray();
+
+  // The decode targets, read off the runs above.
+  Expected<DecodeTargets> targets = decodeTargets(decodeRuns, copy->gbPerS);
+  if (!targets)
+    return fail("the decode targets", targets.status());
+  j.key("decode_targets").beginObject();
+  j.key("min_fraction_of_copy").value(targets->minFractionOfCopy);
+  j.key("slowest").value(targets->slowest);
+  j.key("bandwidth_target").value(0.8);
+  j.key("bandwidth_met").value(targets->bandwidthMet);
+  j.key("fp8_over_bf16_time_short_context").value(targets->fp8OverBf16Short);
+  j.key("fp8_over_bf16_time_long_context").value(targets->fp8OverBf16Long);
+  j.key("fp8_met").value(targets->fp8Met);
+  j.endObject();
 
   j.key("paged_prefill").beginArray();
   for (const PrefillCase &c : prefills) {

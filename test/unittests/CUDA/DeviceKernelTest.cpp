@@ -556,6 +556,44 @@ TEST_F(CudaDeviceKernels, GpuBenchCublasLinearChecksThenMeasures) {
   }
 }
 
+TEST(GpuBenchReference, DecodeTargetsReadTheRuns) {
+  auto run = [](cpu::DType t, int context, double ms, double gbPerS) {
+    gpubench::DecodeCase c;
+    c.spec.cacheType = t;
+    c.seqs = 4;
+    c.context = context;
+    gpubench::DecodeResult r;
+    r.timing.ms = ms;
+    r.timing.gbPerS = gbPerS;
+    return std::pair{c, r};
+  };
+  using cpu::DType;
+  // Copy at 4000 GB/s: int4 at the long context is the slowest (0.75).
+  std::vector<std::pair<gpubench::DecodeCase, gpubench::DecodeResult>> runs = {
+      run(DType::BF16, 512, 1.0, 3500), run(DType::FP8E4M3, 512, 1.04, 3400),
+      run(DType::BF16, 8192, 2.0, 3600), run(DType::FP8E4M3, 8192, 1.2, 3300),
+      run(DType::I4, 8192, 0.9, 3000)};
+  Expected<gpubench::DecodeTargets> t = gpubench::decodeTargets(runs, 4000);
+  ASSERT_TRUE(bool(t)) << t.status().message();
+  EXPECT_DOUBLE_EQ(t->minFractionOfCopy, 0.75);
+  EXPECT_EQ(t->slowest, "int4 at 4 x 8192");
+  EXPECT_FALSE(t->bandwidthMet);
+  EXPECT_DOUBLE_EQ(t->fp8OverBf16Short, 1.04);
+  EXPECT_DOUBLE_EQ(t->fp8OverBf16Long, 0.6);
+  EXPECT_TRUE(t->fp8Met);
+  // fp8 6 % slower at the short context misses it.
+  runs[1].second.timing.ms = 1.06;
+  EXPECT_FALSE(gpubench::decodeTargets(runs, 4000)->fp8Met);
+  // A shape without its bf16 run cannot be compared.
+  runs.erase(runs.begin());
+  Expected<gpubench::DecodeTargets> missing =
+      gpubench::decodeTargets(runs, 4000);
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(missing.status().message().find("at context 512 lack"),
+            std::string::npos)
+      << missing.status().message();
+}
+
 TEST(GpuBenchReference, RowProgramsEvaluateAsTheirOpsSay) {
   // out0 = rms_norm(x + r, w) with Gemma's offset, out1 = silu(x) * 2.
   RowKernelSpec s;
