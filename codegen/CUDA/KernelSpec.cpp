@@ -53,19 +53,10 @@ std::string supportedCacheTypeList() {
 
 namespace {
 
-/// Every template a kernel may instantiate (the CMake list embeds the same).
-const std::vector<const char *> &allTemplateNames() {
-  static const std::vector<const char *> names = {
-      "Prelude.cuh",      "KVWrite.cuh",   "PagedDecode.cuh",
-      "PagedPrefill.cuh", "RowKernel.cuh", "Rotary.cuh",
-      "Gather.cuh",       "Sample.cuh",    "Linear.cuh"};
-  return names;
-}
-
 /// FNV-1a over every template: a kernel's key changes with its code.
 std::string templatesHash() {
   uint64_t h = 1469598103934665603ull;
-  for (const char *name : allTemplateNames())
+  for (const char *name : embeddedTemplateNames())
     for (const char *p = embeddedTemplate(name); p && *p; ++p)
       h = (h ^ uint8_t(*p)) * 1099511628211ull;
   char buf[17];

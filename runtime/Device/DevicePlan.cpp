@@ -30,6 +30,10 @@ DevicePlan::load(const CudaDevice &dev,
       return Status::invalidArgument("kernel " + k.name + ": its " +
                                      (cubin ? "cubin" : "PTX") +
                                      " lies outside the plan's blob");
+    // The driver reads PTX up to its NUL; folioc stores one.
+    if (!cubin && plan->blob.data()[offset + bytes - 1] != 0)
+      return Status::invalidArgument("kernel " + k.name +
+                                     ": its PTX is not NUL-terminated");
     Expected<CudaModule> m =
         dev.loadModule(plan->blob.data() + offset,
                        "kernel " + k.name + " (" + (cubin ? "cubin" : "PTX") +

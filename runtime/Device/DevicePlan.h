@@ -27,7 +27,7 @@ class DevicePlan {
 public:
   /// Uploads the blob and loads every kernel; errors name the kernel (no
   /// image for this device, an image the driver refuses, a missing entry
-  /// point) or the allocation. `dev` and `plan` must outlive the result.
+  /// point) or the allocation. `dev` must outlive the result.
   static Expected<std::unique_ptr<DevicePlan>>
   load(const CudaDevice &dev, std::shared_ptr<const plan::Plan> plan);
 

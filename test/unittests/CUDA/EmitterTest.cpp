@@ -1,9 +1,12 @@
 //===- EmitterTest.cpp - Specs, names, keys and sources of CUDA kernels ---===//
 
 #include "codegen/CUDA/Emitter.h"
+#include "codegen/CUDA/Templates.h"
 #include "test/unittests/CUDA/TestVariants.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <memory>
 #include <set>
@@ -349,6 +352,21 @@ TEST(CudaEmitter, RefusesLinearSpecsItCannotGenerate) {
             std::string::npos);
   EXPECT_NE(kernelName(LinearSpec{DType::I4, 64, 64, 8, 128}),
             kernelName(LinearSpec{DType::I4, 64, 128, 8, 128}));
+}
+
+TEST(CudaEmitter, EveryEmbeddedTemplateIsInTheKeys) {
+  // The keys hash the build's own list of templates, so the argument
+  // structs and the newest templates are in it with the rest.
+  const std::vector<const char *> &names = embeddedTemplateNames();
+  for (const char *want : {"Prelude.cuh", "KernelArgs.cuh", "Linear.cuh",
+                           "Cast.cuh", "PagedDecode.cuh"})
+    EXPECT_NE(
+        std::find_if(names.begin(), names.end(),
+                     [&](const char *n) { return std::string(n) == want; }),
+        names.end())
+        << want;
+  for (const char *n : names)
+    EXPECT_NE(embeddedTemplate(n), nullptr) << n;
 }
 
 TEST(CudaEmitter, CastsStayWithinIntegersOrFloats) {
