@@ -9,6 +9,12 @@
 
 namespace folio::device {
 
+namespace {
+/// The context this thread made current last (through makeCurrent): a
+/// launch per kernel need not ask the driver again.
+thread_local cu::Context currentContext = nullptr;
+} // namespace
+
 DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&o) noexcept {
   if (this != &o) {
     this->~DeviceBuffer();
@@ -24,7 +30,7 @@ DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&o) noexcept {
 
 DeviceBuffer::~DeviceBuffer() {
   if (device_ && ptr_ && device_->makeCurrent())
-    device_->api().memFree(ptr_);
+    device_->api_->memFree(ptr_);
   device_ = nullptr;
   ptr_ = 0;
 }
@@ -43,7 +49,7 @@ CudaModule &CudaModule::operator=(CudaModule &&o) noexcept {
 
 CudaModule::~CudaModule() {
   if (device_ && module_ && device_->makeCurrent())
-    device_->api().moduleUnload(module_);
+    device_->api_->moduleUnload(module_);
   device_ = nullptr;
   module_ = nullptr;
 }
@@ -129,6 +135,8 @@ Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
 }
 
 CudaDevice::~CudaDevice() {
+  if (currentContext == context_)
+    currentContext = nullptr; // a later retain may return the same handle
   if (context_)
     api_->primaryCtxRelease(device_);
 }
@@ -138,8 +146,14 @@ std::string CudaDevice::arch() const {
 }
 
 Status CudaDevice::makeCurrent() const {
-  return check(api_->ctxSetCurrent(context_), "cuCtxSetCurrent",
-               "its primary context");
+  if (currentContext == context_)
+    return Status::ok();
+  if (Status s = check(api_->ctxSetCurrent(context_), "cuCtxSetCurrent",
+                       "its primary context");
+      !s)
+    return s;
+  currentContext = context_;
+  return Status::ok();
 }
 
 Expected<DeviceBuffer> CudaDevice::allocate(size_t bytes,
@@ -265,24 +279,26 @@ Expected<CudaKernel> CudaDevice::kernel(const CudaModule &module,
 
 Status CudaDevice::launch(const CudaKernel &kernel, const CudaLaunch &l,
                           const void *args) const {
-  if (Status s = makeCurrent(); !s)
-    return s;
   for (unsigned d : l.grid)
     if (d == 0)
       return Status::ok(); // an empty grid: nothing to run
+  if (Status s = makeCurrent(); !s)
+    return s;
   if (l.dynamicShared > maxDynamicShared_)
     return Status::invalidArgument(
         "kernel " + kernel.name + " asks for " +
         std::to_string(l.dynamicShared) +
         " bytes of dynamic shared memory; this device allows " +
         std::to_string(maxDynamicShared_));
-  if (l.dynamicShared > 48 * 1024)
+  if (l.dynamicShared > kernel.sharedLimit) {
     if (Status s = check(api_->funcSetAttribute(kernel.function,
                                                 cu::kFuncAttrMaxDynamicShared,
                                                 int(l.dynamicShared)),
                          "cuFuncSetAttribute", kernel.name);
         !s)
       return s;
+    kernel.sharedLimit = l.dynamicShared;
+  }
   void *params[1] = {const_cast<void *>(args)};
   return check(api_->launchKernel(kernel.function, l.grid[0], l.grid[1],
                                   l.grid[2], l.block[0], l.block[1], l.block[2],

@@ -71,6 +71,9 @@ private:
 struct CudaKernel {
   cu::Function function = nullptr;
   std::string name;
+  /// Dynamic shared memory the kernel may take: 48 KiB until a launch
+  /// opts in to more (once per size, not per launch).
+  mutable size_t sharedLimit = 48 * 1024;
 };
 
 struct CudaLaunch {
@@ -96,7 +99,6 @@ public:
   /// The most dynamic shared memory a kernel may opt in to.
   size_t maxDynamicShared() const { return maxDynamicShared_; }
   int driverVersion() const { return driverVersion_; }
-  const CudaApi &api() const { return *api_; }
 
   Expected<DeviceBuffer> allocate(size_t bytes, const std::string &what) const;
   Status copyToDevice(const DeviceBuffer &dst, size_t offset, const void *src,
@@ -127,7 +129,8 @@ public:
   /// recorded around it.
   Expected<double> time(const std::function<Status()> &body) const;
 
-  /// Makes the context current on this thread (every call above does).
+  /// Makes the context current on this thread (every call above does); a
+  /// driver call only when the thread's current context is another.
   Status makeCurrent() const;
 
 private:

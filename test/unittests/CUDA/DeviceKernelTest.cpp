@@ -325,6 +325,32 @@ TEST_F(CudaDeviceKernels, DriverErrorsNameTheCallAndWhatItWasFor) {
       << s.message();
 }
 
+TEST_F(CudaDeviceKernels, SharedMemoryOptInOncePerKernel) {
+  if (!fakeRegister)
+    GTEST_SKIP() << "counts the fake driver's calls";
+  auto calls = reinterpret_cast<int (*)()>(
+      ::dlsym(::dlopen(FOLIO_FAKE_CUDA_DEVICE, RTLD_NOW | RTLD_LOCAL),
+              "folioFakeCudaSetAttributeCalls"));
+  ASSERT_NE(calls, nullptr);
+  GeneratedKernel g;
+  ASSERT_TRUE(emitLinear(linearVariants()[0], g).ok());
+  Compiled compiled;
+  ASSERT_NO_FATAL_FAILURE(compileForDevice(*dev, {g}, compiled));
+  const device::CudaKernel &k = compiled.kernels.begin()->second;
+  // An empty pass (m = 0) launched with 64 KiB, then 64 KiB again, then
+  // 32: one opt-in, at the first launch.
+  folio_cuda::LinearArgs a{};
+  device::CudaLaunch l;
+  l.block[0] = 128;
+  int before = calls();
+  for (size_t shared : {size_t(64) << 10, size_t(64) << 10, size_t(32) << 10}) {
+    l.dynamicShared = shared;
+    ASSERT_OK(dev->launch(k, l, &a));
+  }
+  EXPECT_EQ(calls() - before, 1);
+  EXPECT_EQ(k.sharedLimit, size_t(64) << 10);
+}
+
 TEST_F(CudaDeviceKernels, EventsTimeWhatTheBodyEnqueues) {
   Expected<DeviceBuffer> a = dev->allocate(1 << 20, "a");
   Expected<DeviceBuffer> b = dev->allocate(1 << 20, "b");

@@ -89,6 +89,10 @@ void folioFakeCudaRegister(const char *name, LaunchFn run, void *ctx) {
   s.kernels[name] = Kernel{run, ctx, int(kDefaultShared)};
 }
 
+/// cuFuncSetAttribute calls so far (launch opt-ins).
+int setAttributeCalls = 0;
+int folioFakeCudaSetAttributeCalls() { return setAttributeCalls; }
+
 /// Bytes allocated and not freed.
 size_t folioFakeCudaAllocatedBytes() {
   State &s = state();
@@ -242,6 +246,7 @@ int cuModuleGetFunction(void **f, void *module, const char *name) {
   return kSuccess;
 }
 int cuFuncSetAttribute(void *f, int attr, int value) {
+  ++setAttributeCalls;
   if (attr != 8 || value < 0 || size_t(value) > kOptinShared)
     return kInvalidValue;
   static_cast<Kernel *>(f)->maxShared = value;
