@@ -12,6 +12,7 @@
 #define FOLIO_CODEGEN_CUDA_KERNELSPEC_H
 
 #include "codegen/CPU/DType.h"
+#include "codegen/CPU/Linear.h"
 #include "codegen/CPU/Status.h"
 #include "codegen/CUDA/RowProgram.h"
 
@@ -131,7 +132,9 @@ struct LinearSpec {
   int k = 0;
   /// int4's weights per (scale, min) group: 32, 64 or 128; 0 otherwise.
   int groupSize = 0;
-  int rowsPerPass = 8;
+  /// Token rows that share one read of the weights: the CPU GEMV's
+  /// kSmallM, a decode or verify batch.
+  int rowsPerPass = int(cpu::kSmallM);
   int threads = 128;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace folio::compiler {
@@ -182,10 +183,7 @@ bool linearSpecFor(const plan::Plan &plan, int32_t step, int32_t operand,
       return false;
     }
     spec.k = int(w.k);
-    // Decode and verify batches in one pass: kSmallM rows on the CPU.
-    spec.rowsPerPass = 8;
-    spec.threads = 128;
-    return true;
+    return true; // the spec's default pass and block
   }
   return false;
 }
@@ -393,7 +391,8 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
       const plan::Step &s = plan.steps[size_t(i)];
       std::string where = s.kind + " at " + s.name;
       cuda::GeneratedKernel g;
-      cuda::AnyKernelSpec any;
+      // Set by every branch that generates a kernel.
+      std::optional<cuda::AnyKernelSpec> any;
       if (s.kind == "reshape" || s.kind == "slice" || s.kind == "kv_write") {
         continue; // views; kv_write is CudaKernels.cpp's
       } else if (s.kind == "paged_attention") {
@@ -554,7 +553,7 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
           return st;
         any = spec;
       }
-      add(g, i, any);
+      add(g, i, any.value());
     }
     if (!complete)
       incomplete.insert(k.kind);
@@ -568,13 +567,12 @@ Status collectCudaRowKernels(const plan::Plan &plan, PlanCudaRowKernels &out) {
   // Sampling over the logits rows (the vocabulary is an argument): greedy,
   // and temperature / top-k / top-p.
   for (bool greedy : {true, false}) {
+    const cuda::SampleSpec samplerSpec{greedy, 256};
     cuda::GeneratedKernel sampler;
-    if (Status s =
-            check(cuda::emitSample(cuda::SampleSpec{greedy, 256}, sampler),
-                  "sampling");
+    if (Status s = check(cuda::emitSample(samplerSpec, sampler), "sampling");
         !s)
       return s;
-    add(sampler, -1, cuda::SampleSpec{greedy, 256});
+    add(sampler, -1, samplerSpec);
   }
   return Status::ok();
 }

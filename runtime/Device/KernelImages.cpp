@@ -2,6 +2,8 @@
 
 #include "runtime/Device/KernelImages.h"
 
+#include "codegen/CUDA/KernelSpec.h"
+
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -21,25 +23,14 @@ int archLevel(const std::string &arch, bool &specific) {
   return *end ? -1 : int(v);
 }
 
-/// The folioc --target whose kernels run best on compute capability
-/// `level` (major * 10 + minor): its own arch, else the newest older one
-/// (a newer device JITs its PTX).
-std::string suggestedTarget(int level) {
-  if (level == 90)
-    return "sm_90a";
-  for (int arch : {89, 86, 80})
-    if (level >= arch)
-      return "sm_" + std::to_string(arch);
-  return {};
-}
-
 } // namespace
 
 Expected<std::vector<KernelImage>> selectKernelImages(const plan::Plan &plan,
                                                       int major, int minor) {
   std::string device = "sm_" + std::to_string(major) + std::to_string(minor);
   int level = major * 10 + minor;
-  std::string target = suggestedTarget(level);
+  // The folioc --target whose kernels run best there.
+  std::string target = cuda::deviceTarget(major, minor).arch;
   std::string recompile = target.empty()
                               ? "; Folio's CUDA kernels need sm_80 or newer"
                               : "; compile it with folioc --target=" + target;

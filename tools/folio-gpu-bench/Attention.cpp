@@ -449,7 +449,7 @@ decodeTargets(const std::vector<std::pair<DecodeCase, DecodeResult>> &runs,
     return s;
   if (Status s = ratio(longest, t.fp8OverBf16Long); !s)
     return s;
-  t.bandwidthMet = t.minFractionOfCopy >= 0.8;
+  t.bandwidthMet = t.minFractionOfCopy >= kDecodeBandwidthTarget;
   t.fp8Met = t.fp8OverBf16Short <= 1.05 && t.fp8OverBf16Long < 1.0;
   return t;
 }

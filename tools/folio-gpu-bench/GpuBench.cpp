@@ -15,14 +15,6 @@ using device::DeviceBuffer;
 
 namespace detail {
 
-device::CudaLaunch toLaunch(const cuda::LaunchGeometry &g) {
-  device::CudaLaunch l;
-  std::copy(g.grid, g.grid + 3, l.grid);
-  std::copy(g.block, g.block + 3, l.block);
-  l.dynamicShared = g.dynamicShared;
-  return l;
-}
-
 Expected<const device::CudaKernel *> find(const LoadedKernels &k,
                                           const std::string &name) {
   auto it = k.byName.find(name);
@@ -60,12 +52,19 @@ Expected<Timing> timeRuns(const CudaDevice &dev, int runs, double bytes,
   out.ms = ms[ms.size() / 2];
   out.bytes = bytes;
   out.runs = int(ms.size());
-  out.repsPerRun = reps;
   out.gbPerS = out.ms > 0 ? bytes / (out.ms * 1e6) : 0;
   return out;
 }
 
 } // namespace detail
+
+device::CudaLaunch toLaunch(const cuda::LaunchGeometry &g) {
+  device::CudaLaunch l;
+  std::copy(g.grid, g.grid + 3, l.grid);
+  std::copy(g.block, g.block + 3, l.block);
+  l.dynamicShared = g.dynamicShared;
+  return l;
+}
 
 Status loadKernels(const CudaDevice &dev,
                    const std::vector<cuda::GeneratedKernel> &kernels,

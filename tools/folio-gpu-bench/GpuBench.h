@@ -13,6 +13,7 @@
 #define FOLIO_TOOLS_FOLIO_GPU_BENCH_GPUBENCH_H
 
 #include "codegen/CUDA/Emitter.h"
+#include "codegen/CUDA/KernelSpec.h"
 #include "runtime/Device/CublasLt.h"
 #include "runtime/Device/CudaDevice.h"
 
@@ -30,6 +31,9 @@ struct LoadedKernels {
   bool fromPtx = false; ///< the driver JIT-compiled the PTX
 };
 
+/// A launch of the geometry a spec gives (KernelSpec.h).
+device::CudaLaunch toLaunch(const cuda::LaunchGeometry &g);
+
 /// Compiles `kernels` as one module for `dev` (cuda::deviceTarget) and
 /// resolves each entry point.
 Status loadKernels(const device::CudaDevice &dev,
@@ -37,11 +41,10 @@ Status loadKernels(const device::CudaDevice &dev,
                    LoadedKernels &out);
 
 struct Timing {
-  double ms = 0;      ///< median of the timed runs, per run
-  double bytes = 0;   ///< moved per run (read + written)
-  double gbPerS = 0;  ///< bytes / ms
-  int runs = 0;       ///< timings taken
-  int repsPerRun = 1; ///< back-to-back runs in each timing
+  double ms = 0;     ///< median of the timed runs, per run
+  double bytes = 0;  ///< moved per run (read + written)
+  double gbPerS = 0; ///< bytes / ms
+  int runs = 0;      ///< timings taken
 };
 
 /// cuMemcpyDtoD of `bytes`: 2 * bytes moved per run.
@@ -69,10 +72,13 @@ Expected<DecodeResult> measurePagedDecode(const device::CudaDevice &dev,
                                           const DecodeCase &c, int runs,
                                           uint32_t seed = 1);
 
+/// Paged decode attention's bandwidth target, as a fraction of the copy's.
+constexpr double kDecodeBandwidthTarget = 0.8;
+
 /// The GPU targets the decode measurements answer: paged decode attention
-/// at >= 80 % of the copy's bandwidth for every cache dtype and shape, and
-/// an fp8_e4m3 cache within 5 % of bf16's time at the shortest context
-/// measured and faster at the longest.
+/// at kDecodeBandwidthTarget of the copy's bandwidth for every cache dtype
+/// and shape, and an fp8_e4m3 cache within 5 % of bf16's time at the
+/// shortest context measured and faster at the longest.
 struct DecodeTargets {
   double minFractionOfCopy = 0; ///< over every measured run
   std::string slowest;          ///< "int4 at 16 x 8192", say
@@ -82,7 +88,8 @@ struct DecodeTargets {
 };
 
 /// The targets from decode runs (any order; fp8 and bf16 runs matched by
-/// sequences and context). An error if a shape lacks its bf16 or fp8 run.
+/// context, one run of each per context). An error if the shortest or the
+/// longest context lacks its bf16 or fp8 run.
 Expected<DecodeTargets>
 decodeTargets(const std::vector<std::pair<DecodeCase, DecodeResult>> &runs,
               double copyGbPerS);

@@ -1,6 +1,7 @@
 //===- Linear.cpp - The linear kernel on a GPU ----------------------------===//
 
 #include "tools/folio-gpu-bench/GpuBench.h"
+#include "tools/folio-gpu-bench/LinearReference.h"
 #include "tools/folio-gpu-bench/Support.h"
 
 #include "codegen/CPU/DType.h"
@@ -81,33 +82,15 @@ Expected<LinearResult> measureLinear(const CudaDevice &dev,
   if (!result)
     return result.status();
   const std::vector<float> &got = *result;
-  const int64_t groups =
-      s.weightType == cpu::DType::I4 ? cpu::int4Groups(k, s.groupSize) : 0;
   // The first 512 outputs of each row: the bound takes a pass over k per
   // output, and the big projections have thousands.
   for (int64_t i = 0; i < m; ++i)
     for (int64_t r = 0; r < std::min<int64_t>(n, 512); ++r) {
-      // sum |x w|, and for int4 the group terms the CPU kernel sums apart
-      // (scale * sum x q + min * sum x).
-      double mag = 0;
-      for (int64_t col = 0; col < k; ++col) {
-        double w = std::fabs(cpu::weightViewAt(view, r, col));
-        if (groups > 0) {
-          const uint16_t *p =
-              view.groupParams + (r * groups + col / s.groupSize) * 2;
-          w += 15 * std::fabs(cpu::f16ToFloat(p[0])) +
-               std::fabs(cpu::f16ToFloat(p[1]));
-        }
-        mag += std::fabs(double(x[size_t(i * k + col)])) * w;
-      }
       // Each result within f32 accumulation of k terms (2e-6 k, the CPU
-      // linear tests' bound), so the two within twice that; above kSmallM
-      // rows the CPU's 8-bit and int4 paths round x to bf16.
-      double rounding = m <= cpu::kSmallM || cpu::isPlainFloat(s.weightType)
-                            ? 0.0
-                        : s.weightType == cpu::DType::I4 ? 1.0 / 16384
-                                                         : 1.0 / 256;
-      double bound = (4e-6 * double(k) + rounding) * mag + 1e-30;
+      // linear tests' bound), so the two within twice that.
+      double bound = (4e-6 * double(k) + cpuRounding(s.weightType, m)) *
+                         magnitude(x, i, r, view, {}) +
+                     1e-30;
       size_t at = size_t(i * n + r);
       out.maxBoundFraction =
           std::max(out.maxBoundFraction,

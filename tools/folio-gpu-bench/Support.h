@@ -14,8 +14,6 @@
 
 namespace folio::gpubench::detail {
 
-device::CudaLaunch toLaunch(const cuda::LaunchGeometry &g);
-
 /// The loaded kernel `name`, or an error naming it.
 Expected<const device::CudaKernel *> find(const LoadedKernels &k,
                                           const std::string &name);

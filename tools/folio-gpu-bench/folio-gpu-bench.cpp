@@ -7,9 +7,11 @@
 // prints one JSON object: the device, the device-to-device copy bandwidth,
 // and, for the Llama 1B shapes of models/bench/make_llama_1b.py, paged
 // decode attention per cache dtype at a short and a long context (GB/s and
-// the fraction of the copy), prefill attention (TFLOP/s), kv_write, and the
-// linear kernel per weight dtype at its projection shapes, each after its
-// result matched the CPU kernel. --probe only opens the device. Without a GPU
+// the fraction of the copy) with the decode targets, prefill attention
+// (TFLOP/s), kv_write, the row kernels, rotary, the gathers, the token
+// ids' cast, the samplers, the linear kernel per weight dtype at its
+// projection shapes and cuBLASLt's bf16 GEMM, each after its result
+// matched the CPU's. --probe only opens the device. Without a GPU
 // it prints why and exits with 77 (tools/gpu-check.sh's "skipped").
 //
 //===----------------------------------------------------------------------===//
@@ -201,8 +203,13 @@ int main(int argc, char **argv) {
   const std::vector<RowCase> rowCases = {{addNorm, tokens}, {gated, tokens}};
   const RotaryCase rotaryCase{{headDim, headDim, false, kvHeads * qPerKv},
                               tokens};
-  const GatherCase gatherCase{
-      {true, cpu::DType::BF16, 2048, 256}, tokens, 32000};
+  // The embedding lookup, and gather_rows picking the logits rows.
+  const std::vector<GatherCase> gatherCases = {
+      {{true, cpu::DType::BF16, 2048, 256}, tokens, 32000},
+      {{false, cpu::DType::F32, 2048, 256}, 64, tokens}};
+  // The token ids' widening to i64 that every plan starts with.
+  const CastCase castCase{{cuda::CastType::I32, cuda::CastType::I64, 256},
+                          tokens};
   const std::vector<SampleCase> sampleCases = {{{true, 256}, 64, 32000},
                                                {{false, 256}, 64, 32000}};
   for (const RowCase &c : rowCases) {
@@ -212,17 +219,21 @@ int main(int argc, char **argv) {
     sources.push_back(g);
   }
   {
-    cuda::GeneratedKernel r, e, g0, g1;
+    cuda::GeneratedKernel r, e, gr, c, g0, g1;
     cpu::Status st = cuda::emitRotary(rotaryCase.spec, r);
     if (st.ok())
-      st = cuda::emitGather(gatherCase.spec, e);
+      st = cuda::emitGather(gatherCases[0].spec, e);
+    if (st.ok())
+      st = cuda::emitGather(gatherCases[1].spec, gr);
+    if (st.ok())
+      st = cuda::emitCast(castCase.spec, c);
     if (st.ok())
       st = cuda::emitSample(sampleCases[0].spec, g0);
     if (st.ok())
       st = cuda::emitSample(sampleCases[1].spec, g1);
     if (!st.ok())
       return fail("emitting", Status::internal(st.message()));
-    sources.insert(sources.end(), {r, e, g0, g1});
+    sources.insert(sources.end(), {r, e, gr, c, g0, g1});
   }
   LoadedKernels kernels;
   if (Status s = loadKernels(dev, sources, kernels); !s)
@@ -275,14 +286,14 @@ int main(int argc, char **argv) {
   }
   j.endArray();
 
-  // The decode targets, read off the runs above.
+  // The decode targets (GpuBench.h), read off the runs above.
   Expected<DecodeTargets> targets = decodeTargets(decodeRuns, copy->gbPerS);
   if (!targets)
     return fail("the decode targets", targets.status());
   j.key("decode_targets").beginObject();
   j.key("min_fraction_of_copy").value(targets->minFractionOfCopy);
   j.key("slowest").value(targets->slowest);
-  j.key("bandwidth_target").value(0.8);
+  j.key("bandwidth_target").value(kDecodeBandwidthTarget);
   j.key("bandwidth_met").value(targets->bandwidthMet);
   j.key("fp8_over_bf16_time_short_context").value(targets->fp8OverBf16Short);
   j.key("fp8_over_bf16_time_long_context").value(targets->fp8OverBf16Long);
@@ -355,10 +366,17 @@ int main(int argc, char **argv) {
     if (!t)
       return fail(cuda::kernelName(rotaryCase.spec), t.status());
     simple("rotary", cuda::kernelName(rotaryCase.spec), t);
-    t = measureGather(dev, kernels, gatherCase, runs);
+    for (const GatherCase &c : gatherCases) {
+      t = measureGather(dev, kernels, c, runs);
+      if (!t)
+        return fail(cuda::kernelName(c.spec), t.status());
+      simple(c.spec.embedding ? "embedding" : "gather_rows",
+             cuda::kernelName(c.spec), t);
+    }
+    t = measureCast(dev, kernels, castCase, runs);
     if (!t)
-      return fail(cuda::kernelName(gatherCase.spec), t.status());
-    simple("embedding", cuda::kernelName(gatherCase.spec), t);
+      return fail(cuda::kernelName(castCase.spec), t.status());
+    simple("cast", cuda::kernelName(castCase.spec), t);
     for (const SampleCase &c : sampleCases) {
       t = measureSample(dev, kernels, c, runs);
       if (!t)

@@ -134,36 +134,12 @@ CudaDevice *testDevice(std::string &error) {
   return device.get();
 }
 
-/// The kernels' sources compiled for the device as one module.
-struct Compiled {
-  device::CudaModule module;
-  std::map<std::string, device::CudaKernel> kernels;
-};
-
+/// The kernels' sources compiled for the device as one module, as the GPU
+/// check loads them.
 void compileForDevice(const CudaDevice &dev,
                       const std::vector<GeneratedKernel> &kernels,
-                      Compiled &out) {
-  DeviceTarget target = deviceTarget(dev.major(), dev.minor());
-  ASSERT_FALSE(target.arch.empty()) << dev.arch() << " is below sm_80";
-  std::string source;
-  for (const GeneratedKernel &k : kernels)
-    source += k.source;
-  CompiledKernel c;
-  cpu::Status st =
-      compileWithNvrtc("folio_device_test", source, target.arch, c);
-  ASSERT_TRUE(st.ok()) << st.message();
-  std::string ptx = c.ptx + '\0';
-  const void *image = target.cubinRuns
-                          ? static_cast<const void *>(c.cubin.data())
-                          : static_cast<const void *>(ptx.data());
-  Expected<device::CudaModule> m = dev.loadModule(image, "the test kernels");
-  ASSERT_TRUE(bool(m)) << m.status().message();
-  out.module = std::move(*m);
-  for (const GeneratedKernel &k : kernels) {
-    Expected<device::CudaKernel> f = dev.kernel(out.module, k.name);
-    ASSERT_TRUE(bool(f)) << f.status().message();
-    out.kernels[k.name] = *f;
-  }
+                      gpubench::LoadedKernels &out) {
+  ASSERT_OK(gpubench::loadKernels(dev, kernels, out));
 }
 
 class CudaDeviceKernels : public ::testing::Test {
@@ -194,7 +170,7 @@ TEST_F(CudaDeviceKernels, LinearMatchesTheCpuForEveryWeightType) {
     ASSERT_TRUE(emitLinear(s, g).ok());
     sources.push_back(g);
   }
-  Compiled compiled;
+  gpubench::LoadedKernels compiled;
   ASSERT_NO_FATAL_FAILURE(compileForDevice(*dev, sources, compiled));
   std::mt19937 rng(41);
   for (const LinearSpec &s : linearVariants()) {
@@ -237,11 +213,8 @@ TEST_F(CudaDeviceKernels, LinearMatchesTheCpuForEveryWeightType) {
       a.bias = dBias.as<const float>();
       a.y = dy->as<float>();
       a.n = n;
-      LaunchGeometry g = linearLaunch(s, n);
-      device::CudaLaunch l;
-      std::copy(g.grid, g.grid + 3, l.grid);
-      std::copy(g.block, g.block + 3, l.block);
-      ASSERT_OK(dev->launch(compiled.kernels.at(name), l, &a));
+      device::CudaLaunch l = gpubench::toLaunch(linearLaunch(s, n));
+      ASSERT_OK(dev->launch(compiled.byName.at(name), l, &a));
       ASSERT_OK(dev->synchronize());
       std::vector<float> got(size_t(m * n));
       ASSERT_OK(dev->copyToHost(got.data(), *dy, 0, got.size() * 4));
@@ -296,7 +269,7 @@ TEST_F(CudaDeviceKernels, DriverErrorsNameTheCallAndWhatItWasFor) {
   // A kernel the module does not have.
   GeneratedKernel g;
   ASSERT_TRUE(emitLinear(linearVariants()[0], g).ok());
-  Compiled compiled;
+  gpubench::LoadedKernels compiled;
   ASSERT_NO_FATAL_FAILURE(compileForDevice(*dev, {g}, compiled));
   Expected<device::CudaKernel> missing =
       dev->kernel(compiled.module, "folio_no_such_kernel");
@@ -317,7 +290,7 @@ TEST_F(CudaDeviceKernels, DriverErrorsNameTheCallAndWhatItWasFor) {
   device::CudaLaunch l;
   l.dynamicShared = dev->maxDynamicShared() + 1;
   folio_cuda::LinearArgs a{};
-  Status s = dev->launch(compiled.kernels.begin()->second, l, &a);
+  Status s = dev->launch(compiled.byName.begin()->second, l, &a);
   EXPECT_FALSE(s);
   EXPECT_NE(s.message().find("bytes of dynamic shared memory; this device "
                              "allows"),
@@ -334,9 +307,9 @@ TEST_F(CudaDeviceKernels, SharedMemoryOptInOncePerKernel) {
   ASSERT_NE(calls, nullptr);
   GeneratedKernel g;
   ASSERT_TRUE(emitLinear(linearVariants()[0], g).ok());
-  Compiled compiled;
+  gpubench::LoadedKernels compiled;
   ASSERT_NO_FATAL_FAILURE(compileForDevice(*dev, {g}, compiled));
-  const device::CudaKernel &k = compiled.kernels.begin()->second;
+  const device::CudaKernel &k = compiled.byName.begin()->second;
   // An empty pass (m = 0) launched with 64 KiB, then 64 KiB again, then
   // 32: one opt-in, at the first launch.
   folio_cuda::LinearArgs a{};

@@ -247,10 +247,8 @@ TEST(CudaModelKernelsEmulation, APlanLoadsOntoTheDeviceAndRunsInPlace) {
   Expected<const device::CudaKernel *> f =
       (*onDevice)->kernel(linear->kernel.name);
   ASSERT_TRUE(bool(f)) << f.status().message();
-  LaunchGeometry g = linearLaunch(std::get<LinearSpec>(linear->spec), v.n);
-  device::CudaLaunch l;
-  std::copy(g.grid, g.grid + 3, l.grid);
-  std::copy(g.block, g.block + 3, l.block);
+  device::CudaLaunch l =
+      gpubench::toLaunch(linearLaunch(std::get<LinearSpec>(linear->spec), v.n));
   ASSERT_TRUE(bool((*dev)->launch(**f, l, &a)));
   std::vector<float> got(want.size());
   ASSERT_TRUE(bool((*dev)->copyToHost(got.data(), *dy, 0, got.size() * 4)));
