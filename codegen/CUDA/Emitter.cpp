@@ -207,6 +207,28 @@ Status emitLinear(const LinearSpec &s, GeneratedKernel &out) {
   return Status::success();
 }
 
+const char *argsTypeName(const AnyKernelSpec &spec) {
+  struct Name {
+    const char *operator()(const KVWriteSpec &) { return "KVWriteArgs"; }
+    const char *operator()(const PagedDecodeSpec &) {
+      return "PagedDecodeArgs";
+    }
+    const char *operator()(const PagedDecodeCombineSpec &) {
+      return "PagedDecodeArgs";
+    }
+    const char *operator()(const PagedPrefillSpec &) {
+      return "PagedPrefillArgs";
+    }
+    const char *operator()(const RowKernelSpec &) { return "RowArgs"; }
+    const char *operator()(const RotarySpec &) { return "RotaryArgs"; }
+    const char *operator()(const GatherSpec &) { return "GatherArgs"; }
+    const char *operator()(const SampleSpec &) { return "SampleArgs"; }
+    const char *operator()(const LinearSpec &) { return "LinearArgs"; }
+    const char *operator()(const CastSpec &) { return "CastArgs"; }
+  };
+  return std::visit(Name{}, spec);
+}
+
 Status emitCast(const CastSpec &s, GeneratedKernel &out) {
   if (Status st = validate(s); !st.ok())
     return st;

@@ -57,6 +57,10 @@ cpu::Status emitSample(const SampleSpec &spec, GeneratedKernel &out);
 /// Linear over stored weights, taking folio_cuda::LinearArgs.
 cpu::Status emitLinear(const LinearSpec &spec, GeneratedKernel &out);
 
+/// The argument struct a kernel of `spec` takes ("LinearArgs": the name in
+/// namespace folio_cuda, Templates/KernelArgs.cuh).
+const char *argsTypeName(const AnyKernelSpec &spec);
+
 /// An element cast, taking folio_cuda::CastArgs.
 cpu::Status emitCast(const CastSpec &spec, GeneratedKernel &out);
 

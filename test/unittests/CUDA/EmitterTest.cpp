@@ -354,6 +354,35 @@ TEST(CudaEmitter, RefusesLinearSpecsItCannotGenerate) {
             kernelName(LinearSpec{DType::I4, 64, 128, 8, 128}));
 }
 
+TEST(CudaEmitter, EachSpecNamesTheArgumentStructItsKernelTakes) {
+  auto expectTakes = [](const AnyKernelSpec &spec, const GeneratedKernel &k) {
+    EXPECT_NE(
+        k.source.find(k.name + "(folio_cuda::" + argsTypeName(spec) + " args)"),
+        std::string::npos)
+        << k.name;
+  };
+  GeneratedKernel k, c;
+  ASSERT_TRUE(emitKVWrite(kvWriteVariants()[0], k).ok());
+  expectTakes(kvWriteVariants()[0], k);
+  ASSERT_TRUE(emitPagedDecode(pagedDecodeVariants()[0], k, c).ok());
+  expectTakes(pagedDecodeVariants()[0], k);
+  expectTakes(PagedDecodeCombineSpec{pagedDecodeVariants()[0]}, c);
+  ASSERT_TRUE(emitPagedPrefill(pagedPrefillVariants()[0], k).ok());
+  expectTakes(pagedPrefillVariants()[0], k);
+  ASSERT_TRUE(emitRowKernel(rowKernelVariants()[0], k).ok());
+  expectTakes(rowKernelVariants()[0], k);
+  ASSERT_TRUE(emitRotary(rotaryVariants()[0], k).ok());
+  expectTakes(rotaryVariants()[0], k);
+  ASSERT_TRUE(emitGather(gatherVariants()[0], k).ok());
+  expectTakes(gatherVariants()[0], k);
+  ASSERT_TRUE(emitSample(sampleVariants()[0], k).ok());
+  expectTakes(sampleVariants()[0], k);
+  ASSERT_TRUE(emitLinear(linearVariants()[0], k).ok());
+  expectTakes(linearVariants()[0], k);
+  ASSERT_TRUE(emitCast(castVariants()[0], k).ok());
+  expectTakes(castVariants()[0], k);
+}
+
 TEST(CudaEmitter, EveryEmbeddedTemplateIsInTheKeys) {
   // The keys hash the build's own list of templates, so the argument
   // structs and the newest templates are in it with the rest.

@@ -32,16 +32,20 @@ int main(int argc, char **argv) {
     return 1;
   std::string text[2], table[2];
   for (const auto &[name, k] : kernels) {
-    // kv_write, decode, combine and prefill are alternatives 0 to 3.
-    int part = k.spec.index() <= 3 ? 0 : 1;
+    bool attention = std::holds_alternative<KVWriteSpec>(k.spec) ||
+                     std::holds_alternative<PagedDecodeSpec>(k.spec) ||
+                     std::holds_alternative<PagedDecodeCombineSpec>(k.spec) ||
+                     std::holds_alternative<PagedPrefillSpec>(k.spec);
+    int part = attention ? 0 : 1;
     text[part] += k.kernel.source;
     table[part] += "    {\"" + name + "\", reinterpret_cast<void *>(&" + name +
-                   "), " + std::to_string(k.spec.index()) + "},\n";
+                   "), &emulate<folio_cuda::" + argsTypeName(k.spec) + ">},\n";
   }
   const char *accessor[2] = {"modelAttentionKernels", "modelOtherKernels"};
   for (int part = 0; part < 2; ++part) {
     std::ofstream out(argv[2 + part]);
     out << text[part] << "\n// ---- table ----\n"
+        << "#include \"test/unittests/CUDA/FakeDriver.h\"\n"
         << "#include \"test/unittests/CUDA/ModelKernelTable.h\"\n"
         << "namespace folio::cuda::test {\n"
         << "static const ModelKernelEntry kEntries[] = {\n"

@@ -35,29 +35,24 @@
 namespace folio::cuda::test {
 namespace {
 
-/// The trampoline for alternative `index` of AnyKernelSpec.
-LaunchFn trampolineFor(int index) {
-  switch (index) {
-  case 0:
-    return &emulate<folio_cuda::KVWriteArgs>;
-  case 1:
-  case 2:
-    return &emulate<folio_cuda::PagedDecodeArgs>;
-  case 3:
-    return &emulate<folio_cuda::PagedPrefillArgs>;
-  case 4:
-    return &emulate<folio_cuda::RowArgs>;
-  case 5:
-    return &emulate<folio_cuda::RotaryArgs>;
-  case 6:
-    return &emulate<folio_cuda::GatherArgs>;
-  case 7:
-    return &emulate<folio_cuda::SampleArgs>;
-  case 8:
-    return &emulate<folio_cuda::LinearArgs>;
-  default:
-    return &emulate<folio_cuda::CastArgs>;
+/// Points the runtime at the fake driver and registers every kernel
+/// generated at build time with it; `generated` gets them by name.
+bool registerModelKernels(
+    std::map<std::string, const ModelKernelEntry *> &generated,
+    std::string &error) {
+  RegisterFn reg =
+      useFakeDriver(FOLIO_FAKE_CUDA_DEVICE, FOLIO_FAKE_CUBLASLT, error);
+  if (!reg)
+    return false;
+  for (auto accessor : {&modelAttentionKernels, &modelOtherKernels}) {
+    size_t n = 0;
+    const ModelKernelEntry *entries = accessor(n);
+    for (size_t i = 0; i < n; ++i) {
+      generated[entries[i].name] = &entries[i];
+      reg(entries[i].name, entries[i].launch, entries[i].kernel);
+    }
   }
+  return true;
 }
 
 /// Runs one kernel of the models with the GPU check's measurement of its
@@ -101,18 +96,8 @@ Status runKernel(const device::CudaDevice &dev,
 
 TEST(CudaModelKernelsEmulation, EveryModelKernelMatchesTheCpu) {
   std::string error;
-  RegisterFn reg =
-      useFakeDriver(FOLIO_FAKE_CUDA_DEVICE, FOLIO_FAKE_CUBLASLT, error);
-  ASSERT_NE(reg, nullptr) << error;
   std::map<std::string, const ModelKernelEntry *> generated;
-  for (auto accessor : {&modelAttentionKernels, &modelOtherKernels}) {
-    size_t n = 0;
-    const ModelKernelEntry *entries = accessor(n);
-    for (size_t i = 0; i < n; ++i) {
-      generated[entries[i].name] = &entries[i];
-      reg(entries[i].name, trampolineFor(entries[i].spec), entries[i].kernel);
-    }
-  }
+  ASSERT_TRUE(registerModelKernels(generated, error)) << error;
   Expected<std::unique_ptr<device::CudaDevice>> dev =
       device::CudaDevice::open();
   ASSERT_TRUE(bool(dev)) << dev.status().message();
@@ -165,15 +150,8 @@ TEST(CudaModelKernelsEmulation, EveryModelKernelMatchesTheCpu) {
 /// they lie in the uploaded blob and matches the CPU kernel on them.
 TEST(CudaModelKernelsEmulation, APlanLoadsOntoTheDeviceAndRunsInPlace) {
   std::string error;
-  RegisterFn reg =
-      useFakeDriver(FOLIO_FAKE_CUDA_DEVICE, FOLIO_FAKE_CUBLASLT, error);
-  ASSERT_NE(reg, nullptr) << error;
-  for (auto accessor : {&modelAttentionKernels, &modelOtherKernels}) {
-    size_t n = 0;
-    const ModelKernelEntry *entries = accessor(n);
-    for (size_t i = 0; i < n; ++i)
-      reg(entries[i].name, trampolineFor(entries[i].spec), entries[i].kernel);
-  }
+  std::map<std::string, const ModelKernelEntry *> generated;
+  ASSERT_TRUE(registerModelKernels(generated, error)) << error;
   mlir::folio::CompileToPlanOptions options;
   options.target = "sm_90a";
   options.weightDtype = "bf16";

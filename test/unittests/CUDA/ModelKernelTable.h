@@ -17,7 +17,8 @@ namespace folio::cuda::test {
 struct ModelKernelEntry {
   const char *name;
   void *kernel; ///< the extern "C" entry point, compiled as host C++
-  int spec;     ///< the AnyKernelSpec alternative: which argument struct
+  /// Runs it on the fake driver (FakeDriver.h's emulate<its Args>).
+  void (*launch)(void *, void **, const unsigned *, const unsigned *, unsigned);
 };
 
 const ModelKernelEntry *modelAttentionKernels(size_t &count);
