@@ -49,9 +49,11 @@ void gatherChunkRows(const AttentionTile &a, const KvPool &kp, const KvPool &vp,
     const uint16_t *vq =
         vp.params ? vp.params + slot * parSlot + parHead : nullptr;
     if (kq) {
-      // The block's slots are consecutive: one range of lines each.
-      prefetchRange(kq, kq + (m - 1) * parSlot + 1);
-      prefetchRange(vq, vq + (m - 1) * parSlot + 1);
+      // The block's slots are consecutive: one range of lines each, to the
+      // last element of the last row's params.
+      const int64_t last = (m - 1) * int64_t(parSlot) + a.paramRow - 1;
+      prefetchRange(kq, kq + last);
+      prefetchRange(vq, vq + last);
     }
     for (int64_t t = 0; t < m; ++t, ++j) {
       c.k[j] = k + t * slotBytes;

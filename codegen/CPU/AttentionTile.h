@@ -14,6 +14,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace folio::cpu::detail {
 
@@ -274,6 +275,24 @@ void attendTileTransposedAvx512(const AttentionTile &tile);
 /// (default 12). Tests and benchmarks force either kernel with it; not
 /// for use while attention runs. Returns the previous value.
 int64_t setTransposedMinRows(int64_t rows);
+
+/// Query (or output) row r of the tile: token r / group, head r % group of
+/// the kv head's group.
+template <typename T>
+inline T *queryRow(const AttentionTile &a, T *base, int64_t r) {
+  int64_t t = a.tokenBegin + r / a.groupSize;
+  int64_t h = a.kvHead * a.groupSize + r % a.groupSize;
+  return base + (t * a.numHeads + h) * a.headDim;
+}
+
+/// Scratch reused across tiles on a thread, 64-byte aligned.
+inline float *threadScratch(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats + 16)
+    buf.resize(floats + 16);
+  uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<float *>((p + 63) & ~uintptr_t(63));
+}
 
 } // namespace folio::cpu::detail
 

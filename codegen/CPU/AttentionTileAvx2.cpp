@@ -224,8 +224,8 @@ FOLIO_AVX2 void foldKeyParams(float *s, int64_t n, const float *scale,
 }
 
 /// int8: returns sum_j p[j] * min[j] and scales p[j] by scale[j], over the
-/// keys with p != 0 only (a key a row does not see cannot bring its NaN
-/// params in).
+/// keys with p != 0 only: a key whose weight underflowed to 0 adds nothing,
+/// NaN params included.
 FOLIO_AVX2 float foldValueParams(float *p, int64_t n, const float *scale,
                                  const float *mn) {
   __m256 sum = _mm256_setzero_ps();

@@ -182,8 +182,8 @@ FOLIO_AVX512 void foldKeyParams(float *s, int64_t n, const float *scale,
 }
 
 /// int8: returns sum_j p[j] * min[j] and scales p[j] by scale[j], over the
-/// keys with p != 0 only: a key a row does not see (p = 0) leaves it alone
-/// even when its params are NaN.
+/// keys with p != 0 only: a key whose weight underflowed to 0 adds nothing,
+/// NaN params included.
 FOLIO_AVX512 float foldValueParams(float *p, int64_t n, const float *scale,
                                    const float *mn) {
   __m512 sum = _mm512_setzero_ps();

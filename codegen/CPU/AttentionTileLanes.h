@@ -71,23 +71,8 @@ FOLIO_AVX512 static inline __m512 capAndMax(float *s, int64_t n, int64_t ld,
   return mx;
 }
 
-/// Query (or output) row r of the tile: token r / group, head r % group of
-/// the kv head's group.
-template <typename T>
-inline T *queryRow(const AttentionTile &a, T *base, int64_t r) {
-  int64_t t = a.tokenBegin + r / a.groupSize;
-  int64_t h = a.kvHead * a.groupSize + r % a.groupSize;
-  return base + (t * a.numHeads + h) * a.headDim;
-}
-
-/// Scratch reused across tiles on a thread, 64-byte aligned.
-inline float *threadScratch(size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats + 16)
-    buf.resize(floats + 16);
-  uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
-  return reinterpret_cast<float *>((p + 63) & ~uintptr_t(63));
-}
+using detail::queryRow;
+using detail::threadScratch;
 
 } // namespace folio::cpu::detail::lanes
 

@@ -16,6 +16,16 @@
 
 namespace folio::cpu::detail {
 
+// The int8 folding (RowSrc::I8) of AttentionTileImpl.inc's contract,
+// declared only: the portable tile widens int8 rows like every other
+// quantized format (RowSrc::Scratch), bit-identical to the reference
+// dequantization, so its int8 branches are never instantiated.
+void rowParams(const uint16_t *const *params, int64_t n, float *scale,
+               float *mn);
+void foldKeyParams(float *s, int64_t n, const float *scale, const float *mn,
+                   float qSum);
+float foldValueParams(float *p, int64_t n, const float *scale, const float *mn);
+
 namespace {
 
 #define FOLIO_TILE_TARGET
@@ -89,33 +99,6 @@ void pvRows(float *acc, int64_t hd, const float *corr, const float *p,
         for (int64_t d = 0; d < hd; ++d)
           ar[d] += pr[j] * floatRow(v[j])[d];
   }
-}
-
-// The int8 folding (RowSrc::I8) in portable form. The portable tile itself
-// widens int8 rows like every other quantized format (RowSrc::Scratch),
-// bit-identical to the reference dequantization, so only the contract of
-// AttentionTileImpl.inc names these here.
-[[maybe_unused]] void rowParams(const uint16_t *const *params, int64_t n,
-                                float *scale, float *mn) {
-  for (int64_t j = 0; j < n; ++j) {
-    scale[j] = f16ToFloat(params[j][0]);
-    mn[j] = f16ToFloat(params[j][1]);
-  }
-}
-[[maybe_unused]] void foldKeyParams(float *s, int64_t n, const float *scale,
-                                    const float *mn, float qSum) {
-  for (int64_t j = 0; j < n; ++j)
-    s[j] = scale[j] * s[j] + mn[j] * qSum;
-}
-[[maybe_unused]] float foldValueParams(float *p, int64_t n, const float *scale,
-                                       const float *mn) {
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j)
-    if (p[j] != 0.0f) {
-      sum += p[j] * mn[j];
-      p[j] *= scale[j];
-    }
-  return sum;
 }
 
 #include "codegen/CPU/AttentionTileImpl.inc"

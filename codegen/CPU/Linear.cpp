@@ -40,21 +40,26 @@ Status forOutputRows(const Args &a,
   return Status::success();
 }
 
-/// Whether a prefill of `numTokens` rows with `codes` weights runs the bf16
-/// GEMM: on AMX for every code type, with AVX512-BF16 dot products for the
-/// 8-bit ones (int4's hi + lo products would cost more than the f32 panel).
-bool useBf16Gemm(int64_t numTokens, AmxCodes codes) {
+using Bf16Gemm = void (*)(const AmxGemmArgs &, int64_t, int64_t);
+
+/// The bf16 GEMM a prefill of `numTokens` rows with `codes` weights runs:
+/// gemmAmx on AMX for every code type, gemmBf16Dot with AVX512-BF16 dot
+/// products for the 8-bit ones (int4's hi + lo products would cost more
+/// than the f32 panel); null for the f32 panel.
+Bf16Gemm bf16GemmFor(int64_t numTokens, AmxCodes codes) {
   if (numTokens <= kConvertTileRows)
-    return false;
-  return amxActive() || (codes != AmxCodes::Int4 && bf16DotActive());
+    return nullptr;
+  if (amxActive())
+    return gemmAmx;
+  return codes != AmxCodes::Int4 && bf16DotActive() ? gemmBf16Dot : nullptr;
 }
 
-/// The bf16 GEMM (useBf16Gemm): x converted to bf16 once (per calling
-/// thread, as below; for int4 with its remainder, GemmAmx.h), then gemmAmx
-/// or gemmBf16Dot over whole panels of 32 outputs.
-Status linearBf16Gemm(const float *x, int64_t numTokens, const PackedWeight &w,
-                      AmxCodes codes, const float *xOut, float *y,
-                      ThreadPool &pool) {
+/// The bf16 GEMM `gemm` (bf16GemmFor): x converted to bf16 once (per
+/// calling thread, as below; for int4 with its remainder, GemmAmx.h), then
+/// the GEMM over whole panels of 32 outputs.
+Status linearBf16Gemm(Bf16Gemm gemm, const float *x, int64_t numTokens,
+                      const PackedWeight &w, AmxCodes codes, const float *xOut,
+                      float *y, ThreadPool &pool) {
   const WeightView &v = w.view();
   thread_local std::vector<uint16_t> xb, xbLo;
   const size_t elems = size_t(amxPaddedRows(numTokens) * amxPaddedK(v.k));
@@ -78,8 +83,6 @@ Status linearBf16Gemm(const float *x, int64_t numTokens, const PackedWeight &w,
   a.bias = w.bias();
   a.y = y;
   a.n = v.n;
-  void (*gemm)(const AmxGemmArgs &, int64_t, int64_t) =
-      amxActive() ? gemmAmx : gemmBf16Dot;
   pool.parallelForGuided(a.n, 32, /*align=*/32,
                          [&](int64_t b, int64_t e) { gemm(a, b, e); });
   return Status::success();
@@ -108,8 +111,9 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
         xOut[size_t(m * v.numOutliers + j)] = x[m * v.k + v.outlierCols[j]];
     a.xOut = xOut.data();
   }
-  if (useBf16Gemm(numTokens, AmxCodes::Int8))
-    return linearBf16Gemm(x, numTokens, w, AmxCodes::Int8, a.xOut, y, pool);
+  if (Bf16Gemm gemm = bf16GemmFor(numTokens, AmxCodes::Int8))
+    return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Int8, a.xOut, y,
+                          pool);
   const Isa isa = activeIsa();
   if (isa != Isa::Scalar && numTokens <= kConvertTileRows) {
     thread_local std::vector<float> quads;
@@ -127,8 +131,9 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
 
 Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
                      float *y, ThreadPool &pool) {
-  if (useBf16Gemm(numTokens, AmxCodes::Fp8E4M3))
-    return linearBf16Gemm(x, numTokens, w, AmxCodes::Fp8E4M3, nullptr, y, pool);
+  if (Bf16Gemm gemm = bf16GemmFor(numTokens, AmxCodes::Fp8E4M3))
+    return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Fp8E4M3, nullptr, y,
+                          pool);
   const WeightView &v = w.view();
   GemvFp8Args a;
   a.x = x;
@@ -149,8 +154,9 @@ Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
 
 Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
                       float *y, ThreadPool &pool) {
-  if (useBf16Gemm(numTokens, AmxCodes::Int4))
-    return linearBf16Gemm(x, numTokens, w, AmxCodes::Int4, nullptr, y, pool);
+  if (Bf16Gemm gemm = bf16GemmFor(numTokens, AmxCodes::Int4))
+    return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Int4, nullptr, y,
+                          pool);
   const WeightView &v = w.view();
   GemvInt4Args a;
   a.x = x;

@@ -624,8 +624,11 @@ TEST(PagedAttentionQuant, MixedBatchGqa) {
   checkTypes(c);
 }
 
+// Head dims that split into whole vectors, and ones that do not: 20 is not
+// a multiple of AVX2's 8 lanes and 40 not of AVX-512's 16, so those rows
+// take the widening path.
 TEST(PagedAttentionQuant, HeadDims) {
-  for (int64_t hd : {32, 64, 128}) {
+  for (int64_t hd : {20, 32, 40, 64, 128}) {
     Case c;
     c.headDim = hd;
     c.group = 3;
