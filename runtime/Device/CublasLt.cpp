@@ -110,6 +110,7 @@ struct CublasLt::Plan {
   const CublasLtApi *api = nullptr;
   void *desc = nullptr, *a = nullptr, *b = nullptr, *d = nullptr;
   lt::Algo algo{};
+  cu::DevicePtr bias = 0; ///< the pointer the descriptor holds
   ~Plan() {
     if (d)
       api->layoutDestroy(d);
@@ -163,12 +164,11 @@ CublasLt::~CublasLt() {
 size_t CublasLt::version() const { return api_->getVersion(); }
 const std::string &CublasLt::library() const { return api_->library; }
 
-Expected<const CublasLt::Plan *> CublasLt::plan(int64_t m, int64_t n, int64_t k,
-                                                bool bias) const {
-  std::lock_guard<std::mutex> lock(mu_);
+Expected<CublasLt::Plan *> CublasLt::plan(int64_t m, int64_t n, int64_t k,
+                                          bool bias) const {
   auto key = std::make_tuple(m, n, k, bias);
   if (auto it = plans_.find(key); it != plans_.end())
-    return static_cast<const Plan *>(it->second.get());
+    return it->second.get();
   const std::string what = "a bf16 GEMM of " + std::to_string(m) + " x " +
                            std::to_string(k) + " by " + std::to_string(n) +
                            " x " + std::to_string(k);
@@ -225,7 +225,7 @@ Expected<const CublasLt::Plan *> CublasLt::plan(int64_t m, int64_t n, int64_t k,
                             ") has no algorithm for " + what +
                             " on this device");
   p->algo = result.algo;
-  const Plan *out = p.get();
+  Plan *out = p.get();
   plans_.emplace(key, std::move(p));
   return out;
 }
@@ -241,7 +241,10 @@ Status CublasLt::linearBf16(cu::DevicePtr x, cu::DevicePtr w,
                                    std::to_string(k));
   if (Status s = dev_->makeCurrent(); !s)
     return s;
-  Expected<const Plan *> p = plan(m, n, k, bias != 0);
+  // One caller at a time: the plans are shared, and so is a plan's bias
+  // pointer, which is set on its descriptor.
+  std::lock_guard<std::mutex> lock(mu_);
+  Expected<Plan *> p = plan(m, n, k, bias != 0);
   if (!p)
     return p.status();
   const CublasLtApi &a = *api_;
@@ -256,17 +259,15 @@ Status CublasLt::linearBf16(cu::DevicePtr x, cu::DevicePtr w,
                           nullptr),
                  "cublasLtMatmul", "a bf16 GEMM");
   };
-  if (!bias)
-    return run();
-  // The bias pointer is per call, set on a descriptor that every caller of
-  // this shape shares: the lock keeps them apart.
-  std::lock_guard<std::mutex> lock(mu_);
-  void *b = ptr(bias);
-  if (Status s =
-          check(a.descSet((*p)->desc, lt::kDescBiasPointer, &b, sizeof b),
-                "setting the bias", "a bf16 GEMM");
-      !s)
-    return s;
+  if (bias && (*p)->bias != bias) {
+    void *b = ptr(bias);
+    if (Status s =
+            check(a.descSet((*p)->desc, lt::kDescBiasPointer, &b, sizeof b),
+                  "setting the bias", "a bf16 GEMM");
+        !s)
+      return s;
+    (*p)->bias = bias;
+  }
   return run();
 }
 

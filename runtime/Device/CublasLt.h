@@ -43,7 +43,8 @@ public:
   const std::string &library() const;
 
   /// y = x . w^T (+ bias), see the file comment; bias may be 0 (none).
-  /// Enqueued on the default stream. m, n, k >= 1.
+  /// Enqueued on the default stream. m, n, k >= 1. Callers on several
+  /// threads take turns.
   Status linearBf16(cu::DevicePtr x, cu::DevicePtr w, cu::DevicePtr bias,
                     cu::DevicePtr y, int64_t m, int64_t n, int64_t k) const;
 
@@ -54,7 +55,8 @@ public:
 
 private:
   CublasLt() = default;
-  Expected<const Plan *> plan(int64_t m, int64_t n, int64_t k, bool bias) const;
+  /// The cached plan of a shape, made at its first use; mu_ held.
+  Expected<Plan *> plan(int64_t m, int64_t n, int64_t k, bool bias) const;
   Status check(int status, const std::string &call,
                const std::string &what) const;
 

@@ -95,6 +95,32 @@ TEST_F(CublasLtFake, LinearBf16MatchesTheReference) {
   }
 }
 
+TEST_F(CublasLtFake, ACachedShapeTakesEachCallsBias) {
+  // The same shape twice, each call with its own bias: the second must
+  // not keep the first one's pointer.
+  Expected<std::unique_ptr<CublasLt>> lt = CublasLt::open(*dev);
+  ASSERT_TRUE(bool(lt));
+  const int m = 2, n = 3, k = 4;
+  std::vector<uint16_t> w(size_t(n * k), 0), x(size_t(m * k), 0);
+  std::vector<float> b1 = {1, 2, 3}, b2 = {10, 20, 30};
+  Expected<DeviceBuffer> dw = dev->upload(w.data(), w.size() * 2, "w"),
+                         dx = dev->upload(x.data(), x.size() * 2, "x"),
+                         d1 = dev->upload(b1.data(), 12, "b1"),
+                         d2 = dev->upload(b2.data(), 12, "b2"),
+                         dy = dev->allocate(size_t(m * n) * 4, "y");
+  ASSERT_TRUE(dw && dx && d1 && d2 && dy);
+  for (const auto &[bias, want] :
+       {std::pair{&*d1, &b1}, std::pair{&*d2, &b2}, std::pair{&*d1, &b1}}) {
+    ASSERT_TRUE(bool((*lt)->linearBf16(dx->ptr(), dw->ptr(), bias->ptr(),
+                                       dy->ptr(), m, n, k)));
+    std::vector<float> y(size_t(m * n));
+    ASSERT_TRUE(bool(dev->copyToHost(y.data(), *dy, 0, y.size() * 4)));
+    for (int i = 0; i < m; ++i)
+      for (int r = 0; r < n; ++r)
+        EXPECT_EQ(y[size_t(i * n + r)], (*want)[size_t(r)]);
+  }
+}
+
 TEST_F(CublasLtFake, RefusesWhatItCannotRun) {
   Expected<std::unique_ptr<CublasLt>> lt = CublasLt::open(*dev);
   ASSERT_TRUE(bool(lt));
