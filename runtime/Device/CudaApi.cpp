@@ -23,9 +23,7 @@ Expected<const CudaApi *> loadCudaApi() {
     return static_cast<const CudaApi *>(it->second.get());
   Expected<void *> lib = openLibrary(library);
   if (!lib)
-    return Status::notFound("no CUDA driver: " + lib.status().message() +
-                            "; the NVIDIA driver is not installed or not on "
-                            "the loader path");
+    return noCudaDriver(lib.status());
   auto api = std::make_unique<CudaApi>();
   api->library = library;
   EntryPoints entries(*lib);
@@ -70,6 +68,34 @@ Expected<const CudaApi *> loadCudaApi() {
   const CudaApi *out = api.get();
   loaded.emplace(library, std::move(api));
   return out;
+}
+
+Status noCudaDriver(const Status &loadError) {
+  return Status::notFound("no CUDA driver: " + loadError.message() +
+                          "; the NVIDIA driver is not installed or not on "
+                          "the loader path");
+}
+
+Status cudaInitFailed(const std::string &library, cu::Result r,
+                      const std::string &errorText) {
+  return Status::notFound(
+      r == cu::kErrorNoDevice
+          ? "no CUDA device: the driver " + library +
+                " found none (cuInit: " + errorText + ")"
+          : "the CUDA driver " + library +
+                " failed to initialize (cuInit: " + errorText + ")");
+}
+
+Status cudaCountFailed(const std::string &library,
+                       const std::string &errorText) {
+  return Status::notFound(
+      "the CUDA driver " + library +
+      " cannot count its devices (cuDeviceGetCount: " + errorText + ")");
+}
+
+Status noCudaDevice(const std::string &library) {
+  return Status::notFound("no CUDA device: the driver " + library +
+                          " reports none");
 }
 
 std::string cudaErrorText(const CudaApi &api, cu::Result r) {

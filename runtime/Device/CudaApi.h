@@ -91,6 +91,17 @@ Expected<const CudaApi *> loadCudaApi();
 /// the driver cannot name it.
 std::string cudaErrorText(const CudaApi &api, cu::Result r);
 
+/// The errors the probe (CudaDriver.h) and CudaDevice::open share, each
+/// naming the library: it cannot be loaded (`loadError` says why), cuInit
+/// failed (no device, or another reason), the devices cannot be counted,
+/// there are none.
+Status noCudaDriver(const Status &loadError);
+Status cudaInitFailed(const std::string &library, cu::Result r,
+                      const std::string &errorText);
+Status cudaCountFailed(const std::string &library,
+                       const std::string &errorText);
+Status noCudaDevice(const std::string &library);
+
 } // namespace folio::device
 
 #endif // FOLIO_RUNTIME_DEVICE_CUDAAPI_H

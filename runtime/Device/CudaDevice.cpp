@@ -71,17 +71,12 @@ Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
     return api.status();
   const CudaApi &a = **api;
   if (cu::Result r = a.init(0); r != cu::kSuccess)
-    return Status::notFound(
-        r == cu::kErrorNoDevice
-            ? "no CUDA device: the driver " + a.library +
-                  " found none (cuInit: " + cudaErrorText(a, r) + ")"
-            : "the CUDA driver " + a.library +
-                  " failed to initialize (cuInit: " + cudaErrorText(a, r) +
-                  ")");
+    return cudaInitFailed(a.library, r, cudaErrorText(a, r));
   int count = 0;
-  if (a.deviceGetCount(&count) != cu::kSuccess || count <= 0)
-    return Status::notFound("no CUDA device: the driver " + a.library +
-                            " reports none");
+  if (cu::Result r = a.deviceGetCount(&count); r != cu::kSuccess)
+    return cudaCountFailed(a.library, cudaErrorText(a, r));
+  if (count <= 0)
+    return noCudaDevice(a.library);
   if (ordinal < 0 || ordinal >= count)
     return Status::invalidArgument("CUDA device " + std::to_string(ordinal) +
                                    " does not exist; the driver reports " +

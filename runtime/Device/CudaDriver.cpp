@@ -1,6 +1,7 @@
 //===- CudaDriver.cpp - The CUDA driver, loaded at run time ---------------===//
 
 #include "runtime/Device/CudaDriver.h"
+#include "runtime/Device/CudaApi.h"
 #include "runtime/Device/DynamicLibrary.h"
 
 #include <cstdlib>
@@ -9,14 +10,11 @@ namespace folio::device {
 
 namespace {
 
-// The few driver API types and values used here (cuda.h is not included:
-// the runtime builds without the toolkit).
-using CUresult = int;
-using CUdevice = int;
-constexpr CUresult kCudaSuccess = 0;
-constexpr CUresult kCudaErrorNoDevice = 100;
-constexpr int kAttrComputeCapabilityMajor = 75;
-constexpr int kAttrComputeCapabilityMinor = 76;
+// The probe's entry points: only what listing devices needs (CudaApi has
+// the rest), so a driver too old to launch Folio's kernels still says
+// which devices it has.
+using CUresult = cu::Result;
+using CUdevice = cu::Device;
 
 struct Api {
   CUresult (*init)(unsigned) = nullptr;
@@ -30,7 +28,7 @@ struct Api {
 
 std::string errorText(const Api &api, CUresult r) {
   const char *name = nullptr;
-  if (api.getErrorName && api.getErrorName(r, &name) == kCudaSuccess && name)
+  if (api.getErrorName && api.getErrorName(r, &name) == cu::kSuccess && name)
     return std::string(name) + " (" + std::to_string(r) + ")";
   return "CUDA error " + std::to_string(r);
 }
@@ -50,9 +48,7 @@ Expected<CudaDriverInfo> probeCudaDriver() {
   // resolves its entry points from the same handle.
   Expected<void *> lib = openLibrary(info.library);
   if (!lib)
-    return Status::notFound("no CUDA driver: " + lib.status().message() +
-                            "; the NVIDIA driver is not installed or not on "
-                            "the loader path");
+    return noCudaDriver(lib.status());
   Api api;
   EntryPoints entries(*lib);
   auto resolve = [&](auto &fn, const char *name) { entries.resolve(fn, name); };
@@ -67,36 +63,30 @@ Expected<CudaDriverInfo> probeCudaDriver() {
                             " lacks the entry points " + entries.missing() +
                             " (not a CUDA driver library, or too old)");
   entries.optional(api.getErrorName, "cuGetErrorName");
-  if (CUresult r = api.init(0); r != kCudaSuccess)
-    return Status::notFound(
-        r == kCudaErrorNoDevice
-            ? "no CUDA device: the driver " + info.library +
-                  " found none (cuInit: " + errorText(api, r) + ")"
-            : "the CUDA driver " + info.library +
-                  " failed to initialize (cuInit: " + errorText(api, r) + ")");
-  if (api.driverGetVersion(&info.driverVersion) != kCudaSuccess)
+  if (cu::Result r = api.init(0); r != cu::kSuccess)
+    return cudaInitFailed(info.library, r, errorText(api, r));
+  if (api.driverGetVersion(&info.driverVersion) != cu::kSuccess)
     info.driverVersion = 0;
   int count = 0;
-  if (CUresult r = api.deviceGetCount(&count); r != kCudaSuccess)
-    return Status::notFound("the CUDA driver " + info.library +
-                            " cannot count its devices (cuDeviceGetCount: " +
-                            errorText(api, r) + ")");
+  if (cu::Result r = api.deviceGetCount(&count); r != cu::kSuccess)
+    return cudaCountFailed(info.library, errorText(api, r));
   if (count <= 0)
-    return Status::notFound("no CUDA device: the driver " + info.library +
-                            " reports none");
+    return noCudaDevice(info.library);
   for (int i = 0; i < count; ++i) {
     CudaDeviceInfo d;
     d.ordinal = i;
     CUdevice dev = 0;
     char name[256] = {0};
     CUresult r = api.deviceGet(&dev, i);
-    if (r == kCudaSuccess)
-      r = api.deviceGetAttribute(&d.major, kAttrComputeCapabilityMajor, dev);
-    if (r == kCudaSuccess)
-      r = api.deviceGetAttribute(&d.minor, kAttrComputeCapabilityMinor, dev);
-    if (r == kCudaSuccess)
+    if (r == cu::kSuccess)
+      r = api.deviceGetAttribute(&d.major, cu::kAttrComputeCapabilityMajor,
+                                 dev);
+    if (r == cu::kSuccess)
+      r = api.deviceGetAttribute(&d.minor, cu::kAttrComputeCapabilityMinor,
+                                 dev);
+    if (r == cu::kSuccess)
       r = api.deviceGetName(name, int(sizeof(name)) - 1, dev);
-    if (r != kCudaSuccess)
+    if (r != cu::kSuccess)
       return Status::notFound("the CUDA driver " + info.library +
                               " cannot describe device " + std::to_string(i) +
                               " (" + errorText(api, r) + ")");
