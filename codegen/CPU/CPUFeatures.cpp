@@ -35,6 +35,7 @@ CPUFeatures detect() {
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   f.avx512bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+  f.avx512vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
   // GCC 12 cannot query AMX through __builtin_cpu_supports.
   unsigned a, b, c, d;
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d))
@@ -81,6 +82,14 @@ std::atomic<bool> &bf16DotEnabledSlot() {
   static std::atomic<bool> enabled{[] {
     const char *env = std::getenv("FOLIO_CPU_BF16_DOT");
     return env && std::strcmp(env, "1") == 0;
+  }()};
+  return enabled;
+}
+
+std::atomic<bool> &int4X8EnabledSlot() {
+  static std::atomic<bool> enabled{[] {
+    const char *env = std::getenv("FOLIO_CPU_INT4_X8");
+    return !(env && std::strcmp(env, "0") == 0);
   }()};
   return enabled;
 }
@@ -139,6 +148,15 @@ bool bf16DotActive() {
 
 void setBf16DotEnabled(bool enabled) {
   bf16DotEnabledSlot().store(enabled, std::memory_order_relaxed);
+}
+
+bool int4X8Active() {
+  return activeIsa() == Isa::Avx512 && hostFeatures().avx512vnni &&
+         int4X8EnabledSlot().load(std::memory_order_relaxed);
+}
+
+void setInt4X8Enabled(bool enabled) {
+  int4X8EnabledSlot().store(enabled, std::memory_order_relaxed);
 }
 
 } // namespace folio::cpu

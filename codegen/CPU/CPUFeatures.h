@@ -21,6 +21,7 @@ struct CPUFeatures {
   bool avx2 = false;       ///< avx2 + fma + f16c: the Avx2 kernels.
   bool avx512 = false;     ///< avx512f + bw + vl + dq: the Avx512 kernels.
   bool avx512bf16 = false; ///< vcvtne2ps2bf16 / vdpbf16ps.
+  bool avx512vnni = false; ///< vpdpbusd.
   bool amx = false;        ///< AMX-BF16 tiles.
 };
 
@@ -64,6 +65,18 @@ bool bf16DotActive();
 /// Turns the vdpbf16ps GEMM on or off (tests compare it with the f32 panel
 /// this way). Not thread-safe with kernels running concurrently.
 void setBf16DotEnabled(bool enabled);
+
+/// Whether int4 weights' decode GEMV (up to kConvertTileRows rows of x)
+/// multiplies the codes with x quantized to int8 per weight group, with
+/// AVX512-VNNI dot products: the host has AVX512-VNNI, the active level is
+/// Avx512, and neither FOLIO_CPU_INT4_X8=0 nor setInt4X8Enabled(false)
+/// ruled it out. On by default; docs/cpu-kernels.md gives its error bound
+/// and speed.
+bool int4X8Active();
+
+/// Allows or rules out the int8-x int4 GEMV (tests compare both paths this
+/// way). Not thread-safe with kernels running concurrently.
+void setInt4X8Enabled(bool enabled);
 
 } // namespace folio::cpu
 

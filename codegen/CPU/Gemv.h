@@ -10,6 +10,7 @@
 #define FOLIO_CODEGEN_CPU_GEMV_H
 
 #include <cstdint>
+#include <vector>
 
 namespace folio::cpu::detail {
 
@@ -79,7 +80,37 @@ struct GemvInt4Args {
   const float *bias = nullptr; ///< [N] or null
   float *y = nullptr;          ///< [M, N]
   int64_t n = 0;
+  /// For gemvInt4X8Avx512: x as quantizeXForInt4 writes it (Int4X8Buffers),
+  /// each array's rows the given number of elements apart.
+  const int8_t *xq = nullptr;
+  int64_t xqRow = 0;
+  const float *xScales = nullptr;
+  int64_t xScaleRow = 0;
+  const float *xSums = nullptr;
+  int64_t xSumRow = 0;
 };
+
+/// x for the int4 x int8 kernel, per row of x (GemvInt4X8Avx512.cpp says
+/// why and in which order):
+///  - xq: the int8 codes, 128 bytes per 128-weight block of the packed
+///    rows (int4RowBytes(k) * 2 per row), zero past k;
+///  - xScales: 16 floats per block, lane 4c + b the scale of the codes of
+///    the block's 32-weight chunk b (every chunk of a group of 64 or 128
+///    shares its group's scale);
+///  - xSums: the exact sum of x over each weight group g at 2g + 1, zeros
+///    between and after, padded to whole vectors of 8 groups.
+/// Each row is quantized per weight group (at most 128 weights): codes
+/// round(x * 127 / amax) to nearest even, scale amax / 127.
+struct Int4X8Buffers {
+  std::vector<int8_t> xq;
+  std::vector<float> xScales, xSums;
+  int64_t xqRow = 0, xScaleRow = 0, xSumRow = 0;
+};
+
+/// Fills `out` for x[M, K] and int4 groups of `groupSize`. Needs
+/// hostFeatures().avx512vnni.
+void quantizeXForInt4(const float *x, int64_t m, int64_t k, int64_t groupSize,
+                      Int4X8Buffers &out);
 
 /// K rounded up to kGemvPairBlock: the row length of the pair-split x.
 inline int64_t pairSplitLength(int64_t k) {
@@ -130,6 +161,9 @@ void gemvFp8Avx512(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Scalar(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
+/// int4 weights times the int8 x of quantizeXForInt4 with AVX512-VNNI, for
+/// M <= kConvertTileRows (a.xq, xScales and xSums set).
+void gemvInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 
 /// Output rows of a prefill panel (two vectors).
 constexpr int64_t kDequantPanelRows = 32;

@@ -168,6 +168,18 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
   a.bias = w.bias();
   a.y = y;
   a.n = v.n;
+  if (v.int8X && numTokens <= kConvertTileRows && int4X8Active()) {
+    // Per calling thread, as the pair-split x above.
+    thread_local Int4X8Buffers xq;
+    quantizeXForInt4(x, numTokens, v.k, v.groupSize, xq);
+    a.xq = xq.xq.data();
+    a.xqRow = xq.xqRow;
+    a.xScales = xq.xScales.data();
+    a.xScaleRow = xq.xScaleRow;
+    a.xSums = xq.xSums.data();
+    a.xSumRow = xq.xSumRow;
+    return forOutputRows(a, gemvInt4X8Avx512, int4RowBytes(a.k), pool);
+  }
   const Isa isa = activeIsa();
   void (*kernel)(const GemvInt4Args &, int64_t, int64_t) =
       isa == Isa::Avx512 ? gemvInt4Avx512

@@ -326,6 +326,10 @@ Status checkWeightView(const WeightView &v) {
   if (v.storage != DType::I4 && (v.groupSize != 0 || v.groupParams))
     return Status::error(std::string("PackedWeight: ") + dtypeName(v.storage) +
                          " weights carry no group parameters");
+  if (v.storage != DType::I4 && v.int8X)
+    return Status::error(std::string("PackedWeight: int8 activations are for "
+                                     "int4 weights, not ") +
+                         dtypeName(v.storage));
   if (v.storage == DType::FP8E4M3) {
     if (v.numOutliers != 0)
       return Status::error("PackedWeight: fp8_e4m3 weights carry no outliers");

@@ -109,6 +109,10 @@ struct WeightView {
   // int4Groups(k, groupSize), 2].
   int64_t groupSize = 0;
   const uint16_t *groupParams = nullptr;
+  /// I4 only: the decode GEMV may round x to int8 per group and multiply
+  /// the codes as integers (GemvInt4X8Avx512.cpp; the plan's
+  /// StoredWeight::activations). False: x stays f32.
+  bool int8X = false;
   // I8 only.
   int64_t numOutliers = 0;
   const int32_t *outlierCols = nullptr; ///< [numOutliers], increasing, < k

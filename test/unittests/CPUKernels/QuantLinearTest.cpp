@@ -27,36 +27,56 @@ std::vector<float> reference(const std::vector<float> &x, int64_t m,
   return y;
 }
 
+/// Group `c / groupSize`'s (scale, min) of int4 row r.
+const uint16_t *int4Params(const WeightView &v, int64_t r, int64_t c) {
+  return v.groupParams +
+         (r * int4Groups(v.k, v.groupSize) + c / v.groupSize) * 2;
+}
+
+/// The largest |x| of the weight group holding column c of x row `row`:
+/// the int8-x GEMV rounds each x to a multiple of it / 127.
+double groupAbsMax(const float *row, const WeightView &v, int64_t c) {
+  int64_t g0 = c / v.groupSize * v.groupSize;
+  double a = 0;
+  for (int64_t j = g0; j < std::min(g0 + v.groupSize, v.k); ++j)
+    a = std::max(a, std::fabs(double(row[j])));
+  return a;
+}
+
 /// |got - want| within f32 accumulation error of sum |x w| (plus, for
 /// int4, of the min term, which the kernels add as min x sum(x)).
 /// With `bf16` (the AMX prefill, which rounds x to bf16) another 2^-8 of
 /// the sum, the most that rounding can move it; for int4 the AMX prefill
 /// carries x and the weights as bf16 hi + lo pairs, which leaves each
 /// product within about 2^-15 (two remainders of 2^-16, and lo x lo).
+/// With `int8X` (the int4 GEMV on int8 x) each x may move by half of its
+/// group's step, |x|max / 127, in the scale x code term (the min term
+/// takes the exact sum of x).
 void expectClose(const std::vector<float> &got, const std::vector<float> &want,
                  const std::vector<float> &x, int64_t m, const WeightView &v,
-                 const float *bias, const std::string &what,
-                 bool bf16 = false) {
+                 const float *bias, const std::string &what, bool bf16 = false,
+                 bool int8X = false) {
   ASSERT_EQ(got.size(), want.size());
   for (int64_t i = 0; i < m; ++i)
     for (int64_t r = 0; r < v.n; ++r) {
-      double mag = bias ? std::fabs(bias[r]) : 0.0;
+      double mag = bias ? std::fabs(bias[r]) : 0.0, xRounding = 0;
       for (int64_t c = 0; c < v.k; ++c) {
         double xc = std::fabs(double(x[size_t(i * v.k + c)]));
         mag += xc * std::fabs(weightViewAt(v, r, c));
         if (v.storage == DType::I4) {
-          const uint16_t *p =
-              v.groupParams +
-              (r * int4Groups(v.k, v.groupSize) + c / v.groupSize) * 2;
+          const uint16_t *p = int4Params(v, r, c);
           mag += xc * (15 * std::fabs(f16ToFloat(p[0])) +
                        std::fabs(f16ToFloat(p[1])));
+          if (int8X)
+            xRounding += std::fabs(weightViewAt(v, r, c) - f16ToFloat(p[1])) *
+                         groupAbsMax(x.data() + i * v.k, v, c) / 254;
         }
       }
       size_t at = size_t(i * v.n + r);
       double rounding = !bf16                    ? 0.0
                         : v.storage == DType::I4 ? 1.0 / 16384
                                                  : 1.0 / 256;
-      double tol = (2e-6 * double(v.k) + rounding) * mag;
+      double tol = (2e-6 * double(v.k) + rounding) * mag + xRounding;
       ASSERT_NEAR(got[at], want[at], tol + 1e-30)
           << what << " at (" << i << "," << r << ")";
     }
@@ -67,23 +87,39 @@ std::string label(const KernelPath &path, int64_t m, int64_t n, int64_t k) {
          " k=" + std::to_string(k);
 }
 
-/// Runs linear() over every ISA and pool and compares with the reference.
-void checkAllPaths(const WeightView &v, const std::vector<float> &x, int64_t m,
-                   const std::vector<float> &bias, const std::string &what) {
-  PackedWeight pw;
-  ASSERT_TRUE(
-      PackedWeight::fromView(v, bias.empty() ? nullptr : bias.data(), pw).ok());
-  EXPECT_FALSE(pw.usesDnnl());
-  const float *b = bias.empty() ? nullptr : bias.data();
-  std::vector<float> want = reference(x, m, v, b);
-  for (KernelPath path : hostPaths())
-    for (ThreadPool *pool : {&serialPool(), &parallelPool()}) {
-      PathScope scope(path);
-      std::vector<float> y(size_t(m * v.n), NAN);
-      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), *pool).ok());
-      expectClose(y, want, x, m, v, b, what + " " + label(path, m, v.n, v.k),
-                  path.bf16Prefill(v.storage) && m > 8);
-    }
+/// Whether linear() rounds x to int8 for `m` rows times `v` on `path`.
+bool roundsXToInt8(const KernelPath &path, const WeightView &v, int64_t m) {
+  return path.int4X8 && v.int8X && m <= kSmallM;
+}
+
+/// Runs linear() over every ISA and pool and compares with the reference;
+/// int4 weights both as given and allowing int8 x (WeightView::int8X).
+void checkAllPaths(const WeightView &given, const std::vector<float> &x,
+                   int64_t m, const std::vector<float> &bias,
+                   const std::string &what) {
+  for (bool int8X : {false, true}) {
+    if (int8X && given.storage != DType::I4)
+      break;
+    WeightView v = given;
+    v.int8X = int8X;
+    PackedWeight pw;
+    ASSERT_TRUE(
+        PackedWeight::fromView(v, bias.empty() ? nullptr : bias.data(), pw)
+            .ok());
+    EXPECT_FALSE(pw.usesDnnl());
+    const float *b = bias.empty() ? nullptr : bias.data();
+    std::vector<float> want = reference(x, m, v, b);
+    for (KernelPath path : hostPaths())
+      for (ThreadPool *pool : {&serialPool(), &parallelPool()}) {
+        PathScope scope(path);
+        std::vector<float> y(size_t(m * v.n), NAN);
+        ASSERT_TRUE(linear(x.data(), m, pw, y.data(), *pool).ok());
+        expectClose(y, want, x, m, v, b,
+                    what + (int8X ? " int8X " : " ") + label(path, m, v.n, v.k),
+                    path.bf16Prefill(v.storage) && m > 8,
+                    roundsXToInt8(path, v, m));
+      }
+  }
 }
 
 struct Shape {
@@ -280,6 +316,93 @@ TEST(Int4WeightTest, ShortLastGroupAndVectorTails) {
       }
 }
 
+/// What the int8-x int4 GEMV computes, in double: per weight group, x
+/// rounded to the codes round(x * (127 / |x|max)) (f32 product, nearest
+/// even) of step |x|max / 127, scale x sum(q x code x step), plus min x the
+/// exact sum of x. Written from the definition, not from the kernel.
+std::vector<float> int8XReference(const std::vector<float> &x, int64_t m,
+                                  const WeightView &v, const float *bias) {
+  std::vector<float> y(size_t(m * v.n));
+  const int64_t groups = int4Groups(v.k, v.groupSize);
+  for (int64_t i = 0; i < m; ++i) {
+    const float *row = x.data() + i * v.k;
+    std::vector<double> codes(static_cast<size_t>(v.k)),
+        steps(static_cast<size_t>(groups)), sums(static_cast<size_t>(groups));
+    for (int64_t g = 0; g < groups; ++g) {
+      float amax = float(groupAbsMax(row, v, g * v.groupSize));
+      float inv = amax > 0 ? 127.0f / amax : 0.0f;
+      steps[size_t(g)] = amax / 127.0f;
+      for (int64_t c = g * v.groupSize;
+           c < std::min((g + 1) * v.groupSize, v.k); ++c) {
+        float scaled = row[c] * inv;
+        codes[size_t(c)] = std::nearbyint(scaled);
+        sums[size_t(g)] += row[c];
+      }
+    }
+    for (int64_t r = 0; r < v.n; ++r) {
+      double s = bias ? bias[r] : 0.0;
+      for (int64_t g = 0; g < groups; ++g) {
+        const uint16_t *p = int4Params(v, r, g * v.groupSize);
+        const uint8_t *wRow =
+            static_cast<const uint8_t *>(v.data) + r * int4RowBytes(v.k);
+        double dot = 0;
+        for (int64_t c = g * v.groupSize;
+             c < std::min((g + 1) * v.groupSize, v.k); ++c)
+          dot += int4CodeAt(wRow, c) * codes[size_t(c)];
+        s += double(f16ToFloat(p[0])) * steps[size_t(g)] * dot +
+             double(f16ToFloat(p[1])) * sums[size_t(g)];
+      }
+      y[size_t(i * v.n + r)] = float(s);
+    }
+  }
+  return y;
+}
+
+// The int8-x GEMV against its own definition, to f32 accumulation error:
+// every group size, partial groups and blocks, x rows with a zero group and
+// with one large element, the two-row and four-row x tiles, and each row's
+// result bitwise the same whatever rows share its call.
+TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
+  if (!hostFeatures().avx512 || !hostFeatures().avx512vnni)
+    GTEST_SKIP() << "no AVX512-VNNI here";
+  const Shape shapes[] = {{1, 1, 32},   {1, 9, 128}, {2, 5, 96},
+                          {3, 7, 200},  {4, 6, 384}, {5, 13, 301},
+                          {7, 4, 1000}, {8, 11, 256}};
+  for (const Shape &s : shapes)
+    for (int64_t g : kInt4GroupSizes) {
+      std::vector<float> w =
+          randomVector(size_t(s.n * s.k), uint32_t(s.k * 3 + g), -1.5, 1);
+      WeightPacking p;
+      ASSERT_TRUE(packWeightRows(w.data(), s.n, s.k, DType::I4, p, g).ok());
+      WeightView v = p.view();
+      v.int8X = true;
+      std::vector<float> x =
+          randomVector(size_t(s.m * s.k), uint32_t(s.k + g), -2, 2);
+      for (int64_t c = 0; c < std::min<int64_t>(s.k, 32); ++c)
+        x[size_t(c)] = 0.0f; // a zero group in row 0
+      x[size_t((s.m - 1) * s.k + s.k / 2)] = 300.0f;
+      std::vector<float> bias = randomVector(size_t(s.n), 4);
+      PackedWeight pw;
+      ASSERT_TRUE(PackedWeight::fromView(v, bias.data(), pw).ok());
+      PathScope scope({Isa::Avx512, false, false, true});
+      std::vector<float> y(size_t(s.m * s.n), NAN);
+      ASSERT_TRUE(linear(x.data(), s.m, pw, y.data(), parallelPool()).ok());
+      std::string what =
+          "int4 x8 g=" + std::to_string(g) + " m=" + std::to_string(s.m) +
+          " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k);
+      expectClose(y, int8XReference(x, s.m, v, bias.data()), x, s.m, v,
+                  bias.data(), what);
+      for (int64_t i = 0; i < s.m; ++i) {
+        std::vector<float> one(size_t(s.n), NAN);
+        ASSERT_TRUE(
+            linear(x.data() + i * s.k, 1, pw, one.data(), serialPool()).ok());
+        EXPECT_EQ(std::memcmp(one.data(), y.data() + i * s.n, 4 * size_t(s.n)),
+                  0)
+            << what << " row " << i;
+      }
+    }
+}
+
 TEST(Int4WeightTest, ConstantZeroAndLargeGroups) {
   int64_t n = 4, k = 256;
   for (int64_t m : {int64_t(1), int64_t(3), int64_t(12)}) {
@@ -293,26 +416,31 @@ TEST(Int4WeightTest, ConstantZeroAndLargeGroups) {
     ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::I4, p, 128).ok());
     std::vector<float> x = randomVector(size_t(m * k), 32);
     checkAllPaths(p.view(), x, m, {}, "int4 extremes");
-    PackedWeight pw;
-    ASSERT_TRUE(PackedWeight::fromView(p.view(), nullptr, pw).ok());
-    for (KernelPath path : hostPaths()) {
-      PathScope scope(path);
-      std::vector<float> y(size_t(m * n), NAN);
-      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
-      for (int64_t i = 0; i < m; ++i) {
-        EXPECT_EQ(y[size_t(i * n)], 0.0f);
-        double want = 0, mag = 0;
-        for (int64_t c = 0; c < k; ++c) {
-          double term =
-              double(x[size_t(i * k + c)]) * (c < 128 ? -3.25 : 60000.0);
-          want += term;
-          mag += std::fabs(term);
+    for (bool int8X : {false, true})
+      for (KernelPath path : hostPaths()) {
+        // Constant groups have scale 0: int8 x changes nothing there.
+        WeightView v = p.view();
+        v.int8X = int8X;
+        PackedWeight pw;
+        ASSERT_TRUE(PackedWeight::fromView(v, nullptr, pw).ok());
+        PathScope scope(path);
+        std::vector<float> y(size_t(m * n), NAN);
+        ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
+        for (int64_t i = 0; i < m; ++i) {
+          EXPECT_EQ(y[size_t(i * n)], 0.0f);
+          double want = 0, mag = 0;
+          for (int64_t c = 0; c < k; ++c) {
+            double term =
+                double(x[size_t(i * k + c)]) * (c < 128 ? -3.25 : 60000.0);
+            want += term;
+            mag += std::fabs(term);
+          }
+          // The AMX prefill carries x and the weights as bf16 hi + lo.
+          double tol =
+              1e-4 * 60000 * k + (path.amx && m > 8 ? mag / 16384 : 0.0);
+          EXPECT_NEAR(y[size_t(i * n + 1)], want, tol) << path.name();
         }
-        // The AMX prefill carries x and the weights as bf16 hi + lo.
-        double tol = 1e-4 * 60000 * k + (path.amx && m > 8 ? mag / 16384 : 0.0);
-        EXPECT_NEAR(y[size_t(i * n + 1)], want, tol) << path.name();
       }
-    }
   }
 }
 

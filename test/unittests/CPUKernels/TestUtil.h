@@ -90,9 +90,12 @@ struct KernelPath {
   Isa isa;
   bool amx = false;
   bool bf16Dot = false;
+  /// The int4 decode GEMV with x quantized to int8 (int4X8Active()), for
+  /// weights that allow it (WeightView::int8X).
+  bool int4X8 = false;
   std::string name() const {
     return std::string(isaName(isa)) + (amx ? "+amx" : "") +
-           (bf16Dot ? "+bf16dot" : "");
+           (bf16Dot ? "+bf16dot" : "") + (int4X8 ? "+int4x8" : "");
   }
   /// Whether a prefill with `storage` weights rounds x to bf16 on this
   /// path (the AMX GEMM; the vdpbf16ps one for 8-bit codes).
@@ -101,8 +104,9 @@ struct KernelPath {
   }
 };
 
-/// Every path this host can run: hostIsas() with neither AMX nor the
-/// vdpbf16ps GEMM, then AVX-512 with each where the host has it.
+/// Every path this host can run: hostIsas() with neither AMX, the
+/// vdpbf16ps GEMM nor the int8-x int4 GEMV, then AVX-512 with each where
+/// the host has it.
 inline std::vector<KernelPath> hostPaths() {
   std::vector<KernelPath> paths;
   for (Isa isa : hostIsas())
@@ -111,22 +115,26 @@ inline std::vector<KernelPath> hostPaths() {
     paths.push_back({Isa::Avx512, false, true});
   if (hostFeatures().avx512 && amxSupported())
     paths.push_back({Isa::Avx512, true});
+  if (hostFeatures().avx512 && hostFeatures().avx512vnni)
+    paths.push_back({Isa::Avx512, false, false, true});
   return paths;
 }
 
 /// Sets a path for the scope; restores the defaults (the host's best level,
-/// AMX allowed, the vdpbf16ps GEMM off) at exit.
+/// AMX allowed, the vdpbf16ps GEMM off, the int8-x int4 GEMV on) at exit.
 class PathScope {
 public:
   explicit PathScope(KernelPath path) {
     setIsaLimit(path.isa);
     setAmxAllowed(path.amx);
     setBf16DotEnabled(path.bf16Dot);
+    setInt4X8Enabled(path.int4X8);
   }
   ~PathScope() {
     setIsaLimit(Isa::Avx512);
     setAmxAllowed(true);
     setBf16DotEnabled(false);
+    setInt4X8Enabled(true);
   }
 };
 
