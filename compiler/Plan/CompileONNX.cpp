@@ -35,6 +35,13 @@ compileONNXToPlan(const std::string &path,
           resolveWeightGroupSize(*weightType, options.weightGroupSize);
       !group)
     return group.takeError();
+  std::optional<::folio::plan::ElemType> int4Activations;
+  if (!options.int4Activations.empty()) {
+    auto parsed = parseInt4Activations(options.int4Activations);
+    if (!parsed)
+      return parsed.takeError();
+    int4Activations = *parsed;
+  }
   llvm::Expected<std::unique_ptr<::folio::onnx::Model>> loaded =
       ::folio::onnx::loadModel(path);
   if (!loaded)
@@ -91,6 +98,7 @@ compileONNXToPlan(const std::string &path,
   store.groupSize = options.weightGroupSize;
   store.sources = &sources;
   store.keepSourceQuantization = options.keepSourceQuantization;
+  store.int4Activations = int4Activations;
   store.inputAbsMax = options.inputAbsMax;
   if (llvm::Error err = storePackedWeights(*p, store))
     return std::move(err);

@@ -64,6 +64,9 @@ struct CompileToPlanOptions {
   /// where the kernels take them exactly, and `weightDtype` stores the
   /// rest: what folioc does without --weight-dtype (StoreWeightsOptions).
   bool keepSourceQuantization = false;
+  /// What int4 weights' linears may round x to: "f32", "int8", or "" for
+  /// the default (StoreWeightsOptions::int4Activations).
+  std::string int4Activations;
   /// int8 weights: calibrated input abs-max per weight group of the plan
   /// this compile makes (StoreWeightsOptions::inputAbsMax); null: none.
   const ::folio::plan::LinearInputAbsMax *inputAbsMax = nullptr;

@@ -242,6 +242,15 @@ resolveWeightGroupSize(std::optional<plan::ElemType> type, int64_t groupSize) {
   return groupSize;
 }
 
+llvm::Expected<plan::ElemType> parseInt4Activations(const std::string &name) {
+  if (name == "f32")
+    return plan::ElemType::F32;
+  if (name == "int8")
+    return plan::ElemType::I8;
+  return error("--int4-activations '" + name +
+               "' is not an activation dtype; supported: f32, int8");
+}
+
 llvm::Error storePackedWeights(plan::Plan &p,
                                const StoreWeightsOptions &options) {
   plan::ElemType type = options.type;
@@ -444,6 +453,10 @@ llvm::Error storePackedWeights(plan::Plan &p,
                : packing.groupSize == 32         ? plan::WeightLayout::Int4G32
                : packing.groupSize == 64         ? plan::WeightLayout::Int4G64
                                                  : plan::WeightLayout::Int4G128;
+    if (packing.storage == cpu::DType::I4)
+      w.activations = options.int4Activations.value_or(
+          type == plan::ElemType::I4 ? plan::ElemType::I8
+                                     : plan::ElemType::F32);
     w.n = n;
     w.k = k;
     w.dataBytes = packing.data.size();

@@ -75,7 +75,18 @@ struct StoreWeightsOptions {
   /// the input rule to the outlier columns (codegen/CPU/WeightPack.h); a
   /// group without an entry keeps the weight rule alone.
   const ::folio::plan::LinearInputAbsMax *inputAbsMax = nullptr;
+  /// What int4 weights' linears may round x to (StoredWeight::activations,
+  /// folioc --int4-activations): F32 or I8. Not given: I8 when `type` is
+  /// I4 (Folio's int4 was asked for), F32 for a source's int4 codes kept
+  /// by keepSourceQuantization, whose ONNX form (MatMulNBits without
+  /// accuracy_level 4, DequantizeLinear then MatMul) computes in float.
+  std::optional<::folio::plan::ElemType> int4Activations;
 };
+
+/// Parses a --int4-activations value: "f32" or "int8"; anything else is
+/// refused with the supported values.
+llvm::Expected<::folio::plan::ElemType>
+parseInt4Activations(const std::string &name);
 
 /// Packs and stores the weights of `plan` as `options` says (above).
 /// Errors name the step and weight that cannot be packed (a non-finite

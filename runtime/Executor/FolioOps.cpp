@@ -186,6 +186,7 @@ Status bindStoredWeight(const PrepareContext &ctx, const plan::StoredWeight &w,
   if (w.type == ElemType::I4) {
     v.groupSize = plan::int4LayoutGroupSize(w.layout);
     v.groupParams = reinterpret_cast<const uint16_t *>(blob + w.scalesOffset);
+    v.int8X = w.activations == ElemType::I8;
   }
   const float *bias = nullptr;
   if (biasOp >= 0) {

@@ -259,6 +259,12 @@ struct StoredWeight {
   /// or I4 (groups along K, the group size in `layout`).
   ElemType type = ElemType::BF16;
   WeightLayout layout = WeightLayout::RowsNK;
+  /// The lowest precision a kernel may round this weight's input (x) to:
+  /// F32 (x as it comes) or, for I4 weights only, I8 (x rounded to int8
+  /// per weight group, so the codes multiply as integers:
+  /// codegen/CPU/GemvInt4X8Avx512.cpp). A floor, not an order: a kernel
+  /// may keep x more precise.
+  ElemType activations = ElemType::F32;
   int64_t n = 0;           ///< output features (rows), stacked operands summed
   int64_t k = 0;           ///< input features
   int64_t numOutliers = 0; ///< I8: columns kept in bf16

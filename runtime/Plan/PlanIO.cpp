@@ -185,6 +185,7 @@ std::string encodeHeader(const Plan &plan) {
     w.pod<int32_t>(sw.numOperands);
     w.pod<uint8_t>(uint8_t(sw.type));
     w.pod<uint8_t>(uint8_t(sw.layout));
+    w.pod<uint8_t>(uint8_t(sw.activations));
     w.pod<int64_t>(sw.n);
     w.pod<int64_t>(sw.k);
     w.pod<int64_t>(sw.numOutliers);
@@ -334,7 +335,7 @@ Status decodeHeader(Reader &r, Plan &plan) {
       return st;
     plan.entries.push_back(std::move(e));
   }
-  uint32_t numWeights = r.count(102);
+  uint32_t numWeights = r.count(103);
   for (uint32_t i = 0; i < numWeights && !r.failed; ++i) {
     StoredWeight sw;
     sw.step = r.pod<int32_t>();
@@ -343,6 +344,7 @@ Status decodeHeader(Reader &r, Plan &plan) {
     // Enums are range-checked by validateStoredWeights, which names them.
     sw.type = ElemType(r.pod<uint8_t>());
     sw.layout = WeightLayout(r.pod<uint8_t>());
+    sw.activations = ElemType(r.pod<uint8_t>());
     sw.n = r.pod<int64_t>();
     sw.k = r.pod<int64_t>();
     sw.numOutliers = r.pod<int64_t>();

@@ -34,7 +34,7 @@
 
 namespace folio::plan {
 
-inline constexpr uint32_t kPlanVersion = 8;
+inline constexpr uint32_t kPlanVersion = 9;
 inline constexpr char kPlanMagic[9] = "FOLIOPLN";
 
 /// The largest KV-cache geometry a plan may declare: heads and head_dim

@@ -169,6 +169,15 @@ Status validateStoredWeights(const Plan &plan) {
                       (int4 ? "int4_g32 = 2, int4_g64 = 3, int4_g128 = 4"
                             : "rows_nk = 1") +
                       ")");
+    if (w.activations != ElemType::F32 &&
+        !(int4 && w.activations == ElemType::I8))
+      return fail(i, w,
+                  std::string("its activations are ") +
+                      (uint8_t(w.activations) <= uint8_t(ElemType::I2)
+                           ? elemTypeName(w.activations)
+                           : "unknown") +
+                      "; stored weights take f32 activations, or int8 ones "
+                      "for int4 weights");
     if (w.numOutliers < 0 || w.numOutliers > w.k || (!int8 && w.numOutliers))
       return fail(i, w,
                   std::to_string(w.numOutliers) +

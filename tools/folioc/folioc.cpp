@@ -183,6 +183,16 @@ cl::opt<int64_t> weightGroupSize(
              "(default 128); where the in features are not a multiple of "
              "it, each row's last group is shorter"),
     cl::init(0), cl::cat(folioCategory));
+cl::opt<std::string> int4Activations(
+    "int4-activations",
+    cl::desc("int4 weights: what their linears may round the input to. "
+             "int8: per weight group, so that CPUs with AVX512-VNNI "
+             "multiply the codes as integers (docs/cpu-kernels.md gives "
+             "the speed and the error); f32: never. Default: "
+             "int8 with --weight-dtype int4, f32 for a model's own int4 codes "
+             "kept without --weight-dtype (their ONNX form computes in "
+             "float)"),
+    cl::cat(folioCategory));
 cl::opt<std::string> calibrationData(
     "calibration-data",
     cl::desc("Run the model on this file at compile time: fp8 KV caches "
@@ -364,6 +374,25 @@ std::optional<std::optional<::folio::plan::ElemType>> checkWeightOptions() {
               "--emit=binary and --emit=cuda, not to IR output\n";
     return std::nullopt;
   }
+  if (int4Activations.getNumOccurrences()) {
+    if (auto a = mlir::folio::parseInt4Activations(int4Activations); !a) {
+      errs() << "folioc: error: " << toString(a.takeError()) << "\n";
+      return std::nullopt;
+    }
+    if (!plan) {
+      errs() << "folioc: error: --int4-activations is stored with a plan's "
+                "int4 weights; it applies to --emit=plan (or a .folio "
+                "output), --emit=binary and --emit=cuda, not to IR output\n";
+      return std::nullopt;
+    }
+    if (weightDtype.getNumOccurrences() && *parsed &&
+        **parsed != ::folio::plan::ElemType::I4) {
+      errs() << "folioc: error: --int4-activations applies to int4 weights; "
+                "--weight-dtype is "
+             << weightDtype << "\n";
+      return std::nullopt;
+    }
+  }
   return *parsed;
 }
 
@@ -374,8 +403,27 @@ lowerToPlan(ModuleOp module, std::optional<::folio::plan::ElemType> weights) {
   std::vector<mlir::folio::QuantizedWeightSource> sources;
   llvm::Expected<::folio::plan::Plan> plan =
       mlir::folio::lowerModuleToPlan(module, &sources);
-  if (!plan || !weights)
+  if (!plan)
     return plan;
+  // --int4-activations is refused for a plan without int4 weights, after
+  // storing (without --weight-dtype a model's own int4 codes may be kept).
+  auto checkInt4 = [&]() -> llvm::Error {
+    if (!int4Activations.getNumOccurrences() ||
+        llvm::any_of(plan->weights, [](const ::folio::plan::StoredWeight &w) {
+          return w.type == ::folio::plan::ElemType::I4;
+        }))
+      return llvm::Error::success();
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--int4-activations applies to int4 weights, and this plan stores "
+        "none (--weight-dtype " +
+            weightDtype.getValue() + ")");
+  };
+  if (!weights) {
+    if (llvm::Error err = checkInt4())
+      return std::move(err);
+    return plan;
+  }
   mlir::folio::StoreWeightsOptions options;
   options.type = *weights;
   // A model exported in f16 keeps its weights' every value in f16, which
@@ -390,9 +438,14 @@ lowerToPlan(ModuleOp module, std::optional<::folio::plan::ElemType> weights) {
   // Without --weight-dtype, weights the model brought quantized keep their
   // own form where the kernels take it.
   options.keepSourceQuantization = !weightDtype.getNumOccurrences();
+  if (int4Activations.getNumOccurrences())
+    options.int4Activations =
+        cantFail(mlir::folio::parseInt4Activations(int4Activations));
   if (inputCalibration)
     options.inputAbsMax = &inputCalibration->absMax;
   if (llvm::Error err = mlir::folio::storePackedWeights(*plan, options))
+    return std::move(err);
+  if (llvm::Error err = checkInt4())
     return std::move(err);
   if (inputCalibration) {
     int64_t columns = 0, weights = 0;

@@ -233,13 +233,14 @@ bool walkHeader(const std::string &h, Layout &l) {
     w.vec<int32_t>(Kind::Id32);
     walkSteps(w);
   });
-  // Stored weights: step, operand, operand count, dtype, layout, n, k,
-  // outliers, then the offsets and sizes of their four byte ranges.
+  // Stored weights: step, operand, operand count, dtype, layout,
+  // activations, n, k, outliers, then the offsets and sizes of their four
+  // byte ranges.
   w.records([&] {
     for (int i = 0; i < 3; ++i)
       w.pod<int32_t>(Kind::Int32);
-    w.pod<uint8_t>(Kind::Enum8);
-    w.pod<uint8_t>(Kind::Enum8);
+    for (int i = 0; i < 3; ++i)
+      w.pod<uint8_t>(Kind::Enum8);
     for (int i = 0; i < 3; ++i)
       w.pod<int64_t>(Kind::Int64);
     for (int i = 0; i < 8; ++i)

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/CPU/CPUFeatures.h"
 #include "compiler/Plan/LowerToPlan.h"
 #include "compiler/Plan/StoreWeights.h"
 #include "runtime/Core/Engine.h"
@@ -30,10 +31,11 @@ const char *kBundled = FOLIO_SOURCE_DIR "/models/bundled/target.onnx";
 const char *kHeldout = FOLIO_SOURCE_DIR "/models/bundled/heldout_slice.i32";
 
 plan::Plan compile(const char *model, const std::string &dtype,
-                   int64_t group = 0) {
+                   int64_t group = 0, const std::string &int4Activations = "") {
   mlir::folio::CompileToPlanOptions o;
   o.weightDtype = dtype;
   o.weightGroupSize = group;
+  o.int4Activations = int4Activations;
   o.kvCacheDtype = "f32";
   auto p = mlir::folio::compileONNXToPlan(model, o);
   if (!p) {
@@ -84,6 +86,10 @@ TEST(QuantWeights, StoredFormsRoundTripThroughAFile) {
     for (const plan::StoredWeight &w : p.weights) {
       EXPECT_EQ(w.type, c.type);
       EXPECT_EQ(w.layout, c.layout);
+      // int4 weights quantized by folioc allow int8 x by default.
+      EXPECT_EQ(w.activations, c.type == plan::ElemType::I4
+                                   ? plan::ElemType::I8
+                                   : plan::ElemType::F32);
       if (c.type == plan::ElemType::I4) {
         EXPECT_EQ(w.dataBytes, uint64_t(w.n * ((w.k + 127) / 128) * 64));
         // A short last group where k is not a multiple of the group.
@@ -127,6 +133,45 @@ TEST(QuantWeights, StoredFormsRoundTripThroughAFile) {
     EXPECT_EQ(results[0].tokens, results[1].tokens) << c.dtype;
     EXPECT_EQ(results[0].logits, results[1].logits) << c.dtype;
   }
+}
+
+/// Greedy tokens and logits of the zoo llama's plan `p` on two prompts.
+core::GenerateResult generate(plan::Plan p) {
+  std::vector<std::vector<TokenId>> prompts = {
+      {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {9}};
+  auto engine = core::Engine::create(
+      std::make_shared<const plan::Plan>(std::move(p)),
+      exec::createCPUExecutor(), core::Engine::blocksFor(prompts, 6, 16));
+  EXPECT_TRUE(engine) << engine.status().message();
+  if (!engine)
+    return {};
+  core::GenerateOptions o;
+  o.maxNewTokens = 6;
+  o.keepLogits = true;
+  auto r = (*engine)->generateGreedy(prompts, o);
+  EXPECT_TRUE(r) << r.status().message();
+  return r ? *r : core::GenerateResult{};
+}
+
+// The stored activation dtype reaches the kernels: where the int8-x GEMV
+// runs, a plan that allows int8 x decodes differently from one that does
+// not, and exactly like it with the int8-x GEMV ruled out.
+TEST(QuantWeights, Int4ActivationsReachTheKernels) {
+  plan::Plan int8X = compile(kZoo, "int4", 0, "int8");
+  plan::Plan f32X = compile(kZoo, "int4", 0, "f32");
+  ASSERT_FALSE(f32X.weights.empty());
+  for (const plan::StoredWeight &w : f32X.weights)
+    EXPECT_EQ(w.activations, plan::ElemType::F32);
+  core::GenerateResult a = generate(int8X), b = generate(f32X);
+  if (cpu::int4X8Active())
+    EXPECT_NE(a.logits, b.logits);
+  else
+    EXPECT_EQ(a.logits, b.logits);
+  cpu::setInt4X8Enabled(false);
+  core::GenerateResult ruledOut = generate(compile(kZoo, "int4", 0, "int8"));
+  cpu::setInt4X8Enabled(true);
+  EXPECT_EQ(ruledOut.logits, b.logits);
+  EXPECT_EQ(ruledOut.tokens, b.tokens);
 }
 
 std::string refusal(const plan::Plan &p,
@@ -191,6 +236,13 @@ TEST(QuantWeights, ValidationNamesEveryBadField) {
       {&int4, [](P &q) { q.weights[wi].layout = plan::WeightLayout::RowsNK; },
        "its layout rows_nk is not one this runtime reads for int4 weights "
        "(int4_g32 = 2, int4_g64 = 3, int4_g128 = 4)"},
+      {&fp8, [](P &q) { q.weights[wi].activations = plan::ElemType::I8; },
+       "its activations are int8; stored weights take f32 activations, or "
+       "int8 ones for int4 weights"},
+      {&int4, [](P &q) { q.weights[wi].activations = plan::ElemType::BF16; },
+       "its activations are bf16"},
+      {&int4, [](P &q) { q.weights[wi].activations = plan::ElemType(200); },
+       "its activations are unknown"},
       {&int4, [](P &q) { q.weights[wi].layout = plan::WeightLayout(7); },
        "its layout 7 is not one this runtime reads for int4"},
       {&int4, [](P &q) { q.weights[wi].layout = plan::WeightLayout::Int4G64; },

@@ -120,6 +120,8 @@ TEST(QuantizedSource, Int4BlocksKeepTheirCodes) {
   ASSERT_EQ(p.weights.size(), 1u);
   EXPECT_EQ(p.weights[0].type, plan::ElemType::I4);
   EXPECT_EQ(p.weights[0].layout, plan::WeightLayout::Int4G32);
+  // Kept without asking for int4: float compute, as its ONNX form has it.
+  EXPECT_EQ(p.weights[0].activations, plan::ElemType::F32);
   EXPECT_TRUE(p.constants.empty()) << "the f32 copy stays in the plan";
   cpu::WeightView v = viewOf(p);
   ASSERT_TRUE(cpu::checkWeightView(v).ok());
@@ -186,6 +188,41 @@ TEST(QuantizedSource, ExplicitInt4TakesTheSourceBlockUnlessAskedOtherwise) {
   plan::Plan other = linearPlan(q2, true);
   ASSERT_FALSE(bool(store(other, q2, plan::ElemType::I4, false, 32)));
   EXPECT_EQ(other.weights[0].layout, plan::WeightLayout::Int4G32);
+  // Folio's int4 was asked for: int8 x is allowed either way.
+  EXPECT_EQ(same.weights[0].activations, plan::ElemType::I8);
+  EXPECT_EQ(other.weights[0].activations, plan::ElemType::I8);
+}
+
+TEST(QuantizedSource, Int4ActivationsAsAsked) {
+  QuantizedWeightSource q = makeSource(4, 4, 128, 1, 64, false, 2);
+  for (auto [asked, source] :
+       {std::pair{plan::ElemType::I8, true}, {plan::ElemType::F32, false}}) {
+    plan::Plan p = linearPlan(q, true);
+    std::vector<QuantizedWeightSource> sources = {q};
+    StoreWeightsOptions o;
+    o.type = plan::ElemType::I4;
+    o.groupSize = source ? 0 : 32;
+    o.sources = &sources;
+    o.int4Activations = asked;
+    ASSERT_FALSE(bool(mlir::folio::storePackedWeights(p, o)));
+    EXPECT_EQ(p.weights[0].activations, asked);
+  }
+  // Other dtypes keep f32 activations whatever was asked.
+  QuantizedWeightSource q8 = makeSource(8, 16, 5, 16, 1, false, 3);
+  plan::Plan p = linearPlan(q8, false);
+  std::vector<QuantizedWeightSource> sources = {q8};
+  StoreWeightsOptions o;
+  o.type = plan::ElemType::I8;
+  o.sources = &sources;
+  o.int4Activations = plan::ElemType::I8;
+  ASSERT_FALSE(bool(mlir::folio::storePackedWeights(p, o)));
+  EXPECT_EQ(p.weights[0].activations, plan::ElemType::F32);
+  for (const char *bad : {"int4", "bf16", ""}) {
+    auto parsed = mlir::folio::parseInt4Activations(bad);
+    ASSERT_FALSE(bool(parsed));
+    EXPECT_NE(llvm::toString(parsed.takeError()).find("supported: f32, int8"),
+              std::string::npos);
+  }
 }
 
 TEST(QuantizedSource, PerChannelInt8KeepsCodesAndScales) {
