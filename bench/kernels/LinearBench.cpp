@@ -24,8 +24,9 @@
 //    between minutes).
 //
 //  isa: one token's linears in every weight dtype (f32, bf16, f16, int8,
-//    fp8_e4m3, int4) under every instruction-set level the host runs
-//    (scalar, avx2, avx512), at M = 1, 4 and 16, all in the same rounds;
+//    fp8_e4m3, int4 with int8 x as folioc stores it, and int4_f32x: int4
+//    with --int4-activations=f32) under every instruction-set level the host
+//    runs (scalar, avx2, avx512), at M = 1, 4 and 16, all in the same rounds;
 //    prints JSON: per dtype and level the median time, M = 1's GB/s and
 //    its ratio to the read loop, and the speedup over the scalar kernels.
 //
@@ -360,8 +361,11 @@ void prefill(int rounds, unsigned threads) {
 }
 
 /// One token's linears (stacked gate/up, as plans store them) packed as
-/// `storage` from deterministic pseudo-random f32 weights in [-0.5, 0.5).
-std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes) {
+/// `storage` from deterministic pseudo-random f32 weights in [-0.5, 0.5);
+/// int4 ones allow int8 x (as folioc --weight-dtype int4 stores them)
+/// unless `f32X`.
+std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes,
+                                       bool f32X = false) {
   std::vector<std::pair<int64_t, int64_t>> shapes; // (n, k)
   for (int64_t l = 0; l < kLayers; ++l) {
     shapes.push_back({kQ, kHidden});
@@ -384,8 +388,10 @@ std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes) {
       v = float(state >> 8) / float(1u << 24) - 0.5f;
     }
     Status s = packWeightRows(w.data(), n, k, storage, packings[i]);
+    WeightView view = packings[i].view();
+    view.int8X = storage == DType::I4 && !f32X;
     if (s)
-      s = PackedWeight::fromView(packings[i].view(), nullptr, out[i]);
+      s = PackedWeight::fromView(view, nullptr, out[i]);
     if (!s) {
       std::fprintf(stderr, "pack: %s\n", s.message().c_str());
       std::exit(1);
@@ -403,9 +409,16 @@ std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes) {
 /// small batch) through the GEMV, M = 16 through linear() (batched decode:
 /// oneDNN for f32/bf16, the quantized kernels' panels). JSON on stdout.
 void isaCompare(int rounds, unsigned threads) {
-  const std::vector<std::pair<const char *, DType>> dtypes = {
-      {"f32", DType::F32}, {"bf16", DType::BF16},        {"f16", DType::F16},
-      {"int8", DType::I8}, {"fp8_e4m3", DType::FP8E4M3}, {"int4", DType::I4}};
+  struct Dtype {
+    const char *name;
+    DType storage;
+    bool f32X = false; // int4 with f32 x (folioc --int4-activations=f32)
+  };
+  const std::vector<Dtype> dtypes = {
+      {"f32", DType::F32},           {"bf16", DType::BF16},
+      {"f16", DType::F16},           {"int8", DType::I8},
+      {"fp8_e4m3", DType::FP8E4M3},  {"int4", DType::I4},
+      {"int4_f32x", DType::I4, true}};
   std::vector<Isa> isas = {Isa::Scalar};
   if (hostFeatures().avx2)
     isas.push_back(Isa::Avx2);
@@ -415,7 +428,8 @@ void isaCompare(int rounds, unsigned threads) {
   std::vector<std::vector<PackedWeight>> weights;
   std::vector<size_t> bytes(dtypes.size());
   for (size_t d = 0; d < dtypes.size(); ++d)
-    weights.push_back(tokenWeights(dtypes[d].second, bytes[d]));
+    weights.push_back(
+        tokenWeights(dtypes[d].storage, bytes[d], dtypes[d].f32X));
   ThreadPool pool(threads);
   setLibraryThreads(int(threads));
   std::vector<float> x(size_t(16 * kFfn), 0.01f), y(size_t(16 * kVocab));
@@ -464,7 +478,7 @@ void isaCompare(int rounds, unsigned threads) {
                   "\"m1_gb_per_s\": %.3f, \"m1_of_read_loop\": %.3f, "
                   "\"m1_speedup_vs_scalar\": %.2f, \"m4_ms\": %.3f, "
                   "\"m16_ms\": %.3f}",
-                  first ? "" : ",\n", dtypes[d].first, isaName(isas[i]),
+                  first ? "" : ",\n", dtypes[d].name, isaName(isas[i]),
                   bytes[d], median(t[d][i][0]) * 1e3,
                   double(bytes[d]) / median(t[d][i][0]) / 1e9, median(ratio),
                   median(speedup), median(t[d][i][1]) * 1e3,

@@ -2,6 +2,7 @@
 
 #include "tools/folio-bench/Quality.h"
 
+#include "codegen/CPU/Linear.h"
 #include "runtime/Core/BatchBuilder.h"
 #include "runtime/Core/TeacherForced.h"
 
@@ -26,7 +27,7 @@ makeExecutor(std::shared_ptr<const plan::Plan> plan, int64_t blocks,
 }
 
 /// Calls `row(seq, pos, logits)` for every position of every sequence,
-/// one token of each sequence per step, as decode reads the cache.
+/// one token of a sequence per step, as decode reads the cache.
 using RowFn = std::function<void(const std::vector<TokenId> &seq, int64_t pos,
                                  const float *logits, int64_t vocab)>;
 Status forEachRow(std::shared_ptr<const plan::Plan> plan, const Seqs &seqs,
@@ -37,7 +38,10 @@ Status forEachRow(std::shared_ptr<const plan::Plan> plan, const Seqs &seqs,
   if (!e)
     return e.status();
   core::TeacherForcedOptions o;
-  o.chunkTokens = 1024;
+  // At most kSmallM rows a step: the decode kernels (the GEMVs, which for
+  // int4 weights may round x to int8) score every row, as single-stream
+  // and small-batch decode run them, not the prefill GEMM.
+  o.chunkTokens = cpu::kSmallM;
   o.tokensPerSequence = 1;
   o.onLogits = [&](const std::vector<float> &logits, int64_t vocab,
                    const std::vector<int64_t> &seq,

@@ -44,7 +44,8 @@ Expected<PagedRun> pagedRun(std::shared_ptr<const plan::Plan> plan,
                             int64_t threads);
 
 /// exp(mean NLL of each window's next tokens), teacher-forced one token of
-/// every window per step (as decode reads the cache).
+/// a window per step and at most cpu::kSmallM windows a step (as decode
+/// reads the cache and runs the decode kernels).
 Expected<double> perplexity(std::shared_ptr<const plan::Plan> plan,
                             const Seqs &windows, int64_t threads);
 
