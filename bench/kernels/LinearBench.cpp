@@ -10,11 +10,11 @@
 //    or stacked into one [2F, K] weight, q/k/v apart or stacked, and the
 //    weights borrowed from plain 4 KiB-page memory instead of packed into
 //    PackedWeight's huge-page chunks.
-//  verify: the same token's linears at the few rows a speculative verify
-//    step has (M = 1 .. 16: one sequence's drafts plus one), through the
-//    GEMV kernel for every M and through linear() (oneDNN above kSmallM),
-//    each reported as the median ratio of its time to M = 1's GEMV in the
-//    same round.
+//  verify: the same token's linears (bf16, then int4 with int8 x) at the
+//    few rows a speculative verify step has (M = 1 .. 16: one sequence's
+//    drafts plus one), through the GEMV kernel for every M and through
+//    linear() (oneDNN or the quantized GEMMs above kSmallM), each reported
+//    as the median ratio of its time to M = 1's GEMV in the same round.
 //  prefill: each distinct linear shape at M = 512 through linear(), on the
 //    same thread count, in bf16 (oneDNN) and in int8, fp8_e4m3 and int4
 //    (with and without Folio's AMX GEMM where the host has AMX), with oneDNN's
@@ -242,9 +242,18 @@ void decode(int rounds, unsigned threads) {
                 median(gbs[v]), median(ratio[v]));
 }
 
-void verify(int rounds, unsigned threads) {
-  Model model = build("stacked gate/up", true, false, false);
-  const std::vector<int64_t> ms = {1, 2, 3, 4, 5, 6, 8, 12, 16};
+std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes,
+                                       bool f32X = false);
+
+void verify(int rounds, unsigned threads, DType storage) {
+  Model model;
+  if (storage == DType::BF16) {
+    model = build("stacked gate/up", true, false, false);
+  } else {
+    size_t bytes = 0;
+    model.weights = tokenWeights(storage, bytes);
+  }
+  const std::vector<int64_t> ms = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
   ThreadPool pool(threads);
   setLibraryThreads(int(threads));
   std::vector<float> x(size_t(16 * kFfn), 0.01f);
@@ -265,13 +274,13 @@ void verify(int rounds, unsigned threads) {
       dispatched[i].push_back(run(ms[i], false) / base);
     }
   }
-  std::printf("verify (one token's linears at M rows, bf16, %d rounds, %u "
+  std::printf("verify (one token's linears at M rows, %s, %d rounds, %u "
               "threads; time / M = 1's GEMV in the same round, medians):\n",
-              rounds, threads);
+              dtypeName(storage), rounds, threads);
   for (size_t i = 0; i < ms.size(); ++i)
     std::printf("  M = %2ld  GEMV %.2f  linear() %.2f%s\n", long(ms[i]),
                 median(gemv[i]), median(dispatched[i]),
-                ms[i] > kSmallM ? " (oneDNN)" : "");
+                ms[i] > kSmallM ? " (GEMM)" : "");
 }
 
 void prefill(int rounds, unsigned threads) {
@@ -365,7 +374,7 @@ void prefill(int rounds, unsigned threads) {
 /// int4 ones allow int8 x (as folioc --weight-dtype int4 stores them)
 /// unless `f32X`.
 std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes,
-                                       bool f32X = false) {
+                                       bool f32X) {
   std::vector<std::pair<int64_t, int64_t>> shapes; // (n, k)
   for (int64_t l = 0; l < kLayers; ++l) {
     shapes.push_back({kQ, kHidden});
@@ -506,7 +515,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (what == "verify") {
-    verify(rounds, unsigned(threads));
+    verify(rounds, unsigned(threads), DType::BF16);
+    verify(rounds, unsigned(threads), DType::I4);
     return 0;
   }
   if (what != "prefill")

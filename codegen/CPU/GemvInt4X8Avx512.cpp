@@ -158,7 +158,10 @@ FOLIO_AVX512_VNNI inline __m512 weightScales(const uint16_t *row, int64_t blk,
   }
 }
 
-/// NR weight rows by MR x rows from output row n and x row m.
+/// NR weight rows by MR x rows from output row n and x row m. Up to four
+/// x rows keep their block in registers; wider tiles (a verify step's five
+/// to eight rows, which then read each weight block once) load x where
+/// they use it, from L1.
 template <int NR, int MR, int G>
 FOLIO_AVX512_VNNI void tile(const GemvInt4Args &a, int64_t n, int64_t m) {
   const int64_t k = a.k, rowBytes = int4RowBytes(k);
@@ -178,14 +181,19 @@ FOLIO_AVX512_VNNI void tile(const GemvInt4Args &a, int64_t n, int64_t m) {
       for (int i = 0; i < NR; ++i)
         _mm_prefetch(reinterpret_cast<const char *>(next + i * rowBytes + off),
                      _MM_HINT_T0);
-    __m512i xe[MR], xo[MR];
-    __m512 xs[MR];
-    for (int r = 0; r < MR; ++r) {
+    constexpr bool kHoldX = MR <= 4;
+    __m512i xe[kHoldX ? MR : 1], xo[kHoldX ? MR : 1];
+    __m512 xs[kHoldX ? MR : 1];
+    auto loadX = [&](int r, int slot) FOLIO_AVX512_VNNI {
       const int8_t *xb = a.xq + (m + r) * a.xqRow + 2 * off;
-      xe[r] = _mm512_loadu_si512(xb);
-      xo[r] = _mm512_loadu_si512(xb + kInt4Block / 2);
-      xs[r] = _mm512_loadu_ps(a.xScales + (m + r) * a.xScaleRow + blk * 16);
-    }
+      xe[slot] = _mm512_loadu_si512(xb);
+      xo[slot] = _mm512_loadu_si512(xb + kInt4Block / 2);
+      xs[slot] =
+          _mm512_loadu_ps(a.xScales + (m + r) * a.xScaleRow + blk * 16);
+    };
+    if constexpr (kHoldX)
+      for (int r = 0; r < MR; ++r)
+        loadX(r, r);
     for (int i = 0; i < NR; ++i) {
       const __m512i v = _mm512_loadu_si512(w + i * rowBytes + off);
       __m512i even = _mm512_and_si512(v, nibble);
@@ -197,10 +205,13 @@ FOLIO_AVX512_VNNI void tile(const GemvInt4Args &a, int64_t n, int64_t m) {
       const __m512 ws =
           weightScales<G>(a.params + (n + i) * groups * 2, blk, groups);
       for (int r = 0; r < MR; ++r) {
-        __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, xe[r]);
-        d = _mm512_dpbusd_epi32(d, odd, xo[r]);
+        const int s = kHoldX ? r : 0;
+        if constexpr (!kHoldX)
+          loadX(r, 0);
+        __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, xe[s]);
+        d = _mm512_dpbusd_epi32(d, odd, xo[s]);
         acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d),
-                                    _mm512_mul_ps(ws, xs[r]), acc[i][r]);
+                                    _mm512_mul_ps(ws, xs[s]), acc[i][r]);
       }
     }
   }
@@ -231,6 +242,21 @@ FOLIO_AVX512_VNNI void tile(const GemvInt4Args &a, int64_t n, int64_t m) {
 
 template <int NR, int G>
 FOLIO_AVX512_VNNI void rowsOfX(const GemvInt4Args &a, int64_t n) {
+  // Five to eight rows (kConvertTileRows) in one tile.
+  if constexpr (NR <= 2) {
+    switch (a.m) {
+    case 8:
+      return tile<NR, 8, G>(a, n, 0);
+    case 7:
+      return tile<NR, 7, G>(a, n, 0);
+    case 6:
+      return tile<NR, 6, G>(a, n, 0);
+    case 5:
+      return tile<NR, 5, G>(a, n, 0);
+    default:
+      break;
+    }
+  }
   int64_t m = 0;
   if constexpr (NR <= 2)
     for (; m + 4 <= a.m; m += 4)
