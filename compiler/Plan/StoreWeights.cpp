@@ -363,14 +363,18 @@ llvm::Error storePackedWeights(plan::Plan &p,
     kept.push_back(moved);
   }
   // A group of quantized sources stored from their codes where the dtype
-  // holds them exactly (StoreWeightsOptions).
-  auto packFromSource = [&](const Group &g, cpu::WeightPacking &out) {
+  // holds them exactly (StoreWeightsOptions). `int8Activations`: every
+  // part allows int8 activations (QuantizedWeight::int8Activations).
+  auto packFromSource = [&](const Group &g, cpu::WeightPacking &out,
+                            bool &int8Activations) {
     std::vector<const QuantizedWeightSource *> parts;
+    int8Activations = true;
     for (const plan::Constant *c : g.constants) {
       const QuantizedWeightSource *q = sourceOf[size_t(c->value)];
       if (!q)
         return false;
       parts.push_back(q);
+      int8Activations = int8Activations && q->int8Activations;
     }
     SourceRows w(std::move(parts), g.inOut);
     if (!w.sameBits())
@@ -420,7 +424,9 @@ llvm::Error storePackedWeights(plan::Plan &p,
       row0 += g.inOut ? cols : r;
     }
     cpu::WeightPacking packing;
-    if (!packFromSource(g, packing)) {
+    bool sourceInt8Activations = false;
+    const bool fromSource = packFromSource(g, packing, sourceInt8Activations);
+    if (!fromSource) {
       const float *inputs = nullptr;
       if (options.inputAbsMax && storage == cpu::DType::I8) {
         auto it = options.inputAbsMax->find({g.step, g.operand});
@@ -455,8 +461,9 @@ llvm::Error storePackedWeights(plan::Plan &p,
                                                  : plan::WeightLayout::Int4G128;
     if (packing.storage == cpu::DType::I4)
       w.activations = options.int4Activations.value_or(
-          type == plan::ElemType::I4 ? plan::ElemType::I8
-                                     : plan::ElemType::F32);
+          type == plan::ElemType::I4 || (fromSource && sourceInt8Activations)
+              ? plan::ElemType::I8
+              : plan::ElemType::F32);
     w.n = n;
     w.k = k;
     w.dataBytes = packing.data.size();

@@ -77,9 +77,11 @@ struct StoreWeightsOptions {
   const ::folio::plan::LinearInputAbsMax *inputAbsMax = nullptr;
   /// What int4 weights' linears may round x to (StoredWeight::activations,
   /// folioc --int4-activations): F32 or I8. Not given: I8 when `type` is
-  /// I4 (Folio's int4 was asked for), F32 for a source's int4 codes kept
-  /// by keepSourceQuantization, whose ONNX form (MatMulNBits without
-  /// accuracy_level 4, DequantizeLinear then MatMul) computes in float.
+  /// I4 (Folio's int4 was asked for) or the source allows it (MatMulNBits
+  /// with accuracy_level 4: QuantizedWeight::int8Activations); else F32
+  /// for a source's int4 codes kept by keepSourceQuantization, whose ONNX
+  /// form (DequantizeLinear then MatMul, MatMulNBits at the other levels)
+  /// computes in float.
   std::optional<::folio::plan::ElemType> int4Activations;
 };
 

@@ -232,9 +232,14 @@ bool mlir::folio::raiseMatMulNBits(OpBuilder &b, ONNXNodeOp node) {
         byteConstant(b, loc, RankedTensorType::get({n, blocks}, codeType),
                      zeroCodes, name + "_zero_points");
   auto weightType = RankedTensorType::get({n, k}, b.getF32Type());
-  Value weight =
+  auto weight =
       b.create<DequantizeOp>(loc, weightType, codeValue, scaleValue, zeroValue,
                              b.getI64IntegerAttr(blockSize));
+  // accuracy_level 4 lets ONNX Runtime compute with int8 activations; the
+  // other levels (0 unset, 1 f32, 2 f16, 3 bf16) are above what Folio's
+  // kernels keep, f32.
+  if (getONNXIntAttr(node, "accuracy_level", 0) == 4)
+    weight.setInt8Activations(true);
   Value biasValue =
       biasValues ? floatConstant(b, loc, {n}, *biasValues) : Value();
   auto linear = b.create<LinearOp>(

@@ -27,6 +27,21 @@ func.func @matmul_nbits(%x: tensor<?x32xf32>) -> tensor<?x2xf32> {
 
 // -----
 
+// accuracy_level 4 (int8 activations in ONNX Runtime) marks the weight;
+// the levels above it (here 1, f32) do not.
+// CHECK-LABEL: func @matmul_nbits_accuracy_level
+// CHECK: folio.dequantize %{{.*}}, %{{.*}} {block_size = 16 : i64, int8_activations} : (tensor<2x32xi4>, tensor<2x2xf32>) -> tensor<2x32xf32>
+// CHECK: folio.dequantize %{{.*}}, %{{.*}} {block_size = 16 : i64} : (tensor<2x32xi4>, tensor<2x2xf32>) -> tensor<2x32xf32>
+func.func @matmul_nbits_accuracy_level(%x: tensor<?x32xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
+  %b = arith.constant dense<152> : tensor<2x2x8xui8>
+  %s = arith.constant dense<[0.5, 0.25, 0.125, 1.0]> : tensor<4xf32>
+  %y = folio.onnx_node "MatMulNBits"(%x, %b, %s) {node_name = "mm", domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, bits = 4 : i64, block_size = 16 : i64, accuracy_level = 4 : i64}} : (tensor<?x32xf32>, tensor<2x2x8xui8>, tensor<4xf32>) -> tensor<?x2xf32>
+  %z = folio.onnx_node "MatMulNBits"(%x, %b, %s) {node_name = "mm2", domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, bits = 4 : i64, block_size = 16 : i64, accuracy_level = 1 : i64}} : (tensor<?x32xf32>, tensor<2x2x8xui8>, tensor<4xf32>) -> tensor<?x2xf32>
+  return %y, %z : tensor<?x2xf32>, tensor<?x2xf32>
+}
+
+// -----
+
 // Packed uint8 zero points, two blocks per byte (low nibble first): 0x97
 // is 7 for block 0 and 9 for block 1, i.e. -1 and 1 once signed.
 // CHECK-LABEL: func @matmul_nbits_zero_points

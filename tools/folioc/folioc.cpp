@@ -189,9 +189,9 @@ cl::opt<std::string> int4Activations(
              "int8: per weight group, so that CPUs with AVX512-VNNI "
              "multiply the codes as integers (docs/cpu-kernels.md gives "
              "the speed and the error); f32: never. Default: "
-             "int8 with --weight-dtype int4, f32 for a model's own int4 codes "
-             "kept without --weight-dtype (their ONNX form computes in "
-             "float)"),
+             "int8 with --weight-dtype int4 and for a model's MatMulNBits "
+             "with accuracy_level 4, f32 for its other int4 codes kept "
+             "without --weight-dtype (their ONNX form computes in float)"),
     cl::cat(folioCategory));
 cl::opt<std::string> calibrationData(
     "calibration-data",

@@ -75,6 +75,7 @@ mlir::folio::readQuantizedWeight(Operation *op, std::string &why) {
     return failure();
   }
   QuantizedWeight q;
+  q.int8Activations = dq.getInt8Activations();
   q.rows = type.getDimSize(0);
   q.cols = type.getDimSize(1);
   q.bits = int(codeElement.getIntOrFloatBitWidth());

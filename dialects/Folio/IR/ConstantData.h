@@ -50,6 +50,9 @@ struct QuantizedWeight {
   int64_t scaleRows = 1, scaleCols = 1;
   std::vector<float> scales; ///< [scaleRows, scaleCols]
   std::vector<int8_t> zeros; ///< [scaleRows, scaleCols]; empty: all 0
+  /// The dequantize's int8_activations: consumers may round their input
+  /// to int8 per block.
+  bool int8Activations = false;
 
   size_t blockOf(int64_t i, int64_t j) const {
     return size_t((i / rowBlock) * scaleCols + j / colBlock);

@@ -557,6 +557,9 @@ LogicalResult DequantizeOp::verify() {
                          << in.getElementType();
   if (in.getShape() != out.getShape())
     return emitOpError("result shape must equal the input's");
+  if (getInt8Activations() && !isa<IntegerType>(in.getElementType()))
+    return emitOpError() << "int8_activations applies to integer codes, not "
+                         << in.getElementType();
   return checkQuantParams(getOperation(), getInput(), getScale(),
                           getZeroPoint(), in.getElementType(), getBlockSize());
 }

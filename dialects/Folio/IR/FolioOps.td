@@ -379,6 +379,11 @@ def Folio_DequantizeOp : Folio_Op<"dequantize", [Pure]> {
     take this form with constant operands; the plan stores them packed for
     the kernels (compiler/Plan/StoreWeights.h).
 
+    `int8_activations` (integer codes only) marks a weight whose consumers
+    may round their input to int8 per block, as MatMulNBits with
+    `accuracy_level = 4` allows: the plan then stores it with int8
+    activations (plan::StoredWeight::activations).
+
     ```mlir
     %x = folio.dequantize %q, %s
         : (tensor<?x8x64xi8>, tensor<?x8x1xf32>) -> tensor<?x8x64xf32>
@@ -391,7 +396,8 @@ def Folio_DequantizeOp : Folio_Op<"dequantize", [Pure]> {
                        Folio_FloatTensor:$scale,
                        Optional<RankedTensorOf<[AnyFloat, AnySignlessInteger]>>:
                            $zero_point,
-                       DefaultValuedAttr<I64Attr, "0">:$block_size);
+                       DefaultValuedAttr<I64Attr, "0">:$block_size,
+                       UnitAttr:$int8_activations);
   let results = (outs Folio_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale (`,` $zero_point^)? attr-dict `:`

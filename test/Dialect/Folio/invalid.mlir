@@ -1115,6 +1115,14 @@ func.func @dequantize_unblocked_scale(%x: tensor<4x96xi4>, %s: tensor<4x3xf32>) 
 
 // -----
 
+func.func @dequantize_fp8_int8_activations(%x: tensor<4x8xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error @+1 {{'folio.dequantize' op int8_activations applies to integer codes, not 'f8E4M3FN'}}
+  %0 = folio.dequantize %x, %s {int8_activations} : (tensor<4x8xf8E4M3FN>, tensor<f32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
 func.func @dequantize_fp8_zero_point(%x: tensor<4x8xf8E5M2>, %s: tensor<f32>, %z: tensor<f32>) {
   // expected-error @+1 {{'folio.dequantize' op zero_point is only valid for integer quantization, not 'f8E5M2'}}
   %0 = folio.dequantize %x, %s, %z : (tensor<4x8xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>

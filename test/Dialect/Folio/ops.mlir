@@ -220,6 +220,15 @@ func.func @blocked_dequantize(%q: tensor<64x80xi4>, %s: tensor<64x3xf32>,
   return %0 : tensor<64x80xf32>
 }
 
+// CHECK-LABEL: func @dequantize_int8_activations
+func.func @dequantize_int8_activations(%q: tensor<64x80xi4>,
+                                       %s: tensor<64x3xf32>) -> tensor<64x80xf32> {
+  // CHECK: folio.dequantize %{{.*}}, %{{.*}} {block_size = 32 : i64, int8_activations} : (tensor<64x80xi4>, tensor<64x3xf32>) -> tensor<64x80xf32>
+  %0 = folio.dequantize %q, %s {block_size = 32, int8_activations}
+      : (tensor<64x80xi4>, tensor<64x3xf32>) -> tensor<64x80xf32>
+  return %0 : tensor<64x80xf32>
+}
+
 // CHECK-LABEL: func @spec_verify
 func.func @spec_verify(%logits: tensor<?x5x256xf32>, %drafts: tensor<?x4xi32>,
                        %probs: tensor<?x4x256xf32>, %u: tensor<?x5xf32>)

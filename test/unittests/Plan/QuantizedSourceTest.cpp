@@ -120,8 +120,14 @@ TEST(QuantizedSource, Int4BlocksKeepTheirCodes) {
   ASSERT_EQ(p.weights.size(), 1u);
   EXPECT_EQ(p.weights[0].type, plan::ElemType::I4);
   EXPECT_EQ(p.weights[0].layout, plan::WeightLayout::Int4G32);
-  // Kept without asking for int4: float compute, as its ONNX form has it.
+  // Kept without asking for int4: float compute, as its ONNX form has it,
+  // unless the source allows int8 activations (accuracy_level 4).
   EXPECT_EQ(p.weights[0].activations, plan::ElemType::F32);
+  QuantizedWeightSource level4 = q;
+  level4.int8Activations = true;
+  plan::Plan p4 = linearPlan(level4, /*outIn=*/true);
+  ASSERT_FALSE(bool(store(p4, level4, plan::ElemType::BF16, /*keep=*/true)));
+  EXPECT_EQ(p4.weights[0].activations, plan::ElemType::I8);
   EXPECT_TRUE(p.constants.empty()) << "the f32 copy stays in the plan";
   cpu::WeightView v = viewOf(p);
   ASSERT_TRUE(cpu::checkWeightView(v).ok());
