@@ -151,7 +151,7 @@ void setBf16DotEnabled(bool enabled) {
 }
 
 bool int4X8Active() {
-  return activeIsa() == Isa::Avx512 && hostFeatures().avx512vnni &&
+  return activeIsa() != Isa::Scalar &&
          int4X8EnabledSlot().load(std::memory_order_relaxed);
 }
 

@@ -67,11 +67,12 @@ bool bf16DotActive();
 void setBf16DotEnabled(bool enabled);
 
 /// Whether int4 weights' decode GEMV (up to kConvertTileRows rows of x)
-/// multiplies the codes with x quantized to int8 per weight group, with
-/// AVX512-VNNI dot products: the host has AVX512-VNNI, the active level is
-/// Avx512, and neither FOLIO_CPU_INT4_X8=0 nor setInt4X8Enabled(false)
-/// ruled it out. On by default; docs/cpu-kernels.md gives its error bound
-/// and speed.
+/// multiplies the codes with x quantized to int8 per weight group, for
+/// weights that allow it (WeightView::int8X): the active level is Avx512
+/// (with AVX512-VNNI dot products where the host has them, else the AVX2
+/// kernel) or Avx2, and neither FOLIO_CPU_INT4_X8=0 nor
+/// setInt4X8Enabled(false) ruled it out. On by default; docs/cpu-kernels.md
+/// gives its error bound and speed.
 bool int4X8Active();
 
 /// Allows or rules out the int8-x int4 GEMV (tests compare both paths this

@@ -107,10 +107,12 @@ struct Int4X8Buffers {
   int64_t xqRow = 0, xScaleRow = 0, xSumRow = 0;
 };
 
-/// Fills `out` for x[M, K] and int4 groups of `groupSize`. Needs
-/// hostFeatures().avx512vnni.
-void quantizeXForInt4(const float *x, int64_t m, int64_t k, int64_t groupSize,
-                      Int4X8Buffers &out);
+/// Fills `out` for x[M, K] and int4 groups of `groupSize`, with AVX-512
+/// or AVX2 (the same bytes but for the float rounding of the sums).
+void quantizeXForInt4Avx512(const float *x, int64_t m, int64_t k,
+                            int64_t groupSize, Int4X8Buffers &out);
+void quantizeXForInt4Avx2(const float *x, int64_t m, int64_t k,
+                          int64_t groupSize, Int4X8Buffers &out);
 
 /// K rounded up to kGemvPairBlock: the row length of the pair-split x.
 inline int64_t pairSplitLength(int64_t k) {
@@ -161,9 +163,12 @@ void gemvFp8Avx512(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Scalar(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
-/// int4 weights times the int8 x of quantizeXForInt4 with AVX512-VNNI, for
-/// M <= kConvertTileRows (a.xq, xScales and xSums set).
+/// int4 weights times the int8 x of quantizeXForInt4* for M <=
+/// kConvertTileRows (a.xq, xScales and xSums set): with AVX512-VNNI
+/// (vpdpbusd), or with AVX2 (vpmaddubsw and vpmaddwd, the same integer
+/// sums).
 void gemvInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
+void gemvInt4X8Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 
 /// Output rows of a prefill panel (two vectors).
 constexpr int64_t kDequantPanelRows = 32;

@@ -4,7 +4,7 @@
 // and a vpermps per 16 weights, then an FMA per x row): three vector ops
 // per 16 weights, which on an AVX-512 core is more work than reading the
 // 8 bytes takes, so int4 decode ran at about half the read bandwidth. Here
-// x is quantized to int8 once per call (quantizeXForInt4), and the codes
+// x is quantized to int8 once per call (quantizeXForInt4Avx512), and the codes
 // stay integers: per 128-weight block and row, a mask and a shift split the
 // 64 bytes into the even and the odd nibbles (each now a byte), and two
 // vpdpbusd (unsigned codes times signed x, four products summed per 32-bit
@@ -30,6 +30,7 @@
 
 #include "codegen/CPU/Avx512Math.h"
 #include "codegen/CPU/Gemv.h"
+#include "codegen/CPU/Int4X8Layout.h"
 #include "codegen/CPU/WeightPack.h"
 
 #include <algorithm>
@@ -57,7 +58,7 @@ FOLIO_AVX512_VNNI inline __m128i quantize16(__m512 v, float inv) {
       _mm512_cvtps_epi32(_mm512_mul_ps(v, _mm512_set1_ps(inv))));
 }
 
-/// One row of x: see quantizeXForInt4 in Gemv.h.
+/// One row of x: see quantizeXForInt4Avx512 in Gemv.h.
 FOLIO_AVX512_VNNI void quantizeRow(const float *x, int64_t k, int64_t g,
                                    int8_t *xq, float *scales, float *sums,
                                    int64_t sumLength) {
@@ -66,7 +67,7 @@ FOLIO_AVX512_VNNI void quantizeRow(const float *x, int64_t k, int64_t g,
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const int64_t base = blk * kInt4Block;
     __m512 v[8];
-    float amax[4], sum[4];
+    float amax[4], sum[4], inv[4], xs[4];
     for (int j = 0; j < 8; ++j) {
       const int64_t left = k - base - 16 * j;
       const __mmask16 msk = left >= 16  ? __mmask16(0xffff)
@@ -79,24 +80,7 @@ FOLIO_AVX512_VNNI void quantizeRow(const float *x, int64_t k, int64_t g,
           _mm512_max_ps(_mm512_abs_ps(v[2 * b]), _mm512_abs_ps(v[2 * b + 1])));
       sum[b] = _mm512_reduce_add_ps(_mm512_add_ps(v[2 * b], v[2 * b + 1]));
     }
-    // The quantization block is the weight group (at most the 128-weight
-    // block): merge the chunks' maxima and sums per group.
-    const int perGroup = int(std::min<int64_t>(g, kInt4Block) / 32);
-    float inv[4], xs[4];
-    for (int b = 0; b < 4; b += perGroup) {
-      float a = amax[b], s = sum[b];
-      for (int c = 1; c < perGroup; ++c) {
-        a = std::max(a, amax[b + c]);
-        s += sum[b + c];
-      }
-      const int64_t group = (base + 32 * b) / g;
-      if (2 * group + 1 < sumLength)
-        sums[2 * group + 1] = s;
-      for (int c = 0; c < perGroup; ++c) {
-        xs[b + c] = a / 127.0f;
-        inv[b + c] = a > 0.0f ? 127.0f / a : 0.0f;
-      }
-    }
+    int4X8BlockSteps(amax, sum, g, blk, inv, xs, sums, sumLength);
     _mm512_storeu_ps(scales + blk * 16,
                      _mm512_broadcast_f32x4(_mm_loadu_ps(xs)));
     // The even nibbles' x (chunk b's first 16) then the odd ones' (its
@@ -105,31 +89,8 @@ FOLIO_AVX512_VNNI void quantizeRow(const float *x, int64_t k, int64_t g,
       __m128i q[4];
       for (int b = 0; b < 4; ++b)
         q[b] = quantize16(v[2 * b + half], inv[b]);
-      __m128i out[4];
-      if (g >= kInt4Block) {
-        // Lane l = bytes l of chunks 0..3.
-        __m128i t0 = _mm_unpacklo_epi8(q[0], q[1]);
-        __m128i t1 = _mm_unpackhi_epi8(q[0], q[1]);
-        __m128i t2 = _mm_unpacklo_epi8(q[2], q[3]);
-        __m128i t3 = _mm_unpackhi_epi8(q[2], q[3]);
-        out[0] = _mm_unpacklo_epi16(t0, t2);
-        out[1] = _mm_unpackhi_epi16(t0, t2);
-        out[2] = _mm_unpacklo_epi16(t1, t3);
-        out[3] = _mm_unpackhi_epi16(t1, t3);
-      } else {
-        // Lane 4c + b = bytes 4c..4c+3 of chunk b.
-        __m128i t0 = _mm_unpacklo_epi32(q[0], q[1]);
-        __m128i t1 = _mm_unpackhi_epi32(q[0], q[1]);
-        __m128i t2 = _mm_unpacklo_epi32(q[2], q[3]);
-        __m128i t3 = _mm_unpackhi_epi32(q[2], q[3]);
-        out[0] = _mm_unpacklo_epi64(t0, t2);
-        out[1] = _mm_unpackhi_epi64(t0, t2);
-        out[2] = _mm_unpacklo_epi64(t1, t3);
-        out[3] = _mm_unpackhi_epi64(t1, t3);
-      }
-      int8_t *dst = xq + blk * 2 * (kInt4Block / 2) + half * (kInt4Block / 2);
-      for (int c = 0; c < 4; ++c)
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + 16 * c), out[c]);
+      int4X8Interleave(q, g >= kInt4Block,
+                       xq + blk * kInt4Block + half * (kInt4Block / 2));
     }
   }
 }
@@ -188,8 +149,7 @@ FOLIO_AVX512_VNNI void tile(const GemvInt4Args &a, int64_t n, int64_t m) {
       const int8_t *xb = a.xq + (m + r) * a.xqRow + 2 * off;
       xe[slot] = _mm512_loadu_si512(xb);
       xo[slot] = _mm512_loadu_si512(xb + kInt4Block / 2);
-      xs[slot] =
-          _mm512_loadu_ps(a.xScales + (m + r) * a.xScaleRow + blk * 16);
+      xs[slot] = _mm512_loadu_ps(a.xScales + (m + r) * a.xScaleRow + blk * 16);
     };
     if constexpr (kHoldX)
       for (int r = 0; r < MR; ++r)
@@ -284,14 +244,9 @@ FOLIO_AVX512_VNNI void gemvRows(const GemvInt4Args &a, int64_t nBegin,
 
 } // namespace
 
-void quantizeXForInt4(const float *x, int64_t m, int64_t k, int64_t groupSize,
-                      Int4X8Buffers &out) {
-  out.xqRow = int4RowBytes(k) * 2;
-  out.xScaleRow = int4RowBytes(k) / (kInt4Block / 2) * 16;
-  out.xSumRow = (int4Groups(k, groupSize) + 7) / 8 * 16;
-  out.xq.resize(size_t(m * out.xqRow));
-  out.xScales.resize(size_t(m * out.xScaleRow));
-  out.xSums.resize(size_t(m * out.xSumRow));
+void quantizeXForInt4Avx512(const float *x, int64_t m, int64_t k,
+                            int64_t groupSize, Int4X8Buffers &out) {
+  int4X8Resize(out, m, k, groupSize);
   for (int64_t r = 0; r < m; ++r)
     quantizeRow(x + r * k, k, groupSize, out.xq.data() + r * out.xqRow,
                 out.xScales.data() + r * out.xScaleRow,

@@ -171,14 +171,18 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
   if (v.int8X && numTokens <= kConvertTileRows && int4X8Active()) {
     // Per calling thread, as the pair-split x above.
     thread_local Int4X8Buffers xq;
-    quantizeXForInt4(x, numTokens, v.k, v.groupSize, xq);
+    // AVX512-VNNI, else AVX2 (an AVX-512 CPU without VNNI too).
+    const bool vnni = activeIsa() == Isa::Avx512 && hostFeatures().avx512vnni;
+    (vnni ? quantizeXForInt4Avx512 : quantizeXForInt4Avx2)(x, numTokens, v.k,
+                                                           v.groupSize, xq);
     a.xq = xq.xq.data();
     a.xqRow = xq.xqRow;
     a.xScales = xq.xScales.data();
     a.xScaleRow = xq.xScaleRow;
     a.xSums = xq.xSums.data();
     a.xSumRow = xq.xSumRow;
-    return forOutputRows(a, gemvInt4X8Avx512, int4RowBytes(a.k), pool);
+    return forOutputRows(a, vnni ? gemvInt4X8Avx512 : gemvInt4X8Avx2,
+                         int4RowBytes(a.k), pool);
   }
   const Isa isa = activeIsa();
   void (*kernel)(const GemvInt4Args &, int64_t, int64_t) =

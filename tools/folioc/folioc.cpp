@@ -186,7 +186,7 @@ cl::opt<int64_t> weightGroupSize(
 cl::opt<std::string> int4Activations(
     "int4-activations",
     cl::desc("int4 weights: what their linears may round the input to. "
-             "int8: per weight group, so that CPUs with AVX512-VNNI "
+             "int8: per weight group, so that AVX2 and AVX-512 CPUs "
              "multiply the codes as integers (docs/cpu-kernels.md gives "
              "the speed and the error); f32: never. Default: "
              "int8 with --weight-dtype int4 and for a model's MatMulNBits "

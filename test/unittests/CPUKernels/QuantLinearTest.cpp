@@ -363,8 +363,12 @@ std::vector<float> int8XReference(const std::vector<float> &x, int64_t m,
 // with one large element, the two-row and four-row x tiles, and each row's
 // result bitwise the same whatever rows share its call.
 TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
-  if (!hostFeatures().avx512 || !hostFeatures().avx512vnni)
-    GTEST_SKIP() << "no AVX512-VNNI here";
+  std::vector<KernelPath> paths;
+  for (KernelPath p : hostPaths())
+    if (p.int4X8)
+      paths.push_back(p);
+  if (paths.empty())
+    GTEST_SKIP() << "no AVX2 here";
   const Shape shapes[] = {{1, 1, 32},   {1, 9, 128}, {2, 5, 96},
                           {3, 7, 200},  {4, 6, 384}, {5, 13, 301},
                           {7, 4, 1000}, {8, 11, 256}};
@@ -384,21 +388,22 @@ TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
       std::vector<float> bias = randomVector(size_t(s.n), 4);
       PackedWeight pw;
       ASSERT_TRUE(PackedWeight::fromView(v, bias.data(), pw).ok());
-      PathScope scope({Isa::Avx512, false, false, true});
-      std::vector<float> y(size_t(s.m * s.n), NAN);
-      ASSERT_TRUE(linear(x.data(), s.m, pw, y.data(), parallelPool()).ok());
-      std::string what =
-          "int4 x8 g=" + std::to_string(g) + " m=" + std::to_string(s.m) +
-          " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k);
-      expectClose(y, int8XReference(x, s.m, v, bias.data()), x, s.m, v,
-                  bias.data(), what);
-      for (int64_t i = 0; i < s.m; ++i) {
-        std::vector<float> one(size_t(s.n), NAN);
-        ASSERT_TRUE(
-            linear(x.data() + i * s.k, 1, pw, one.data(), serialPool()).ok());
-        EXPECT_EQ(std::memcmp(one.data(), y.data() + i * s.n, 4 * size_t(s.n)),
-                  0)
-            << what << " row " << i;
+      const std::vector<float> want = int8XReference(x, s.m, v, bias.data());
+      for (KernelPath path : paths) {
+        PathScope scope(path);
+        std::vector<float> y(size_t(s.m * s.n), NAN);
+        ASSERT_TRUE(linear(x.data(), s.m, pw, y.data(), parallelPool()).ok());
+        std::string what =
+            "int4 x8 g=" + std::to_string(g) + " " + label(path, s.m, s.n, s.k);
+        expectClose(y, want, x, s.m, v, bias.data(), what);
+        for (int64_t i = 0; i < s.m; ++i) {
+          std::vector<float> one(size_t(s.n), NAN);
+          ASSERT_TRUE(
+              linear(x.data() + i * s.k, 1, pw, one.data(), serialPool()).ok());
+          EXPECT_EQ(
+              std::memcmp(one.data(), y.data() + i * s.n, 4 * size_t(s.n)), 0)
+              << what << " row " << i;
+        }
       }
     }
 }

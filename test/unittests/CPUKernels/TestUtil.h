@@ -115,6 +115,10 @@ inline std::vector<KernelPath> hostPaths() {
     paths.push_back({Isa::Avx512, false, true});
   if (hostFeatures().avx512 && amxSupported())
     paths.push_back({Isa::Avx512, true});
+  // The int8-x int4 GEMV: the AVX2 kernel, and the VNNI one where the
+  // host has it.
+  if (hostFeatures().avx2)
+    paths.push_back({Isa::Avx2, false, false, true});
   if (hostFeatures().avx512 && hostFeatures().avx512vnni)
     paths.push_back({Isa::Avx512, false, false, true});
   return paths;
