@@ -253,11 +253,12 @@ void verify(int rounds, unsigned threads, DType storage) {
     size_t bytes = 0;
     model.weights = tokenWeights(storage, bytes);
   }
-  const std::vector<int64_t> ms = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
+  const std::vector<int64_t> ms = {1, 2,  3,  4,  5,  6,  7,
+                                   8, 12, 16, 24, 32, 48, 64};
   ThreadPool pool(threads);
   setLibraryThreads(int(threads));
-  std::vector<float> x(size_t(16 * kFfn), 0.01f);
-  std::vector<float> y(size_t(16 * kVocab));
+  std::vector<float> x(size_t(64 * kFfn), 0.01f);
+  std::vector<float> y(size_t(64 * kVocab));
   auto run = [&](int64_t m, bool gemvOnly) {
     double t0 = seconds();
     for (const PackedWeight &w : model.weights)
@@ -266,21 +267,23 @@ void verify(int rounds, unsigned threads, DType storage) {
         std::exit(1);
     return seconds() - t0;
   };
-  std::vector<std::vector<double>> gemv(ms.size()), dispatched(ms.size());
+  std::vector<std::vector<double>> gemv(ms.size()), dispatched(ms.size()),
+      seconds(ms.size());
   for (int r = 0; r < rounds; ++r) {
     double base = run(1, true);
     for (size_t i = 0; i < ms.size(); ++i) {
       gemv[i].push_back(run(ms[i], true) / base);
-      dispatched[i].push_back(run(ms[i], false) / base);
+      seconds[i].push_back(run(ms[i], false));
+      dispatched[i].push_back(seconds[i].back() / base);
     }
   }
   std::printf("verify (one token's linears at M rows, %s, %d rounds, %u "
               "threads; time / M = 1's GEMV in the same round, medians):\n",
               dtypeName(storage), rounds, threads);
   for (size_t i = 0; i < ms.size(); ++i)
-    std::printf("  M = %2ld  GEMV %.2f  linear() %.2f%s\n", long(ms[i]),
+    std::printf("  M = %2ld  GEMV %.2f  linear() %.2f (%.2f ms)\n", long(ms[i]),
                 median(gemv[i]), median(dispatched[i]),
-                ms[i] > kSmallM ? " (GEMM)" : "");
+                median(seconds[i]) * 1e3);
 }
 
 void prefill(int rounds, unsigned threads) {

@@ -163,8 +163,15 @@ void gemvFp8Avx512(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Scalar(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
+/// Rows of x up to which int4 weights that allow int8 x run the int8-x
+/// GEMV (decode, verify and batches) rather than the prefill GEMM: one
+/// 110M token's int4 linears took 19.7 / 26.0 / 52.7 / 83.8 ms at M = 12 /
+/// 16 / 32 / 48 on the GEMV against 50.8 / 51.2 / 57.7 / 64.4 on the AMX
+/// GEMM (Intel Xeon, 1 thread, folio-linear-bench verify).
+constexpr int64_t kInt4X8MaxRows = 32;
+
 /// int4 weights times the int8 x of quantizeXForInt4* for M <=
-/// kConvertTileRows (a.xq, xScales and xSums set): with AVX512-VNNI
+/// kInt4X8MaxRows (a.xq, xScales and xSums set): with AVX512-VNNI
 /// (vpdpbusd), or with AVX2 (vpmaddubsw and vpmaddwd, the same integer
 /// sums).
 void gemvInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);

@@ -202,25 +202,24 @@ FOLIO_AVX512_VNNI void tile(const GemvInt4Args &a, int64_t n, int64_t m) {
 
 template <int NR, int G>
 FOLIO_AVX512_VNNI void rowsOfX(const GemvInt4Args &a, int64_t n) {
-  // Five to eight rows (kConvertTileRows) in one tile.
+  int64_t m = 0;
   if constexpr (NR <= 2) {
-    switch (a.m) {
-    case 8:
-      return tile<NR, 8, G>(a, n, 0);
+    // Eight rows a tile, and five to seven left in one more.
+    for (; m + 8 <= a.m; m += 8)
+      tile<NR, 8, G>(a, n, m);
+    switch (a.m - m) {
     case 7:
-      return tile<NR, 7, G>(a, n, 0);
+      return tile<NR, 7, G>(a, n, m);
     case 6:
-      return tile<NR, 6, G>(a, n, 0);
+      return tile<NR, 6, G>(a, n, m);
     case 5:
-      return tile<NR, 5, G>(a, n, 0);
+      return tile<NR, 5, G>(a, n, m);
     default:
       break;
     }
-  }
-  int64_t m = 0;
-  if constexpr (NR <= 2)
     for (; m + 4 <= a.m; m += 4)
       tile<NR, 4, G>(a, n, m);
+  }
   for (; m + 2 <= a.m; m += 2)
     tile<NR, 2, G>(a, n, m);
   if (m < a.m)

@@ -154,9 +154,6 @@ Status linearGemvFp8(const float *x, int64_t numTokens, const PackedWeight &w,
 
 Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
                       float *y, ThreadPool &pool) {
-  if (Bf16Gemm gemm = bf16GemmFor(numTokens, AmxCodes::Int4))
-    return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Int4, nullptr, y,
-                          pool);
   const WeightView &v = w.view();
   GemvInt4Args a;
   a.x = x;
@@ -168,7 +165,7 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
   a.bias = w.bias();
   a.y = y;
   a.n = v.n;
-  if (v.int8X && numTokens <= kConvertTileRows && int4X8Active()) {
+  if (v.int8X && numTokens <= kInt4X8MaxRows && int4X8Active()) {
     // Per calling thread, as the pair-split x above.
     thread_local Int4X8Buffers xq;
     // AVX512-VNNI, else AVX2 (an AVX-512 CPU without VNNI too).
@@ -184,6 +181,9 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
     return forOutputRows(a, vnni ? gemvInt4X8Avx512 : gemvInt4X8Avx2,
                          int4RowBytes(a.k), pool);
   }
+  if (Bf16Gemm gemm = bf16GemmFor(numTokens, AmxCodes::Int4))
+    return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Int4, nullptr, y,
+                          pool);
   const Isa isa = activeIsa();
   void (*kernel)(const GemvInt4Args &, int64_t, int64_t) =
       isa == Isa::Avx512 ? gemvInt4Avx512

@@ -2,6 +2,7 @@
 
 #include "test/unittests/CPUKernels/TestUtil.h"
 
+#include "codegen/CPU/Gemv.h"
 #include "codegen/CPU/Linear.h"
 #include "codegen/CPU/WeightPack.h"
 
@@ -89,7 +90,7 @@ std::string label(const KernelPath &path, int64_t m, int64_t n, int64_t k) {
 
 /// Whether linear() rounds x to int8 for `m` rows times `v` on `path`.
 bool roundsXToInt8(const KernelPath &path, const WeightView &v, int64_t m) {
-  return path.int4X8 && v.int8X && m <= kSmallM;
+  return path.int4X8 && v.int8X && m <= detail::kInt4X8MaxRows;
 }
 
 /// Runs linear() over every ISA and pool and compares with the reference;
@@ -114,10 +115,10 @@ void checkAllPaths(const WeightView &given, const std::vector<float> &x,
         PathScope scope(path);
         std::vector<float> y(size_t(m * v.n), NAN);
         ASSERT_TRUE(linear(x.data(), m, pw, y.data(), *pool).ok());
+        const bool x8 = roundsXToInt8(path, v, m);
         expectClose(y, want, x, m, v, b,
                     what + (int8X ? " int8X " : " ") + label(path, m, v.n, v.k),
-                    path.bf16Prefill(v.storage) && m > 8,
-                    roundsXToInt8(path, v, m));
+                    path.bf16Prefill(v.storage) && m > 8 && !x8, x8);
       }
   }
 }
@@ -369,9 +370,11 @@ TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
       paths.push_back(p);
   if (paths.empty())
     GTEST_SKIP() << "no AVX2 here";
-  const Shape shapes[] = {{1, 1, 32},   {1, 9, 128}, {2, 5, 96},
-                          {3, 7, 200},  {4, 6, 384}, {5, 13, 301},
-                          {7, 4, 1000}, {8, 11, 256}};
+  // M up to kInt4X8MaxRows: eight-row tiles and every remainder.
+  const Shape shapes[] = {{1, 1, 32},   {1, 9, 128},  {2, 5, 96},
+                          {3, 7, 200},  {4, 6, 384},  {5, 13, 301},
+                          {7, 4, 1000}, {8, 11, 256}, {13, 3, 160},
+                          {22, 5, 128}, {32, 6, 96}};
   for (const Shape &s : shapes)
     for (int64_t g : kInt4GroupSizes) {
       std::vector<float> w =
