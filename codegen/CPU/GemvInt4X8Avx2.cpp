@@ -220,11 +220,7 @@ FOLIO_AVX2 void gemvRows(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd) {
 
 void quantizeXForInt4Avx2(const float *x, int64_t m, int64_t k,
                           int64_t groupSize, Int4X8Buffers &out) {
-  int4X8Resize(out, m, k, groupSize);
-  for (int64_t r = 0; r < m; ++r)
-    quantizeRow(x + r * k, k, groupSize, out.xq.data() + r * out.xqRow,
-                out.xScales.data() + r * out.xScaleRow,
-                out.xSums.data() + r * out.xSumRow, out.xSumRow);
+  int4X8QuantizeRows(x, m, k, groupSize, out, quantizeRow);
 }
 
 void gemvInt4X8Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd) {

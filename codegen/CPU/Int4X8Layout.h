@@ -77,16 +77,26 @@ inline void int4X8Interleave(const __m128i q[4], bool byLane, int8_t *dst) {
     _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + 16 * c), out[c]);
 }
 
-/// Sizes `out`'s arrays for m rows of k elements with int4 groups of
-/// groupSize.
-inline void int4X8Resize(Int4X8Buffers &out, int64_t m, int64_t k,
-                         int64_t groupSize) {
+/// One ISA's quantizer of one row of x (k elements, groups of g) into its
+/// codes, block steps and group sums (sumLength floats, zeroed first).
+using Int4X8RowFn = void (*)(const float *x, int64_t k, int64_t g, int8_t *xq,
+                             float *steps, float *sums, int64_t sumLength);
+
+/// quantizeXForInt4*: sizes `out` for m rows of k elements with int4
+/// groups of groupSize and quantizes each row with `row`.
+inline void int4X8QuantizeRows(const float *x, int64_t m, int64_t k,
+                               int64_t groupSize, Int4X8Buffers &out,
+                               Int4X8RowFn row) {
   out.xqRow = int4RowBytes(k) * 2;
   out.xScaleRow = int4RowBytes(k) / (kInt4Block / 2) * 16;
   out.xSumRow = (int4Groups(k, groupSize) + 7) / 8 * 16;
   out.xq.resize(size_t(m * out.xqRow));
   out.xScales.resize(size_t(m * out.xScaleRow));
   out.xSums.resize(size_t(m * out.xSumRow));
+  for (int64_t r = 0; r < m; ++r)
+    row(x + r * k, k, groupSize, out.xq.data() + r * out.xqRow,
+        out.xScales.data() + r * out.xScaleRow,
+        out.xSums.data() + r * out.xSumRow, out.xSumRow);
 }
 
 } // namespace folio::cpu::detail
