@@ -1,9 +1,10 @@
 //===- AmxTiles.h - What Folio's AMX kernels share --------------*- C++ -*-===//
 //
-// Included only by the files compiled with -mamx-tile -mamx-bf16 (the
-// attention tile, the quantized-weight GEMM); their functions carry
-// FOLIO_AMX so that GCC emits AVX-512 BF16 and AMX there and nowhere else,
-// and callers check amxActive() (CPUFeatures.h) first. The GEMM's
+// Included only by the files compiled with -mamx-tile and -mamx-bf16 or
+// -mamx-int8 (the attention tile, the quantized-weight GEMMs); their
+// functions carry FOLIO_AMX (or the int4 GEMM's FOLIO_AMX_INT8) so that GCC
+// emits AVX-512 BF16 and AMX there and nowhere else, and callers check
+// amxActive() or amxInt8Active() (CPUFeatures.h) first. The GEMM's
 // FOLIO_BF16_AVX512 functions use no tiles; its vdpbf16ps path runs them
 // after bf16DotActive() instead.
 //

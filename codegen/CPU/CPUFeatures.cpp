@@ -38,8 +38,10 @@ CPUFeatures detect() {
   f.avx512vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
   // GCC 12 cannot query AMX through __builtin_cpu_supports.
   unsigned a, b, c, d;
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d))
-    f.amx = (d >> 22) & 1; // AMX-BF16
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    f.amx = (d >> 22) & 1;     // AMX-BF16
+    f.amxInt8 = (d >> 25) & 1; // AMX-INT8
+  }
 #endif
   return f;
 }
@@ -136,6 +138,8 @@ bool amxActive() {
   return activeIsa() == Isa::Avx512 &&
          amxAllowedSlot().load(std::memory_order_relaxed) && amxSupported();
 }
+
+bool amxInt8Active() { return amxActive() && hostFeatures().amxInt8; }
 
 void setAmxAllowed(bool allowed) {
   amxAllowedSlot().store(allowed, std::memory_order_relaxed);

@@ -23,6 +23,7 @@ struct CPUFeatures {
   bool avx512bf16 = false; ///< vcvtne2ps2bf16 / vdpbf16ps.
   bool avx512vnni = false; ///< vpdpbusd.
   bool amx = false;        ///< AMX-BF16 tiles.
+  bool amxInt8 = false;    ///< AMX-INT8 tiles.
 };
 
 /// The host's features.
@@ -49,6 +50,9 @@ bool amxSupported();
 /// FOLIO_CPU_AMX=0 nor setAmxAllowed(false) ruled them out. oneDNN decides
 /// on its own whether its kernels use AMX.
 bool amxActive();
+
+/// amxActive() on a host that also has AMX-INT8 (the int4 int8-x GEMM).
+bool amxInt8Active();
 
 /// Allows or rules out Folio's AMX kernels (tests compare both paths this
 /// way). Not thread-safe with kernels running concurrently.

@@ -164,10 +164,14 @@ void gemvInt4Scalar(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 /// Rows of x up to which int4 weights that allow int8 x run the int8-x
-/// GEMV (decode, verify and batches) rather than the prefill GEMM: one
-/// 110M token's int4 linears took 19.7 / 26.0 / 52.7 / 83.8 ms at M = 12 /
-/// 16 / 32 / 48 on the GEMV against 50.8 / 51.2 / 57.7 / 64.4 on the AMX
-/// GEMM (Intel Xeon, 1 thread, folio-linear-bench verify).
+/// GEMV (decode, verify and batches) rather than the bf16 prefill GEMM,
+/// where the AMX-INT8 GEMM does not apply: one 110M token's int4 linears
+/// took 19.7 / 26.0 / 52.7 / 83.8 ms at M = 12 / 16 / 32 / 48 on the GEMV
+/// against 50.8 / 51.2 / 57.7 / 64.4 on the AMX bf16 GEMM (Intel Xeon, 1
+/// thread, folio-linear-bench verify). Where the AMX-INT8 GEMM applies
+/// (groups of 128) it takes over above kConvertTileRows: 16.3 / 17.6 /
+/// 20.8 / 28.0 ms at those M, against 13.4 ms for the GEMV and 15.9 for
+/// the GEMM at M = 8.
 constexpr int64_t kInt4X8MaxRows = 32;
 
 /// int4 weights times the int8 x of quantizeXForInt4* for M <=
@@ -176,6 +180,10 @@ constexpr int64_t kInt4X8MaxRows = 32;
 /// sums).
 void gemvInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4X8Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
+/// The same sums on AMX-INT8 tiles, for more rows (GemmAmxInt4X8.cpp):
+/// groups of 128 only, x from quantizeXForInt4Avx512 with its codes zero
+/// padded to a multiple of 16 rows; needs amxInt8Active().
+void gemmAmxInt4X8(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 
 /// Output rows of a prefill panel (two vectors).
 constexpr int64_t kDequantPanelRows = 32;

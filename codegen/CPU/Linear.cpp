@@ -165,7 +165,14 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
   a.bias = w.bias();
   a.y = y;
   a.n = v.n;
-  if (v.int8X && numTokens <= kInt4X8MaxRows && int4X8Active()) {
+  // The GEMV up to kConvertTileRows rows where the AMX-INT8 GEMM applies
+  // (above them it wins), else up to kInt4X8MaxRows (Gemv.h has the
+  // figures).
+  const bool amxInt8Fits = v.groupSize == kInt4Block && amxInt8Active();
+  const bool gemv =
+      numTokens <= (amxInt8Fits ? kConvertTileRows : kInt4X8MaxRows);
+  const bool amxInt8 = !gemv && amxInt8Fits;
+  if (v.int8X && int4X8Active() && (gemv || amxInt8)) {
     // Per calling thread, as the pair-split x above.
     thread_local Int4X8Buffers xq;
     // AVX512-VNNI, else AVX2 (an AVX-512 CPU without VNNI too).
@@ -178,6 +185,17 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
     a.xScaleRow = xq.xScaleRow;
     a.xSums = xq.xSums.data();
     a.xSumRow = xq.xSumRow;
+    if (amxInt8) {
+      // The A tiles read whole 16-row groups of x's codes.
+      const size_t rows = size_t(amxPaddedRows(numTokens));
+      xq.xq.resize(rows * size_t(xq.xqRow), 0);
+      std::fill(xq.xq.begin() + numTokens * xq.xqRow, xq.xq.end(), 0);
+      a.xq = xq.xq.data();
+      pool.parallelForGuided(a.n, 32, /*align=*/32, [&](int64_t b, int64_t e) {
+        gemmAmxInt4X8(a, b, e);
+      });
+      return Status::success();
+    }
     return forOutputRows(a, vnni ? gemvInt4X8Avx512 : gemvInt4X8Avx2,
                          int4RowBytes(a.k), pool);
   }

@@ -90,7 +90,17 @@ std::string label(const KernelPath &path, int64_t m, int64_t n, int64_t k) {
 
 /// Whether linear() rounds x to int8 for `m` rows times `v` on `path`.
 bool roundsXToInt8(const KernelPath &path, const WeightView &v, int64_t m) {
-  return path.int4X8 && v.int8X && m <= detail::kInt4X8MaxRows;
+  return path.int4X8 && v.int8X &&
+         (m <= detail::kInt4X8MaxRows ||
+          (path.amx && v.groupSize == kInt4Block && hostFeatures().amxInt8));
+}
+
+/// Whether that happens in the GEMV (else the AMX-INT8 GEMM).
+bool int8XGemv(const KernelPath &path, const WeightView &v, int64_t m) {
+  const bool amxInt8 =
+      path.amx && v.groupSize == kInt4Block && hostFeatures().amxInt8;
+  return roundsXToInt8(path, v, m) &&
+         m <= (amxInt8 ? detail::kConvertTileRows : detail::kInt4X8MaxRows);
 }
 
 /// Runs linear() over every ISA and pool and compares with the reference;
@@ -361,8 +371,8 @@ std::vector<float> int8XReference(const std::vector<float> &x, int64_t m,
 
 // The int8-x GEMV against its own definition, to f32 accumulation error:
 // every group size, partial groups and blocks, x rows with a zero group and
-// with one large element, the two-row and four-row x tiles, and each row's
-// result bitwise the same whatever rows share its call.
+// with one large element, every x tile, the AMX-INT8 GEMM, and each GEMV
+// row's result bitwise the same whatever rows share its call.
 TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
   std::vector<KernelPath> paths;
   for (KernelPath p : hostPaths())
@@ -370,13 +380,17 @@ TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
       paths.push_back(p);
   if (paths.empty())
     GTEST_SKIP() << "no AVX2 here";
-  // M up to kInt4X8MaxRows: eight-row tiles and every remainder.
-  const Shape shapes[] = {{1, 1, 32},   {1, 9, 128},  {2, 5, 96},
-                          {3, 7, 200},  {4, 6, 384},  {5, 13, 301},
-                          {7, 4, 1000}, {8, 11, 256}, {13, 3, 160},
-                          {22, 5, 128}, {32, 6, 96}};
+  // M up to kInt4X8MaxRows: eight-row tiles and every remainder; beyond
+  // kConvertTileRows with AMX-INT8 and groups of 128 its GEMM: two A
+  // tiles, one, and partial 32-column panels.
+  const Shape shapes[] = {
+      {1, 1, 32},   {1, 9, 128},   {2, 5, 96},    {3, 7, 200},  {4, 6, 384},
+      {5, 13, 301}, {7, 4, 1000},  {8, 11, 256},  {13, 3, 160}, {22, 5, 128},
+      {32, 6, 96},  {33, 70, 128}, {45, 37, 300}, {64, 33, 256}};
   for (const Shape &s : shapes)
     for (int64_t g : kInt4GroupSizes) {
+      if (s.m > detail::kInt4X8MaxRows && g != kInt4Block)
+        continue; // the bf16 GEMM's, which checkAllPaths checks
       std::vector<float> w =
           randomVector(size_t(s.n * s.k), uint32_t(s.k * 3 + g), -1.5, 1);
       WeightPacking p;
@@ -393,13 +407,17 @@ TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
       ASSERT_TRUE(PackedWeight::fromView(v, bias.data(), pw).ok());
       const std::vector<float> want = int8XReference(x, s.m, v, bias.data());
       for (KernelPath path : paths) {
+        if (!roundsXToInt8(path, v, s.m))
+          continue;
         PathScope scope(path);
         std::vector<float> y(size_t(s.m * s.n), NAN);
         ASSERT_TRUE(linear(x.data(), s.m, pw, y.data(), parallelPool()).ok());
         std::string what =
             "int4 x8 g=" + std::to_string(g) + " " + label(path, s.m, s.n, s.k);
         expectClose(y, want, x, s.m, v, bias.data(), what);
-        for (int64_t i = 0; i < s.m; ++i) {
+        // The GEMV's rows; the GEMM's f32 steps are not the GEMV's.
+        const int64_t alone = int8XGemv(path, v, s.m) ? s.m : 0;
+        for (int64_t i = 0; i < alone; ++i) {
           std::vector<float> one(size_t(s.n), NAN);
           ASSERT_TRUE(
               linear(x.data() + i * s.k, 1, pw, one.data(), serialPool()).ok());

@@ -121,6 +121,9 @@ inline std::vector<KernelPath> hostPaths() {
     paths.push_back({Isa::Avx2, false, false, true});
   if (hostFeatures().avx512 && hostFeatures().avx512vnni)
     paths.push_back({Isa::Avx512, false, false, true});
+  // And its AMX-INT8 GEMM for more rows.
+  if (hostFeatures().avx512 && amxSupported() && hostFeatures().amxInt8)
+    paths.push_back({Isa::Avx512, true, false, true});
   return paths;
 }
 
