@@ -176,11 +176,12 @@ FOLIO_AMX_INT8 void gemmAmxInt4X8(const GemvInt4Args &a, int64_t nBegin,
   for (int64_t n = nBegin; n < nEnd; n += kCols) {
     const int64_t cols = std::min(kCols, nEnd - n);
     fillPanel(a, n, cols, panel);
+    std::fill(scale, scale + 2 * blocks * kCols, 0.0f); // scale and min
     for (int64_t blk = 0; blk < blocks; ++blk)
-      for (int64_t j = 0; j < kCols; ++j) {
+      for (int64_t j = 0; j < cols; ++j) {
         const uint16_t *p = a.params + ((n + j) * groups + blk) * 2;
-        scale[blk * kCols + j] = j < cols ? f16ToFloat(p[0]) : 0.0f;
-        min[blk * kCols + j] = j < cols ? f16ToFloat(p[1]) : 0.0f;
+        scale[blk * kCols + j] = f16ToFloat(p[0]);
+        min[blk * kCols + j] = f16ToFloat(p[1]);
       }
     int64_t m = 0;
     for (; a.m - m > 16; m += 32)
