@@ -1,11 +1,12 @@
 //===- GemmAmxInt4X8.cpp - int4 weights times int8 x on AMX-INT8 ----------===//
 //
-// Prefill (more rows than kInt4X8MaxRows) for int4 weights in groups of
-// 128 that allow int8 x: the integer sums of GemvInt4X8Avx512.cpp, on
-// tiles. A tile product sums a whole tile row of K (64 bytes), in any
-// order as long as x and the weights agree; in the x layout of
-// quantizeXForInt4Avx512 for groups of 128 (Int4X8Layout.h), byte 4l + b
-// of a block half is x[32b + l] (+16 for the odd half), which is exactly
+// Prefill and batches (more rows than kConvertTileRows) for int4 weights
+// in groups of 64 or 128 that allow int8 x: the integer sums of
+// GemvInt4X8Avx512.cpp, on tiles. A tile product sums a whole tile row of
+// K (64 bytes), in any order as long as x and the weights agree; in the x
+// layout of quantizeXForInt4Avx512 for groups of 128 (Int4X8Layout.h),
+// byte 4l + b of a block half is x[32b + l] (+16 for the odd half), which
+// is exactly
 // where `v & 15` (`(v >> 4) & 15`) puts the code of that weight in the
 // block's 64 bytes. So each block half is one K step: A is 16 rows of x's
 // half, B is 16 columns' masked bytes transposed as 16 x 16 dwords (row p
@@ -14,8 +15,11 @@
 // steps the int32 tile holds each (row, column)'s group sum exactly; the
 // epilogue adds it times the weight's group scale times x's step to an
 // f32 accumulator, and x's group sum times the group minimum, as the GEMV
-// does. Groups of 32 or 64 would need tile rows of 32 bytes; they keep the
-// bf16 GEMM.
+// does. With groups of 64, x's lanes hold chunk b's bytes in dwords
+// 4c + b (the transposed layout), so one vpermt2d per group gathers a
+// group's 16 dwords of both halves into one 64-byte K step, for x once
+// per call and for each column's transposed codes in the panel. Groups of
+// 32 would need 32-byte tile rows; they keep the bf16 GEMM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,50 +51,78 @@ constexpr int64_t kCols = 32;
 /// Bytes of one tile (16 rows of 64).
 constexpr int64_t kTileBytes = 1024;
 
+/// For groups of 64: the dwords of a block's two halves (x's, or a
+/// column's transposed codes: lane 4c + b holds chunk b's bytes 4c .. 4c
+/// + 3) that belong to group g of the block, as one 64-byte K step.
+FOLIO_AMX_INT8 inline __m512i group64(__m512i even, __m512i odd, int g) {
+  const __m512i idx = g == 0 ? _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 16,
+                                                 17, 20, 21, 24, 25, 28, 29)
+                             : _mm512_setr_epi32(2, 3, 6, 7, 10, 11, 14, 15, 18,
+                                                 19, 22, 23, 26, 27, 30, 31);
+  return _mm512_permutex2var_epi32(even, idx, odd);
+}
+
+/// Byte t' of each 128-bit lane takes byte ctrl[t'] (GemvInt4X8Avx512.cpp's
+/// 4 x 4 transpose for groups under 128).
+FOLIO_AMX_INT8 inline __m512i transposeBytes4x4(__m512i v) {
+  const __m512i ctrl = _mm512_broadcast_i32x4(
+      _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  return _mm512_shuffle_epi8(v, ctrl);
+}
+
 /// Weight rows [n, n + cols) (cols <= 32; zero beyond) as B tiles:
-/// panel + ((blk * 2 + half) * 2 + t) * kTileBytes is the tile of columns
-/// 16t .. 16t + 15 for block blk's even (half 0) or odd (half 1) nibbles.
+/// panel + (step * 2 + t) * kTileBytes is the tile of columns 16t .. 16t +
+/// 15 for K step `step` (64 bytes of x): with groups of 128 the even (step
+/// 2 blk) and odd (2 blk + 1) nibbles of block blk, with groups of 64
+/// block blk's group 0 (2 blk) and 1 (2 blk + 1).
 FOLIO_AMX_INT8 void fillPanel(const GemvInt4Args &a, int64_t n, int64_t cols,
                               uint8_t *panel) {
   const int64_t rowBytes = int4RowBytes(a.k), blocks = rowBytes / 64;
   const __m512i nibble = _mm512_set1_epi8(0x0f);
   for (int64_t blk = 0; blk < blocks; ++blk)
     for (int t = 0; t < 2; ++t) {
-      __m512 even[16], odd[16];
+      __m512 step[2][16];
       for (int i = 0; i < 16; ++i) {
         const int64_t c = 16 * t + i;
         __m512i v =
             c < cols ? _mm512_loadu_si512(a.w + (n + c) * rowBytes + blk * 64)
                      : _mm512_setzero_si512();
-        even[i] = _mm512_castsi512_ps(_mm512_and_si512(v, nibble));
-        odd[i] = _mm512_castsi512_ps(
-            _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
+        __m512i even = _mm512_and_si512(v, nibble);
+        __m512i odd = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+        if (a.groupSize == 64) {
+          even = transposeBytes4x4(even);
+          odd = transposeBytes4x4(odd);
+          __m512i g0 = group64(even, odd, 0);
+          odd = group64(even, odd, 1);
+          even = g0;
+        }
+        step[0][i] = _mm512_castsi512_ps(even);
+        step[1][i] = _mm512_castsi512_ps(odd);
       }
-      transpose16(even);
-      transpose16(odd);
-      uint8_t *e = panel + ((blk * 2 + 0) * 2 + t) * kTileBytes;
-      uint8_t *o = panel + ((blk * 2 + 1) * 2 + t) * kTileBytes;
-      for (int p = 0; p < 16; ++p) {
-        _mm512_store_ps(reinterpret_cast<float *>(e + 64 * p), even[p]);
-        _mm512_store_ps(reinterpret_cast<float *>(o + 64 * p), odd[p]);
+      for (int h = 0; h < 2; ++h) {
+        transpose16(step[h]);
+        uint8_t *dst = panel + ((blk * 2 + h) * 2 + t) * kTileBytes;
+        for (int p = 0; p < 16; ++p)
+          _mm512_store_ps(reinterpret_cast<float *>(dst + 64 * p), step[h][p]);
       }
     }
 }
 
 /// C tiles 0, 1 (2, 3 with TwoA) = x rows m .. m + 15 (+ 16 .. 31) times
-/// block blk's columns: both halves, stored to c[32][32] int32.
+/// K steps [step, step + steps) (one group), stored to c[32][32] int32.
 template <bool TwoA>
-FOLIO_AMX_INT8 void multiplyBlock(const GemvInt4Args &a, const uint8_t *panel,
-                                  int64_t m, int64_t blk, int32_t *c) {
+FOLIO_AMX_INT8 void multiplyGroup(const GemvInt4Args &a, const uint8_t *panel,
+                                  int64_t m, int64_t step, int64_t steps,
+                                  int32_t *c) {
   _tile_zero(0);
   _tile_zero(1);
   if constexpr (TwoA) {
     _tile_zero(2);
     _tile_zero(3);
   }
-  for (int half = 0; half < 2; ++half) {
-    const int8_t *x0 = a.xq + m * a.xqRow + blk * kInt4Block + half * 64;
-    const uint8_t *b = panel + (blk * 2 + half) * 2 * kTileBytes;
+  for (int64_t s = step; s < step + steps; ++s) {
+    const int8_t *x0 = a.xq + m * a.xqRow + s * 64;
+    const uint8_t *b = panel + s * 2 * kTileBytes;
     TLOAD(6, b, 64);
     TLOAD(7, b + kTileBytes, 64);
     TLOAD(4, x0, a.xqRow);
@@ -110,34 +142,40 @@ FOLIO_AMX_INT8 void multiplyBlock(const GemvInt4Args &a, const uint8_t *panel,
   }
 }
 
-/// y rows m .. m + rows times columns n .. n + cols: every block's tile
-/// sums into c (blocks x 32 x 32 int32), then per row and 16 columns one
-/// pass over the blocks, adding c x scale x step and min x sum(x) in
-/// registers. scale and min are the panel's, [blocks][32].
+/// y rows m .. m + rows times columns n .. n + cols: every group's tile
+/// sums into c (groups x 32 x 32 int32), then per row and 16 columns one
+/// pass over the groups, adding c x scale x step and min x sum(x) in
+/// registers. scale and min are the panel's, [groups][32].
 template <bool TwoA>
 FOLIO_AMX_INT8 void multiply(const GemvInt4Args &a, const uint8_t *panel,
                              const float *scale, const float *min, int32_t *c,
                              int64_t n, int64_t cols, int64_t m, int64_t rows) {
-  const int64_t blocks = int4RowBytes(a.k) / 64;
-  for (int64_t blk = 0; blk < blocks; ++blk)
-    multiplyBlock<TwoA>(a, panel, m, blk, c + blk * 32 * 32);
+  const int64_t groups = int4Groups(a.k, a.groupSize);
+  const int64_t stepsPerGroup = a.groupSize / 64;
+  for (int64_t g = 0; g < groups; ++g)
+    multiplyGroup<TwoA>(a, panel, m, g * stepsPerGroup, stepsPerGroup,
+                        c + g * 32 * 32);
+  // x's step for group g: lane 0 of its block, or for groups of 64 lane
+  // 2 (g % 2), the first chunk of the group (Gemv.h, Int4X8Buffers).
+  const int64_t perBlock = kInt4Block / a.groupSize;
   for (int64_t i = 0; i < rows; ++i) {
-    const float *step = a.xScales + (m + i) * a.xScaleRow;
+    const float *steps = a.xScales + (m + i) * a.xScaleRow;
     const float *sum = a.xSums + (m + i) * a.xSumRow;
     for (int h = 0; h < 2; ++h) {
       const int64_t left = cols - 16 * h;
       if (left <= 0)
         break;
       __m512 acc = _mm512_setzero_ps();
-      for (int64_t blk = 0; blk < blocks; ++blk) {
-        const int64_t at = blk * 32 + 16 * h;
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(
-                                  c + blk * 32 * 32 + i * 32 + 16 * h)),
-                              _mm512_mul_ps(_mm512_load_ps(scale + at),
-                                            _mm512_set1_ps(step[blk * 16])),
-                              acc);
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t at = g * 32 + 16 * h;
+        const float step = steps[g / perBlock * 16 + g % perBlock * 2];
+        acc = _mm512_fmadd_ps(
+            _mm512_cvtepi32_ps(
+                _mm512_load_si512(c + g * 32 * 32 + i * 32 + 16 * h)),
+            _mm512_mul_ps(_mm512_load_ps(scale + at), _mm512_set1_ps(step)),
+            acc);
         acc = _mm512_fmadd_ps(_mm512_load_ps(min + at),
-                              _mm512_set1_ps(sum[2 * blk + 1]), acc);
+                              _mm512_set1_ps(sum[2 * g + 1]), acc);
       }
       const __mmask16 msk = left >= 16 ? __mmask16(0xffff) : tailMask(left);
       const __m512 bias = a.bias
@@ -151,37 +189,54 @@ FOLIO_AMX_INT8 void multiply(const GemvInt4Args &a, const uint8_t *panel,
 
 } // namespace
 
+FOLIO_AMX_INT8 void prepareXForAmxInt4X8(Int4X8Buffers &xq, int64_t m,
+                                         int64_t groupSize) {
+  const size_t rows = size_t((m + 15) / 16 * 16);
+  xq.xq.resize(rows * size_t(xq.xqRow));
+  std::fill(xq.xq.begin() + m * xq.xqRow, xq.xq.end(), 0);
+  if (groupSize != 64)
+    return;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t at = 0; at < xq.xqRow; at += kInt4Block) {
+      int8_t *p = xq.xq.data() + r * xq.xqRow + at;
+      const __m512i even = _mm512_loadu_si512(p);
+      const __m512i odd = _mm512_loadu_si512(p + 64);
+      _mm512_storeu_si512(p, group64(even, odd, 0));
+      _mm512_storeu_si512(p + 64, group64(even, odd, 1));
+    }
+}
+
 FOLIO_AMX_INT8 void gemmAmxInt4X8(const GemvInt4Args &a, int64_t nBegin,
                                   int64_t nEnd) {
   // Per worker thread: the panel (64-byte aligned for the tile loads), the
-  // tile sums of every block, and the panel's scales and mins.
+  // tile sums of every group, and the panel's scales and mins.
   thread_local std::vector<uint8_t> panelStorage;
   thread_local std::vector<int32_t> sums;
   thread_local std::vector<float> params;
   const int64_t blocks = int4RowBytes(a.k) / 64;
   const int64_t groups = int4Groups(a.k, a.groupSize);
   panelStorage.resize(size_t(blocks * 4 * kTileBytes + 64));
-  sums.resize(size_t(blocks * 32 * 32 + 16));
-  params.resize(size_t(blocks * 2 * kCols + 16));
+  sums.resize(size_t(groups * 32 * 32 + 16));
+  params.resize(size_t(groups * 2 * kCols + 16));
   uint8_t *panel = reinterpret_cast<uint8_t *>(
       (reinterpret_cast<uintptr_t>(panelStorage.data()) + 63) & ~uintptr_t(63));
   int32_t *c = reinterpret_cast<int32_t *>(
       (reinterpret_cast<uintptr_t>(sums.data()) + 63) & ~uintptr_t(63));
   float *scale = reinterpret_cast<float *>(
       (reinterpret_cast<uintptr_t>(params.data()) + 63) & ~uintptr_t(63));
-  float *min = scale + blocks * kCols;
+  float *min = scale + groups * kCols;
   static const TileConfig config;
   compilerBarrier();
   _tile_loadconfig(&config);
   for (int64_t n = nBegin; n < nEnd; n += kCols) {
     const int64_t cols = std::min(kCols, nEnd - n);
     fillPanel(a, n, cols, panel);
-    std::fill(scale, scale + 2 * blocks * kCols, 0.0f); // scale and min
-    for (int64_t blk = 0; blk < blocks; ++blk)
+    std::fill(scale, scale + 2 * groups * kCols, 0.0f); // scale and min
+    for (int64_t g = 0; g < groups; ++g)
       for (int64_t j = 0; j < cols; ++j) {
-        const uint16_t *p = a.params + ((n + j) * groups + blk) * 2;
-        scale[blk * kCols + j] = f16ToFloat(p[0]);
-        min[blk * kCols + j] = f16ToFloat(p[1]);
+        const uint16_t *p = a.params + ((n + j) * groups + g) * 2;
+        scale[g * kCols + j] = f16ToFloat(p[0]);
+        min[g * kCols + j] = f16ToFloat(p[1]);
       }
     int64_t m = 0;
     for (; a.m - m > 16; m += 32)

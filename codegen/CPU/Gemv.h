@@ -181,8 +181,11 @@ constexpr int64_t kInt4X8MaxRows = 32;
 void gemvInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4X8Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 /// The same sums on AMX-INT8 tiles, for more rows (GemmAmxInt4X8.cpp):
-/// groups of 128 only, x from quantizeXForInt4Avx512 with its codes zero
-/// padded to a multiple of 16 rows; needs amxInt8Active().
+/// groups of 64 or 128, x from quantizeXForInt4Avx512 then
+/// prepareXForAmxInt4X8 (its codes zero padded to a multiple of 16 rows,
+/// and for groups of 64 each block's dwords regrouped by group); needs
+/// amxInt8Active().
+void prepareXForAmxInt4X8(Int4X8Buffers &xq, int64_t m, int64_t groupSize);
 void gemmAmxInt4X8(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 
 /// Output rows of a prefill panel (two vectors).

@@ -168,7 +168,7 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
   // The GEMV up to kConvertTileRows rows where the AMX-INT8 GEMM applies
   // (above them it wins), else up to kInt4X8MaxRows (Gemv.h has the
   // figures).
-  const bool amxInt8Fits = v.groupSize == kInt4Block && amxInt8Active();
+  const bool amxInt8Fits = v.groupSize >= 64 && amxInt8Active();
   const bool gemv =
       numTokens <= (amxInt8Fits ? kConvertTileRows : kInt4X8MaxRows);
   const bool amxInt8 = !gemv && amxInt8Fits;
@@ -186,10 +186,7 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
     a.xSums = xq.xSums.data();
     a.xSumRow = xq.xSumRow;
     if (amxInt8) {
-      // The A tiles read whole 16-row groups of x's codes.
-      const size_t rows = size_t(amxPaddedRows(numTokens));
-      xq.xq.resize(rows * size_t(xq.xqRow), 0);
-      std::fill(xq.xq.begin() + numTokens * xq.xqRow, xq.xq.end(), 0);
+      prepareXForAmxInt4X8(xq, numTokens, v.groupSize);
       a.xq = xq.xq.data();
       pool.parallelForGuided(a.n, 32, /*align=*/32, [&](int64_t b, int64_t e) {
         gemmAmxInt4X8(a, b, e);

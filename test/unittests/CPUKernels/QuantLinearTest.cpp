@@ -92,13 +92,12 @@ std::string label(const KernelPath &path, int64_t m, int64_t n, int64_t k) {
 bool roundsXToInt8(const KernelPath &path, const WeightView &v, int64_t m) {
   return path.int4X8 && v.int8X &&
          (m <= detail::kInt4X8MaxRows ||
-          (path.amx && v.groupSize == kInt4Block && hostFeatures().amxInt8));
+          (path.amx && v.groupSize >= 64 && hostFeatures().amxInt8));
 }
 
 /// Whether that happens in the GEMV (else the AMX-INT8 GEMM).
 bool int8XGemv(const KernelPath &path, const WeightView &v, int64_t m) {
-  const bool amxInt8 =
-      path.amx && v.groupSize == kInt4Block && hostFeatures().amxInt8;
+  const bool amxInt8 = path.amx && v.groupSize >= 64 && hostFeatures().amxInt8;
   return roundsXToInt8(path, v, m) &&
          m <= (amxInt8 ? detail::kConvertTileRows : detail::kInt4X8MaxRows);
 }
@@ -381,15 +380,16 @@ TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
   if (paths.empty())
     GTEST_SKIP() << "no AVX2 here";
   // M up to kInt4X8MaxRows: eight-row tiles and every remainder; beyond
-  // kConvertTileRows with AMX-INT8 and groups of 128 its GEMM: two A
-  // tiles, one, and partial 32-column panels.
+  // kConvertTileRows with AMX-INT8 and groups of 64 or 128 its GEMM: two
+  // A tiles, one, partial 32-column panels and a last block holding one
+  // group of 64 (k = 300).
   const Shape shapes[] = {
       {1, 1, 32},   {1, 9, 128},   {2, 5, 96},    {3, 7, 200},  {4, 6, 384},
       {5, 13, 301}, {7, 4, 1000},  {8, 11, 256},  {13, 3, 160}, {22, 5, 128},
       {32, 6, 96},  {33, 70, 128}, {45, 37, 300}, {64, 33, 256}};
   for (const Shape &s : shapes)
     for (int64_t g : kInt4GroupSizes) {
-      if (s.m > detail::kInt4X8MaxRows && g != kInt4Block)
+      if (s.m > detail::kInt4X8MaxRows && g == 32)
         continue; // the bf16 GEMM's, which checkAllPaths checks
       std::vector<float> w =
           randomVector(size_t(s.n * s.k), uint32_t(s.k * 3 + g), -1.5, 1);
