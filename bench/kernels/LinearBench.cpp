@@ -10,11 +10,12 @@
 //    or stacked into one [2F, K] weight, q/k/v apart or stacked, and the
 //    weights borrowed from plain 4 KiB-page memory instead of packed into
 //    PackedWeight's huge-page chunks.
-//  verify: the same token's linears (bf16, then int4 with int8 x) at the
-//    few rows a speculative verify step has (M = 1 .. 16: one sequence's
-//    drafts plus one), through the GEMV kernel for every M and through
-//    linear() (oneDNN or the quantized GEMMs above kSmallM), each reported
-//    as the median ratio of its time to M = 1's GEMV in the same round.
+//  verify: the same token's linears (bf16, then int4 with int8 x in groups
+//    of 128 and of 64) at the few rows a speculative verify step has and
+//    at batch sizes up to 64, through the GEMV kernel for every M and
+//    through linear() (oneDNN or the quantized GEMMs above kSmallM), each
+//    reported as the median ratio of its time to M = 1's GEMV in the same
+//    round and as linear()'s time.
 //  prefill: each distinct linear shape at M = 512 through linear(), on the
 //    same thread count, in bf16 (oneDNN) and in int8, fp8_e4m3 and int4
 //    (with and without Folio's AMX GEMM where the host has AMX), with oneDNN's
@@ -243,15 +244,17 @@ void decode(int rounds, unsigned threads) {
 }
 
 std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes,
-                                       bool f32X = false);
+                                       bool f32X = false,
+                                       int64_t groupSize = 0);
 
-void verify(int rounds, unsigned threads, DType storage) {
+void verify(int rounds, unsigned threads, DType storage,
+            int64_t groupSize = 0) {
   Model model;
   if (storage == DType::BF16) {
     model = build("stacked gate/up", true, false, false);
   } else {
     size_t bytes = 0;
-    model.weights = tokenWeights(storage, bytes);
+    model.weights = tokenWeights(storage, bytes, false, groupSize);
   }
   const std::vector<int64_t> ms = {1, 2,  3,  4,  5,  6,  7,
                                    8, 12, 16, 24, 32, 48, 64};
@@ -277,9 +280,11 @@ void verify(int rounds, unsigned threads, DType storage) {
       dispatched[i].push_back(seconds[i].back() / base);
     }
   }
-  std::printf("verify (one token's linears at M rows, %s, %d rounds, %u "
+  std::printf("verify (one token's linears at M rows, %s%s, %d rounds, %u "
               "threads; time / M = 1's GEMV in the same round, medians):\n",
-              dtypeName(storage), rounds, threads);
+              dtypeName(storage),
+              groupSize ? (" g" + std::to_string(groupSize)).c_str() : "",
+              rounds, threads);
   for (size_t i = 0; i < ms.size(); ++i)
     std::printf("  M = %2ld  GEMV %.2f  linear() %.2f (%.2f ms)\n", long(ms[i]),
                 median(gemv[i]), median(dispatched[i]),
@@ -376,8 +381,8 @@ void prefill(int rounds, unsigned threads) {
 /// `storage` from deterministic pseudo-random f32 weights in [-0.5, 0.5);
 /// int4 ones allow int8 x (as folioc --weight-dtype int4 stores them)
 /// unless `f32X`.
-std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes,
-                                       bool f32X) {
+std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes, bool f32X,
+                                       int64_t groupSize) {
   std::vector<std::pair<int64_t, int64_t>> shapes; // (n, k)
   for (int64_t l = 0; l < kLayers; ++l) {
     shapes.push_back({kQ, kHidden});
@@ -399,7 +404,8 @@ std::vector<PackedWeight> tokenWeights(DType storage, size_t &bytes,
       state = state * 1664525u + 1013904223u;
       v = float(state >> 8) / float(1u << 24) - 0.5f;
     }
-    Status s = packWeightRows(w.data(), n, k, storage, packings[i]);
+    Status s = packWeightRows(w.data(), n, k, storage, packings[i],
+                              storage == DType::I4 ? groupSize : 0);
     WeightView view = packings[i].view();
     view.int8X = storage == DType::I4 && !f32X;
     if (s)
@@ -520,6 +526,7 @@ int main(int argc, char **argv) {
   if (what == "verify") {
     verify(rounds, unsigned(threads), DType::BF16);
     verify(rounds, unsigned(threads), DType::I4);
+    verify(rounds, unsigned(threads), DType::I4, 64);
     return 0;
   }
   if (what != "prefill")
