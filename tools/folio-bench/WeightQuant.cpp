@@ -130,6 +130,7 @@ Expected<std::string> runWeightQuant(const std::string &model,
     std::cerr << "folio-bench: weight-quant " << dtype << "\n";
     mlir::folio::CompileToPlanOptions c;
     c.weightDtype = dtype;
+    c.weightGroupSize = dtype == "int4" ? o.int4GroupSize : 0;
     c.kvCacheDtype = o.kvCacheDtype;
     c.blockSize = o.blockSize;
     if (dtype == "int8" && calibration)

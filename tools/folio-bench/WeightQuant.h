@@ -36,6 +36,8 @@ struct WeightQuantOptions {
   std::string kvCacheDtype = "f32";
   int64_t blockSize = 0;
   int64_t threads = 0;
+  /// int4's group along K (0: folioc's default, 128).
+  int64_t int4GroupSize = 0;
 };
 
 /// Compiles the .onnx `model` once per dtype and returns one JSON object

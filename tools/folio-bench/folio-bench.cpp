@@ -56,9 +56,11 @@ const char *const kUsage =
     "  --threads L         comma-separated thread counts (default 1,2); sets\n"
     "                      Folio's pool and oneDNN's OpenMP team\n"
     "  --weight-dtype L    comma-separated stored weight dtypes, one plan\n"
-    "                      each: f32|bf16|f16|int8|fp8_e4m3|int4 (int4 in\n"
-    "                      groups of 128; default bf16,f32); a\n"
-    "                      .folio plan takes only the dtype it stores\n"
+    "                      each: f32|bf16|f16|int8|fp8_e4m3|int4 (default\n"
+    "                      bf16,f32); a .folio plan takes only the dtype\n"
+    "                      it stores\n"
+    "  --weight-group-size N  int4's group along K, 32|64|128 (default 128),\n"
+    "                      compiling an .onnx; also in weight-quant mode\n"
     "  --repeats N         timed repeats per configuration, after a warm-up\n"
     "                      (default 3; medians reported with all samples)\n"
     "  --prefill-tokens N  prompt length (default 512)\n"
@@ -85,7 +87,8 @@ const char *const kUsage =
     "            agreement (one JSON object keyed by dtype;\n"
     "            docs/cpu-kernels.md)\n"
     "  --weight-dtype L            comma-separated f32|bf16|f16|int8|\n"
-    "                              fp8_e4m3|int4 (int4 in groups of 128)\n"
+    "                              fp8_e4m3|int4 (int4 in groups of\n"
+    "                              --weight-group-size, default 128)\n"
     "                              (default bf16,int8; f32 always runs)\n"
     "  --eval-data FILE            int32 token windows (default:\n"
     "                              heldout_slice.i32 beside the model)\n"
@@ -249,6 +252,9 @@ struct Options {
   /// --weight-dtype as given: stored dtypes for roofline and weight-quant,
   /// the executor's weight type for the other modes.
   std::vector<std::string> weightDtypes;
+  /// --weight-group-size: int4's group for roofline and weight-quant (0:
+  /// folioc's default, 128).
+  int64_t weightGroupSize = 0;
   // Serving mode.
   bench::WorkloadOptions workload;
   bench::ServingBenchOptions serving;
@@ -356,6 +362,8 @@ Status parse(int argc, char **argv, Options &o) {
         return s;
       o.weightsGiven = true;
       o.weightDtypes = split(value);
+    } else if (arg == "--weight-group-size") {
+      s = positive(o.weightGroupSize);
     } else if (arg == "--repeats") {
       s = positive(o.roofline.repeats);
       o.repeatsGiven = true;
@@ -556,6 +564,7 @@ Status parse(int argc, char **argv, Options &o) {
       {"--gemm-sizes", "roofline"},
       {"--gemm-size", "roofline"},
       {"--weight-dtype", "roofline,weight-quant,serving,spec,serve"},
+      {"--weight-group-size", "roofline,weight-quant"},
       {"--workload", "serving,spec,serve"},
       {"--num-requests", "serving,serve"},
       {"--seed", "serving,spec,serve"},
@@ -599,6 +608,26 @@ Status parse(int argc, char **argv, Options &o) {
         return Status::invalidArgument(flag + " applies to --mode=" + modes +
                                        ", not " + o.mode);
     }
+  if (o.weightGroupSize) {
+    const std::vector<std::string> &listed = o.weightsGiven ? o.weightDtypes
+                                             : o.mode == "roofline"
+                                                 ? o.roofline.weightDtypes
+                                                 : o.weightQuant.dtypes;
+    if (std::find(listed.begin(), listed.end(), "int4") == listed.end())
+      return Status::invalidArgument(
+          "--weight-group-size sets int4's group, and int4 is not in "
+          "--weight-dtype");
+    if (llvm::Expected<int64_t> g = mlir::folio::resolveWeightGroupSize(
+            ::folio::plan::ElemType::I4, o.weightGroupSize);
+        !g)
+      return Status::invalidArgument(llvm::toString(g.takeError()));
+    if (o.model.size() < 5 ||
+        o.model.compare(o.model.size() - 5, 5, ".onnx") != 0)
+      return Status::invalidArgument(
+          "--weight-group-size applies when compiling an .onnx; '" + o.model +
+          "' keeps the group it was compiled with");
+    o.weightQuant.int4GroupSize = o.weightGroupSize;
+  }
   if (o.mode == "load") {
     if (o.threadsGiven)
       o.load.threads = int(o.roofline.threads[0]);
@@ -907,6 +936,7 @@ int main(int argc, char **argv) {
         -> Expected<std::shared_ptr<const plan::Plan>> {
       mlir::folio::CompileToPlanOptions c = compileOptions(o);
       c.weightDtype = dtype;
+      c.weightGroupSize = dtype == "int4" ? o.weightGroupSize : 0;
       Expected<plan::Plan> p = mlir::folio::loadOrCompilePlan(o.model, c);
       if (!p)
         return p.status();
