@@ -148,6 +148,14 @@ SharedCosSin &sharedCosSin(const RotaryParams &p) {
 
 } // namespace
 
+std::vector<float> rotaryCosSinTable(const RotaryParams &params,
+                                     int64_t positions) {
+  std::vector<float> inv = rotaryInverseFrequencies(params);
+  std::vector<float> table(size_t(positions) * 2 * inv.size());
+  fillCosSin(inv, 0, positions, table.data());
+  return table;
+}
+
 Status applyRotaryRows(const float *x, float *y, int64_t outer, int64_t heads,
                        int64_t inner, const int64_t *positions,
                        const float *cosSin, int64_t numTablePositions,

@@ -43,6 +43,12 @@ Status validateRotary(const RotaryParams &params);
 /// The rotaryDim/2 inverse frequencies after scaling, as HF computes them.
 std::vector<float> rotaryInverseFrequencies(const RotaryParams &params);
 
+/// The cos/sin table of `params` for positions [0, positions): rotaryDim
+/// floats per position, the cosines then the sines (the `cosSin` layout of
+/// applyRotaryRows), the angles exactly as applyRotary computes them.
+std::vector<float> rotaryCosSinTable(const RotaryParams &params,
+                                     int64_t positions);
+
 /// Rotates q [numTokens, numQHeads, headDim] and k [numTokens, numKHeads,
 /// headDim] in place, token t by positions[t]. k may be null (numKHeads 0).
 /// The angle is float(position) * invFreq in f32 as in HF, so results match

@@ -246,15 +246,7 @@ Expected<Timing> measureRotary(const CudaDevice &dev,
                           : cpu::RotaryStyle::HalfSplit;
   const int64_t positionsInTable = 4096, T = c.tokens, H = s.numHeads,
                 D = s.headDim;
-  std::vector<float> inv = cpu::rotaryInverseFrequencies(p);
-  std::vector<float> table(size_t(positionsInTable * s.rotaryDim));
-  for (int64_t pos = 0; pos < positionsInTable; ++pos)
-    for (size_t i = 0; i < inv.size(); ++i) {
-      double angle = double(float(pos) * inv[i]);
-      table[size_t(pos * s.rotaryDim) + i] = float(std::cos(angle));
-      table[size_t(pos * s.rotaryDim) + inv.size() + i] =
-          float(std::sin(angle));
-    }
+  std::vector<float> table = cpu::rotaryCosSinTable(p, positionsInTable);
   std::vector<int64_t> positions(static_cast<size_t>(T));
   std::uniform_int_distribution<int64_t> pick(0, positionsInTable - 1);
   for (int64_t &pos : positions)

@@ -5,6 +5,8 @@
 #include "codegen/CPU/Reference/Reference.h"
 #include "codegen/CPU/Rotary.h"
 
+#include <algorithm>
+
 using namespace folio::cpu;
 using namespace folio::cpu::test;
 
@@ -168,6 +170,18 @@ TEST(Rotary, RowsMatchReferenceInBothLayouts) {
       ASSERT_TRUE(applyRotaryRows(tokens.data(), tokens.data(), s, h, 1,
                                   pos.data(), nullptr, 0, p, serialPool()));
       EXPECT_TRUE(bitwiseEqual(tokens, swapHeadsAndSeq(y, b, h, s, c.headDim)));
+      // rotaryCosSinTable, passed as the model's table, gives the same bits
+      // for the positions it holds.
+      if (pos32[0] >= 0) {
+        int64_t top = *std::max_element(pos.begin(), pos.end()) + 1;
+        std::vector<float> table = rotaryCosSinTable(p, top),
+                           fromTable(x.size());
+        ASSERT_EQ(table.size(), size_t(top * c.rotaryDim));
+        ASSERT_TRUE(applyRotaryRows(x.data(), fromTable.data(), b, h, s,
+                                    pos.data(), table.data(), top, p,
+                                    serialPool()));
+        EXPECT_TRUE(bitwiseEqual(fromTable, y));
+      }
     }
 }
 

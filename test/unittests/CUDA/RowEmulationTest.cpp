@@ -220,15 +220,7 @@ TEST(CudaRowEmulation, RotaryMatchesTheCpuKernel) {
     p.style = s.interleaved ? cpu::RotaryStyle::Interleaved
                             : cpu::RotaryStyle::HalfSplit;
     const int64_t tablePositions = 128, T = 7, H = s.numHeads, D = s.headDim;
-    std::vector<float> inv = cpu::rotaryInverseFrequencies(p);
-    std::vector<float> table(size_t(tablePositions * s.rotaryDim));
-    for (int64_t pos = 0; pos < tablePositions; ++pos)
-      for (size_t i = 0; i < inv.size(); ++i) {
-        double angle = double(float(pos) * inv[i]);
-        table[size_t(pos * s.rotaryDim) + i] = float(std::cos(angle));
-        table[size_t(pos * s.rotaryDim) + inv.size() + i] =
-            float(std::sin(angle));
-      }
+    std::vector<float> table = cpu::rotaryCosSinTable(p, tablePositions);
     std::vector<int64_t> positions = {0, 1, 5, 17, 64, 126, tablePositions - 1};
     std::vector<float> x(size_t(T * H * D)), want(x.size());
     for (float &v : x)
