@@ -23,6 +23,14 @@ FOLIO_AVX512 static inline __mmask16 tailMask(int64_t n) {
   return __mmask16((1u << n) - 1u);
 }
 
+/// Transposes the 4 x 4 bytes of every 128-bit lane: byte 4i + j of a lane
+/// goes to 4j + i (the int4 int8-x kernels' grouping of chunk bytes).
+FOLIO_AVX512 static inline __m512i transposeBytes4x4(__m512i v) {
+  const __m512i ctrl = _mm512_broadcast_i32x4(
+      _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  return _mm512_shuffle_epi8(v, ctrl);
+}
+
 /// e^x with about 2 ulp error; underflows to 0 below -104, inf above 89.
 FOLIO_AVX512 static inline __m512 exp(__m512 x) {
   x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));

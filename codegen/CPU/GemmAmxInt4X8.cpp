@@ -62,14 +62,6 @@ FOLIO_AMX_INT8 inline __m512i group64(__m512i even, __m512i odd, int g) {
   return _mm512_permutex2var_epi32(even, idx, odd);
 }
 
-/// Byte t' of each 128-bit lane takes byte ctrl[t'] (GemvInt4X8Avx512.cpp's
-/// 4 x 4 transpose for groups under 128).
-FOLIO_AMX_INT8 inline __m512i transposeBytes4x4(__m512i v) {
-  const __m512i ctrl = _mm512_broadcast_i32x4(
-      _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-  return _mm512_shuffle_epi8(v, ctrl);
-}
-
 /// Weight rows [n, n + cols) (cols <= 32; zero beyond) as B tiles:
 /// panel + (step * 2 + t) * kTileBytes is the tile of columns 16t .. 16t +
 /// 15 for K step `step` (64 bytes of x): with groups of 128 the even (step

@@ -45,13 +45,6 @@ namespace {
 
 using namespace folio::cpu::avx512;
 
-/// Byte t' of each 128-bit lane takes byte ctrl[t'] (a 4 x 4 transpose).
-FOLIO_AVX512_VNNI inline __m512i transposeBytes4x4(__m512i v) {
-  const __m512i ctrl = _mm512_broadcast_i32x4(
-      _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-  return _mm512_shuffle_epi8(v, ctrl);
-}
-
 /// 16 floats rounded to the nearest int8 after scaling by `inv`.
 FOLIO_AVX512_VNNI inline __m128i quantize16(__m512 v, float inv) {
   return _mm512_cvtsepi32_epi8(
