@@ -174,6 +174,54 @@ FOLIO_AVX512 static inline void transpose16(__m512 x[16]) {
   }
 }
 
+/// The horizontal sums of S <= 16 vectors: out[s] = the sum of v[s]'s
+/// lanes, out[S, 16) zero (one whole store: the reads of a partial masked
+/// store could not be forwarded from it). One transposing tree shares its shuffles between the vectors
+/// (about 2 per vector, against 4 per _mm512_reduce_add_ps, and Intel runs
+/// 512-bit shuffles on one port), which is what a GEMV tile's epilogue
+/// costs when K is short (a 256-wide model: 16 FMAs per accumulator). Every
+/// slot is summed in the same order, ((l0 + l2) + (l1 + l3)) within each
+/// 128-bit lane q, then (q0 + q2) + (q1 + q3), so a row's result does not
+/// depend on which slot or tile shape it was computed in.
+template <int S>
+FOLIO_AVX512 static inline void reduceAddMany(const __m512 (&v)[S],
+                                              float (&out)[16]) {
+  static_assert(S >= 1 && S <= 16, "one tree holds 16 sums");
+  constexpr int G = (S + 3) / 4;
+  const __m512 zero = _mm512_setzero_ps();
+  auto at = [&](int s) { return s < S ? v[s] : zero; };
+  // u[g], 128-bit lane q: the partial sums of v[4g .. 4g+3] over lane q.
+  __m512 u[4];
+  for (int g = 0; g < 4; ++g) {
+    if (g >= G) {
+      u[g] = zero;
+      continue;
+    }
+    __m512 a = at(4 * g), b = at(4 * g + 1);
+    __m512 c = at(4 * g + 2), d = at(4 * g + 3);
+    __m512 t0 =
+        _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+    __m512 t1 =
+        _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+    u[g] = _mm512_add_ps(_mm512_shuffle_ps(t0, t1, 0x44),
+                         _mm512_shuffle_ps(t0, t1, 0xee));
+  }
+  __m512 r;
+  if constexpr (G == 1) {
+    __m512 h = _mm512_add_ps(u[0], _mm512_shuffle_f32x4(u[0], u[0], 0x4e));
+    r = _mm512_add_ps(h, _mm512_shuffle_f32x4(h, h, 0xb1));
+  } else {
+    __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x44),
+                               _mm512_shuffle_f32x4(u[0], u[1], 0xee));
+    __m512 s23 = G > 2 ? _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x44),
+                                       _mm512_shuffle_f32x4(u[2], u[3], 0xee))
+                       : zero;
+    r = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, 0x88),
+                      _mm512_shuffle_f32x4(s01, s23, 0xdd));
+  }
+  _mm512_storeu_ps(out, r);
+}
+
 /// xOut[0, n) . o[0, n) for bf16 `o` (an int8 weight's outlier columns).
 FOLIO_AVX512 static inline float dotBf16(const uint16_t *o, const float *x,
                                          int64_t n) {

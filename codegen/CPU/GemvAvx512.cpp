@@ -33,6 +33,23 @@ namespace {
 
 using namespace folio::cpu::avx512;
 
+/// Writes a tile's NR x MR dot products (plus bias) to y: the
+/// accumulators summed in one tree (reduceAddMany), x row by x row.
+template <int NR, int MR>
+FOLIO_AVX512 inline void storeTile(const GemvArgs &a, int64_t n, int64_t m,
+                                   const __m512 (&acc)[NR][MR]) {
+  __m512 v[NR * MR];
+  _Pragma("GCC unroll 16") for (int j = 0; j < MR; ++j)
+      _Pragma("GCC unroll 16") for (int i = 0; i < NR; ++i) v[j * NR + i] =
+          acc[i][j];
+  float sums[16];
+  reduceAddMany<NR * MR>(v, sums);
+  for (int j = 0; j < MR; ++j)
+    for (int i = 0; i < NR; ++i)
+      a.y[(m + j) * a.n + n + i] =
+          sums[j * NR + i] + (a.bias ? a.bias[n + i] : 0.0f);
+}
+
 /// NR bf16 weight rows starting at n times MR x rows starting at m. While it
 /// streams its rows it prefetches the same offsets of the next NR rows, once
 /// per 64-byte line: a row is often a whole 4 KiB page, and the hardware
@@ -73,11 +90,7 @@ FOLIO_AVX512 void tileBf16(const GemvArgs &a, int64_t n, int64_t m) {
       }
     }
   }
-  for (int i = 0; i < NR; ++i) {
-    float b = a.bias ? a.bias[n + i] : 0.0f;
-    for (int j = 0; j < MR; ++j)
-      a.y[(m + j) * a.n + n + i] = _mm512_reduce_add_ps(acc[i][j]) + b;
-  }
+  storeTile<NR, MR>(a, n, m, acc);
 }
 
 /// The f32 counterpart: 16 weights (one line) per load, prefetch as above.
@@ -112,11 +125,7 @@ FOLIO_AVX512 void tileF32(const GemvArgs &a, int64_t n, int64_t m) {
         acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
     }
   }
-  for (int i = 0; i < NR; ++i) {
-    float b = a.bias ? a.bias[n + i] : 0.0f;
-    for (int j = 0; j < MR; ++j)
-      a.y[(m + j) * a.n + n + i] = _mm512_reduce_add_ps(acc[i][j]) + b;
-  }
+  storeTile<NR, MR>(a, n, m, acc);
 }
 
 enum class W { F32, Bf16, F16 };
@@ -198,13 +207,7 @@ FOLIO_AVX512 void tileWide(const GemvArgs &a, int64_t n, int64_t m) {
       }
     }
   }
-  FOLIO_UNROLL
-  for (int i = 0; i < NR; ++i) {
-    float b = a.bias ? a.bias[n + i] : 0.0f;
-    FOLIO_UNROLL
-    for (int j = 0; j < MR; ++j)
-      a.y[(m + j) * a.n + n + i] = _mm512_reduce_add_ps(acc[i][j]) + b;
-  }
+  storeTile<NR, MR>(a, n, m, acc);
 }
 
 /// x's rows in wide tiles of kWideRows, then one for the rest.
