@@ -71,6 +71,37 @@ bool sameDims(const ONNXValueFacts &a, const ONNXValueFacts &b) {
   return true;
 }
 
+/// The one input of a Concat that is not empty along the axis, when every
+/// other input is known to be: partial rotary with nothing left to pass
+/// through (Phi-3 rotates whole heads) concatenates the rotated part with
+/// an empty slice. `out` is the Concat's result.
+Value nonEmptyConcatInput(ONNXNodeOp node, ONNXShapeInference &inference,
+                          const ONNXValueFacts &out) {
+  auto axisAttr = node.getOnnxAttributes().getAs<IntegerAttr>("axis");
+  std::optional<int64_t> rank = out.getRank();
+  if (!axisAttr || !rank)
+    return {};
+  int64_t axis = axisAttr.getInt();
+  if (axis < 0)
+    axis += *rank;
+  if (axis < 0 || axis >= *rank)
+    return {};
+  Value kept;
+  for (Value input : node.getInputs()) {
+    const ONNXValueFacts *facts = inference.lookup(input);
+    if (!facts || !facts->dims || int64_t(facts->dims->size()) != *rank)
+      return {};
+    if (getConstantDim((*facts->dims)[axis]) == 0)
+      continue;
+    if (kept)
+      return {};
+    kept = input;
+  }
+  // ONNX requires the inputs to agree off the axis, so the result is that
+  // input (the caller casts to the users' type).
+  return kept;
+}
+
 /// The input a node merely forwards, given the inferred facts.
 Value forwardedInput(ONNXNodeOp node, ONNXShapeInference &inference) {
   if (node.getNumResults() != 1 || node.getInputs().empty())
@@ -87,6 +118,8 @@ Value forwardedInput(ONNXNodeOp node, ONNXShapeInference &inference) {
     return input;
   if (op == "Concat" && node.getInputs().size() == 1)
     return input;
+  if (op == "Concat")
+    return nonEmptyConcatInput(node, inference, *out);
   if (op == "Reshape" || op == "Expand" || op == "Squeeze" ||
       op == "Unsqueeze" || op == "Slice" || op == "Tile")
     return sameDims(*in, *out) ? input : Value();

@@ -155,3 +155,27 @@ func.func @gathernd_one_deep(%x: tensor<6x?x?x8xf32>, %idx: tensor<1x1xi64>) -> 
   %g3 = folio.onnx_node "GatherND"(%x, %idx) {opset = 18 : i64} : (tensor<6x?x?x8xf32>, tensor<1x1xi64>) -> tensor<1x?x?x8xf32>
   return %g, %g2, %g3 : tensor<1x?x?x8xf32>, tensor<1x?x8xf32>, tensor<1x?x?x8xf32>
 }
+
+// -----
+
+// Tests that a Concat whose other inputs are empty along its axis (partial
+// rotary with no channels left to pass through, as Phi-3 exports: the rest
+// is a Slice from the head_dim to its end) forwards the non-empty input; one
+// with two non-empty inputs stays, and so does one with an input of unknown
+// extent.
+
+// CHECK-LABEL: func @concat_empty
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<1x4x?x8xf32>
+// CHECK: %[[C:.*]] = folio.onnx_node "Concat"(%[[X]], %[[X]])
+// CHECK: %[[D:.*]] = folio.onnx_node "Concat"(%[[X]], %{{.*}})
+// CHECK: return %[[X]], %[[C]], %[[D]]
+func.func @concat_empty(%x: tensor<1x4x?x8xf32>, %u: tensor<1x4x?x?xf32>) -> (tensor<1x4x?x8xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x?xf32>) {
+  %start = arith.constant dense<8> : tensor<1xi64>
+  %end = arith.constant dense<9223372036854775807> : tensor<1xi64>
+  %axis = arith.constant dense<-1> : tensor<1xi64>
+  %e = folio.onnx_node "Slice"(%x, %start, %end, %axis) {opset = 17 : i64} : (tensor<1x4x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x?x0xf32>
+  %a = folio.onnx_node "Concat"(%x, %e) {opset = 17 : i64, onnx_attributes = {axis = -1 : i64}} : (tensor<1x4x?x8xf32>, tensor<1x4x?x0xf32>) -> tensor<1x4x?x8xf32>
+  %b = folio.onnx_node "Concat"(%x, %x) {opset = 17 : i64, onnx_attributes = {axis = 3 : i64}} : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>) -> tensor<1x4x?x16xf32>
+  %c = folio.onnx_node "Concat"(%x, %u) {opset = 17 : i64, onnx_attributes = {axis = 3 : i64}} : (tensor<1x4x?x8xf32>, tensor<1x4x?x?xf32>) -> tensor<1x4x?x?xf32>
+  return %a, %b, %c : tensor<1x4x?x8xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x?xf32>
+}
