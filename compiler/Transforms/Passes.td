@@ -89,6 +89,11 @@ def FolioFoldRotaryTransposesPass
     [B, S] positions to tokens, the serving form of `folio.rotary`, and
     `tensor.expand_shape` back. This is the shape page-kv leaves for q and k
     of every exported decoder: two transposes per tensor per layer go.
+    First, a `Transpose([0, 2, 1, 3])` feeding a `Slice` or `Split` that cuts
+    only dims 0 and 3 moves below it (the cut reads the token-major tensor
+    with the same operands), so a model that slices heads after transposing them
+    (GPT-NeoX's fused per-head q|k|v) folds too, and a slice that is
+    transposed straight back (its v) loses both transposes.
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
