@@ -124,6 +124,29 @@ def FolioSpeculativePass : Pass<"folio-speculative", "::mlir::ModuleOp"> {
                            "::mlir::folio::FolioDialect"];
 }
 
+def FolioFoldEmbeddingOffsetsPass
+    : Pass<"folio-fold-embedding-offsets", "::mlir::func::FuncOp"> {
+  let summary = "Folds a constant added to the positions into the rows of "
+                "the position table they index";
+  let description = [{
+    Matches `folio.embedding` of a constant table indexed by
+    `positions + c` (a constant integer 0 < c < rows; the positions are the
+    entry's `positions` argument through integer widening and reshapes, so
+    never negative) and indexes rows [c, rows) of the table by the positions
+    instead. OPT's learned position embedding is offset by 2 this way; the
+    integer addition it needed per step goes, and the plan's
+    `max_positions` (the table's rows) becomes the model's real limit.
+
+    ```mlir
+    %p1 = folio.binary add %p, %c2 : (tensor<1x?xi64>, tensor<i64>) -> tensor<1x?xi64>
+    %e = folio.embedding %table[%p1] : (tensor<130x32xf32>, tensor<1x?xi64>) -> tensor<1x?x32xf32>
+    // becomes
+    %e = folio.embedding %rows2to130[%p] : (tensor<128x32xf32>, tensor<1x?xi64>) -> tensor<1x?x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def FolioSinkGatherRowsPass
     : Pass<"folio-sink-gather-rows", "::mlir::func::FuncOp"> {
   let summary = "Runs the lm_head (and what follows it) on the gathered "
