@@ -13,7 +13,6 @@
 #define FOLIO_TEST_UNITTESTS_CUDA_MODELKERNELS_H
 
 #include "compiler/Plan/CudaKernels.h"
-#include "compiler/Plan/CudaRowKernels.h"
 #include "compiler/Plan/LowerToPlan.h"
 
 #include "llvm/Support/Error.h"
@@ -49,7 +48,8 @@ inline std::vector<std::string> modelPaths(const std::string &root) {
 }
 
 /// Every distinct kernel (by name) of the models' plans for `target`;
-/// failures to compile or collect are appended to `errors`.
+/// failures to compile or collect, and plan kernels no CUDA generator
+/// covers, are appended to `errors`.
 inline std::map<std::string, compiler::PlannedCudaKernel>
 modelKernels(const std::string &root, const std::string &target,
              std::vector<std::string> &errors) {
@@ -72,18 +72,20 @@ modelKernels(const std::string &root, const std::string &target,
       errors.push_back(what + llvm::toString(p.takeError()));
       continue;
     }
-    compiler::PlanCudaKernels attention;
-    compiler::PlanCudaRowKernels rows;
-    Status st = compiler::collectCudaKernels(*p, attention);
-    if (st)
-      st = compiler::collectCudaRowKernels(*p, rows);
-    if (!st) {
+    std::vector<compiler::PlannedCudaKernel> planned;
+    std::vector<std::string> missing;
+    if (Status st = compiler::collectAllCudaKernels(*p, planned, missing);
+        !st) {
       errors.push_back(what + st.message());
       continue;
     }
-    for (const auto *list : {&attention.kernels, &rows.kernels})
-      for (const compiler::PlannedCudaKernel &k : *list)
-        kernels.emplace(k.kernel.name, k);
+    // What the generators do not cover is a failure too: every kernel of
+    // these plans is generated.
+    for (const std::string &kind : missing)
+      errors.push_back(what + "no CUDA generator for its " + kind +
+                       " kernels");
+    for (const compiler::PlannedCudaKernel &k : planned)
+      kernels.emplace(k.kernel.name, k);
   }
   return kernels;
 }
