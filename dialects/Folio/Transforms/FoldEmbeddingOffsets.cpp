@@ -50,7 +50,7 @@ bool isPositions(Value v, func::FuncOp func) {
         return false;
       auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                     "folio.onnx_name");
-      return name && name.getValue() == "positions";
+      return name && name.getValue() == kServingArgNames[1];
     }
     Operation *def = v.getDefiningOp();
     if (auto reshape = dyn_cast_or_null<ReshapeOp>(def)) {
