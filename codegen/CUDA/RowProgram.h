@@ -3,7 +3,7 @@
 // A fused row kernel (residual add + norm, activations, gated activations,
 // soft-caps, scalings, ...) is a straight-line program over the elements of
 // one token's row, with norms as the only row-wide ops. The compiler's
-// folio.kernel regions become such programs (compiler/Plan/CudaRowKernels
+// folio.kernel regions become such programs (runtime/Device/PlanLaunches
 // translates plan steps), and the expression emitter (RowEmitter.cpp)
 // turns any program into CUDA C++: a new combination of ops needs no new
 // template. Values are f32.

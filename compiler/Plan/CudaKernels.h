@@ -1,10 +1,9 @@
 //===- CudaKernels.h - A plan's CUDA kernels --------------------*- C++ -*-===//
 //
-// Which generated CUDA kernels a plan needs (one per distinct spec of its
-// kv_write and paged_attention steps, with the steps each runs), and the
-// ahead-of-time path: compile them with NVRTC for one arch (through the
-// kernel cache) and embed cubin and PTX as the plan's device kernels.
-// Plain C++ on the plan: no MLIR.
+// Which generated CUDA kernels a plan needs (one per distinct spec among
+// its launches, with the steps each runs), and the ahead-of-time path: compile
+// them with NVRTC for one arch (through the kernel cache) and embed cubin and
+// PTX as the plan's device kernels. Plain C++ on the plan: no MLIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +12,7 @@
 
 #include "codegen/CUDA/Cache/KernelCache.h"
 #include "codegen/CUDA/Emitter.h"
+#include "runtime/Device/PlanLaunches.h"
 #include "runtime/Plan/Plan.h"
 #include "runtime/Support/Status.h"
 
@@ -29,21 +29,11 @@ struct PlannedCudaKernel {
   cuda::AnyKernelSpec spec;
 };
 
-struct PlanCudaKernels {
-  /// Distinct kernels in plan order (decode: main, then combine).
-  std::vector<PlannedCudaKernel> kernels;
-  /// Kernel kinds of the plan no CUDA generator covers yet (each once).
-  std::vector<std::string> notGenerated;
-};
-
-/// Generates the kernels of every kv_write and paged_attention step. A
-/// cache format the kernels do not take is an error naming the step.
-Status collectCudaKernels(const plan::Plan &plan, PlanCudaKernels &out);
-
-/// Every kernel the CUDA generators make for `plan`: collectCudaKernels'
-/// (kv_write, paged attention) then collectCudaRowKernels' (norms,
-/// elementwise and epilogue rows, rotary, gathers, samplers), and the plan
-/// kernel kinds some part of which neither covers (each once).
+/// Every distinct kernel the launches of `plan` run
+/// (runtime/Device/PlanLaunches.h: kv_write, attention, norms, elementwise
+/// and epilogue rows, rotary, gathers, linears, casts), in launch order,
+/// then the samplers; and the plan kernel kinds some part of which no
+/// generator covers (each once, appended to `notGenerated`).
 Status collectAllCudaKernels(const plan::Plan &plan,
                              std::vector<PlannedCudaKernel> &kernels,
                              std::vector<std::string> &notGenerated);

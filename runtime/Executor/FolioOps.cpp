@@ -13,6 +13,7 @@
 #include "codegen/CPU/Norm.h"
 #include "codegen/CPU/PagedAttention.h"
 #include "codegen/CPU/Rotary.h"
+#include "runtime/Executor/RotaryStep.h"
 #include "runtime/Executor/StepKernel.h"
 
 #include <algorithm>
@@ -468,34 +469,10 @@ Status prepareRotary(const PrepareContext &ctx,
   auto st = std::make_unique<RotaryState>();
   cpu::RotaryParams &p = st->params;
   const plan::ValueInfo &in = ctx.plan.values[size_t(ctx.step.operands[0])];
-  p.headDim = in.dims.empty() ? 0 : in.dims.back();
-  p.rotaryDim = ctx.step.getInt("rotary_dim", 0);
-  p.base = float(ctx.step.getFloat("base", 10000.0));
-  std::string style = ctx.step.getString("style", "half_split");
-  if (style != "half_split" && style != "interleaved")
-    return prepareError(ctx, "style '" + style +
-                                 "' is not a rotary style (half_split, "
-                                 "interleaved)");
-  p.style = style == "interleaved" ? cpu::RotaryStyle::Interleaved
-                                   : cpu::RotaryStyle::HalfSplit;
-  std::string scaling = ctx.step.getString("scaling", "none");
-  p.factor = float(ctx.step.getFloat("scaling_factor", 1.0));
-  if (scaling == "none") {
-    p.scaling = cpu::RopeScaling::None;
-  } else if (scaling == "linear") {
-    p.scaling = cpu::RopeScaling::Linear;
-  } else if (scaling == "llama3") {
-    p.scaling = cpu::RopeScaling::Llama3;
-    p.lowFreqFactor = float(ctx.step.getFloat("low_freq_factor", 1.0));
-    p.highFreqFactor = float(ctx.step.getFloat("high_freq_factor", 4.0));
-    p.originalMaxPositions = ctx.step.getInt("original_max_position", 8192);
-  } else {
-    return prepareError(ctx, "rope scaling '" + scaling +
-                                 "' is not supported on CPU yet (none, "
-                                 "linear, llama3)");
-  }
-  if (cpu::Status s = cpu::validateRotary(p); !s.ok())
-    return prepareError(ctx, s.message());
+  if (std::string why = rotaryParamsOf(
+          ctx.step, in.dims.empty() ? 0 : in.dims.back(), p);
+      !why.empty())
+    return prepareError(ctx, why);
   st->invFreq = cpu::rotaryInverseFrequencies(p);
   state = std::move(st);
   return Status::ok();

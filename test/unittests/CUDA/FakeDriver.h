@@ -13,6 +13,8 @@
 
 #include "codegen/CUDA/Emulation/Runtime.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <string>
 
@@ -28,6 +30,10 @@ void emulate(void *ctx, void **params, const unsigned grid[3],
   c.block = {block[0], block[1], block[2]};
   c.dynamicShared = shared;
   c.kernelName = "fake driver launch";
+  // Tests whose kernels use no float atomics may run blocks on several
+  // threads (whole-model forwards: thousands of blocks per step).
+  if (const char *w = ::getenv("FOLIO_FAKE_CUDA_WORKERS"))
+    c.workers = unsigned(std::max(1, std::atoi(w)));
   cuda_emu::launch(c, reinterpret_cast<void (*)(Args)>(ctx),
                    *static_cast<const Args *>(params[0]));
 }

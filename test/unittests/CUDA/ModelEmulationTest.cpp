@@ -14,8 +14,7 @@
 #include "codegen/CUDA/Emulation/Emulation.h"
 
 #include "codegen/CUDA/Templates/KernelArgs.cuh"
-#include "test/unittests/CUDA/FakeDriver.h"
-#include "test/unittests/CUDA/ModelKernelTable.h"
+#include "test/unittests/CUDA/ModelKernelRegistry.h"
 #include "test/unittests/CUDA/ModelKernels.h"
 #include "tools/folio-gpu-bench/GpuBench.h"
 
@@ -34,26 +33,6 @@
 
 namespace folio::cuda::test {
 namespace {
-
-/// Points the runtime at the fake driver and registers every kernel
-/// generated at build time with it; `generated` gets them by name.
-bool registerModelKernels(
-    std::map<std::string, const ModelKernelEntry *> &generated,
-    std::string &error) {
-  RegisterFn reg =
-      useFakeDriver(FOLIO_FAKE_CUDA_DEVICE, FOLIO_FAKE_CUBLASLT, error);
-  if (!reg)
-    return false;
-  for (auto accessor : {&modelAttentionKernels, &modelOtherKernels}) {
-    size_t n = 0;
-    const ModelKernelEntry *entries = accessor(n);
-    for (size_t i = 0; i < n; ++i) {
-      generated[entries[i].name] = &entries[i];
-      reg(entries[i].name, entries[i].launch, entries[i].kernel);
-    }
-  }
-  return true;
-}
 
 /// Runs one kernel of the models with the GPU check's measurement of its
 /// kind at small shapes; an error says how it differs from the CPU.

@@ -4,7 +4,8 @@
 // (the cached one: every kernel kind appears in it), compiled to plans as
 // folioc compiles them for a GPU target (bf16 weights, a model's own
 // quantized weights kept), plus the bundled model with every other weight
-// dtype, and the CUDA kernels collected from those plans: what the NVRTC
+// dtype and with f32, bf16 and int4 caches, and the CUDA kernels collected
+// from those plans: what the NVRTC
 // and emulation tests of the models' kernels cover.
 //
 //===----------------------------------------------------------------------===//
@@ -47,25 +48,36 @@ inline std::vector<std::string> modelPaths(const std::string &root) {
   return out;
 }
 
+/// Cache dtypes the bundled model is also compiled with (f32 weights),
+/// besides each target's default.
+inline constexpr const char *kBundledCacheDtypes[] = {"f32", "bf16", "int4"};
+
 /// Every distinct kernel (by name) of the models' plans for `target`;
 /// failures to compile or collect, and plan kernels no CUDA generator
 /// covers, are appended to `errors`.
 inline std::map<std::string, compiler::PlannedCudaKernel>
 modelKernels(const std::string &root, const std::string &target,
              std::vector<std::string> &errors) {
-  std::vector<std::pair<std::string, std::string>> compiles;
+  struct Compile {
+    std::string path, weights, cache;
+  };
+  std::vector<Compile> compiles;
   const std::vector<std::string> paths = modelPaths(root);
   for (const std::string &path : paths)
-    compiles.push_back({path, ""});
+    compiles.push_back({path, "", "auto"});
   for (const char *dtype : {"f32", "f16", "int8", "fp8_e4m3", "int4"})
-    compiles.push_back({paths.front(), dtype});
+    compiles.push_back({paths.front(), dtype, "auto"});
+  // The other cache dtypes, for the CUDA executor's whole forwards.
+  for (const char *cache : kBundledCacheDtypes)
+    compiles.push_back({paths.front(), "f32", cache});
   std::map<std::string, compiler::PlannedCudaKernel> kernels;
-  for (const auto &[path, dtype] : compiles) {
-    std::string what =
-        path + " for " + target + (dtype.empty() ? "" : " ") + dtype + ": ";
+  for (const auto &[path, dtype, cache] : compiles) {
+    std::string what = path + " for " + target + (dtype.empty() ? "" : " ") +
+                       dtype + " (" + cache + " cache): ";
     mlir::folio::CompileToPlanOptions options;
     options.target = target;
     options.weightDtype = dtype.empty() ? "bf16" : dtype;
+    options.kvCacheDtype = cache;
     options.keepSourceQuantization = dtype.empty();
     auto p = mlir::folio::compileONNXToPlan(path, options);
     if (!p) {
@@ -82,8 +94,7 @@ modelKernels(const std::string &root, const std::string &target,
     // What the generators do not cover is a failure too: every kernel of
     // these plans is generated.
     for (const std::string &kind : missing)
-      errors.push_back(what + "no CUDA generator for its " + kind +
-                       " kernels");
+      errors.push_back(what + "no CUDA generator for its " + kind + " kernels");
     for (const compiler::PlannedCudaKernel &k : planned)
       kernels.emplace(k.kernel.name, k);
   }

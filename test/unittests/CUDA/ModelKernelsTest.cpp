@@ -17,7 +17,7 @@
 #include "test/unittests/CUDA/ModelKernels.h"
 #include "codegen/CUDA/NVRTC/Nvrtc.h"
 #include "compiler/Plan/CudaKernels.h"
-#include "compiler/Plan/CudaRowKernels.h"
+#include "runtime/Device/PlanLaunches.h"
 #include "compiler/Plan/LowerToPlan.h"
 #include "test/unittests/CUDA/KernelStructure.h"
 

@@ -1,0 +1,771 @@
+//===- CudaExecutor.cpp - Runs a plan's forward on one GPU ----------------===//
+
+#include "runtime/Device/CudaExecutor.h"
+
+#include "codegen/CPU/KVCache.h"
+#include "codegen/CPU/Rotary.h"
+#include "codegen/CUDA/Templates/KernelArgs.cuh"
+#include "runtime/Device/DevicePlan.h"
+#include "runtime/Device/PlanLaunches.h"
+#include "runtime/Executor/RotaryStep.h"
+#include "runtime/Executor/RunVerify.h"
+#include "runtime/Plan/VerifyEntries.h"
+#include "runtime/Plan/VerifyWeights.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <type_traits>
+#include <variant>
+
+namespace folio::device {
+
+namespace {
+
+using exec::ForwardBatch;
+using plan::DimSymbol;
+using plan::ElemType;
+
+CudaLaunch toLaunch(const cuda::LaunchGeometry &g) {
+  CudaLaunch l;
+  std::copy(g.grid, g.grid + 3, l.grid);
+  std::copy(g.block, g.block + 3, l.block);
+  l.dynamicShared = g.dynamicShared;
+  return l;
+}
+
+/// Whether two rotary steps rotate by the same angles (one table serves
+/// both).
+bool sameFrequencies(const cpu::RotaryParams &a, const cpu::RotaryParams &b) {
+  return a.rotaryDim == b.rotaryDim && a.base == b.base &&
+         a.scaling == b.scaling && a.factor == b.factor &&
+         a.lowFreqFactor == b.lowFreqFactor &&
+         a.highFreqFactor == b.highFreqFactor &&
+         a.originalMaxPositions == b.originalMaxPositions;
+}
+
+template <typename T> T *at(uintptr_t address) {
+  return reinterpret_cast<T *>(address);
+}
+
+/// Device memory that only grows: a forward's sizes change every step, and
+/// reallocating for each would cost a driver round trip per buffer.
+struct GrowBuffer {
+  DeviceBuffer buffer;
+
+  Status reserve(const CudaDevice &dev, size_t bytes, const std::string &what) {
+    if (bytes <= buffer.bytes() && buffer.ptr() != 0)
+      return Status::ok();
+    size_t want = std::max<size_t>({bytes, buffer.bytes() * 3 / 2, 256});
+    buffer = DeviceBuffer();
+    Expected<DeviceBuffer> b = dev.allocate(want, what);
+    if (!b)
+      return b.status();
+    buffer = std::move(*b);
+    return Status::ok();
+  }
+  uintptr_t address() const { return uintptr_t(buffer.ptr()); }
+};
+
+/// One layer's cache on the device: the pools cpu::KVCacheView describes.
+struct DeviceCache {
+  cpu::KVCacheView format;
+  DeviceBuffer k, v, kParams, vParams;
+};
+
+/// A cos/sin table for rotary steps that compute their angles: one per
+/// distinct frequency set, grown as positions arrive.
+struct RotaryTable {
+  cpu::RotaryParams params;
+  int64_t positions = 0;
+  DeviceBuffer table;
+};
+
+class CudaExecutor final : public exec::Executor {
+public:
+  CudaExecutor(std::unique_ptr<CudaDevice> device,
+               const exec::ExecutorOptions &options)
+      : dev(std::move(device)), options(options) {}
+
+  const char *deviceName() const override { return "cuda"; }
+
+  Status load(std::shared_ptr<const plan::Plan> p) override {
+    plan.reset();
+    onDevice.reset();
+    caches.clear();
+    if (options.profile)
+      return Status::invalidArgument(
+          "the CUDA executor does not profile step kinds yet (profiling is "
+          "the CPU executor's)");
+    if (!options.fusedKernels)
+      return Status::invalidArgument(
+          "the CUDA executor runs the compiler's kernels as generated; "
+          "running them step by step is the CPU executor's");
+    if (Status s = plan::validateStoredWeights(*p); !s)
+      return s;
+    if (Status s = plan::validateEntries(*p); !s)
+      return s;
+    if (Status s = planLaunches(*p, launches); !s)
+      return s;
+    for (size_t k = 0; k < launches.kernels.size(); ++k)
+      if (!launches.kernels[k].complete)
+        return Status::invalidArgument(
+            "the CUDA executor cannot run the plan's " + p->kernels[k].kind +
+            " kernel (kernel " + std::to_string(k) +
+            "): no CUDA generator covers " + launches.kernels[k].why +
+            "; run the plan with --device cpu");
+    Expected<std::unique_ptr<DevicePlan>> loaded = DevicePlan::load(*dev, p);
+    if (!loaded)
+      return loaded.status();
+    onDevice = std::move(*loaded);
+    kernelOf.clear();
+    prefillSteps.clear();
+    for (size_t k = 0; k < launches.kernels.size(); ++k)
+      for (const PlanLaunch &l : launches.kernels[k].launches) {
+        Expected<const CudaKernel *> f = onDevice->kernel(l.name);
+        if (!f)
+          return Status::invalidArgument(
+              "the plan's " + p->kernels[k].kind +
+              " kernel needs CUDA kernel " + l.name +
+              ", which the plan does not embed: it was compiled by another "
+              "folioc; recompile it with this one (folioc --target=" +
+              dev->arch() + ")");
+        kernelOf[l.name] = *f;
+        if (l.role == LaunchRole::Prefill)
+          prefillSteps.insert(l.step);
+      }
+    if (Status s = placeValues(*p); !s)
+      return s;
+    if (Status s = prepareRotary(*p); !s)
+      return s;
+    layout = {};
+    formats.clear();
+    for (const plan::Argument &a : p->inputs) {
+      const plan::ValueInfo &v = p->values[size_t(a.value)];
+      if (v.kind != plan::ValueInfo::Kind::KVCache)
+        continue;
+      cpu::KVCacheView f;
+      int group = 0;
+      if (Status s =
+              cudaCacheFormat(v, "KV cache '" + a.name + "'", f.dtype, group);
+          !s)
+        return s;
+      f.group = group;
+      f.blockSize = v.blockSize;
+      f.numKvHeads = v.kvHeads;
+      f.headDim = v.headDim;
+      formats[a.value] = f;
+      ++layout.numLayers;
+      layout.blockSize = v.blockSize;
+      layout.bytesPerBlock +=
+          v.blockSize *
+          int64_t(cpu::kvBytesPerToken(f.dtype, v.kvHeads, v.headDim, f.group,
+                                       v.blockSize));
+      layout.bytesPerBlock16 += v.blockSize * 2 * v.kvHeads * v.headDim * 2;
+    }
+    weightBytes = 0;
+    for (const plan::StoredWeight &w : p->weights)
+      weightBytes += int64_t(w.dataBytes + w.scalesBytes + w.outliersBytes +
+                             w.outlierColsBytes);
+    plan = std::move(p);
+    return Status::ok();
+  }
+
+  exec::KVCacheLayout kvCacheLayout() const override { return layout; }
+
+  Status allocateKVCache(int64_t numBlocks) override {
+    if (!plan)
+      return Status::invalidArgument("no plan is loaded");
+    if (numBlocks < 2)
+      return Status::invalidArgument("the KV cache needs at least 2 blocks");
+    caches.clear();
+    for (const auto &[value, format] : formats) {
+      DeviceCache c;
+      c.format = format;
+      c.format.numBlocks = numBlocks;
+      struct Pool {
+        DeviceBuffer *buffer;
+        size_t bytes;
+        const char *what;
+      };
+      for (Pool pool : {Pool{&c.k, c.format.poolBytes(), "the K cache"},
+                        Pool{&c.v, c.format.poolBytes(), "the V cache"},
+                        Pool{&c.kParams, c.format.kParamPoolBytes(),
+                             "the K cache's scales"},
+                        Pool{&c.vParams, c.format.vParamPoolBytes(),
+                             "the V cache's scales"}}) {
+        if (pool.bytes == 0)
+          continue;
+        Expected<DeviceBuffer> b = dev->allocate(pool.bytes, pool.what);
+        if (!b)
+          return b.status();
+        // Zeroed like the CPU's pools: the null block reads as zeros.
+        if (Status s = dev->fill(*b, 0); !s)
+          return s;
+        *pool.buffer = std::move(*b);
+      }
+      caches[value] = std::move(c);
+    }
+    return Status::ok();
+  }
+
+  Status forward(const ForwardBatch &b, std::vector<float> &logits,
+                 int64_t &vocab) override {
+    if (!plan)
+      return Status::invalidArgument("no plan is loaded");
+    if (caches.size() != formats.size())
+      return Status::invalidArgument(
+          "the KV cache is not allocated (allocateKVCache)");
+    counts = {int64_t(b.tokens.size()), int64_t(b.logitsIndices.size()),
+              int64_t(b.seqLens.size())};
+    batch = &b;
+    if (Status s = bindInputs(b); !s)
+      return s;
+    if (Status s = sizeBuffers(); !s)
+      return s;
+    if (Status s = growRotaryTables(b); !s)
+      return s;
+    if (Status s = dev->fill(errorFlag.buffer, 0); !s)
+      return s;
+    for (size_t k = 0; k < launches.kernels.size(); ++k)
+      for (const PlanLaunch &l : launches.kernels[k].launches)
+        if (Status s = run(l, launches.kernels[k].scratch); !s)
+          return Status::error(s.code(), "the " + plan->kernels[k].kind +
+                                             " kernel (kernel " +
+                                             std::to_string(k) + "), " +
+                                             l.name + ": " + s.message());
+    return readLogits(logits, vocab);
+  }
+
+  Status verify(const exec::VerifyBatch &v, std::vector<int32_t> &accepted,
+                std::vector<int32_t> &tokens) override {
+    if (!plan)
+      return Status::invalidArgument("verify needs a loaded plan");
+    // The logits are on the host already (forward read them back).
+    return exec::runVerifyEntry(*plan, v, accepted, tokens,
+                                cpu::ThreadPool::global());
+  }
+
+  int64_t linearWeightBytes() const override { return weightBytes; }
+
+private:
+  enum class Place : uint8_t { None, Constant, Input, Buffer, Own };
+
+  /// Where every value a launch touches lives: the blob (constants), an
+  /// upload (the contract's inputs), a buffer the compiler planned, or an
+  /// allocation of its own (the output, and values it left unplanned).
+  Status placeValues(const plan::Plan &p) {
+    place.assign(p.values.size(), Place::None);
+    constantOffset.assign(p.values.size(), 0);
+    for (const plan::Constant &c : p.constants) {
+      place[size_t(c.value)] = Place::Constant;
+      constantOffset[size_t(c.value)] = c.offset;
+    }
+    for (const plan::Argument &a : p.inputs)
+      if (p.values[size_t(a.value)].kind == plan::ValueInfo::Kind::Tensor)
+        place[size_t(a.value)] = Place::Input;
+    auto placeWritten = [&](int32_t v) -> Status {
+      if (place[size_t(v)] != Place::None)
+        return Status::ok();
+      const plan::ValueInfo &info = p.values[size_t(v)];
+      bool planned = options.plannedBuffers && info.buffer >= 0 &&
+                     size_t(info.buffer) < p.buffers.size();
+      if (!planned && plan::bufferBytes(info, 1, 1, 1) < 0)
+        return Status::invalidArgument(
+            "value " + std::to_string(v) +
+            " has no size the CUDA executor can allocate");
+      place[size_t(v)] = planned ? Place::Buffer : Place::Own;
+      return Status::ok();
+    };
+    for (const KernelLaunches &k : launches.kernels)
+      for (const PlanLaunch &l : k.launches)
+        for (const LaunchOperand &o : l.outputs)
+          if (o.value >= 0)
+            if (Status s = placeWritten(o.value); !s)
+              return s;
+    if (!launches.outputsWhy.empty())
+      return Status::invalidArgument("the CUDA executor cannot read the "
+                                     "plan's logits: " +
+                                     launches.outputsWhy);
+    for (size_t k = 0; k < launches.kernels.size(); ++k)
+      for (const PlanLaunch &l : launches.kernels[k].launches)
+        for (const LaunchOperand &o : l.inputs)
+          if (o.value >= 0 && place[size_t(o.value)] == Place::None &&
+              p.values[size_t(o.value)].kind == plan::ValueInfo::Kind::Tensor)
+            return Status::invalidArgument(
+                "the plan's " + p.kernels[k].kind + " kernel reads value " +
+                std::to_string(o.value) + ", which no launch writes");
+    own.clear();
+    inputs.clear();
+    inputArgs.clear();
+    buffers.clear();
+    buffers.resize(p.buffers.size());
+    for (const plan::Argument &a : p.inputs)
+      if (p.values[size_t(a.value)].kind == plan::ValueInfo::Kind::Tensor)
+        inputArgs.push_back(a);
+    return Status::ok();
+  }
+
+  Status prepareRotary(const plan::Plan &p) {
+    tables.clear();
+    tableOf.clear();
+    for (const KernelLaunches &k : launches.kernels)
+      for (const PlanLaunch &l : k.launches) {
+        const auto *spec = std::get_if<cuda::RotarySpec>(&l.spec);
+        if (!spec || l.inputs[2].present())
+          continue; // the model's own table
+        cpu::RotaryParams params;
+        const plan::Step &step = p.steps[size_t(l.step)];
+        if (std::string why = exec::rotaryParamsOf(step, spec->headDim, params);
+            !why.empty())
+          return Status::invalidArgument("rotary at " + step.name + ": " + why);
+        size_t t = 0;
+        for (; t < tables.size(); ++t)
+          if (sameFrequencies(tables[t].params, params))
+            break;
+        if (t == tables.size()) {
+          tables.emplace_back();
+          tables.back().params = params;
+        }
+        tableOf[l.step] = t;
+      }
+    maxPositions = p.configValue("max_positions", 0);
+    return Status::ok();
+  }
+
+  Status growRotaryTables(const ForwardBatch &b) {
+    int64_t needed = 0;
+    for (int32_t pos : b.positions) {
+      if (pos < 0)
+        return Status::invalidArgument("position " + std::to_string(pos) +
+                                       " is negative");
+      needed = std::max<int64_t>(needed, int64_t(pos) + 1);
+    }
+    for (RotaryTable &t : tables) {
+      if (needed <= t.positions)
+        continue;
+      int64_t n = std::max<int64_t>({needed, t.positions * 2, 2048});
+      if (maxPositions > 0)
+        n = std::max(needed, std::min(n, maxPositions));
+      std::vector<float> host = cpu::rotaryCosSinTable(t.params, n);
+      Expected<DeviceBuffer> d =
+          dev->upload(host.data(), host.size() * 4, "a rotary cos/sin table");
+      if (!d)
+        return d.status();
+      t.table = std::move(*d);
+      t.positions = n;
+    }
+    // Tables of the model's own read rows by position: none past its end.
+    for (const KernelLaunches &k : launches.kernels)
+      for (const PlanLaunch &l : k.launches)
+        if (std::holds_alternative<cuda::RotarySpec>(l.spec) &&
+            l.inputs[2].present()) {
+          int64_t rows = plan->values[size_t(l.inputs[2].view)].dims[0];
+          if (needed > rows)
+            return Status::invalidArgument(
+                "position " + std::to_string(needed - 1) +
+                " is past the model's cos/sin table of " +
+                std::to_string(rows) + " positions (rotary at " +
+                plan->steps[size_t(l.step)].name + ")");
+        }
+    return Status::ok();
+  }
+
+  Status bindInputs(const ForwardBatch &b) {
+    int64_t t = counts.tokens, s = counts.seqs;
+    if (int64_t(b.positions.size()) != t ||
+        int64_t(b.slotMapping.size()) != t ||
+        int64_t(b.queryStartLoc.size()) != s + 1 ||
+        int64_t(b.blockTables.size()) != s * b.maxBlocks)
+      return Status::invalidArgument(
+          "the batch arrays disagree in length (tokens " + std::to_string(t) +
+          ", sequences " + std::to_string(s) + ")");
+    for (const plan::Argument &a : inputArgs) {
+      const void *data = nullptr;
+      size_t bytes = 0;
+      ElemType type = ElemType::I32;
+      auto i32 = [&](const std::vector<int32_t> &v) {
+        data = v.data();
+        bytes = v.size() * 4;
+      };
+      const std::string &n = a.name;
+      if (n == "tokens")
+        i32(b.tokens);
+      else if (n == "positions")
+        i32(b.positions);
+      else if (n == "query_start_loc")
+        i32(b.queryStartLoc);
+      else if (n == "seq_lens")
+        i32(b.seqLens);
+      else if (n == "block_tables")
+        i32(b.blockTables);
+      else if (n == "logits_indices")
+        i32(b.logitsIndices);
+      else if (n == "slot_mapping") {
+        data = b.slotMapping.data();
+        bytes = b.slotMapping.size() * 8;
+        type = ElemType::I64;
+      } else
+        return Status::invalidArgument("the plan's input '" + n +
+                                       "' is not part of the serving contract");
+      if (type != plan->values[size_t(a.value)].type)
+        return Status::invalidArgument("the plan's input '" + n +
+                                       "' has an unexpected element type");
+      GrowBuffer &g = inputs[a.value];
+      if (Status st = g.reserve(*dev, bytes, "input " + n); !st)
+        return st;
+      if (bytes > 0)
+        if (Status st = dev->copyToDevice(g.buffer, 0, data, bytes); !st)
+          return st;
+    }
+    return Status::ok();
+  }
+
+  int64_t countOf(DimSymbol s) const {
+    switch (s) {
+    case DimSymbol::Tokens:
+      return counts.tokens;
+    case DimSymbol::Rows:
+      return counts.rows;
+    case DimSymbol::Seqs:
+      return counts.seqs;
+    default:
+      return 1;
+    }
+  }
+
+  Status sizeBuffers() {
+    for (size_t i = 0; i < plan->buffers.size(); ++i) {
+      const plan::BufferInfo &bi = plan->buffers[i];
+      if (Status s = buffers[i].reserve(
+              *dev, size_t(bi.staticBytes * countOf(bi.symbol)), "a buffer");
+          !s)
+        return s;
+    }
+    for (size_t v = 0; v < place.size(); ++v) {
+      if (place[v] != Place::Own)
+        continue;
+      int64_t bytes = plan::bufferBytes(plan->values[v], counts.tokens,
+                                        counts.rows, counts.seqs);
+      if (Status s = own[int32_t(v)].reserve(*dev, size_t(bytes),
+                                             "value " + std::to_string(v));
+          !s)
+        return s;
+    }
+    for (const KernelLaunches &k : launches.kernels)
+      for (size_t i = 0; i < k.scratch.size(); ++i) {
+        if (scratch.size() <= i)
+          scratch.resize(i + 1);
+        const LaunchScratch &sc = k.scratch[i];
+        if (Status s = scratch[i].reserve(
+                *dev, size_t(sc.elemsPerCount * countOf(sc.symbol)) * 4,
+                "scratch");
+            !s)
+          return s;
+      }
+    return errorFlag.reserve(*dev, 4, "the gather error flag");
+  }
+
+  /// The device address of an operand's first element.
+  uintptr_t address(const LaunchOperand &o) const {
+    if (o.scratch >= 0)
+      return scratch[size_t(o.scratch)].address() + size_t(o.offset) * 4;
+    if (o.value < 0)
+      return 0;
+    const plan::ValueInfo &v = plan->values[size_t(o.value)];
+    uintptr_t base = 0;
+    switch (place[size_t(o.value)]) {
+    case Place::Constant:
+      base = uintptr_t(onDevice->blobAddress(constantOffset[size_t(o.value)]));
+      break;
+    case Place::Input:
+      base = inputs.at(o.value).address();
+      break;
+    case Place::Buffer:
+      base = buffers[size_t(v.buffer)].address();
+      break;
+    case Place::Own:
+      base = own.at(o.value).address();
+      break;
+    case Place::None:
+      return 0;
+    }
+    return base + size_t(o.offset) * plan::elemTypeSize(v.type);
+  }
+
+  /// Elements the kernel reads or writes through an operand this step.
+  int64_t elems(const LaunchOperand &o) const {
+    if (o.view < 0)
+      return -1;
+    const plan::ValueInfo &v = plan->values[size_t(o.view)];
+    int64_t bytes =
+        plan::bufferBytes(v, counts.tokens, counts.rows, counts.seqs);
+    return bytes < 0 ? -1 : bytes / int64_t(plan::elemTypeSize(v.type));
+  }
+
+  /// Rows of a launch whose first output (or input) counts them by `row`
+  /// elements; scratch operands count by their group's size.
+  int64_t rowsOf(const LaunchOperand &o, int64_t row,
+                 const std::vector<LaunchScratch> &sc) const {
+    int64_t n = o.scratch >= 0 ? sc[size_t(o.scratch)].elemsPerCount *
+                                     countOf(sc[size_t(o.scratch)].symbol)
+                               : elems(o);
+    return row > 0 && n >= 0 ? n / row : -1;
+  }
+
+  Status launch(const PlanLaunch &l, const cuda::LaunchGeometry &g,
+                const void *args) {
+    return dev->launch(*kernelOf.at(l.name), toLaunch(g), args);
+  }
+
+  Status run(const PlanLaunch &l, const std::vector<LaunchScratch> &sc) {
+    return std::visit(
+        [&](const auto &spec) -> Status {
+          using S = std::decay_t<decltype(spec)>;
+          if constexpr (std::is_same_v<S, cuda::RowKernelSpec>) {
+            int64_t rows = rowsOf(l.outputs[0], spec.dim, sc);
+            folio_cuda::RowArgs a{};
+            for (size_t i = 0; i < l.inputs.size(); ++i) {
+              a.in[i] = at<const float>(address(l.inputs[i]));
+              a.inStride[i] =
+                  l.inputs[i].stride != 0 ? l.inputs[i].stride : spec.dim;
+            }
+            for (size_t i = 0; i < l.outputs.size(); ++i) {
+              a.out[i] = at<float>(address(l.outputs[i]));
+              a.outStride[i] = spec.dim;
+            }
+            return launch(l, cuda::rowKernelLaunch(spec, rows), &a);
+          } else if constexpr (std::is_same_v<S, cuda::LinearSpec>) {
+            const plan::StoredWeight &w = plan->weights[size_t(l.weight)];
+            folio_cuda::LinearArgs a{};
+            a.x = at<const float>(address(l.inputs[0]));
+            a.m = rowsOf(l.inputs[0], w.k, sc);
+            auto blob = [&](uint64_t offset, uint64_t bytes) {
+              return bytes == 0 ? uintptr_t(0)
+                                : uintptr_t(onDevice->blobAddress(offset));
+            };
+            a.w = at<const void>(blob(w.dataOffset, w.dataBytes));
+            bool int4 = w.type == ElemType::I4;
+            a.scales =
+                int4 ? nullptr
+                     : at<const float>(blob(w.scalesOffset, w.scalesBytes));
+            a.groupParams = int4 ? at<const unsigned short>(
+                                       blob(w.scalesOffset, w.scalesBytes))
+                                 : nullptr;
+            a.outlierCols =
+                at<const int>(blob(w.outlierColsOffset, w.outlierColsBytes));
+            a.outliers = at<const unsigned short>(
+                blob(w.outliersOffset, w.outliersBytes));
+            a.numOutliers = int(w.numOutliers);
+            a.bias = at<const float>(address(l.inputs[1]));
+            a.y = at<float>(address(l.outputs[0]));
+            a.n = w.n;
+            if (a.m < 0)
+              return Status::internal("no row count for its input");
+            return launch(l, cuda::linearLaunch(spec, w.n), &a);
+          } else if constexpr (std::is_same_v<S, cuda::RotarySpec>) {
+            int64_t row = int64_t(spec.numHeads) * spec.headDim;
+            folio_cuda::RotaryArgs a{};
+            a.x = at<const float>(address(l.inputs[0]));
+            a.xStride = l.inputs[0].stride != 0 ? l.inputs[0].stride : row;
+            a.y = at<float>(address(l.outputs[0]));
+            a.yStride = row;
+            a.positions = at<const long long>(address(l.inputs[1]));
+            a.cosSin = l.inputs[2].present()
+                           ? at<const float>(address(l.inputs[2]))
+                           : at<const float>(uintptr_t(
+                                 tables[tableOf.at(l.step)].table.ptr()));
+            return launch(l, cuda::rotaryLaunch(spec, elems(l.inputs[1])), &a);
+          } else if constexpr (std::is_same_v<S, cuda::GatherSpec>) {
+            folio_cuda::GatherArgs a{};
+            a.table = at<const void>(address(l.inputs[0]));
+            // gather_rows reads the step's rows: a dynamic count.
+            a.tableRows = rowsOf(l.inputs[0], spec.dim, sc);
+            if (spec.embedding)
+              a.ids = at<const long long>(address(l.inputs[1]));
+            else
+              a.indices = at<const int>(address(l.inputs[1]));
+            a.scale = float(plan->steps[size_t(l.step)].getFloat("scale", 1.0));
+            a.out = at<float>(address(l.outputs[0]));
+            a.error = at<int>(errorFlag.address());
+            return launch(l, cuda::gatherLaunch(spec, elems(l.inputs[1])), &a);
+          } else if constexpr (std::is_same_v<S, cuda::CastSpec>) {
+            folio_cuda::CastArgs a{};
+            a.in = at<const void>(address(l.inputs[0]));
+            a.out = at<void>(address(l.outputs[0]));
+            a.n = elems(l.inputs[0]);
+            return launch(l, cuda::castLaunch(spec, a.n), &a);
+          } else if constexpr (std::is_same_v<S, cuda::KVWriteSpec>) {
+            const DeviceCache &c = caches.at(l.inputs[3].value);
+            int64_t row = int64_t(spec.numKvHeads) * spec.headDim;
+            folio_cuda::KVWriteArgs a{};
+            a.k = at<const float>(address(l.inputs[0]));
+            a.v = at<const float>(address(l.inputs[1]));
+            a.kStride = l.inputs[0].stride != 0 ? l.inputs[0].stride : row;
+            a.vStride = l.inputs[1].stride != 0 ? l.inputs[1].stride : row;
+            a.slotMapping = at<const long long>(address(l.inputs[2]));
+            a.kCache = at<unsigned char>(uintptr_t(c.k.ptr()));
+            a.vCache = at<unsigned char>(uintptr_t(c.v.ptr()));
+            a.kParams = at<unsigned short>(uintptr_t(c.kParams.ptr()));
+            a.vParams = at<unsigned short>(uintptr_t(c.vParams.ptr()));
+            a.kScale = at<const float>(address(l.inputs[4]));
+            a.vScale = at<const float>(address(l.inputs[5]));
+            return launch(l, cuda::kvWriteLaunch(spec, elems(l.inputs[2])), &a);
+          } else if constexpr (std::is_same_v<S, cuda::SampleSpec>) {
+            return Status::internal("a sampler among the plan's launches");
+          } else {
+            return attention(l);
+          }
+        },
+        l.spec);
+  }
+
+  /// The decode kernel when every sequence brings one query token (or no
+  /// prefill kernel fits), its combine when the context is split, and the
+  /// prefill kernel for every other batch.
+  Status attention(const PlanLaunch &l) {
+    const ForwardBatch &b = *batch;
+    bool decodeOnly = true;
+    int64_t maxQuery = 0, maxContext = 0;
+    for (size_t s = 0; s + 1 < b.queryStartLoc.size(); ++s) {
+      int64_t q = b.queryStartLoc[s + 1] - b.queryStartLoc[s];
+      decodeOnly &= q == 1;
+      maxQuery = std::max(maxQuery, q);
+    }
+    for (int32_t len : b.seqLens)
+      maxContext = std::max<int64_t>(maxContext, len);
+    bool useDecode = decodeOnly || !prefillSteps.count(l.step);
+    if (l.role == LaunchRole::Prefill && useDecode)
+      return Status::ok();
+    if (l.role != LaunchRole::Prefill && !useDecode)
+      return Status::ok();
+    const plan::Step &step = plan->steps[size_t(l.step)];
+    const DeviceCache &c = caches.at(l.inputs[1].value);
+    auto fill = [&](auto &a) {
+      a.q = at<const float>(address(l.inputs[0]));
+      a.kCache = at<const unsigned char>(uintptr_t(c.k.ptr()));
+      a.vCache = at<const unsigned char>(uintptr_t(c.v.ptr()));
+      a.kParams = at<const unsigned short>(uintptr_t(c.kParams.ptr()));
+      a.vParams = at<const unsigned short>(uintptr_t(c.vParams.ptr()));
+      a.kScale = at<const float>(address(l.inputs[5]));
+      a.vScale = at<const float>(address(l.inputs[6]));
+      a.blockTables = at<const int>(address(l.inputs[2]));
+      a.seqLens = at<const int>(address(l.inputs[3]));
+      a.queryStartLoc = at<const int>(address(l.inputs[4]));
+      a.maxBlocksPerSeq = int(b.maxBlocks);
+      a.scale = float(step.getFloat("scale", 0.0));
+      a.slidingWindow = int(step.getInt("sliding_window", 0));
+      a.softCap = float(step.getFloat("softcap", 0.0));
+      a.out = at<float>(address(l.outputs[0]));
+    };
+    int64_t tokens = counts.tokens;
+    if (const auto *spec = std::get_if<cuda::PagedPrefillSpec>(&l.spec)) {
+      folio_cuda::PagedPrefillArgs a{};
+      fill(a);
+      cuda::LaunchGeometry g =
+          cuda::pagedPrefillLaunch(*spec, counts.seqs, maxQuery);
+      g.dynamicShared = cuda::pagedPrefillSharedBytes(*spec);
+      return launch(l, g, &a);
+    }
+    const cuda::PagedDecodeSpec &spec =
+        l.role == LaunchRole::DecodeMain
+            ? std::get<cuda::PagedDecodeSpec>(l.spec)
+            : std::get<cuda::PagedDecodeCombineSpec>(l.spec).decode;
+    cuda::PagedDecodeLaunch geometry =
+        cuda::pagedDecodeLaunch(spec, tokens, std::max<int64_t>(maxContext, 1));
+    if (l.role == LaunchRole::DecodeCombine && geometry.numPartitions == 1)
+      return Status::ok();
+    folio_cuda::PagedDecodeArgs a{};
+    fill(a);
+    a.numSeqs = int(counts.seqs);
+    a.numPartitions = geometry.numPartitions;
+    if (geometry.numPartitions > 1) {
+      if (Status s = partial.reserve(*dev, geometry.partialFloats * 4,
+                                     "the decode's partial outputs");
+          !s)
+        return s;
+      if (Status s = partialStats.reserve(*dev, geometry.statFloats * 8,
+                                          "the decode's partial maxima");
+          !s)
+        return s;
+      a.partialOut = at<float>(partial.address());
+      a.partialMax = at<float>(partialStats.address());
+      a.partialSum = a.partialMax + geometry.statFloats;
+    }
+    return launch(
+        l, l.role == LaunchRole::DecodeMain ? geometry.main : geometry.combine,
+        &a);
+  }
+
+  Status readLogits(std::vector<float> &logits, int64_t &vocab) {
+    if (launches.outputs.empty())
+      return Status::invalidArgument("the plan has no output");
+    const LaunchOperand &out = launches.outputs[0];
+    const plan::ValueInfo &v = plan->values[size_t(out.view)];
+    if (v.type != ElemType::F32 || v.dims.empty() || v.dims.back() <= 0)
+      return Status::invalidArgument("the plan's output is not f32 logits");
+    vocab = v.dims.back();
+    logits.assign(size_t(counts.rows * vocab), 0.0f);
+    int flag = 0;
+    if (Status s = dev->copyToHost(&flag, errorFlag.buffer, 0, 4); !s)
+      return s;
+    if (flag != 0)
+      return Status::invalidArgument(
+          "row " + std::to_string(flag - 1) +
+          " of an embedding or logits gather has an index outside its "
+          "table (a token id past the vocabulary, or a logits index past "
+          "the tokens)");
+    if (logits.empty())
+      return Status::ok();
+    if (out.value < 0 || place[size_t(out.value)] == Place::None)
+      return Status::internal("no launch writes the plan's logits");
+    const plan::ValueInfo &holder = plan->values[size_t(out.value)];
+    const DeviceBuffer &src = place[size_t(out.value)] == Place::Buffer
+                                  ? buffers[size_t(holder.buffer)].buffer
+                                  : own.at(out.value).buffer;
+    return dev->copyToHost(logits.data(), src,
+                           size_t(out.offset) * plan::elemTypeSize(holder.type),
+                           logits.size() * 4);
+  }
+
+  std::unique_ptr<CudaDevice> dev;
+  exec::ExecutorOptions options;
+  std::shared_ptr<const plan::Plan> plan;
+  std::unique_ptr<DevicePlan> onDevice;
+  PlanLaunches launches;
+  std::map<std::string, const CudaKernel *> kernelOf;
+  /// paged_attention steps with a prefill kernel.
+  std::set<int32_t> prefillSteps;
+
+  std::vector<Place> place;
+  std::vector<uint64_t> constantOffset;
+  std::vector<plan::Argument> inputArgs;
+  std::map<int32_t, GrowBuffer> inputs, own;
+  std::vector<GrowBuffer> buffers, scratch;
+  GrowBuffer partial, partialStats, errorFlag;
+
+  std::vector<RotaryTable> tables;
+  std::map<int32_t, size_t> tableOf; ///< rotary step -> its table
+  int64_t maxPositions = 0;
+
+  std::map<int32_t, cpu::KVCacheView> formats;
+  std::map<int32_t, DeviceCache> caches;
+  exec::KVCacheLayout layout;
+  int64_t weightBytes = 0;
+
+  struct {
+    int64_t tokens = 0, rows = 0, seqs = 0;
+  } counts;
+  const ForwardBatch *batch = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<exec::Executor>
+createCudaExecutor(std::unique_ptr<CudaDevice> device,
+                   const exec::ExecutorOptions &options) {
+  return std::make_unique<CudaExecutor>(std::move(device), options);
+}
+
+} // namespace folio::device

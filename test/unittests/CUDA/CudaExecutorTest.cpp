@@ -1,0 +1,298 @@
+//===- CudaExecutorTest.cpp - Whole forwards on the CUDA executor ---------===//
+//
+// The bundled model compiled for a GPU (its kernels embedded as folioc
+// embeds them) runs through the CUDA executor on the fake driver, every
+// launch in host emulation, and its logits match the CPU executor's on the
+// same plan: prefills of several sequences crossing KV blocks, decode
+// steps, a mixed batch, and decodes long enough to split the context, for
+// each cache dtype and weight dtype the models' kernel table holds. Errors:
+// plans without device kernels or with kernels no generator covers, a
+// forward before the cache exists, token ids outside the vocabulary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CUDA/Emulation/Emulation.h"
+
+#include "test/unittests/CUDA/ModelKernelRegistry.h"
+#include "test/unittests/CUDA/ModelKernels.h"
+
+#include "runtime/Device/CudaExecutor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <thread>
+
+namespace folio::cuda::test {
+namespace {
+
+/// The bundled model's plan for `target` with `weights` and `cache`, its
+/// CUDA kernels embedded (or not).
+std::shared_ptr<plan::Plan> bundledPlan(const std::string &target,
+                                        const std::string &weights,
+                                        const std::string &cache = "auto",
+                                        bool embed = true) {
+  mlir::folio::CompileToPlanOptions options;
+  options.target = target;
+  options.weightDtype = weights;
+  options.kvCacheDtype = cache;
+  auto compiled = mlir::folio::compileONNXToPlan(
+      modelPaths(FOLIO_SOURCE_DIR).front(), options);
+  EXPECT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  if (!compiled)
+    return nullptr;
+  auto p = std::make_shared<plan::Plan>(std::move(*compiled));
+  if (embed && target != "cpu") {
+    std::vector<compiler::EmbeddedCudaKernel> embedded;
+    std::vector<std::string> notGenerated;
+    cuda::KernelCacheOptions noCache;
+    noCache.enabled = false;
+    Status s =
+        compiler::embedCudaKernels(*p, target, noCache, embedded, notGenerated);
+    EXPECT_TRUE(bool(s)) << s.message();
+  }
+  return p;
+}
+
+std::unique_ptr<exec::Executor> cudaExecutor() {
+  // Blocks on every core: no kernel of these plans uses float atomics, so
+  // the results do not depend on the order blocks run in.
+  std::string workers =
+      std::to_string(std::max(1u, std::thread::hardware_concurrency()));
+  ::setenv("FOLIO_FAKE_CUDA_WORKERS", workers.c_str(), 1);
+  static std::map<std::string, const ModelKernelEntry *> generated;
+  std::string error;
+  if (generated.empty() && !registerModelKernels(generated, error)) {
+    ADD_FAILURE() << error;
+    return nullptr;
+  }
+  Expected<std::unique_ptr<device::CudaDevice>> dev =
+      device::CudaDevice::open();
+  if (!dev) {
+    ADD_FAILURE() << dev.status().message();
+    return nullptr;
+  }
+  return device::createCudaExecutor(std::move(*dev));
+}
+
+/// Sequences of a paged cache with 16-token blocks, handed out in order.
+struct Sequences {
+  int64_t blockSize = 16;
+  int32_t nextBlock = 1; // block 0 is the null block
+  std::vector<std::vector<int32_t>> blocks;
+  std::vector<int32_t> lengths;
+
+  int add() {
+    blocks.emplace_back();
+    lengths.push_back(0);
+    return int(lengths.size()) - 1;
+  }
+
+  /// A batch bringing `newTokens[i]` tokens to sequence `seqs[i]`, the
+  /// last token of each producing logits.
+  exec::ForwardBatch step(const std::vector<int> &seqs,
+                          const std::vector<std::vector<int32_t>> &newTokens) {
+    exec::ForwardBatch b;
+    b.queryStartLoc.push_back(0);
+    int64_t maxBlocks = 0;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      int s = seqs[i];
+      for (int32_t t : newTokens[i]) {
+        int32_t pos = lengths[size_t(s)]++;
+        if (pos % blockSize == 0)
+          blocks[size_t(s)].push_back(nextBlock++);
+        b.tokens.push_back(t);
+        b.positions.push_back(pos);
+        b.slotMapping.push_back(
+            int64_t(blocks[size_t(s)][size_t(pos / blockSize)]) * blockSize +
+            pos % blockSize);
+      }
+      b.queryStartLoc.push_back(int32_t(b.tokens.size()));
+      b.logitsIndices.push_back(int32_t(b.tokens.size()) - 1);
+      b.seqLens.push_back(lengths[size_t(s)]);
+      maxBlocks =
+          std::max<int64_t>(maxBlocks, int64_t(blocks[size_t(s)].size()));
+    }
+    b.maxBlocks = maxBlocks;
+    for (int s : seqs) {
+      std::vector<int32_t> row = blocks[size_t(s)];
+      row.resize(size_t(maxBlocks), 0);
+      b.blockTables.insert(b.blockTables.end(), row.begin(), row.end());
+    }
+    return b;
+  }
+};
+
+std::vector<int32_t> tokens(int n, int32_t seed) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    t[size_t(i)] = int32_t((seed * 131 + i * 977) % 4000 + 3);
+  return t;
+}
+
+/// How closely the CUDA executor's logits must follow the CPU's.
+struct Tolerance {
+  /// Largest |gpu - cpu| / (1 + |cpu|) over every logit.
+  double logits;
+  /// Rows whose CPU top token leads the next by more than this (relative
+  /// to 1 + |top|) must have the same greedy token.
+  double margin;
+};
+
+/// f32 weights and cache: the same arithmetic in another order (measured:
+/// 1e-6).
+constexpr Tolerance kExact = {1e-4, 0.0};
+/// Quantized caches, f32 weights: both sides write the same codes (the
+/// kv_write kernels match bit for bit), but a K or V element a rounding
+/// step from a code boundary lands on the next code on one side, and six
+/// layers carry that on (measured: up to 5e-4).
+constexpr Tolerance kQuantizedCache = {5e-3, 0.01};
+/// Quantized weights: the CPU kernels round activations where the GPU's
+/// linear keeps f32 (bf16 dot products, int8 codes for VNNI and int4, as
+/// docs/cpu-kernels.md documents; measured: up to 0.1, f16 weights 1e-6).
+/// A launch reading the wrong data is off by the logits' whole scale.
+constexpr Tolerance kQuantizedWeights = {0.2, 0.1};
+
+/// Which batches a comparison runs: Short, a prefill of two prompts (one
+/// crossing a KV block) and a decode of both; Mixed, then a decode alone
+/// and a decode beside a new prompt's chunk; Long, then a 260-token prompt
+/// and a decode whose context the decode kernel splits in two partitions
+/// (the combine kernel runs).
+enum class Batches { Short, Mixed, Long };
+
+/// Runs the same batches on both executors and compares the logits.
+void expectSameForwards(const std::shared_ptr<plan::Plan> &p, Tolerance tol,
+                        Batches shape) {
+  ASSERT_TRUE(p);
+  std::unique_ptr<exec::Executor> cpu = exec::createCPUExecutor();
+  std::unique_ptr<exec::Executor> gpu = cudaExecutor();
+  ASSERT_TRUE(gpu);
+  EXPECT_STREQ(gpu->deviceName(), "cuda");
+  ASSERT_TRUE(cpu->load(p));
+  Status loaded = gpu->load(p);
+  ASSERT_TRUE(bool(loaded)) << loaded.message();
+  EXPECT_EQ(gpu->kvCacheLayout().bytesPerBlock,
+            cpu->kvCacheLayout().bytesPerBlock);
+  const int64_t numBlocks = 40;
+  ASSERT_TRUE(cpu->allocateKVCache(numBlocks));
+  ASSERT_TRUE(gpu->allocateKVCache(numBlocks));
+
+  Sequences seqs;
+  int a = seqs.add(), b = seqs.add(), c = seqs.add();
+  std::vector<exec::ForwardBatch> steps;
+  steps.push_back(seqs.step({a, b}, {tokens(3, 1), tokens(17, 2)}));
+  steps.push_back(seqs.step({a, b}, {tokens(1, 4), tokens(1, 5)}));
+  if (shape != Batches::Short) {
+    steps.push_back(seqs.step({a}, {tokens(1, 3)}));
+    steps.push_back(seqs.step({b, c}, {tokens(1, 6), tokens(5, 7)}));
+  }
+  if (shape == Batches::Long) {
+    steps.push_back(seqs.step({c}, {tokens(260, 8)}));
+    steps.push_back(
+        seqs.step({a, b, c}, {tokens(1, 9), tokens(1, 10), tokens(1, 11)}));
+  }
+  int i = 0;
+  for (const exec::ForwardBatch &batch : steps) {
+    SCOPED_TRACE("step " + std::to_string(i++));
+    std::vector<float> want, got;
+    int64_t wantVocab = 0, gotVocab = 0;
+    Status s = cpu->forward(batch, want, wantVocab);
+    ASSERT_TRUE(bool(s)) << s.message();
+    s = gpu->forward(batch, got, gotVocab);
+    ASSERT_TRUE(bool(s)) << s.message();
+    ASSERT_EQ(gotVocab, wantVocab);
+    ASSERT_EQ(got.size(), want.size());
+    double worst = 0;
+    for (size_t e = 0; e < got.size(); ++e)
+      worst = std::max(worst, std::fabs(double(got[e]) - double(want[e])) /
+                                  (1.0 + std::fabs(double(want[e]))));
+    EXPECT_LT(worst, tol.logits);
+    for (size_t r = 0; r < batch.logitsIndices.size(); ++r) {
+      auto first = [&](const std::vector<float> &l) {
+        return l.begin() + std::ptrdiff_t(r * size_t(wantVocab));
+      };
+      std::vector<float> row(first(want), first(want) + wantVocab);
+      int64_t top = std::max_element(row.begin(), row.end()) - row.begin();
+      float best = row[size_t(top)];
+      row[size_t(top)] = -INFINITY;
+      float second = *std::max_element(row.begin(), row.end());
+      if (best - second <= tol.margin * (1.0f + std::fabs(best)))
+        continue;
+      EXPECT_EQ(std::max_element(first(got), first(got) + wantVocab) -
+                    first(got),
+                top)
+          << "row " << r;
+    }
+  }
+}
+
+TEST(CudaExecutor, MatchesTheCpuInF32) {
+  expectSameForwards(bundledPlan("sm_90a", "f32", "f32"), kExact,
+                     Batches::Long);
+}
+
+TEST(CudaExecutor, MatchesTheCpuWithEveryCacheDtype) {
+  // fp8 is Hopper's default, int8 Ampere's.
+  for (const char *cache : {"auto", "bf16", "int4"}) {
+    SCOPED_TRACE(cache);
+    expectSameForwards(bundledPlan("sm_90a", "f32", cache), kQuantizedCache,
+                       Batches::Mixed);
+  }
+  ::setenv("FOLIO_FAKE_CUDA_CC", "80", 1);
+  expectSameForwards(bundledPlan("sm_80", "f32"), kQuantizedCache,
+                     Batches::Mixed);
+  ::unsetenv("FOLIO_FAKE_CUDA_CC");
+}
+
+TEST(CudaExecutor, MatchesTheCpuWithEveryWeightDtype) {
+  for (const char *dtype : {"bf16", "f16", "int8", "fp8_e4m3", "int4"}) {
+    SCOPED_TRACE(dtype);
+    expectSameForwards(bundledPlan("sm_90a", dtype), kQuantizedWeights,
+                       Batches::Short);
+  }
+}
+
+TEST(CudaExecutor, RefusesWhatItCannotRun) {
+  std::unique_ptr<exec::Executor> gpu = cudaExecutor();
+  ASSERT_TRUE(gpu);
+  // A plan compiled for the CPU has no kernels for the device.
+  Status s = gpu->load(bundledPlan("cpu", "bf16"));
+  ASSERT_FALSE(bool(s));
+  EXPECT_NE(s.message().find("folioc --target="), std::string::npos)
+      << s.message();
+  // Weights left as f32 constants: no generated GEMM reads them.
+  s = gpu->load(bundledPlan("sm_90a", "none", "auto", /*embed=*/false));
+  ASSERT_FALSE(bool(s));
+  EXPECT_NE(s.message().find("no CUDA generator covers linear"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("--device cpu"), std::string::npos) << s.message();
+
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(gpu->load(p));
+  Sequences seqs;
+  int a = seqs.add();
+  exec::ForwardBatch b = seqs.step({a}, {tokens(3, 1)});
+  std::vector<float> logits;
+  int64_t vocab = 0;
+  s = gpu->forward(b, logits, vocab);
+  ASSERT_FALSE(bool(s));
+  EXPECT_NE(s.message().find("allocateKVCache"), std::string::npos)
+      << s.message();
+  ASSERT_TRUE(gpu->allocateKVCache(8));
+  b.tokens[1] = 4096; // the vocabulary is 4096 tokens
+  s = gpu->forward(b, logits, vocab);
+  ASSERT_FALSE(bool(s));
+  EXPECT_NE(s.message().find("outside its table"), std::string::npos)
+      << s.message();
+  // A good batch after the bad one.
+  b.tokens[1] = 17;
+  s = gpu->forward(b, logits, vocab);
+  ASSERT_TRUE(bool(s)) << s.message();
+  EXPECT_EQ(vocab, 4096);
+  EXPECT_EQ(logits.size(), size_t(vocab));
+}
+
+} // namespace
+} // namespace folio::cuda::test
