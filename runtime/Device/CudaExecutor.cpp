@@ -4,6 +4,7 @@
 
 #include "codegen/CPU/KVCache.h"
 #include "codegen/CPU/Rotary.h"
+#include "codegen/CPU/ThreadPool.h"
 #include "codegen/CUDA/Templates/KernelArgs.cuh"
 #include "runtime/Device/DevicePlan.h"
 #include "runtime/Device/PlanLaunches.h"
@@ -86,7 +87,12 @@ class CudaExecutor final : public exec::Executor {
 public:
   CudaExecutor(std::unique_ptr<CudaDevice> device,
                const exec::ExecutorOptions &options)
-      : dev(std::move(device)), options(options) {}
+      : dev(std::move(device)), options(options) {
+    // The host's share (verifying speculative tokens on the logits) runs
+    // on a pool of the size asked for.
+    if (options.numThreads > 0)
+      ownPool = std::make_unique<cpu::ThreadPool>(options.numThreads);
+  }
 
   const char *deviceName() const override { return "cuda"; }
 
@@ -244,7 +250,7 @@ public:
       return Status::invalidArgument("verify needs a loaded plan");
     // The logits are on the host already (forward read them back).
     return exec::runVerifyEntry(*plan, v, accepted, tokens,
-                                cpu::ThreadPool::global());
+                                ownPool ? *ownPool : cpu::ThreadPool::global());
   }
 
   int64_t linearWeightBytes() const override { return weightBytes; }
@@ -731,6 +737,7 @@ private:
 
   std::unique_ptr<CudaDevice> dev;
   exec::ExecutorOptions options;
+  std::unique_ptr<cpu::ThreadPool> ownPool;
   std::shared_ptr<const plan::Plan> plan;
   std::unique_ptr<DevicePlan> onDevice;
   PlanLaunches launches;
@@ -766,6 +773,17 @@ std::unique_ptr<exec::Executor>
 createCudaExecutor(std::unique_ptr<CudaDevice> device,
                    const exec::ExecutorOptions &options) {
   return std::make_unique<CudaExecutor>(std::move(device), options);
+}
+
+Expected<std::unique_ptr<exec::Executor>>
+createExecutor(const DeviceChoice &choice,
+               const exec::ExecutorOptions &options) {
+  if (choice.device != DeviceKind::Cuda)
+    return exec::createCPUExecutor(options);
+  Expected<std::unique_ptr<CudaDevice>> dev = CudaDevice::open();
+  if (!dev)
+    return dev.status();
+  return createCudaExecutor(std::move(*dev), options);
 }
 
 } // namespace folio::device

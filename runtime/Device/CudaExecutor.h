@@ -14,6 +14,7 @@
 #define FOLIO_RUNTIME_DEVICE_CUDAEXECUTOR_H
 
 #include "runtime/Device/CudaDevice.h"
+#include "runtime/Device/DeviceSelection.h"
 #include "runtime/Executor/Executor.h"
 
 #include <memory>
@@ -26,6 +27,12 @@ namespace folio::device {
 std::unique_ptr<exec::Executor>
 createCudaExecutor(std::unique_ptr<CudaDevice> device,
                    const exec::ExecutorOptions &options = {});
+
+/// The executor `choice` names: the CPU executor, or the CUDA executor on
+/// device 0 (opened here; an error says why it cannot be).
+Expected<std::unique_ptr<exec::Executor>>
+createExecutor(const DeviceChoice &choice,
+               const exec::ExecutorOptions &options = {});
 
 } // namespace folio::device
 

@@ -2,6 +2,8 @@
 
 #include "tools/common/EngineFlags.h"
 
+#include "runtime/Device/CudaExecutor.h"
+
 #include "compiler/Target/Target.h"
 
 #include <algorithm>
@@ -82,9 +84,9 @@ Status parseDeviceFlag(const std::string &value, device::DeviceKind &out) {
 }
 
 std::string deviceFlagUsage() {
-  return "  --device D                  cpu (default), cuda (needs a GPU and "
-         "the CUDA executor, which is not built yet: an error) or auto (the "
-         "CPU, with a note saying why)\n";
+  return "  --device D                  cpu (default), cuda (the GPU; "
+         "without a CUDA driver or device, the CPU with a note saying why) or "
+         "auto (the GPU when it can run the plan, else the CPU with a note)\n";
 }
 
 std::string EngineFlags::usage(const std::string &kvDtype) const {
@@ -162,9 +164,13 @@ Expected<EngineSetup> buildEngine(std::shared_ptr<const plan::Plan> plan,
       int64_t(kv.numBlocks - 1) * int64_t(kv.blockSize));
   if (!speculative)
     return speculative.status();
+  Expected<std::unique_ptr<exec::Executor>> executor =
+      device::createExecutor(*device);
+  if (!executor)
+    return executor.status();
   auto engine =
-      core::ServingEngine::create(std::move(plan), exec::createCPUExecutor(),
-                                  config, kv, std::move(*speculative));
+      core::ServingEngine::create(std::move(plan), std::move(*executor), config,
+                                  kv, std::move(*speculative));
   if (!engine)
     return engine.status();
   setup.engine = std::move(*engine);

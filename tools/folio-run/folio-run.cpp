@@ -13,6 +13,7 @@
 #include "tools/folio-run/Options.h"
 
 #include "runtime/Core/Engine.h"
+#include "runtime/Device/CudaExecutor.h"
 #include "runtime/Device/KernelImages.h"
 #include "runtime/Plan/PlanIO.h"
 #include "tools/common/LoadModel.h"
@@ -112,8 +113,12 @@ int main(int argc, char **argv) {
         "takes f32, bf16 or f16; recompile with folioc --weight-dtype=" +
         o.weightDtype));
   eopts.numThreads = unsigned(o.threads);
+  Expected<std::unique_ptr<exec::Executor>> executor =
+      device::createExecutor(*dev, eopts);
+  if (!executor)
+    return fail(executor.status());
   Expected<std::unique_ptr<core::Engine>> engine =
-      core::Engine::create(plan, exec::createCPUExecutor(eopts), numBlocks);
+      core::Engine::create(plan, std::move(*executor), numBlocks);
   if (!engine)
     return fail(engine.status());
   Expected<core::GenerateResult> result = (*engine)->generate(o.prompts, gopts);

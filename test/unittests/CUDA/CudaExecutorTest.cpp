@@ -253,6 +253,45 @@ TEST(CudaExecutor, MatchesTheCpuWithEveryWeightDtype) {
   }
 }
 
+// Speculative verification reads the logits the forward brought back: the
+// plan's verify entry on the host, as on the CPU.
+TEST(CudaExecutor, VerifiesOnTheHostLogits) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "f32", "f32");
+  ASSERT_TRUE(p);
+  std::unique_ptr<exec::Executor> gpu = cudaExecutor();
+  ASSERT_TRUE(gpu);
+  ASSERT_TRUE(gpu->load(p));
+  ASSERT_TRUE(gpu->allocateKVCache(8));
+  Sequences seqs;
+  int a = seqs.add();
+  // The prompt, then three drafts: the logits of the last four tokens.
+  exec::ForwardBatch b = seqs.step({a}, {tokens(6, 1)});
+  b.logitsIndices = {2, 3, 4, 5};
+  std::vector<float> logits;
+  int64_t vocab = 0;
+  ASSERT_TRUE(gpu->forward(b, logits, vocab));
+  std::vector<int32_t> greedy(4);
+  for (size_t r = 0; r < 4; ++r)
+    greedy[r] =
+        int32_t(std::max_element(
+                    logits.begin() + std::ptrdiff_t(r * size_t(vocab)),
+                    logits.begin() + std::ptrdiff_t((r + 1) * size_t(vocab))) -
+                (logits.begin() + std::ptrdiff_t(r * size_t(vocab))));
+  // Drafts: the first two the target's own choices, the third not.
+  std::vector<int32_t> drafts = {greedy[0], greedy[1], (greedy[2] + 1) % 4096};
+  exec::VerifyBatch v;
+  v.numSeqs = 1;
+  v.numDraft = 3;
+  v.vocab = vocab;
+  v.targetLogits = logits.data();
+  v.draftTokens = drafts.data();
+  std::vector<int32_t> accepted, out;
+  Status s = gpu->verify(v, accepted, out);
+  ASSERT_TRUE(bool(s)) << s.message();
+  EXPECT_EQ(accepted, std::vector<int32_t>{2});
+  EXPECT_EQ(out, (std::vector<int32_t>{greedy[0], greedy[1], greedy[2], -1}));
+}
+
 TEST(CudaExecutor, RefusesWhatItCannotRun) {
   std::unique_ptr<exec::Executor> gpu = cudaExecutor();
   ASSERT_TRUE(gpu);

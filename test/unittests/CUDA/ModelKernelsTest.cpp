@@ -168,8 +168,9 @@ TEST(CudaModelKernels, EveryGemmOfStoredWeightsHasALinearKernel) {
                              : kind == "linear" ? 1
                                                 : 2)
           << kind << " at " << p->steps[i].name;
+      // A gated MLP without its GEMMs has no launches at all.
       if (kind == "gated_mlp") {
-        EXPECT_EQ(activations[step], 1);
+        EXPECT_EQ(activations[step], stored ? 1 : 0);
       }
     }
     EXPECT_GT(linears, 0);

@@ -223,59 +223,100 @@ TEST(DeviceSelection, CpuNeverLooksForADriver) {
   EXPECT_EQ(c->notice, "");
 }
 
-TEST(DeviceSelection, CudaWithoutADriverIsAnError) {
+TEST(DeviceSelection, WithoutADriverCudaAndAutoRunOnTheCpu) {
   ScopedEnv env;
   env.set("FOLIO_LIBCUDA_PATH", "/nonexistent/libcuda.so.1");
   plan::Plan p;
-  Expected<DeviceChoice> c = selectDevice(DeviceKind::Cuda, &p);
-  ASSERT_FALSE(c);
-  EXPECT_EQ(
-      c.status().message().rfind("--device cuda: no CUDA driver: cannot load "
-                                 "/nonexistent/libcuda.so.1 (",
-                                 0),
-      0u)
-      << c.status().message();
-  Expected<DeviceChoice> a = selectDevice(DeviceKind::Auto, &p);
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->device, DeviceKind::Cpu);
-  EXPECT_EQ(a->notice.rfind("--device auto: running on the CPU (no CUDA "
-                            "driver: cannot load /nonexistent/libcuda.so.1",
-                            0),
-            0u)
-      << a->notice;
-  EXPECT_EQ(a->notice.find('\n'), std::string::npos);
+  for (DeviceKind k : {DeviceKind::Cuda, DeviceKind::Auto}) {
+    Expected<DeviceChoice> c = selectDevice(k, &p);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->device, DeviceKind::Cpu);
+    EXPECT_EQ(c->notice.rfind(std::string("--device ") + deviceKindName(k) +
+                                  ": running on the CPU (no CUDA driver: "
+                                  "cannot load /nonexistent/libcuda.so.1",
+                              0),
+              0u)
+        << c->notice;
+    EXPECT_EQ(c->notice.find('\n'), std::string::npos);
+    // A tool without a GPU path does the same.
+    c = selectDevice(k, nullptr);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->device, DeviceKind::Cpu);
+  }
 }
 
-// With a driver and a device, `cuda` says precisely that the executor is
-// missing, after checking the plan's kernels for the device.
-TEST(DeviceSelection, CudaWithADeviceSaysTheExecutorIsNotBuilt) {
+// With a driver and a device, both run on it when the plan has kernels for
+// it and every part of the plan has a generated kernel; otherwise `cuda`
+// says what is missing and `auto` takes the CPU.
+TEST(DeviceSelection, WithADeviceThePlanDecides) {
   ScopedEnv env;
   env.set("FOLIO_LIBCUDA_PATH", FOLIO_FAKE_CUDA);
   env.set("FOLIO_FAKE_CUDA_INIT", "0");
   env.set("FOLIO_FAKE_CUDA_DEVICES", "1");
   env.set("FOLIO_FAKE_CUDA_CC", "90");
   plan::Plan p = planWith({{"a", "sm_90a"}, {"b", "sm_86"}});
-  Expected<DeviceChoice> c = selectDevice(DeviceKind::Cuda, &p);
-  ASSERT_FALSE(c);
-  EXPECT_EQ(c.status().message(),
-            "--device cuda: device 0 (Fake GPU, sm_90, driver 13000) has the "
-            "plan's 2 CUDA kernels (1 as cubins, 1 as PTX to JIT), but the "
-            "CUDA executor that launches them is not built yet; run with "
-            "--device cpu (or auto)");
+  for (DeviceKind k : {DeviceKind::Cuda, DeviceKind::Auto}) {
+    Expected<DeviceChoice> c = selectDevice(k, &p);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->device, DeviceKind::Cuda);
+    EXPECT_EQ(c->notice, std::string("--device ") + deviceKindName(k) +
+                             ": running on device 0 (Fake GPU, sm_90, "
+                             "driver 13000)");
+  }
   plan::Plan cpuPlan;
-  c = selectDevice(DeviceKind::Cuda, &cpuPlan);
+  Expected<DeviceChoice> c = selectDevice(DeviceKind::Cuda, &cpuPlan);
   ASSERT_FALSE(c);
   EXPECT_EQ(c.status().message(),
             "--device cuda: device 0 (Fake GPU, sm_90, driver 13000): the "
             "plan has no CUDA kernels (it was compiled for the CPU); compile "
             "it with folioc --target=sm_90a; run with --device cpu (or "
             "auto)");
-  Expected<DeviceChoice> a = selectDevice(DeviceKind::Auto, nullptr);
+  Expected<DeviceChoice> a = selectDevice(DeviceKind::Auto, &cpuPlan);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->device, DeviceKind::Cpu);
-  EXPECT_EQ(a->notice, "--device auto: running on the CPU (device 0 (Fake "
-                       "GPU, sm_90, driver 13000) is there, but the CUDA "
-                       "executor is not built yet)");
+  EXPECT_EQ(a->notice.rfind("--device auto: running on the CPU (device 0 "
+                            "(Fake GPU, sm_90, driver 13000): the plan has no "
+                            "CUDA kernels",
+                            0),
+            0u)
+      << a->notice;
+
+  // A kernel no CUDA generator covers (a transpose).
+  plan::Plan transposing = planWith({{"a", "sm_90a"}});
+  plan::ValueInfo in, out;
+  in.dims = {4, 8};
+  out.dims = {8, 4};
+  transposing.values = {in, out};
+  plan::Step step;
+  step.kind = "transpose";
+  step.name = "node 'T'";
+  step.operands = {0};
+  step.results = {1};
+  transposing.steps = {step};
+  plan::Kernel kernel;
+  kernel.kind = "transpose";
+  kernel.numSteps = 1;
+  kernel.inputs = {0};
+  kernel.outputs = {1};
+  transposing.kernels = {kernel};
+  c = selectDevice(DeviceKind::Cuda, &transposing);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().message(),
+            "--device cuda: the plan's transpose kernel has no CUDA kernel "
+            "for transpose at node 'T': a transpose step; run with --device "
+            "cpu (or auto)");
+  a = selectDevice(DeviceKind::Auto, &transposing);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->device, DeviceKind::Cpu);
+
+  // A tool that runs only on the CPU executor.
+  c = selectDevice(DeviceKind::Cuda, nullptr);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().message(),
+            "--device cuda: device 0 (Fake GPU, sm_90, driver 13000) is "
+            "there, but this tool runs its work on the CPU executor only (the "
+            "GPU's check is tools/gpu-check.sh); run with --device cpu (or "
+            "auto)");
 }
 
 } // namespace
