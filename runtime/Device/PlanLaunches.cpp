@@ -1,6 +1,8 @@
 //===- PlanLaunches.cpp - The CUDA launches of a plan's kernels -----------===//
 
 #include "runtime/Device/PlanLaunches.h"
+#include "runtime/Device/PlanRowPrograms.h"
+#include "runtime/Device/PlanViews.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,41 +16,6 @@ namespace {
 
 using plan::ElemType;
 using KVScale = plan::ValueInfo::KVScale;
-
-/// Threads of a row kernel: about 8 elements each, at least a warp.
-int rowThreads(int64_t dim) {
-  int64_t t = (dim + 7) / 8;
-  t = (t + 31) / 32 * 32;
-  return int(std::clamp<int64_t>(t, 32, 1024));
-}
-
-/// The product of the static dims (-1 dims skipped).
-int64_t staticProduct(const std::vector<int64_t> &dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    if (d >= 0)
-      n *= d;
-  return n;
-}
-
-int64_t product(const std::vector<int64_t> &dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n = d < 0 || n < 0 ? -1 : n * d;
-  return n;
-}
-
-/// The float value of a one-element f32 constant, if its bytes are in the
-/// blob.
-bool constantScalar(const plan::Plan &plan, int32_t value, float &out) {
-  for (const plan::Constant &c : plan.constants)
-    if (c.value == value && c.bytes == 4 && plan.blob.data() &&
-        c.offset + 4 <= plan.blob.size()) {
-      std::memcpy(&out, plan.blob.data() + c.offset, 4);
-      return true;
-    }
-  return false;
-}
 
 } // namespace
 
@@ -151,350 +118,6 @@ int32_t linearSpecFor(const plan::Plan &plan, int32_t step, int32_t operand,
   return -1;
 }
 
-const std::map<std::string, std::string> &unaryNames() {
-  // Plan unary kinds -> row functions (the same names today).
-  static const std::map<std::string, std::string> m = {
-      {"tanh", "tanh"}, {"erf", "erf"}, {"sqrt", "sqrt"},
-      {"exp", "exp"},   {"neg", "neg"}, {"sigmoid", "sigmoid"},
-      {"relu", "relu"}, {"abs", "abs"}, {"reciprocal", "reciprocal"}};
-  return m;
-}
-
-/// The walk over a plan's kernels: which values hold data (inputs,
-/// constants, what earlier launches wrote) and where a read of any other
-/// value lands through the views that define it.
-class Deriver {
-public:
-  explicit Deriver(const plan::Plan &plan) : plan(plan) {
-    producer.assign(plan.values.size(), -1);
-    for (size_t i = 0; i < plan.steps.size(); ++i)
-      for (int32_t r : plan.steps[i].results)
-        if (r >= 0 && producer[size_t(r)] < 0)
-          producer[size_t(r)] = int32_t(i);
-    written.assign(plan.values.size(), false);
-    for (const plan::Argument &a : plan.inputs)
-      written[size_t(a.value)] = true;
-    for (const plan::Constant &c : plan.constants)
-      written[size_t(c.value)] = true;
-  }
-
-  /// `value` as data: itself when it holds data, else what the reshape and
-  /// slice steps defining it view.
-  bool resolve(int32_t value, LaunchOperand &out, std::string &why) const {
-    if (!resolveView(value, out, why))
-      return false;
-    out.view = value;
-    return true;
-  }
-
-  bool resolveView(int32_t value, LaunchOperand &out, std::string &why) const {
-    if (value < 0 || size_t(value) >= plan.values.size()) {
-      why = "an absent operand";
-      return false;
-    }
-    if (written[size_t(value)]) {
-      out = LaunchOperand{};
-      out.value = value;
-      return true;
-    }
-    int32_t p = producer[size_t(value)];
-    if (p < 0) {
-      why = "a value nothing computes";
-      return false;
-    }
-    const plan::Step &s = plan.steps[size_t(p)];
-    if (s.kind != "reshape" && s.kind != "slice") {
-      why = "the result of a " + s.kind + " step no CUDA kernel computes";
-      return false;
-    }
-    if (s.operands.empty() || !resolveView(s.operands[0], out, why))
-      return false;
-    if (s.kind == "reshape")
-      return true; // the same elements in the same order
-    const plan::ValueInfo &in = plan.values[size_t(s.operands[0])];
-    int64_t rank = int64_t(in.dims.size());
-    int64_t axis = s.getInt("axis", -1), start = s.getInt("start", -1),
-            size = s.getInt("size", -1);
-    if (axis < 0)
-      axis += rank;
-    if (axis < 0 || axis >= rank || in.dims[size_t(axis)] < 0 || start < 0 ||
-        size < 0 || start + size > in.dims[size_t(axis)]) {
-      why = "a slice of a dynamic or missing axis";
-      return false;
-    }
-    std::vector<int64_t> after(in.dims.begin() + axis + 1, in.dims.end());
-    int64_t inner = product(after);
-    if (inner < 0) {
-      why = "a slice with a dynamic dim after its axis";
-      return false;
-    }
-    int64_t width = in.dims[size_t(axis)] * inner; // elements per outer row
-    if (out.stride != 0) {
-      // Already a strided view: a slice within each of its rows only.
-      if (width != out.rowElems) {
-        why = "a slice of a strided view across its rows";
-        return false;
-      }
-      out.offset += start * inner;
-      out.rowElems = size * inner;
-      return true;
-    }
-    out.offset += start * inner;
-    // One outer row (every dim before the axis is 1) stays contiguous.
-    std::vector<int64_t> before(in.dims.begin(), in.dims.begin() + axis);
-    if (product(before) != 1 && size != in.dims[size_t(axis)]) {
-      out.stride = width;
-      out.rowElems = size * inner;
-    }
-    return true;
-  }
-
-  /// A contiguous read of `value` (no row stride).
-  bool contiguous(int32_t value, LaunchOperand &out, std::string &why) const {
-    if (!resolve(value, out, why))
-      return false;
-    if (out.stride != 0) {
-      why = "a strided view where the kernel reads contiguous data";
-      return false;
-    }
-    return true;
-  }
-
-  void markWritten(int32_t value) {
-    if (value >= 0)
-      written[size_t(value)] = true;
-  }
-
-  const plan::Plan &plan;
-
-private:
-  std::vector<int32_t> producer;
-  std::vector<bool> written;
-};
-
-/// Copies a strided view of a value into contiguous scratch (a launch
-/// before the caller's), replacing the operand; false with `why` set.
-using CopyFn = std::function<bool(int32_t, LaunchOperand &, std::string &)>;
-
-/// Builds a row program step by step; values from outside the kernel
-/// become inputs (rows, vectors, scalars) or baked constants.
-class ProgramBuilder {
-public:
-  ProgramBuilder(const Deriver &d, cuda::RowKernelSpec &spec,
-                 std::vector<LaunchOperand> &inputs,
-                 const plan::ValueInfo &rowShape, const CopyFn &copy)
-      : d(d), plan(d.plan), spec(spec), inputs(inputs), rowShape(rowShape),
-        copy(copy) {}
-
-  int push(cuda::RowOp op) {
-    spec.ops.push_back(op);
-    return int(spec.ops.size()) - 1;
-  }
-
-  /// The op holding value `id`, adding an input for an outside value.
-  int value(int32_t id, std::string &why) {
-    if (id < 0) {
-      why = "an absent operand";
-      return -1;
-    }
-    if (auto it = ops.find(id); it != ops.end())
-      return it->second;
-    const plan::ValueInfo &v = plan.values[size_t(id)];
-    if (v.kind != plan::ValueInfo::Kind::Tensor || v.type != ElemType::F32) {
-      why = std::string("a ") + plan::elemTypeName(v.type) +
-            " operand (row kernels read f32)";
-      return -1;
-    }
-    int64_t n = product(v.dims);
-    cuda::RowOp op;
-    float scalar;
-    if (n == 1 && constantScalar(plan, id, scalar)) {
-      op.kind = cuda::RowOpKind::Constant;
-      op.value = scalar;
-      return ops[id] = push(op);
-    }
-    cuda::RowInputKind kind;
-    if (n == 1)
-      kind = cuda::RowInputKind::Scalar;
-    else if (n == spec.dim && !v.dims.empty() && v.dims.back() == spec.dim)
-      kind = cuda::RowInputKind::Vector;
-    else if (!v.dims.empty() && v.dims.back() == spec.dim &&
-             staticProduct(v.dims) == staticProduct(rowShape.dims) &&
-             v.symbol == rowShape.symbol)
-      kind = cuda::RowInputKind::Row; // as many rows as the kernel's
-    else {
-      why = "an operand broadcast other than by rows, as a vector or as a "
-            "scalar";
-      return -1;
-    }
-    return ops[id] = input(id, kind, why);
-  }
-
-  /// A new input reading value `id` (through the views defining it).
-  int input(int32_t id, cuda::RowInputKind kind, std::string &why) {
-    if (spec.inputs.size() >= size_t(cuda::kMaxRowInputs)) {
-      why = "more than " + std::to_string(cuda::kMaxRowInputs) + " inputs";
-      return -1;
-    }
-    LaunchOperand operand;
-    if (!d.resolve(id, operand, why))
-      return -1;
-    if (operand.stride != 0 &&
-        (kind != cuda::RowInputKind::Row || operand.rowElems != spec.dim)) {
-      // Rows of several of the kernel's (a slice of heads, each normed on
-      // its own) are copied out first.
-      if (kind != cuda::RowInputKind::Row || operand.rowElems % spec.dim != 0 ||
-          !copy || !copy(id, operand, why)) {
-        if (why.empty())
-          why = "a strided view whose rows are not the kernel's";
-        return -1;
-      }
-    }
-    spec.inputs.push_back(kind);
-    inputs.push_back(operand);
-    cuda::RowOp op;
-    op.kind = cuda::RowOpKind::Input;
-    op.index = int(spec.inputs.size()) - 1;
-    return push(op);
-  }
-
-  void define(int32_t id, int op) { ops[id] = op; }
-  bool has(int32_t id) const { return ops.count(id) > 0; }
-  int get(int32_t id) const { return ops.at(id); }
-
-private:
-  const Deriver &d;
-  const plan::Plan &plan;
-  cuda::RowKernelSpec &spec;
-  std::vector<LaunchOperand> &inputs;
-  const plan::ValueInfo &rowShape;
-  const CopyFn &copy;
-  std::map<int32_t, int> ops;
-};
-
-/// The row program of plan kernel `kernel` (norm and elementwise kernels:
-/// binary, unary, rms_norm, layer_norm, reshape and slice steps over f32
-/// rows) and where each input lives, or false with `why` set.
-bool buildRowProgram(const Deriver &d, const plan::Kernel &kernel,
-                     cuda::RowKernelSpec &spec,
-                     std::vector<LaunchOperand> &inputs, const CopyFn &copy,
-                     std::string &why) {
-  const plan::Plan &plan = d.plan;
-  spec = cuda::RowKernelSpec();
-  inputs.clear();
-  spec.label = kernel.kind;
-  if (kernel.outputs.empty()) {
-    why = "no outputs";
-    return false;
-  }
-  const plan::ValueInfo &first = plan.values[size_t(kernel.outputs[0])];
-  if (first.dims.empty() || first.dims.back() <= 0) {
-    why = "no static row size";
-    return false;
-  }
-  spec.dim = int(first.dims.back());
-  spec.threads = rowThreads(spec.dim);
-  ProgramBuilder b(d, spec, inputs, first, copy);
-  for (int32_t i = kernel.firstStep; i < kernel.firstStep + kernel.numSteps;
-       ++i) {
-    const plan::Step &s = plan.steps[size_t(i)];
-    if (s.results.size() != 1) {
-      why = "a " + s.kind + " step without exactly one result";
-      return false;
-    }
-    int32_t result = s.results[0];
-    const plan::ValueInfo &r = plan.values[size_t(result)];
-    if (r.dims.empty() || r.dims.back() != spec.dim) {
-      why = "a " + s.kind + " step whose rows are not of " +
-            std::to_string(spec.dim) + " elements";
-      return false;
-    }
-    cuda::RowOp op;
-    if (s.kind == "slice") {
-      // A slice of a wider row from outside the kernel (a fused
-      // projection's part, in an epilogue): a Row input at the slice's
-      // start, the wider row its stride.
-      int32_t src = s.operands.empty() ? -1 : s.operands[0];
-      if (src < 0 || b.has(src)) {
-        why = "a slice of a value the kernel computes";
-        return false;
-      }
-      int in = b.input(result, cuda::RowInputKind::Row, why);
-      if (in < 0)
-        return false;
-      b.define(result, in);
-      continue;
-    }
-    if (s.kind == "reshape") {
-      // Rows keep their size: the same elements, another view.
-      int a = b.value(s.operands.empty() ? -1 : s.operands[0], why);
-      if (a < 0)
-        return false;
-      b.define(result, a);
-      continue;
-    }
-    if (s.kind == "binary" || s.kind == "unary") {
-      std::string fn = s.getString("kind", "");
-      if (s.kind == "unary") {
-        auto it = unaryNames().find(fn);
-        if (it == unaryNames().end() || s.operands.size() != 1) {
-          why = "unary '" + fn + "'";
-          return false;
-        }
-        op.kind = cuda::RowOpKind::Unary;
-        op.fn = it->second;
-      } else {
-        const auto &fns = cuda::rowBinaryFunctions();
-        if (std::find(fns.begin(), fns.end(), fn) == fns.end() ||
-            s.operands.size() != 2) {
-          why = "binary '" + fn + "'";
-          return false;
-        }
-        op.kind = cuda::RowOpKind::Binary;
-        op.fn = fn;
-        if ((op.b = b.value(s.operands[1], why)) < 0)
-          return false;
-      }
-      if ((op.a = b.value(s.operands[0], why)) < 0)
-        return false;
-    } else if (s.kind == "rms_norm" || s.kind == "layer_norm") {
-      bool rms = s.kind == "rms_norm";
-      op.kind = rms ? cuda::RowOpKind::RmsNorm : cuda::RowOpKind::LayerNorm;
-      op.value = s.getFloat("epsilon", 1e-5);
-      op.weightOffset = rms ? s.getFloat("weight_offset", 0.0) : 0.0;
-      if (s.operands.size() < 2 || (op.a = b.value(s.operands[0], why)) < 0 ||
-          (op.b = b.value(s.operands[1], why)) < 0)
-        return false;
-      if (!rms && s.operands.size() > 2 && s.operands[2] >= 0 &&
-          (op.c = b.value(s.operands[2], why)) < 0)
-        return false;
-    } else {
-      why = "a " + s.kind + " step";
-      return false;
-    }
-    b.define(result, b.push(op));
-  }
-  for (int32_t out : kernel.outputs) {
-    if (!b.has(out)) {
-      why = "an output the kernel does not compute";
-      return false;
-    }
-    if (spec.numOutputs >= cuda::kMaxRowOutputs) {
-      why = "more than " + std::to_string(cuda::kMaxRowOutputs) + " outputs";
-      return false;
-    }
-    cuda::RowOp op;
-    op.kind = cuda::RowOpKind::Output;
-    op.a = b.get(out);
-    op.index = spec.numOutputs++;
-    b.push(op);
-  }
-  cpu::Status st = cuda::validate(spec);
-  if (!st.ok())
-    why = st.message();
-  return st.ok();
-}
-
 Status check(const cpu::Status &st, const std::string &where) {
   return st.ok() ? Status::ok()
                  : Status::invalidArgument(where + ": " + st.message());
@@ -503,7 +126,7 @@ Status check(const cpu::Status &st, const std::string &where) {
 /// Derives the launches of one plan kernel (see planLaunches).
 class KernelDeriver {
 public:
-  KernelDeriver(Deriver &d, const plan::Kernel &k, KernelLaunches &out)
+  KernelDeriver(PlanViews &d, const plan::Kernel &k, KernelLaunches &out)
       : d(d), plan(d.plan), k(k), out(out) {}
 
   Status run() {
@@ -661,7 +284,7 @@ private:
     PlanLaunch &l = add(cuda::kernelName(spec), spec, i, {i});
     LaunchOperand copy;
     copy.scratch = scratch(dynamic ? v.symbol : plan::DimSymbol::None,
-                           staticProduct(v.dims));
+                           staticElements(v.dims));
     l.inputs = {o};
     l.outputs = {copy};
     o = copy;
@@ -886,7 +509,7 @@ private:
       if (Status st = check(cuda::validate(spec), where); !st)
         return st;
     // Rows of the input per count of its symbol.
-    int64_t rowsPer = staticProduct(x.dims) / x.dims.back();
+    int64_t rowsPer = staticElements(x.dims) / x.dims.back();
     int32_t both = scratch(x.symbol, rowsPer * gu.n);
     int32_t gated = scratch(x.symbol, rowsPer * inter);
 
@@ -1036,7 +659,7 @@ private:
     return Status::ok();
   }
 
-  Deriver &d;
+  PlanViews &d;
   const plan::Plan &plan;
   const plan::Kernel &k;
   KernelLaunches &out;
@@ -1046,7 +669,7 @@ private:
 
 Status planLaunches(const plan::Plan &plan, PlanLaunches &out) {
   out = PlanLaunches();
-  Deriver d(plan);
+  PlanViews d(plan);
   std::set<std::string> missing;
   for (const plan::Kernel &k : plan.kernels) {
     KernelLaunches kl;
