@@ -6,13 +6,18 @@
 # after its result matched the CPU's). Progress goes to stderr.
 #
 #   bash tools/gpu-check.sh [--build-dir DIR] [--no-build] [--quick]
+#                           [--plan M.folio]...
 #
 # The default build, build-gpu, is runtime-only (FOLIO_RUNTIME_ONLY): it
 # needs CMake, ninja, a C++17 compiler and the CUDA toolkit, not MLIR,
 # protobuf or GoogleTest, which GPU machines often lack. Given a full build
 # (--build-dir build), the device unit tests (FolioCUDADeviceTests with
 # FOLIO_GPU_TESTS=1: edge cases such as empty batches) run first.
-# --no-build uses the build as it is; --quick takes smaller shapes.
+# --no-build uses the build as it is; --quick takes smaller shapes. Each
+# --plan (compiled by folioc --target=sm_XX, e.g. of
+# models/bench/make_llama_1b.py once with --kv-cache-dtype fp8_e4m3 and once
+# with bf16) also runs whole on the CUDA executor: prefill and decode
+# tokens/s in the JSON's "model".
 # Exit status: 0 when everything ran and passed, 77 when there is no GPU
 # (or no driver) to run on (it says why), anything else on a failure.
 set -euo pipefail
@@ -30,9 +35,15 @@ while [ $# -gt 0 ]; do
     ;;
   --no-build) do_build=0; shift ;;
   --quick) bench_flags+=(--quick); shift ;;
+  --plan)
+    [ $# -ge 2 ] || { echo "gpu-check: --plan needs a file" >&2; exit 2; }
+    [ -f "$2" ] || { echo "gpu-check: --plan $2: no such file" >&2; exit 2; }
+    bench_flags+=(--plan "$2")
+    shift 2
+    ;;
   *)
     echo "gpu-check: unknown argument '$1'" >&2
-    echo "usage: bash tools/gpu-check.sh [--build-dir DIR] [--no-build] [--quick]" >&2
+    echo "usage: bash tools/gpu-check.sh [--build-dir DIR] [--no-build] [--quick] [--plan M.folio]..." >&2
     exit 2
     ;;
   esac

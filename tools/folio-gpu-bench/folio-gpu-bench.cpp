@@ -1,7 +1,7 @@
 //===- folio-gpu-bench.cpp - Folio's generated kernels on a GPU, as JSON
 //---===//
 //
-// Usage: folio-gpu-bench [--probe] [--quick]
+// Usage: folio-gpu-bench [--probe] [--quick] [--plan M.folio]...
 //
 // Opens CUDA device 0, compiles the generated kernels for it with NVRTC and
 // prints one JSON object: the device, the device-to-device copy bandwidth,
@@ -11,13 +11,19 @@
 // (TFLOP/s), kv_write, the row kernels, rotary, the gathers, the token
 // ids' cast, the samplers, the linear kernel per weight dtype at its
 // projection shapes and cuBLASLt's bf16 GEMM, each after its result
-// matched the CPU's. --probe only opens the device. Without a GPU
-// it prints why and exits with 77 (tools/gpu-check.sh's "skipped").
+// matched the CPU's. Each --plan (compiled by folioc --target=sm_XX, e.g.
+// of models/bench/make_llama_1b.py with --kv-cache-dtype fp8_e4m3 and
+// bf16) runs on the CUDA executor: prefill and decode tokens/s (Model.h).
+// --probe only opens the device. Without a GPU it prints why and exits
+// with 77 (tools/gpu-check.sh's "skipped").
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/folio-bench/Json.h"
 #include "tools/folio-gpu-bench/GpuBench.h"
+#include "tools/folio-gpu-bench/Model.h"
+
+#include "runtime/Plan/PlanIO.h"
 
 #include "codegen/CUDA/NVRTC/Nvrtc.h"
 
@@ -46,14 +52,19 @@ struct CacheKind {
 
 int main(int argc, char **argv) {
   bool probe = false, quick = false;
+  std::vector<std::string> plans;
+  const char *usage =
+      "usage: folio-gpu-bench [--probe] [--quick] [--plan M.folio]...\n";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--probe")) {
       probe = true;
     } else if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
+    } else if (!std::strcmp(argv[i], "--plan") && i + 1 < argc) {
+      plans.push_back(argv[++i]);
     } else {
-      std::cerr << "folio-gpu-bench: unknown argument '" << argv[i]
-                << "'\nusage: folio-gpu-bench [--probe] [--quick]\n";
+      std::cerr << "folio-gpu-bench: unknown argument '" << argv[i] << "'\n"
+                << usage;
       return 2;
     }
   }
@@ -437,11 +448,57 @@ int main(int argc, char **argv) {
     j.endArray();
     j.endObject();
   }
-  // Whole-model decode and prefill need the CUDA executor.
-  j.key("model").beginObject();
-  j.key("skipped").value("the CUDA executor that runs a plan on the GPU is "
-                         "not built yet");
-  j.endObject();
+  // Whole-model decode and prefill: the plans given, on the CUDA executor.
+  if (plans.empty()) {
+    j.key("model").beginObject();
+    j.key("skipped").value(
+        "no --plan given (compile one with folioc --target=" + dev.arch() +
+        ", e.g. of models/bench/make_llama_1b.py, once per --kv-cache-dtype)");
+    j.endObject();
+  } else {
+    j.key("model").beginArray();
+    for (const std::string &path : plans) {
+      Expected<plan::Plan> loaded = plan::readPlan(path);
+      if (!loaded)
+        return fail(path, loaded.status());
+      ModelCase c;
+      c.prompt = quick ? 128 : 512;
+      c.context = quick ? 256 : 1024;
+      c.batches = quick ? std::vector<int>{1, 8} : std::vector<int>{1, 8, 32};
+      c.steps = quick ? 8 : 32;
+      Expected<std::unique_ptr<device::CudaDevice>> own =
+          device::CudaDevice::open(0);
+      if (!own)
+        return fail(path, own.status());
+      Expected<ModelResult> r = measureModel(
+          std::move(*own),
+          std::make_shared<const plan::Plan>(std::move(*loaded)), c);
+      if (!r)
+        return fail(path, r.status());
+      j.beginObject();
+      j.key("plan").value(path);
+      j.key("kv_cache").value(r->kvCache);
+      j.key("weight_bytes").value(r->weightBytes);
+      j.key("max_diff_vs_cpu").value(r->checkedDiff);
+      j.key("prefill").beginObject();
+      j.key("tokens").value(c.prompt);
+      j.key("ms").value(r->prefillMs);
+      j.key("tokens_per_s").value(r->prefillTokensPerS);
+      j.endObject();
+      j.key("decode").beginArray();
+      for (const ModelDecode &d : r->decode) {
+        j.beginObject();
+        j.key("batch").value(d.batch);
+        j.key("context").value(c.context);
+        j.key("ms_per_step").value(d.msPerStep);
+        j.key("tokens_per_s").value(d.tokensPerS);
+        j.endObject();
+      }
+      j.endArray();
+      j.endObject();
+    }
+    j.endArray();
+  }
   j.endObject();
   std::cout << j.str() << "\n";
   return 0;

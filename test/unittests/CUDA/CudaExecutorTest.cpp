@@ -17,6 +17,7 @@
 #include "test/unittests/CUDA/ModelKernels.h"
 
 #include "runtime/Device/CudaExecutor.h"
+#include "tools/folio-gpu-bench/Model.h"
 
 #include <gtest/gtest.h>
 
@@ -290,6 +291,42 @@ TEST(CudaExecutor, VerifiesOnTheHostLogits) {
   ASSERT_TRUE(bool(s)) << s.message();
   EXPECT_EQ(accepted, std::vector<int32_t>{2});
   EXPECT_EQ(out, (std::vector<int32_t>{greedy[0], greedy[1], greedy[2], -1}));
+}
+
+// The GPU check's whole-model measurement (tools/folio-gpu-bench/Model.h)
+// at tiny sizes: checked against the CPU first, then timed.
+TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(cudaExecutor()); // registers the kernels
+  Expected<std::unique_ptr<device::CudaDevice>> dev =
+      device::CudaDevice::open();
+  ASSERT_TRUE(bool(dev)) << dev.status().message();
+  gpubench::ModelCase c;
+  c.prompt = 9;
+  c.batches = {1, 2};
+  c.context = 18;
+  c.steps = 2;
+  c.checkTokens = 5;
+  Expected<gpubench::ModelResult> r =
+      gpubench::measureModel(std::move(*dev), p, c);
+  ASSERT_TRUE(bool(r)) << r.status().message();
+  EXPECT_EQ(r->kvCache, "fp8_e4m3");
+  EXPECT_GT(r->weightBytes, 0);
+  EXPECT_LE(r->checkedDiff, c.tolerance);
+  EXPECT_GT(r->prefillTokensPerS, 0);
+  ASSERT_EQ(r->decode.size(), 2u);
+  EXPECT_EQ(r->decode[1].batch, 2);
+  EXPECT_GT(r->decode[1].tokensPerS, 0);
+  // A wrong run is never timed.
+  c.tolerance = 0;
+  dev = device::CudaDevice::open();
+  ASSERT_TRUE(bool(dev));
+  r = gpubench::measureModel(std::move(*dev), p, c);
+  ASSERT_FALSE(bool(r));
+  EXPECT_NE(r.status().message().find("differ from the CPU executor's"),
+            std::string::npos)
+      << r.status().message();
 }
 
 TEST(CudaExecutor, RefusesWhatItCannotRun) {

@@ -1,0 +1,59 @@
+//===- Model.h - Whole-model decode and prefill on the CUDA executor -*- C++
+//-*-===//
+//
+// A plan folioc compiled for the GPU (its kernels embedded), run by the
+// CUDA executor: a prompt's prefill, then decode steps of batches of
+// sequences at a fixed context, each timed as an engine step takes it
+// (the step's arrays uploaded, every launch, the logits read back). The
+// first prompt's logits are checked against the CPU executor's on the same
+// plan before anything is timed, so a figure never comes from a wrong run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FOLIO_TOOLS_FOLIO_GPU_BENCH_MODEL_H
+#define FOLIO_TOOLS_FOLIO_GPU_BENCH_MODEL_H
+
+#include "runtime/Device/CudaDevice.h"
+#include "runtime/Plan/Plan.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace folio::gpubench {
+
+struct ModelCase {
+  int prompt = 512;               ///< prefill tokens, one sequence
+  std::vector<int> batches = {1}; ///< decode batch sizes
+  int context = 512;              ///< keys per decoding sequence
+  int steps = 16;                 ///< timed decode steps per batch size
+  int checkTokens = 16;           ///< the prompt checked against the CPU
+  /// Largest |gpu - cpu| / (1 + |cpu|) of the checked logits allowed: the
+  /// CPU kernels round activations for quantized weights (see
+  /// docs/cuda-codegen.md, CUDA executor).
+  double tolerance = 0.25;
+};
+
+struct ModelDecode {
+  int batch = 0;
+  double msPerStep = 0; ///< median
+  double tokensPerS = 0;
+};
+
+struct ModelResult {
+  std::string kvCache; ///< the first layer's cache dtype
+  int64_t weightBytes = 0;
+  double checkedDiff = 0; ///< the check's largest relative difference
+  double prefillMs = 0;
+  double prefillTokensPerS = 0;
+  std::vector<ModelDecode> decode;
+};
+
+/// Runs `plan` on a CUDA executor on `device` (see the file comment).
+Expected<ModelResult> measureModel(std::unique_ptr<device::CudaDevice> device,
+                                   std::shared_ptr<const plan::Plan> plan,
+                                   const ModelCase &c);
+
+} // namespace folio::gpubench
+
+#endif // FOLIO_TOOLS_FOLIO_GPU_BENCH_MODEL_H
