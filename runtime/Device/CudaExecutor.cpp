@@ -6,6 +6,7 @@
 #include "codegen/CPU/Rotary.h"
 #include "codegen/CPU/ThreadPool.h"
 #include "codegen/CUDA/Templates/KernelArgs.cuh"
+#include "runtime/Device/CublasLt.h"
 #include "runtime/Device/DevicePlan.h"
 #include "runtime/Device/PlanLaunches.h"
 #include "runtime/Executor/RotaryStep.h"
@@ -143,6 +144,14 @@ public:
       }
     if (Status s = placeValues(*p); !s)
       return s;
+    cublas.reset();
+    bool wantCublas = false;
+    for (const KernelLaunches &k : launches.kernels)
+      for (const PlanLaunch &l : k.launches)
+        wantCublas |= l.role == LaunchRole::CublasInput;
+    if (wantCublas)
+      if (Expected<std::unique_ptr<CublasLt>> lt = CublasLt::open(*dev))
+        cublas = std::move(*lt);
     if (Status s = prepareRotary(*p); !s)
       return s;
     layout = {};
@@ -234,13 +243,16 @@ public:
       return s;
     if (Status s = dev->fill(errorFlag.buffer, 0); !s)
       return s;
-    for (size_t k = 0; k < launches.kernels.size(); ++k)
-      for (const PlanLaunch &l : launches.kernels[k].launches)
-        if (Status s = run(l, launches.kernels[k].scratch); !s)
-          return Status::error(s.code(), "the " + plan->kernels[k].kind +
-                                             " kernel (kernel " +
-                                             std::to_string(k) + "), " +
-                                             l.name + ": " + s.message());
+    cublasNext = false;
+    for (size_t k = 0; k < launches.kernels.size(); ++k) {
+      const KernelLaunches &group = launches.kernels[k];
+      for (size_t i = 0; i < group.launches.size(); ++i)
+        if (Status s = run(group, i); !s)
+          return Status::error(
+              s.code(), "the " + plan->kernels[k].kind + " kernel (kernel " +
+                            std::to_string(k) + "), " + group.launches[i].name +
+                            ": " + s.message());
+    }
     return readLogits(logits, vocab);
   }
 
@@ -525,7 +537,10 @@ private:
     return dev->launch(*kernelOf.at(l.name), toLaunch(g), args);
   }
 
-  Status run(const PlanLaunch &l, const std::vector<LaunchScratch> &sc) {
+  /// Launch `i` of a kernel's launches.
+  Status run(const KernelLaunches &group, size_t i) {
+    const PlanLaunch &l = group.launches[i];
+    const std::vector<LaunchScratch> &sc = group.scratch;
     return std::visit(
         [&](const auto &spec) -> Status {
           using S = std::decay_t<decltype(spec)>;
@@ -544,6 +559,15 @@ private:
             return launch(l, cuda::rowKernelLaunch(spec, rows), &a);
           } else if constexpr (std::is_same_v<S, cuda::LinearSpec>) {
             const plan::StoredWeight &w = plan->weights[size_t(l.weight)];
+            if (cublasNext) {
+              cublasNext = false;
+              const PlanLaunch &cast = group.launches.at(i - 1);
+              return cublas->linearBf16(cu::DevicePtr(address(cast.outputs[0])),
+                                        onDevice->blobAddress(w.dataOffset),
+                                        cu::DevicePtr(address(l.inputs[1])),
+                                        cu::DevicePtr(address(l.outputs[0])),
+                                        rowsOf(l.inputs[0], w.k, sc), w.n, w.k);
+            }
             folio_cuda::LinearArgs a{};
             a.x = at<const float>(address(l.inputs[0]));
             a.m = rowsOf(l.inputs[0], w.k, sc);
@@ -600,7 +624,18 @@ private:
             folio_cuda::CastArgs a{};
             a.in = at<const void>(address(l.inputs[0]));
             a.out = at<void>(address(l.outputs[0]));
-            a.n = elems(l.inputs[0]);
+            a.n = rowsOf(l.inputs[0], 1, sc);
+            if (l.role == LaunchRole::CublasInput) {
+              // The next launch is the linear this cast feeds: through
+              // cuBLASLt when it would take the linear kernel more than one
+              // pass over the weights.
+              const auto &next =
+                  std::get<cuda::LinearSpec>(group.launches.at(i + 1).spec);
+              int64_t m = rowsOf(l.inputs[0], next.k, sc);
+              cublasNext = cublas && m > next.rowsPerPass;
+              if (!cublasNext)
+                return Status::ok();
+            }
             return launch(l, cuda::castLaunch(spec, a.n), &a);
           } else if constexpr (std::is_same_v<S, cuda::KVWriteSpec>) {
             const DeviceCache &c = caches.at(l.inputs[3].value);
@@ -738,6 +773,11 @@ private:
   std::unique_ptr<CudaDevice> dev;
   exec::ExecutorOptions options;
   std::unique_ptr<cpu::ThreadPool> ownPool;
+  /// cuBLASLt for the GEMMs of bf16 weights over many rows; null where the
+  /// library is missing (the linear kernel then serves every batch).
+  std::unique_ptr<CublasLt> cublas;
+  /// Set by a CublasInput cast that ran: the next linear is cuBLASLt's.
+  bool cublasNext = false;
   std::shared_ptr<const plan::Plan> plan;
   std::unique_ptr<DevicePlan> onDevice;
   PlanLaunches launches;

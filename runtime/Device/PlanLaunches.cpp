@@ -443,10 +443,9 @@ private:
       }
       if (Status st = check(cuda::validate(spec), where); !st)
         return st;
-      PlanLaunch &l = add(cuda::kernelName(spec), spec, i, {i});
-      l.inputs = {x, bias};
-      l.outputs = {result(i)};
-      l.weight = w;
+      const plan::ValueInfo &xv = plan.values[size_t(s.operands[0])];
+      linear(i, spec, w, x, bias, result(i), xv.symbol,
+             staticElements(xv.dims));
       return Status::ok();
     }
     if (s.kind == "gated_mlp")
@@ -513,12 +512,10 @@ private:
     int32_t both = scratch(x.symbol, rowsPer * gu.n);
     int32_t gated = scratch(x.symbol, rowsPer * inter);
 
-    PlanLaunch &a = add(cuda::kernelName(gateUp), gateUp, i, {i});
     LaunchOperand bothOut;
     bothOut.scratch = both;
-    a.inputs = {in, LaunchOperand{}};
-    a.outputs = {bothOut};
-    a.weight = wGateUp;
+    linear(i, gateUp, wGateUp, in, LaunchOperand{}, bothOut, x.symbol,
+           staticElements(x.dims));
 
     cuda::RowKernelSpec spec;
     spec.label = "gated_" + std::string(fn);
@@ -552,11 +549,32 @@ private:
     r.inputs = {g, u};
     r.outputs = {o};
 
-    PlanLaunch &b = add(cuda::kernelName(downProj), downProj, i, {i});
-    b.inputs = {o, LaunchOperand{}};
-    b.outputs = {result(i)};
-    b.weight = wDown;
+    linear(i, downProj, wDown, o, LaunchOperand{}, result(i), x.symbol,
+           rowsPer * inter);
     return Status::ok();
+  }
+
+  /// A linear launch over stored weight `weight`; for bf16 weights, first
+  /// the cast of its input to bf16 into scratch (x has `xElemsPerCount`
+  /// elements per count of `symbol`), for the executor to take cuBLASLt's
+  /// GEMM instead where a batch has more rows than one pass.
+  void linear(int32_t i, const cuda::LinearSpec &spec, int32_t weight,
+              const LaunchOperand &x, const LaunchOperand &bias,
+              const LaunchOperand &y, plan::DimSymbol symbol,
+              int64_t xElemsPerCount) {
+    if (spec.weightType == cpu::DType::BF16) {
+      cuda::CastSpec cast{cuda::CastType::F32, cuda::CastType::BF16};
+      LaunchOperand x16;
+      x16.scratch = scratch(symbol, xElemsPerCount);
+      PlanLaunch &c = add(cuda::kernelName(cast), cast, i, {i});
+      c.role = LaunchRole::CublasInput;
+      c.inputs = {x};
+      c.outputs = {x16};
+    }
+    PlanLaunch &l = add(cuda::kernelName(spec), spec, i, {i});
+    l.inputs = {x, bias};
+    l.outputs = {y};
+    l.weight = weight;
   }
 
   /// kv_write, or paged_attention's decode (main and combine) and prefill

@@ -50,7 +50,18 @@ struct LaunchOperand {
 /// decode kernel (and its split-K combine) when every sequence brings one
 /// query token, the prefill kernel otherwise (or the decode kernel for
 /// every batch where no prefill tile fits).
-enum class LaunchRole { Kernel, DecodeMain, DecodeCombine, Prefill };
+///
+/// A CublasInput launch (a cast of a linear's input to bf16) precedes the
+/// linear launch over bf16 weights it serves: the executor runs the two as
+/// cuBLASLt's tensor-core GEMM when the batch has more rows than the linear
+/// kernel takes in one pass, and skips the cast otherwise.
+enum class LaunchRole {
+  Kernel,
+  DecodeMain,
+  DecodeCombine,
+  Prefill,
+  CublasInput
+};
 
 /// One generated kernel launch. Operands by spec:
 ///   KVWriteSpec:   inputs {k, v, slot_mapping, cache, k_scale, v_scale}
@@ -61,7 +72,8 @@ enum class LaunchRole { Kernel, DecodeMain, DecodeCombine, Prefill };
 ///   RotarySpec:    inputs {x, positions, cos_sin_cache}, outputs {y}
 ///   GatherSpec:    inputs {table, ids or indices}, outputs {out}
 ///   LinearSpec:    inputs {x, bias}, outputs {y}, `weight` stored
-///   CastSpec:      inputs {in}, outputs {out}
+///   CastSpec:      inputs {in}, outputs {out} (CublasInput: out is the
+///                  linear's input in bf16)
 /// Absent optional operands are not present().
 struct PlanLaunch {
   std::string name; ///< the entry point, kernelName(spec)

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <dlfcn.h>
 #include <numeric>
 #include <thread>
 
@@ -252,6 +253,42 @@ TEST(CudaExecutor, MatchesTheCpuWithEveryWeightDtype) {
     expectSameForwards(bundledPlan("sm_90a", dtype), kQuantizedWeights,
                        Batches::Short);
   }
+}
+
+/// GEMMs the fake cuBLASLt has run in this process.
+long cublasMatmuls() {
+  void *lib = ::dlopen(FOLIO_FAKE_CUBLASLT, RTLD_NOW | RTLD_NOLOAD);
+  auto count = lib ? reinterpret_cast<long (*)()>(
+                         ::dlsym(lib, "folioFakeCublasLtMatmuls"))
+                   : nullptr;
+  EXPECT_TRUE(count) << "the fake cuBLASLt is not loaded";
+  return count ? count() : -1;
+}
+
+// With bf16 weights, a batch of more rows than the linear kernel takes in
+// one pass goes through cuBLASLt (its input cast to bf16 first); decode
+// steps stay on the linear kernel.
+TEST(CudaExecutor, PrefillGemmsOfBf16WeightsGoThroughCublasLt) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16", "f32");
+  ASSERT_TRUE(p);
+  std::unique_ptr<exec::Executor> gpu = cudaExecutor();
+  ASSERT_TRUE(gpu);
+  ASSERT_TRUE(gpu->load(p));
+  ASSERT_TRUE(gpu->allocateKVCache(8));
+  Sequences seqs;
+  int a = seqs.add(), b = seqs.add();
+  std::vector<float> logits;
+  int64_t vocab = 0;
+  long before = cublasMatmuls();
+  ASSERT_TRUE(gpu->forward(seqs.step({a, b}, {tokens(3, 1), tokens(17, 2)}),
+                           logits, vocab));
+  // Six layers of qkv, o, gate-up and down over 20 rows; the lm_head
+  // reads the 2 logits rows, one pass of the linear kernel.
+  EXPECT_EQ(cublasMatmuls() - before, 24);
+  before = cublasMatmuls();
+  ASSERT_TRUE(gpu->forward(seqs.step({a, b}, {tokens(1, 4), tokens(1, 5)}),
+                           logits, vocab));
+  EXPECT_EQ(cublasMatmuls() - before, 0);
 }
 
 // Speculative verification reads the logits the forward brought back: the
