@@ -391,14 +391,10 @@ private:
   }
 
   Status bindInputs(const ForwardBatch &b) {
-    int64_t t = counts.tokens, s = counts.seqs;
-    if (int64_t(b.positions.size()) != t ||
-        int64_t(b.slotMapping.size()) != t ||
-        int64_t(b.queryStartLoc.size()) != s + 1 ||
-        int64_t(b.blockTables.size()) != s * b.maxBlocks)
-      return Status::invalidArgument(
-          "the batch arrays disagree in length (tokens " + std::to_string(t) +
-          ", sequences " + std::to_string(s) + ")");
+    if (Status st = exec::checkForwardBatch(b); !st)
+      return st;
+    if (Status st = checkIndices(b); !st)
+      return st;
     for (const plan::Argument &a : inputArgs) {
       const void *data = nullptr;
       size_t bytes = 0;
@@ -436,6 +432,62 @@ private:
       if (bytes > 0)
         if (Status st = dev->copyToDevice(g.buffer, 0, data, bytes); !st)
           return st;
+    }
+    return Status::ok();
+  }
+
+  /// The kernels index the caches with the batch's slots and block tables
+  /// as given: anything out of range is refused here, on the host, as the
+  /// CPU kernels refuse it (a write outside the pools would corrupt device
+  /// memory, not fail).
+  Status checkIndices(const ForwardBatch &b) const {
+    const cpu::KVCacheView &f = caches.begin()->second.format;
+    int64_t numSlots = f.numBlocks * f.blockSize;
+    std::vector<int64_t> used;
+    for (size_t t = 0; t < b.slotMapping.size(); ++t) {
+      int64_t slot = b.slotMapping[t];
+      if (slot == -1)
+        continue;
+      if (slot < 0 || slot >= numSlots)
+        return Status::invalidArgument(
+            "slot " + std::to_string(slot) + " of token " + std::to_string(t) +
+            " is outside the KV cache's [0, " + std::to_string(numSlots) +
+            ") (use -1 to skip a token)");
+      used.push_back(slot);
+    }
+    std::sort(used.begin(), used.end());
+    if (std::adjacent_find(used.begin(), used.end()) != used.end())
+      return Status::invalidArgument("two tokens map to the same KV slot");
+    if (!b.queryStartLoc.empty() &&
+        (b.queryStartLoc.front() != 0 ||
+         b.queryStartLoc.back() != int32_t(b.tokens.size())))
+      return Status::invalidArgument(
+          "query_start_loc must run from 0 to the batch's " +
+          std::to_string(b.tokens.size()) + " tokens");
+    for (size_t q = 0; q < b.seqLens.size(); ++q) {
+      int64_t queries = int64_t(b.queryStartLoc[q + 1]) - b.queryStartLoc[q];
+      int64_t len = b.seqLens[q];
+      if (queries < 0 || len < queries)
+        return Status::invalidArgument(
+            "sequence " + std::to_string(q) + ": " +
+            (queries < 0
+                 ? std::string("query_start_loc decreases")
+                 : "seq_len " + std::to_string(len) + " is shorter than its " +
+                       std::to_string(queries) + " query tokens"));
+      int64_t blocks = (len + f.blockSize - 1) / f.blockSize;
+      if (blocks > b.maxBlocks)
+        return Status::invalidArgument(
+            "sequence " + std::to_string(q) + ": seq_len " +
+            std::to_string(len) + " needs " + std::to_string(blocks) +
+            " blocks but its block table holds " + std::to_string(b.maxBlocks));
+      for (int64_t i = 0; i < blocks; ++i) {
+        int32_t block = b.blockTables[size_t(int64_t(q) * b.maxBlocks + i)];
+        if (block < 0 || block >= f.numBlocks)
+          return Status::invalidArgument(
+              "sequence " + std::to_string(q) + ": block table entry " +
+              std::to_string(i) + " = " + std::to_string(block) +
+              " is outside [0, " + std::to_string(f.numBlocks) + ")");
+      }
     }
     return Status::ok();
   }

@@ -548,13 +548,8 @@ private:
   Status bindInputs(const ForwardBatch &b, std::vector<Tensor> &values) {
     int64_t t = int64_t(b.tokens.size());
     int64_t s = int64_t(b.seqLens.size());
-    if (int64_t(b.positions.size()) != t ||
-        int64_t(b.slotMapping.size()) != t ||
-        int64_t(b.queryStartLoc.size()) != s + 1 ||
-        int64_t(b.blockTables.size()) != s * b.maxBlocks)
-      return Status::invalidArgument(
-          "the batch arrays disagree in length (tokens " + std::to_string(t) +
-          ", sequences " + std::to_string(s) + ")");
+    if (Status st = checkForwardBatch(b); !st)
+      return st;
     auto i32 = [](const std::vector<int32_t> &v, Shape shape) {
       Tensor x = Tensor::allocate(ElemType::I32, std::move(shape));
       if (!v.empty()) // an empty vector's data() may be null
@@ -689,6 +684,18 @@ private:
 
 std::unique_ptr<Executor> createCPUExecutor(const ExecutorOptions &options) {
   return std::make_unique<CPUExecutor>(options);
+}
+
+Status checkForwardBatch(const ForwardBatch &b) {
+  int64_t t = int64_t(b.tokens.size());
+  int64_t s = int64_t(b.seqLens.size());
+  if (int64_t(b.positions.size()) != t || int64_t(b.slotMapping.size()) != t ||
+      int64_t(b.queryStartLoc.size()) != s + 1 ||
+      int64_t(b.blockTables.size()) != s * b.maxBlocks)
+    return Status::invalidArgument(
+        "the batch arrays disagree in length (tokens " + std::to_string(t) +
+        ", sequences " + std::to_string(s) + ")");
+  return Status::ok();
 }
 
 Expected<WeightType> parseWeightType(const std::string &name) {

@@ -35,6 +35,11 @@ struct ForwardBatch {
   std::vector<int32_t> logitsIndices; ///< [R]
 };
 
+/// Whether the arrays of `batch` agree in length (tokens, positions and
+/// slots; sequences, their starts and block-table rows): an error naming
+/// the counts when not. Every executor checks this before reading them.
+Status checkForwardBatch(const ForwardBatch &batch);
+
 /// One verification of speculative tokens (the plan's `verify` entry, see
 /// codegen/CPU/SpecVerify.h for the meaning of each array). Views only.
 struct VerifyBatch {

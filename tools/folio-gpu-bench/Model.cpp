@@ -14,55 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Sequences in a paged cache, blocks handed out in order; batches that
-/// bring tokens to some of them, the last token of each giving logits.
-class Batches {
-public:
-  explicit Batches(int64_t blockSize) : blockSize(blockSize) {}
-
-  int add() {
-    blocks.emplace_back();
-    lengths.push_back(0);
-    return int(lengths.size()) - 1;
-  }
-  int64_t blocksUsed() const { return next; }
-
-  exec::ForwardBatch step(const std::vector<int> &seqs, int tokensEach) {
-    exec::ForwardBatch b;
-    b.queryStartLoc.push_back(0);
-    for (int s : seqs) {
-      for (int t = 0; t < tokensEach; ++t) {
-        int32_t pos = lengths[size_t(s)]++;
-        if (pos % blockSize == 0)
-          blocks[size_t(s)].push_back(int32_t(next++));
-        // Token ids spread over the low ids every vocabulary has.
-        b.tokens.push_back(int32_t(3 + (pos * 131 + s * 977) % 1000));
-        b.positions.push_back(pos);
-        b.slotMapping.push_back(
-            int64_t(blocks[size_t(s)][size_t(pos / blockSize)]) * blockSize +
-            pos % blockSize);
-      }
-      b.queryStartLoc.push_back(int32_t(b.tokens.size()));
-      b.logitsIndices.push_back(int32_t(b.tokens.size()) - 1);
-      b.seqLens.push_back(lengths[size_t(s)]);
-      b.maxBlocks =
-          std::max<int64_t>(b.maxBlocks, int64_t(blocks[size_t(s)].size()));
-    }
-    for (int s : seqs) {
-      std::vector<int32_t> row = blocks[size_t(s)];
-      row.resize(size_t(b.maxBlocks), 0);
-      b.blockTables.insert(b.blockTables.end(), row.begin(), row.end());
-    }
-    return b;
-  }
-
-private:
-  int64_t blockSize;
-  int64_t next = 1; // block 0 is the null block
-  std::vector<std::vector<int32_t>> blocks;
-  std::vector<int32_t> lengths;
-};
-
 Expected<double> timeForward(exec::Executor &e, const exec::ForwardBatch &b) {
   std::vector<float> logits;
   int64_t vocab = 0;
@@ -74,6 +25,55 @@ Expected<double> timeForward(exec::Executor &e, const exec::ForwardBatch &b) {
 }
 
 } // namespace
+
+int SequenceBatches::add() {
+  blocks.emplace_back();
+  lengths.push_back(0);
+  return int(lengths.size()) - 1;
+}
+
+exec::ForwardBatch
+SequenceBatches::step(const std::vector<int> &seqs,
+                      const std::vector<std::vector<int32_t>> &newTokens) {
+  exec::ForwardBatch b;
+  b.queryStartLoc.push_back(0);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    size_t s = size_t(seqs[i]);
+    for (int32_t t : newTokens[i]) {
+      int32_t pos = lengths[s]++;
+      if (pos % blockSize == 0)
+        blocks[s].push_back(next++);
+      b.tokens.push_back(t);
+      b.positions.push_back(pos);
+      b.slotMapping.push_back(int64_t(blocks[s][size_t(pos / blockSize)]) *
+                                  blockSize +
+                              pos % blockSize);
+    }
+    b.queryStartLoc.push_back(int32_t(b.tokens.size()));
+    b.logitsIndices.push_back(int32_t(b.tokens.size()) - 1);
+    b.seqLens.push_back(lengths[s]);
+    b.maxBlocks = std::max<int64_t>(b.maxBlocks, int64_t(blocks[s].size()));
+  }
+  for (int s : seqs) {
+    std::vector<int32_t> row = blocks[size_t(s)];
+    row.resize(size_t(b.maxBlocks), 0);
+    b.blockTables.insert(b.blockTables.end(), row.begin(), row.end());
+  }
+  return b;
+}
+
+exec::ForwardBatch SequenceBatches::step(const std::vector<int> &seqs,
+                                         int count) {
+  std::vector<std::vector<int32_t>> tokens;
+  for (int s : seqs) {
+    std::vector<int32_t> t;
+    for (int i = 0; i < count; ++i)
+      t.push_back(
+          int32_t(3 + ((lengths[size_t(s)] + i) * 131 + s * 977) % 1000));
+    tokens.push_back(std::move(t));
+  }
+  return step(seqs, tokens);
+}
 
 Expected<ModelResult> measureModel(std::unique_ptr<device::CudaDevice> device,
                                    std::shared_ptr<const plan::Plan> plan,
@@ -112,7 +112,7 @@ Expected<ModelResult> measureModel(std::unique_ptr<device::CudaDevice> device,
       return s;
     if (Status s = cpu->allocateKVCache(1 + blocksFor(c.checkTokens)); !s)
       return s;
-    Batches seqs(blockSize);
+    SequenceBatches seqs(blockSize);
     exec::ForwardBatch b = seqs.step({seqs.add()}, c.checkTokens);
     std::vector<float> want, got;
     int64_t vocab = 0;
@@ -132,7 +132,7 @@ Expected<ModelResult> measureModel(std::unique_ptr<device::CudaDevice> device,
   }
 
   // Prefill: one prompt (the check ran first, so this is a warm run).
-  Batches seqs(blockSize);
+  SequenceBatches seqs(blockSize);
   Expected<double> prefill =
       timeForward(*gpu, seqs.step({seqs.add()}, c.prompt));
   if (!prefill)
@@ -143,7 +143,7 @@ Expected<ModelResult> measureModel(std::unique_ptr<device::CudaDevice> device,
   // Decode: each batch size on fresh sequences at the same context (the
   // cache is reused from the first block on).
   for (int batch : c.batches) {
-    Batches decode(blockSize);
+    SequenceBatches decode(blockSize);
     std::vector<int> ids;
     for (int i = 0; i < batch; ++i)
       ids.push_back(decode.add());

@@ -14,6 +14,7 @@
 #define FOLIO_TOOLS_FOLIO_GPU_BENCH_MODEL_H
 
 #include "runtime/Device/CudaDevice.h"
+#include "runtime/Executor/Executor.h"
 #include "runtime/Plan/Plan.h"
 
 #include <memory>
@@ -21,6 +22,29 @@
 #include <vector>
 
 namespace folio::gpubench {
+
+/// Sequences in a paged cache, blocks handed out in order from block 1
+/// (block 0 is the null block), and the batches that bring new tokens to
+/// some of them, the last token of each giving logits.
+class SequenceBatches {
+public:
+  explicit SequenceBatches(int64_t blockSize = 16) : blockSize(blockSize) {}
+
+  /// A new, empty sequence's id.
+  int add();
+
+  /// `newTokens[i]` go to sequence `seqs[i]`.
+  exec::ForwardBatch step(const std::vector<int> &seqs,
+                          const std::vector<std::vector<int32_t>> &newTokens);
+  /// `count` tokens to each of `seqs`, spread over ids below 1003.
+  exec::ForwardBatch step(const std::vector<int> &seqs, int count);
+
+private:
+  int64_t blockSize;
+  int32_t next = 1;
+  std::vector<std::vector<int32_t>> blocks;
+  std::vector<int32_t> lengths;
+};
 
 struct ModelCase {
   int prompt = 512;               ///< prefill tokens, one sequence

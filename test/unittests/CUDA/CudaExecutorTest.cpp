@@ -78,53 +78,7 @@ std::unique_ptr<exec::Executor> cudaExecutor() {
   return device::createCudaExecutor(std::move(*dev));
 }
 
-/// Sequences of a paged cache with 16-token blocks, handed out in order.
-struct Sequences {
-  int64_t blockSize = 16;
-  int32_t nextBlock = 1; // block 0 is the null block
-  std::vector<std::vector<int32_t>> blocks;
-  std::vector<int32_t> lengths;
-
-  int add() {
-    blocks.emplace_back();
-    lengths.push_back(0);
-    return int(lengths.size()) - 1;
-  }
-
-  /// A batch bringing `newTokens[i]` tokens to sequence `seqs[i]`, the
-  /// last token of each producing logits.
-  exec::ForwardBatch step(const std::vector<int> &seqs,
-                          const std::vector<std::vector<int32_t>> &newTokens) {
-    exec::ForwardBatch b;
-    b.queryStartLoc.push_back(0);
-    int64_t maxBlocks = 0;
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      int s = seqs[i];
-      for (int32_t t : newTokens[i]) {
-        int32_t pos = lengths[size_t(s)]++;
-        if (pos % blockSize == 0)
-          blocks[size_t(s)].push_back(nextBlock++);
-        b.tokens.push_back(t);
-        b.positions.push_back(pos);
-        b.slotMapping.push_back(
-            int64_t(blocks[size_t(s)][size_t(pos / blockSize)]) * blockSize +
-            pos % blockSize);
-      }
-      b.queryStartLoc.push_back(int32_t(b.tokens.size()));
-      b.logitsIndices.push_back(int32_t(b.tokens.size()) - 1);
-      b.seqLens.push_back(lengths[size_t(s)]);
-      maxBlocks =
-          std::max<int64_t>(maxBlocks, int64_t(blocks[size_t(s)].size()));
-    }
-    b.maxBlocks = maxBlocks;
-    for (int s : seqs) {
-      std::vector<int32_t> row = blocks[size_t(s)];
-      row.resize(size_t(maxBlocks), 0);
-      b.blockTables.insert(b.blockTables.end(), row.begin(), row.end());
-    }
-    return b;
-  }
-};
+using Sequences = gpubench::SequenceBatches;
 
 std::vector<int32_t> tokens(int n, int32_t seed) {
   std::vector<int32_t> t(static_cast<size_t>(n));
@@ -265,16 +219,26 @@ long cublasMatmuls() {
   return count ? count() : -1;
 }
 
+/// A CUDA executor with `p` loaded and a cache of `blocks` blocks.
+std::unique_ptr<exec::Executor> loadedGpu(std::shared_ptr<plan::Plan> p,
+                                          int64_t blocks) {
+  std::unique_ptr<exec::Executor> gpu = cudaExecutor();
+  if (!p || !gpu)
+    return nullptr;
+  Status s = gpu->load(p);
+  EXPECT_TRUE(bool(s)) << s.message();
+  if (!s || !gpu->allocateKVCache(blocks))
+    return nullptr;
+  return gpu;
+}
+
 // With bf16 weights, a batch of more rows than the linear kernel takes in
 // one pass goes through cuBLASLt (its input cast to bf16 first); decode
 // steps stay on the linear kernel.
 TEST(CudaExecutor, PrefillGemmsOfBf16WeightsGoThroughCublasLt) {
-  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16", "f32");
-  ASSERT_TRUE(p);
-  std::unique_ptr<exec::Executor> gpu = cudaExecutor();
+  std::unique_ptr<exec::Executor> gpu =
+      loadedGpu(bundledPlan("sm_90a", "bf16", "f32"), 8);
   ASSERT_TRUE(gpu);
-  ASSERT_TRUE(gpu->load(p));
-  ASSERT_TRUE(gpu->allocateKVCache(8));
   Sequences seqs;
   int a = seqs.add(), b = seqs.add();
   std::vector<float> logits;
@@ -294,12 +258,9 @@ TEST(CudaExecutor, PrefillGemmsOfBf16WeightsGoThroughCublasLt) {
 // Speculative verification reads the logits the forward brought back: the
 // plan's verify entry on the host, as on the CPU.
 TEST(CudaExecutor, VerifiesOnTheHostLogits) {
-  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "f32", "f32");
-  ASSERT_TRUE(p);
-  std::unique_ptr<exec::Executor> gpu = cudaExecutor();
+  std::unique_ptr<exec::Executor> gpu =
+      loadedGpu(bundledPlan("sm_90a", "f32", "f32"), 8);
   ASSERT_TRUE(gpu);
-  ASSERT_TRUE(gpu->load(p));
-  ASSERT_TRUE(gpu->allocateKVCache(8));
   Sequences seqs;
   int a = seqs.add();
   // The prompt, then three drafts: the logits of the last four tokens.
@@ -399,8 +360,31 @@ TEST(CudaExecutor, RefusesWhatItCannotRun) {
   ASSERT_FALSE(bool(s));
   EXPECT_NE(s.message().find("outside its table"), std::string::npos)
       << s.message();
-  // A good batch after the bad one.
   b.tokens[1] = 17;
+  // Indices into the cache are checked on the host: a kernel writing
+  // outside the pools would corrupt device memory, not fail.
+  exec::ForwardBatch bad = b;
+  bad.slotMapping[2] = 8 * 16;
+  s = gpu->forward(bad, logits, vocab);
+  ASSERT_FALSE(bool(s));
+  EXPECT_NE(s.message().find("slot 128 of token 2 is outside the KV cache's "
+                             "[0, 128)"),
+            std::string::npos)
+      << s.message();
+  bad = b;
+  bad.slotMapping[2] = bad.slotMapping[1];
+  EXPECT_FALSE(bool(gpu->forward(bad, logits, vocab)));
+  bad = b;
+  bad.blockTables[0] = 8;
+  s = gpu->forward(bad, logits, vocab);
+  ASSERT_FALSE(bool(s));
+  EXPECT_NE(s.message().find("block table entry 0 = 8 is outside [0, 8)"),
+            std::string::npos)
+      << s.message();
+  bad = b;
+  bad.seqLens[0] = 2;
+  EXPECT_FALSE(bool(gpu->forward(bad, logits, vocab)));
+  // A good batch after the bad ones.
   s = gpu->forward(b, logits, vocab);
   ASSERT_TRUE(bool(s)) << s.message();
   EXPECT_EQ(vocab, 4096);
