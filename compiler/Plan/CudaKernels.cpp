@@ -86,9 +86,12 @@ Status collectAllCudaKernels(const plan::Plan &plan,
   for (const device::PlanLaunch &l : launches.samplers)
     if (Status s = add(l); !s)
       return s;
-  // A kernel's steps, increasing (one step may run it more than once).
-  for (PlannedCudaKernel &k : kernels)
+  // A kernel's steps, increasing, each once (one step may run it more
+  // than once: a gated MLP casts both its GEMMs' inputs).
+  for (PlannedCudaKernel &k : kernels) {
     std::sort(k.steps.begin(), k.steps.end());
+    k.steps.erase(std::unique(k.steps.begin(), k.steps.end()), k.steps.end());
+  }
   return Status::ok();
 }
 
