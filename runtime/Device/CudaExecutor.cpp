@@ -441,6 +441,8 @@ private:
   /// CPU kernels refuse it (a write outside the pools would corrupt device
   /// memory, not fail).
   Status checkIndices(const ForwardBatch &b) const {
+    if (caches.empty())
+      return Status::ok(); // a plan without attention reads no cache
     const cpu::KVCacheView &f = caches.begin()->second.format;
     int64_t numSlots = f.numBlocks * f.blockSize;
     std::vector<int64_t> used;
