@@ -76,6 +76,7 @@ void buildFolioPipeline(OpPassManager &pm, const FolioPipelineOptions &options,
   // One widening cast of `positions` per rotary becomes one per model.
   lowered.addPass(createCSEPass());
   // Graph rewrites the executor used to make at load time.
+  lowered.addPass(createFolioFoldUnitTransposesPass());
   lowered.addPass(createFolioFoldEmbeddingOffsetsPass());
   lowered.addPass(createFolioSinkGatherRowsPass());
   lowered.addPass(createFolioStackSiblingLinearsPass());

@@ -147,6 +147,29 @@ def FolioFoldEmbeddingOffsetsPass
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FolioFoldUnitTransposesPass
+    : Pass<"folio-fold-unit-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Makes transposes that move only dims of size 1 reshapes";
+  let description = [{
+    Three rewrites, for multi-query attention as torch.export writes it
+    (heads moved to the front, K's and V's single head gathered there):
+    a `folio.transpose` whose users are all `folio.slice`s becomes, per
+    slice, a slice of its input on the permuted axis and a transpose of
+    that part; a transpose that keeps the order of every dim not of size 1
+    becomes a `folio.reshape` (the same elements in the same order); and a
+    `folio.rotary` of a `[B, 1, S, D]` tensor becomes the serving form's
+    rotary of `[B * S, 1, D]` (one head: the same memory) between reshapes.
+
+    ```mlir
+    %t = folio.transpose %x [2, 0, 1, 3] : (tensor<1x?x6x8xf32>) -> tensor<6x1x?x8xf32>
+    %k = folio.slice %t {axis = 0 : i64, size = 1 : i64, start = 4 : i64} : (tensor<6x1x?x8xf32>) -> tensor<1x1x?x8xf32>
+    // becomes
+    %s = folio.slice %x {axis = 2 : i64, size = 1 : i64, start = 4 : i64} : (tensor<1x?x6x8xf32>) -> tensor<1x?x1x8xf32>
+    %k = folio.reshape %s : tensor<1x?x1x8xf32> to tensor<1x1x?x8xf32>
+    ```
+  }];
+}
+
 def FolioSinkGatherRowsPass
     : Pass<"folio-sink-gather-rows", "::mlir::func::FuncOp"> {
   let summary = "Runs the lm_head (and what follows it) on the gathered "
