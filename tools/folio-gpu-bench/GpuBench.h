@@ -188,8 +188,10 @@ Expected<RowResult> measureRowKernel(const device::CudaDevice &dev,
                                      const RowCase &c, int runs,
                                      uint32_t seed = 1);
 
-/// The outputs of `spec`'s program over `rows` rows in double precision:
-/// the reference for any program the expression emitter takes. `inputs`
+/// The outputs of `spec`'s program over `rows` rows in double precision,
+/// each elementwise op's result rounded to f32 as the CPU executor stores
+/// it (norms sum in double): the reference for any program the expression
+/// emitter takes. `inputs`
 /// holds each input's values (Row inputs [rows, dim] dense, Vector [dim],
 /// Scalar [1]); the result holds each output's [rows, dim].
 std::vector<std::vector<double>>

@@ -98,14 +98,17 @@ evaluateRowProgram(const cuda::RowKernelSpec &spec,
       case cuda::RowOpKind::Constant:
         std::fill(y.begin(), y.end(), double(float(op.value)));
         break;
+      // Each op's result is rounded to f32, as the CPU executor stores
+      // every step's: programs that round on purpose (a QDQ's
+      // x + 1.5 * 2^23 - 1.5 * 2^23) then mean what they do in f32.
       case cuda::RowOpKind::Unary:
         for (int64_t d = 0; d < dim; ++d)
-          y[size_t(d)] = unary(op.fn, v[size_t(op.a)][size_t(d)]);
+          y[size_t(d)] = float(unary(op.fn, v[size_t(op.a)][size_t(d)]));
         break;
       case cuda::RowOpKind::Binary:
         for (int64_t d = 0; d < dim; ++d)
-          y[size_t(d)] = binary(op.fn, v[size_t(op.a)][size_t(d)],
-                                v[size_t(op.b)][size_t(d)]);
+          y[size_t(d)] = float(binary(op.fn, v[size_t(op.a)][size_t(d)],
+                                      v[size_t(op.b)][size_t(d)]));
         break;
       case cuda::RowOpKind::RmsNorm: {
         const std::vector<double> &a = v[size_t(op.a)];

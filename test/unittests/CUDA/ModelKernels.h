@@ -1,7 +1,8 @@
 //===- ModelKernels.h - Every CUDA kernel the zoo models make ---*- C++ -*-===//
 //
 // The bundled model and one export of every zoo and zoo-hf architecture
-// (the cached one: every kernel kind appears in it), compiled to plans as
+// (the cached one: every kernel kind appears in it; every other export
+// too for sm_90a), compiled to plans as
 // folioc compiles them for a GPU target (bf16 weights, a model's own
 // quantized weights kept), plus the bundled model with every other weight
 // dtype and with f32, bf16 and int4 caches, and the CUDA kernels collected
@@ -48,6 +49,23 @@ inline std::vector<std::string> modelPaths(const std::string &root) {
   return out;
 }
 
+/// Every export of every zoo and zoo-hf architecture (eager, Optimum,
+/// torch.export, ONNX Runtime's builder, ...), in path order: their
+/// kernels differ from the cached form's in the row programs the exporters'
+/// op orders make and in stored weight dtypes.
+inline std::vector<std::string> allExportPaths(const std::string &root) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const char *zoo : {"/models/zoo", "/models/zoo-hf"})
+    for (const fs::directory_entry &arch : fs::directory_iterator(root + zoo))
+      if (arch.is_directory())
+        for (const fs::directory_entry &e : fs::directory_iterator(arch))
+          if (e.is_regular_file() && e.path().extension() == ".onnx")
+            out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 /// Cache dtypes the bundled model is also compiled with (f32 weights),
 /// besides each target's default.
 inline constexpr const char *kBundledCacheDtypes[] = {"f32", "bf16", "int4"};
@@ -65,6 +83,16 @@ modelKernels(const std::string &root, const std::string &target,
   const std::vector<std::string> paths = modelPaths(root);
   for (const std::string &path : paths)
     compiles.push_back({path, "", "auto"});
+  // The other exports once, for the fp8 target: the architecture's shapes
+  // are the same in every export, so the int8 target's attention kernels
+  // differ from the cached form's in nothing.
+  if (target == "sm_90a")
+    for (const std::string &path : allExportPaths(root))
+      if (std::find(paths.begin(), paths.end(), path) == paths.end())
+        // folioc keeps an f16 export's weights in f16 by default.
+        compiles.push_back({path,
+                            path.find("fp16") != std::string::npos ? "f16" : "",
+                            "auto"});
   for (const char *dtype : {"f32", "f16", "int8", "fp8_e4m3", "int4"})
     compiles.push_back({paths.front(), dtype, "auto"});
   // The other cache dtypes, for the CUDA executor's whole forwards.
