@@ -126,7 +126,7 @@ public:
     if (!loaded)
       return loaded.status();
     onDevice = std::move(*loaded);
-    kernelOf.clear();
+    kernelOf.assign(launches.kernels.size(), {});
     prefillSteps.clear();
     for (size_t k = 0; k < launches.kernels.size(); ++k)
       for (const PlanLaunch &l : launches.kernels[k].launches) {
@@ -138,7 +138,7 @@ public:
               ", which the plan does not embed: it was compiled by another "
               "folioc; recompile it with this one (folioc --target=" +
               dev->arch() + ")");
-        kernelOf[l.name] = *f;
+        kernelOf[k].push_back(*f);
         if (l.role == LaunchRole::Prefill)
           prefillSteps.insert(l.step);
       }
@@ -237,6 +237,14 @@ public:
     batch = &b;
     if (Status s = bindInputs(b); !s)
       return s;
+    // What every layer's attention picks its kernel and grid by.
+    shape = {};
+    for (size_t q = 0; q < b.seqLens.size(); ++q) {
+      int64_t queries = b.queryStartLoc[q + 1] - b.queryStartLoc[q];
+      shape.decodeOnly &= queries == 1;
+      shape.maxQuery = std::max(shape.maxQuery, queries);
+      shape.maxContext = std::max<int64_t>(shape.maxContext, b.seqLens[q]);
+    }
     if (Status s = sizeBuffers(); !s)
       return s;
     if (Status s = growRotaryTables(b); !s)
@@ -247,7 +255,7 @@ public:
     for (size_t k = 0; k < launches.kernels.size(); ++k) {
       const KernelLaunches &group = launches.kernels[k];
       for (size_t i = 0; i < group.launches.size(); ++i)
-        if (Status s = run(group, i); !s)
+        if (Status s = run(k, i); !s)
           return Status::error(
               s.code(), "the " + plan->kernels[k].kind + " kernel (kernel " +
                             std::to_string(k) + "), " + group.launches[i].name +
@@ -314,8 +322,11 @@ private:
             return Status::invalidArgument(
                 "the plan's " + p.kernels[k].kind + " kernel reads value " +
                 std::to_string(o.value) + ", which no launch writes");
+    // One slot per value (most stay empty): operands index them directly.
     own.clear();
+    own.resize(p.values.size());
     inputs.clear();
+    inputs.resize(p.values.size());
     inputArgs.clear();
     buffers.clear();
     buffers.resize(p.buffers.size());
@@ -328,11 +339,21 @@ private:
   Status prepareRotary(const plan::Plan &p) {
     tables.clear();
     tableOf.clear();
+    modelTableStep = -1;
+    modelTableRows = 0;
     for (const KernelLaunches &k : launches.kernels)
       for (const PlanLaunch &l : k.launches) {
         const auto *spec = std::get_if<cuda::RotarySpec>(&l.spec);
-        if (!spec || l.inputs[2].present())
-          continue; // the model's own table
+        if (!spec)
+          continue;
+        if (l.inputs[2].present()) { // the model's own table
+          int64_t rows = p.values[size_t(l.inputs[2].view)].dims[0];
+          if (modelTableStep < 0 || rows < modelTableRows) {
+            modelTableRows = rows;
+            modelTableStep = l.step;
+          }
+          continue;
+        }
         cpu::RotaryParams params;
         const plan::Step &step = p.steps[size_t(l.step)];
         if (std::string why = exec::rotaryParamsOf(step, spec->headDim, params);
@@ -375,18 +396,12 @@ private:
       t.positions = n;
     }
     // Tables of the model's own read rows by position: none past its end.
-    for (const KernelLaunches &k : launches.kernels)
-      for (const PlanLaunch &l : k.launches)
-        if (std::holds_alternative<cuda::RotarySpec>(l.spec) &&
-            l.inputs[2].present()) {
-          int64_t rows = plan->values[size_t(l.inputs[2].view)].dims[0];
-          if (needed > rows)
-            return Status::invalidArgument(
-                "position " + std::to_string(needed - 1) +
-                " is past the model's cos/sin table of " +
-                std::to_string(rows) + " positions (rotary at " +
-                plan->steps[size_t(l.step)].name + ")");
-        }
+    if (modelTableStep >= 0 && needed > modelTableRows)
+      return Status::invalidArgument(
+          "position " + std::to_string(needed - 1) +
+          " is past the model's cos/sin table of " +
+          std::to_string(modelTableRows) + " positions (rotary at " +
+          plan->steps[size_t(modelTableStep)].name + ")");
     return Status::ok();
   }
 
@@ -426,7 +441,7 @@ private:
       if (type != plan->values[size_t(a.value)].type)
         return Status::invalidArgument("the plan's input '" + n +
                                        "' has an unexpected element type");
-      GrowBuffer &g = inputs[a.value];
+      GrowBuffer &g = inputs[size_t(a.value)];
       if (Status st = g.reserve(*dev, bytes, "input " + n); !st)
         return st;
       if (bytes > 0)
@@ -520,8 +535,8 @@ private:
         continue;
       int64_t bytes = plan::bufferBytes(plan->values[v], counts.tokens,
                                         counts.rows, counts.seqs);
-      if (Status s = own[int32_t(v)].reserve(*dev, size_t(bytes),
-                                             "value " + std::to_string(v));
+      if (Status s =
+              own[v].reserve(*dev, size_t(bytes), "value " + std::to_string(v));
           !s)
         return s;
     }
@@ -552,13 +567,13 @@ private:
       base = uintptr_t(onDevice->blobAddress(constantOffset[size_t(o.value)]));
       break;
     case Place::Input:
-      base = inputs.at(o.value).address();
+      base = inputs[size_t(o.value)].address();
       break;
     case Place::Buffer:
       base = buffers[size_t(v.buffer)].address();
       break;
     case Place::Own:
-      base = own.at(o.value).address();
+      base = own[size_t(o.value)].address();
       break;
     case Place::None:
       return 0;
@@ -586,15 +601,15 @@ private:
     return row > 0 && n >= 0 ? n / row : -1;
   }
 
-  Status launch(const PlanLaunch &l, const cuda::LaunchGeometry &g,
-                const void *args) {
-    return dev->launch(*kernelOf.at(l.name), toLaunch(g), args);
-  }
-
-  /// Launch `i` of a kernel's launches.
-  Status run(const KernelLaunches &group, size_t i) {
+  /// Launch `i` of plan kernel `k`'s launches.
+  Status run(size_t k, size_t i) {
+    const KernelLaunches &group = launches.kernels[k];
     const PlanLaunch &l = group.launches[i];
     const std::vector<LaunchScratch> &sc = group.scratch;
+    const CudaKernel &kernel = *kernelOf[k][i];
+    auto launch = [&](const cuda::LaunchGeometry &g, const void *args) {
+      return dev->launch(kernel, toLaunch(g), args);
+    };
     return std::visit(
         [&](const auto &spec) -> Status {
           using S = std::decay_t<decltype(spec)>;
@@ -610,7 +625,7 @@ private:
               a.out[i] = at<float>(address(l.outputs[i]));
               a.outStride[i] = spec.dim;
             }
-            return launch(l, cuda::rowKernelLaunch(spec, rows), &a);
+            return launch(cuda::rowKernelLaunch(spec, rows), &a);
           } else if constexpr (std::is_same_v<S, cuda::LinearSpec>) {
             const plan::StoredWeight &w = plan->weights[size_t(l.weight)];
             if (cublasNext) {
@@ -647,7 +662,7 @@ private:
             a.n = w.n;
             if (a.m < 0)
               return Status::internal("no row count for its input");
-            return launch(l, cuda::linearLaunch(spec, w.n), &a);
+            return launch(cuda::linearLaunch(spec, w.n), &a);
           } else if constexpr (std::is_same_v<S, cuda::RotarySpec>) {
             int64_t row = int64_t(spec.numHeads) * spec.headDim;
             folio_cuda::RotaryArgs a{};
@@ -660,7 +675,7 @@ private:
                            ? at<const float>(address(l.inputs[2]))
                            : at<const float>(uintptr_t(
                                  tables[tableOf.at(l.step)].table.ptr()));
-            return launch(l, cuda::rotaryLaunch(spec, elems(l.inputs[1])), &a);
+            return launch(cuda::rotaryLaunch(spec, elems(l.inputs[1])), &a);
           } else if constexpr (std::is_same_v<S, cuda::GatherSpec>) {
             folio_cuda::GatherArgs a{};
             a.table = at<const void>(address(l.inputs[0]));
@@ -673,7 +688,7 @@ private:
             a.scale = float(plan->steps[size_t(l.step)].getFloat("scale", 1.0));
             a.out = at<float>(address(l.outputs[0]));
             a.error = at<int>(errorFlag.address());
-            return launch(l, cuda::gatherLaunch(spec, elems(l.inputs[1])), &a);
+            return launch(cuda::gatherLaunch(spec, elems(l.inputs[1])), &a);
           } else if constexpr (std::is_same_v<S, cuda::CastSpec>) {
             folio_cuda::CastArgs a{};
             a.in = at<const void>(address(l.inputs[0]));
@@ -690,7 +705,7 @@ private:
               if (!cublasNext)
                 return Status::ok();
             }
-            return launch(l, cuda::castLaunch(spec, a.n), &a);
+            return launch(cuda::castLaunch(spec, a.n), &a);
           } else if constexpr (std::is_same_v<S, cuda::KVWriteSpec>) {
             const DeviceCache &c = caches.at(l.inputs[3].value);
             int64_t row = int64_t(spec.numKvHeads) * spec.headDim;
@@ -706,11 +721,11 @@ private:
             a.vParams = at<unsigned short>(uintptr_t(c.vParams.ptr()));
             a.kScale = at<const float>(address(l.inputs[4]));
             a.vScale = at<const float>(address(l.inputs[5]));
-            return launch(l, cuda::kvWriteLaunch(spec, elems(l.inputs[2])), &a);
+            return launch(cuda::kvWriteLaunch(spec, elems(l.inputs[2])), &a);
           } else if constexpr (std::is_same_v<S, cuda::SampleSpec>) {
             return Status::internal("a sampler among the plan's launches");
           } else {
-            return attention(l);
+            return attention(l, kernel);
           }
         },
         l.spec);
@@ -719,18 +734,13 @@ private:
   /// The decode kernel when every sequence brings one query token (or no
   /// prefill kernel fits), its combine when the context is split, and the
   /// prefill kernel for every other batch.
-  Status attention(const PlanLaunch &l) {
+  Status attention(const PlanLaunch &l, const CudaKernel &kernel) {
+    auto launch = [&](const cuda::LaunchGeometry &g, const void *args) {
+      return dev->launch(kernel, toLaunch(g), args);
+    };
     const ForwardBatch &b = *batch;
-    bool decodeOnly = true;
-    int64_t maxQuery = 0, maxContext = 0;
-    for (size_t s = 0; s + 1 < b.queryStartLoc.size(); ++s) {
-      int64_t q = b.queryStartLoc[s + 1] - b.queryStartLoc[s];
-      decodeOnly &= q == 1;
-      maxQuery = std::max(maxQuery, q);
-    }
-    for (int32_t len : b.seqLens)
-      maxContext = std::max<int64_t>(maxContext, len);
-    bool useDecode = decodeOnly || !prefillSteps.count(l.step);
+    const int64_t maxQuery = shape.maxQuery, maxContext = shape.maxContext;
+    bool useDecode = shape.decodeOnly || !prefillSteps.count(l.step);
     if (l.role == LaunchRole::Prefill && useDecode)
       return Status::ok();
     if (l.role != LaunchRole::Prefill && !useDecode)
@@ -761,7 +771,7 @@ private:
       cuda::LaunchGeometry g =
           cuda::pagedPrefillLaunch(*spec, counts.seqs, maxQuery);
       g.dynamicShared = cuda::pagedPrefillSharedBytes(*spec);
-      return launch(l, g, &a);
+      return launch(g, &a);
     }
     const cuda::PagedDecodeSpec &spec =
         l.role == LaunchRole::DecodeMain
@@ -788,9 +798,9 @@ private:
       a.partialMax = at<float>(partialStats.address());
       a.partialSum = a.partialMax + geometry.statFloats;
     }
-    return launch(
-        l, l.role == LaunchRole::DecodeMain ? geometry.main : geometry.combine,
-        &a);
+    return launch(l.role == LaunchRole::DecodeMain ? geometry.main
+                                                   : geometry.combine,
+                  &a);
   }
 
   Status readLogits(std::vector<float> &logits, int64_t &vocab) {
@@ -818,7 +828,7 @@ private:
     const plan::ValueInfo &holder = plan->values[size_t(out.value)];
     const DeviceBuffer &src = place[size_t(out.value)] == Place::Buffer
                                   ? buffers[size_t(holder.buffer)].buffer
-                                  : own.at(out.value).buffer;
+                                  : own[size_t(out.value)].buffer;
     return dev->copyToHost(logits.data(), src,
                            size_t(out.offset) * plan::elemTypeSize(holder.type),
                            logits.size() * 4);
@@ -835,20 +845,25 @@ private:
   std::shared_ptr<const plan::Plan> plan;
   std::unique_ptr<DevicePlan> onDevice;
   PlanLaunches launches;
-  std::map<std::string, const CudaKernel *> kernelOf;
+  /// Each launch's kernel, [plan kernel][launch], looked up once at load.
+  std::vector<std::vector<const CudaKernel *>> kernelOf;
   /// paged_attention steps with a prefill kernel.
   std::set<int32_t> prefillSteps;
 
   std::vector<Place> place;
   std::vector<uint64_t> constantOffset;
   std::vector<plan::Argument> inputArgs;
-  std::map<int32_t, GrowBuffer> inputs, own;
+  std::vector<GrowBuffer> inputs, own; ///< by value
   std::vector<GrowBuffer> buffers, scratch;
   GrowBuffer partial, partialStats, errorFlag;
 
   std::vector<RotaryTable> tables;
   std::map<int32_t, size_t> tableOf; ///< rotary step -> its table
   int64_t maxPositions = 0;
+  /// The smallest cos/sin table a model brings, and a rotary step reading
+  /// it (-1: none).
+  int32_t modelTableStep = -1;
+  int64_t modelTableRows = 0;
 
   std::map<int32_t, cpu::KVCacheView> formats;
   std::map<int32_t, DeviceCache> caches;
@@ -859,6 +874,12 @@ private:
     int64_t tokens = 0, rows = 0, seqs = 0;
   } counts;
   const ForwardBatch *batch = nullptr;
+  /// This step's sequences: whether each brings one query token, and the
+  /// longest query and context.
+  struct {
+    bool decodeOnly = true;
+    int64_t maxQuery = 0, maxContext = 0;
+  } shape;
 };
 
 } // namespace

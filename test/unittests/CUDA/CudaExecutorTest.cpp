@@ -29,18 +29,18 @@
 namespace folio::cuda::test {
 namespace {
 
-/// The bundled model's plan for `target` with `weights` and `cache`, its
-/// CUDA kernels embedded (or not).
-std::shared_ptr<plan::Plan> bundledPlan(const std::string &target,
-                                        const std::string &weights,
-                                        const std::string &cache = "auto",
-                                        bool embed = true) {
+/// The plan of `model` for `target` with `weights` and `cache`, its CUDA
+/// kernels embedded (or not).
+std::shared_ptr<plan::Plan> gpuPlan(const std::string &model,
+                                    const std::string &target,
+                                    const std::string &weights,
+                                    const std::string &cache = "auto",
+                                    bool embed = true) {
   mlir::folio::CompileToPlanOptions options;
   options.target = target;
   options.weightDtype = weights;
   options.kvCacheDtype = cache;
-  auto compiled = mlir::folio::compileONNXToPlan(
-      modelPaths(FOLIO_SOURCE_DIR).front(), options);
+  auto compiled = mlir::folio::compileONNXToPlan(model, options);
   EXPECT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
   if (!compiled)
     return nullptr;
@@ -55,6 +55,15 @@ std::shared_ptr<plan::Plan> bundledPlan(const std::string &target,
     EXPECT_TRUE(bool(s)) << s.message();
   }
   return p;
+}
+
+/// The bundled model's plan (see gpuPlan).
+std::shared_ptr<plan::Plan> bundledPlan(const std::string &target,
+                                        const std::string &weights,
+                                        const std::string &cache = "auto",
+                                        bool embed = true) {
+  return gpuPlan(modelPaths(FOLIO_SOURCE_DIR).front(), target, weights, cache,
+                 embed);
 }
 
 std::unique_ptr<exec::Executor> cudaExecutor() {
@@ -325,6 +334,32 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
   EXPECT_NE(r.status().message().find("differ from the CPU executor's"),
             std::string::npos)
       << r.status().message();
+}
+
+// A model's own cos/sin table (GPT-NeoX's) is read by position: the
+// kernel has no bound, so a position past the table is refused on the host.
+TEST(CudaExecutor, RefusesPositionsPastTheModelsRotaryTable) {
+  std::unique_ptr<exec::Executor> gpu =
+      loadedGpu(gpuPlan(std::string(FOLIO_SOURCE_DIR) +
+                            "/models/zoo/gpt_neox/cached.onnx",
+                        "sm_90a", "bf16"),
+                8);
+  ASSERT_TRUE(gpu);
+  Sequences seqs;
+  exec::ForwardBatch b = seqs.step({seqs.add()}, {tokens(2, 1)});
+  for (int32_t &t : b.tokens)
+    t %= 100; // the fixture's vocabulary
+  std::vector<float> logits;
+  int64_t vocab = 0;
+  Status s = gpu->forward(b, logits, vocab);
+  ASSERT_TRUE(bool(s)) << s.message();
+  b.positions[1] = 128;
+  s = gpu->forward(b, logits, vocab);
+  ASSERT_FALSE(bool(s));
+  EXPECT_NE(s.message().find("position 128 is past the model's cos/sin "
+                             "table of 128 positions"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(CudaExecutor, RefusesWhatItCannotRun) {
