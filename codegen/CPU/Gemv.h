@@ -35,6 +35,12 @@ struct GemvArgs {
 
 /// The int8 kernels' arguments (WeightPack.h): y[m, n] = scales[n] *
 /// (x[m, :] . q[n, :]) + xOut[m, :] . outliers[n, :] + bias[n].
+///
+/// The GEMV (gemvInt8*: M <= kConvertTileRows on the vector levels, every M
+/// on the scalar one) reads x in 16-bit fixed point per row (xq, from
+/// quantizeXInt16*), so the products are integer and each row's sum is
+/// exact: y[m, n] = int8GemvOutput(sum_k q[n, k] * xq[m, k], xSteps[m],
+/// scales[n], ...). The prefill GEMMs read f32 x.
 struct GemvInt8Args {
   const float *x = nullptr; ///< [M, K]
   int64_t m = 0;
@@ -45,14 +51,50 @@ struct GemvInt8Args {
   const uint16_t *outliers = nullptr; ///< bf16 [N, numOutliers]
   /// x's outlier columns, gathered once per call: [M, numOutliers].
   const float *xOut = nullptr;
-  /// For gemvInt8Avx512 at M <= kConvertTileRows: x in the quad-split
-  /// layout splitQuads() writes, [M, kQuads].
-  const float *xQuads = nullptr;
-  int64_t kQuads = 0;
+  /// For the GEMV: x's codes [M, kPadded] (zero in the outlier columns and
+  /// the padding) and each row's step [M].
+  const int16_t *xq = nullptr;
+  int64_t kPadded = 0;
+  const float *xSteps = nullptr;
   const float *bias = nullptr; ///< [N] or null
   float *y = nullptr;          ///< [M, N]
   int64_t n = 0;
 };
+
+/// The largest |code| of x's 16-bit fixed point: a row's largest element
+/// becomes +-32767, so every element is within step / 2 of code * step.
+constexpr int kInt8XCodeMax = 32767;
+
+/// Below this a row's largest |x| counts as this (2^-100): the step stays a
+/// normal number and 32767 / max |x| finite, so a row of subnormals keeps
+/// codes in range; such a row's elements are resolved to 2^-100 / 32767.
+constexpr float kInt8XAbsMaxFloor = 0x1p-100f;
+
+/// Row length of x's codes: K rounded up to 64 (one 512-bit load of
+/// int16 per 32 codes, two per 64-byte line of weight codes).
+inline int64_t int8XPaddedLength(int64_t k) { return (k + 63) / 64 * 64; }
+
+/// Writes each row of x[M, K] as int16 codes dst[M, kPadded]:
+/// round-half-even(x * (32767 / a)) with a = max(max |x| of the row,
+/// kInt8XAbsMaxFloor), zero padded, and steps[m] = a / 32767. A row holding
+/// a NaN or an infinity gets step NaN and zero codes, so its outputs are
+/// NaN. The three levels write the same codes and steps (IEEE products,
+/// rounding to nearest even); the caller zeroes x's outlier columns first so
+/// that they do not set a row's step.
+void quantizeXInt16Scalar(const float *x, int64_t m, int64_t k, int16_t *dst,
+                          int64_t kPadded, float *steps);
+void quantizeXInt16Avx2(const float *x, int64_t m, int64_t k, int16_t *dst,
+                        int64_t kPadded, float *steps);
+void quantizeXInt16Avx512(const float *x, int64_t m, int64_t k, int16_t *dst,
+                          int64_t kPadded, float *steps);
+
+/// The int8 GEMV's output from a row's exact integer sum: every level and
+/// tile computes it in this order, so decode rows agree bit for bit across
+/// them (outliers aside: their bf16 dot is each level's own).
+inline float int8GemvOutput(int64_t sum, float step, float scale, float outlier,
+                            float bias) {
+  return float(sum) * step * scale + outlier + bias;
+}
 
 /// fp8_e4m3 weights (WeightPack.h): y[m, n] = scales[n] * (x[m, :] .
 /// codes[n, :]) + bias[n].
@@ -127,21 +169,6 @@ inline int64_t pairSplitLength(int64_t k) {
 /// this layout without any shuffle in the inner loop.
 void splitPairs(const float *x, int64_t m, int64_t k, float *dst);
 
-/// Elements per block of the quad-split x layout below.
-constexpr int64_t kGemvQuadBlock = 64;
-
-/// K rounded up to kGemvQuadBlock: the row length of the quad-split x.
-inline int64_t quadSplitLength(int64_t k) {
-  return (k + kGemvQuadBlock - 1) / kGemvQuadBlock * kGemvQuadBlock;
-}
-
-/// Writes x[M, K] as dst[M, quadSplitLength(K)]: per block of 64 elements,
-/// element 4l + j at 16j + l, zero padded. A 64-byte load of 64 int8 codes
-/// holds code 4l + j in byte j of 32-bit lane l, so the lane shifted left
-/// by 24 - 8j and arithmetically right by 24 is that code as an int32,
-/// matching the j-th 16 elements of the block without any shuffle.
-void splitQuads(const float *x, int64_t m, int64_t k, float *dst);
-
 void gemvScalar(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 void gemvAvx2(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 /// The same product for many rows of x (f32, bf16 or f16 weights; no
@@ -150,13 +177,17 @@ void gemvAvx2(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 /// where oneDNN has no f16 matmul and no native bf16 one.
 void gemmPanelAvx2(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 void gemvAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
-/// Rows of x above which gemvInt8Avx512 converts each weight tile to f32
-/// once instead of in registers per x tile.
+/// Rows of x above which the vector levels' 8-bit and int4 kernels run a
+/// GEMM over weight tiles converted once, instead of the GEMV.
 constexpr int64_t kConvertTileRows = 8;
 
 void gemvInt8Scalar(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt8Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
+/// With vpdpwssd where the host has AVX512-VNNI, else with vpmaddwd and
+/// vpaddd (gemvInt8Avx512Madd): the same integer sums.
 void gemvInt8Avx512(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
+/// gemvInt8Avx512 without VNNI; exposed so that VNNI hosts test it too.
+void gemvInt8Avx512Madd(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Scalar(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Avx2(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Avx512(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);

@@ -26,8 +26,6 @@ Status checkLinear(const float *x, int64_t numTokens, const PackedWeight &w,
   return Status::success();
 }
 
-/// The int8 path of linearGemv: x's outlier columns gathered once, then
-/// the int8 tiles over guided chunks of N as for the float weights.
 /// Runs `kernel` over the output rows in guided chunks that shrink to about
 /// 32 KiB of weights (`rowBytes` per row; linearGemv says why).
 template <typename Args>
@@ -88,6 +86,9 @@ Status linearBf16Gemm(Bf16Gemm gemm, const float *x, int64_t numTokens,
   return Status::success();
 }
 
+/// The int8 path of linearGemv: x's outlier columns gathered once, then the
+/// bf16 GEMM, or x's codes for the GEMV once and the int8 tiles over guided
+/// chunks of N as for the float weights.
 Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
                       float *y, ThreadPool &pool) {
   const WeightView &v = w.view();
@@ -115,12 +116,30 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
     return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Int8, a.xOut, y,
                           pool);
   const Isa isa = activeIsa();
-  if (isa != Isa::Scalar && numTokens <= kConvertTileRows) {
-    thread_local std::vector<float> quads;
-    a.kQuads = quadSplitLength(v.k);
-    quads.resize(size_t(numTokens * a.kQuads));
-    splitQuads(x, numTokens, v.k, quads.data());
-    a.xQuads = quads.data();
+  if (isa == Isa::Scalar || numTokens <= kConvertTileRows) {
+    // The GEMV's x in 16-bit fixed point (Gemv.h), per calling thread as
+    // xOut. The outlier columns' codes are 0 in w, so they are zeroed in a
+    // copy of x first: they must not set a row's step.
+    thread_local std::vector<float> xNoOut;
+    thread_local std::vector<int16_t> xq;
+    thread_local std::vector<float> steps;
+    const float *src = x;
+    if (v.numOutliers) {
+      xNoOut.assign(x, x + numTokens * v.k);
+      for (int64_t m = 0; m < numTokens; ++m)
+        for (int64_t j = 0; j < v.numOutliers; ++j)
+          xNoOut[size_t(m * v.k + v.outlierCols[j])] = 0.0f;
+      src = xNoOut.data();
+    }
+    a.kPadded = int8XPaddedLength(v.k);
+    xq.resize(size_t(numTokens * a.kPadded));
+    steps.resize(size_t(numTokens));
+    (isa == Isa::Avx512 ? quantizeXInt16Avx512
+     : isa == Isa::Avx2 ? quantizeXInt16Avx2
+                        : quantizeXInt16Scalar)(src, numTokens, v.k, xq.data(),
+                                                a.kPadded, steps.data());
+    a.xq = xq.data();
+    a.xSteps = steps.data();
   }
   void (*kernel)(const GemvInt8Args &, int64_t, int64_t) =
       isa == Isa::Avx512 ? gemvInt8Avx512

@@ -3,6 +3,7 @@
 #include "test/unittests/CPUKernels/TestUtil.h"
 
 #include "codegen/CPU/Activation.h"
+#include "codegen/CPU/Gemv.h"
 #include "codegen/CPU/Linear.h"
 #include "codegen/CPU/WeightPack.h"
 
@@ -28,24 +29,43 @@ std::vector<float> reference(const std::vector<float> &x, int64_t m,
   return y;
 }
 
+/// Whether linear() runs `m` rows of int8 weights through the GEMV, whose x
+/// is in 16-bit fixed point (Gemv.h): decode rows on the vector levels,
+/// every M on the scalar one.
+bool int16X(Isa isa, int64_t m) {
+  return isa == Isa::Scalar || m <= detail::kConvertTileRows;
+}
+
 /// |got - want| <= 2e-6 k sum_c |x_c w_c| + tiny: f32 accumulation only;
 /// with `bf16X` (the AMX prefill, which rounds x to bf16) another 2^-8 of
-/// the sum, the most that rounding can move it.
+/// the sum, the most that rounding can move it; with `int16X` (the GEMV)
+/// sum_c |w_c| x one step of the row's x codes (max |x| / 32767 bounds the
+/// step from above: the outlier columns only lower it), the most rounding
+/// each x to its code can move it, with room for the step's own rounding.
 void expectClose(const std::vector<float> &got, const std::vector<float> &want,
                  const std::vector<float> &x, int64_t m, const WeightView &v,
-                 const std::string &what, bool bf16X = false) {
+                 const std::string &what, bool bf16X = false,
+                 bool int16X = false) {
   ASSERT_EQ(got.size(), want.size());
-  for (int64_t i = 0; i < m; ++i)
+  for (int64_t i = 0; i < m; ++i) {
+    double amax = 0;
+    for (int64_t c = 0; c < v.k; ++c)
+      amax = std::max(amax, std::fabs(double(x[size_t(i * v.k + c)])));
+    double step = std::max(amax, 0x1p-100) / 32767;
     for (int64_t r = 0; r < v.n; ++r) {
-      double mag = 0;
-      for (int64_t c = 0; c < v.k; ++c)
-        mag +=
-            std::fabs(double(x[size_t(i * v.k + c)]) * weightViewAt(v, r, c));
+      double mag = 0, wSum = 0;
+      for (int64_t c = 0; c < v.k; ++c) {
+        double wc = std::fabs(weightViewAt(v, r, c));
+        mag += std::fabs(double(x[size_t(i * v.k + c)])) * wc;
+        wSum += wc;
+      }
       size_t at = size_t(i * v.n + r);
-      double tol = (2e-6 * double(v.k) + (bf16X ? 1.0 / 256 : 0.0)) * mag;
+      double tol = (2e-6 * double(v.k) + (bf16X ? 1.0 / 256 : 0.0)) * mag +
+                   (int16X ? wSum * step : 0.0);
       ASSERT_NEAR(got[at], want[at], tol + 1e-30)
           << what << " at (" << i << "," << r << ")";
     }
+  }
 }
 
 /// Random weights with an outlier column every `every` columns (0: none).
@@ -143,7 +163,7 @@ TEST(WeightPackTest, CalibratedInputOutliersJoinTheWeightRule) {
   std::vector<float> y(size_t(3 * n), NAN);
   ASSERT_TRUE(linear(x.data(), 3, pw, y.data(), serialPool()).ok());
   expectClose(y, reference(x, 3, p.view(), nullptr), x, 3, p.view(),
-              "calibrated outliers");
+              "calibrated outliers", /*bf16X=*/false, /*int16X=*/true);
 }
 
 TEST(WeightPackTest, CalibratedColumnsCutTheErrorOfLargeInputs) {
@@ -268,7 +288,7 @@ TEST(Int8LinearTest, MatchesTheReferenceOnEveryPath) {
                       path.name() + " m=" + std::to_string(s.m) + " n=" +
                           std::to_string(s.n) + " k=" + std::to_string(s.k) +
                           " outliers=" + std::to_string(every),
-                      path.bf16Prefill(DType::I8));
+                      path.bf16Prefill(DType::I8), int16X(path.isa, s.m));
         }
     }
 }
@@ -297,7 +317,7 @@ TEST(Int8LinearTest, ZeroAndExtremeRows) {
       std::vector<float> y(size_t(m * n), NAN);
       ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
       expectClose(y, want, x, m, pw.view(), path.name(),
-                  path.bf16Prefill(DType::I8));
+                  path.bf16Prefill(DType::I8), int16X(path.isa, m));
       for (int64_t i = 0; i < m; ++i) {
         EXPECT_EQ(y[size_t(i * n)], 0.0f);
         EXPECT_NE(y[size_t(i * n + 1)], 0.0f);
@@ -332,6 +352,216 @@ TEST(Int8LinearTest, ViewsBorrowAndGatedLinearRuns) {
       float want = g / (1.0f + std::exp(-g)) * u;
       EXPECT_NEAR(h[size_t(i * f + j)], want, 1e-3f * (1 + std::fabs(want)));
     }
+}
+
+/// The GEMV's definition (Gemv.h), written out here: each x row's codes
+/// round-half-even(x * (32767 / a)), a = max(max |x|, 2^-100), step
+/// a / 32767, the integer sum over the codes in 64 bits, then
+/// float(sum) * step * scale + bias. No outlier columns.
+std::vector<float> integerDefinition(const std::vector<float> &x, int64_t m,
+                                     const WeightView &v, const float *bias) {
+  std::vector<float> y(size_t(m * v.n));
+  const int8_t *q = static_cast<const int8_t *>(v.data);
+  for (int64_t i = 0; i < m; ++i) {
+    float a = 0x1p-100f;
+    for (int64_t c = 0; c < v.k; ++c)
+      a = std::max(a, std::fabs(x[size_t(i * v.k + c)]));
+    float inv = 32767.0f / a, step = a / 32767.0f;
+    std::vector<int64_t> codes(size_t(v.k));
+    for (int64_t c = 0; c < v.k; ++c)
+      codes[size_t(c)] = std::lrint(x[size_t(i * v.k + c)] * inv);
+    for (int64_t r = 0; r < v.n; ++r) {
+      int64_t sum = 0;
+      for (int64_t c = 0; c < v.k; ++c)
+        sum += q[r * v.k + c] * codes[size_t(c)];
+      y[size_t(i * v.n + r)] =
+          float(sum) * step * v.scales[r] + 0.0f + (bias ? bias[r] : 0.0f);
+    }
+  }
+  return y;
+}
+
+/// gemvInt8Avx512Madd over every output: the AVX-512 kernel of hosts
+/// without VNNI, which linear() never picks on a host that has it.
+std::vector<float> runMaddKernel(const std::vector<float> &x, int64_t m,
+                                 const WeightView &v, const float *bias) {
+  detail::GemvInt8Args a;
+  a.x = x.data();
+  a.m = m;
+  a.k = v.k;
+  a.w = static_cast<const int8_t *>(v.data);
+  a.scales = v.scales;
+  a.kPadded = detail::int8XPaddedLength(v.k);
+  std::vector<int16_t> xq(size_t(m * a.kPadded));
+  std::vector<float> steps(static_cast<size_t>(m));
+  detail::quantizeXInt16Avx512(x.data(), m, v.k, xq.data(), a.kPadded,
+                               steps.data());
+  a.xq = xq.data();
+  a.xSteps = steps.data();
+  a.bias = bias;
+  std::vector<float> y(size_t(m * v.n), NAN);
+  a.y = y.data();
+  a.n = v.n;
+  detail::gemvInt8Avx512Madd(a, 0, v.n);
+  return y;
+}
+
+TEST(Int8LinearTest, DecodeRowsAreExactIntegerSums) {
+  // K around the 32- and 64-code steps and the int32 chunks (4096 codes on
+  // AVX2, 8192 on AVX-512); every M of the GEMV. Every level, pool and
+  // batch row gives the definition's bits, alone or in any batch.
+  for (int64_t k : {1, 31, 32, 33, 64, 65, 200, 4095, 4097, 8191, 8193, 9000})
+    for (int64_t m : {1, 2, 3, 5, 8}) {
+      int64_t n = k > 4096 ? 6 : 9;
+      std::vector<float> w = weights(n, k, uint32_t(k + 7 * m));
+      std::vector<float> bias = randomVector(size_t(n), uint32_t(k));
+      std::vector<float> x = randomVector(size_t(m * k), uint32_t(3 * k + m));
+      x[0] *= 40.0f; // one large element sets the first row's step
+      PackedWeight pw;
+      ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k, bias.data(),
+                                     DType::I8, pw)
+                      .ok());
+      ASSERT_EQ(pw.view().numOutliers, 0);
+      std::vector<float> want = integerDefinition(x, m, pw.view(), bias.data());
+      std::string what = "k=" + std::to_string(k) + " m=" + std::to_string(m);
+      for (KernelPath path : hostPaths())
+        for (ThreadPool *pool : {&serialPool(), &parallelPool()}) {
+          PathScope scope(path);
+          std::vector<float> y(size_t(m * n), NAN);
+          ASSERT_TRUE(linear(x.data(), m, pw, y.data(), *pool).ok());
+          EXPECT_TRUE(bitwiseEqual(y, want)) << path.name() << " " << what;
+          // The last row alone.
+          std::vector<float> last(x.end() - k, x.end()), y1(size_t(n), NAN);
+          ASSERT_TRUE(linear(last.data(), 1, pw, y1.data(), *pool).ok());
+          EXPECT_TRUE(
+              bitwiseEqual(y1, std::vector<float>(want.end() - n, want.end())))
+              << path.name() << " " << what << " alone";
+        }
+      if (hostFeatures().avx512)
+        EXPECT_TRUE(
+            bitwiseEqual(runMaddKernel(x, m, pw.view(), bias.data()), want))
+            << "avx512 without vnni " << what;
+    }
+}
+
+TEST(Int8LinearTest, LongRowsSumPastInt32) {
+  // Every product at its largest, 127 x 32767, over K past one int32
+  // chunk: the row sums (K x 4161409, above 2^31 from K = 517) are exact
+  // only if each chunk's lanes go into 64 bits in time. The signs alternate
+  // in both operands, so every product is positive.
+  for (int64_t k : {int64_t(520), int64_t(8192 + 64), int64_t(20000)}) {
+    int64_t n = 5, m = 2;
+    std::vector<float> w(size_t(n * k)), x(size_t(m * k));
+    for (int64_t c = 0; c < k; ++c) {
+      float sign = c % 2 ? -1.0f : 1.0f;
+      for (int64_t r = 0; r < n; ++r)
+        w[size_t(r * k + c)] = sign * float(r + 1);
+      for (int64_t i = 0; i < m; ++i)
+        x[size_t(i * k + c)] = sign * float(i + 2);
+    }
+    PackedWeight pw;
+    ASSERT_TRUE(
+        PackedWeight::pack(w.data(), DType::F32, n, k, nullptr, DType::I8, pw)
+            .ok());
+    std::vector<float> want = integerDefinition(x, m, pw.view(), nullptr);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t r = 0; r < n; ++r)
+        ASSERT_NEAR(want[size_t(i * n + r)], double(k) * (r + 1) * (i + 2),
+                    1e-6 * double(k) * (r + 1) * (i + 2));
+    for (KernelPath path : hostPaths()) {
+      PathScope scope(path);
+      std::vector<float> y(size_t(m * n), NAN);
+      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), parallelPool()).ok());
+      EXPECT_TRUE(bitwiseEqual(y, want)) << path.name() << " k=" << k;
+    }
+    if (hostFeatures().avx512)
+      EXPECT_TRUE(bitwiseEqual(runMaddKernel(x, m, pw.view(), nullptr), want))
+          << "avx512 without vnni k=" << k;
+  }
+}
+
+TEST(Int8LinearTest, NonFiniteAndTinyRowsOfX) {
+  // A row holding a NaN or an infinity gives NaN outputs (its codes are
+  // undefined); its neighbours keep their own bits. A row of subnormals is
+  // resolved to 2^-100 / 32767 and stays finite.
+  int64_t n = 7, k = 70, m = 4;
+  std::vector<float> w = weights(n, k, 41);
+  std::vector<float> x = randomVector(size_t(m * k), 42);
+  x[size_t(1 * k + 5)] = NAN;
+  x[size_t(2 * k + 69)] = -INFINITY;
+  for (int64_t c = 0; c < k; ++c)
+    x[size_t(3 * k + c)] *= 1e-39f;
+  PackedWeight pw;
+  ASSERT_TRUE(
+      PackedWeight::pack(w.data(), DType::F32, n, k, nullptr, DType::I8, pw)
+          .ok());
+  std::vector<float> alone(size_t(n), NAN);
+  std::vector<float> row0(x.begin(), x.begin() + k);
+  std::vector<float> want = reference(x, m, pw.view(), nullptr);
+  for (KernelPath path : hostPaths()) {
+    PathScope scope(path);
+    std::vector<float> y(size_t(m * n), NAN);
+    ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
+    ASSERT_TRUE(linear(row0.data(), 1, pw, alone.data(), serialPool()).ok());
+    for (int64_t r = 0; r < n; ++r) {
+      EXPECT_EQ(y[size_t(r)], alone[size_t(r)]) << path.name();
+      EXPECT_TRUE(std::isnan(y[size_t(n + r)])) << path.name();
+      EXPECT_TRUE(std::isnan(y[size_t(2 * n + r)])) << path.name();
+      EXPECT_TRUE(std::isfinite(y[size_t(3 * n + r)])) << path.name();
+      EXPECT_NEAR(y[size_t(3 * n + r)], want[size_t(3 * n + r)], 1e-36);
+    }
+  }
+}
+
+TEST(Int8LinearTest, OutlierColumnsDoNotSetTheStep) {
+  // Calibrated input outliers (ordinary weights, x 1e4 in three columns),
+  // kept in bf16 with the exact x: they must not coarsen the other
+  // columns' codes. With them in the step (1e4 / 32767) each output would
+  // move by up to ~0.15 sum |w|, about 20 here; the bound below, from the
+  // other columns' step, is about 0.004.
+  int64_t n = 8, k = 256, m = 2;
+  std::vector<float> w = weights(n, k, 51);
+  std::vector<float> x = randomVector(size_t(m * k), 52);
+  std::vector<float> input(size_t(k), 1.0f);
+  for (int64_t c : {10, 100, 200}) {
+    input[size_t(c)] = 1e4f;
+    for (int64_t i = 0; i < m; ++i)
+      x[size_t(i * k + c)] = i ? -1e4f : 1e4f;
+  }
+  WeightPacking p;
+  ASSERT_TRUE(
+      packWeightRows(w.data(), n, k, DType::I8, p, 0, input.data()).ok());
+  ASSERT_EQ(p.outlierCols, (std::vector<int32_t>{10, 100, 200}));
+  PackedWeight pw;
+  ASSERT_TRUE(PackedWeight::fromView(p.view(), nullptr, pw).ok());
+  const WeightView &v = pw.view();
+  std::vector<float> want = reference(x, m, v, nullptr);
+  for (KernelPath path : hostPaths()) {
+    PathScope scope(path);
+    std::vector<float> y(size_t(m * n), NAN);
+    ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      double amax = 0;
+      for (int64_t c = 0; c < k; ++c)
+        if (input[size_t(c)] == 1.0f)
+          amax = std::max(amax, std::fabs(double(x[size_t(i * k + c)])));
+      for (int64_t r = 0; r < n; ++r) {
+        // f32 accumulation over each part, and x's rounding.
+        double mag = 0, magOut = 0, wSum = 0;
+        for (int64_t c = 0; c < k; ++c) {
+          double wc = std::fabs(weightViewAt(v, r, c));
+          double xw = std::fabs(double(x[size_t(i * k + c)])) * wc;
+          (input[size_t(c)] == 1.0f ? mag : magOut) += xw;
+          wSum += input[size_t(c)] == 1.0f ? wc : 0.0;
+        }
+        size_t at = size_t(i * n + r);
+        EXPECT_NEAR(y[at], want[at],
+                    2e-6 * double(k) * mag + 1e-6 * magOut +
+                        wSum * amax / 32767)
+            << path.name() << " at (" << i << "," << r << ")";
+      }
+    }
+  }
 }
 
 } // namespace
