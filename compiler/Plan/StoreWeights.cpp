@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <vector>
 
 namespace mlir::folio {
@@ -394,6 +396,22 @@ llvm::Error storePackedWeights(plan::Plan &p,
       return packSourceInt8(w, out);
     return false;
   };
+  // A tied embedding's table (kept for the lookup, 16-bit or f32) and its
+  // lm_head packed in the same dtype are the same bytes, [vocab, hidden]
+  // rows rounded the same way: the weight then points at the table's
+  // bytes rather than storing them twice. Compared byte for byte, so
+  // nothing else is ever shared.
+  std::multimap<uint64_t, uint64_t> keptBySize; // bytes -> offset
+  for (const plan::Constant &c : kept)
+    keptBySize.emplace(c.bytes, c.offset);
+  auto sameBytes = [&](const void *data,
+                       uint64_t bytes) -> std::optional<uint64_t> {
+    auto [lo, hi] = keptBySize.equal_range(bytes);
+    for (auto it = lo; it != hi; ++it)
+      if (bytes && std::memcmp(blob.data() + it->second, data, bytes) == 0)
+        return it->second;
+    return std::nullopt;
+  };
   std::vector<plan::StoredWeight> stored;
   std::vector<float> rows;
   for (const Group &g : groups) {
@@ -467,7 +485,11 @@ llvm::Error storePackedWeights(plan::Plan &p,
     w.n = n;
     w.k = k;
     w.dataBytes = packing.data.size();
-    w.dataOffset = blob.append(packing.data.data(), w.dataBytes);
+    if (std::optional<uint64_t> shared =
+            sameBytes(packing.data.data(), w.dataBytes))
+      w.dataOffset = *shared;
+    else
+      w.dataOffset = blob.append(packing.data.data(), w.dataBytes);
     if (packing.storage == cpu::DType::FP8E4M3) {
       w.scalesBytes = packing.scales.size() * 4;
       w.scalesOffset = blob.append(packing.scales.data(), w.scalesBytes);

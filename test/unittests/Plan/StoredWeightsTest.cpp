@@ -17,10 +17,14 @@ namespace {
 
 const char *kModel = FOLIO_SOURCE_DIR "/models/zoo/llama/cached.onnx";
 
-plan::Plan compile(const std::string &weightDtype) {
+/// Qwen2 from transformers: its lm_head is the embedding table.
+const char *kTiedModel =
+    FOLIO_SOURCE_DIR "/models/zoo-hf/qwen2/eager_cached.onnx";
+
+plan::Plan compile(const std::string &weightDtype, const char *model = kModel) {
   mlir::folio::CompileToPlanOptions o;
   o.weightDtype = weightDtype;
-  auto p = mlir::folio::compileONNXToPlan(kModel, o);
+  auto p = mlir::folio::compileONNXToPlan(model, o);
   if (!p) {
     ADD_FAILURE() << llvm::toString(p.takeError());
     return {};
@@ -140,6 +144,68 @@ TEST(StoredWeights, Bf16PlanRunsAsTheLoadTimePacking) {
   auto stored = std::make_shared<const plan::Plan>(compile("bf16"));
   core::GenerateResult want = run(packedAtLoad, exec::WeightType::BF16);
   core::GenerateResult got = run(stored);
+  EXPECT_EQ(got.tokens, want.tokens);
+  ASSERT_EQ(got.logits.size(), want.logits.size());
+  for (size_t i = 0; i < got.logits.size(); ++i)
+    ASSERT_NEAR(got.logits[i], want.logits[i],
+                1e-4f * (1 + std::fabs(want.logits[i])))
+        << i;
+}
+
+/// The stored weight whose data holds the tied table, and the table's
+/// constant, of a plan of kTiedModel.
+std::pair<const plan::StoredWeight *, const plan::Constant *>
+tiedPair(const plan::Plan &p) {
+  const plan::Constant *table = nullptr;
+  for (const plan::Step &s : p.steps)
+    if (s.kind == "embedding")
+      for (const plan::Constant &c : p.constants)
+        if (c.value == s.operands[0])
+          table = &c;
+  const plan::StoredWeight *head = nullptr;
+  for (const plan::StoredWeight &w : p.weights)
+    if (table && w.n == p.values[size_t(table->value)].dims[0])
+      head = &w;
+  return {head, table};
+}
+
+TEST(StoredWeights, ATiedTableIsStoredOnce) {
+  // Where the lm_head is packed in the table's own dtype (bf16, f16, f32),
+  // both are the same bytes and the weight points at the table's; int8
+  // keeps a 16-bit table beside its codes.
+  for (const char *dtype : {"bf16", "f16", "f32", "int8"}) {
+    plan::Plan p = compile(dtype, kTiedModel);
+    auto [head, table] = tiedPair(p);
+    ASSERT_TRUE(head && table) << dtype;
+    bool same = std::string(dtype) != "int8";
+    EXPECT_EQ(head->dataOffset == table->offset, same) << dtype;
+    EXPECT_EQ(head->dataBytes == table->bytes, same) << dtype;
+    // No range is stored twice: the blob holds the table once.
+    int64_t ranges = 0;
+    for (const plan::Constant &c : p.constants)
+      ranges += int64_t(c.bytes);
+    for (const plan::StoredWeight &w : p.weights)
+      ranges += int64_t(w.dataBytes + w.scalesBytes + w.outlierColsBytes +
+                        w.outliersBytes);
+    EXPECT_EQ(ranges - int64_t(p.blob.size()) >= int64_t(table->bytes), same)
+        << dtype << ": " << ranges << " bytes of ranges, blob "
+        << p.blob.size();
+  }
+  // The shared plan survives a file round trip and runs as the same model
+  // packed at load, on the prompts (the decode tokens follow).
+  plan::Plan bf16 = compile("bf16", kTiedModel);
+  std::string path = ::testing::TempDir() + "/tied-bf16.folio";
+  ASSERT_TRUE(plan::writePlan(bf16, path));
+  auto mapped = plan::readPlan(path);
+  ASSERT_TRUE(mapped) << mapped.status().message();
+  EXPECT_EQ(tiedPair(*mapped).first->dataOffset,
+            tiedPair(*mapped).second->offset);
+  core::GenerateResult got =
+      run(std::make_shared<const plan::Plan>(std::move(*mapped)));
+  core::GenerateResult want =
+      run(std::make_shared<const plan::Plan>(
+              withBf16Tables(compile("none", kTiedModel))),
+          exec::WeightType::BF16);
   EXPECT_EQ(got.tokens, want.tokens);
   ASSERT_EQ(got.logits.size(), want.logits.size());
   for (size_t i = 0; i < got.logits.size(); ++i)
