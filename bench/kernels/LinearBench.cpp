@@ -10,8 +10,8 @@
 //    or stacked into one [2F, K] weight, q/k/v apart or stacked, and the
 //    weights borrowed from plain 4 KiB-page memory instead of packed into
 //    PackedWeight's huge-page chunks.
-//  verify: the same token's linears (bf16, then int4 with int8 x in groups
-//    of 128 and of 64) at the few rows a speculative verify step has and
+//  verify: the same token's linears (bf16, int8, then int4 with int8 x in
+//    groups of 128 and of 64) at the few rows a speculative verify step has and
 //    at batch sizes up to 64, through the GEMV kernel for every M and
 //    through linear() (oneDNN or the quantized GEMMs above kSmallM), each
 //    reported as the median ratio of its time to M = 1's GEMV in the same
@@ -525,6 +525,7 @@ int main(int argc, char **argv) {
   }
   if (what == "verify") {
     verify(rounds, unsigned(threads), DType::BF16);
+    verify(rounds, unsigned(threads), DType::I8);
     verify(rounds, unsigned(threads), DType::I4);
     verify(rounds, unsigned(threads), DType::I4, 64);
     return 0;
