@@ -250,6 +250,9 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
   tools::ModelLoadOptions draftOptions;
   draftOptions.kvCacheDtype = compile.kvCacheDtype;
   draftOptions.verifyWeights = compile.verifyWeights;
+  // An .onnx draft stores its weights in the target's dtype, as the
+  // target's executors would have packed them.
+  draftOptions.weightDtype = exec::weightTypeName(o.weights);
   Expected<std::shared_ptr<const plan::Plan>> draft =
       tools::loadDraftPlan(o.speculative, draftOptions);
   if (!draft)

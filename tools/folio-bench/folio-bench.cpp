@@ -35,6 +35,7 @@
 #include "compiler/Plan/StoreWeights.h"
 #include "runtime/Plan/PlanIO.h"
 #include "tools/common/EngineFlags.h"
+#include "tools/common/LoadModel.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -169,7 +170,9 @@ const char *const kUsage =
     "                              the fastest of each kept (default 1)\n"
     "  --threads N                 one value (default: every core)\n"
     "  --weight-dtype D            f32 (default), bf16 or f16, target and\n"
-    "                              draft\n"
+    "                              draft (an .onnx is compiled with its\n"
+    "                              weights stored so, one copy for every\n"
+    "                              engine)\n"
     "  --temperature T             0 (default): greedy, outputs compared\n"
     "                              with the baseline's; else sampled, request\n"
     "                              i seeded with --seed + i\n"
@@ -954,7 +957,18 @@ int main(int argc, char **argv) {
     std::cout << *report;
     return 0;
   }
-  Expected<plan::Plan> loaded = loadModel(o);
+  // An .onnx model for the spec comparison compiles with its weights
+  // stored as --weight-dtype says, so that every configuration's engine
+  // reads the plan's one copy. Packed by each executor at load, the copies
+  // competed for the cache: on an Intel Xeon each further engine in an
+  // invocation slowed the others' verify steps (docs/speculative-decoding.md).
+  Expected<plan::Plan> loaded = o.mode == "spec" && !tools::isPlanPath(o.model)
+      ? [&o]() -> Expected<plan::Plan> {
+    mlir::folio::CompileToPlanOptions c = compileOptions(o);
+    c.weightDtype = exec::weightTypeName(o.spec.weights);
+    return mlir::folio::loadOrCompilePlan(o.model, c);
+  }()
+      : loadModel(o);
   if (!loaded) {
     std::cerr << "folio-bench: error: " << loaded.status().message() << "\n";
     return 1;
