@@ -141,7 +141,11 @@ Expected<std::vector<RequestOutput>> ServingEngine::step() {
                         : spec->second.size();
     decodeOnly &= count == drafts + 1;
   }
-  if (decodeOnly)
+  // Its proposing must have been steady too: catching the draft up after
+  // steps without speculation (a small prefill of the tokens decoded
+  // meanwhile) is paid once, and timed as the cost of k it made the k that
+  // ended those steps look too dear to choose again.
+  if (decodeOnly && lastProposeSteady)
     controller->recordTime(scheduled.numScheduledTokens.size(), lastK,
                            stepSeconds + lastProposeSeconds);
 
@@ -175,6 +179,7 @@ Status ServingEngine::propose(const SchedulerOutput &scheduled,
   if (lastK == 0) {
     specStats.numOffSteps += !decoding.empty();
     lastProposeSeconds = 0;
+    lastProposeSteady = true;
     return Status::ok();
   }
   std::vector<spec::ProposeInput> inputs;
@@ -213,6 +218,7 @@ Status ServingEngine::propose(const SchedulerOutput &scheduled,
   ++specStats.numSpecSteps;
   specStats.sumK += lastK;
   lastProposeSeconds = secondsSince(start);
+  lastProposeSteady = proposer.lastProposalSteady();
   specStats.proposeSeconds += lastProposeSeconds;
   return Status::ok();
 }

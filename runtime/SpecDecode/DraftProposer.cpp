@@ -77,6 +77,7 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
     size_t numNew;    ///< tokens this round computes
   };
   std::vector<Active> active;
+  steady = true;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ProposeInput &in = inputs[i];
     const std::vector<TokenId> &tokens = *in.tokens;
@@ -99,6 +100,7 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
     }
     st.tokens = tokens;
     st.numComputed = common;
+    steady = steady && tokens.size() - common <= 2;
     active.push_back({i, &st, want, tokens.size() - common});
   }
 

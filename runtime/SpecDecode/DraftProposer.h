@@ -44,6 +44,10 @@ public:
   int64_t kvCacheBytes() const override {
     return numBlocks * executor->kvCacheLayout().bytesPerBlock;
   }
+  /// Steady when no sequence needed more than the two tokens a
+  /// verification adds beyond the draft's own (the last kept draft and the
+  /// target's bonus token).
+  bool lastProposalSteady() const override { return steady; }
 
   int64_t blockSize() const { return blockSize_; }
   exec::KVCacheLayout kvCacheLayout() const {
@@ -72,6 +76,7 @@ private:
   int64_t vocab = 0;
   int64_t numBlocks = 0;
   std::unordered_map<RequestId, SeqState> seqs;
+  bool steady = true;
 };
 
 } // namespace folio::spec

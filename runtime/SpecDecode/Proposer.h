@@ -65,6 +65,12 @@ public:
   virtual void release(const RequestId &requestId) = 0;
   /// Bytes of KV cache the proposer allocated for itself (0 for none).
   virtual int64_t kvCacheBytes() const { return 0; }
+  /// Whether the last propose() cost what proposing costs step after step:
+  /// false when it first had to catch a sequence up with more tokens than
+  /// the last verification could have added (a new prompt, or the tokens
+  /// decoded while speculation was off). The engine leaves such steps out
+  /// of the timings that choose k: catching up is paid once, not per step.
+  virtual bool lastProposalSteady() const { return true; }
 };
 
 } // namespace folio::spec

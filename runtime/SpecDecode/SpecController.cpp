@@ -105,6 +105,10 @@ size_t SpecController::chooseK(size_t batchSize) {
     return maxK_;
   Bucket &b = bucketFor(batchSize);
   ++b.steps;
+  if (size_t k = b.repeatK) {
+    b.repeatK = 0;
+    return k;
+  }
   // Time the baseline and one draft first, twice each (one step can be
   // an outlier): the model needs two points.
   for (unsigned round = 1; round <= 2; ++round)
@@ -135,6 +139,8 @@ size_t SpecController::chooseK(size_t batchSize) {
       if (stalest == best || b.byK[k].lastStep < b.byK[stalest].lastStep)
         stalest = k;
     }
+    if (best == 0)
+      b.repeatK = stalest;
     return stalest;
   }
   return best;

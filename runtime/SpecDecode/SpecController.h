@@ -26,8 +26,10 @@
 // the best k by this model is taken, so an untimed k gets timed exactly
 // when the model says it could win. Every kRefreshInterval steps the
 // least recently timed of k = 0 and the choice's neighbours is timed
-// again, so a changing machine load or workload moves it. k = 0 turns
-// speculation off.
+// again, so a changing machine load or workload moves it; while k = 0 is
+// the choice, its neighbour k = 1 runs two steps, since a draft model's
+// first step after steps without speculation catches up on the tokens
+// decoded meanwhile and is not timed. k = 0 turns speculation off.
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,6 +95,10 @@ private:
   struct Bucket {
     std::vector<Timing> byK; ///< [maxK + 1]
     uint64_t steps = 0;
+    /// A k > 0 re-timed while speculation is off runs two steps: the first
+    /// catches a draft model up (not timed, ServingEngine), the second is
+    /// what the k costs.
+    size_t repeatK = 0;
   };
   Bucket &bucketFor(size_t batchSize);
   double estimate(const Bucket &b, size_t k) const;

@@ -117,6 +117,44 @@ TEST(RuntimeSpecController, UntriedPositionsFollowTheLastTried) {
   EXPECT_DOUBLE_EQ(c.positionAcceptance(5), p2);
 }
 
+TEST(RuntimeSpecController, ReTimesOneDraftForTwoStepsWhileOff) {
+  SpecController c(4, true);
+  auto cost = [](size_t, size_t k) { return 0.010 + 0.002 * double(k); };
+  ASSERT_EQ(settle(c, 1, 0.0, cost, 30), 0u); // the 31st step
+  // Step 32 re-times k = 1, and so does step 33: a draft model's first
+  // step after steps without speculation catches up and is not timed.
+  EXPECT_EQ(c.chooseK(1), 1u);
+  EXPECT_EQ(c.chooseK(1), 1u);
+  EXPECT_EQ(c.chooseK(1), 0u);
+}
+
+TEST(RuntimeSpecController, ComesBackOnOnceSpeculationPaysAgain) {
+  // As ServingEngine drives it with a draft model: a step whose drafts
+  // followed steps without any is a catch-up, and its time is not
+  // recorded. The first 100 steps are compute-bound (every draft costs a
+  // step: speculation off is right), then drafts become almost free; the
+  // k = 1 timing from the first phase must not keep speculation off.
+  SpecController c(6, true);
+  std::mt19937 rng(11);
+  size_t prevK = 0, k = 0;
+  for (int i = 0; i < 600; ++i) {
+    k = c.chooseK(1);
+    if (k > 0) {
+      size_t n = 0;
+      while (n < k && double(rng()) < 0.8 * 4294967296.0)
+        ++n;
+      c.recordCoverage(1, 1);
+      c.recordSequence(k, n);
+      c.recordAcceptance(k, n, n < k);
+    }
+    double perDraft = i < 100 ? 0.02 : 0.0003;
+    if (!(k > 0 && prevK == 0))
+      c.recordTime(1, k, 0.010 + perDraft * double(k));
+    prevK = k;
+  }
+  EXPECT_GE(k, 4u);
+}
+
 TEST(RuntimeSpecController, ExtrapolatesUntimedK) {
   SpecController c(6, true);
   c.recordTime(1, 0, 0.010);

@@ -371,6 +371,9 @@ TEST(SpecDecode, DraftRollsBackByLengthToWhatRecomputingGives) {
     ASSERT_TRUE(fresh->propose({in}, 5, want));
     ASSERT_EQ(got[0].tokens, want[0].tokens) << "round " << round;
     ASSERT_EQ(got[0].tokens.size(), 5u);
+    // The first round caught up with the prompt; later ones compute at
+    // most the last kept draft and the token after it.
+    EXPECT_EQ(rolling->lastProposalSteady(), round > 0) << "round " << round;
     // The sequence and the drafts fed back (all but the last) are cached.
     EXPECT_EQ(rolling->numCached(id), tokens.size() + 4);
     // Keep a random number of drafts, then a token of our own.
@@ -379,6 +382,17 @@ TEST(SpecDecode, DraftRollsBackByLengthToWhatRecomputingGives) {
                   got[0].tokens.begin() + long(keep));
     tokens.push_back(TokenId(rng() % 4096));
   }
+  // Three tokens decoded without speculation: catching up is not steady.
+  for (int i = 0; i < 3; ++i)
+    tokens.push_back(TokenId(rng() % 4096));
+  spec::ProposeInput in;
+  in.requestId = &id;
+  in.tokens = &tokens;
+  in.numPromptTokens = 13;
+  in.params = &greedy;
+  std::vector<spec::Proposal> got;
+  ASSERT_TRUE(rolling->propose({in}, 5, got));
+  EXPECT_FALSE(rolling->lastProposalSteady());
   rolling->release(id);
   EXPECT_EQ(rolling->numTracked(), 0u);
   EXPECT_EQ(rolling->kvCache().pool().numFreeBlocks(),
