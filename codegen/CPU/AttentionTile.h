@@ -30,6 +30,10 @@ struct AttentionTile {
   int64_t tokenBegin = 0;
   int64_t tokenEnd = 0;
   int64_t firstPos = 0; ///< position of tokenBegin in its sequence
+  /// The sequence has at most kDecodeLikeTokens query tokens in this call
+  /// (a decode or a speculative verify step): its rows take the kernel a
+  /// token decoded alone takes, never the prefill ones (transposed, AMX).
+  bool decodeLike = false;
   const int32_t *blockTable = nullptr;
   int64_t blockSize = 0;
   const void *kPool = nullptr;
@@ -242,6 +246,15 @@ int64_t splitRangeKeys(int64_t tokens, int64_t keys, int64_t items);
 /// Turns split-K off (benchmarks compare with and without it); not for use
 /// while attention runs. Returns the previous setting.
 bool setSplitKEnabled(bool enabled);
+
+/// A sequence with at most this many query tokens in a call is decoding
+/// or verifying up to 16 drafts (folio-generate's --num-speculative-tokens
+/// limit) and its bonus token. Its rows must give bitwise what each would
+/// give decoded alone, or a speculative greedy run could pick other tokens
+/// than a plain one: they take the kernel one token of the same GQA group
+/// takes (the row or the transposed tile by group size), never the AMX
+/// tile's bf16 products. Longer steps are prefill.
+constexpr int64_t kDecodeLikeTokens = 17;
 
 /// Query rows per work item when the AMX tile is in use: its K/V
 /// conversion is shared by all of them, so larger than one AVX-512 pass.

@@ -544,7 +544,10 @@ bool amxAttentionUsable(int64_t headDim, bool allowBf16) {
 AmxMode setAmxAttentionMode(AmxMode mode) { return modeSlot().exchange(mode); }
 
 void attendTileAmx(const AttentionTile &tile) {
-  if ((tile.tokenEnd - tile.tokenBegin) * tile.groupSize < kAmxMinRows)
+  // Decode-like tiles keep f32 products unless a test forces the tile.
+  if ((tile.tokenEnd - tile.tokenBegin) * tile.groupSize < kAmxMinRows ||
+      (tile.decodeLike &&
+       modeSlot().load(std::memory_order_relaxed) != AmxMode::Force))
     return attendTileAvx512(tile);
   attendAmx(tile);
 }

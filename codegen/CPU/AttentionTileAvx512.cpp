@@ -252,8 +252,11 @@ int64_t setTransposedMinRows(int64_t rows) {
 }
 
 void attendTileAvx512(const AttentionTile &tile) {
-  if ((tile.tokenEnd - tile.tokenBegin) * tile.groupSize >=
-      transposedMinRows.load(std::memory_order_relaxed))
+  // A decode-like tile chooses as its tokens would one at a time.
+  const int64_t rows = tile.decodeLike
+                           ? tile.groupSize
+                           : (tile.tokenEnd - tile.tokenBegin) * tile.groupSize;
+  if (rows >= transposedMinRows.load(std::memory_order_relaxed))
     return attendTileTransposedAvx512(tile);
   attendTileRows(tile);
 }

@@ -301,6 +301,7 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
       tile.tokenBegin = it.tokenBegin;
       tile.tokenEnd = it.tokenEnd;
       tile.firstPos = batch.seqLens[it.seq] - qLen + (it.tokenBegin - qBegin);
+      tile.decodeLike = qLen <= kDecodeLikeTokens;
       tile.blockTable = batch.blockTables + it.seq * batch.maxBlocksPerSeq;
       tile.keyBegin = it.keyBegin;
       tile.keyEnd = it.keyEnd;

@@ -954,6 +954,65 @@ TEST(PagedAttentionAmx, AutoNeedsAllowBf16) {
             detail::amxAttentionUsable(c.headDim, true));
 }
 
+// A speculative verify step's rows (a few query tokens of one sequence)
+// give bitwise what each token gives decoded alone, with the kernels the
+// default settings pick: tiles of 7 tokens by GQA groups of 6 (42 rows)
+// would otherwise take the transposed AVX-512 tile and, with bf16 products
+// allowed, the AMX one, where one token takes the row tile; with groups of
+// 12 both take the transposed one. A prefill-sized chunk keeps AMX.
+TEST(PagedAttention, VerifyRowsMatchTheirTokensDecodedAlone) {
+  AmxScope automatic(detail::AmxMode::Auto);
+  Case c;
+  c.seqLens = {60};
+  c.queryLens = {7};
+  for (auto [group, dtype] :
+       {std::pair{int64_t(6), DType::F32}, std::pair{int64_t(6), DType::I8},
+        std::pair{int64_t(12), DType::BF16}}) {
+    c.group = group;
+    c.dtype = dtype;
+    Scenario chunk;
+    build(c, chunk);
+    ASSERT_FALSE(testing::Test::HasFatalFailure());
+    chunk.params.allowBf16 = true;
+    Scenario alone;
+    build(c, alone);
+    alone.params.allowBf16 = true;
+    const int64_t rowFloats = alone.params.numHeads * c.headDim;
+    std::vector<float> lastQ(chunk.q.end() - rowFloats, chunk.q.end());
+    alone.queryStartLoc = {0, 1};
+    alone.batch.numTokens = 1;
+    alone.batch.queryStartLoc = alone.queryStartLoc.data();
+    for (Isa isa : hostIsas()) {
+      IsaScope scope(isa);
+      std::vector<float> all(chunk.q.size(), NAN), one(size_t(rowFloats), NAN);
+      ASSERT_TRUE(pagedAttention(chunk.q.data(), chunk.cache, chunk.batch,
+                                 chunk.params, all.data(), serialPool()));
+      ASSERT_TRUE(pagedAttention(lastQ.data(), alone.cache, alone.batch,
+                                 alone.params, one.data(), serialPool()));
+      std::vector<float> last(all.end() - rowFloats, all.end());
+      EXPECT_TRUE(bitwiseEqual(last, one))
+          << isaName(isa) << " " << dtypeName(dtype) << " group " << group
+          << ": max diff " << maxAbsDiff(last, one);
+    }
+  }
+  // 18 tokens is prefill: AMX where the host has it.
+  c.group = 6;
+  c.dtype = DType::F32;
+  c.queryLens = {18};
+  Scenario prefill;
+  build(c, prefill);
+  prefill.params.allowBf16 = true;
+  std::vector<float> amx(prefill.q.size()), f32(prefill.q.size());
+  ASSERT_TRUE(pagedAttention(prefill.q.data(), prefill.cache, prefill.batch,
+                             prefill.params, amx.data()));
+  {
+    AmxScope off(detail::AmxMode::Off);
+    ASSERT_TRUE(pagedAttention(prefill.q.data(), prefill.cache, prefill.batch,
+                               prefill.params, f32.data()));
+  }
+  EXPECT_EQ(!bitwiseEqual(amx, f32), detail::amxAttentionUsable(64, true));
+}
+
 TEST(PagedAttention, EmptyBatch) {
   Case c;
   c.seqLens = {};
