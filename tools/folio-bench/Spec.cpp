@@ -74,7 +74,10 @@ makeEngine(const Setup &s, size_t batch, size_t longest, size_t k,
   kv.numBlocks = batch * perSeq + 1;
   exec::ExecutorOptions eopts;
   eopts.numThreads = unsigned(o.threads);
-  eopts.weights = o.weights;
+  // Packing at load applies only to a plan without stored weights, for
+  // which the caller allowed the executor's dtypes alone.
+  if (Expected<exec::WeightType> packAs = exec::parseWeightType(o.weightDtype))
+    eopts.weights = *packAs;
   core::SpeculativeConfig spec;
   if (k > 0) {
     tools::SpeculativeFlags flags = o.speculative;
@@ -252,7 +255,7 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
   draftOptions.verifyWeights = compile.verifyWeights;
   // An .onnx draft stores its weights in the target's dtype, as the
   // target's executors would have packed them.
-  draftOptions.weightDtype = exec::weightTypeName(o.weights);
+  draftOptions.weightDtype = o.weightDtype;
   Expected<std::shared_ptr<const plan::Plan>> draft =
       tools::loadDraftPlan(o.speculative, draftOptions);
   if (!draft)
@@ -265,7 +268,7 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
   j.field("method", o.speculative.method);
   j.field("workload", o.workload);
   j.field("new_tokens", o.newTokens);
-  j.field("weight_dtype", exec::weightTypeName(o.weights));
+  j.field("weight_dtype", o.weightDtype);
   j.field("temperature", double(o.temperature));
   j.key("runs").beginArray();
   // One untimed run first: page the weights in, warm the allocator.

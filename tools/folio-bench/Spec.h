@@ -47,8 +47,12 @@ struct SpecBenchOptions {
   float temperature = 0.0f;
   uint64_t seed = 0;
   int64_t threads = 0;
-  /// Linear weights of the target and the draft as the executor packs them.
-  exec::WeightType weights = exec::WeightType::F32;
+  /// --weight-dtype: an .onnx target and draft compile with their linear
+  /// weights stored so (folioc --weight-dtype: f32, bf16, f16, int8,
+  /// fp8_e4m3 or int4), one copy read by every engine; a plan that keeps
+  /// f32 constants has each executor pack them so at load (f32, bf16 or
+  /// f16 only, checked by the caller).
+  std::string weightDtype = "f32";
 };
 
 /// Runs the comparison; one JSON object {"runs": [...]}.

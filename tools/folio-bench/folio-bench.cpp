@@ -169,10 +169,10 @@ const char *const kUsage =
     "  --repeats N                 interleaved runs of every configuration,\n"
     "                              the fastest of each kept (default 1)\n"
     "  --threads N                 one value (default: every core)\n"
-    "  --weight-dtype D            f32 (default), bf16 or f16, target and\n"
-    "                              draft (an .onnx is compiled with its\n"
-    "                              weights stored so, one copy for every\n"
-    "                              engine)\n"
+    "  --weight-dtype D            f32 (default), bf16, f16, int8, fp8_e4m3\n"
+    "                              or int4: an .onnx target and draft\n"
+    "                              compile with their weights stored so,\n"
+    "                              one copy for every engine\n"
     "  --temperature T             0 (default): greedy, outputs compared\n"
     "                              with the baseline's; else sampled, request\n"
     "                              i seeded with --seed + i\n"
@@ -533,7 +533,8 @@ Status parse(int argc, char **argv, Options &o) {
                   "' is not a mode (roofline, serving, kv-quant, "
                   "weight-quant, spec, serve, load)");
   if (o.weightsGiven) {
-    bool stored = o.mode == "roofline" || o.mode == "weight-quant";
+    bool stored =
+        o.mode == "roofline" || o.mode == "weight-quant" || o.mode == "spec";
     o.roofline.weights.clear();
     for (const std::string &t : o.weightDtypes) {
       if (stored) {
@@ -701,9 +702,9 @@ Status parse(int argc, char **argv, Options &o) {
     }
     o.spec.seed = o.workload.seed;
     if (o.weightsGiven) {
-      if (o.roofline.weights.size() != 1)
+      if (o.weightDtypes.size() != 1)
         return Status::invalidArgument("spec mode takes one --weight-dtype");
-      o.spec.weights = o.roofline.weights[0];
+      o.spec.weightDtype = o.weightDtypes[0];
     }
   }
   if ((o.mode == "serving" || o.mode == "serve") &&
@@ -962,13 +963,21 @@ int main(int argc, char **argv) {
   // reads the plan's one copy. Packed by each executor at load, the copies
   // competed for the cache: on an Intel Xeon each further engine in an
   // invocation slowed the others' verify steps (docs/speculative-decoding.md).
-  Expected<plan::Plan> loaded = o.mode == "spec" && !tools::isPlanPath(o.model)
-      ? [&o]() -> Expected<plan::Plan> {
+  Expected<plan::Plan> loaded = Status::internal("not loaded");
+  if (o.mode == "spec" && !tools::isPlanPath(o.model)) {
     mlir::folio::CompileToPlanOptions c = compileOptions(o);
-    c.weightDtype = exec::weightTypeName(o.spec.weights);
-    return mlir::folio::loadOrCompilePlan(o.model, c);
-  }()
-      : loadModel(o);
+    c.weightDtype = o.spec.weightDtype;
+    loaded = mlir::folio::loadOrCompilePlan(o.model, c);
+  } else {
+    loaded = loadModel(o);
+  }
+  if (loaded && o.mode == "spec" && o.weightsGiven && loaded->weights.empty() &&
+      !exec::parseWeightType(o.spec.weightDtype))
+    loaded = Status::invalidArgument(
+        "--weight-dtype " + o.spec.weightDtype + ": '" + o.model +
+        "' keeps its weights as constants, which an executor packs only as "
+        "f32, bf16 or f16; pass the .onnx model to store them " +
+        o.spec.weightDtype);
   if (!loaded) {
     std::cerr << "folio-bench: error: " << loaded.status().message() << "\n";
     return 1;
