@@ -545,6 +545,38 @@ TEST(PagedAttention, SplitKOnlyWhenFewItems) {
 // int8 with its params folded) as for the others, and for GQA groups that
 // the chunk splits across row passes differently (7 rows: 4 + 3 alone,
 // 3 + 4 as the chunk's last token).
+/// Expects the last query token of `c`'s chunk (one sequence) to give
+/// bitwise what it gives alone over the same cache, on every ISA, with
+/// bf16 products allowed or not and the AVX-512 formulation forced to the
+/// row tile or left to the dispatcher.
+void expectLastRowAsAlone(const Case &c, bool allowBf16, bool rowTile) {
+  Scenario chunk;
+  build(c, chunk);
+  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  chunk.params.allowBf16 = allowBf16;
+  Scenario alone;
+  build(c, alone);
+  alone.params.allowBf16 = allowBf16;
+  const int64_t rowFloats = alone.params.numHeads * c.headDim;
+  std::vector<float> lastQ(chunk.q.end() - rowFloats, chunk.q.end());
+  alone.queryStartLoc = {0, 1};
+  alone.batch.numTokens = 1;
+  alone.batch.queryStartLoc = alone.queryStartLoc.data();
+  for (Isa isa : hostIsas()) {
+    IsaScope scope(isa);
+    MinRowsScope rows(rowTile ? INT64_MAX : 0);
+    std::vector<float> all(chunk.q.size(), NAN), one(size_t(rowFloats), NAN);
+    ASSERT_TRUE(pagedAttention(chunk.q.data(), chunk.cache, chunk.batch,
+                               chunk.params, all.data(), serialPool()));
+    ASSERT_TRUE(pagedAttention(lastQ.data(), alone.cache, alone.batch,
+                               alone.params, one.data(), serialPool()));
+    std::vector<float> last(all.end() - rowFloats, all.end());
+    EXPECT_TRUE(bitwiseEqual(last, one))
+        << isaName(isa) << " " << dtypeName(c.dtype) << " group " << c.group
+        << ": max diff " << maxAbsDiff(last, one);
+  }
+}
+
 TEST(PagedAttention, RowTileRowsDoNotDependOnTheirNeighbours) {
   Case c;
   c.seqLens = {140}; // three chunks of keys
@@ -555,30 +587,7 @@ TEST(PagedAttention, RowTileRowsDoNotDependOnTheirNeighbours) {
         std::pair{int64_t(7), DType::I8}, std::pair{int64_t(6), DType::F32}}) {
     c.group = group;
     c.dtype = dtype;
-    Scenario chunk;
-    build(c, chunk);
-    ASSERT_FALSE(testing::Test::HasFatalFailure());
-    // The same cache and the chunk's last query token, alone.
-    Scenario alone;
-    build(c, alone);
-    const int64_t rowFloats = alone.params.numHeads * c.headDim;
-    std::vector<float> lastQ(chunk.q.end() - rowFloats, chunk.q.end());
-    alone.queryStartLoc = {0, 1};
-    alone.batch.numTokens = 1;
-    alone.batch.queryStartLoc = alone.queryStartLoc.data();
-    for (Isa isa : hostIsas()) {
-      IsaScope scope(isa);
-      MinRowsScope rows(INT64_MAX);
-      std::vector<float> all(chunk.q.size(), NAN), one(size_t(rowFloats), NAN);
-      ASSERT_TRUE(pagedAttention(chunk.q.data(), chunk.cache, chunk.batch,
-                                 chunk.params, all.data(), serialPool()));
-      ASSERT_TRUE(pagedAttention(lastQ.data(), alone.cache, alone.batch,
-                                 alone.params, one.data(), serialPool()));
-      std::vector<float> last(all.end() - rowFloats, all.end());
-      EXPECT_TRUE(bitwiseEqual(last, one))
-          << isaName(isa) << " " << dtypeName(dtype) << " group " << group
-          << ": max diff " << maxAbsDiff(last, one);
-    }
+    expectLastRowAsAlone(c, /*allowBf16=*/false, /*rowTile=*/true);
   }
 }
 
@@ -970,30 +979,7 @@ TEST(PagedAttention, VerifyRowsMatchTheirTokensDecodedAlone) {
         std::pair{int64_t(12), DType::BF16}}) {
     c.group = group;
     c.dtype = dtype;
-    Scenario chunk;
-    build(c, chunk);
-    ASSERT_FALSE(testing::Test::HasFatalFailure());
-    chunk.params.allowBf16 = true;
-    Scenario alone;
-    build(c, alone);
-    alone.params.allowBf16 = true;
-    const int64_t rowFloats = alone.params.numHeads * c.headDim;
-    std::vector<float> lastQ(chunk.q.end() - rowFloats, chunk.q.end());
-    alone.queryStartLoc = {0, 1};
-    alone.batch.numTokens = 1;
-    alone.batch.queryStartLoc = alone.queryStartLoc.data();
-    for (Isa isa : hostIsas()) {
-      IsaScope scope(isa);
-      std::vector<float> all(chunk.q.size(), NAN), one(size_t(rowFloats), NAN);
-      ASSERT_TRUE(pagedAttention(chunk.q.data(), chunk.cache, chunk.batch,
-                                 chunk.params, all.data(), serialPool()));
-      ASSERT_TRUE(pagedAttention(lastQ.data(), alone.cache, alone.batch,
-                                 alone.params, one.data(), serialPool()));
-      std::vector<float> last(all.end() - rowFloats, all.end());
-      EXPECT_TRUE(bitwiseEqual(last, one))
-          << isaName(isa) << " " << dtypeName(dtype) << " group " << group
-          << ": max diff " << maxAbsDiff(last, one);
-    }
+    expectLastRowAsAlone(c, /*allowBf16=*/true, /*rowTile=*/false);
   }
   // 18 tokens is prefill: AMX where the host has it.
   c.group = 6;

@@ -50,6 +50,18 @@ core::GenerateResult run(std::shared_ptr<const plan::Plan> p,
   return r ? *r : core::GenerateResult();
 }
 
+/// The same tokens, and logits within 1e-4 relative: two plans that
+/// should compute the same model.
+void expectSameRun(const core::GenerateResult &got,
+                   const core::GenerateResult &want) {
+  EXPECT_EQ(got.tokens, want.tokens);
+  ASSERT_EQ(got.logits.size(), want.logits.size());
+  for (size_t i = 0; i < got.logits.size(); ++i)
+    ASSERT_NEAR(got.logits[i], want.logits[i],
+                1e-4f * (1 + std::fabs(want.logits[i])))
+        << i;
+}
+
 TEST(StoredWeights, ParseRefusesWhatIsNotAWeightDtype) {
   for (const char *ok :
        {"none", "f32", "bf16", "f16", "int8", "fp8_e4m3", "int4"})
@@ -142,14 +154,7 @@ TEST(StoredWeights, Bf16PlanRunsAsTheLoadTimePacking) {
   auto packedAtLoad =
       std::make_shared<const plan::Plan>(withBf16Tables(compile("none")));
   auto stored = std::make_shared<const plan::Plan>(compile("bf16"));
-  core::GenerateResult want = run(packedAtLoad, exec::WeightType::BF16);
-  core::GenerateResult got = run(stored);
-  EXPECT_EQ(got.tokens, want.tokens);
-  ASSERT_EQ(got.logits.size(), want.logits.size());
-  for (size_t i = 0; i < got.logits.size(); ++i)
-    ASSERT_NEAR(got.logits[i], want.logits[i],
-                1e-4f * (1 + std::fabs(want.logits[i])))
-        << i;
+  expectSameRun(run(stored), run(packedAtLoad, exec::WeightType::BF16));
 }
 
 /// The stored weight whose data holds the tied table, and the table's
@@ -200,18 +205,10 @@ TEST(StoredWeights, ATiedTableIsStoredOnce) {
   ASSERT_TRUE(mapped) << mapped.status().message();
   EXPECT_EQ(tiedPair(*mapped).first->dataOffset,
             tiedPair(*mapped).second->offset);
-  core::GenerateResult got =
-      run(std::make_shared<const plan::Plan>(std::move(*mapped)));
-  core::GenerateResult want =
-      run(std::make_shared<const plan::Plan>(
-              withBf16Tables(compile("none", kTiedModel))),
-          exec::WeightType::BF16);
-  EXPECT_EQ(got.tokens, want.tokens);
-  ASSERT_EQ(got.logits.size(), want.logits.size());
-  for (size_t i = 0; i < got.logits.size(); ++i)
-    ASSERT_NEAR(got.logits[i], want.logits[i],
-                1e-4f * (1 + std::fabs(want.logits[i])))
-        << i;
+  expectSameRun(run(std::make_shared<const plan::Plan>(std::move(*mapped))),
+                run(std::make_shared<const plan::Plan>(
+                        withBf16Tables(compile("none", kTiedModel))),
+                    exec::WeightType::BF16));
 }
 
 TEST(StoredWeights, Int8PlanRoundTripsThroughAFileAndStaysClose) {
