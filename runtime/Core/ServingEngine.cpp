@@ -143,8 +143,8 @@ Expected<std::vector<RequestOutput>> ServingEngine::step() {
   }
   // Its proposing must have been steady too: catching the draft up after
   // steps without speculation (a small prefill of the tokens decoded
-  // meanwhile) is paid once, and timed as the cost of k it made the k that
-  // ended those steps look too dear to choose again.
+  // meanwhile) is paid once; timed as the cost of the k that ended those
+  // steps, it made that k look too dear to choose again.
   if (decodeOnly && lastProposeSteady)
     controller->recordTime(scheduled.numScheduledTokens.size(), lastK,
                            stepSeconds + lastProposeSeconds);
