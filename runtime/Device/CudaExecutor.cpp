@@ -725,7 +725,7 @@ private:
           } else if constexpr (std::is_same_v<S, cuda::SampleSpec>) {
             return Status::internal("a sampler among the plan's launches");
           } else {
-            return attention(l, kernel);
+            return attention(l, launch);
           }
         },
         l.spec);
@@ -734,10 +734,9 @@ private:
   /// The decode kernel when every sequence brings one query token (or no
   /// prefill kernel fits), its combine when the context is split, and the
   /// prefill kernel for every other batch.
-  Status attention(const PlanLaunch &l, const CudaKernel &kernel) {
-    auto launch = [&](const cuda::LaunchGeometry &g, const void *args) {
-      return dev->launch(kernel, toLaunch(g), args);
-    };
+  /// `launch(geometry, args)` launches the kernel of `l`.
+  template <typename Launch>
+  Status attention(const PlanLaunch &l, const Launch &launch) {
     const ForwardBatch &b = *batch;
     const int64_t maxQuery = shape.maxQuery, maxContext = shape.maxContext;
     bool useDecode = shape.decodeOnly || !prefillSteps.count(l.step);
