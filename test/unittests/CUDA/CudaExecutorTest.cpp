@@ -66,6 +66,12 @@ std::shared_ptr<plan::Plan> bundledPlan(const std::string &target,
                  embed);
 }
 
+/// `s` is an error whose message holds `fragment`.
+void expectRefused(const Status &s, const std::string &fragment) {
+  ASSERT_FALSE(bool(s)) << "expected an error naming: " << fragment;
+  EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
+}
+
 std::unique_ptr<exec::Executor> cudaExecutor() {
   // Blocks on every core: no kernel of these plans uses float atomics, so
   // the results do not depend on the order blocks run in.
@@ -355,11 +361,8 @@ TEST(CudaExecutor, RefusesPositionsPastTheModelsRotaryTable) {
   ASSERT_TRUE(bool(s)) << s.message();
   b.positions[1] = 128;
   s = gpu->forward(b, logits, vocab);
-  ASSERT_FALSE(bool(s));
-  EXPECT_NE(s.message().find("position 128 is past the model's cos/sin "
-                             "table of 128 positions"),
-            std::string::npos)
-      << s.message();
+  expectRefused(s, "position 128 is past the model's cos/sin "
+                   "table of 128 positions");
 }
 
 TEST(CudaExecutor, RefusesWhatItCannotRun) {
@@ -367,15 +370,10 @@ TEST(CudaExecutor, RefusesWhatItCannotRun) {
   ASSERT_TRUE(gpu);
   // A plan compiled for the CPU has no kernels for the device.
   Status s = gpu->load(bundledPlan("cpu", "bf16"));
-  ASSERT_FALSE(bool(s));
-  EXPECT_NE(s.message().find("folioc --target="), std::string::npos)
-      << s.message();
+  expectRefused(s, "folioc --target=");
   // Weights left as f32 constants: no generated GEMM reads them.
   s = gpu->load(bundledPlan("sm_90a", "none", "auto", /*embed=*/false));
-  ASSERT_FALSE(bool(s));
-  EXPECT_NE(s.message().find("no CUDA generator covers linear"),
-            std::string::npos)
-      << s.message();
+  expectRefused(s, "no CUDA generator covers linear");
   EXPECT_NE(s.message().find("--device cpu"), std::string::npos) << s.message();
 
   std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
@@ -386,36 +384,26 @@ TEST(CudaExecutor, RefusesWhatItCannotRun) {
   std::vector<float> logits;
   int64_t vocab = 0;
   s = gpu->forward(b, logits, vocab);
-  ASSERT_FALSE(bool(s));
-  EXPECT_NE(s.message().find("allocateKVCache"), std::string::npos)
-      << s.message();
+  expectRefused(s, "allocateKVCache");
   ASSERT_TRUE(gpu->allocateKVCache(8));
   b.tokens[1] = 4096; // the vocabulary is 4096 tokens
   s = gpu->forward(b, logits, vocab);
-  ASSERT_FALSE(bool(s));
-  EXPECT_NE(s.message().find("outside its table"), std::string::npos)
-      << s.message();
+  expectRefused(s, "outside its table");
   b.tokens[1] = 17;
   // Indices into the cache are checked on the host: a kernel writing
   // outside the pools would corrupt device memory, not fail.
   exec::ForwardBatch bad = b;
   bad.slotMapping[2] = 8 * 16;
   s = gpu->forward(bad, logits, vocab);
-  ASSERT_FALSE(bool(s));
-  EXPECT_NE(s.message().find("slot 128 of token 2 is outside the KV cache's "
-                             "[0, 128)"),
-            std::string::npos)
-      << s.message();
+  expectRefused(s, "slot 128 of token 2 is outside the KV cache's "
+                   "[0, 128)");
   bad = b;
   bad.slotMapping[2] = bad.slotMapping[1];
   EXPECT_FALSE(bool(gpu->forward(bad, logits, vocab)));
   bad = b;
   bad.blockTables[0] = 8;
   s = gpu->forward(bad, logits, vocab);
-  ASSERT_FALSE(bool(s));
-  EXPECT_NE(s.message().find("block table entry 0 = 8 is outside [0, 8)"),
-            std::string::npos)
-      << s.message();
+  expectRefused(s, "block table entry 0 = 8 is outside [0, 8)");
   bad = b;
   bad.seqLens[0] = 2;
   EXPECT_FALSE(bool(gpu->forward(bad, logits, vocab)));
