@@ -27,25 +27,31 @@
 
 namespace folio::cuda::test {
 
-/// The models, the bundled one first; `root` is the source tree.
-inline std::vector<std::string> modelPaths(const std::string &root) {
+/// The architecture directories of the zoo and the zoo-hf, each in path
+/// order; `root` is the source tree.
+inline std::vector<std::string> archDirs(const std::string &root) {
   namespace fs = std::filesystem;
-  std::vector<std::string> out = {root + "/models/bundled/target.onnx"};
+  std::vector<std::string> out;
   for (const char *zoo : {"/models/zoo", "/models/zoo-hf"}) {
-    std::vector<std::string> archs;
+    size_t first = out.size();
     for (const fs::directory_entry &e : fs::directory_iterator(root + zoo))
       if (e.is_directory())
-        archs.push_back(e.path().string());
-    std::sort(archs.begin(), archs.end());
-    for (const std::string &dir : archs) {
-      for (const char *form :
-           {"/cached.onnx", "/sdpa_cached.onnx", "/optimum.onnx"})
-        if (fs::exists(dir + form)) {
-          out.push_back(dir + form);
-          break;
-        }
-    }
+        out.push_back(e.path().string());
+    std::sort(out.begin() + long(first), out.end());
   }
+  return out;
+}
+
+/// The models, the bundled one first, then one export per architecture.
+inline std::vector<std::string> modelPaths(const std::string &root) {
+  std::vector<std::string> out = {root + "/models/bundled/target.onnx"};
+  for (const std::string &dir : archDirs(root))
+    for (const char *form :
+         {"/cached.onnx", "/sdpa_cached.onnx", "/optimum.onnx"})
+      if (std::filesystem::exists(dir + form)) {
+        out.push_back(dir + form);
+        break;
+      }
   return out;
 }
 
@@ -56,12 +62,10 @@ inline std::vector<std::string> modelPaths(const std::string &root) {
 inline std::vector<std::string> allExportPaths(const std::string &root) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
-  for (const char *zoo : {"/models/zoo", "/models/zoo-hf"})
-    for (const fs::directory_entry &arch : fs::directory_iterator(root + zoo))
-      if (arch.is_directory())
-        for (const fs::directory_entry &e : fs::directory_iterator(arch))
-          if (e.is_regular_file() && e.path().extension() == ".onnx")
-            out.push_back(e.path().string());
+  for (const std::string &dir : archDirs(root))
+    for (const fs::directory_entry &e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && e.path().extension() == ".onnx")
+        out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   return out;
 }
