@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <optional>
 #include <vector>
 
@@ -401,15 +400,12 @@ llvm::Error storePackedWeights(plan::Plan &p,
   // rows rounded the same way: the weight then points at the table's
   // bytes rather than storing them twice. Compared byte for byte, so
   // nothing else is ever shared.
-  std::multimap<uint64_t, uint64_t> keptBySize; // bytes -> offset
-  for (const plan::Constant &c : kept)
-    keptBySize.emplace(c.bytes, c.offset);
   auto sameBytes = [&](const void *data,
                        uint64_t bytes) -> std::optional<uint64_t> {
-    auto [lo, hi] = keptBySize.equal_range(bytes);
-    for (auto it = lo; it != hi; ++it)
-      if (bytes && std::memcmp(blob.data() + it->second, data, bytes) == 0)
-        return it->second;
+    for (const plan::Constant &c : kept)
+      if (bytes && c.bytes == bytes &&
+          std::memcmp(blob.data() + c.offset, data, bytes) == 0)
+        return c.offset;
     return std::nullopt;
   };
   std::vector<plan::StoredWeight> stored;
