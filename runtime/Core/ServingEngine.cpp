@@ -144,8 +144,10 @@ Expected<std::vector<RequestOutput>> ServingEngine::step() {
   // Its proposing must have been steady too: catching the draft up after
   // steps without speculation (a small prefill of the tokens decoded
   // meanwhile) is paid once; timed as the cost of the k that ended those
-  // steps, it made that k look too dear to choose again.
-  if (decodeOnly && lastProposeSteady)
+  // steps, it made that k look too dear to choose again. (With k = 0 the
+  // proposer was not called.)
+  bool steady = lastK == 0 || speculative.proposer->lastProposalSteady();
+  if (decodeOnly && steady)
     controller->recordTime(scheduled.numScheduledTokens.size(), lastK,
                            stepSeconds + lastProposeSeconds);
 
@@ -179,7 +181,6 @@ Status ServingEngine::propose(const SchedulerOutput &scheduled,
   if (lastK == 0) {
     specStats.numOffSteps += !decoding.empty();
     lastProposeSeconds = 0;
-    lastProposeSteady = true;
     return Status::ok();
   }
   std::vector<spec::ProposeInput> inputs;
@@ -218,7 +219,6 @@ Status ServingEngine::propose(const SchedulerOutput &scheduled,
   ++specStats.numSpecSteps;
   specStats.sumK += lastK;
   lastProposeSeconds = secondsSince(start);
-  lastProposeSteady = proposer.lastProposalSteady();
   specStats.proposeSeconds += lastProposeSeconds;
   return Status::ok();
 }

@@ -135,10 +135,6 @@ private:
   std::unordered_map<RequestId, std::vector<float>> draftProbs;
   size_t lastK = 0;
   double lastProposeSeconds = 0;
-  /// The last proposing cost what it costs step after step
-  /// (Proposer::lastProposalSteady); a step after one that was not is not
-  /// timed for the controller.
-  bool lastProposeSteady = true;
 };
 
 } // namespace folio::core
