@@ -73,7 +73,11 @@ struct AttentionTile {
 };
 
 /// Keys processed per online-softmax step; bounds the scratch independent
-/// of the cache's block size.
+/// of the cache's block size. Chunks end at multiples of it (absolute key
+/// positions; a tile's first chunk may be shorter), so a row's keys fall
+/// into the same chunks, and its softmax rescales at the same keys, whether
+/// the tile's first row is the row itself or an earlier token whose window
+/// starts lower.
 constexpr int64_t kKeyChunk = 64;
 
 /// Query rows (tokens x group heads) one AVX-512 pass keeps in vector lanes.
@@ -222,27 +226,23 @@ inline int64_t lastTileKey(const AttentionTile &a, int64_t lastPos) {
   return lastPos < a.keyEnd - 1 ? lastPos : a.keyEnd - 1;
 }
 
-/// Split-K ("flash-decoding"): a tile of at most this many query tokens
-/// may have its keys cut into ranges processed as separate work items.
-constexpr int64_t kSplitMaxTokens = 4;
-/// Fewest keys per range: below this the merge and the per-item overhead
-/// outweigh the parallelism.
-constexpr int64_t kSplitMinKeys = 128;
-/// Ranges are multiples of this many keys (the transposed tile's chunk);
-/// coarser alignment leaves the ranges uneven.
-constexpr int64_t kSplitAlign = 32;
-/// Split-K aims for at least this many work items per call: a shape-only
-/// constant (never the pool's size). Each extra item costs a tile setup,
-/// and on 2-4 threads more than about two items per thread buys no
-/// balance (measured: 16 items for one 528-token sequence were 5-10 %
-/// slower than 4 on 1 and 2 threads, see docs/cpu-kernels.md).
-constexpr int64_t kSplitTargetItems = 8;
+/// Split-K ("flash-decoding"): a decode-like sequence's keys are cut at
+/// multiples of this many key positions into ranges processed as separate
+/// work items and merged by their log-sum-exps. The boundaries are absolute
+/// positions, never chosen from the batch or the pool, so a token's rows
+/// are reduced in the same ranges whatever else the step holds: decoded
+/// alone, beside other sequences, or as one of a speculative step's
+/// tokens. A multiple of both tiles' key chunks (kKeyChunk and the
+/// transposed tile's 32), so a range's chunks are the ones its keys take
+/// unsplit. 1024 keys keep the merge and a work item's setup small against
+/// the range's work (on 1-2 threads, 512 measured 2-5 % slower at 528 and
+/// 4096 keys, docs/cpu-kernels.md), and long contexts still give a large
+/// pool several items per (sequence, kv head).
+constexpr int64_t kSplitRangeKeys = 1024;
 
-/// Keys per range for a tile of `tokens` query tokens reading `keys` keys
-/// when the call has `items` work items before splitting; `keys` (or more)
-/// means no split. Depends on the shape only, so results do not depend on
-/// the pool.
-int64_t splitRangeKeys(int64_t tokens, int64_t keys, int64_t items);
+/// Key ranges a decode-like tile reading keys [firstKey, lastKey] is cut
+/// into: one when the keys lie within one range (or split-K is off).
+int64_t splitRangeCount(int64_t firstKey, int64_t lastKey);
 /// Turns split-K off (benchmarks compare with and without it); not for use
 /// while attention runs. Returns the previous setting.
 bool setSplitKEnabled(bool enabled);

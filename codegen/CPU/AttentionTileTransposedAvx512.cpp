@@ -173,8 +173,11 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
   const size_t rowBytes = a.rowBytes;
   const float *kRow[kChunk + kMaxKeyBlock], *vRow[kChunk];
 
-  for (int64_t c0 = firstKey; c0 <= lastKey; c0 += kChunk) {
-    int64_t c1 = c0 + kChunk < lastKey + 1 ? c0 + kChunk : lastKey + 1;
+  // Chunks end at multiples of kChunk, as the row tile's (AttentionTile.h,
+  // kKeyChunk): a row's softmax steps do not depend on the tile's first row.
+  for (int64_t c0 = firstKey, c1; c0 <= lastKey; c0 = c1) {
+    c1 = (c0 / kChunk + 1) * kChunk < lastKey + 1 ? (c0 / kChunk + 1) * kChunk
+                                                  : lastKey + 1;
     int64_t n = c1 - c0;
     KvRowCursor cursor(a, c0);
     const char *kSrc[kChunk], *vSrc[kChunk];

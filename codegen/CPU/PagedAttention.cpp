@@ -86,16 +86,10 @@ bool detail::setSplitKEnabled(bool enabled) {
   return splitKEnabled.exchange(enabled);
 }
 
-int64_t detail::splitRangeKeys(int64_t tokens, int64_t keys, int64_t items) {
-  if (!splitKEnabled.load(std::memory_order_relaxed) ||
-      tokens > kSplitMaxTokens || items <= 0 || items >= kSplitTargetItems ||
-      keys < 2 * kSplitMinKeys)
-    return keys;
-  int64_t want = (kSplitTargetItems + items - 1) / items;
-  int64_t most = keys / kSplitMinKeys;
-  int64_t splits = want < most ? want : most;
-  int64_t step = (keys + splits - 1) / splits;
-  return (step + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
+int64_t detail::splitRangeCount(int64_t firstKey, int64_t lastKey) {
+  if (!splitKEnabled.load(std::memory_order_relaxed) || lastKey < firstKey)
+    return 1;
+  return lastKey / kSplitRangeKeys - firstKey / kSplitRangeKeys + 1;
 }
 
 Status validatePagedAttention(const KVCacheView &cache, const RaggedBatch &b,
@@ -223,10 +217,14 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
     }
   }
 
-  // Split-K: decode-like tiles with long contexts become several key
-  // ranges, each writing a partial output and log-sum-exp that the last
-  // range to finish merges. Few (sequence, kv head) items would otherwise
-  // leave threads idle and each thread on one long latency-bound stream.
+  // Split-K: decode-like tiles whose keys cross a multiple of
+  // kSplitRangeKeys become one work item per range, each writing a partial
+  // output and log-sum-exp that the last range to finish merges. One long
+  // sequence would otherwise leave threads idle and each thread on one long
+  // latency-bound stream. The ranges are absolute positions, so a token's
+  // rows merge the same ranges in any batch (a row that sees none of a
+  // range's keys gets lse = -inf there, which the merge skips, and a row
+  // with keys in one range comes out of the merge as it would unsplit).
   struct SplitGroup {
     size_t outOffset, lseOffset;
     int64_t splits, rows;
@@ -235,7 +233,6 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
   size_t partialFloats = 0;
   {
     std::vector<Item> split;
-    int64_t unsplitItems = int64_t(items.size());
     for (const Item &it : items) {
       int64_t qLen =
           batch.queryStartLoc[it.seq + 1] - batch.queryStartLoc[it.seq];
@@ -244,25 +241,25 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
                          (it.tokenBegin - batch.queryStartLoc[it.seq]);
       int64_t lastPos = firstPos + tokens - 1;
       int64_t lo = firstKeyRead(lastPos + 1, tokens, params.slidingWindow);
-      int64_t keys = lastPos + 1 - lo;
-      int64_t step = splitRangeKeys(tokens, keys, unsplitItems);
-      if (step >= keys) {
+      int64_t splits =
+          qLen <= kDecodeLikeTokens ? splitRangeCount(lo, lastPos) : 1;
+      if (splits <= 1) {
         split.push_back(it);
         continue;
       }
       SplitGroup g;
       g.rows = tokens * base.groupSize;
-      g.splits = (keys + step - 1) / step;
+      g.splits = splits;
       g.outOffset = partialFloats;
       partialFloats += size_t(g.splits * g.rows * base.headDim);
       g.lseOffset = partialFloats;
       partialFloats += size_t(g.splits * g.rows);
-      // The range holding the latest keys first: it is the longest to
-      // compute for rows that see different numbers of keys.
+      // Latest range first, as the items are ordered.
+      const int64_t firstRange = lo / kSplitRangeKeys;
       for (int64_t i = g.splits - 1; i >= 0; --i) {
         Item part = it;
-        part.keyBegin = lo + i * step;
-        part.keyEnd = lo + (i + 1) * step;
+        part.keyBegin = (firstRange + i) * kSplitRangeKeys;
+        part.keyEnd = part.keyBegin + kSplitRangeKeys;
         part.group = int64_t(groups.size());
         part.split = i;
         split.push_back(part);

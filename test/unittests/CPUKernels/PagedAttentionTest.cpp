@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <tuple>
 
 using namespace folio::cpu;
 using namespace folio::cpu::test;
@@ -476,21 +477,23 @@ void checkSplit(Case c, int64_t wantSplits) {
   int64_t firstPos = len - tokens;
   int64_t lo =
       c.window > 0 && firstPos - c.window + 1 > 0 ? firstPos - c.window + 1 : 0;
-  int64_t keys = len - lo;
-  int64_t step = detail::splitRangeKeys(tokens, keys, c.numKvHeads);
-  EXPECT_EQ((keys + step - 1) / step, wantSplits) << "split count";
+  EXPECT_EQ(detail::splitRangeCount(lo, len - 1), wantSplits) << "ranges";
   check(c);
 }
 
 // Tests contexts that give one, two and many key ranges, ending inside a
-// block and on block boundaries, decode and speculative tokens, GQA.
+// block, on block boundaries and on range boundaries, decode and
+// speculative tokens (a verify step's up to 17 tokens split as decode
+// does), GQA.
 TEST(PagedAttention, SplitKDecode) {
+  static_assert(detail::kSplitRangeKeys == 1024, "cases assume 1024");
   struct {
     int32_t len, queryLen;
     int64_t splits;
-  } cases[] = {{1, 1, 1},    {255, 1, 1},  {256, 1, 2}, {257, 2, 2},
-               {512, 1, 4},  {528, 1, 4},  {544, 3, 4}, {1000, 4, 4},
-               {2048, 1, 4}, {4096, 1, 4}, {528, 5, 1}};
+  } cases[] = {{1, 1, 1},     {255, 1, 1},  {1024, 1, 1}, {1025, 1, 2},
+               {1026, 2, 2},  {1040, 1, 2}, {1056, 3, 2}, {2000, 4, 2},
+               {2049, 1, 3},  {4096, 1, 4}, {1040, 5, 2}, {2064, 17, 3},
+               {1032, 17, 2}, {1000, 17, 1}};
   for (auto &t : cases) {
     Case c;
     c.seqLens = {t.len};
@@ -509,30 +512,33 @@ TEST(PagedAttention, SplitKDecode) {
 // and block sizes that do not divide the ranges.
 TEST(PagedAttention, SplitKWindowSoftCapTypes) {
   Case c;
-  c.seqLens = {1500};
+  c.seqLens = {2500};
   c.queryLens = {3};
   c.numKvHeads = 1;
   c.group = 4;
   c.window = 700;
   c.blockSize = 24;
-  checkSplit(c, 5);
+  checkSplit(c, 2);
   c.softCap = 3.0f;
-  checkSplit(c, 5);
+  checkSplit(c, 2);
   c.window = 0;
   c.dtype = DType::BF16;
   c.blockSize = 8;
-  checkSplit(c, 8);
+  checkSplit(c, 3);
 }
 
-// Tests that a batch with enough work items is not split, and that mixed
-// batches split only their decode-like tiles.
-TEST(PagedAttention, SplitKOnlyWhenFewItems) {
-  EXPECT_GE(detail::splitRangeKeys(1, 528, 8), 528);
-  EXPECT_LT(detail::splitRangeKeys(1, 528, 4), 528);
-  EXPECT_GE(detail::splitRangeKeys(5, 4096, 1), 4096);
+// Tests that the ranges follow from the keys alone, and that mixed batches
+// split only their decode-like sequences (a prefill chunk of 18+ tokens is
+// never split).
+TEST(PagedAttention, SplitKRangesAreAbsolute) {
+  EXPECT_EQ(detail::splitRangeCount(0, 1023), 1);
+  EXPECT_EQ(detail::splitRangeCount(0, 1024), 2);
+  EXPECT_EQ(detail::splitRangeCount(1000, 1030), 2);
+  EXPECT_EQ(detail::splitRangeCount(1030, 2000), 1);
+  EXPECT_EQ(detail::splitRangeCount(5, 4), 1);
   Case c;
-  c.seqLens = {900, 600};
-  c.queryLens = {1, 100};
+  c.seqLens = {1900, 600, 1100};
+  c.queryLens = {1, 100, 17};
   c.numKvHeads = 1;
   c.group = 2;
   check(c);
@@ -669,7 +675,7 @@ TEST(PagedAttentionQuant, LongContextSplitK) {
   c.numKvHeads = 2;
   c.group = 3;
   c.blockSize = 32;
-  EXPECT_LT(detail::splitRangeKeys(1, 4096, 2), 4096);
+  EXPECT_GT(detail::splitRangeCount(0, 4095), 1);
   checkTypes(c, 1e-5f);
   c.queryLens = {8};
   c.numKvHeads = 1;
@@ -904,7 +910,7 @@ TEST(PagedAttentionAmx, LongContextAndSplitK) {
   split.numKvHeads = 1;
   split.group = 16;
   split.window = 1500;
-  checkSplit(split, 8);
+  checkSplit(split, 3);
   checkAmx(split);
 }
 
@@ -997,6 +1003,81 @@ TEST(PagedAttention, VerifyRowsMatchTheirTokensDecodedAlone) {
                                prefill.params, f32.data()));
   }
   EXPECT_EQ(!bitwiseEqual(amx, f32), detail::amxAttentionUsable(64, true));
+}
+
+/// Expects every query token of `c`'s decode-like sequences (at most
+/// kDecodeLikeTokens tokens in the step) to give bitwise what it gives
+/// decoded alone (one query token, the sequence cut at its position) over
+/// the same cache, on every ISA with the dispatcher's choices and bf16
+/// products allowed: what a speculative greedy run needs to pick the
+/// tokens a plain one picks, whatever else its steps batch.
+void expectEveryRowAsAlone(const Case &c) {
+  Scenario s;
+  build(c, s);
+  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  s.params.allowBf16 = true;
+  const int64_t rowFloats = s.params.numHeads * c.headDim;
+  for (Isa isa : hostIsas()) {
+    IsaScope scope(isa);
+    std::vector<float> all(s.q.size(), NAN);
+    ASSERT_TRUE(pagedAttention(s.q.data(), s.cache, s.batch, s.params,
+                               all.data(), parallelPool()));
+    for (size_t seq = 0; seq < c.seqLens.size(); ++seq) {
+      int64_t q0 = s.queryStartLoc[seq], q1 = s.queryStartLoc[seq + 1];
+      if (q1 - q0 > detail::kDecodeLikeTokens)
+        continue;
+      for (int64_t t = q0; t < q1; ++t) {
+        int32_t len = c.seqLens[seq] - int32_t(q1 - 1 - t);
+        int32_t startLoc[2] = {0, 1};
+        RaggedBatch one = s.batch;
+        one.numTokens = 1;
+        one.numSeqs = 1;
+        one.queryStartLoc = startLoc;
+        one.seqLens = &len;
+        one.blockTables = s.blockTables.data() + seq * s.batch.maxBlocksPerSeq;
+        std::vector<float> alone(size_t(rowFloats), NAN);
+        ASSERT_TRUE(pagedAttention(s.q.data() + t * rowFloats, s.cache, one,
+                                   s.params, alone.data(), serialPool()));
+        std::vector<float> row(all.begin() + t * rowFloats,
+                               all.begin() + (t + 1) * rowFloats);
+        EXPECT_TRUE(bitwiseEqual(row, alone))
+            << isaName(isa) << " " << dtypeName(c.dtype) << " group " << c.group
+            << " window " << c.window << ": sequence " << seq << " position "
+            << len - 1 << ", max diff " << maxAbsDiff(row, alone);
+      }
+    }
+  }
+}
+
+// Tests that a decode or verify step's rows do not depend on the step
+// around them: long contexts whose keys split into ranges when decoded
+// alone (the range boundaries are absolute, so a verify step crossing one
+// and a batch of many sequences split them alike), sliding windows (each
+// token's window starts at another key than the step's first token's),
+// soft-caps, GQA groups that take the row tile and the transposed one,
+// caches read in registers and through scratch, beside prefill chunks.
+TEST(PagedAttention, DecodeLikeRowsDoNotDependOnTheStep) {
+  AmxScope automatic(detail::AmxMode::Auto);
+  Case c;
+  c.seqLens = {1030, 1035, 90, 600, 1500};
+  c.queryLens = {9, 17, 1, 40, 1};
+  c.numKvHeads = 2;
+  c.blockSize = 16;
+  for (auto [group, dtype, window] :
+       {std::tuple{int64_t(1), DType::F32, int64_t(0)},
+        std::tuple{int64_t(6), DType::I8, int64_t(0)},
+        std::tuple{int64_t(12), DType::BF16, int64_t(0)},
+        std::tuple{int64_t(2), DType::F32, int64_t(300)},
+        std::tuple{int64_t(12), DType::F32, int64_t(100)},
+        std::tuple{int64_t(3), DType::I4, int64_t(70)},
+        std::tuple{int64_t(4), DType::FP8E4M3, int64_t(600)}}) {
+    c.group = group;
+    c.dtype = dtype;
+    c.window = window;
+    c.softCap = window == 300 ? 20.0f : 0.0f;
+    c.headDim = group == 12 ? 32 : 64;
+    expectEveryRowAsAlone(c);
+  }
 }
 
 TEST(PagedAttention, EmptyBatch) {
