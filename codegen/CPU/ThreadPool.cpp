@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #if defined(__linux__)
 #include <sched.h>
 #endif
@@ -92,6 +94,17 @@ ThreadPool::~ThreadPool() {
 ThreadPool &ThreadPool::global() {
   static ThreadPool pool(defaultThreadCount());
   return pool;
+}
+
+ThreadPool &ThreadPool::shared(unsigned numThreads) {
+  static std::mutex poolsMutex;
+  static std::map<unsigned, std::unique_ptr<ThreadPool>> pools;
+  unsigned n = numThreads ? numThreads : 1;
+  std::lock_guard<std::mutex> lock(poolsMutex);
+  std::unique_ptr<ThreadPool> &pool = pools[n];
+  if (!pool)
+    pool = std::make_unique<ThreadPool>(n);
+  return *pool;
 }
 
 void ThreadPool::setWorkersPausedForTesting(bool p) {

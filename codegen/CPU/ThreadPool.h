@@ -88,6 +88,14 @@ public:
   /// core this process may run on.
   static ThreadPool &global();
 
+  /// The process-wide pool of `numThreads` threads (0 is treated as 1),
+  /// created on first use. Every user asking for the same size shares it:
+  /// two pools on the same cores (two executors of one process run one
+  /// after the other, as folio-bench's engines per configuration) would
+  /// each leave a worker polling for the next job while the other pool's
+  /// threads need the core.
+  static ThreadPool &shared(unsigned numThreads);
+
 private:
   using ChunkFn = void (*)(void *, int64_t, int64_t);
   template <typename Fn> static void call(void *ctx, int64_t b, int64_t e) {

@@ -90,9 +90,9 @@ public:
                const exec::ExecutorOptions &options)
       : dev(std::move(device)), options(options) {
     // The host's share (verifying speculative tokens on the logits) runs
-    // on a pool of the size asked for.
+    // on the shared pool of the size asked for.
     if (options.numThreads > 0)
-      ownPool = std::make_unique<cpu::ThreadPool>(options.numThreads);
+      sizedPool = &cpu::ThreadPool::shared(options.numThreads);
   }
 
   const char *deviceName() const override { return "cuda"; }
@@ -270,7 +270,8 @@ public:
       return Status::invalidArgument("verify needs a loaded plan");
     // The logits are on the host already (forward read them back).
     return exec::runVerifyEntry(*plan, v, accepted, tokens,
-                                ownPool ? *ownPool : cpu::ThreadPool::global());
+                                sizedPool ? *sizedPool
+                                          : cpu::ThreadPool::global());
   }
 
   int64_t linearWeightBytes() const override { return weightBytes; }
@@ -835,7 +836,7 @@ private:
 
   std::unique_ptr<CudaDevice> dev;
   exec::ExecutorOptions options;
-  std::unique_ptr<cpu::ThreadPool> ownPool;
+  cpu::ThreadPool *sizedPool = nullptr;
   /// cuBLASLt for the GEMMs of bf16 weights over many rows; null where the
   /// library is missing (the linear kernel then serves every batch).
   std::unique_ptr<CublasLt> cublas;

@@ -40,7 +40,7 @@ class CPUExecutor final : public Executor {
 public:
   explicit CPUExecutor(const ExecutorOptions &o) : options(o) {
     if (o.numThreads)
-      ownPool = std::make_unique<cpu::ThreadPool>(o.numThreads);
+      sizedPool = &cpu::ThreadPool::shared(o.numThreads);
   }
 
   const char *deviceName() const override { return "cpu"; }
@@ -345,7 +345,7 @@ public:
                   int64_t(batch.logitsIndices.size()),
                   int64_t(batch.seqLens.size())};
     arena.size(stepCounts.tokens, stepCounts.rows, stepCounts.seqs);
-    cpu::ThreadPool &pool = ownPool ? *ownPool : cpu::ThreadPool::global();
+    cpu::ThreadPool &pool = sizedPool ? *sizedPool : cpu::ThreadPool::global();
     // A plain loop over the compiler's kernels: a fused implementation
     // where the CPU has one for the kernel, else its steps in order.
     for (size_t k = 0; k < plan->kernels.size(); ++k) {
@@ -385,7 +385,7 @@ public:
                 std::vector<int32_t> &tokens) override {
     if (!plan)
       return Status::invalidArgument("verify needs a loaded plan");
-    cpu::ThreadPool &pool = ownPool ? *ownPool : cpu::ThreadPool::global();
+    cpu::ThreadPool &pool = sizedPool ? *sizedPool : cpu::ThreadPool::global();
     return runVerifyEntry(*plan, batch, accepted, tokens, pool);
   }
 
@@ -642,7 +642,8 @@ private:
   StepCounts stepCounts;
 
   ExecutorOptions options;
-  std::unique_ptr<cpu::ThreadPool> ownPool;
+  /// The process-wide pool of options.numThreads threads, if set.
+  cpu::ThreadPool *sizedPool = nullptr;
   /// Per step (kind left empty), when profiling.
   std::vector<KindProfile> stepTimes;
   std::shared_ptr<const plan::Plan> plan;

@@ -168,10 +168,12 @@ public:
   virtual void resetProfile() {}
 };
 
-/// The CPU executor (codegen/CPU kernels). With options.numThreads it owns
-/// a pool of that size, on which oneDNN's matmuls run too (as
-/// single-threaded tiles). forward() is not reentrant: one executor serves
-/// one engine thread.
+/// The CPU executor (codegen/CPU kernels). With options.numThreads it runs
+/// on the process-wide pool of that size (cpu::ThreadPool::shared: the
+/// executors of a process share their threads), on which
+/// oneDNN's matmuls run too (as single-threaded tiles). forward() is not
+/// reentrant: one executor serves one engine thread; executors on other
+/// threads may share a pool, whose jobs then take turns.
 std::unique_ptr<Executor>
 createCPUExecutor(const ExecutorOptions &options = {});
 

@@ -175,4 +175,27 @@ TEST(ThreadPool, ZeroThreadsMeansCallerOnly) {
   EXPECT_GE(ThreadPool::global().numThreads(), 1u);
 }
 
+// Tests that every user asking for a size shares one pool of that size,
+// and that jobs from two threads on a shared pool both complete.
+TEST(ThreadPool, SharedPoolsBySize) {
+  ThreadPool &two = ThreadPool::shared(2);
+  EXPECT_EQ(&two, &ThreadPool::shared(2));
+  EXPECT_EQ(two.numThreads(), 2u);
+  ThreadPool &three = ThreadPool::shared(3);
+  EXPECT_NE(&two, &three);
+  EXPECT_EQ(three.numThreads(), 3u);
+  EXPECT_EQ(&ThreadPool::shared(0), &ThreadPool::shared(1));
+  EXPECT_EQ(ThreadPool::shared(0).numThreads(), 1u);
+  std::atomic<int64_t> covered{0};
+  auto work = [&] {
+    for (int i = 0; i < 200; ++i)
+      two.parallelFor(64, 4,
+                      [&](int64_t b, int64_t e) { covered.fetch_add(e - b); });
+  };
+  std::thread other(work);
+  work();
+  other.join();
+  EXPECT_EQ(covered.load(), 2 * 200 * 64);
+}
+
 } // namespace
