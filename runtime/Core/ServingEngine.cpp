@@ -147,9 +147,11 @@ Expected<std::vector<RequestOutput>> ServingEngine::step() {
   // steps, it made that k look too dear to choose again. (With k = 0 the
   // proposer was not called.)
   bool steady = lastK == 0 || speculative.proposer->lastProposalSteady();
-  if (decodeOnly && steady)
+  if (decodeOnly && steady) {
     controller->recordTime(scheduled.numScheduledTokens.size(), lastK,
                            stepSeconds + lastProposeSeconds);
+    ++specStats.numTimedSteps;
+  }
 
   if (Status s = propose(scheduled, outputs); !s)
     return s;

@@ -48,6 +48,9 @@ struct SpeculativeStats {
   uint64_t sumK = 0;
   /// Decode steps that chose k = 0 (speculation judged not to pay).
   uint64_t numOffSteps = 0;
+  /// Steps whose time the adaptive controller took as the cost of their
+  /// k: decode-only steps whose drafts were proposed steadily.
+  uint64_t numTimedSteps = 0;
   double proposeSeconds = 0; ///< in the proposer (draft model or lookup)
   double targetSeconds = 0;  ///< in the target's steps (forward, verify)
 

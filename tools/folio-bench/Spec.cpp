@@ -370,6 +370,7 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
                             ? double(st.sumK) / double(st.numSpecSteps)
                             : 0.0);
       j.field("steps_off", int64_t(st.numOffSteps));
+      j.field("steps_timed", int64_t(st.numTimedSteps));
       // Sampled outputs are distributed alike, not equal token for token.
       j.key("outputs_identical");
       if (o.temperature > 0)

@@ -273,6 +273,73 @@ TEST(SpecDecode, AdaptiveSpeculationMatchesTheTargetAlone) {
   expectSame(serve(*engine, greedyRequests()), greedyReference());
 }
 
+/// The bundled draft, reporting every third proposal as unsteady (a catch
+/// up), and counting its calls.
+class ScriptedSteadiness final : public spec::Proposer {
+public:
+  explicit ScriptedSteadiness(std::unique_ptr<spec::DraftProposer> d)
+      : inner(std::move(d)) {}
+  const char *method() const override { return inner->method(); }
+  Status propose(const std::vector<spec::ProposeInput> &inputs, size_t k,
+                 std::vector<spec::Proposal> &out) override {
+    ++calls;
+    return inner->propose(inputs, k, out);
+  }
+  void release(const RequestId &id) override { inner->release(id); }
+  bool lastProposalSteady() const override { return calls % 3 != 0; }
+  size_t calls = 0;
+
+private:
+  std::unique_ptr<spec::DraftProposer> inner;
+};
+
+// Tests that the adaptive controller learns only from decode-only steps
+// whose drafts were proposed steadily (or that proposed none): a step after
+// a draft's catch-up is not timed, nor is a prefill step. One request, so
+// every step after its prefill decodes.
+TEST(SpecDecode, AdaptiveTimesOnlyStepsAfterSteadyProposals) {
+  SchedulerConfig config;
+  config.maxNumBatchedTokens = 2048;
+  config.maxNumSeqs = 4;
+  config.maxModelLen = kMaxModelLen;
+  config.vocabSize = 4096;
+  KVCacheConfig kv;
+  kv.numBlocks = 128;
+  kv.blockSize = kTargetBlock;
+  auto d = spec::DraftProposer::create(draft(), exec::createCPUExecutor(), 256,
+                                       4096, int64_t(kMaxModelLen));
+  ASSERT_TRUE(d) << d.status().message();
+  auto scripted = std::make_unique<ScriptedSteadiness>(std::move(*d));
+  ScriptedSteadiness *proposer = scripted.get();
+  core::SpeculativeConfig spec;
+  spec.proposer = std::move(scripted);
+  spec.numSpeculativeTokens = 4;
+  spec.adaptive = true;
+  auto engine = core::ServingEngine::create(target(), exec::createCPUExecutor(),
+                                            config, kv, std::move(spec));
+  ASSERT_TRUE(engine) << engine.status().message();
+  ASSERT_TRUE((*engine)->addRequest(request("a", heldout(2, 0, 30), 60)));
+  uint64_t want = 0;
+  size_t steps = 0, callsBefore = 0;
+  bool proposedBefore = false, steadyBefore = true;
+  while ((*engine)->hasUnfinishedRequests()) {
+    auto out = (*engine)->step();
+    ASSERT_TRUE(out) << out.status().message();
+    // Every step after the first (the prefill) decodes only; it is timed
+    // if the proposing before it was steady or did not happen (k = 0).
+    if (steps++ > 0)
+      want += !proposedBefore || steadyBefore;
+    proposedBefore = proposer->calls > callsBefore;
+    steadyBefore = proposer->lastProposalSteady();
+    callsBefore = proposer->calls;
+  }
+  const core::SpeculativeStats &st = (*engine)->speculativeStats();
+  EXPECT_GE(proposer->calls, 6u);
+  EXPECT_EQ(st.numTimedSteps, want);
+  EXPECT_LT(st.numTimedSteps, steps - 1); // some were not
+  EXPECT_GT(st.numTimedSteps, 0u);
+}
+
 TEST(SpecDecode, ChunkedPrefillPrefixCachingPreemptionAndAbort) {
   // Few blocks (preemption), a small token budget (chunked prefill and cut
   // drafts), prefix caching (the repeated prompts share blocks) and aborts
