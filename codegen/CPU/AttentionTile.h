@@ -226,6 +226,13 @@ inline int64_t lastTileKey(const AttentionTile &a, int64_t lastPos) {
   return lastPos < a.keyEnd - 1 ? lastPos : a.keyEnd - 1;
 }
 
+/// End (exclusive) of the key chunk that starts at c0: the next multiple of
+/// `chunk` (kKeyChunk says why), or past the tile's last key.
+inline int64_t keyChunkEnd(int64_t c0, int64_t chunk, int64_t lastKey) {
+  int64_t end = (c0 / chunk + 1) * chunk;
+  return end < lastKey + 1 ? end : lastKey + 1;
+}
+
 /// Split-K ("flash-decoding"): a decode-like sequence's keys are cut at
 /// multiples of this many key positions into ranges processed as separate
 /// work items and merged by their log-sum-exps. The boundaries are absolute

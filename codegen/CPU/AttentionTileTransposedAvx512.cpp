@@ -173,11 +173,10 @@ FOLIO_AVX512 void attendPass(const AttentionTile &a, int64_t r0, int64_t nr) {
   const size_t rowBytes = a.rowBytes;
   const float *kRow[kChunk + kMaxKeyBlock], *vRow[kChunk];
 
-  // Chunks end at multiples of kChunk, as the row tile's (AttentionTile.h,
-  // kKeyChunk): a row's softmax steps do not depend on the tile's first row.
+  // Chunks end at multiples of kChunk, as the row tile's at kKeyChunk: a
+  // row's softmax steps do not depend on the tile's first row.
   for (int64_t c0 = firstKey, c1; c0 <= lastKey; c0 = c1) {
-    c1 = (c0 / kChunk + 1) * kChunk < lastKey + 1 ? (c0 / kChunk + 1) * kChunk
-                                                  : lastKey + 1;
+    c1 = keyChunkEnd(c0, kChunk, lastKey);
     int64_t n = c1 - c0;
     KvRowCursor cursor(a, c0);
     const char *kSrc[kChunk], *vSrc[kChunk];
