@@ -164,7 +164,7 @@ FOLIO_AVX2 void quantizeRows(const float *x, int64_t m, int64_t k, int16_t *dst,
       bad = bad || !(v <= FLT_MAX);
       amax = std::max(amax, v);
     }
-    std::fill(codes, codes + kPadded, int16_t(0));
+    std::fill(codes + (bad ? 0 : k), codes + kPadded, int16_t(0));
     if (bad) {
       steps[r] = NAN;
       continue;

@@ -36,7 +36,7 @@ void quantizeXInt16Scalar(const float *x, int64_t m, int64_t k, int16_t *dst,
       finite = finite && v <= FLT_MAX;
       amax = v > amax ? v : amax;
     }
-    for (int64_t c = 0; c < kPadded; ++c)
+    for (int64_t c = finite ? k : 0; c < kPadded; ++c)
       codes[c] = 0;
     if (!finite) {
       steps[r] = NAN;
