@@ -963,14 +963,12 @@ int main(int argc, char **argv) {
   // reads the plan's one copy. Packed by each executor at load, the copies
   // competed for the cache: on an Intel Xeon each further engine in an
   // invocation slowed the others' verify steps (docs/speculative-decoding.md).
-  Expected<plan::Plan> loaded = Status::internal("not loaded");
-  if (o.mode == "spec" && !tools::isPlanPath(o.model)) {
-    mlir::folio::CompileToPlanOptions c = compileOptions(o);
-    c.weightDtype = o.spec.weightDtype;
-    loaded = mlir::folio::loadOrCompilePlan(o.model, c);
-  } else {
-    loaded = loadModel(o);
-  }
+  mlir::folio::CompileToPlanOptions specCompile = compileOptions(o);
+  specCompile.weightDtype = o.spec.weightDtype;
+  Expected<plan::Plan> loaded =
+      o.mode == "spec" && !tools::isPlanPath(o.model)
+          ? mlir::folio::loadOrCompilePlan(o.model, specCompile)
+          : loadModel(o);
   if (loaded && o.mode == "spec" && o.weightsGiven && loaded->weights.empty() &&
       !exec::parseWeightType(o.spec.weightDtype))
     loaded = Status::invalidArgument(
