@@ -12,6 +12,9 @@
 // int8, int4 with groups of 32), cold and warm (the warm time is the
 // kernel's arithmetic), on AVX-512, AVX2 and the portable path, and the
 // summary gives each type's time relative to the f32 cache in the same run.
+// The bundled target's shape (8 query heads, 4 kv heads, head dim 32, int8
+// cache) runs decode and a k = 4 verify step at context 256, warm: what a
+// speculative step's attention costs over a decode step's.
 //
 // "cold" decode flushes the cache pools from every cache level before each
 // iteration: in a served model the next layer's K/V was last touched one
@@ -43,7 +46,16 @@ using namespace folio::cpu;
 
 namespace {
 
-constexpr int64_t kHeads = 12, kKvHeads = 4, kHeadDim = 64, kBlock = 16;
+constexpr int64_t kBlock = 16;
+
+/// Heads of one attention call.
+struct Heads {
+  int64_t heads, kvHeads, headDim;
+};
+/// Llama-110M's.
+constexpr Heads k110M{12, 4, 64};
+/// The bundled target's (models/bundled): a small head dim, a GQA group of 2.
+constexpr Heads kBundled{8, 4, 32};
 
 /// One attention call's inputs: `numSeqs` sequences of `context` tokens, the
 /// last `queryLen` of each being queried, in a cache of type `dtype`.
@@ -71,14 +83,16 @@ struct Problem {
   double flops = 0, kvBytes = 0;
 
   Problem(int64_t numSeqs, int64_t context, int64_t queryLen,
-          DType dtype = DType::F32) {
+          DType dtype = DType::F32, Heads shape = k110M) {
+    const int64_t heads = shape.heads, kvHeads = shape.kvHeads,
+                  headDim = shape.headDim;
     int64_t blocksPerSeq = (context + kBlock - 1) / kBlock;
     cache.numBlocks = numSeqs * blocksPerSeq;
     cache.blockSize = kBlock;
-    cache.numKvHeads = kKvHeads;
-    cache.headDim = kHeadDim;
+    cache.numKvHeads = kvHeads;
+    cache.headDim = headDim;
     cache.dtype = dtype;
-    cache.group = dtype == DType::I8 ? kHeadDim : dtype == DType::I4 ? 32 : 0;
+    cache.group = dtype == DType::I8 ? headDim : dtype == DType::I4 ? 32 : 0;
     kPool = alignedPool(cache.poolBytes());
     vPool = alignedPool(cache.poolBytes());
     kParams = alignedPool(cache.paramPoolBytes());
@@ -88,15 +102,15 @@ struct Problem {
     cache.kParams = kParams.get();
     cache.vParams = vParams.get();
     if (isFp8(dtype)) {
-      kScale.assign(size_t(kKvHeads), 1.0f / 256.0f);
-      vScale.assign(size_t(kKvHeads), 1.0f / 256.0f);
+      kScale.assign(size_t(kvHeads), 1.0f / 256.0f);
+      vScale.assign(size_t(kvHeads), 1.0f / 256.0f);
       cache.kScale = kScale.data();
       cache.vScale = vScale.data();
     }
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     {
-      int64_t slots = cache.numBlocks * kBlock, row = kKvHeads * kHeadDim;
+      int64_t slots = cache.numBlocks * kBlock, row = kvHeads * headDim;
       std::vector<float> k(size_t(slots * row)), v(k.size());
       for (size_t i = 0; i < k.size(); ++i) {
         k[i] = dist(rng);
@@ -129,20 +143,20 @@ struct Problem {
     batch.seqLens = seqLens.data();
     batch.blockTables = blockTables.data();
     batch.maxBlocksPerSeq = blocksPerSeq;
-    params.numHeads = kHeads;
-    params.scale = 1.0f / std::sqrt(float(kHeadDim));
-    q.resize(size_t(batch.numTokens * kHeads * kHeadDim));
+    params.numHeads = heads;
+    params.scale = 1.0f / std::sqrt(float(headDim));
+    q.resize(size_t(batch.numTokens * heads * headDim));
     for (float &x : q)
       x = dist(rng);
     out.resize(q.size());
     // Per query token at position p: (p + 1) keys, 2 flops each for q.k
     // and for p.V, per head and dimension.
     for (int64_t i = 0; i < queryLen; ++i)
-      flops += 4.0 * kHeads * kHeadDim * double(context - queryLen + i + 1);
+      flops += 4.0 * heads * headDim * double(context - queryLen + i + 1);
     flops *= double(numSeqs);
     // The bytes a call reads: every token's K and V rows and params.
     kvBytes = double(numSeqs) * double(context) *
-              double(kvBytesPerToken(dtype, kKvHeads, kHeadDim, cache.group));
+              double(kvBytesPerToken(dtype, kvHeads, headDim, cache.group));
   }
 
   /// Flushes on every thread of `threads`, so that its workers are awake
@@ -338,6 +352,14 @@ int main(int argc, char **argv) {
   // the dispatcher switches to the transposed form.
   registerCase("verify4x528x8/cold", std::make_shared<Problem>(8, 528, 4),
                true);
+  // The bundled target's decode and k = 4 verify steps (5 tokens x a group
+  // of 2 = 10 rows per tile, the row form) on its int8 cache, warm: what a
+  // speculative step costs over a decode step.
+  for (int64_t queryLen : {1, 5})
+    registerCase(
+        "bundled256x" + std::to_string(queryLen) + "/warm/cache-i8",
+        std::make_shared<Problem>(1, 256, queryLen, DType::I8, kBundled), false,
+        /*allVariants=*/false);
   // Long-context decode per cache type (split-K: 4 kv heads, 4 ranges each).
   for (DType t :
        {DType::F32, DType::BF16, DType::FP8E4M3, DType::I8, DType::I4}) {

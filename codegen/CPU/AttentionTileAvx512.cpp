@@ -102,39 +102,65 @@ FOLIO_AVX512 void qkRows(const float *q, int64_t hd, const char *const *k,
   }
 }
 
-/// acc[r] = acc[r] * corr[r] + sum_j p[r * kSStride + j] v[j]: 64 output
-/// dims of the R rows in registers across the keys, each V vector loaded
-/// once for all rows. One accumulator per row and dimension vector for
-/// every R, so a row sums its keys in the same order in any tile.
+/// acc[r] = acc[r] * corr[r] + sum_j p[r * kSStride + j] v[j] for NV
+/// dimension vectors starting at d0 (NV * 16 output dims, the last one
+/// masked by hd): the rows' accumulators in registers across the keys, each
+/// V vector loaded once for all rows. One accumulator per row and dimension
+/// vector for every R, so a row sums its keys in the same order in any tile.
+template <RowSrc S, int R, int NV>
+FOLIO_AVX512 void pvBlock(float *acc, int64_t hd, int64_t d0, const float *corr,
+                          const float *p, const char *const *v, int64_t nKeys,
+                          const RowPrefetch &pf) {
+  __mmask16 m[NV];
+  __m512 a[R][NV];
+  for (int c = 0; c < NV; ++c) {
+    int64_t d = d0 + 16 * c;
+    m[c] = maskAt(d, hd);
+    for (int r = 0; r < R; ++r)
+      a[r][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[c], acc + r * hd + d),
+                              _mm512_set1_ps(corr[r]));
+  }
+  for (int64_t j = 0; j < nKeys; ++j) {
+    if (d0 == 0)
+      pf(j);
+    __m512 vv[NV];
+    for (int c = 0; c < NV; ++c)
+      vv[c] = load16<S>(v[j], d0 + 16 * c, m[c]);
+    for (int r = 0; r < R; ++r) {
+      __m512 pj = _mm512_set1_ps(p[r * kSStride + j]);
+      for (int c = 0; c < NV; ++c)
+        a[r][c] = _mm512_fmadd_ps(pj, vv[c], a[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < NV; ++c)
+      _mm512_mask_storeu_ps(acc + r * hd + d0 + 16 * c, m[c], a[r][c]);
+}
+
+/// acc[r] = acc[r] * corr[r] + sum_j p[r * kSStride + j] v[j]: up to 64
+/// output dims of the R rows per pass over the keys. A head of 16 or 32
+/// dims takes one or two vectors per key, not four with the rest masked
+/// off (the small heads of draft models: half to a quarter of the loads
+/// and FMAs).
 template <RowSrc S, int R>
 FOLIO_AVX512 void pvRows(float *acc, int64_t hd, const float *corr,
                          const float *p, const char *const *v, int64_t nKeys,
                          const RowPrefetch &pf) {
   for (int64_t d0 = 0; d0 < hd; d0 += 64) {
-    __mmask16 m[4];
-    __m512 a[R][4];
-    for (int c = 0; c < 4; ++c) {
-      int64_t d = d0 + 16 * c;
-      m[c] = d < hd ? maskAt(d, hd) : __mmask16(0);
-      for (int r = 0; r < R; ++r)
-        a[r][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[c], acc + r * hd + d),
-                                _mm512_set1_ps(corr[r]));
+    switch ((hd - d0 + 15) / 16) {
+    case 1:
+      pvBlock<S, R, 1>(acc, hd, d0, corr, p, v, nKeys, pf);
+      break;
+    case 2:
+      pvBlock<S, R, 2>(acc, hd, d0, corr, p, v, nKeys, pf);
+      break;
+    case 3:
+      pvBlock<S, R, 3>(acc, hd, d0, corr, p, v, nKeys, pf);
+      break;
+    default:
+      pvBlock<S, R, 4>(acc, hd, d0, corr, p, v, nKeys, pf);
+      break;
     }
-    for (int64_t j = 0; j < nKeys; ++j) {
-      if (d0 == 0)
-        pf(j);
-      __m512 vv[4];
-      for (int c = 0; c < 4; ++c)
-        vv[c] = load16<S>(v[j], d0 + 16 * c, m[c]);
-      for (int r = 0; r < R; ++r) {
-        __m512 pj = _mm512_set1_ps(p[r * kSStride + j]);
-        for (int c = 0; c < 4; ++c)
-          a[r][c] = _mm512_fmadd_ps(pj, vv[c], a[r][c]);
-      }
-    }
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < 4; ++c)
-        _mm512_mask_storeu_ps(acc + r * hd + d0 + 16 * c, m[c], a[r][c]);
   }
 }
 
