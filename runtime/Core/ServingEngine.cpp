@@ -147,8 +147,8 @@ Expected<std::vector<RequestOutput>> ServingEngine::step() {
   // steps, it made that k look too dear to choose again. (With k = 0 the
   // proposer was not called.)
   bool steady = lastK == 0 || speculative.proposer->lastProposalSteady();
-  if (decodeOnly && steady) {
-    controller->recordTime(scheduled.numScheduledTokens.size(), lastK,
+  if (decodeOnly && steady && lastStepTimed) {
+    controller->recordTime(scheduled.numScheduledTokens.size(), lastChosenK,
                            stepSeconds + lastProposeSeconds);
     ++specStats.numTimedSteps;
   }
@@ -179,7 +179,25 @@ Status ServingEngine::propose(const SchedulerOutput &scheduled,
     if (r->numComputedTokens + 1 == r->numTokens() &&
         r->numTokens() < r->maxTotalTokens())
       decoding.push_back(r);
-  lastK = decoding.empty() ? 0 : controller->chooseK(decoding.size());
+  const size_t chosen =
+      decoding.empty() ? 0 : controller->chooseK(decoding.size());
+  // A request that samples with its own seed promises the same text for
+  // the same prompt and seed. Its draws are keyed by position, but a
+  // position reached as a draft is drawn otherwise than one reached as
+  // the bonus token or without speculation, so its k must not follow the
+  // machine's timing: it speculates the configured K every step.
+  const size_t fixedK = speculative.numSpeculativeTokens;
+  auto drafts = [&](const Request *r) {
+    return fixedDraftCount(r->samplingParams) ? fixedK : chosen;
+  };
+  lastK = 0;
+  for (const Request *r : decoding)
+    lastK = std::max(lastK, drafts(r));
+  // Timed as the cost of `chosen` only when every request took it.
+  lastChosenK = chosen;
+  lastStepTimed = true;
+  for (const Request *r : decoding)
+    lastStepTimed &= drafts(r) == chosen;
   if (lastK == 0) {
     specStats.numOffSteps += !decoding.empty();
     lastProposeSeconds = 0;
@@ -194,7 +212,8 @@ Status ServingEngine::propose(const SchedulerOutput &scheduled,
     in.params = &r->samplingParams;
     in.seed = r->seed;
     // The last draft must leave room for the bonus token.
-    in.maxDrafts = r->maxTotalTokens() - r->numTokens() - 1;
+    in.maxDrafts =
+        std::min(drafts(r), r->maxTotalTokens() - r->numTokens() - 1);
     inputs.push_back(in);
   }
   std::vector<spec::Proposal> proposals;

@@ -136,9 +136,22 @@ private:
   std::unique_ptr<spec::SpecController> controller;
   SpeculativeStats specStats;
   std::unordered_map<RequestId, std::vector<float>> draftProbs;
-  size_t lastK = 0;
+  /// The most drafts a request took in the last proposing step, the k the
+  /// controller chose for it, and whether every request took that k (the
+  /// step's time is then the cost of that k).
+  size_t lastK = 0, lastChosenK = 0;
+  bool lastStepTimed = true;
   double lastProposeSeconds = 0;
 };
+
+/// Whether a request speculates the configured K every step rather than
+/// the adaptive k: it samples with a seed of its own, and promises the same
+/// text for the same prompt and seed, which a k that follows the machine's
+/// timing would break (a position is drawn otherwise as a draft than as
+/// the bonus token). Greedy requests decode the same text at any k.
+inline bool fixedDraftCount(const SamplingParams &params) {
+  return !params.isGreedy() && params.seed.has_value();
+}
 
 } // namespace folio::core
 

@@ -155,7 +155,9 @@ const char *SpeculativeFlags::usage() {
          "per\n"
          "                              step from measured acceptance and "
          "step\n"
-         "                              times, 0 when it does not pay)\n";
+         "                              times, 0 when it does not pay;\n"
+         "                              requests that sample with a seed of\n"
+         "                              their own always take K)\n";
 }
 
 Expected<core::SpeculativeConfig>

@@ -648,6 +648,50 @@ TEST(SpecDecode, SeededParallelSamplesIgnoreTheBatchMix) {
   }
 }
 
+// Tests that a request sampling with its own seed gets the same tokens from
+// an adaptive engine as from one that always speculates K: a position is
+// drawn otherwise as a draft than as the bonus token, so its k must not
+// follow the controller, which tries k = 0 and 1 in its first steps
+// whatever the timing. The greedy requests beside it do follow it.
+TEST(SpecDecode, SeededSamplesSpeculateAFixedK) {
+  for (const char *method : {"draft", "ngram"}) {
+    auto seeded = [] {
+      NewRequest r = request("s", prompts()[10], 24, 0.9f);
+      r.samplingParams.seed = 7;
+      r.samplingParams.n = 2;
+      return r;
+    };
+    SpecSetup fixed;
+    fixed.method = method;
+    auto reference = makeEngine(fixed);
+    Outputs want = serve(*reference, {seeded()});
+    SpecSetup adaptive = fixed;
+    adaptive.adaptive = true;
+    auto alone = makeEngine(adaptive);
+    Outputs a = serve(*alone, {seeded()});
+    auto mixed = makeEngine(adaptive);
+    std::vector<NewRequest> rs = greedyRequests(16);
+    rs.push_back(seeded());
+    Outputs b = serve(*mixed, rs);
+    for (const char *id : {"s#0", "s#1"}) {
+      ASSERT_EQ(want[id].size(), 24u) << method << " " << id;
+      EXPECT_EQ(a[id], want[id]) << method << " " << id << " alone";
+      EXPECT_EQ(b[id], want[id]) << method << " " << id << " among others";
+    }
+    // The greedy requests took the controller's smaller k in some steps
+    // (the draft proposes for every sequence it is asked to), and decoded
+    // what the target alone does.
+    const core::SpeculativeStats &st = mixed->speculativeStats();
+    if (std::string(method) == "draft")
+      EXPECT_LT(st.numProposed, fixed.k * st.numVerifiedSeqSteps);
+    for (const auto &[id, tokens] : greedyReference()) {
+      ASSERT_EQ(b[id].size(), 16u) << method << " " << id;
+      EXPECT_TRUE(std::equal(b[id].begin(), b[id].end(), tokens.begin()))
+          << method << " " << id;
+    }
+  }
+}
+
 TEST(SpecDecode, DraftWithAnotherVocabularyIsRefused) {
   auto zoo = mlir::folio::compileONNXToPlan(
       std::string(FOLIO_SOURCE_DIR) + "/models/zoo/llama/cached.onnx", {});
