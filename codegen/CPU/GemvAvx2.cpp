@@ -20,9 +20,14 @@
 //     elements 0-7 (even) and 16-23 (odd), the second 16 with 8-15 and
 //     24-31;
 //   - f16 rows through vcvtph2ps, f32 rows as they are.
-// Up to two x rows share each converted weight vector; more x rows (a
-// verify step, a small batch) take further passes over the row, which is
-// then in L1. The elements past the last whole 32 are summed in scalar code
+// Up to three x rows share each converted weight vector (a block is
+// worked in halves, so 12 accumulators and two weight vectors fit the 16
+// registers); more x rows (a verify step, a small batch) take further
+// passes over the row, which is then in L1. Three rather than two took the
+// bf16 GEMV of a 110M token's linears at M = 3-8 from 1.42-1.43 / 1.94-2.00
+// / 3.05-3.07 to 1.33-1.34 / 1.82-1.84 / 2.92-2.94 times M = 1's
+// (`FOLIO_CPU_ISA=avx2 folio-linear-bench 3 1 verify`, M = 3 / 5 / 8, on
+// an Intel Xeon limited to AVX2). The elements past the last whole 32 are summed in scalar code
 // from the plain x.
 //
 //===----------------------------------------------------------------------===//
@@ -88,35 +93,40 @@ FOLIO_AVX2 void tile(const GemvArgs &a, int64_t n, int64_t m) {
       if constexpr (T == W::F32) // 128 bytes per step
         _mm_prefetch(line + prefetchAhead<T>() + 64, _MM_HINT_T0);
     }
-    __m256 wv[4];
-    if constexpr (T == W::Bf16) {
-      const __m256i oddMask = _mm256_set1_epi32(int(0xffff0000u));
-      const __m256i *src = reinterpret_cast<const __m256i *>(w + kk);
-      FOLIO_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        __m256i v = _mm256_loadu_si256(src + h);
-        wv[2 * h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-        wv[2 * h + 1] = _mm256_castsi256_ps(_mm256_and_si256(v, oddMask));
-      }
-    } else {
-      FOLIO_UNROLL
-      for (int c = 0; c < 4; ++c) {
-        if constexpr (T == W::F16)
-          wv[c] = loadF16(w + kk + 8 * c);
-        else
-          wv[c] = _mm256_loadu_ps(w + kk + 8 * c);
-      }
-    }
+    // Half a block (16 weights, two vectors) at a time: 4 x MR
+    // accumulators and two weight vectors fit the 16 registers up to MR =
+    // 3. Each accumulator takes the same products in the same order as
+    // with the whole block at once.
     FOLIO_UNROLL
-    for (int j = 0; j < MR; ++j) {
-      // bf16: even weights of half h pair with pair-split x at 8h, odd
-      // ones at 16 + 8h; the others with plain x.
-      const float *x = T == W::Bf16 ? a.xPairs + (m + j) * a.kPairs + kk
-                                    : a.x + (m + j) * k + kk;
+    for (int h = 0; h < 2; ++h) {
+      __m256 wv[2];
+      if constexpr (T == W::Bf16) {
+        const __m256i oddMask = _mm256_set1_epi32(int(0xffff0000u));
+        __m256i v =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w + kk) + h);
+        wv[0] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+        wv[1] = _mm256_castsi256_ps(_mm256_and_si256(v, oddMask));
+      } else {
+        FOLIO_UNROLL
+        for (int c = 0; c < 2; ++c) {
+          if constexpr (T == W::F16)
+            wv[c] = loadF16(w + kk + 8 * (2 * h + c));
+          else
+            wv[c] = _mm256_loadu_ps(w + kk + 8 * (2 * h + c));
+        }
+      }
       FOLIO_UNROLL
-      for (int c = 0; c < 4; ++c) {
-        const int at = T == W::Bf16 ? (c % 2) * 16 + (c / 2) * 8 : 8 * c;
-        acc[j][c] = _mm256_fmadd_ps(wv[c], _mm256_loadu_ps(x + at), acc[j][c]);
+      for (int j = 0; j < MR; ++j) {
+        // bf16: even weights of half h pair with pair-split x at 8h, odd
+        // ones at 16 + 8h; the others with plain x.
+        const float *x = T == W::Bf16 ? a.xPairs + (m + j) * a.kPairs + kk
+                                      : a.x + (m + j) * k + kk;
+        FOLIO_UNROLL
+        for (int c = 2 * h; c < 2 * h + 2; ++c) {
+          const int at = T == W::Bf16 ? (c % 2) * 16 + (c / 2) * 8 : 8 * c;
+          acc[j][c] = _mm256_fmadd_ps(wv[c - 2 * h], _mm256_loadu_ps(x + at),
+                                      acc[j][c]);
+        }
       }
     }
   }
@@ -136,9 +146,11 @@ template <W T>
 FOLIO_AVX2 void run(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
   for (int64_t n = nBegin; n < nEnd; ++n) {
     int64_t m = 0;
-    for (; m + 2 <= a.m; m += 2)
+    for (; m + 3 <= a.m; m += 3)
+      tile<T, 3>(a, n, m);
+    if (a.m - m == 2)
       tile<T, 2>(a, n, m);
-    if (m < a.m)
+    else if (a.m - m == 1)
       tile<T, 1>(a, n, m);
   }
 }
