@@ -67,8 +67,11 @@ void storeKvRow(const KvRowFormat &f, const float *x, void *data,
                 uint16_t *params) {
   if (isPlainFloat(f.dtype))
     return storeRow(x, data, f.dtype, f.headDim);
-  if (activeIsa() == Isa::Avx512)
+  const Isa isa = activeIsa();
+  if (isa == Isa::Avx512)
     return storeKvRowAvx512(f, x, data, params);
+  if (isa == Isa::Avx2 && storeKvRowAvx2(f, x, data, params))
+    return;
   quantizeKvRow(x, f.headDim, f.dtype, f.group, f.scale, data, params);
 }
 

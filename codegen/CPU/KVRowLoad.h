@@ -57,6 +57,10 @@ void storeKvRow(const KvRowFormat &f, const float *x, void *data,
                 uint16_t *params);
 void storeKvRowAvx512(const KvRowFormat &f, const float *x, void *data,
                       uint16_t *params);
+/// storeKvRow for int8 and int4 rows with AVX2 + FMA + F16C; returns false
+/// (and stores nothing) for the other types.
+bool storeKvRowAvx2(const KvRowFormat &f, const float *x, void *data,
+                    uint16_t *params);
 
 } // namespace folio::cpu::detail
 

@@ -9,12 +9,25 @@
 // multiply, as the scalar definition. int2 takes the portable loops
 // (KVRowLoad.cpp).
 //
+// Stores (storeKvRowAvx2): int8 and int4 rows, the cache types CPU plans
+// use, quantized as quantizeKvRow does, bit for bit: each group's range in
+// vectors (its params from the scalar helper), then (x - min) / scale
+// rounded to nearest even and clamped, eight codes at a time; a group
+// that is not a multiple of 8 finishes in scalar code with the same
+// operations. On the bundled target (int8, 4 kv heads of 32) this took a
+// layer's kv_write from 9.5 to 3.0 us for a k = 4 verify step's 5 tokens
+// and from 2.1 to 1.0 us for one decode token (an Intel Xeon limited to
+// AVX2). fp8, bf16, f16 and int2 rows take the portable loops.
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CPU/Avx2Math.h"
+#include "codegen/CPU/Convert.h"
 #include "codegen/CPU/DType.h"
+#include "codegen/CPU/KVQuant.h"
 #include "codegen/CPU/KVRowLoad.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace folio::cpu::detail {
@@ -148,7 +161,134 @@ FOLIO_AVX2 void loadFp8(const char *const *rows, int64_t n, int64_t hd,
   }
 }
 
+/// One int8 / int4 group's params as quantizeKvRow sets them; false (both
+/// params the NaN marker) when the group holds a NaN or an infinity. Min
+/// and max are exact in any order (zeros of either sign give the same
+/// params: kvGroupParams).
+FOLIO_AVX2 bool storeParams(const float *x, int64_t n, unsigned qmax,
+                            uint16_t *params) {
+  const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 inf = _mm256_set1_ps(INFINITY);
+  __m256 lo = inf, hi = _mm256_set1_ps(-INFINITY), bad = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    // NaN or +-inf: |v| not below inf (unordered counts).
+    bad = _mm256_or_ps(
+        bad, _mm256_cmp_ps(_mm256_and_ps(v, absMask), inf, _CMP_NLT_UQ));
+    lo = _mm256_min_ps(lo, v);
+    hi = _mm256_max_ps(hi, v);
+  }
+  float l[8], h[8];
+  _mm256_storeu_ps(l, lo);
+  _mm256_storeu_ps(h, hi);
+  bool nonFinite = _mm256_movemask_ps(bad) != 0;
+  float mn = l[0], mx = h[0];
+  for (int j = 1; j < 8; ++j) {
+    mn = l[j] < mn ? l[j] : mn;
+    mx = h[j] > mx ? h[j] : mx;
+  }
+  for (; i < n; ++i) {
+    nonFinite |= !std::isfinite(x[i]);
+    mn = x[i] < mn ? x[i] : mn;
+    mx = x[i] > mx ? x[i] : mx;
+  }
+  if (nonFinite) {
+    params[0] = params[1] = kKvNanParam;
+    return false;
+  }
+  kvGroupParams(mn, mx, qmax, params[0], params[1]);
+  return true;
+}
+
+/// Codes of 8 values: (x - min) / scale rounded to nearest even, clamped
+/// to [0, qmax], as 8 u16 lanes.
+FOLIO_AVX2 inline __m128i codes8(const float *x, __m256 mn, __m256 scale,
+                                 __m256 qmax) {
+  __m256 t = _mm256_round_ps(
+      _mm256_div_ps(_mm256_sub_ps(_mm256_loadu_ps(x), mn), scale),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  t = _mm256_min_ps(_mm256_max_ps(t, _mm256_setzero_ps()), qmax);
+  __m256i c = _mm256_cvtps_epi32(t);
+  return _mm_packus_epi32(_mm256_castsi256_si128(c),
+                          _mm256_extracti128_si256(c, 1));
+}
+
+/// The scalar code of one value (the group's tail).
+inline unsigned codeOf(float x, float mn, float scale, unsigned qmax) {
+  float t = std::nearbyint((x - mn) / scale);
+  t = t > 0.0f ? t : 0.0f;
+  t = t < float(qmax) ? t : float(qmax);
+  return unsigned(t);
+}
+
+FOLIO_AVX2 void storeInt8(const float *x, int64_t hd, int64_t group, uint8_t *b,
+                          uint16_t *params) {
+  for (int64_t g = 0; g < hd; g += group, params += 2) {
+    bool finite = storeParams(x + g, group, 255, params);
+    float s = f16ToFloat(params[0]), m = f16ToFloat(params[1]);
+    if (!finite || s == 0.0f) {
+      std::memset(b + g, 0, size_t(group));
+      continue;
+    }
+    const __m256 scale = _mm256_set1_ps(s), mn = _mm256_set1_ps(m),
+                 qmax = _mm256_set1_ps(255.0f);
+    int64_t i = g;
+    for (; i + 8 <= g + group; i += 8) {
+      __m128i w = codes8(x + i, mn, scale, qmax);
+      _mm_storel_epi64(reinterpret_cast<__m128i *>(b + i),
+                       _mm_packus_epi16(w, w));
+    }
+    for (; i < g + group; ++i)
+      b[i] = uint8_t(codeOf(x[i], m, s, 255));
+  }
+}
+
+FOLIO_AVX2 void storeInt4(const float *x, int64_t hd, int64_t group, uint8_t *b,
+                          uint16_t *params) {
+  for (int64_t g = 0; g < hd; g += group, params += 2) {
+    bool finite = storeParams(x + g, group, 15, params);
+    float s = f16ToFloat(params[0]), m = f16ToFloat(params[1]);
+    if (!finite || s == 0.0f) {
+      std::memset(b + g / 2, 0, size_t(group / 2));
+      continue;
+    }
+    const __m256 scale = _mm256_set1_ps(s), mn = _mm256_set1_ps(m),
+                 qmax = _mm256_set1_ps(15.0f);
+    int64_t i = g; // even: groups are
+    for (; i + 8 <= g + group; i += 8) {
+      // u16 lane j holds code j; lanes 2j and 2j + 1 become one byte with
+      // the first in its low nibble.
+      __m128i w = codes8(x + i, mn, scale, qmax);
+      __m128i pairs = _mm_or_si128(_mm_srli_epi32(_mm_slli_epi32(w, 16), 16),
+                                   _mm_slli_epi32(_mm_srli_epi32(w, 16), 4));
+      __m128i bytes =
+          _mm_packus_epi16(_mm_packus_epi32(pairs, pairs), _mm_setzero_si128());
+      int32_t four = _mm_cvtsi128_si32(bytes);
+      std::memcpy(b + i / 2, &four, 4);
+    }
+    for (; i < g + group; i += 2)
+      b[i / 2] =
+          uint8_t(codeOf(x[i], m, s, 15) | (codeOf(x[i + 1], m, s, 15) << 4));
+  }
+}
+
 } // namespace
+
+bool storeKvRowAvx2(const KvRowFormat &f, const float *x, void *data,
+                    uint16_t *params) {
+  uint8_t *b = static_cast<uint8_t *>(data);
+  switch (f.dtype) {
+  case DType::I8:
+    storeInt8(x, f.headDim, f.group, b, params);
+    return true;
+  case DType::I4:
+    storeInt4(x, f.headDim, f.group, b, params);
+    return true;
+  default:
+    return false;
+  }
+}
 
 bool loadKvRowsAvx2(const KvRowFormat &f, const char *const *rows,
                     const uint16_t *const *params, int64_t n, float *out) {
