@@ -29,6 +29,8 @@ struct Run {
   size_t decodeTokens = 0;
   Outputs outputs;
   core::SpeculativeStats stats;
+  /// --profile: the target's time per step kind over the decode steps.
+  std::map<std::string, double> decodeKindSeconds;
 };
 
 struct Setup {
@@ -46,6 +48,8 @@ using Groups = std::vector<std::vector<std::vector<TokenId>>>;
 /// measured.
 struct Runner {
   std::unique_ptr<core::ServingEngine> engine;
+  /// With --profile, the target's executor (owned by `engine`); else null.
+  exec::Executor *executor = nullptr;
   size_t nextId = 0;
   /// The next step prefills the group just admitted.
   bool prefillNext = false;
@@ -55,7 +59,7 @@ struct Runner {
 /// An engine for groups of up to `batch` prompts of up to `longest` tokens.
 Expected<std::unique_ptr<core::ServingEngine>>
 makeEngine(const Setup &s, size_t batch, size_t longest, size_t k,
-           bool adaptive) {
+           bool adaptive, exec::Executor *&executorOut) {
   const SpecBenchOptions &o = *s.options;
   SchedulerConfig config;
   config.maxModelLen = s.maxModelLen;
@@ -89,8 +93,15 @@ makeEngine(const Setup &s, size_t batch, size_t longest, size_t k,
       return made.status();
     spec = std::move(*made);
   }
-  return core::ServingEngine::create(s.plan, exec::createCPUExecutor(eopts),
-                                     config, kv, std::move(spec));
+  // The target's only: the draft's executor is made with the same
+  // options but its time is draft_ms_per_step.
+  exec::ExecutorOptions targetOptions = eopts;
+  targetOptions.profile = o.profile;
+  std::unique_ptr<exec::Executor> executor =
+      exec::createCPUExecutor(targetOptions);
+  executorOut = o.profile ? executor.get() : nullptr;
+  return core::ServingEngine::create(s.plan, std::move(executor), config, kv,
+                                     std::move(spec));
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
@@ -124,6 +135,9 @@ Status admit(const Setup &s, Runner &r,
 /// One engine step of `r`, timed.
 Status stepOnce(Runner &r) {
   Run &run = r.run;
+  const bool profile = r.executor != nullptr;
+  if (profile)
+    r.executor->resetProfile();
   auto start = std::chrono::steady_clock::now();
   Expected<std::vector<RequestOutput>> step = r.engine->step();
   if (!step)
@@ -131,6 +145,9 @@ Status stepOnce(Runner &r) {
   double seconds = secondsSince(start);
   run.seconds += seconds;
   bool prefill = r.prefillNext;
+  if (profile && !prefill)
+    for (const exec::KindProfile &k : r.executor->profile())
+      run.decodeKindSeconds[k.kind] += k.seconds;
   r.prefillNext = false;
   (prefill ? run.prefillSeconds : run.decodeSeconds) += seconds;
   run.decodeSteps += !prefill;
@@ -165,7 +182,7 @@ runInterleaved(const Setup &s, const Groups &groups,
   std::vector<Runner> runners(configs.size());
   for (size_t c = 0; c < configs.size(); ++c) {
     auto engine = makeEngine(s, batch, longest, size_t(configs[c].first),
-                             configs[c].second);
+                             configs[c].second, runners[c].executor);
     if (!engine)
       return engine.status();
     runners[c].engine = std::move(*engine);
@@ -377,6 +394,23 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
         j.null();
       else
         j.value(run->outputs == baseline->outputs);
+      if (o.profile) {
+        // Microseconds per decode step by step kind, the target's forward
+        // (the verify entry and the engine around it are not in it).
+        auto kinds = [&](const Run &r) {
+          j.beginObject();
+          for (const auto &[kind, sec] : r.decodeKindSeconds)
+            j.field(kind,
+                    r.decodeSteps ? 1e6 * sec / double(r.decodeSteps) : 0.0);
+          j.endObject();
+        };
+        j.key("profile").beginObject();
+        j.key("baseline_us_per_decode_step");
+        kinds(*baseline);
+        j.key("spec_us_per_decode_step");
+        kinds(*run);
+        j.endObject();
+      }
       j.endObject();
     }
   }

@@ -53,6 +53,11 @@ struct SpecBenchOptions {
   /// f32 constants has each executor pack them so at load (f32, bf16 or
   /// f16 only, checked by the caller).
   std::string weightDtype = "f32";
+  /// Each run's JSON gains "profile": the target's time per step kind
+  /// (exec::Executor::profile) per decode step, with speculation and in
+  /// the baseline, prefill steps left out: where a verify step's extra
+  /// time goes.
+  bool profile = false;
 };
 
 /// Runs the comparison; one JSON object {"runs": [...]}.

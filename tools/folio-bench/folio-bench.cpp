@@ -176,6 +176,10 @@ const char *const kUsage =
     "  --temperature T             0 (default): greedy, outputs compared\n"
     "                              with the baseline's; else sampled, request\n"
     "                              i seeded with --seed + i\n"
+    "  --profile                   each run's \"profile\": the target's\n"
+    "                              microseconds per decode step by step kind\n"
+    "                              (linear, paged_attention, ...), with\n"
+    "                              speculation and in the baseline\n"
     "  --speculative-method, --speculative-model, --ngram-prompt-lookup-*,\n"
     "  --no-adaptive-speculation   as folio-generate takes them\n"
     "\n"
@@ -504,6 +508,8 @@ Status parse(int argc, char **argv, Options &o) {
       o.load.runner = value;
     } else if (arg == "--drop-caches") {
       o.load.dropCaches = true;
+    } else if (arg == "--profile") {
+      o.spec.profile = true;
     } else if (arg == "--max-concurrency") {
       int64_t n = 0;
       s = positive(n);
@@ -564,6 +570,7 @@ Status parse(int argc, char **argv, Options &o) {
       {"--repeats", "roofline,kv-quant,spec,load"},
       {"--runner", "load"},
       {"--drop-caches", "load"},
+      {"--profile", "spec"},
       {"--prefill-tokens", "roofline"},
       {"--decode-tokens", "roofline,kv-quant"},
       {"--bandwidth-mib", "roofline"},
