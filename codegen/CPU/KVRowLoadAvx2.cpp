@@ -255,7 +255,7 @@ FOLIO_AVX2 void storeInt4(const float *x, int64_t hd, int64_t group, uint8_t *b,
     }
     const __m256 scale = _mm256_set1_ps(s), mn = _mm256_set1_ps(m),
                  qmax = _mm256_set1_ps(15.0f);
-    int64_t i = g; // even: groups are
+    int64_t i = g; // even: an int4 group is (validateKVCache)
     for (; i + 8 <= g + group; i += 8) {
       // u16 lane j holds code j; lanes 2j and 2j + 1 become one byte with
       // the first in its low nibble.

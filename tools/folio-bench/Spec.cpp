@@ -93,8 +93,8 @@ makeEngine(const Setup &s, size_t batch, size_t longest, size_t k,
       return made.status();
     spec = std::move(*made);
   }
-  // The target's only: the draft's executor is made with the same
-  // options but its time is draft_ms_per_step.
+  // --profile times the target's executor only: the draft's time is
+  // draft_ms_per_step.
   exec::ExecutorOptions targetOptions = eopts;
   targetOptions.profile = o.profile;
   std::unique_ptr<exec::Executor> executor =
