@@ -207,7 +207,7 @@ Engine::generate(const std::vector<std::vector<TokenId>> &prompts,
             " logit (token " + std::to_string(check.index) + ")" + at);
       }
       // The argmax, first maximum as the references take it.
-      TokenId best = TokenId(std::max_element(row, row + vocab_) - row);
+      TokenId best = firstMaximum(row, size_t(vocab_));
       if (!sp.isGreedy()) {
         // Keyed by the sampled token's position: a prompt's draws do not
         // depend on the batch around it.

@@ -2,6 +2,7 @@
 
 #include "runtime/Core/SpeculativeStep.h"
 
+#include "runtime/Sampler/LogitsProcessors.h"
 #include "runtime/Sampler/Philox.h"
 
 #include <algorithm>
@@ -13,11 +14,6 @@ namespace folio::core {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-bool hasPenalties(const SamplingParams &p) {
-  return p.repetitionPenalty != 1.0f || p.presencePenalty != 0.0f ||
-         p.frequencyPenalty != 0.0f;
-}
 
 /// A row that samples `token` with certainty: how a greedy row takes part
 /// in rejection sampling (p one-hot at the argmax makes the test keep a
@@ -79,7 +75,7 @@ Status verifySpeculative(exec::Executor &executor, float *logits,
         // raw row as the sampler would; in a sampled batch it must be
         // spelled out as a certainty.
         if (sample)
-          oneHot(row, vocab, TokenId(std::max_element(row, row + V) - row));
+          oneHot(row, vocab, firstMaximum(row, V));
         continue;
       }
       SampleRow sr;

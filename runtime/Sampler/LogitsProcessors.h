@@ -17,6 +17,14 @@
 
 namespace folio {
 
+/// Whether `params` change logits by the tokens seen (repetition,
+/// presence or frequency penalty); without them a greedy row's token is
+/// its first maximum as the model gave it.
+inline bool hasPenalties(const SamplingParams &params) {
+  return params.repetitionPenalty != 1.0f || params.presencePenalty != 0.0f ||
+         params.frequencyPenalty != 0.0f;
+}
+
 /// Repetition penalty over prompt and output tokens (a seen token's positive
 /// logit is divided by the penalty, a negative one multiplied), then
 /// frequency and presence penalties over output tokens only (OpenAI).

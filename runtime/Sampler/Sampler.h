@@ -71,6 +71,19 @@ struct LogitsCheck {
 /// wins over an all -inf row. An empty row has no finite logit.
 LogitsCheck checkLogitsRow(const float *logits, size_t vocabSize);
 
+/// processLogits' checks alone: fails when the row has NaN or +inf or no
+/// finite logit, or a history token lies outside the vocabulary.
+Status checkSampleRow(const float *logits, size_t vocabSize,
+                      const SampleRow &row);
+
+/// Greedy without penalties or logprobs: the token is the row's first
+/// maximum as the model gave it (firstMaximum, after checkSampleRow), what
+/// argmaxProcessed of the processed row gives without making it.
+bool plainGreedy(const SamplingParams &params);
+
+/// The lowest index among the largest entries of a checked row.
+TokenId firstMaximum(const float *logits, size_t vocabSize);
+
 /// The final logits of the distribution `row`'s token is drawn from:
 /// penalties, then (unless greedy) temperature, min-p, top-k and top-p,
 /// with masked tokens at -inf. Greedy rows keep temperature 1, so their

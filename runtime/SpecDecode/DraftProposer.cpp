@@ -4,6 +4,7 @@
 
 #include "runtime/Core/BatchBuilder.h"
 #include "runtime/Core/Engine.h"
+#include "runtime/Sampler/LogitsProcessors.h"
 #include "runtime/Sampler/Philox.h"
 #include "runtime/Sampler/Sampler.h"
 
@@ -52,15 +53,6 @@ size_t DraftProposer::numCached(const RequestId &requestId) const {
   auto it = seqs.find(requestId);
   return it == seqs.end() ? 0 : it->second.numComputed;
 }
-
-namespace {
-
-bool hasPenalties(const SamplingParams &p) {
-  return p.repetitionPenalty != 1.0f || p.presencePenalty != 0.0f ||
-         p.frequencyPenalty != 0.0f;
-}
-
-} // namespace
 
 Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
                               std::vector<Proposal> &out) {
@@ -152,32 +144,39 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
       }
       sr.seed = in.seed;
       sr.position = st.tokens.size();
-      Expected<std::vector<double>> proc =
-          processLogits(row, size_t(vocab), sr);
-      if (!proc) {
-        // A broken draft row ends this sequence's guesses, not the step:
-        // what was drafted so far is still worth verifying.
-        continue;
-      }
       TokenId token;
-      if (in.params->isGreedy()) {
-        token = argmaxProcessed(*proc);
+      if (in.params->isGreedy() && !hasPenalties(*in.params)) {
+        // The row's first maximum as it is: the processed copy's argmax
+        // without the copy. A broken draft row ends this sequence's
+        // guesses, not the step: what was drafted so far is still worth
+        // verifying.
+        if (!checkSampleRow(row, size_t(vocab), sr))
+          continue;
+        token = firstMaximum(row, size_t(vocab));
       } else {
-        token = drawProcessed(
-            *proc, philoxUniform(in.seed, st.tokens.size(), kDraftStream));
-        // q: the distribution the token was drawn from.
-        double best = *std::max_element(proc->begin(), proc->end());
-        double total = 0;
-        for (double l : *proc)
-          total += std::exp(l - best);
-        size_t base = p.probs.size();
-        p.probs.resize(base + size_t(vocab));
-        for (int64_t v = 0; v < vocab; ++v)
-          p.probs[base + size_t(v)] =
-              float(std::exp((*proc)[size_t(v)] - best) / total);
-        // Rounding to float must not make the drawn token impossible.
-        float &q = p.probs[base + size_t(token)];
-        q = std::max(q, std::numeric_limits<float>::min());
+        Expected<std::vector<double>> proc =
+            processLogits(row, size_t(vocab), sr);
+        if (!proc) // as above
+          continue;
+        if (in.params->isGreedy()) {
+          token = argmaxProcessed(*proc);
+        } else {
+          token = drawProcessed(
+              *proc, philoxUniform(in.seed, st.tokens.size(), kDraftStream));
+          // q: the distribution the token was drawn from.
+          double best = *std::max_element(proc->begin(), proc->end());
+          double total = 0;
+          for (double l : *proc)
+            total += std::exp(l - best);
+          size_t base = p.probs.size();
+          p.probs.resize(base + size_t(vocab));
+          for (int64_t v = 0; v < vocab; ++v)
+            p.probs[base + size_t(v)] =
+                float(std::exp((*proc)[size_t(v)] - best) / total);
+          // Rounding to float must not make the drawn token impossible.
+          float &q = p.probs[base + size_t(token)];
+          q = std::max(q, std::numeric_limits<float>::min());
+        }
       }
       p.tokens.push_back(token);
       st.tokens.push_back(token);

@@ -163,6 +163,66 @@ TEST(RuntimeSampler, GreedyTakesTheFirstMaximum) {
   EXPECT_EQ(sampleRow(equal.data(), 6, row)->token, 0);
 }
 
+// Tests that greedy rows without penalties or logprobs, which take the
+// row's first maximum without a processed copy, give the token and the
+// errors the processed path gives: random rows with ties, masked tokens
+// and zeros of both signs, faulty rows, and history outside the vocabulary
+// (checked with or without penalties).
+TEST(RuntimeSampler, PlainGreedyIsTheProcessedArgmax) {
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  ASSERT_TRUE(plainGreedy(greedy));
+  SamplingParams withLogprobs = greedy, sampled;
+  withLogprobs.logprobs = 0;
+  EXPECT_FALSE(plainGreedy(withLogprobs));
+  EXPECT_FALSE(plainGreedy(sampled));
+  for (int which = 0; which < 3; ++which) {
+    SamplingParams penalised = greedy;
+    (which == 0   ? penalised.repetitionPenalty
+     : which == 1 ? penalised.presencePenalty
+                  : penalised.frequencyPenalty) += 0.5f;
+    EXPECT_FALSE(plainGreedy(penalised)) << which;
+  }
+  std::mt19937 rng(11);
+  SampleRow row{&greedy, nullptr, nullptr, 0, 0};
+  for (size_t vocab : {1u, 2u, 17u, 4096u}) {
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<float> logits = randomLogits(rng, vocab);
+      // Ties (a few equal maxima), masked tokens and signed zeros.
+      for (size_t i = 0; i < vocab; i += 5)
+        logits[i] = trial % 3 == 0 ? kNegInf : logits[0];
+      if (trial % 4 == 0)
+        for (size_t i = 0; i < vocab; ++i)
+          logits[i] = i % 2 ? -0.0f : 0.0f;
+      if (std::all_of(logits.begin(), logits.end(),
+                      [](float x) { return x == kNegInf; }))
+        logits[vocab - 1] = 0.0f;
+      Expected<SampledToken> fast = sampleRow(logits.data(), vocab, row);
+      Expected<std::vector<double>> processed =
+          processLogits(logits.data(), vocab, row);
+      ASSERT_TRUE(fast && processed);
+      EXPECT_EQ(fast->token, argmaxProcessed(*processed)) << vocab;
+      EXPECT_EQ(fast->token, firstMaximum(logits.data(), vocab));
+      EXPECT_FALSE(fast->hasLogprobs);
+    }
+  }
+  std::vector<TokenId> outside = {7};
+  SampleRow badHistory{&greedy, &outside, nullptr, 0, 0};
+  std::vector<float> two = {0.0f, 1.0f};
+  for (const std::vector<float> &bad :
+       {std::vector<float>{0.0f, NAN}, std::vector<float>{INFINITY, 0.0f},
+        std::vector<float>{kNegInf, kNegInf}}) {
+    Expected<SampledToken> fast = sampleRow(bad.data(), 2, row);
+    Expected<std::vector<double>> processed = processLogits(bad.data(), 2, row);
+    ASSERT_FALSE(fast);
+    ASSERT_FALSE(processed);
+    EXPECT_EQ(fast.status().message(), processed.status().message());
+  }
+  Expected<SampledToken> fast = sampleRow(two.data(), 2, badHistory);
+  ASSERT_FALSE(fast);
+  EXPECT_NE(fast.status().message().find("token id 7"), std::string::npos);
+}
+
 TEST(RuntimeSampler, VocabularyOfOne) {
   float logit = -3.0f;
   SamplingParams params;

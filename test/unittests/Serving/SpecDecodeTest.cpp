@@ -682,8 +682,9 @@ TEST(SpecDecode, SeededSamplesSpeculateAFixedK) {
     // (the draft proposes for every sequence it is asked to), and decoded
     // what the target alone does.
     const core::SpeculativeStats &st = mixed->speculativeStats();
-    if (std::string(method) == "draft")
+    if (std::string(method) == "draft") {
       EXPECT_LT(st.numProposed, fixed.k * st.numVerifiedSeqSteps);
+    }
     for (const auto &[id, tokens] : greedyReference()) {
       ASSERT_EQ(b[id].size(), 16u) << method << " " << id;
       EXPECT_TRUE(std::equal(b[id].begin(), b[id].end(), tokens.begin()))
