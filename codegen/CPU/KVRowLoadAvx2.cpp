@@ -222,54 +222,42 @@ inline unsigned codeOf(float x, float mn, float scale, unsigned qmax) {
   return unsigned(t);
 }
 
-FOLIO_AVX2 void storeInt8(const float *x, int64_t hd, int64_t group, uint8_t *b,
-                          uint16_t *params) {
+/// int8 (Int4 false) or int4 codes of a row and their groups' params; a
+/// group with a NaN or an inf, or a constant one (scale 0), is all 0.
+template <bool Int4>
+FOLIO_AVX2 void storeCodes(const float *x, int64_t hd, int64_t group,
+                           uint8_t *b, uint16_t *params) {
+  constexpr unsigned kQmax = Int4 ? 15 : 255;
   for (int64_t g = 0; g < hd; g += group, params += 2) {
-    bool finite = storeParams(x + g, group, 255, params);
+    bool finite = storeParams(x + g, group, kQmax, params);
     float s = f16ToFloat(params[0]), m = f16ToFloat(params[1]);
     if (!finite || s == 0.0f) {
-      std::memset(b + g, 0, size_t(group));
+      std::memset(b + (Int4 ? g / 2 : g), 0, size_t(Int4 ? group / 2 : group));
       continue;
     }
     const __m256 scale = _mm256_set1_ps(s), mn = _mm256_set1_ps(m),
-                 qmax = _mm256_set1_ps(255.0f);
-    int64_t i = g;
+                 qmax = _mm256_set1_ps(float(kQmax));
+    int64_t i = g; // int4: even, as an int4 group is (validateKVCache)
     for (; i + 8 <= g + group; i += 8) {
       __m128i w = codes8(x + i, mn, scale, qmax);
-      _mm_storel_epi64(reinterpret_cast<__m128i *>(b + i),
-                       _mm_packus_epi16(w, w));
+      if constexpr (Int4) {
+        // u16 lane j holds code j; lanes 2j and 2j + 1 become one byte
+        // with the first in its low nibble.
+        __m128i pairs = _mm_or_si128(_mm_srli_epi32(_mm_slli_epi32(w, 16), 16),
+                                     _mm_slli_epi32(_mm_srli_epi32(w, 16), 4));
+        __m128i bytes = _mm_packus_epi16(_mm_packus_epi32(pairs, pairs),
+                                         _mm_setzero_si128());
+        int32_t four = _mm_cvtsi128_si32(bytes);
+        std::memcpy(b + i / 2, &four, 4);
+      } else {
+        _mm_storel_epi64(reinterpret_cast<__m128i *>(b + i),
+                         _mm_packus_epi16(w, w));
+      }
     }
-    for (; i < g + group; ++i)
-      b[i] = uint8_t(codeOf(x[i], m, s, 255));
-  }
-}
-
-FOLIO_AVX2 void storeInt4(const float *x, int64_t hd, int64_t group, uint8_t *b,
-                          uint16_t *params) {
-  for (int64_t g = 0; g < hd; g += group, params += 2) {
-    bool finite = storeParams(x + g, group, 15, params);
-    float s = f16ToFloat(params[0]), m = f16ToFloat(params[1]);
-    if (!finite || s == 0.0f) {
-      std::memset(b + g / 2, 0, size_t(group / 2));
-      continue;
-    }
-    const __m256 scale = _mm256_set1_ps(s), mn = _mm256_set1_ps(m),
-                 qmax = _mm256_set1_ps(15.0f);
-    int64_t i = g; // even: an int4 group is (validateKVCache)
-    for (; i + 8 <= g + group; i += 8) {
-      // u16 lane j holds code j; lanes 2j and 2j + 1 become one byte with
-      // the first in its low nibble.
-      __m128i w = codes8(x + i, mn, scale, qmax);
-      __m128i pairs = _mm_or_si128(_mm_srli_epi32(_mm_slli_epi32(w, 16), 16),
-                                   _mm_slli_epi32(_mm_srli_epi32(w, 16), 4));
-      __m128i bytes =
-          _mm_packus_epi16(_mm_packus_epi32(pairs, pairs), _mm_setzero_si128());
-      int32_t four = _mm_cvtsi128_si32(bytes);
-      std::memcpy(b + i / 2, &four, 4);
-    }
-    for (; i < g + group; i += 2)
-      b[i / 2] =
-          uint8_t(codeOf(x[i], m, s, 15) | (codeOf(x[i + 1], m, s, 15) << 4));
+    for (; i < g + group; i += Int4 ? 2 : 1)
+      b[Int4 ? i / 2 : i] = Int4 ? uint8_t(codeOf(x[i], m, s, kQmax) |
+                                           (codeOf(x[i + 1], m, s, kQmax) << 4))
+                                 : uint8_t(codeOf(x[i], m, s, kQmax));
   }
 }
 
@@ -280,10 +268,10 @@ bool storeKvRowAvx2(const KvRowFormat &f, const float *x, void *data,
   uint8_t *b = static_cast<uint8_t *>(data);
   switch (f.dtype) {
   case DType::I8:
-    storeInt8(x, f.headDim, f.group, b, params);
+    storeCodes<false>(x, f.headDim, f.group, b, params);
     return true;
   case DType::I4:
-    storeInt4(x, f.headDim, f.group, b, params);
+    storeCodes<true>(x, f.headDim, f.group, b, params);
     return true;
   default:
     return false;

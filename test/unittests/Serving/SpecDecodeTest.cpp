@@ -618,18 +618,22 @@ TEST(SpecDecode, SampledNgramIsDistributedAsTheTarget) {
   expectDistributedAsTarget("ngram");
 }
 
+/// Request "s": two samples (n = 2) of 24 tokens of a prompt that repeats
+/// itself, at temperature 0.9, with its own seed.
+NewRequest seededSamples(uint64_t seed, float topP = 1.0f) {
+  NewRequest r = request("s", prompts()[10], 24, 0.9f);
+  r.samplingParams.topP = topP;
+  r.samplingParams.seed = seed;
+  r.samplingParams.n = 2;
+  return r;
+}
+
 TEST(SpecDecode, SeededParallelSamplesIgnoreTheBatchMix) {
   // A seeded request with n = 2 samples the same tokens alone and among
   // other requests: verification draws are keyed by seed and position,
   // and the draft's and the target's rows do not depend on the batch.
   for (const char *method : {"draft", "ngram"}) {
-    auto seeded = [] {
-      NewRequest r = request("s", prompts()[10], 24, 0.9f);
-      r.samplingParams.topP = 0.9f;
-      r.samplingParams.seed = 42;
-      r.samplingParams.n = 2;
-      return r;
-    };
+    auto seeded = [] { return seededSamples(42, 0.9f); };
     SpecSetup s;
     s.method = method;
     auto alone = makeEngine(s);
@@ -655,12 +659,7 @@ TEST(SpecDecode, SeededParallelSamplesIgnoreTheBatchMix) {
 // whatever the timing. The greedy requests beside it do follow it.
 TEST(SpecDecode, SeededSamplesSpeculateAFixedK) {
   for (const char *method : {"draft", "ngram"}) {
-    auto seeded = [] {
-      NewRequest r = request("s", prompts()[10], 24, 0.9f);
-      r.samplingParams.seed = 7;
-      r.samplingParams.n = 2;
-      return r;
-    };
+    auto seeded = [] { return seededSamples(7); };
     SpecSetup fixed;
     fixed.method = method;
     auto reference = makeEngine(fixed);
