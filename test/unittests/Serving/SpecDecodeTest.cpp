@@ -628,27 +628,39 @@ NewRequest seededSamples(uint64_t seed, float topP = 1.0f) {
   return r;
 }
 
+/// `r` served by an engine of its own and by one with the greedy requests
+/// (16 tokens each) beside it.
+struct AloneAndMixed {
+  std::unique_ptr<core::ServingEngine> aloneEngine, mixedEngine;
+  Outputs alone, mixed;
+};
+AloneAndMixed serveAloneAndMixed(const SpecSetup &s, const NewRequest &r) {
+  AloneAndMixed out;
+  out.aloneEngine = makeEngine(s);
+  out.alone = serve(*out.aloneEngine, {r});
+  out.mixedEngine = makeEngine(s);
+  std::vector<NewRequest> rs = greedyRequests(16);
+  rs.push_back(r);
+  out.mixed = serve(*out.mixedEngine, rs);
+  return out;
+}
+
 TEST(SpecDecode, SeededParallelSamplesIgnoreTheBatchMix) {
   // A seeded request with n = 2 samples the same tokens alone and among
   // other requests: verification draws are keyed by seed and position,
   // and the draft's and the target's rows do not depend on the batch.
   for (const char *method : {"draft", "ngram"}) {
-    auto seeded = [] { return seededSamples(42, 0.9f); };
     SpecSetup s;
     s.method = method;
-    auto alone = makeEngine(s);
-    Outputs a = serve(*alone, {seeded()});
-    auto mixed = makeEngine(s);
-    std::vector<NewRequest> rs = greedyRequests(16);
-    rs.push_back(seeded());
-    Outputs b = serve(*mixed, rs);
+    AloneAndMixed runs = serveAloneAndMixed(s, seededSamples(42, 0.9f));
+    Outputs &a = runs.alone, &b = runs.mixed;
     ASSERT_EQ(a.size(), 2u);
     for (const char *id : {"s#0", "s#1"}) {
       ASSERT_EQ(a[id].size(), 24u) << method << " " << id;
       EXPECT_EQ(a[id], b[id]) << method << " " << id;
     }
     EXPECT_NE(a["s#0"], a["s#1"]) << "samples of one request differ";
-    EXPECT_GT(alone->speculativeStats().numProposed, 0u) << method;
+    EXPECT_GT(runs.aloneEngine->speculativeStats().numProposed, 0u) << method;
   }
 }
 
@@ -659,19 +671,14 @@ TEST(SpecDecode, SeededParallelSamplesIgnoreTheBatchMix) {
 // whatever the timing. The greedy requests beside it do follow it.
 TEST(SpecDecode, SeededSamplesSpeculateAFixedK) {
   for (const char *method : {"draft", "ngram"}) {
-    auto seeded = [] { return seededSamples(7); };
     SpecSetup fixed;
     fixed.method = method;
     auto reference = makeEngine(fixed);
-    Outputs want = serve(*reference, {seeded()});
+    Outputs want = serve(*reference, {seededSamples(7)});
     SpecSetup adaptive = fixed;
     adaptive.adaptive = true;
-    auto alone = makeEngine(adaptive);
-    Outputs a = serve(*alone, {seeded()});
-    auto mixed = makeEngine(adaptive);
-    std::vector<NewRequest> rs = greedyRequests(16);
-    rs.push_back(seeded());
-    Outputs b = serve(*mixed, rs);
+    AloneAndMixed runs = serveAloneAndMixed(adaptive, seededSamples(7));
+    Outputs &a = runs.alone, &b = runs.mixed;
     for (const char *id : {"s#0", "s#1"}) {
       ASSERT_EQ(want[id].size(), 24u) << method << " " << id;
       EXPECT_EQ(a[id], want[id]) << method << " " << id << " alone";
@@ -680,7 +687,7 @@ TEST(SpecDecode, SeededSamplesSpeculateAFixedK) {
     // The greedy requests took the controller's smaller k in some steps
     // (the draft proposes for every sequence it is asked to), and decoded
     // what the target alone does.
-    const core::SpeculativeStats &st = mixed->speculativeStats();
+    const core::SpeculativeStats &st = runs.mixedEngine->speculativeStats();
     if (std::string(method) == "draft") {
       EXPECT_LT(st.numProposed, fixed.k * st.numVerifiedSeqSteps);
     }
