@@ -108,9 +108,9 @@ FOLIO_AVX512 void qkRows(const float *q, int64_t hd, const char *const *k,
 /// V vector loaded once for all rows. One accumulator per row and dimension
 /// vector for every R, so a row sums its keys in the same order in any tile.
 template <RowSrc S, int R, int NV>
-FOLIO_AVX512 void pvBlock(float *acc, int64_t hd, int64_t d0, const float *corr,
-                          const float *p, const char *const *v, int64_t nKeys,
-                          const RowPrefetch &pf) {
+FOLIO_AVX512 inline __attribute__((always_inline)) void
+pvBlock(float *acc, int64_t hd, int64_t d0, const float *corr, const float *p,
+        const char *const *v, int64_t nKeys, const RowPrefetch &pf) {
   __mmask16 m[NV];
   __m512 a[R][NV];
   for (int c = 0; c < NV; ++c) {
