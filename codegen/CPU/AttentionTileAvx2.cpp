@@ -240,6 +240,8 @@ FOLIO_AVX2 float foldValueParams(float *p, int64_t n, const float *scale,
   return reduceAdd(sum);
 }
 
+/// Rows per pass: four rows' accumulators fill the registers.
+constexpr int64_t kPassRows = 4;
 #include "codegen/CPU/AttentionTileImpl.inc"
 
 } // namespace

@@ -73,8 +73,9 @@ FOLIO_AVX512 inline __m128 sum4(const __m512 x[4]) {
 /// keys at a time, each key vector loaded (and widened) once for the R
 /// rows. Writes up to three scores past nKeys as scratch.
 template <RowSrc S, int R>
-FOLIO_AVX512 void qkRows(const float *q, int64_t hd, const char *const *k,
-                         int64_t nKeys, float *s, const RowPrefetch &pf) {
+FOLIO_AVX512 inline __attribute__((always_inline)) void
+qkRows(const float *q, int64_t hd, const char *const *k, int64_t nKeys,
+       float *s, const RowPrefetch &pf) {
   for (int64_t j = 0; j < nKeys; j += 4) {
     const char *kp[4];
     for (int t = 0; t < 4; ++t) {
@@ -143,9 +144,9 @@ pvBlock(float *acc, int64_t hd, int64_t d0, const float *corr, const float *p,
 /// off (the small heads of draft models: half to a quarter of the loads
 /// and FMAs).
 template <RowSrc S, int R>
-FOLIO_AVX512 void pvRows(float *acc, int64_t hd, const float *corr,
-                         const float *p, const char *const *v, int64_t nKeys,
-                         const RowPrefetch &pf) {
+FOLIO_AVX512 inline __attribute__((always_inline)) void
+pvRows(float *acc, int64_t hd, const float *corr, const float *p,
+       const char *const *v, int64_t nKeys, const RowPrefetch &pf) {
   for (int64_t d0 = 0; d0 < hd; d0 += 64) {
     switch ((hd - d0 + 15) / 16) {
     case 1:
@@ -243,6 +244,9 @@ FOLIO_AVX512 void rowParams(const uint16_t *const *params, int64_t n,
 }
 
 #define FOLIO_TILE_TARGET FOLIO_AVX512
+/// Rows per pass: five rows of q.k's 4 keys (20 accumulators) and of
+/// p.V's 4 dimension vectors fit the 32 registers with the loaded keys.
+constexpr int64_t kPassRows = 5;
 #include "codegen/CPU/AttentionTileImpl.inc"
 
 void attendTileRows(const AttentionTile &a) {

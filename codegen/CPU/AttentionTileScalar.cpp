@@ -101,6 +101,8 @@ void pvRows(float *acc, int64_t hd, const float *corr, const float *p,
   }
 }
 
+/// Rows per pass: four rows' accumulators fill the registers.
+constexpr int64_t kPassRows = 4;
 #include "codegen/CPU/AttentionTileImpl.inc"
 
 } // namespace
