@@ -1,7 +1,7 @@
 //===- AttentionTileAvx512.cpp - AVX-512 attention tile -------------------===//
 //
 // The row-oriented tile (AttentionTileImpl.inc) with AVX-512 inner loops.
-// q.k is one vector dot product per key, with up to four query rows
+// q.k is one vector dot product per key, with up to five query rows
 // sharing each loaded key vector; keys are independent, so out-of-order
 // execution overlaps their reductions. p.V keeps up to 64 output
 // dimensions of the rows in registers across the chunk's keys, one
