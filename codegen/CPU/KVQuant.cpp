@@ -65,10 +65,7 @@ void quantizeGroup(const float *x, int64_t n, unsigned qmax, uint16_t *params,
       emit(i, 0u);
       continue;
     }
-    float t = std::nearbyint((x[i] - mn) / scale);
-    t = t > 0.0f ? t : 0.0f;
-    t = t < float(qmax) ? t : float(qmax);
-    emit(i, unsigned(t));
+    emit(i, detail::kvCode(x[i], mn, scale, qmax));
   }
 }
 

@@ -36,6 +36,7 @@
 
 #include "codegen/CPU/DType.h"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -98,6 +99,16 @@ void kvGroupParams(float lo, float hi, unsigned qmax, uint16_t &scaleH,
 
 /// The f16 params of a group holding a NaN or an inf.
 constexpr uint16_t kKvNanParam = 0x7e00;
+
+/// The code of a finite value x in a group with params (scale > 0, mn) as
+/// f32: (x - mn) / scale rounded to nearest even, clamped to [0, qmax].
+/// Vector quantizers compute the same operations lane by lane.
+inline unsigned kvCode(float x, float mn, float scale, unsigned qmax) {
+  float t = std::nearbyint((x - mn) / scale);
+  t = t > 0.0f ? t : 0.0f;
+  t = t < float(qmax) ? t : float(qmax);
+  return unsigned(t);
+}
 
 } // namespace detail
 

@@ -214,14 +214,6 @@ FOLIO_AVX2 inline __m128i codes8(const float *x, __m256 mn, __m256 scale,
                           _mm256_extracti128_si256(c, 1));
 }
 
-/// The scalar code of one value (the group's tail).
-inline unsigned codeOf(float x, float mn, float scale, unsigned qmax) {
-  float t = std::nearbyint((x - mn) / scale);
-  t = t > 0.0f ? t : 0.0f;
-  t = t < float(qmax) ? t : float(qmax);
-  return unsigned(t);
-}
-
 /// int8 (Int4 false) or int4 codes of a row and their groups' params; a
 /// group with a NaN or an inf, or a constant one (scale 0), is all 0.
 template <bool Int4>
@@ -255,9 +247,9 @@ FOLIO_AVX2 void storeCodes(const float *x, int64_t hd, int64_t group,
       }
     }
     for (; i < g + group; i += Int4 ? 2 : 1)
-      b[Int4 ? i / 2 : i] = Int4 ? uint8_t(codeOf(x[i], m, s, kQmax) |
-                                           (codeOf(x[i + 1], m, s, kQmax) << 4))
-                                 : uint8_t(codeOf(x[i], m, s, kQmax));
+      b[Int4 ? i / 2 : i] = Int4 ? uint8_t(kvCode(x[i], m, s, kQmax) |
+                                           (kvCode(x[i + 1], m, s, kQmax) << 4))
+                                 : uint8_t(kvCode(x[i], m, s, kQmax));
   }
 }
 
