@@ -148,7 +148,7 @@ Expected<std::vector<RequestOutput>> ServingEngine::step() {
   // proposer was not called.)
   bool steady = lastK == 0 || speculative.proposer->lastProposalSteady();
   if (decodeOnly && steady && lastStepTimed) {
-    controller->recordTime(scheduled.numScheduledTokens.size(), lastChosenK,
+    controller->recordTime(scheduled.numScheduledTokens.size(), lastK,
                            stepSeconds + lastProposeSeconds);
     ++specStats.numTimedSteps;
   }
@@ -193,8 +193,8 @@ Status ServingEngine::propose(const SchedulerOutput &scheduled,
   lastK = 0;
   for (const Request *r : decoding)
     lastK = std::max(lastK, drafts(r));
-  // Timed as the cost of `chosen` only when every request took it.
-  lastChosenK = chosen;
+  // Timed as the cost of `chosen` (then lastK) only when every request
+  // took it.
   lastStepTimed = true;
   for (const Request *r : decoding)
     lastStepTimed &= drafts(r) == chosen;

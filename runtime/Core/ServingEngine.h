@@ -136,10 +136,10 @@ private:
   std::unique_ptr<spec::SpecController> controller;
   SpeculativeStats specStats;
   std::unordered_map<RequestId, std::vector<float>> draftProbs;
-  /// The most drafts a request took in the last proposing step, the k the
-  /// controller chose for it, and whether every request took that k (the
-  /// step's time is then the cost of that k).
-  size_t lastK = 0, lastChosenK = 0;
+  /// The most drafts a request took in the last proposing step, and
+  /// whether every request took the controller's k (the step's time is
+  /// then the cost of lastK).
+  size_t lastK = 0;
   bool lastStepTimed = true;
   double lastProposeSeconds = 0;
 };
