@@ -27,8 +27,8 @@
 // bf16 GEMV of a 110M token's linears at M = 3-8 from 1.42-1.43 / 1.94-2.00
 // / 3.05-3.07 to 1.33-1.34 / 1.82-1.84 / 2.92-2.94 times M = 1's
 // (`FOLIO_CPU_ISA=avx2 folio-linear-bench 3 1 verify`, M = 3 / 5 / 8, on
-// an Intel Xeon limited to AVX2). The elements past the last whole 32 are summed in scalar code
-// from the plain x.
+// an Intel Xeon limited to AVX2). The elements past the last whole 32 are
+// summed in scalar code from the plain x.
 //
 //===----------------------------------------------------------------------===//
 
