@@ -318,7 +318,7 @@ TEST(SpecDecode, AdaptiveTimesOnlyStepsAfterSteadyProposals) {
   auto engine = core::ServingEngine::create(target(), exec::createCPUExecutor(),
                                             config, kv, std::move(spec));
   ASSERT_TRUE(engine) << engine.status().message();
-  ASSERT_TRUE((*engine)->addRequest(request("a", heldout(2, 0, 30), 60)));
+  ASSERT_TRUE((*engine)->addRequest(request("a", heldout(2, 0, 30), 200)));
   uint64_t want = 0;
   size_t steps = 0, callsBefore = 0;
   bool proposedBefore = false, steadyBefore = true;
