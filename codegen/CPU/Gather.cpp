@@ -3,6 +3,7 @@
 #include "codegen/CPU/Gather.h"
 #include "codegen/CPU/Validate.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace folio::cpu {
@@ -41,6 +42,54 @@ void convertRow(const void *src, DType t, float scale, float *dst, int64_t n) {
     dst[i] = f16ToFloat(s[i]) * scale;
 }
 
+/// Row r of a packed table as f32 times `scale`; each element is
+/// weightViewAt(v, r, c) * scale, computed the same way.
+void widenPackedRow(const WeightView &v, int64_t r, float scale, float *dst) {
+  const int64_t k = v.k;
+  if (isPlainFloat(v.storage)) {
+    convertRow(static_cast<const char *>(v.data) +
+                   size_t(r * k) * dtypeSize(v.storage),
+               v.storage, scale, dst, k);
+    return;
+  }
+  if (v.storage == DType::I8) {
+    const int8_t *row = static_cast<const int8_t *>(v.data) + r * k;
+    const float s = v.scales[r];
+    for (int64_t c = 0; c < k; ++c)
+      dst[c] = float(row[c]) * s * scale;
+    // Outlier columns hold 0 codes; their weights are the bf16 side rows.
+    const uint16_t *o = v.outliers + r * v.numOutliers;
+    for (int64_t j = 0; j < v.numOutliers; ++j)
+      dst[v.outlierCols[j]] = bf16ToFloat(o[j]) * scale;
+    return;
+  }
+  if (v.storage == DType::FP8E4M3) {
+    const uint8_t *row = static_cast<const uint8_t *>(v.data) + r * k;
+    const float s = v.scales[r];
+    for (int64_t c = 0; c < k; ++c)
+      dst[c] = fp8E4M3ToFloat(row[c]) * s * scale;
+    return;
+  }
+  // int4: a 64-byte block holds 128 weights, weight 16j + l in nibble j of
+  // little-endian word l (WeightPack.h); each group's (scale, min) pair is
+  // widened once.
+  const uint8_t *row =
+      static_cast<const uint8_t *>(v.data) + r * int4RowBytes(k);
+  const int64_t groups = int4Groups(k, v.groupSize);
+  const uint16_t *params = v.groupParams + r * groups * 2;
+  for (int64_t b = 0; b * kInt4Block < k; ++b) {
+    const uint8_t *block = row + b * (kInt4Block / 2);
+    const int64_t base = b * kInt4Block;
+    const int64_t n = std::min<int64_t>(kInt4Block, k - base);
+    for (int64_t e = 0; e < n; ++e) {
+      const int64_t j = e / 16, l = e % 16;
+      const unsigned q = (block[4 * l + j / 2] >> (4 * (j % 2))) & 0xfu;
+      const uint16_t *p = params + (base + e) / v.groupSize * 2;
+      dst[base + e] = (f16ToFloat(p[1]) + float(q) * f16ToFloat(p[0])) * scale;
+    }
+  }
+}
+
 } // namespace
 
 Status embedding(const int32_t *ids, int64_t numTokens, const void *table,
@@ -68,6 +117,28 @@ Status embedding(const int32_t *ids, int64_t numTokens, const void *table,
     for (int64_t t = b; t < e; ++t)
       convertRow(static_cast<const char *>(table) + size_t(ids[t]) * rowBytes,
                  tableType, scale, out + t * dim, dim);
+  });
+  return Status::success();
+}
+
+Status embeddingRows(const int32_t *ids, int64_t numTokens,
+                     const WeightView &table, float *out, float scale,
+                     ThreadPool &pool) {
+  const char *kernel = "embeddingRows";
+  FOLIO_RETURN_IF_ERROR(checkNonNegative(kernel, "numTokens", numTokens));
+  if (Status s = checkWeightView(table); !s.ok())
+    return Status::error(std::string("embeddingRows: ") + s.message());
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "ids", ids, numTokens));
+  FOLIO_RETURN_IF_ERROR(checkPointer(kernel, "out", out, numTokens * table.k));
+  int64_t bad = firstBadIndex(ids, numTokens, table.n);
+  if (bad >= 0)
+    return Status::error("embeddingRows: token id " + std::to_string(ids[bad]) +
+                         " at position " + std::to_string(bad) +
+                         " is outside the vocabulary [0, " +
+                         std::to_string(table.n) + ")");
+  pool.parallelFor(numTokens, rowGrain(table.k), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t)
+      widenPackedRow(table, ids[t], scale, out + t * table.k);
   });
   return Status::success();
 }

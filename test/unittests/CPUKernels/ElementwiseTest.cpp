@@ -7,6 +7,7 @@
 #include "codegen/CPU/Gather.h"
 #include "codegen/CPU/Norm.h"
 #include "codegen/CPU/Reference/Reference.h"
+#include "codegen/CPU/WeightPack.h"
 
 using namespace folio::cpu;
 using namespace folio::cpu::test;
@@ -217,6 +218,62 @@ TEST(Gather, EmbeddingAllTypes) {
     EXPECT_FALSE(s) << dtypeName(t);
     EXPECT_NE(s.message().find(dtypeName(t)), std::string::npos);
   }
+}
+
+TEST(Gather, EmbeddingRowsOfEveryPackedTable) {
+  // A tied table stored once as its lm_head's packing: each looked-up
+  // element is weightViewAt's value times the scale, bit for bit. k covers
+  // one partial int4 block (45, too short for outlier columns), whole
+  // blocks (256) and a short last group
+  // with a partial block (300); a few columns stand far out so int8 keeps
+  // them in bf16 (its outlier path).
+  std::vector<int32_t> ids = {0, 40, 7, 7, 3, 40};
+  for (int64_t k : {45, 256, 300})
+    for (DType t : {DType::F32, DType::BF16, DType::F16, DType::I8,
+                    DType::FP8E4M3, DType::I4})
+      for (int64_t group : {int64_t(32), int64_t(128)}) {
+        if (t != DType::I4 && group != 32)
+          continue;
+        const int64_t n = 41;
+        auto w = randomVector(size_t(n * k), uint32_t(k));
+        for (int64_t r = 0; r < n; ++r)
+          w[size_t(r * k + 5)] *= 300.0f;
+        WeightPacking p;
+        ASSERT_TRUE(
+            packWeightRows(w.data(), n, k, t, p, t == DType::I4 ? group : 0)
+                .ok());
+        WeightView v = p.view();
+        if (t == DType::I8 && k >= kMaxOutlierFraction)
+          ASSERT_GT(v.numOutliers, 0);
+        for (float scale : {1.0f, 5.5f}) {
+          std::vector<float> got(ids.size() * size_t(k), -1.0f);
+          ASSERT_TRUE(embeddingRows(ids.data(), int64_t(ids.size()), v,
+                                    got.data(), scale, parallelPool()));
+          for (size_t i = 0; i < ids.size(); ++i)
+            for (int64_t c = 0; c < k; ++c)
+              ASSERT_EQ(got[i * size_t(k) + size_t(c)],
+                        weightViewAt(v, ids[i], c) * scale)
+                  << dtypeName(t) << " k " << k << " group " << group
+                  << " token " << i << " column " << c;
+        }
+      }
+  // No tokens; an id outside the rows; a view that is not a packed weight.
+  WeightPacking p;
+  auto w = randomVector(8 * 64, 3);
+  ASSERT_TRUE(packWeightRows(w.data(), 8, 64, DType::I8, p).ok());
+  EXPECT_TRUE(embeddingRows(nullptr, 0, p.view(), nullptr));
+  std::vector<float> out(64);
+  for (int32_t bad : {8, -1}) {
+    Status s = embeddingRows(&bad, 1, p.view(), out.data());
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.message().find("token id " + std::to_string(bad)),
+              std::string::npos)
+        << s.message();
+  }
+  WeightView broken = p.view();
+  broken.scales = nullptr;
+  int32_t id = 0;
+  EXPECT_FALSE(embeddingRows(&id, 1, broken, out.data()));
 }
 
 TEST(Gather, Rows) {
