@@ -64,10 +64,6 @@ std::string constant(const char *name, long long v) {
          std::to_string(v) + ";\n";
 }
 
-const char *floatTableEnum(DType t) {
-  return t == DType::BF16 ? "BF16" : t == DType::F16 ? "F16" : "F32";
-}
-
 /// The glue of a kernel whose entry point calls one template function:
 /// a config struct of `constants`, then the extern "C" entry point.
 std::string entryGlue(const std::string &name, const std::string &constants,
@@ -154,13 +150,13 @@ Status emitGather(const GatherSpec &s, GeneratedKernel &out) {
     return st;
   out.name = kernelName(s);
   out.key = canonicalKey(s);
-  std::string constants = "  static constexpr bool kEmbedding = " +
-                          std::string(s.embedding ? "true" : "false") + ";\n" +
-                          "  static constexpr folio_cuda::CacheType kTable = "
-                          "folio_cuda::CacheType::" +
-                          floatTableEnum(s.tableType) + ";\n" +
-                          constant("kDim", s.dim) +
-                          constant("kThreads", s.threads);
+  std::string constants =
+      "  static constexpr bool kEmbedding = " +
+      std::string(s.embedding ? "true" : "false") + ";\n" +
+      "  static constexpr folio_cuda::CacheType kTable = "
+      "folio_cuda::CacheType::" +
+      cacheTypeEnum(s.tableType) + ";\n" + constant("kDim", s.dim) +
+      constant("kGroup", s.groupSize) + constant("kThreads", s.threads);
   out.source = header(out.name, out.key,
                       "grid (rows), block " + std::to_string(s.threads) +
                           ", no dynamic shared memory") +

@@ -376,9 +376,18 @@ Status validate(const GatherSpec &s) {
   if (!s.embedding && s.tableType != DType::F32)
     return Status::error(where + ": gather_rows reads f32 rows, not " +
                          cpu::dtypeName(s.tableType));
-  if (!cpu::isPlainFloat(s.tableType))
+  const bool packed = s.tableType == DType::I8 ||
+                      s.tableType == DType::FP8E4M3 || s.tableType == DType::I4;
+  if (!cpu::isPlainFloat(s.tableType) && !packed)
     return Status::error(where + ": a " + cpu::dtypeName(s.tableType) +
-                         " table is not generated; supported: f32, bf16, f16");
+                         " table is not generated; supported: f32, bf16, f16, "
+                         "and a stored int8, fp8_e4m3 or int4 weight");
+  if (s.tableType == DType::I4 ? !cpu::isInt4GroupSize(s.groupSize)
+                               : s.groupSize != 0)
+    return Status::error(where + ": group size " + std::to_string(s.groupSize) +
+                         (s.tableType == DType::I4
+                              ? " is not an int4 group (32, 64, 128)"
+                              : " is for int4 tables only"));
   return Status::success();
 }
 
@@ -507,7 +516,8 @@ std::string kernelName(const GatherSpec &s) {
   return (s.embedding
               ? "folio_embedding_" + std::string(cpu::dtypeName(s.tableType))
               : std::string("folio_gather_rows")) +
-         "_d" + std::to_string(s.dim) + "_t" + std::to_string(s.threads);
+         (s.groupSize ? "_g" + std::to_string(s.groupSize) : "") + "_d" +
+         std::to_string(s.dim) + "_t" + std::to_string(s.threads);
 }
 
 std::string kernelName(const SampleSpec &s) {
@@ -569,6 +579,7 @@ std::string canonicalKey(const RotarySpec &s) {
 std::string canonicalKey(const GatherSpec &s) {
   return std::string(s.embedding ? "embedding" : "gather_rows") +
          ":table=" + cpu::dtypeName(s.tableType) +
+         ";group=" + std::to_string(s.groupSize) +
          ";dim=" + std::to_string(s.dim) +
          ";threads=" + std::to_string(s.threads) +
          ";templates=" + templatesHash();

@@ -110,9 +110,14 @@ struct RotarySpec {
 /// times a scale) and gather_rows (f32 rows by index).
 struct GatherSpec {
   bool embedding = false;
+  /// f32, bf16 or f16 rows; an embedding also reads a tied lm_head's
+  /// packing (int8 with row scales and outlier columns, fp8_e4m3 with row
+  /// scales, int4 groups: codegen/CPU/WeightPack.h).
   cpu::DType tableType = cpu::DType::F32;
   int dim = 0;
   int threads = 128;
+  /// int4 tables: weights per (scale, min) group (32, 64, 128); else 0.
+  int groupSize = 0;
 };
 
 /// Sampling over logits rows: greedy argmax, or temperature, top-k and

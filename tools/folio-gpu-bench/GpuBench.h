@@ -219,7 +219,9 @@ struct GatherCase {
 };
 
 /// Embedding (or gather_rows) of random ids, bit for bit the CPU
-/// embedding's (gatherRows'). Bytes: the rows read and written, the ids.
+/// embedding's (embeddingRows' for a packed table, gatherRows'). Bytes: the
+/// rows read (a packed row's share of codes and params) and written, the
+/// ids.
 Expected<Timing> measureGather(const device::CudaDevice &dev,
                                const LoadedKernels &kernels,
                                const GatherCase &c, int runs,

@@ -5,6 +5,7 @@
 
 #include "codegen/CPU/Gather.h"
 #include "codegen/CPU/Rotary.h"
+#include "codegen/CPU/WeightPack.h"
 #include "codegen/CUDA/Templates/KernelArgs.cuh"
 #include "runtime/Sampler/Philox.h"
 #include "runtime/Sampler/Sampler.h"
@@ -300,16 +301,34 @@ Expected<Timing> measureGather(const CudaDevice &dev,
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t n = c.rows, rowsInTable = c.tableRows, dim = s.dim;
-  const size_t elemBytes = cpu::dtypeBits(s.tableType) / 8;
-  std::vector<uint8_t> table(size_t(rowsInTable * dim) * elemBytes);
-  for (size_t i = 0; i < size_t(rowsInTable * dim); ++i) {
-    float f = normal(rng);
-    if (s.tableType == cpu::DType::F32)
-      std::memcpy(&table[i * 4], &f, 4);
-    else {
-      uint16_t h = s.tableType == cpu::DType::BF16 ? cpu::floatToBf16(f)
-                                                   : cpu::floatToF16(f);
-      std::memcpy(&table[i * 2], &h, 2);
+  const bool packed = !cpu::isPlainFloat(s.tableType);
+  // 16/32-bit rows, or a tied lm_head's packing of random rows with one
+  // column far out of them (int8 keeps it as an outlier column).
+  std::vector<uint8_t> table;
+  cpu::WeightPacking packing;
+  if (packed) {
+    std::vector<float> w(size_t(rowsInTable * dim));
+    for (float &x : w)
+      x = normal(rng);
+    for (int64_t r = 0; r < rowsInTable; ++r)
+      w[size_t(r * dim + dim / 3)] *= 300.0f;
+    cpu::Status st = cpu::packWeightRows(w.data(), rowsInTable, dim,
+                                         s.tableType, packing, s.groupSize);
+    if (!st.ok())
+      return Status::internal("packing the table: " + st.message());
+    table = packing.data;
+  } else {
+    const size_t elemBytes = cpu::dtypeBits(s.tableType) / 8;
+    table.resize(size_t(rowsInTable * dim) * elemBytes);
+    for (size_t i = 0; i < size_t(rowsInTable * dim); ++i) {
+      float f = normal(rng);
+      if (s.tableType == cpu::DType::F32)
+        std::memcpy(&table[i * 4], &f, 4);
+      else {
+        uint16_t h = s.tableType == cpu::DType::BF16 ? cpu::floatToBf16(f)
+                                                     : cpu::floatToF16(f);
+        std::memcpy(&table[i * 2], &h, 2);
+      }
     }
   }
   std::vector<int32_t> ids(static_cast<size_t>(n));
@@ -320,7 +339,9 @@ Expected<Timing> measureGather(const CudaDevice &dev,
   const float scale = s.embedding ? 1.5f : 1.0f;
   std::vector<float> want(size_t(n * dim));
   cpu::Status st =
-      s.embedding
+      packed ? cpu::embeddingRows(ids.data(), n, packing.view(), want.data(),
+                                  scale)
+      : s.embedding
           ? cpu::embedding(ids.data(), n, table.data(), s.tableType,
                            rowsInTable, dim, want.data(), scale)
           : cpu::gatherRows(reinterpret_cast<const float *>(table.data()),
@@ -328,19 +349,37 @@ Expected<Timing> measureGather(const CudaDevice &dev,
   if (!st.ok())
     return Status::internal("the CPU gather: " + st.message());
   int zero = 0;
-  Expected<DeviceBuffer> dt = upload(dev, table, "the table"),
-                         d64 = upload(dev, ids64, "ids"),
-                         d32 = upload(dev, ids, "indices"),
-                         dout = dev.allocate(want.size() * 4, "rows"),
-                         derr =
-                             dev.upload(&zero, sizeof zero, "the error flag");
-  for (Expected<DeviceBuffer> *b : {&dt, &d64, &d32, &dout, &derr})
+  // An empty range uploads one placeholder byte (a kernel never reads it).
+  auto orByte = [](const auto &v) {
+    std::vector<uint8_t> bytes(std::max<size_t>(1, v.size() * sizeof(v[0])));
+    if (!v.empty())
+      std::memcpy(bytes.data(), v.data(), v.size() * sizeof(v[0]));
+    return bytes;
+  };
+  Expected<DeviceBuffer>
+      dt = upload(dev, table, "the table"),
+      d64 = upload(dev, ids64, "ids"), d32 = upload(dev, ids, "indices"),
+      dout = dev.allocate(want.size() * 4, "rows"),
+      derr = dev.upload(&zero, sizeof zero, "the error flag"),
+      dscales = upload(dev, orByte(packing.scales), "the row scales"),
+      dparams = upload(dev, orByte(packing.groupParams), "the group params"),
+      dcols = upload(dev, orByte(packing.outlierCols), "the outlier columns"),
+      doutliers = upload(dev, orByte(packing.outliers), "the outlier weights");
+  for (Expected<DeviceBuffer> *b :
+       {&dt, &d64, &d32, &dout, &derr, &dscales, &dparams, &dcols, &doutliers})
     if (!*b)
       return b->status();
   folio_cuda::GatherArgs a{
       dt->as<const void>(), rowsInTable, d64->as<const long long>(),
       d32->as<const int>(), scale,       dout->as<float>(),
       derr->as<int>()};
+  if (packed) {
+    a.scales = dscales->as<const float>();
+    a.groupParams = dparams->as<const unsigned short>();
+    a.outlierCols = dcols->as<const int>();
+    a.outliers = doutliers->as<const unsigned short>();
+    a.numOutliers = int(packing.outlierCols.size());
+  }
   device::CudaLaunch l = toLaunch(cuda::gatherLaunch(s, n));
   auto run = [&] { return dev.launch(**kernel, l, &a); };
   if (Status e = run(); !e)
@@ -354,7 +393,12 @@ Expected<Timing> measureGather(const CudaDevice &dev,
   if (error != 0 || std::memcmp(got.data(), want.data(), got.size() * 4) != 0)
     return Status::internal(cuda::kernelName(s) +
                             " does not gather what the CPU gathers");
-  double bytes = double(n) * (double(dim) * (double(elemBytes) + 4) + 8);
+  // A row's share of the table (its codes and params), written as f32.
+  double rowBytes =
+      packed
+          ? double(cpu::weightViewBytes(packing.view())) / double(rowsInTable)
+          : double(dim) * double(cpu::dtypeBits(s.tableType) / 8);
+  double bytes = double(n) * (rowBytes + double(dim) * 4 + 8);
   return timeRuns(dev, runs, bytes, run);
 }
 

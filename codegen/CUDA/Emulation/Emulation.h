@@ -303,6 +303,10 @@ inline float __saturatef(float x) {
 inline float __fdividef(float a, float b) { return a / b; }
 inline float __frcp_rn(float x) { return 1.0f / x; }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+// Host C++ here is compiled without FMA contraction, so these round once
+// each, as the device intrinsics promise.
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
 
 // glibc declares these but does not export them: calls would compile and
 // then fail to link. The device versions are approximations; tests compare

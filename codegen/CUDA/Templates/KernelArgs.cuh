@@ -67,13 +67,19 @@ struct RotaryArgs {
 };
 
 struct GatherArgs {
-  const void *table;          // [rows, dim]
+  const void *table;          // [rows, dim]; int4: [rows, 64 * ceil(dim / 128)]
   long long tableRows;
   const long long *ids;       // embedding: [numRows]
   const int *indices;         // gather_rows: [numRows]
   float scale;                // embedding only
   float *out;                 // [numRows, dim]
   int *error;
+  // A stored (packed) table only:
+  const float *scales;               // int8, fp8: [rows]
+  const unsigned short *groupParams; // int4: f16 [rows, groups, 2]
+  const int *outlierCols;            // int8: [numOutliers], < dim
+  const unsigned short *outliers;    // int8: bf16 [rows, numOutliers]
+  int numOutliers;                   // int8 only; 0 elsewhere
 };
 
 struct SampleArgs {

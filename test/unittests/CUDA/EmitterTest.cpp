@@ -211,9 +211,17 @@ TEST(CudaEmitter, RefusesRowProgramsItCannotGenerate) {
                 .find("an output tile of 256 floats per thread is over the "
                       "128 kept in registers"),
             std::string::npos);
-  EXPECT_EQ(errorOf(emitGather({true, DType::I8, 64, 32}, k)),
-            "embedding (dim 64): a int8 table is not generated; supported: "
-            "f32, bf16, f16");
+  EXPECT_EQ(errorOf(emitGather({true, DType::FP8E5M2, 64, 32}, k)),
+            "embedding (dim 64): a fp8_e5m2 table is not generated; "
+            "supported: f32, bf16, f16, and a stored int8, fp8_e4m3 or int4 "
+            "weight");
+  EXPECT_EQ(errorOf(emitGather({false, DType::I8, 64, 32}, k)),
+            "gather_rows (dim 64): gather_rows reads f32 rows, not int8");
+  EXPECT_EQ(errorOf(emitGather({true, DType::I4, 64, 32, 16}, k)),
+            "embedding (dim 64): group size 16 is not an int4 group (32, 64, "
+            "128)");
+  EXPECT_EQ(errorOf(emitGather({true, DType::I8, 64, 32, 32}, k)),
+            "embedding (dim 64): group size 32 is for int4 tables only");
   EXPECT_EQ(errorOf(emitSample({false, 100}, k)),
             "sampling: threads 100 must be a multiple of 32 in [32, 1024]");
   EXPECT_EQ(errorOf(emitRotary({64, 63, false, 2}, k)),

@@ -22,6 +22,8 @@
 #include "codegen/CPU/Gather.h"
 #include "codegen/CPU/Norm.h"
 #include "codegen/CPU/Rotary.h"
+#include "codegen/CPU/WeightPack.h"
+#include "codegen/CPU/WeightPack.h"
 #include "runtime/Sampler/Philox.h"
 #include "runtime/Sampler/Sampler.h"
 #include "test/unittests/CUDA/EmulationLaunch.h"
@@ -281,6 +283,8 @@ std::vector<uint8_t> randomTable(DType t, int64_t rows, int64_t dim,
 TEST(CudaRowEmulation, GathersMatchTheCpuKernels) {
   std::mt19937 rng(11);
   for (const GatherSpec &s : gatherVariants()) {
+    if (!cpu::isPlainFloat(s.tableType))
+      continue; // PackedTableLookupsMatchTheCpuKernel
     std::string name = kernelName(s);
     SCOPED_TRACE(name);
     const FolioTestGather *kernel =
@@ -335,6 +339,75 @@ TEST(CudaRowEmulation, GathersMatchTheCpuKernels) {
       EXPECT_EQ(got[size_t(dim)], -1.0f) << "the bad row was written";
     }
   }
+}
+
+TEST(CudaRowEmulation, PackedTableLookupsMatchTheCpuKernel) {
+  // A tied lm_head's int8 (outlier columns), fp8_e4m3 and int4 rows as the
+  // embedding table: bit for bit cpu::embeddingRows, and an id outside the
+  // rows flagged as the CPU refuses it.
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  int tested = 0;
+  for (const GatherSpec &s : gatherVariants()) {
+    if (cpu::isPlainFloat(s.tableType))
+      continue;
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name);
+    const FolioTestGather *kernel =
+        findKernel(kFolioTestGather, canonicalKey(s));
+    ASSERT_NE(kernel, nullptr) << "no generated kernel for " << name;
+    const int64_t vocab = 50, dim = s.dim;
+    std::vector<float> w(size_t(vocab * dim));
+    for (float &x : w)
+      x = normal(rng);
+    for (int64_t r = 0; r < vocab; ++r)
+      w[size_t(r * dim + 7)] *= 300.0f;
+    cpu::WeightPacking p;
+    ASSERT_TRUE(
+        cpu::packWeightRows(w.data(), vocab, dim, s.tableType, p, s.groupSize)
+            .ok());
+    if (s.tableType == cpu::DType::I8)
+      ASSERT_FALSE(p.outlierCols.empty());
+    auto args = [&](const std::vector<int64_t> &ids64,
+                    const std::vector<int32_t> &ids, float scale,
+                    std::vector<float> &out, int &error) {
+      folio_cuda::GatherArgs a{p.data.data(), vocab, asLongLong(ids64.data()),
+                               ids.data(),    scale, out.data(),
+                               &error};
+      a.scales = p.scales.empty() ? nullptr : p.scales.data();
+      a.groupParams = p.groupParams.empty() ? nullptr : p.groupParams.data();
+      a.outlierCols = p.outlierCols.data();
+      a.outliers = p.outliers.data();
+      a.numOutliers = int(p.outlierCols.size());
+      return a;
+    };
+    std::vector<int32_t> ids = {0, int32_t(vocab - 1), 7, 7, 23};
+    std::vector<int64_t> ids64(ids.begin(), ids.end());
+    const int64_t n = int64_t(ids.size());
+    for (float scale : {1.0f, 2.5f}) {
+      std::vector<float> want(size_t(n * dim)), got(want.size(), -1.0f);
+      ASSERT_TRUE(
+          cpu::embeddingRows(ids.data(), n, p.view(), want.data(), scale).ok());
+      int error = 0;
+      cuda_emu::launch(emulationConfig(gatherLaunch(s, n), name.c_str()),
+                       kernel->kernel, args(ids64, ids, scale, got, error));
+      EXPECT_EQ(error, 0);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+          << "not bit for bit the CPU kernel's rows";
+    }
+    std::vector<int32_t> bad = {3, int32_t(vocab), 4};
+    std::vector<int64_t> bad64(bad.begin(), bad.end());
+    std::vector<float> got(size_t(3 * dim), -1.0f);
+    EXPECT_FALSE(
+        cpu::embeddingRows(bad.data(), 3, p.view(), got.data(), 1.0f).ok());
+    int error = 0;
+    cuda_emu::launch(emulationConfig(gatherLaunch(s, 3), name.c_str()),
+                     kernel->kernel, args(bad64, bad, 1.0f, got, error));
+    EXPECT_EQ(error, 2) << "the first bad row + 1";
+    EXPECT_EQ(got[size_t(dim)], -1.0f) << "the bad row was written";
+    ++tested;
+  }
+  EXPECT_EQ(tested, 5);
 }
 
 TEST(CudaRowEmulation, GreedySamplingMatchesTheCpuSampler) {

@@ -214,10 +214,14 @@ inline std::vector<RotarySpec> rotaryVariants() {
 
 inline std::vector<GatherSpec> gatherVariants() {
   using cpu::DType;
-  return {{true, DType::F32, 40, 32},
-          {true, DType::BF16, 40, 32},
-          {true, DType::F16, 70, 64},
-          {false, DType::F32, 300, 128}};
+  // embedding, table, dim, threads, int4 group. The packed tables (a tied
+  // lm_head's int8, fp8_e4m3 and int4 rows) cover int8 outlier columns,
+  // int4 blocks cut short (dim % 128) and each group size.
+  return {{true, DType::F32, 40, 32},     {true, DType::BF16, 40, 32},
+          {true, DType::F16, 70, 64},     {false, DType::F32, 300, 128},
+          {true, DType::I8, 200, 64},     {true, DType::FP8E4M3, 70, 32},
+          {true, DType::I4, 200, 64, 32}, {true, DType::I4, 256, 128, 128},
+          {true, DType::I4, 300, 32, 64}};
 }
 
 inline std::vector<SampleSpec> sampleVariants() {
