@@ -100,6 +100,7 @@ compileONNXToPlan(const std::string &path,
   store.keepSourceQuantization = options.keepSourceQuantization;
   store.int4Activations = int4Activations;
   store.inputAbsMax = options.inputAbsMax;
+  store.shareTiedTables = options.shareTiedTables;
   if (llvm::Error err = storePackedWeights(*p, store))
     return std::move(err);
   return p;

@@ -60,6 +60,9 @@ struct CompileToPlanOptions {
   /// --weight-group-size: int4's group along K (0: 128); refused for the
   /// other dtypes (StoreWeights.h, resolveWeightGroupSize).
   int64_t weightGroupSize = 0;
+  /// StoreWeightsOptions::shareTiedTables: with int8, fp8_e4m3 or int4
+  /// weights a tied embedding's lookups read the lm_head's codes.
+  bool shareTiedTables = true;
   /// Weights the model brings quantized keep their own int4/int8 codes
   /// where the kernels take them exactly, and `weightDtype` stores the
   /// rest: what folioc does without --weight-dtype (StoreWeightsOptions).

@@ -63,6 +63,32 @@ plan::ElemType toPlanType(cpu::DType t) {
   }
 }
 
+/// Whether constant `table` ([rows, cols]) holds the same values, bit for
+/// bit, as the weight W[n, k] = `weight` (in_out: [k, n]; out_in: [n, k]).
+bool sameMatrix(const plan::Plan &p, const plan::Constant &table,
+                const plan::Constant &weight, bool inOut) {
+  const plan::ValueInfo &tv = p.values[size_t(table.value)];
+  const plan::ValueInfo &wv = p.values[size_t(weight.value)];
+  cpu::DType tt, wt;
+  if (wv.dims.size() != 2 || !toCpuType(tv.type, tt) ||
+      !toCpuType(wv.type, wt) || !cpu::isPlainFloat(wt))
+    return false;
+  const int64_t n = inOut ? wv.dims[1] : wv.dims[0];
+  const int64_t k = inOut ? wv.dims[0] : wv.dims[1];
+  if (n != tv.dims[0] || k != tv.dims[1])
+    return false;
+  const uint8_t *a = p.blob.data() + table.offset;
+  const uint8_t *b = p.blob.data() + weight.offset;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      float x = cpu::loadAsFloat(a, tt, size_t(r * k + c));
+      float y = cpu::loadAsFloat(b, wt, size_t(inOut ? c * n + r : r * k + c));
+      if (std::memcmp(&x, &y, 4) != 0)
+        return false;
+    }
+  return true;
+}
+
 /// One group to store: the step, its operands, and where their constants
 /// are.
 struct Group {
@@ -334,12 +360,43 @@ llvm::Error storePackedWeights(plan::Plan &p,
                                  ? type
                                  : plan::ElemType::BF16;
 
+  // A tied table (read by the forward's lookups only) whose lm_head is
+  // stored quantized: the lookup reads the lm_head's packing, row `id` of
+  // W[vocab, hidden], instead of a 16-bit copy of the same matrix beside
+  // the codes (272 MB for a 0.5B Qwen2). The embeddings then carry the
+  // weight dtype's rounding, as GGUF's quantized token tables do.
+  // tiedGroup[value]: the group whose packing the table's lookups read.
+  std::vector<int32_t> tiedGroup(p.values.size(), -1);
+  const bool quantized = storage == cpu::DType::I8 ||
+                         storage == cpu::DType::FP8E4M3 ||
+                         storage == cpu::DType::I4;
+  if (quantized && options.shareTiedTables) {
+    std::vector<int64_t> entryReads(p.values.size(), 0);
+    for (const plan::Entry &e : p.entries)
+      for (const plan::Step &s : e.steps)
+        for (int32_t id : s.operands)
+          if (id >= 0)
+            ++entryReads[size_t(id)];
+    for (const plan::Constant &c : p.constants) {
+      const size_t id = size_t(c.value);
+      const plan::ValueInfo &v = p.values[id];
+      cpu::DType t;
+      if (reads[id] <= 0 || reads[id] != tableReads[id] || entryReads[id] ||
+          v.dims.size() != 2 || !toCpuType(v.type, t) || !cpu::isPlainFloat(t))
+        continue;
+      for (size_t gi = 0; gi < groups.size() && tiedGroup[id] < 0; ++gi)
+        if (groups[gi].count == 1 &&
+            sameMatrix(p, c, *groups[gi].constants[0], groups[gi].inOut))
+          tiedGroup[id] = int32_t(gi);
+    }
+  }
+
   // A fresh blob: the constants still read, then the packed weights.
   plan::Blob blob;
   std::vector<plan::Constant> kept;
   std::vector<uint16_t> narrow;
   for (const plan::Constant &c : p.constants) {
-    if (reads[size_t(c.value)] <= 0)
+    if (reads[size_t(c.value)] <= 0 || tiedGroup[size_t(c.value)] >= 0)
       continue;
     plan::Constant moved = c;
     plan::ValueInfo &v = p.values[size_t(c.value)];
@@ -509,6 +566,24 @@ llvm::Error storePackedWeights(plan::Plan &p,
       }
     }
     stored.push_back(w);
+    // The lookups of a table tied to this group read the same ranges.
+    for (size_t id = 0; id < tiedGroup.size(); ++id) {
+      if (tiedGroup[id] != int32_t(&g - groups.data()))
+        continue;
+      for (size_t si = 0; si < p.steps.size(); ++si) {
+        const plan::Step &e = p.steps[si];
+        if (e.kind != "embedding" || e.operands.empty() ||
+            e.operands[0] != int32_t(id))
+          continue;
+        plan::StoredWeight lookup = w;
+        lookup.step = int32_t(si);
+        lookup.operand = 0;
+        lookup.numOperands = 1;
+        // A lookup rounds nothing: its "activations" are token ids.
+        lookup.activations = plan::ElemType::F32;
+        stored.push_back(lookup);
+      }
+    }
   }
   p.constants = std::move(kept);
   p.weights = std::move(stored);

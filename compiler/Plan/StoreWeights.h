@@ -83,6 +83,12 @@ struct StoreWeightsOptions {
   /// form (DequantizeLinear then MatMul, MatMulNBits at the other levels)
   /// computes in float.
   std::optional<::folio::plan::ElemType> int4Activations;
+  /// With int8, fp8_e4m3 or int4 weights, a tied embedding table (the same
+  /// matrix as a stored lm_head, read by the forward's lookups only) is
+  /// not kept beside the codes: its lookups read the lm_head's packing
+  /// (a StoredWeight for the embedding step's operand 0). False keeps the
+  /// table 16-bit (for targets whose lookup reads only 16-bit tables).
+  bool shareTiedTables = true;
 };
 
 /// Parses a --int4-activations value: "f32" or "int8"; anything else is

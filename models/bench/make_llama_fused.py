@@ -9,7 +9,8 @@ shape: 2.1 GB of bf16 linears). Never commit the output.
     python3 models/bench/make_llama_fused.py --shape 1b [OUTDIR]    # default /tmp/folio-llama-fused-1b
 
 Shapes: `1b` is make_llama_1b.py's (hidden 2048, 16 layers, 32 heads, 8 KV heads, head_dim 64,
-intermediate 8192, vocab 32000, rope base 500000, untied lm_head); `110m` is make_llama_110m.py's.
+intermediate 8192, vocab 32000, rope base 500000, untied lm_head); `110m` is make_llama_110m.py's;
+`qwen2-0.5b-tied` has Qwen2-0.5B's sizes and its tied lm_head (the same matrix as the table).
 Weights: normal, standard deviation 0.02, fixed seed; norms 1 (decode speed does not depend on the values).
 Cost (2 shared cores, 1b): about 2 minutes and 13 GB of memory at peak, 4.4 GB on disk.
 """
@@ -28,6 +29,11 @@ SHAPES = {
                rope_base=500000.0, rotary_dim=64, max_positions=8192, eps=1e-5),
     "110m": dict(vocab=32000, hidden=768, layers=12, heads=12, kv_heads=4, head_dim=64, intermediate=2048,
                  rope_base=10000.0, rotary_dim=64, max_positions=2048, eps=1e-5),
+    # Qwen2-0.5B's sizes (its q/k/v biases left out) with its tied lm_head: for the plan size of a model
+    # whose table is a quarter of its parameters.
+    "qwen2-0.5b-tied": dict(vocab=151936, hidden=896, layers=24, heads=14, kv_heads=2, head_dim=64,
+                            intermediate=4864, rope_base=1000000.0, rotary_dim=64, max_positions=32768,
+                            eps=1e-6, tied=True),
 }
 
 
@@ -40,8 +46,9 @@ def state_dict(cfg, seed=1234):
     def w(rows, cols):
         return rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(0.02)
 
-    sd = {"embed_tokens.weight": w(vocab, hidden), "norm.weight": np.ones(hidden, np.float32),
-          "lm_head.weight": w(vocab, hidden)}
+    table = w(vocab, hidden)
+    sd = {"embed_tokens.weight": table, "norm.weight": np.ones(hidden, np.float32),
+          "lm_head.weight": table if cfg.get("tied") else w(vocab, hidden)}
     for i in range(cfg["layers"]):
         p = f"layers.{i}"
         sd[f"{p}.input_layernorm.weight"] = np.ones(hidden, np.float32)

@@ -179,10 +179,7 @@ public:
                                        v.blockSize));
       layout.bytesPerBlock16 += v.blockSize * 2 * v.kvHeads * v.headDim * 2;
     }
-    weightBytes = 0;
-    for (const plan::StoredWeight &w : p->weights)
-      weightBytes += int64_t(w.dataBytes + w.scalesBytes + w.outliersBytes +
-                             w.outlierColsBytes);
+    weightBytes = p->storedWeightBytes();
     plan = std::move(p);
     return Status::ok();
   }
@@ -602,6 +599,28 @@ private:
     return row > 0 && n >= 0 ? n / row : -1;
   }
 
+  /// The device address of a blob range; 0 for an empty one.
+  uintptr_t blobAt(uint64_t offset, uint64_t bytes) const {
+    return bytes == 0 ? uintptr_t(0) : uintptr_t(onDevice->blobAddress(offset));
+  }
+
+  /// A stored weight's scales, int4 group params and int8 outlier columns
+  /// into launch arguments (LinearArgs, GatherArgs).
+  template <class Args>
+  void bindWeightParams(const plan::StoredWeight &w, Args &a) const {
+    bool int4 = w.type == ElemType::I4;
+    a.scales =
+        int4 ? nullptr : at<const float>(blobAt(w.scalesOffset, w.scalesBytes));
+    a.groupParams =
+        int4 ? at<const unsigned short>(blobAt(w.scalesOffset, w.scalesBytes))
+             : nullptr;
+    a.outlierCols =
+        at<const int>(blobAt(w.outlierColsOffset, w.outlierColsBytes));
+    a.outliers =
+        at<const unsigned short>(blobAt(w.outliersOffset, w.outliersBytes));
+    a.numOutliers = int(w.numOutliers);
+  }
+
   /// Launch `i` of plan kernel `k`'s launches.
   Status run(size_t k, size_t i) {
     const KernelLaunches &group = launches.kernels[k];
@@ -641,23 +660,8 @@ private:
             folio_cuda::LinearArgs a{};
             a.x = at<const float>(address(l.inputs[0]));
             a.m = rowsOf(l.inputs[0], w.k, sc);
-            auto blob = [&](uint64_t offset, uint64_t bytes) {
-              return bytes == 0 ? uintptr_t(0)
-                                : uintptr_t(onDevice->blobAddress(offset));
-            };
-            a.w = at<const void>(blob(w.dataOffset, w.dataBytes));
-            bool int4 = w.type == ElemType::I4;
-            a.scales =
-                int4 ? nullptr
-                     : at<const float>(blob(w.scalesOffset, w.scalesBytes));
-            a.groupParams = int4 ? at<const unsigned short>(
-                                       blob(w.scalesOffset, w.scalesBytes))
-                                 : nullptr;
-            a.outlierCols =
-                at<const int>(blob(w.outlierColsOffset, w.outlierColsBytes));
-            a.outliers = at<const unsigned short>(
-                blob(w.outliersOffset, w.outliersBytes));
-            a.numOutliers = int(w.numOutliers);
+            a.w = at<const void>(blobAt(w.dataOffset, w.dataBytes));
+            bindWeightParams(w, a);
             a.bias = at<const float>(address(l.inputs[1]));
             a.y = at<float>(address(l.outputs[0]));
             a.n = w.n;
@@ -679,9 +683,17 @@ private:
             return launch(cuda::rotaryLaunch(spec, elems(l.inputs[1])), &a);
           } else if constexpr (std::is_same_v<S, cuda::GatherSpec>) {
             folio_cuda::GatherArgs a{};
-            a.table = at<const void>(address(l.inputs[0]));
-            // gather_rows reads the step's rows: a dynamic count.
-            a.tableRows = rowsOf(l.inputs[0], spec.dim, sc);
+            if (l.weight >= 0) {
+              // A tied table stored as its lm_head's packing.
+              const plan::StoredWeight &w = plan->weights[size_t(l.weight)];
+              a.table = at<const void>(blobAt(w.dataOffset, w.dataBytes));
+              a.tableRows = w.n;
+              bindWeightParams(w, a);
+            } else {
+              a.table = at<const void>(address(l.inputs[0]));
+              // gather_rows reads the step's rows: a dynamic count.
+              a.tableRows = rowsOf(l.inputs[0], spec.dim, sc);
+            }
             if (spec.embedding)
               a.ids = at<const long long>(address(l.inputs[1]));
             else

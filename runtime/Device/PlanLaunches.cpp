@@ -352,6 +352,54 @@ private:
       l.outputs = {result(i)};
       return Status::ok();
     }
+    if (s.kind == "embedding")
+      if (const plan::StoredWeight *w = plan.findStoredWeight(int32_t(i), 0)) {
+        // A tied table read from its lm_head's packing.
+        cuda::GatherSpec spec;
+        spec.embedding = true;
+        switch (w->type) {
+        case ElemType::I8:
+          spec.tableType = cpu::DType::I8;
+          break;
+        case ElemType::F8E4M3:
+          spec.tableType = cpu::DType::FP8E4M3;
+          break;
+        case ElemType::I4:
+          spec.tableType = cpu::DType::I4;
+          spec.groupSize = int(plan::int4LayoutGroupSize(w->layout));
+          break;
+        case ElemType::F32:
+          spec.tableType = cpu::DType::F32;
+          break;
+        case ElemType::BF16:
+          spec.tableType = cpu::DType::BF16;
+          break;
+        case ElemType::F16:
+          spec.tableType = cpu::DType::F16;
+          break;
+        default:
+          incomplete(i, "a stored table of another dtype");
+          return Status::ok();
+        }
+        if (plan.values[size_t(s.operands[1])].type != ElemType::I64) {
+          incomplete(i, "ids other than i64");
+          return Status::ok();
+        }
+        spec.dim = int(w->k);
+        spec.threads = rowThreads(spec.dim);
+        if (Status st = check(cuda::validate(spec), where); !st)
+          return st;
+        LaunchOperand ids;
+        if (!d.contiguous(s.operands[1], ids, why)) {
+          incomplete(i, why);
+          return Status::ok();
+        }
+        PlanLaunch &l = add(cuda::kernelName(spec), spec, i, {i});
+        l.inputs = {LaunchOperand{}, ids};
+        l.outputs = {result(i)};
+        l.weight = int32_t(w - plan.weights.data());
+        return Status::ok();
+      }
     if (s.kind == "embedding" || s.kind == "gather_rows") {
       bool embedding = s.kind == "embedding";
       const plan::ValueInfo &table = plan.values[size_t(s.operands[0])];

@@ -70,7 +70,8 @@ enum class LaunchRole {
 ///                  query_start_loc, k_scale, v_scale}, outputs {out}
 ///   RowKernelSpec: inputs in the spec's input order, outputs in order
 ///   RotarySpec:    inputs {x, positions, cos_sin_cache}, outputs {y}
-///   GatherSpec:    inputs {table, ids or indices}, outputs {out}
+///   GatherSpec:    inputs {table, ids or indices}, outputs {out}; an
+///                  embedding of a stored table: table absent, `weight`
 ///   LinearSpec:    inputs {x, bias}, outputs {y}, `weight` stored
 ///   CastSpec:      inputs {in}, outputs {out} (CublasInput: out is the
 ///                  linear's input in bf16)
@@ -85,7 +86,8 @@ struct PlanLaunch {
   /// The plan steps it computes, increasing.
   std::vector<int32_t> steps;
   std::vector<LaunchOperand> inputs, outputs;
-  /// Linear only: index into Plan::weights.
+  /// Linear, and an embedding whose table is stored: index into
+  /// Plan::weights.
   int32_t weight = -1;
 };
 

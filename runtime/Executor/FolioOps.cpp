@@ -140,12 +140,10 @@ const plan::StoredWeight *storedWeight(const PrepareContext &ctx,
                                    int32_t(operand));
 }
 
-/// Points `out` at a stored weight's bytes in the plan's blob (validated
-/// with the plan: validateStoredWeights): nothing is converted or copied.
-Status bindStoredWeight(const PrepareContext &ctx, const plan::StoredWeight &w,
-                        int32_t biasOp, cpu::PackedWeight &out,
-                        bool gatedHalves) {
-  cpu::WeightView v;
+/// A view of a stored weight's bytes in the plan's blob (validated with
+/// the plan: validateStoredWeights): nothing is converted or copied.
+Status storedWeightView(const PrepareContext &ctx, const plan::StoredWeight &w,
+                        cpu::WeightView &v) {
   switch (w.type) {
   case ElemType::F32:
     v.storage = cpu::DType::F32;
@@ -189,6 +187,16 @@ Status bindStoredWeight(const PrepareContext &ctx, const plan::StoredWeight &w,
     v.groupParams = reinterpret_cast<const uint16_t *>(blob + w.scalesOffset);
     v.int8X = w.activations == ElemType::I8;
   }
+  return Status::ok();
+}
+
+/// Points `out` at a stored weight's bytes (storedWeightView).
+Status bindStoredWeight(const PrepareContext &ctx, const plan::StoredWeight &w,
+                        int32_t biasOp, cpu::PackedWeight &out,
+                        bool gatedHalves) {
+  cpu::WeightView v;
+  if (Status s = storedWeightView(ctx, w, v); !s)
+    return s;
   const float *bias = nullptr;
   if (biasOp >= 0) {
     const Tensor &b = ctx.values[size_t(biasOp)];
@@ -378,15 +386,38 @@ Status toInt32(const StepContext &ctx, const Tensor &t,
   return Status::ok();
 }
 
+/// An embedding table the compiler stored as its tied lm_head's packing
+/// (StoreWeightsOptions::shareTiedTables): the lookup widens packed rows.
+struct PackedTableState : StepState {
+  cpu::WeightView table;
+};
+
+Status prepareEmbedding(const PrepareContext &ctx,
+                        std::unique_ptr<StepState> &state) {
+  const plan::StoredWeight *w = storedWeight(ctx, 0);
+  if (!w)
+    return Status::ok(); // a constant table, bound per run
+  auto st = std::make_unique<PackedTableState>();
+  if (Status s = storedWeightView(ctx, *w, st->table); !s)
+    return s;
+  if (cpu::Status s = cpu::checkWeightView(st->table); !s.ok())
+    return prepareError(ctx, s.message());
+  state = std::move(st);
+  return Status::ok();
+}
+
 Status runEmbedding(StepContext &ctx) {
+  const cpu::WeightView *packed =
+      ctx.state ? &static_cast<PackedTableState *>(ctx.state)->table : nullptr;
   const Tensor &table = ctx.in(0);
   // folioc stores tables bf16 (f16 with f16 weights) unless weights are f32.
   cpu::DType tableType = table.type == ElemType::BF16  ? cpu::DType::BF16
                          : table.type == ElemType::F16 ? cpu::DType::F16
                                                        : cpu::DType::F32;
-  if ((table.type != ElemType::F32 && table.type != ElemType::BF16 &&
-       table.type != ElemType::F16) ||
-      table.rank() != 2)
+  if (!packed &&
+      ((table.type != ElemType::F32 && table.type != ElemType::BF16 &&
+        table.type != ElemType::F16) ||
+       table.rank() != 2))
     return ctx.error("table must be a 2-D f32, bf16 or f16 tensor");
   std::vector<int32_t> ids;
   if (Status s = toInt32(ctx, ctx.in(1), ids); !s)
@@ -394,7 +425,8 @@ Status runEmbedding(StepContext &ctx) {
   // The table may be a vocabulary or a position table (a learned position
   // embedding indexed by positions), so the message names rows, not tokens;
   // the engines refuse contexts past max_positions before any forward.
-  int64_t rows = table.shape[0];
+  int64_t rows = packed ? packed->n : table.shape[0];
+  int64_t dim = packed ? packed->k : table.shape[1];
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= rows)
       return ctx.error("index " + std::to_string(ids[i]) + " (element " +
@@ -402,13 +434,16 @@ Status runEmbedding(StepContext &ctx) {
                        "table's " + std::to_string(rows) + " rows [0, " +
                        std::to_string(rows) + ")");
   Shape shape = ctx.in(1).shape;
-  shape.push_back(table.shape[1]);
+  shape.push_back(dim);
   Tensor out = ctx.output(0, ElemType::F32, shape); // every row written
+  const float scale = float(ctx.step.getFloat("scale", 1.0));
+  const int64_t n = int64_t(ids.size());
   if (Status s = fromCpu(
-          ctx,
-          cpu::embedding(ids.data(), int64_t(ids.size()), table.data, tableType,
-                         table.shape[0], table.shape[1], out.as<float>(),
-                         float(ctx.step.getFloat("scale", 1.0)), ctx.pool));
+          ctx, packed
+                   ? cpu::embeddingRows(ids.data(), n, *packed, out.as<float>(),
+                                        scale, ctx.pool)
+                   : cpu::embedding(ids.data(), n, table.data, tableType, rows,
+                                    dim, out.as<float>(), scale, ctx.pool));
       !s)
     return s;
   ctx.setResult(0, std::move(out));
@@ -631,7 +666,7 @@ Status runGatherRows(StepContext &ctx) {
 
 const std::vector<StepKernel> &folioStepKernels() {
   static const std::vector<StepKernel> table = {
-      {"embedding", runEmbedding, nullptr, 2, 2},
+      {"embedding", runEmbedding, prepareEmbedding, 2, 2},
       {"linear", runLinear, prepareLinear, 2, 3},
       {"gated_mlp", runGatedMLP, prepareGatedMLP, 4, 4},
       {"rms_norm", runRMSNorm, nullptr, 2, 2},

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <set>
 
 namespace folio::plan {
 
@@ -275,6 +276,16 @@ const StoredWeight *Plan::findStoredWeight(int32_t step,
     if (w.step == step && w.operand == operand)
       return &w;
   return nullptr;
+}
+
+int64_t Plan::storedWeightBytes() const {
+  std::set<uint64_t> seen;
+  int64_t bytes = 0;
+  for (const StoredWeight &w : weights)
+    if (seen.insert(w.dataOffset).second)
+      bytes += int64_t(w.dataBytes + w.scalesBytes + w.outlierColsBytes +
+                       w.outliersBytes);
+  return bytes;
 }
 
 const char *weightLayoutName(WeightLayout l) {

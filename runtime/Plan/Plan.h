@@ -335,6 +335,9 @@ struct Plan {
   /// The stored weight that stands for operand `operand` of forward step
   /// `step` onwards, or null.
   const StoredWeight *findStoredWeight(int32_t step, int32_t operand) const;
+  /// Bytes the stored weights hold (data, scales, outliers), a range that
+  /// several records share (a tied table's lookup and its lm_head) once.
+  int64_t storedWeightBytes() const;
   int32_t addValue(ValueInfo info);
 };
 

@@ -96,13 +96,15 @@ Status validateStoredWeights(const Plan &plan) {
     bool fits =
         (s.kind == "linear" && w.operand == 1 && w.numOperands == 1) ||
         (s.kind == "gated_mlp" && ((w.operand == 1 && w.numOperands == 2) ||
-                                   (w.operand == 3 && w.numOperands == 1)));
+                                   (w.operand == 3 && w.numOperands == 1))) ||
+        (s.kind == "embedding" && w.operand == 0 && w.numOperands == 1);
     if (!fits)
       return fail(i, w,
                   "stands for " + std::to_string(w.numOperands) +
                       " operand(s) of a '" + s.kind +
                       "' step; stored weights are a linear's operand 1, a "
-                      "gated_mlp's operands 1-2 (gate and up) or 3 (down)");
+                      "gated_mlp's operands 1-2 (gate and up) or 3 (down), "
+                      "or an embedding's table (operand 0)");
     if (s.operands.size() < size_t(w.operand + w.numOperands))
       return fail(i, w,
                   "the step has only " + std::to_string(s.operands.size()) +
@@ -112,7 +114,9 @@ Status validateStoredWeights(const Plan &plan) {
       return fail(i, w,
                   "the step's weight_layout '" + layout +
                       "' is not a weight layout (in_out, out_in)");
-    bool inOut = layout == "in_out";
+    // A table is [rows, dim]: row `id` is W[id, :] (a tied lm_head's
+    // packing read by the lookup).
+    bool inOut = layout == "in_out" && s.kind != "embedding";
     int64_t n = 0, k = -1;
     for (int32_t j = 0; j < w.numOperands; ++j) {
       int32_t id = s.operands[size_t(w.operand + j)];

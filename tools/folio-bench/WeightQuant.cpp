@@ -34,18 +34,6 @@
 
 namespace folio::bench {
 
-namespace {
-
-int64_t storedWeightBytes(const plan::Plan &p) {
-  int64_t bytes = 0;
-  for (const plan::StoredWeight &w : p.weights)
-    bytes += int64_t(w.dataBytes + w.scalesBytes + w.outlierColsBytes +
-                     w.outliersBytes);
-  return bytes;
-}
-
-} // namespace
-
 Expected<std::string> runWeightQuant(const std::string &model,
                                      const WeightQuantOptions &o) {
   if (model.size() < 5 || model.compare(model.size() - 5, 5, ".onnx") != 0)
@@ -162,7 +150,7 @@ Expected<std::string> runWeightQuant(const std::string &model,
     Expected<double> ppl = perplexity(plan, *windows, o.threads);
     if (!ppl)
       return ppl.status();
-    int64_t bytes = storedWeightBytes(*plan);
+    int64_t bytes = plan->storedWeightBytes();
     if (dtype == "f32") {
       f32Ppl = *ppl;
       f32Bytes = std::max<int64_t>(bytes, 1);
@@ -174,6 +162,9 @@ Expected<std::string> runWeightQuant(const std::string &model,
       return agree.status();
     int64_t outliers = 0, columns = 0;
     for (const plan::StoredWeight &w : plan->weights) {
+      // A tied table's lookup shares its lm_head's columns.
+      if (plan->steps[size_t(w.step)].kind == "embedding")
+        continue;
       outliers += w.numOutliers;
       columns += w.k;
     }

@@ -449,14 +449,20 @@ lowerToPlan(ModuleOp module, std::optional<::folio::plan::ElemType> weights) {
     return std::move(err);
   if (inputCalibration) {
     int64_t columns = 0, weights = 0;
-    for (const ::folio::plan::StoredWeight &w : plan->weights)
+    int64_t linears = 0;
+    for (const ::folio::plan::StoredWeight &w : plan->weights) {
+      // A tied table's lookup shares its lm_head's columns.
+      if (plan->steps[size_t(w.step)].kind == "embedding")
+        continue;
+      ++linears;
       if (w.numOutliers > 0) {
         columns += w.numOutliers;
         ++weights;
       }
+    }
     errs() << "folioc: calibrated int8 weights on " << inputCalibration->tokens
            << " tokens: " << columns << " outlier columns in " << weights
-           << " of " << plan->weights.size() << " weights\n";
+           << " of " << linears << " weights\n";
   }
   return plan;
 }

@@ -16,6 +16,7 @@
 #include "test/unittests/CUDA/ModelKernelRegistry.h"
 #include "test/unittests/CUDA/ModelKernels.h"
 
+#include "codegen/CPU/Gather.h"
 #include "runtime/Device/CudaExecutor.h"
 #include "tools/folio-gpu-bench/Model.h"
 
@@ -95,10 +96,12 @@ std::unique_ptr<exec::Executor> cudaExecutor() {
 
 using Sequences = gpubench::SequenceBatches;
 
-std::vector<int32_t> tokens(int n, int32_t seed) {
+/// Token ids in [3, 3 + spread): the bundled vocabulary's 4,096 by
+/// default.
+std::vector<int32_t> tokens(int n, int32_t seed, int32_t spread = 4000) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i)
-    t[size_t(i)] = int32_t((seed * 131 + i * 977) % 4000 + 3);
+    t[size_t(i)] = int32_t((seed * 131 + i * 977) % spread + 3);
   return t;
 }
 
@@ -136,6 +139,11 @@ enum class Batches { Short, Mixed, Long };
 void expectSameForwards(const std::shared_ptr<plan::Plan> &p, Tolerance tol,
                         Batches shape) {
   ASSERT_TRUE(p);
+  const int32_t spread =
+      int32_t(std::min<int64_t>(4000, p->configValue("vocab", 4096) - 3));
+  auto tokens = [&](int n, int32_t seed) {
+    return test::tokens(n, seed, spread);
+  };
   std::unique_ptr<exec::Executor> cpu = exec::createCPUExecutor();
   std::unique_ptr<exec::Executor> gpu = cudaExecutor();
   ASSERT_TRUE(gpu);
@@ -221,6 +229,113 @@ TEST(CudaExecutor, MatchesTheCpuWithEveryWeightDtype) {
     SCOPED_TRACE(dtype);
     expectSameForwards(bundledPlan("sm_90a", dtype), kQuantizedWeights,
                        Batches::Short);
+  }
+}
+
+/// `p` with its tied table's lookup record replaced by an f32 constant
+/// holding every row that lookup reads (cpu::embeddingRows over all ids):
+/// the same function computed from an unpacked table.
+std::shared_ptr<plan::Plan> withWidenedTable(const plan::Plan &p) {
+  auto q = std::make_shared<plan::Plan>(p);
+  q->deviceKernels.clear();
+  for (size_t i = 0; i < q->weights.size(); ++i) {
+    const plan::StoredWeight w = q->weights[i];
+    if (q->steps[size_t(w.step)].kind != "embedding")
+      continue;
+    const uint8_t *blob = q->blob.data();
+    cpu::WeightView v;
+    v.storage = w.type == plan::ElemType::I8       ? cpu::DType::I8
+                : w.type == plan::ElemType::F8E4M3 ? cpu::DType::FP8E4M3
+                                                   : cpu::DType::I4;
+    v.n = w.n;
+    v.k = w.k;
+    v.data = blob + w.dataOffset;
+    if (w.type == plan::ElemType::I4) {
+      v.groupSize = plan::int4LayoutGroupSize(w.layout);
+      v.groupParams = reinterpret_cast<const uint16_t *>(blob + w.scalesOffset);
+    } else {
+      v.scales = reinterpret_cast<const float *>(blob + w.scalesOffset);
+    }
+    v.numOutliers = w.numOutliers;
+    v.outlierCols =
+        reinterpret_cast<const int32_t *>(blob + w.outlierColsOffset);
+    v.outliers = reinterpret_cast<const uint16_t *>(blob + w.outliersOffset);
+    std::vector<int32_t> ids(size_t(w.n));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::vector<float> rows(size_t(w.n * w.k));
+    EXPECT_TRUE(cpu::embeddingRows(ids.data(), w.n, v, rows.data(), 1.0f).ok());
+    plan::Constant c;
+    c.value = q->steps[size_t(w.step)].operands[0];
+    c.bytes = rows.size() * 4;
+    c.offset = q->blob.append(rows.data(), c.bytes);
+    q->values[size_t(c.value)].type = plan::ElemType::F32;
+    q->constants.push_back(c);
+    q->weights.erase(q->weights.begin() + std::ptrdiff_t(i));
+    return q;
+  }
+  ADD_FAILURE() << "the plan has no stored table";
+  return q;
+}
+
+/// The logits of two prefills and a decode step of `p` on `e`.
+std::vector<float> shortRunLogits(exec::Executor &e,
+                                  const std::shared_ptr<plan::Plan> &p) {
+  std::vector<float> all;
+  Status s = e.load(p);
+  EXPECT_TRUE(bool(s)) << s.message();
+  if (!s || !e.allocateKVCache(16))
+    return all;
+  const int32_t spread = int32_t(p->configValue("vocab", 0) - 3);
+  Sequences seqs;
+  int a = seqs.add(), b = seqs.add();
+  for (const exec::ForwardBatch &batch :
+       {seqs.step({a, b}, {tokens(3, 1, spread), tokens(17, 2, spread)}),
+        seqs.step({a, b}, {tokens(1, 4, spread), tokens(1, 5, spread)})}) {
+    std::vector<float> logits;
+    int64_t vocab = 0;
+    s = e.forward(batch, logits, vocab);
+    EXPECT_TRUE(bool(s)) << s.message();
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+TEST(CudaExecutor, LooksATiedTableUpInItsLmHeadsCodes) {
+  // A quantized tied lm_head is the plan's only copy of the table: the
+  // lookup launches the packed-table gather over the lm_head's stored
+  // ranges. It must compute exactly what the same plan computes from an
+  // f32 table of the rows those codes stand for, on the device (a wrongly
+  // bound scale, param or outlier range would not) and on the CPU.
+  // (Against the CPU, this random-weight Qwen2's quantized linears differ
+  // by more than kQuantizedWeights, shared table or not.)
+  for (const char *dtype : {"int8", "fp8_e4m3", "int4"}) {
+    SCOPED_TRACE(dtype);
+    std::shared_ptr<plan::Plan> shared = gpuPlan(
+        tiedModelPath(FOLIO_SOURCE_DIR), "sm_90a", dtype, "auto", false);
+    ASSERT_TRUE(shared);
+    std::shared_ptr<plan::Plan> widened = withWidenedTable(*shared);
+    for (const std::shared_ptr<plan::Plan> &p : {shared, widened}) {
+      std::vector<compiler::EmbeddedCudaKernel> embedded;
+      std::vector<std::string> notGenerated;
+      cuda::KernelCacheOptions noCache;
+      noCache.enabled = false;
+      ASSERT_TRUE(compiler::embedCudaKernels(*p, "sm_90a", noCache, embedded,
+                                             notGenerated));
+      EXPECT_TRUE(notGenerated.empty());
+    }
+    std::unique_ptr<exec::Executor> gpuShared = cudaExecutor(),
+                                    gpuWidened = cudaExecutor();
+    ASSERT_TRUE(gpuShared && gpuWidened);
+    std::vector<float> a = shortRunLogits(*gpuShared, shared),
+                       b = shortRunLogits(*gpuWidened, widened);
+    ASSERT_FALSE(a.empty());
+    EXPECT_EQ(a, b) << "the device's packed lookup";
+    std::unique_ptr<exec::Executor> cpuShared = exec::createCPUExecutor(),
+                                    cpuWidened = exec::createCPUExecutor();
+    std::vector<float> c = shortRunLogits(*cpuShared, shared),
+                       d = shortRunLogits(*cpuWidened, widened);
+    ASSERT_FALSE(c.empty());
+    EXPECT_EQ(c, d) << "the CPU's packed lookup";
   }
 }
 

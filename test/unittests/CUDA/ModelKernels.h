@@ -55,6 +55,11 @@ inline std::vector<std::string> modelPaths(const std::string &root) {
   return out;
 }
 
+/// A model whose lm_head is its embedding table (Qwen2 from transformers).
+inline std::string tiedModelPath(const std::string &root) {
+  return root + "/models/zoo-hf/qwen2/eager_cached.onnx";
+}
+
 /// Every export of every zoo and zoo-hf architecture (eager, Optimum,
 /// torch.export, ONNX Runtime's builder, ...), in path order: their
 /// kernels differ from the cached form's in the row programs the exporters'
@@ -99,6 +104,10 @@ modelKernels(const std::string &root, const std::string &target,
                             "auto"});
   for (const char *dtype : {"f32", "f16", "int8", "fp8_e4m3", "int4"})
     compiles.push_back({paths.front(), dtype, "auto"});
+  // A tied table read from its lm_head's int8, fp8 or int4 packing (f32:
+  // the widened table the CUDA executor's test compares it with).
+  for (const char *dtype : {"f32", "int8", "fp8_e4m3", "int4"})
+    compiles.push_back({tiedModelPath(root), dtype, "auto"});
   // The other cache dtypes, for the CUDA executor's whole forwards.
   for (const char *cache : kBundledCacheDtypes)
     compiles.push_back({paths.front(), "f32", cache});

@@ -21,9 +21,11 @@ const char *kModel = FOLIO_SOURCE_DIR "/models/zoo/llama/cached.onnx";
 const char *kTiedModel =
     FOLIO_SOURCE_DIR "/models/zoo-hf/qwen2/eager_cached.onnx";
 
-plan::Plan compile(const std::string &weightDtype, const char *model = kModel) {
+plan::Plan compile(const std::string &weightDtype, const char *model = kModel,
+                   bool shareTables = true) {
   mlir::folio::CompileToPlanOptions o;
   o.weightDtype = weightDtype;
+  o.shareTiedTables = shareTables;
   auto p = mlir::folio::compileONNXToPlan(model, o);
   if (!p) {
     ADD_FAILURE() << llvm::toString(p.takeError());
@@ -157,44 +159,57 @@ TEST(StoredWeights, Bf16PlanRunsAsTheLoadTimePacking) {
   expectSameRun(run(stored), run(packedAtLoad, exec::WeightType::BF16));
 }
 
-/// The stored weight whose data holds the tied table, and the table's
-/// constant, of a plan of kTiedModel.
-std::pair<const plan::StoredWeight *, const plan::Constant *>
-tiedPair(const plan::Plan &p) {
-  const plan::Constant *table = nullptr;
-  for (const plan::Step &s : p.steps)
-    if (s.kind == "embedding")
-      for (const plan::Constant &c : p.constants)
-        if (c.value == s.operands[0])
-          table = &c;
+/// The stored weight whose data holds the tied table (the lm_head), and the
+/// table's constant (null when the lookup reads the lm_head's packing) or
+/// stored weight (null when it is a constant), of a plan of kTiedModel.
+struct TiedPair {
   const plan::StoredWeight *head = nullptr;
+  const plan::Constant *table = nullptr;
+  const plan::StoredWeight *lookup = nullptr;
+};
+TiedPair tiedPair(const plan::Plan &p) {
+  TiedPair t;
+  int64_t vocab = 0;
+  for (size_t si = 0; si < p.steps.size(); ++si) {
+    const plan::Step &s = p.steps[si];
+    if (s.kind != "embedding")
+      continue;
+    vocab = p.values[size_t(s.operands[0])].dims[0];
+    for (const plan::Constant &c : p.constants)
+      if (c.value == s.operands[0])
+        t.table = &c;
+    t.lookup = p.findStoredWeight(int32_t(si), 0);
+  }
   for (const plan::StoredWeight &w : p.weights)
-    if (table && w.n == p.values[size_t(table->value)].dims[0])
-      head = &w;
-  return {head, table};
+    if (w.n == vocab && &w != t.lookup)
+      t.head = &w;
+  return t;
+}
+
+/// Bytes of every constant and stored-weight range, counted per record
+/// (shared ranges more than once).
+int64_t rangeBytes(const plan::Plan &p) {
+  int64_t ranges = 0;
+  for (const plan::Constant &c : p.constants)
+    ranges += int64_t(c.bytes);
+  for (const plan::StoredWeight &w : p.weights)
+    ranges += int64_t(w.dataBytes + w.scalesBytes + w.outlierColsBytes +
+                      w.outliersBytes);
+  return ranges;
 }
 
 TEST(StoredWeights, ATiedTableIsStoredOnce) {
   // Where the lm_head is packed in the table's own dtype (bf16, f16, f32),
-  // both are the same bytes and the weight points at the table's; int8
-  // keeps a 16-bit table beside its codes.
-  for (const char *dtype : {"bf16", "f16", "f32", "int8"}) {
+  // both are the same bytes and the weight points at the table's.
+  for (const char *dtype : {"bf16", "f16", "f32"}) {
     plan::Plan p = compile(dtype, kTiedModel);
-    auto [head, table] = tiedPair(p);
-    ASSERT_TRUE(head && table) << dtype;
-    bool same = std::string(dtype) != "int8";
-    EXPECT_EQ(head->dataOffset == table->offset, same) << dtype;
-    EXPECT_EQ(head->dataBytes == table->bytes, same) << dtype;
+    TiedPair t = tiedPair(p);
+    ASSERT_TRUE(t.head && t.table && !t.lookup) << dtype;
+    EXPECT_EQ(t.head->dataOffset, t.table->offset) << dtype;
+    EXPECT_EQ(t.head->dataBytes, t.table->bytes) << dtype;
     // No range is stored twice: the blob holds the table once.
-    int64_t ranges = 0;
-    for (const plan::Constant &c : p.constants)
-      ranges += int64_t(c.bytes);
-    for (const plan::StoredWeight &w : p.weights)
-      ranges += int64_t(w.dataBytes + w.scalesBytes + w.outlierColsBytes +
-                        w.outliersBytes);
-    EXPECT_EQ(ranges - int64_t(p.blob.size()) >= int64_t(table->bytes), same)
-        << dtype << ": " << ranges << " bytes of ranges, blob "
-        << p.blob.size();
+    EXPECT_GE(rangeBytes(p) - int64_t(p.blob.size()), int64_t(t.table->bytes))
+        << dtype << ": blob " << p.blob.size();
   }
   // The shared plan survives a file round trip and runs as the same model
   // packed at load, on the prompts (the decode tokens follow).
@@ -203,12 +218,73 @@ TEST(StoredWeights, ATiedTableIsStoredOnce) {
   ASSERT_TRUE(plan::writePlan(bf16, path));
   auto mapped = plan::readPlan(path);
   ASSERT_TRUE(mapped) << mapped.status().message();
-  EXPECT_EQ(tiedPair(*mapped).first->dataOffset,
-            tiedPair(*mapped).second->offset);
+  EXPECT_EQ(tiedPair(*mapped).head->dataOffset,
+            tiedPair(*mapped).table->offset);
   expectSameRun(run(std::make_shared<const plan::Plan>(std::move(*mapped))),
                 run(std::make_shared<const plan::Plan>(
                         withBf16Tables(compile("none", kTiedModel))),
                     exec::WeightType::BF16));
+}
+
+TEST(StoredWeights, AQuantizedLmHeadIsTheTiedTablesOnlyCopy) {
+  // int8, fp8_e4m3 and int4 codes differ from a 16-bit table: the lookup
+  // reads the lm_head's packing (a stored weight for the embedding's
+  // operand 0, on the same ranges) and no table constant is kept.
+  auto f32 = std::make_shared<const plan::Plan>(compile("f32", kTiedModel));
+  core::GenerateResult ref = run(f32);
+  for (const char *dtype : {"int8", "fp8_e4m3", "int4"}) {
+    plan::Plan p = compile(dtype, kTiedModel);
+    TiedPair t = tiedPair(p);
+    ASSERT_TRUE(t.head && t.lookup && !t.table) << dtype;
+    EXPECT_EQ(t.lookup->dataOffset, t.head->dataOffset) << dtype;
+    EXPECT_EQ(t.lookup->scalesOffset, t.head->scalesOffset) << dtype;
+    EXPECT_EQ(t.lookup->outliersOffset, t.head->outliersOffset) << dtype;
+    EXPECT_EQ(t.lookup->type, t.head->type) << dtype;
+    EXPECT_EQ(t.lookup->n, t.head->n) << dtype;
+    EXPECT_EQ(t.lookup->k, t.head->k) << dtype;
+    EXPECT_EQ(t.lookup->activations, plan::ElemType::F32) << dtype;
+    int64_t shared = int64_t(t.head->dataBytes + t.head->scalesBytes +
+                             t.head->outlierColsBytes + t.head->outliersBytes);
+    EXPECT_EQ(rangeBytes(p) - int64_t(p.blob.size()), shared) << dtype;
+    // Against the same dtype with the 16-bit table kept beside the codes:
+    // smaller by the table, and the lookup's rounding moves the logits
+    // only a little.
+    plan::Plan separate = compile(dtype, kTiedModel, /*shareTables=*/false);
+    TiedPair s = tiedPair(separate);
+    ASSERT_TRUE(s.head && s.table && !s.lookup) << dtype;
+    EXPECT_EQ(int64_t(separate.blob.size()) - int64_t(p.blob.size()),
+              int64_t(s.table->bytes))
+        << dtype;
+    // A file round trip keeps the shared ranges, and the plan runs.
+    std::string path = ::testing::TempDir() + "/tied-" + dtype + ".folio";
+    ASSERT_TRUE(plan::writePlan(p, path));
+    auto mapped = plan::readPlan(path);
+    ASSERT_TRUE(mapped) << mapped.status().message();
+    EXPECT_EQ(tiedPair(*mapped).lookup->dataOffset, t.head->dataOffset);
+    core::GenerateResult got =
+        run(std::make_shared<const plan::Plan>(std::move(*mapped)));
+    core::GenerateResult kept =
+        run(std::make_shared<const plan::Plan>(std::move(separate)));
+    ASSERT_EQ(got.logits.size(), ref.logits.size());
+    ASSERT_EQ(kept.logits.size(), ref.logits.size());
+    // The prompts' logits (later ones follow tokens that may differ).
+    size_t vocab = size_t(ref.vocab), steps = 6;
+    for (size_t prompt = 0; prompt < 2; ++prompt) {
+      double num = 0, keptNum = 0, den = 0;
+      for (size_t v = 0; v < vocab; ++v) {
+        size_t i = prompt * steps * vocab + v;
+        num += std::pow(double(got.logits[i]) - ref.logits[i], 2);
+        keptNum += std::pow(double(kept.logits[i]) - ref.logits[i], 2);
+        den += std::pow(double(ref.logits[i]), 2);
+      }
+      double err = std::sqrt(num / den), keptErr = std::sqrt(keptNum / den);
+      // This fixture's random weights round coarsely (the kept table's
+      // fp8 and int4 errors are 0.06-0.25): the bound is the dtype's own
+      // error with the table kept.
+      EXPECT_LT(err, 1.5 * keptErr + 0.01)
+          << dtype << " prompt " << prompt << ": kept table " << keptErr;
+    }
+  }
 }
 
 TEST(StoredWeights, Int8PlanRoundTripsThroughAFileAndStaysClose) {
@@ -328,6 +404,19 @@ TEST(StoredWeights, ValidationNamesEveryBadField) {
   });
   EXPECT_TRUE(has(msg, "outlier column 1 is 3; the columns are increasing"))
       << msg;
+
+  // A tied table's lookup record: an embedding's operand 0 only, shaped as
+  // the table ([rows, dim]).
+  plan::Plan tied = compile("int8", kTiedModel);
+  const plan::StoredWeight *lookup = tiedPair(tied).lookup;
+  ASSERT_TRUE(lookup);
+  ASSERT_TRUE(plan::validatePlan(tied)) << plan::validatePlan(tied).message();
+  const size_t li = size_t(lookup - tied.weights.data());
+  msg = refusal(tied, [&](P &q) { q.weights[li].operand = 1; });
+  EXPECT_TRUE(has(msg, "or an embedding's table (operand 0)")) << msg;
+  msg =
+      refusal(tied, [&](P &q) { std::swap(q.weights[li].n, q.weights[li].k); });
+  EXPECT_TRUE(has(msg, "but its operands are")) << msg;
 }
 
 TEST(StoredWeights, TheChecksumCoversTheRecords) {
