@@ -243,8 +243,9 @@ TEST(Gather, EmbeddingRowsOfEveryPackedTable) {
             packWeightRows(w.data(), n, k, t, p, t == DType::I4 ? group : 0)
                 .ok());
         WeightView v = p.view();
-        if (t == DType::I8 && k >= kMaxOutlierFraction)
+        if (t == DType::I8 && k >= kMaxOutlierFraction) {
           ASSERT_GT(v.numOutliers, 0);
+        }
         for (float scale : {1.0f, 5.5f}) {
           std::vector<float> got(ids.size() * size_t(k), -1.0f);
           ASSERT_TRUE(embeddingRows(ids.data(), int64_t(ids.size()), v,

@@ -523,9 +523,10 @@ TEST_F(CudaDeviceKernels, GpuBenchRowKernelsChecksThenMeasures) {
     Expected<gpubench::Timing> r =
         gpubench::measureGather(*dev, kernels, {s, 7, 50}, 2);
     ASSERT_TRUE(bool(r)) << kernelName(s) << ": " << r.status().message();
-    if (cpu::isPlainFloat(s.tableType))
+    if (cpu::isPlainFloat(s.tableType)) {
       EXPECT_EQ(r->bytes,
                 7.0 * (s.dim * (cpu::dtypeBits(s.tableType) / 8.0 + 4) + 8));
+    }
   }
   for (const CastSpec &s : castVariants())
     for (int n : {1, 300}) {

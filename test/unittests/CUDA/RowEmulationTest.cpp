@@ -366,8 +366,9 @@ TEST(CudaRowEmulation, PackedTableLookupsMatchTheCpuKernel) {
     ASSERT_TRUE(
         cpu::packWeightRows(w.data(), vocab, dim, s.tableType, p, s.groupSize)
             .ok());
-    if (s.tableType == cpu::DType::I8)
+    if (s.tableType == cpu::DType::I8) {
       ASSERT_FALSE(p.outlierCols.empty());
+    }
     auto args = [&](const std::vector<int64_t> &ids64,
                     const std::vector<int32_t> &ids, float scale,
                     std::vector<float> &out, int &error) {
