@@ -26,6 +26,8 @@ void storeRow(const float *src, void *dst, DType t, int64_t n) {
   }
   if (activeIsa() == Isa::Avx512)
     return storeRowAvx512(src, dst, t, n);
+  if (activeIsa() == Isa::Avx2)
+    return storeRowAvx2(src, dst, t, n);
   uint16_t *d = static_cast<uint16_t *>(dst);
   if (t == DType::BF16)
     for (int64_t i = 0; i < n; ++i)
@@ -44,6 +46,8 @@ void loadRow(const void *src, DType t, float *dst, int64_t n) {
   }
   if (activeIsa() == Isa::Avx512)
     return loadRowAvx512(src, t, dst, n);
+  if (activeIsa() == Isa::Avx2)
+    return loadRowAvx2(src, t, dst, n);
   const uint16_t *s = static_cast<const uint16_t *>(src);
   if (t == DType::BF16)
     for (int64_t i = 0; i < n; ++i)

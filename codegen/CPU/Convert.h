@@ -28,6 +28,9 @@ void loadRow(const void *src, DType t, float *dst, int64_t n);
 /// storeRow; f32 is a copy the callers do themselves).
 void storeRowAvx512(const float *src, void *dst, DType t, int64_t n);
 void loadRowAvx512(const void *src, DType t, float *dst, int64_t n);
+/// The AVX2 + F16C bodies, likewise.
+void storeRowAvx2(const float *src, void *dst, DType t, int64_t n);
+void loadRowAvx2(const void *src, DType t, float *dst, int64_t n);
 
 /// What a row conversion given a type it does not take does: prints
 /// "folio: <fn> takes <takes> only, got <type> ..." and aborts. A caller
