@@ -247,9 +247,11 @@ int64_t int4LayoutGroupSize(WeightLayout l);
 /// read (folioc --weight-dtype), so an executor points its kernels at the
 /// blob and converts nothing. It stands for `numOperands` weight operands
 /// of forward step `step`, from `operand` on: a linear's weight (1, 1),
-/// a gated MLP's gate and up (1, 2) or its down (3, 1). Those operand
-/// values are defined by it (they need no constant). Every byte range is
-/// 64-byte aligned in the blob.
+/// a gated MLP's gate and up (1, 2) or its down (3, 1), or an embedding's
+/// table (0, 1: a tied table read from its lm_head's packing, on the same
+/// ranges; `n` rows of `k`). Those operand values are defined by it (they
+/// need no constant). Every byte range is 64-byte aligned in the blob;
+/// records may share ranges.
 struct StoredWeight {
   int32_t step = -1;
   int32_t operand = -1;
