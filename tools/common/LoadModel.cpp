@@ -229,6 +229,8 @@ loadDraftPlan(const SpeculativeFlags &flags, const ModelLoadOptions &options) {
     return std::shared_ptr<const plan::Plan>();
   ModelLoadOptions draftOptions = options;
   draftOptions.blockSize = 0; // the draft's own default
+  if (!flags.weightDtype.empty())
+    draftOptions.weightDtype = flags.weightDtype;
   Expected<plan::Plan> loaded = loadOrCompileModel(flags.model, draftOptions);
   if (!loaded)
     return Status::invalidArgument("--speculative-model " + flags.model + ": " +

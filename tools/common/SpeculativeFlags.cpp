@@ -2,6 +2,7 @@
 
 #include "tools/common/SpeculativeFlags.h"
 
+#include "compiler/Target/Target.h"
 #include "runtime/SpecDecode/DraftProposer.h"
 #include "runtime/SpecDecode/NgramProposer.h"
 
@@ -35,6 +36,7 @@ Status parseCount(const std::string &flag, const std::string &text, int64_t lo,
 
 bool SpeculativeFlags::isFlag(const std::string &arg) {
   return arg == "--speculative-model" || arg == "--speculative-method" ||
+         arg == "--speculative-weight-dtype" ||
          arg == "--num-speculative-tokens" ||
          arg == "--ngram-prompt-lookup-min" ||
          arg == "--ngram-prompt-lookup-max" ||
@@ -56,6 +58,14 @@ Status SpeculativeFlags::parse(const std::string &arg, const char *value,
     if (v.empty())
       return Status::invalidArgument("--speculative-model needs a path");
     model = v;
+    return Status::ok();
+  }
+  if (arg == "--speculative-weight-dtype") {
+    if (!isWeightDtypeName(v))
+      return Status::invalidArgument(
+          "--speculative-weight-dtype: '" + v +
+          "' is not a weight dtype; supported: " + kWeightDtypeNames);
+    weightDtype = v;
     return Status::ok();
   }
   if (arg == "--speculative-method") {
@@ -108,6 +118,10 @@ Status SpeculativeFlags::finish() {
       return Status::invalidArgument(
           "--no-adaptive-speculation needs speculative decoding "
           "(--speculative-model or --speculative-method ngram)");
+    if (!weightDtype.empty())
+      return Status::invalidArgument(
+          "--speculative-weight-dtype needs a draft model "
+          "(--speculative-model)");
     return Status::ok();
   }
   if (method == "draft") {
@@ -118,11 +132,23 @@ Status SpeculativeFlags::finish() {
       return Status::invalidArgument(
           "--ngram-prompt-lookup-min/max apply to --speculative-method "
           "ngram, not draft");
+    // A plan runs as it was compiled.
+    if (!weightDtype.empty() && model.size() >= 6 &&
+        model.compare(model.size() - 6, 6, ".folio") == 0)
+      return Status::invalidArgument(
+          "--speculative-weight-dtype applies to an .onnx draft, which "
+          "folioc compiles with it; the plan " +
+          model + " keeps the weights it was compiled with (folioc " +
+          "--weight-dtype)");
   } else {
     if (!model.empty())
       return Status::invalidArgument(
           "--speculative-model is a draft model; --speculative-method "
           "ngram takes none");
+    if (!weightDtype.empty())
+      return Status::invalidArgument(
+          "--speculative-weight-dtype applies to a draft model; "
+          "--speculative-method ngram has none");
     if (!ngramMin)
       ngramMin = 1;
     if (!ngramMax)
@@ -143,6 +169,13 @@ const char *SpeculativeFlags::usage() {
          "the\n"
          "                              target's vocabulary: speculative "
          "decoding\n"
+         "  --speculative-weight-dtype D\n"
+         "                              how folioc stores an .onnx draft's\n"
+         "                              weights: f32, bf16, f16, int8, "
+         "fp8_e4m3,\n"
+         "                              int4 (default: as the target's); "
+         "the\n"
+         "                              output stays the target's\n"
          "  --speculative-method D      draft (with --speculative-model) or "
          "ngram\n"
          "                              (prompt lookup, no model)\n"

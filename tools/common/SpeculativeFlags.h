@@ -3,9 +3,10 @@
 // One parser for the flags every serving tool takes, named as vLLM names
 // them: --speculative-model, --speculative-method draft|ngram,
 // --num-speculative-tokens, --ngram-prompt-lookup-min/max, and
-// --no-adaptive-speculation. A flag that means nothing with the others
-// given is refused, never ignored. Plain runtime code; loading a draft
-// model that may need compiling is in tools/common/LoadModel.h.
+// --no-adaptive-speculation; and Folio's --speculative-weight-dtype. A flag
+// that means nothing with the others given is refused, never ignored. Plain
+// runtime code; loading a draft model that may need compiling is in
+// tools/common/LoadModel.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +21,10 @@
 namespace folio::tools {
 
 struct SpeculativeFlags {
-  std::string model;  ///< --speculative-model (.onnx or .folio)
+  std::string model; ///< --speculative-model (.onnx or .folio)
+  /// --speculative-weight-dtype: how folioc stores an .onnx draft's
+  /// weights; empty: as the target's.
+  std::string weightDtype;
   std::string method; ///< "draft", "ngram" or "" (off)
   /// --num-speculative-tokens: one value, or a list for folio-bench.
   std::vector<int64_t> numTokens;

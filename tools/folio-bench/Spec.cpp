@@ -2,6 +2,7 @@
 
 #include "tools/folio-bench/Spec.h"
 
+#include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Core/ServingEngine.h"
 #include "tools/folio-bench/BenchData.h"
 #include "tools/folio-bench/Json.h"
@@ -286,6 +287,9 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
   j.field("workload", o.workload);
   j.field("new_tokens", o.newTokens);
   j.field("weight_dtype", o.weightDtype);
+  // What the draft stores (a .folio draft as it was compiled).
+  if (s.draft)
+    j.field("draft_weight_dtype", mlir::folio::planWeightDType(*s.draft));
   j.field("temperature", double(o.temperature));
   j.key("runs").beginArray();
   // One untimed run first: page the weights in, warm the allocator.

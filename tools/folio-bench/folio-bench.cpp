@@ -605,6 +605,7 @@ Status parse(int argc, char **argv, Options &o) {
       {"--no-verify-weights", "roofline,serving,spec,serve"},
       {"--speculative-model", "spec"},
       {"--speculative-method", "spec"},
+      {"--speculative-weight-dtype", "spec"},
       {"--num-speculative-tokens", "spec"},
       {"--ngram-prompt-lookup-min", "spec"},
       {"--ngram-prompt-lookup-max", "spec"},
