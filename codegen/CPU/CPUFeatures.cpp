@@ -36,6 +36,7 @@ CPUFeatures detect() {
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   f.avx512bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
   f.avx512vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+  f.avx512vbmi = f.avx512 && __builtin_cpu_supports("avx512vbmi");
   // GCC 12 cannot query AMX through __builtin_cpu_supports.
   unsigned a, b, c, d;
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {

@@ -22,6 +22,7 @@ struct CPUFeatures {
   bool avx512 = false;     ///< avx512f + bw + vl + dq: the Avx512 kernels.
   bool avx512bf16 = false; ///< vcvtne2ps2bf16 / vdpbf16ps.
   bool avx512vnni = false; ///< vpdpbusd.
+  bool avx512vbmi = false; ///< vpermi2b (the fp8 GEMV's byte lookups).
   bool amx = false;        ///< AMX-BF16 tiles.
   bool amxInt8 = false;    ///< AMX-INT8 tiles.
 };

@@ -191,6 +191,11 @@ void gemvInt8Avx512Madd(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Scalar(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Avx2(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Avx512(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
+/// gemvFp8Avx512's two bodies (tests call each): codes widened through f16
+/// (vcvtph2ps), and, on hosts with AVX512-VBMI, looked up as bf16 bytes
+/// (vpermi2b); the dispatcher takes the second where the host has it.
+void gemvFp8Avx512Cvt(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
+void gemvFp8Avx512Vbmi(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Scalar(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);

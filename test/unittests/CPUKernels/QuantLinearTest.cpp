@@ -186,6 +186,49 @@ TEST(Fp8WeightTest, MatchesTheReferenceOnEveryPath) {
   }
 }
 
+TEST(Fp8WeightTest, BothAvx512BodiesMatchTheReference) {
+  // linear() takes the byte-lookup body on a host with AVX512-VBMI, so the
+  // f16 route of hosts without it is run directly here too; each over
+  // K around the 64-code blocks, every GEMV M, and a row spanning the
+  // subnormal codes and the largest one, both signs.
+  if (!hostFeatures().avx512)
+    GTEST_SKIP() << "no AVX-512";
+  std::vector<void (*)(const detail::GemvFp8Args &, int64_t, int64_t)> bodies =
+      {detail::gemvFp8Avx512Cvt};
+  if (hostFeatures().avx512vbmi)
+    bodies.push_back(detail::gemvFp8Avx512Vbmi);
+  for (int64_t k : {1, 17, 63, 64, 65, 130, 200})
+    for (int64_t m : {1, 2, 3, 4, 5, 8}) {
+      const int64_t n = 6;
+      std::vector<float> w = randomVector(size_t(n * k), uint32_t(k + m));
+      for (int64_t c = 0; c < k; ++c)
+        w[size_t(5 * k + c)] = c == 0   ? -448.0f
+                               : c == 1 ? 448.0f
+                                        : float(int(c % 15) - 7) * 0.001953125f;
+      WeightPacking p;
+      ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::FP8E4M3, p).ok());
+      std::vector<float> x = randomVector(size_t(m * k), uint32_t(3 * k + m));
+      std::vector<float> bias = randomVector(size_t(n), uint32_t(k));
+      std::vector<float> want = reference(x, m, p.view(), bias.data());
+      for (size_t b = 0; b < bodies.size(); ++b) {
+        detail::GemvFp8Args a;
+        a.x = x.data();
+        a.m = m;
+        a.k = k;
+        a.w = p.data.data();
+        a.scales = p.scales.data();
+        a.bias = bias.data();
+        std::vector<float> y(size_t(m * n), NAN);
+        a.y = y.data();
+        a.n = n;
+        bodies[b](a, 0, n);
+        expectClose(y, want, x, m, p.view(), bias.data(),
+                    std::string(b ? "vbmi" : "cvt") +
+                        " m=" + std::to_string(m) + " k=" + std::to_string(k));
+      }
+    }
+}
+
 TEST(Fp8WeightTest, SubnormalZeroAndExtremeRows) {
   // Row 0 zero, row 1 tiny, row 2 huge, row 3 spanning e4m3's subnormals
   // (values far below the row's max): each row is relative to its scale.
