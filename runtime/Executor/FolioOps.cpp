@@ -15,6 +15,7 @@
 #include "codegen/CPU/Rotary.h"
 #include "runtime/Executor/RotaryStep.h"
 #include "runtime/Executor/StepKernel.h"
+#include "runtime/Executor/StoredWeightView.h"
 
 #include <algorithm>
 #include <cmath>
@@ -140,62 +141,20 @@ const plan::StoredWeight *storedWeight(const PrepareContext &ctx,
                                    int32_t(operand));
 }
 
-/// A view of a stored weight's bytes in the plan's blob (validated with
-/// the plan: validateStoredWeights): nothing is converted or copied.
-Status storedWeightView(const PrepareContext &ctx, const plan::StoredWeight &w,
-                        cpu::WeightView &v) {
-  switch (w.type) {
-  case ElemType::F32:
-    v.storage = cpu::DType::F32;
-    break;
-  case ElemType::BF16:
-    v.storage = cpu::DType::BF16;
-    break;
-  case ElemType::F16:
-    v.storage = cpu::DType::F16;
-    break;
-  case ElemType::I8:
-    v.storage = cpu::DType::I8;
-    break;
-  case ElemType::F8E4M3:
-    v.storage = cpu::DType::FP8E4M3;
-    break;
-  case ElemType::I4:
-    v.storage = cpu::DType::I4;
-    break;
-  default:
-    return prepareError(ctx, std::string("stored weight of ") +
-                                 plan::elemTypeName(w.type) +
-                                 "; the CPU reads f32, bf16, f16, int8, "
-                                 "fp8_e4m3 or int4");
-  }
-  const uint8_t *blob = ctx.plan.blob.data();
-  v.n = w.n;
-  v.k = w.k;
-  v.data = blob + w.dataOffset;
-  if (w.type == ElemType::I8) {
-    v.scales = reinterpret_cast<const float *>(blob + w.scalesOffset);
-    v.numOutliers = w.numOutliers;
-    v.outlierCols =
-        reinterpret_cast<const int32_t *>(blob + w.outlierColsOffset);
-    v.outliers = reinterpret_cast<const uint16_t *>(blob + w.outliersOffset);
-  }
-  if (w.type == ElemType::F8E4M3)
-    v.scales = reinterpret_cast<const float *>(blob + w.scalesOffset);
-  if (w.type == ElemType::I4) {
-    v.groupSize = plan::int4LayoutGroupSize(w.layout);
-    v.groupParams = reinterpret_cast<const uint16_t *>(blob + w.scalesOffset);
-    v.int8X = w.activations == ElemType::I8;
-  }
+/// storedWeightView, its error naming the step.
+Status stepWeightView(const PrepareContext &ctx, const plan::StoredWeight &w,
+                      cpu::WeightView &v) {
+  if (Status s = storedWeightView(ctx.plan, w, v); !s)
+    return prepareError(ctx, s.message());
   return Status::ok();
 }
 
-/// Points `out` at a stored weight's bytes (storedWeightView).
+/// Points `out` at a stored weight's bytes (StoredWeightView.h).
 Status bindStoredWeight(const PrepareContext &ctx, const plan::StoredWeight &w,
                         int32_t biasOp, cpu::PackedWeight &out,
                         bool gatedHalves) {
   cpu::WeightView v;
-  if (Status s = storedWeightView(ctx, w, v); !s)
+  if (Status s = stepWeightView(ctx, w, v); !s)
     return s;
   const float *bias = nullptr;
   if (biasOp >= 0) {
@@ -398,7 +357,7 @@ Status prepareEmbedding(const PrepareContext &ctx,
   if (!w)
     return Status::ok(); // a constant table, bound per run
   auto st = std::make_unique<PackedTableState>();
-  if (Status s = storedWeightView(ctx, *w, st->table); !s)
+  if (Status s = stepWeightView(ctx, *w, st->table); !s)
     return s;
   if (cpu::Status s = cpu::checkWeightView(st->table); !s.ok())
     return prepareError(ctx, s.message());
@@ -504,8 +463,8 @@ Status prepareRotary(const PrepareContext &ctx,
   auto st = std::make_unique<RotaryState>();
   cpu::RotaryParams &p = st->params;
   const plan::ValueInfo &in = ctx.plan.values[size_t(ctx.step.operands[0])];
-  if (std::string why = rotaryParamsOf(
-          ctx.step, in.dims.empty() ? 0 : in.dims.back(), p);
+  if (std::string why =
+          rotaryParamsOf(ctx.step, in.dims.empty() ? 0 : in.dims.back(), p);
       !why.empty())
     return prepareError(ctx, why);
   st->invFreq = cpu::rotaryInverseFrequencies(p);

@@ -18,6 +18,7 @@
 
 #include "codegen/CPU/Gather.h"
 #include "runtime/Device/CudaExecutor.h"
+#include "runtime/Executor/StoredWeightView.h"
 #include "tools/folio-gpu-bench/Model.h"
 
 #include <gtest/gtest.h>
@@ -242,24 +243,9 @@ std::shared_ptr<plan::Plan> withWidenedTable(const plan::Plan &p) {
     const plan::StoredWeight w = q->weights[i];
     if (q->steps[size_t(w.step)].kind != "embedding")
       continue;
-    const uint8_t *blob = q->blob.data();
     cpu::WeightView v;
-    v.storage = w.type == plan::ElemType::I8       ? cpu::DType::I8
-                : w.type == plan::ElemType::F8E4M3 ? cpu::DType::FP8E4M3
-                                                   : cpu::DType::I4;
-    v.n = w.n;
-    v.k = w.k;
-    v.data = blob + w.dataOffset;
-    if (w.type == plan::ElemType::I4) {
-      v.groupSize = plan::int4LayoutGroupSize(w.layout);
-      v.groupParams = reinterpret_cast<const uint16_t *>(blob + w.scalesOffset);
-    } else {
-      v.scales = reinterpret_cast<const float *>(blob + w.scalesOffset);
-    }
-    v.numOutliers = w.numOutliers;
-    v.outlierCols =
-        reinterpret_cast<const int32_t *>(blob + w.outlierColsOffset);
-    v.outliers = reinterpret_cast<const uint16_t *>(blob + w.outliersOffset);
+    Status viewed = exec::storedWeightView(*q, w, v);
+    EXPECT_TRUE(viewed) << viewed.message();
     std::vector<int32_t> ids(size_t(w.n));
     std::iota(ids.begin(), ids.end(), 0);
     std::vector<float> rows(size_t(w.n * w.k));

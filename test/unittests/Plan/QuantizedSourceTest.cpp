@@ -12,6 +12,7 @@
 #include "codegen/CPU/WeightPack.h"
 #include "compiler/Plan/LowerToPlan.h"
 #include "compiler/Plan/StoreWeights.h"
+#include "runtime/Executor/StoredWeightView.h"
 
 #include <gtest/gtest.h>
 
@@ -81,22 +82,9 @@ plan::Plan linearPlan(QuantizedWeightSource &q, bool outIn) {
 }
 
 cpu::WeightView viewOf(const plan::Plan &p) {
-  const plan::StoredWeight &w = p.weights.at(0);
   cpu::WeightView v;
-  v.storage = w.type == plan::ElemType::I4    ? cpu::DType::I4
-              : w.type == plan::ElemType::I8  ? cpu::DType::I8
-              : w.type == plan::ElemType::F32 ? cpu::DType::F32
-                                              : cpu::DType::BF16;
-  v.n = w.n;
-  v.k = w.k;
-  v.data = p.blob.data() + w.dataOffset;
-  if (w.type == plan::ElemType::I8)
-    v.scales = reinterpret_cast<const float *>(p.blob.data() + w.scalesOffset);
-  if (w.type == plan::ElemType::I4) {
-    v.groupSize = plan::int4LayoutGroupSize(w.layout);
-    v.groupParams =
-        reinterpret_cast<const uint16_t *>(p.blob.data() + w.scalesOffset);
-  }
+  Status s = exec::storedWeightView(p, p.weights.at(0), v);
+  EXPECT_TRUE(s) << s.message();
   return v;
 }
 
