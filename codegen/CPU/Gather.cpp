@@ -70,23 +70,16 @@ void widenPackedRow(const WeightView &v, int64_t r, float scale, float *dst) {
       dst[c] = fp8E4M3ToFloat(row[c]) * s * scale;
     return;
   }
-  // int4: a 64-byte block holds 128 weights, weight 16j + l in nibble j of
-  // little-endian word l (WeightPack.h); each group's (scale, min) pair is
-  // widened once.
+  // int4: each group's (scale, min) pair widened once for its codes.
   const uint8_t *row =
       static_cast<const uint8_t *>(v.data) + r * int4RowBytes(k);
-  const int64_t groups = int4Groups(k, v.groupSize);
-  const uint16_t *params = v.groupParams + r * groups * 2;
-  for (int64_t b = 0; b * kInt4Block < k; ++b) {
-    const uint8_t *block = row + b * (kInt4Block / 2);
-    const int64_t base = b * kInt4Block;
-    const int64_t n = std::min<int64_t>(kInt4Block, k - base);
-    for (int64_t e = 0; e < n; ++e) {
-      const int64_t j = e / 16, l = e % 16;
-      const unsigned q = (block[4 * l + j / 2] >> (4 * (j % 2))) & 0xfu;
-      const uint16_t *p = params + (base + e) / v.groupSize * 2;
-      dst[base + e] = (f16ToFloat(p[1]) + float(q) * f16ToFloat(p[0])) * scale;
-    }
+  const uint16_t *params = v.groupParams + r * int4Groups(k, v.groupSize) * 2;
+  for (int64_t g = 0; g * v.groupSize < k; ++g) {
+    const float step = f16ToFloat(params[2 * g]),
+                min = f16ToFloat(params[2 * g + 1]);
+    for (int64_t c = g * v.groupSize; c < std::min(k, (g + 1) * v.groupSize);
+         ++c)
+      dst[c] = (min + float(int4CodeAt(row, c)) * step) * scale;
   }
 }
 

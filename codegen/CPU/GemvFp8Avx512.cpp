@@ -137,7 +137,7 @@ const E4M3Bf16Bytes &e4m3Bf16Bytes() {
 }
 
 /// Where a 64-code block's values land after the byte lookups and
-/// unpacks below: lane t of vector v holds code kVbmiOrder[v * 16 + t].
+/// unpacks below: lane t of vector v holds code vbmiCode(v, t).
 /// unpacklo/hi_epi8 interleave within 128-bit lanes (codes 16L + 0..7 and
 /// 16L + 8..15 as 16-bit words), and each 32-bit lane's low and high words
 /// become the "even" and "odd" f32 vectors (<< 16, & 0xffff0000).
