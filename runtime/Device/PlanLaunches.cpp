@@ -78,6 +78,36 @@ Status cudaCacheFormat(const plan::ValueInfo &v, const std::string &where,
 
 namespace {
 
+/// A stored weight's dtype as the kernels name it, and int4's group (0 for
+/// the other dtypes); false for a dtype no generated kernel reads.
+bool storedDType(const plan::StoredWeight &w, cpu::DType &type,
+                 int &groupSize) {
+  groupSize = 0;
+  switch (w.type) {
+  case ElemType::F32:
+    type = cpu::DType::F32;
+    return true;
+  case ElemType::BF16:
+    type = cpu::DType::BF16;
+    return true;
+  case ElemType::F16:
+    type = cpu::DType::F16;
+    return true;
+  case ElemType::I8:
+    type = cpu::DType::I8;
+    return true;
+  case ElemType::F8E4M3:
+    type = cpu::DType::FP8E4M3;
+    return true;
+  case ElemType::I4:
+    type = cpu::DType::I4;
+    groupSize = int(plan::int4LayoutGroupSize(w.layout));
+    return true;
+  default:
+    return false;
+  }
+}
+
 /// The linear kernel over the weight stored for operands [operand,
 /// operand + numOperands) of `step` (folioc --weight-dtype), or -1: a
 /// weight left as an f32 constant has no stored form for the kernel to
@@ -89,29 +119,8 @@ int32_t linearSpecFor(const plan::Plan &plan, int32_t step, int32_t operand,
     if (w.step != step || w.operand != operand || w.numOperands != numOperands)
       continue;
     spec = cuda::LinearSpec{};
-    switch (w.type) {
-    case ElemType::F32:
-      spec.weightType = cpu::DType::F32;
-      break;
-    case ElemType::BF16:
-      spec.weightType = cpu::DType::BF16;
-      break;
-    case ElemType::F16:
-      spec.weightType = cpu::DType::F16;
-      break;
-    case ElemType::I8:
-      spec.weightType = cpu::DType::I8;
-      break;
-    case ElemType::F8E4M3:
-      spec.weightType = cpu::DType::FP8E4M3;
-      break;
-    case ElemType::I4:
-      spec.weightType = cpu::DType::I4;
-      spec.groupSize = int(plan::int4LayoutGroupSize(w.layout));
-      break;
-    default:
+    if (!storedDType(w, spec.weightType, spec.groupSize))
       return -1;
-    }
     spec.k = int(w.k);
     return int32_t(i); // the spec's default pass and block
   }
@@ -352,67 +361,32 @@ private:
       l.outputs = {result(i)};
       return Status::ok();
     }
-    if (s.kind == "embedding")
-      if (const plan::StoredWeight *w = plan.findStoredWeight(int32_t(i), 0)) {
-        // A tied table read from its lm_head's packing.
-        cuda::GatherSpec spec;
-        spec.embedding = true;
-        switch (w->type) {
-        case ElemType::I8:
-          spec.tableType = cpu::DType::I8;
-          break;
-        case ElemType::F8E4M3:
-          spec.tableType = cpu::DType::FP8E4M3;
-          break;
-        case ElemType::I4:
-          spec.tableType = cpu::DType::I4;
-          spec.groupSize = int(plan::int4LayoutGroupSize(w->layout));
-          break;
-        case ElemType::F32:
-          spec.tableType = cpu::DType::F32;
-          break;
-        case ElemType::BF16:
-          spec.tableType = cpu::DType::BF16;
-          break;
-        case ElemType::F16:
-          spec.tableType = cpu::DType::F16;
-          break;
-        default:
+    if (s.kind == "embedding" || s.kind == "gather_rows") {
+      bool embedding = s.kind == "embedding";
+      // A tied table may be stored as its lm_head's packing (read from the
+      // blob through `weight`, no table operand).
+      const plan::StoredWeight *stored =
+          embedding ? plan.findStoredWeight(int32_t(i), 0) : nullptr;
+      cuda::GatherSpec spec;
+      spec.embedding = embedding;
+      if (stored) {
+        if (!storedDType(*stored, spec.tableType, spec.groupSize)) {
           incomplete(i, "a stored table of another dtype");
           return Status::ok();
         }
-        if (plan.values[size_t(s.operands[1])].type != ElemType::I64) {
-          incomplete(i, "ids other than i64");
+        spec.dim = int(stored->k);
+      } else {
+        const plan::ValueInfo &table = plan.values[size_t(s.operands[0])];
+        spec.tableType = table.type == ElemType::BF16  ? cpu::DType::BF16
+                         : table.type == ElemType::F16 ? cpu::DType::F16
+                                                       : cpu::DType::F32;
+        if (table.dims.size() != 2 || table.dims[1] <= 0 ||
+            (table.type != ElemType::F32 && table.type != ElemType::BF16 &&
+             table.type != ElemType::F16)) {
+          incomplete(i, "a table other than [rows, dim] of f32, bf16 or f16");
           return Status::ok();
         }
-        spec.dim = int(w->k);
-        spec.threads = rowThreads(spec.dim);
-        if (Status st = check(cuda::validate(spec), where); !st)
-          return st;
-        LaunchOperand ids;
-        if (!d.contiguous(s.operands[1], ids, why)) {
-          incomplete(i, why);
-          return Status::ok();
-        }
-        PlanLaunch &l = add(cuda::kernelName(spec), spec, i, {i});
-        l.inputs = {LaunchOperand{}, ids};
-        l.outputs = {result(i)};
-        l.weight = int32_t(w - plan.weights.data());
-        return Status::ok();
-      }
-    if (s.kind == "embedding" || s.kind == "gather_rows") {
-      bool embedding = s.kind == "embedding";
-      const plan::ValueInfo &table = plan.values[size_t(s.operands[0])];
-      cuda::GatherSpec spec;
-      spec.embedding = embedding;
-      spec.tableType = table.type == ElemType::BF16  ? cpu::DType::BF16
-                       : table.type == ElemType::F16 ? cpu::DType::F16
-                                                     : cpu::DType::F32;
-      if (table.dims.size() != 2 || table.dims[1] <= 0 ||
-          (table.type != ElemType::F32 && table.type != ElemType::BF16 &&
-           table.type != ElemType::F16)) {
-        incomplete(i, "a table other than [rows, dim] of f32, bf16 or f16");
-        return Status::ok();
+        spec.dim = int(table.dims[1]);
       }
       ElemType idType = plan.values[size_t(s.operands[1])].type;
       if (idType != (embedding ? ElemType::I64 : ElemType::I32)) {
@@ -421,12 +395,11 @@ private:
                                   "i32");
         return Status::ok();
       }
-      spec.dim = int(table.dims[1]);
       spec.threads = rowThreads(spec.dim);
       if (Status st = check(cuda::validate(spec), where); !st)
         return st;
       LaunchOperand t, ids;
-      if (!d.contiguous(s.operands[0], t, why) ||
+      if ((!stored && !d.contiguous(s.operands[0], t, why)) ||
           !d.contiguous(s.operands[1], ids, why)) {
         incomplete(i, why);
         return Status::ok();
@@ -434,6 +407,8 @@ private:
       PlanLaunch &l = add(cuda::kernelName(spec), spec, i, {i});
       l.inputs = {t, ids};
       l.outputs = {result(i)};
+      if (stored)
+        l.weight = int32_t(stored - plan.weights.data());
       return Status::ok();
     }
     if (s.kind == "cast") {
