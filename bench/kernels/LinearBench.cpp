@@ -10,15 +10,16 @@
 //    or stacked into one [2F, K] weight, q/k/v apart or stacked, and the
 //    weights borrowed from plain 4 KiB-page memory instead of packed into
 //    PackedWeight's huge-page chunks.
-//  verify: the same token's linears (bf16, int8, then int4 with int8 x in
-//    groups of 128 and of 64) at the few rows a speculative verify step has and
-//    at batch sizes up to 64, through the GEMV kernel for every M and
-//    through linear() (oneDNN or the quantized GEMMs above kSmallM), each
+//  verify: the same token's linears (bf16, int8, fp8_e4m3, then int4 with
+//    int8 x in groups of 128, 64 and 32) at the few rows a speculative verify
+//    step has and at batch sizes up to 64, through the GEMV kernel for every M
+//    and through linear() (oneDNN or the quantized GEMMs above kSmallM), each
 //    reported as the median ratio of its time to M = 1's GEMV in the same
 //    round and as linear()'s time.
 //  prefill: each distinct linear shape at M = 512 through linear(), on the
-//    same thread count, in bf16 (oneDNN) and in int8, fp8_e4m3 and int4
-//    (with and without Folio's AMX GEMM where the host has AMX), with oneDNN's
+//    same thread count, in bf16 (oneDNN) and in int8, fp8_e4m3, int4 with
+//    f32 x and int4 with int8 x in groups of 128, 64 and 32 (with and
+//    without Folio's AMX GEMMs where the host has AMX), with oneDNN's
 //    square bf16 GEMM (folio-bench's peak probe) sampled in every round: each
 //    shape is reported as GFLOP/s per dtype and bf16's median ratio to the
 //    probe of its own round (on these shared vCPUs the probe alone swings 3x
@@ -294,44 +295,66 @@ void verify(int rounds, unsigned threads, DType storage,
 void prefill(int rounds, unsigned threads) {
   // Weight dtypes through linear(): bf16 on oneDNN, and the 8-bit weights on
   // Folio's AMX GEMM and on its AVX-512 panel GEMM (FOLIO_CPU_AMX=0's path).
+  // int4 with f32 x (--int4-activations f32, groups of 128), then with
+  // int8 x (folioc's default) in each group size.
   struct Variant {
     std::string name;
     DType storage;
     bool amx;
+    int64_t group = 0;
+    bool int8X = false;
   };
   // FOLIO_CPU_AMX=0 (or a lower FOLIO_CPU_ISA) leaves the AMX variants out.
   const bool amx = amxActive();
   std::vector<Variant> variants = {{"bf16", DType::BF16, amx}};
-  for (DType t : {DType::I8, DType::FP8E4M3, DType::I4}) {
-    std::string name = t == DType::FP8E4M3 ? "fp8" : dtypeName(t);
+  auto addBoth = [&](const std::string &name, DType t, int64_t group,
+                     bool int8X) {
     if (amx)
-      variants.push_back({name, t, true});
-    variants.push_back({amx ? name + " (no AMX)" : name, t, false});
-  }
+      variants.push_back({name, t, true, group, int8X});
+    variants.push_back(
+        {amx ? name + " (no AMX)" : name, t, false, group, int8X});
+  };
+  addBoth("int8", DType::I8, 0, false);
+  addBoth("fp8", DType::FP8E4M3, 0, false);
+  addBoth("int4 f32x", DType::I4, 128, false);
+  for (int64_t g : {128, 64, 32})
+    addBoth("int4 g" + std::to_string(g), DType::I4, g, true);
   struct Case {
     const char *name;
     int64_t n, k;
     std::vector<PackedWeight> w;             // per variant
+    std::vector<WeightPacking> packings;     // what w borrows
     std::vector<std::vector<double>> gflops; // per variant, per round
   };
   std::vector<Case> cases;
-  cases.push_back({"q / o (768 x 768)", kQ, kHidden, {}, {}});
-  cases.push_back({"k / v (256 x 768)", kKv, kHidden, {}, {}});
-  cases.push_back({"qkv stacked (1280 x 768)", kQ + 2 * kKv, kHidden, {}, {}});
-  cases.push_back({"gate / up (2048 x 768)", kFfn, kHidden, {}, {}});
-  cases.push_back({"gate/up stacked (4096 x 768)", 2 * kFfn, kHidden, {}, {}});
-  cases.push_back({"down (768 x 2048)", kHidden, kFfn, {}, {}});
+  cases.push_back({"q / o (768 x 768)", kQ, kHidden, {}, {}, {}});
+  cases.push_back({"k / v (256 x 768)", kKv, kHidden, {}, {}, {}});
+  cases.push_back(
+      {"qkv stacked (1280 x 768)", kQ + 2 * kKv, kHidden, {}, {}, {}});
+  cases.push_back({"gate / up (2048 x 768)", kFfn, kHidden, {}, {}, {}});
+  cases.push_back(
+      {"gate/up stacked (4096 x 768)", 2 * kFfn, kHidden, {}, {}, {}});
+  cases.push_back({"down (768 x 2048)", kHidden, kFfn, {}, {}, {}});
   const int64_t m = 512;
   for (Case &c : cases) {
     std::vector<float> w(size_t(c.n * c.k));
     for (size_t j = 0; j < w.size(); ++j)
       w[j] = float(j % 61) / 61.0f - 0.5f;
     c.w.resize(variants.size());
+    c.packings.resize(variants.size());
     c.gflops.resize(variants.size());
-    for (size_t v = 0; v < variants.size(); ++v)
-      if (!PackedWeight::pack(w.data(), DType::F32, c.n, c.k, nullptr,
-                              variants[v].storage, c.w[v]))
+    for (size_t v = 0; v < variants.size(); ++v) {
+      Status s = packWeightRows(w.data(), c.n, c.k, variants[v].storage,
+                                c.packings[v], variants[v].group);
+      WeightView view = c.packings[v].view();
+      view.int8X = variants[v].int8X;
+      if (s)
+        s = PackedWeight::fromView(view, nullptr, c.w[v]);
+      if (!s) {
+        std::fprintf(stderr, "pack: %s\n", s.message().c_str());
         std::exit(1);
+      }
+    }
   }
   std::vector<float> x(size_t(m * kFfn), 0.25f), y(size_t(m * 2 * kFfn));
   ThreadPool pool(threads);
@@ -361,12 +384,12 @@ void prefill(int rounds, unsigned threads) {
                 *std::max_element(peak.begin(), peak.end()));
   std::printf("\n  %-30s", "shape");
   for (const Variant &v : variants)
-    std::printf(" %14s", v.name.c_str());
+    std::printf(" %19s", v.name.c_str());
   std::printf("%s\n", probe ? "  bf16 / probe" : "");
   for (Case &c : cases) {
     std::printf("  %-30s", c.name);
     for (size_t v = 0; v < variants.size(); ++v)
-      std::printf(" %14.0f", median(c.gflops[v]));
+      std::printf(" %19.0f", median(c.gflops[v]));
     if (probe) {
       std::vector<double> ratio;
       for (size_t r = 0; r < peak.size(); ++r)
@@ -526,8 +549,10 @@ int main(int argc, char **argv) {
   if (what == "verify") {
     verify(rounds, unsigned(threads), DType::BF16);
     verify(rounds, unsigned(threads), DType::I8);
+    verify(rounds, unsigned(threads), DType::FP8E4M3);
     verify(rounds, unsigned(threads), DType::I4);
     verify(rounds, unsigned(threads), DType::I4, 64);
+    verify(rounds, unsigned(threads), DType::I4, 32);
     return 0;
   }
   if (what != "prefill")

@@ -18,12 +18,14 @@
 // does. With groups of 64, x's lanes hold chunk b's bytes in dwords
 // 4c + b (the transposed layout), so one vpermt2d per group gathers a
 // group's 16 dwords of both halves into one 64-byte K step, for x once
-// per call and for each column's transposed codes in the panel. Groups of
-// 32 would need 32-byte tile rows; they keep the bf16 GEMM.
+// per call and for each column's transposed codes in the panel
+// (Int4X8Panel.h, shared with the VNNI GEMM). Groups of 32 would need
+// 32-byte tile rows; they keep the bf16 GEMM.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CPU/GemmAmx.h"
+#include "codegen/CPU/Int4X8Panel.h"
 
 #include "codegen/CPU/AmxTiles.h"
 #include "codegen/CPU/Avx512Math.h"
@@ -46,59 +48,8 @@ namespace {
 using namespace folio::cpu::amx;
 using namespace folio::cpu::avx512;
 
-/// Output columns per panel: two B tiles.
-constexpr int64_t kCols = 32;
-/// Bytes of one tile (16 rows of 64).
-constexpr int64_t kTileBytes = 1024;
-
-/// For groups of 64: the dwords of a block's two halves (x's, or a
-/// column's transposed codes: lane 4c + b holds chunk b's bytes 4c .. 4c
-/// + 3) that belong to group g of the block, as one 64-byte K step.
-FOLIO_AMX_INT8 inline __m512i group64(__m512i even, __m512i odd, int g) {
-  const __m512i idx = g == 0 ? _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 16,
-                                                 17, 20, 21, 24, 25, 28, 29)
-                             : _mm512_setr_epi32(2, 3, 6, 7, 10, 11, 14, 15, 18,
-                                                 19, 22, 23, 26, 27, 30, 31);
-  return _mm512_permutex2var_epi32(even, idx, odd);
-}
-
-/// Weight rows [n, n + cols) (cols <= 32; zero beyond) as B tiles:
-/// panel + (step * 2 + t) * kTileBytes is the tile of columns 16t .. 16t +
-/// 15 for K step `step` (64 bytes of x): with groups of 128 the even (step
-/// 2 blk) and odd (2 blk + 1) nibbles of block blk, with groups of 64
-/// block blk's group 0 (2 blk) and 1 (2 blk + 1).
-FOLIO_AMX_INT8 void fillPanel(const GemvInt4Args &a, int64_t n, int64_t cols,
-                              uint8_t *panel) {
-  const int64_t rowBytes = int4RowBytes(a.k), blocks = rowBytes / 64;
-  const __m512i nibble = _mm512_set1_epi8(0x0f);
-  for (int64_t blk = 0; blk < blocks; ++blk)
-    for (int t = 0; t < 2; ++t) {
-      __m512 step[2][16];
-      for (int i = 0; i < 16; ++i) {
-        const int64_t c = 16 * t + i;
-        __m512i v =
-            c < cols ? _mm512_loadu_si512(a.w + (n + c) * rowBytes + blk * 64)
-                     : _mm512_setzero_si512();
-        __m512i even = _mm512_and_si512(v, nibble);
-        __m512i odd = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
-        if (a.groupSize == 64) {
-          even = transposeBytes4x4(even);
-          odd = transposeBytes4x4(odd);
-          __m512i g0 = group64(even, odd, 0);
-          odd = group64(even, odd, 1);
-          even = g0;
-        }
-        step[0][i] = _mm512_castsi512_ps(even);
-        step[1][i] = _mm512_castsi512_ps(odd);
-      }
-      for (int h = 0; h < 2; ++h) {
-        transpose16(step[h]);
-        uint8_t *dst = panel + ((blk * 2 + h) * 2 + t) * kTileBytes;
-        for (int p = 0; p < 16; ++p)
-          _mm512_store_ps(reinterpret_cast<float *>(dst + 64 * p), step[h][p]);
-      }
-    }
-}
+constexpr int64_t kCols = kInt4X8PanelCols;
+constexpr int64_t kTileBytes = kInt4X8StepBytes;
 
 /// C tiles 0, 1 (2, 3 with TwoA) = x rows m .. m + 15 (+ 16 .. 31) times
 /// K steps [step, step + steps) (one group), stored to c[32][32] int32.
@@ -147,11 +98,7 @@ FOLIO_AMX_INT8 void multiply(const GemvInt4Args &a, const uint8_t *panel,
   for (int64_t g = 0; g < groups; ++g)
     multiplyGroup<TwoA>(a, panel, m, g * stepsPerGroup, stepsPerGroup,
                         c + g * 32 * 32);
-  // x's step for group g: lane 0 of its block, or for groups of 64 lane
-  // 2 (g % 2), the first chunk of the group (Gemv.h, Int4X8Buffers).
-  const int64_t perBlock = kInt4Block / a.groupSize;
   for (int64_t i = 0; i < rows; ++i) {
-    const float *steps = a.xScales + (m + i) * a.xScaleRow;
     const float *sum = a.xSums + (m + i) * a.xSumRow;
     for (int h = 0; h < 2; ++h) {
       const int64_t left = cols - 16 * h;
@@ -160,7 +107,7 @@ FOLIO_AMX_INT8 void multiply(const GemvInt4Args &a, const uint8_t *panel,
       __m512 acc = _mm512_setzero_ps();
       for (int64_t g = 0; g < groups; ++g) {
         const int64_t at = g * 32 + 16 * h;
-        const float step = steps[g / perBlock * 16 + g % perBlock * 2];
+        const float step = int4X8Step(a, m + i, g);
         acc = _mm512_fmadd_ps(
             _mm512_cvtepi32_ps(
                 _mm512_load_si512(c + g * 32 * 32 + i * 32 + 16 * h)),
@@ -186,16 +133,7 @@ FOLIO_AMX_INT8 void prepareXForAmxInt4X8(Int4X8Buffers &xq, int64_t m,
   const size_t rows = size_t((m + 15) / 16 * 16);
   xq.xq.resize(rows * size_t(xq.xqRow));
   std::fill(xq.xq.begin() + m * xq.xqRow, xq.xq.end(), 0);
-  if (groupSize != 64)
-    return;
-  for (int64_t r = 0; r < m; ++r)
-    for (int64_t at = 0; at < xq.xqRow; at += kInt4Block) {
-      int8_t *p = xq.xq.data() + r * xq.xqRow + at;
-      const __m512i even = _mm512_loadu_si512(p);
-      const __m512i odd = _mm512_loadu_si512(p + 64);
-      _mm512_storeu_si512(p, group64(even, odd, 0));
-      _mm512_storeu_si512(p + 64, group64(even, odd, 1));
-    }
+  regroupInt4X8(xq, m, groupSize);
 }
 
 FOLIO_AMX_INT8 void gemmAmxInt4X8(const GemvInt4Args &a, int64_t nBegin,
@@ -222,7 +160,7 @@ FOLIO_AMX_INT8 void gemmAmxInt4X8(const GemvInt4Args &a, int64_t nBegin,
   _tile_loadconfig(&config);
   for (int64_t n = nBegin; n < nEnd; n += kCols) {
     const int64_t cols = std::min(kCols, nEnd - n);
-    fillPanel(a, n, cols, panel);
+    fillInt4X8Panel(a, n, cols, panel);
     std::fill(scale, scale + 2 * groups * kCols, 0.0f); // scale and min
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t j = 0; j < cols; ++j) {

@@ -201,13 +201,15 @@ void gemvInt4Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt4Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 /// Rows of x up to which int4 weights that allow int8 x run the int8-x
 /// GEMV (decode, verify and batches) rather than the bf16 prefill GEMM,
-/// where the AMX-INT8 GEMM does not apply: one 110M token's int4 linears
+/// where neither int8-x GEMM applies (AVX2; AMX hosts with groups of 32,
+/// where the AMX bf16 GEMM beats the VNNI one): one 110M token's int4 linears
 /// took 19.7 / 26.0 / 52.7 / 83.8 ms at M = 12 / 16 / 32 / 48 on the GEMV
 /// against 50.8 / 51.2 / 57.7 / 64.4 on the AMX bf16 GEMM (Intel Xeon, 1
 /// thread, folio-linear-bench verify). Where the AMX-INT8 GEMM applies
 /// (groups of 128) it takes over above kConvertTileRows: 16.3 / 17.6 /
 /// 20.8 / 28.0 ms at those M, against 13.4 ms for the GEMV and 15.9 for
-/// the GEMM at M = 8.
+/// the GEMM at M = 8. The VNNI GEMM, on AVX-512 hosts without AMX, takes
+/// over above kConvertTileRows too (GemmInt4X8Avx512.cpp has figures).
 constexpr int64_t kInt4X8MaxRows = 32;
 
 /// int4 weights times the int8 x of quantizeXForInt4* for M <=
@@ -223,6 +225,13 @@ void gemvInt4X8Avx2(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 /// amxInt8Active().
 void prepareXForAmxInt4X8(Int4X8Buffers &xq, int64_t m, int64_t groupSize);
 void gemmAmxInt4X8(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
+/// The same sums with AVX512-VNNI over panels of 32 weight rows
+/// (GemmInt4X8Avx512.cpp), for more rows where the AMX-INT8 GEMM does not
+/// run: x from quantizeXForInt4Avx512 then prepareXForInt4X8Gemm (each
+/// block's dwords regrouped by group for groups of 32 and 64); needs
+/// AVX512-VNNI. Ranges that start on a multiple of 32 waste no work.
+void prepareXForInt4X8Gemm(Int4X8Buffers &xq, int64_t m, int64_t groupSize);
+void gemmInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 
 /// Output rows of a prefill panel (two vectors).
 constexpr int64_t kDequantPanelRows = 32;

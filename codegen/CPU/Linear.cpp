@@ -184,18 +184,21 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
   a.bias = w.bias();
   a.y = y;
   a.n = v.n;
-  // The GEMV up to kConvertTileRows rows where the AMX-INT8 GEMM applies
+  // AVX512-VNNI, else AVX2 (an AVX-512 CPU without VNNI too).
+  const bool vnni = activeIsa() == Isa::Avx512 && hostFeatures().avx512vnni;
+  // The GEMV up to kConvertTileRows rows where an int8-x GEMM applies
   // (above them it wins), else up to kInt4X8MaxRows (Gemv.h has the
-  // figures).
+  // figures): the AMX-INT8 one, or without AMX the VNNI one (with AMX,
+  // the bf16 GEMM beats the VNNI one where AMX-INT8 does not apply).
   const bool amxInt8Fits = v.groupSize >= 64 && amxInt8Active();
-  const bool gemv =
-      numTokens <= (amxInt8Fits ? kConvertTileRows : kInt4X8MaxRows);
+  const bool vnniGemmFits = vnni && !amxActive();
+  const bool gemv = numTokens <= (amxInt8Fits || vnniGemmFits ? kConvertTileRows
+                                                              : kInt4X8MaxRows);
   const bool amxInt8 = !gemv && amxInt8Fits;
-  if (v.int8X && int4X8Active() && (gemv || amxInt8)) {
+  const bool vnniGemm = !gemv && !amxInt8Fits && vnniGemmFits;
+  if (v.int8X && int4X8Active() && (gemv || amxInt8 || vnniGemm)) {
     // Per calling thread, as the pair-split x above.
     thread_local Int4X8Buffers xq;
-    // AVX512-VNNI, else AVX2 (an AVX-512 CPU without VNNI too).
-    const bool vnni = activeIsa() == Isa::Avx512 && hostFeatures().avx512vnni;
     (vnni ? quantizeXForInt4Avx512 : quantizeXForInt4Avx2)(x, numTokens, v.k,
                                                            v.groupSize, xq);
     a.xq = xq.xq.data();
@@ -209,6 +212,13 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
       a.xq = xq.xq.data();
       pool.parallelForGuided(a.n, 32, /*align=*/32, [&](int64_t b, int64_t e) {
         gemmAmxInt4X8(a, b, e);
+      });
+      return Status::success();
+    }
+    if (vnniGemm) {
+      prepareXForInt4X8Gemm(xq, numTokens, v.groupSize);
+      pool.parallelForGuided(a.n, 32, /*align=*/32, [&](int64_t b, int64_t e) {
+        gemmInt4X8Avx512(a, b, e);
       });
       return Status::success();
     }

@@ -89,17 +89,24 @@ std::string label(const KernelPath &path, int64_t m, int64_t n, int64_t k) {
 }
 
 /// Whether linear() rounds x to int8 for `m` rows times `v` on `path`.
-bool roundsXToInt8(const KernelPath &path, const WeightView &v, int64_t m) {
-  return path.int4X8 && v.int8X &&
-         (m <= detail::kInt4X8MaxRows ||
-          (path.amx && v.groupSize >= 64 && hostFeatures().amxInt8));
+/// Whether an int8-x GEMM takes the rows the GEMV does not: AMX-INT8
+/// (groups of 64 and 128), or without AMX the VNNI one.
+bool int8XGemm(const KernelPath &path, const WeightView &v) {
+  if (path.amx)
+    return v.groupSize >= 64 && hostFeatures().amxInt8;
+  return path.isa == Isa::Avx512 && hostFeatures().avx512vnni;
 }
 
-/// Whether that happens in the GEMV (else the AMX-INT8 GEMM).
+bool roundsXToInt8(const KernelPath &path, const WeightView &v, int64_t m) {
+  return path.int4X8 && v.int8X &&
+         (m <= detail::kInt4X8MaxRows || int8XGemm(path, v));
+}
+
+/// Whether that happens in the GEMV (else an int8-x GEMM).
 bool int8XGemv(const KernelPath &path, const WeightView &v, int64_t m) {
-  const bool amxInt8 = path.amx && v.groupSize >= 64 && hostFeatures().amxInt8;
   return roundsXToInt8(path, v, m) &&
-         m <= (amxInt8 ? detail::kConvertTileRows : detail::kInt4X8MaxRows);
+         m <= (int8XGemm(path, v) ? detail::kConvertTileRows
+                                  : detail::kInt4X8MaxRows);
 }
 
 /// Runs linear() over every ISA and pool and compares with the reference;
@@ -413,8 +420,8 @@ std::vector<float> int8XReference(const std::vector<float> &x, int64_t m,
 
 // The int8-x GEMV against its own definition, to f32 accumulation error:
 // every group size, partial groups and blocks, x rows with a zero group and
-// with one large element, every x tile, the AMX-INT8 GEMM, and each GEMV
-// row's result bitwise the same whatever rows share its call.
+// with one large element, every x tile, the AMX-INT8 and VNNI GEMMs, and
+// each GEMV row's result bitwise the same whatever rows share its call.
 TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
   std::vector<KernelPath> paths;
   for (KernelPath p : hostPaths())
@@ -423,17 +430,16 @@ TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
   if (paths.empty())
     GTEST_SKIP() << "no AVX2 here";
   // M up to kInt4X8MaxRows: eight-row tiles and every remainder; beyond
-  // kConvertTileRows with AMX-INT8 and groups of 64 or 128 its GEMM: two
+  // kConvertTileRows the GEMMs: with AMX-INT8 and groups of 64 or 128 two
   // A tiles, one, partial 32-column panels and a last block holding one
-  // group of 64 (k = 300).
+  // group of 64 (k = 300); on the VNNI one, every row remainder of its
+  // four-row tiles and a last block holding part of its groups.
   const Shape shapes[] = {
-      {1, 1, 32},   {1, 9, 128},   {2, 5, 96},    {3, 7, 200},  {4, 6, 384},
-      {5, 13, 301}, {7, 4, 1000},  {8, 11, 256},  {13, 3, 160}, {22, 5, 128},
-      {32, 6, 96},  {33, 70, 128}, {45, 37, 300}, {64, 33, 256}};
+      {1, 1, 32},   {1, 9, 128},  {2, 5, 96},    {3, 7, 200},   {4, 6, 384},
+      {5, 13, 301}, {7, 4, 1000}, {8, 11, 256},  {13, 3, 160},  {15, 34, 200},
+      {22, 5, 128}, {32, 6, 96},  {33, 70, 128}, {45, 37, 300}, {64, 33, 256}};
   for (const Shape &s : shapes)
     for (int64_t g : kInt4GroupSizes) {
-      if (s.m > detail::kInt4X8MaxRows && g == 32)
-        continue; // the bf16 GEMM's, which checkAllPaths checks
       std::vector<float> w =
           randomVector(size_t(s.n * s.k), uint32_t(s.k * 3 + g), -1.5, 1);
       WeightPacking p;
