@@ -176,13 +176,13 @@ FOLIO_AVX512 static inline void transpose16(__m512 x[16]) {
 
 /// The horizontal sums of S <= 16 vectors: out[s] = the sum of v[s]'s
 /// lanes, out[S, 16) zero (one whole store: the reads of a partial masked
-/// store could not be forwarded from it). One transposing tree shares its shuffles between the vectors
-/// (about 2 per vector, against 4 per _mm512_reduce_add_ps, and Intel runs
-/// 512-bit shuffles on one port), which is what a GEMV tile's epilogue
-/// costs when K is short (a 256-wide model: 16 FMAs per accumulator). Every
-/// slot is summed in the same order, ((l0 + l2) + (l1 + l3)) within each
-/// 128-bit lane q, then (q0 + q2) + (q1 + q3), so a row's result does not
-/// depend on which slot or tile shape it was computed in.
+/// store could not be forwarded from it). One transposing tree shares its
+/// shuffles between the vectors (about 2 per vector, against 4 per
+/// _mm512_reduce_add_ps, and Intel runs 512-bit shuffles on one port), which is
+/// what a GEMV tile's epilogue costs when K is short (a 256-wide model: 16 FMAs
+/// per accumulator). Every slot is summed in the same order, ((l0 + l2) + (l1 +
+/// l3)) within each 128-bit lane q, then (q0 + q2) + (q1 + q3), so a row's
+/// result does not depend on which slot or tile shape it was computed in.
 template <int S>
 FOLIO_AVX512 static inline void reduceAddMany(const __m512 (&v)[S],
                                               float (&out)[16]) {

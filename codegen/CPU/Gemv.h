@@ -181,6 +181,15 @@ void gemvAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 /// GEMM over weight tiles converted once, instead of the GEMV.
 constexpr int64_t kConvertTileRows = 8;
 
+/// Rows of x up to which the AVX-512 int8 and fp8 kernels run their GEMV
+/// rather than the f32 panel GEMM, where no bf16 GEMM takes the rows above
+/// kConvertTileRows (no AMX, the vdpbf16ps GEMM off). One 110M token's
+/// linears on an Intel Xeon with AMX ruled out, 1 thread (folio-linear-bench
+/// verify), GEMV against panel, ms: int8 15.8 / 40 at M = 12, 45 / 64 at
+/// 32, 85 / 91 at 64; fp8 37 / 45 at 12, 49 / 52 at 16, 73 / 63 at 24.
+constexpr int64_t kInt8GemvMaxRows = 64;
+constexpr int64_t kFp8GemvMaxRows = 16;
+
 void gemvInt8Scalar(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt8Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 /// With vpdpwssd where the host has AVX512-VNNI, else with vpmaddwd and
@@ -235,6 +244,13 @@ void gemmInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 
 /// Output rows of a prefill panel (two vectors).
 constexpr int64_t kDequantPanelRows = 32;
+
+/// Writes numRows (<= kDequantPanelRows) rows of k floats, ld apart, as
+/// the panel panelGemmAvx512 reads: panel[c * kDequantPanelRows + r] =
+/// rows[r * ld + c], zero for r >= numRows. The dequantizing kernels
+/// convert their rows as the GEMV does and transpose them with this.
+void panelFromRowsAvx512(const float *rows, int64_t ld, int64_t numRows,
+                         int64_t k, float *panel);
 
 /// The prefill GEMM of the fp8 and int4 kernels (M > kConvertTileRows):
 /// y[r, c] = x[r, :] . panel[:, c] + bias[c] for r < m, c < cols <= 32,

@@ -88,28 +88,27 @@ template <int NR> FOLIO_AVX512 void rowsOfX(const GemvFp8Args &a, int64_t n) {
 
 /// Rows [n, n + rows) dequantized into the k-major panel, then x over it.
 /// Each row is converted 32 codes at a time as the GEMV does into `row`,
-/// then transposed into the panel by scalar stores (a scalar table lookup
-/// per weight took twice as long for int4's equivalent).
+/// then the rows are transposed into the panel in registers.
 FOLIO_AVX512 void panelRows(const GemvFp8Args &a, int64_t n, int64_t rows,
                             std::vector<float> &panel,
                             std::vector<float> &row) {
-  const int64_t k = a.k;
-  panel.assign(size_t(k * kDequantPanelRows), 0.0f);
-  row.resize(size_t((k + 31) / 32 * 32));
+  const int64_t k = a.k, ld = (k + 31) / 32 * 32;
+  panel.resize(size_t(k * kDequantPanelRows));
+  row.resize(size_t(rows * ld));
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t *w = a.w + (n + r) * k;
+    float *dst = row.data() + r * ld;
     __m512 scale = _mm512_set1_ps(a.scales[n + r] * 256.0f);
     for (int64_t kk = 0; kk < k; kk += 32) {
       int64_t left = k - kk;
       __mmask32 msk = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
       __m512 lo, hi;
       e4m3Codes32(w + kk, msk, lo, hi);
-      _mm512_storeu_ps(row.data() + kk, _mm512_mul_ps(lo, scale));
-      _mm512_storeu_ps(row.data() + kk + 16, _mm512_mul_ps(hi, scale));
+      _mm512_storeu_ps(dst + kk, _mm512_mul_ps(lo, scale));
+      _mm512_storeu_ps(dst + kk + 16, _mm512_mul_ps(hi, scale));
     }
-    for (int64_t c = 0; c < k; ++c)
-      panel[size_t(c * kDequantPanelRows + r)] = row[size_t(c)];
   }
+  panelFromRowsAvx512(row.data(), ld, rows, k, panel.data());
   panelGemmAvx512(a.x, a.m, k, panel.data(), rows,
                   a.bias ? a.bias + n : nullptr, a.y + n, a.n);
 }
@@ -242,7 +241,7 @@ FOLIO_AVX512_VBMI void rowsOfXVbmi(const GemvFp8Args &a, const float *xr,
 
 void gemvFp8Avx512Cvt(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd) {
   int64_t n = nBegin;
-  if (a.m > kConvertTileRows) {
+  if (a.m > kFp8GemvMaxRows) {
     // Per worker thread: one panel of dequantized weights.
     thread_local std::vector<float> panel, row;
     for (; n < nEnd; n += kDequantPanelRows)
@@ -256,7 +255,7 @@ void gemvFp8Avx512Cvt(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd) {
 }
 
 void gemvFp8Avx512Vbmi(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd) {
-  if (a.m > kConvertTileRows)
+  if (a.m > kFp8GemvMaxRows)
     return gemvFp8Avx512Cvt(a, nBegin, nEnd);
   // Per worker thread: x in the lookup's lane order (M x K floats, small
   // beside the rows' weights).

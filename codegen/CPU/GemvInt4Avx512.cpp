@@ -128,8 +128,8 @@ FOLIO_AVX512 void gemvRows(const GemvInt4Args &a, int64_t nBegin,
 
 /// Rows [n, n + rows) dequantized into the k-major panel, then x over it.
 /// Each row is dequantized 16 weights at a time as the GEMV does (shift,
-/// table of the group's values, vpermps) into `row`, then transposed into
-/// the panel by scalar stores.
+/// table of the group's values, vpermps) into `row`, then the rows are
+/// transposed into the panel in registers.
 FOLIO_AVX512 void panelRows(const GemvInt4Args &a, int64_t n, int64_t rows,
                             std::vector<float> &panel,
                             std::vector<float> &row) {
@@ -137,10 +137,12 @@ FOLIO_AVX512 void panelRows(const GemvInt4Args &a, int64_t n, int64_t rows,
   const int64_t rowBytes = int4RowBytes(k);
   const __m512 iota =
       _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  panel.assign(size_t(k * kDequantPanelRows), 0.0f);
-  row.resize(size_t(rowBytes * 2));
+  const int64_t ld = rowBytes * 2;
+  panel.resize(size_t(k * kDequantPanelRows));
+  row.resize(size_t(rows * ld));
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t *w = a.w + (n + r) * rowBytes;
+    float *dst = row.data() + r * ld;
     const uint16_t *p = a.params + (n + r) * groups * 2;
     for (int64_t base = 0; base < k; base += kInt4Block) {
       __m512i v = _mm512_loadu_si512(w + base / 2);
@@ -152,13 +154,12 @@ FOLIO_AVX512 void panelRows(const GemvInt4Args &a, int64_t n, int64_t rows,
             _mm512_fmadd_ps(iota, _mm512_broadcastss_ps(sm),
                             _mm512_broadcastss_ps(_mm_movehdup_ps(sm)));
         _mm512_storeu_ps(
-            row.data() + base + 16 * j,
+            dst + base + 16 * j,
             _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4 * j), lut));
       }
     }
-    for (int64_t c = 0; c < k; ++c)
-      panel[size_t(c * kDequantPanelRows + r)] = row[size_t(c)];
   }
+  panelFromRowsAvx512(row.data(), ld, rows, k, panel.data());
   panelGemmAvx512(a.x, a.m, k, panel.data(), rows,
                   a.bias ? a.bias + n : nullptr, a.y + n, a.n);
 }

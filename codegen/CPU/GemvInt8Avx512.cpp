@@ -1,18 +1,18 @@
 //===- GemvInt8Avx512.cpp - AVX-512 int8-weight kernel --------------------===//
 //
-// Decode (M <= kConvertTileRows) multiplies the int8 codes with x in 16-bit
-// fixed point per row (quantizeXInt16*, Gemv.h): int16 pairs into int32
-// lanes (vpdpwssd with AVX512-VNNI, else vpmaddwd + vpaddd), exact integer
-// sums, and the row's step and scale applied once to each sum. The
-// structure is GemvAvx512.cpp's: four weight rows at a time (four
+// Decode and batches (M <= kInt8GemvMaxRows) multiply the int8 codes with
+// x in 16-bit fixed point per row (quantizeXInt16*, Gemv.h): int16 pairs
+// into int32 lanes (vpdpwssd with AVX512-VNNI, else vpmaddwd + vpaddd),
+// exact integer sums, and the row's step and scale applied once to each
+// sum. The structure is GemvAvx512.cpp's: four weight rows at a time (four
 // prefetcher streams), up to four x rows reusing each widened weight
-// vector, the next four rows prefetched once per 64-byte line.
-// Prefill (M > kConvertTileRows) is a GEMM on f32 x: 32 weight rows at a
-// time are converted once to f32 codes in a k-major panel (a per-thread
-// scratch that stays in L2), and a micro-kernel runs 6 x rows by the
-// panel's 32 outputs, broadcasting each x element to two vectors of
-// weights; the conversion costs once per weight for all of x. Scales apply
-// to the finished outputs.
+// vector, the next four rows prefetched once per 64-byte line. Prefill
+// (more rows) is a GEMM on f32 x: 32 weight rows at a time are converted
+// once to f32 codes in a k-major panel (a per-thread scratch that stays in
+// L2), and a micro-kernel runs 6 x rows by the panel's 32 outputs,
+// broadcasting each x element to two vectors of weights; the conversion
+// costs once per weight for all of x. Scales apply to the finished
+// outputs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -242,15 +242,26 @@ FOLIO_AVX512 void panelTile(const GemvInt8Args &a, const float *panel,
 
 /// Weight rows [n, n + rows) (rows <= kPanelRows) as a panel, then every
 /// 6 x rows over it: the panel (96 KiB at K = 768) stays in L2 and each
-/// converted weight serves all of x.
+/// converted weight serves all of x. The codes are widened 16 at a time
+/// into `row`, then transposed into the panel in registers.
 FOLIO_AVX512 void panelRows(const GemvInt8Args &a, int64_t n, int64_t rows,
-                            std::vector<float> &panel) {
-  panel.assign(size_t(a.k * kPanelRows), 0.0f);
+                            std::vector<float> &panel,
+                            std::vector<float> &row) {
+  static_assert(kPanelRows == kDequantPanelRows, "one panel layout");
+  const int64_t ld = (a.k + 15) / 16 * 16;
+  panel.resize(size_t(a.k * kPanelRows));
+  row.resize(size_t(rows * ld));
   for (int64_t r = 0; r < rows; ++r) {
     const int8_t *w = a.w + (n + r) * a.k;
-    for (int64_t kk = 0; kk < a.k; ++kk)
-      panel[size_t(kk * kPanelRows + r)] = float(w[kk]);
+    for (int64_t kk = 0; kk < a.k; kk += 16) {
+      const __mmask16 m =
+          a.k - kk >= 16 ? __mmask16(0xffff) : tailMask(a.k - kk);
+      _mm512_storeu_ps(row.data() + r * ld + kk,
+                       _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                           _mm_maskz_loadu_epi8(m, w + kk))));
+    }
   }
+  panelFromRowsAvx512(row.data(), ld, rows, a.k, panel.data());
   int64_t m = 0;
   for (; m + 6 <= a.m; m += 6)
     panelTile<6>(a, panel.data(), n, rows, m);
@@ -274,11 +285,11 @@ template <bool Vnni>
 FOLIO_AVX512_VNNI void gemvInt8(const GemvInt8Args &a, int64_t nBegin,
                                 int64_t nEnd) {
   int64_t n = nBegin;
-  if (a.m > kConvertTileRows) {
-    // Per worker thread: one panel of f32 codes.
-    thread_local std::vector<float> panel;
+  if (a.m > kInt8GemvMaxRows) {
+    // Per worker thread: one panel of f32 codes, and its rows.
+    thread_local std::vector<float> panel, row;
     for (; n < nEnd; n += kPanelRows)
-      panelRows(a, n, std::min(kPanelRows, nEnd - n), panel);
+      panelRows(a, n, std::min(kPanelRows, nEnd - n), panel, row);
     return;
   }
   for (; n + 4 <= nEnd; n += 4)

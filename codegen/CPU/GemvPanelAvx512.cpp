@@ -12,11 +12,33 @@
 #include "codegen/CPU/Avx512Math.h"
 #include "codegen/CPU/Gemv.h"
 
+#include <algorithm>
+
 namespace folio::cpu::detail {
 
 namespace {
 
 using namespace folio::cpu::avx512;
+
+/// See panelFromRowsAvx512 (Gemv.h): 16 rows by 16 columns at a time,
+/// one transpose in registers and one 64-byte store per column.
+FOLIO_AVX512 void panelFromRows(const float *rows, int64_t ld, int64_t numRows,
+                                int64_t k, float *panel) {
+  for (int64_t c0 = 0; c0 < k; c0 += 16) {
+    const int64_t cols = std::min<int64_t>(16, k - c0);
+    const __mmask16 m = cols == 16 ? __mmask16(0xffff) : tailMask(cols);
+    for (int64_t r0 = 0; r0 < kDequantPanelRows; r0 += 16) {
+      __m512 t[16];
+      for (int i = 0; i < 16; ++i)
+        t[i] = r0 + i < numRows
+                   ? _mm512_maskz_loadu_ps(m, rows + (r0 + i) * ld + c0)
+                   : _mm512_setzero_ps();
+      transpose16(t);
+      for (int j = 0; j < cols; ++j)
+        _mm512_storeu_ps(panel + (c0 + j) * kDequantPanelRows + r0, t[j]);
+    }
+  }
+}
 
 template <int MR>
 FOLIO_AVX512 void panelTile(const float *x, int64_t k, const float *panel,
@@ -48,6 +70,11 @@ FOLIO_AVX512 void panelTile(const float *x, int64_t k, const float *panel,
 }
 
 } // namespace
+
+void panelFromRowsAvx512(const float *rows, int64_t ld, int64_t numRows,
+                         int64_t k, float *panel) {
+  panelFromRows(rows, ld, numRows, k, panel);
+}
 
 void panelGemmAvx512(const float *x, int64_t m, int64_t k, const float *panel,
                      int64_t cols, const float *bias, float *y, int64_t ldy) {

@@ -265,7 +265,8 @@ struct Shape {
 const Shape kShapes[] = {
     {1, 1, 1},     {1, 1, 17},    {1, 5, 15},   {2, 3, 63},    {3, 9, 65},
     {4, 8, 64},    {5, 13, 130},  {6, 4, 256},  {7, 21, 129},  {0, 4, 32},
-    {33, 37, 200}, {70, 9, 1000}, {17, 65, 64}, {24, 100, 300}};
+    {33, 37, 200}, {70, 9, 1000}, {17, 65, 64}, {24, 100, 300},
+    {66, 40, 200}};
 
 TEST(Int8LinearTest, MatchesTheReferenceOnEveryPath) {
   for (const Shape &s : kShapes)
@@ -441,6 +442,32 @@ TEST(Int8LinearTest, DecodeRowsAreExactIntegerSums) {
         EXPECT_TRUE(
             bitwiseEqual(runMaddKernel(x, m, pw.view(), bias.data()), want))
             << "avx512 without vnni " << what;
+    }
+}
+
+TEST(Int8LinearTest, AvxBatchesUpToTheGemvLimitAreExactIntegerSums) {
+  // Without AMX or the vdpbf16ps GEMM, AVX-512 runs the GEMV up to
+  // kInt8GemvMaxRows rows (a batched decode, a verify step, a short
+  // prefill chunk): each row is the definition's bits, as alone.
+  if (!hostFeatures().avx512)
+    GTEST_SKIP() << "no AVX-512 here";
+  const KernelPath path{Isa::Avx512};
+  for (int64_t k : {65, 200, 8193})
+    for (int64_t m : {int64_t(9), int64_t(14), detail::kInt8GemvMaxRows}) {
+      const int64_t n = 7;
+      std::vector<float> w = weights(n, k, uint32_t(k + 5 * m));
+      std::vector<float> bias = randomVector(size_t(n), uint32_t(k + 1));
+      std::vector<float> x = randomVector(size_t(m * k), uint32_t(k + m));
+      PackedWeight pw;
+      ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k, bias.data(),
+                                     DType::I8, pw)
+                      .ok());
+      const std::vector<float> want =
+          integerDefinition(x, m, pw.view(), bias.data());
+      PathScope scope(path);
+      std::vector<float> y(size_t(m * n), NAN);
+      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), parallelPool()).ok());
+      EXPECT_TRUE(bitwiseEqual(y, want)) << "k=" << k << " m=" << m;
     }
 }
 
