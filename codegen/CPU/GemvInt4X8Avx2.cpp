@@ -33,6 +33,15 @@ FOLIO_AVX2 inline __m256i transposeBytes4x4(__m256i v) {
   return _mm256_shuffle_epi8(v, ctrl);
 }
 
+/// The first `count` (<= 4) f16 (scale, min) pairs at p, zeros after, in
+/// one masked load (not a copy through the stack, whose 16-bit stores the
+/// vector load could not forward: a stall per block and row).
+FOLIO_AVX2 inline __m128i loadPairs(const uint16_t *p, int count) {
+  const __m128i mask =
+      _mm_cmpgt_epi32(_mm_set1_epi32(count), _mm_setr_epi32(0, 1, 2, 3));
+  return _mm_maskload_epi32(reinterpret_cast<const int *>(p), mask);
+}
+
 /// 16 floats (two vectors) rounded to the nearest int8 after scaling by
 /// `inv`, in order.
 FOLIO_AVX2 inline __m128i quantize16(__m256 lo, __m256 hi, float inv) {
@@ -102,14 +111,11 @@ FOLIO_AVX2 inline __m256 weightScales(const uint16_t *row, int64_t blk,
     constexpr int kPerBlock = kInt4Block / G;
     const int64_t g0 = blk * kPerBlock;
     const int count = int(std::min<int64_t>(kPerBlock, groups - g0));
-    uint16_t p[8] = {};
-    std::copy(row + 2 * g0, row + 2 * (g0 + count), p);
     // (scale, min) pairs: group j's scale is float 2j.
     const __m256i idx = G == 32 ? _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)
                                 : _mm256_setr_epi32(0, 0, 2, 2, 0, 0, 2, 2);
     return _mm256_permutevar8x32_ps(
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))),
-        idx);
+        _mm256_cvtph_ps(loadPairs(row + 2 * g0, count)), idx);
   }
 }
 
@@ -174,11 +180,8 @@ FOLIO_AVX2 void tile(const GemvInt4Args &a, int64_t n, int64_t m) {
   for (int64_t g0 = 0; g0 < groups; g0 += 4) {
     const int64_t count = std::min<int64_t>(4, groups - g0);
     for (int i = 0; i < NR; ++i) {
-      const uint16_t *src = a.params + ((n + i) * groups + g0) * 2;
-      uint16_t p[8] = {};
-      std::copy(src, src + 2 * count, p);
       const __m256 pv = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+          loadPairs(a.params + ((n + i) * groups + g0) * 2, int(count)));
       for (int r = 0; r < MR; ++r)
         mins[i][r] = _mm256_fmadd_ps(
             pv, _mm256_loadu_ps(a.xSums + (m + r) * a.xSumRow + 2 * g0),
