@@ -10,14 +10,14 @@
 //    or stacked into one [2F, K] weight, q/k/v apart or stacked, and the
 //    weights borrowed from plain 4 KiB-page memory instead of packed into
 //    PackedWeight's huge-page chunks.
-//  verify: the same token's linears (bf16, int8, fp8_e4m3, then int4 with
+//  verify: the same token's linears (bf16, f16, int8, fp8_e4m3, then int4 with
 //    int8 x in groups of 128, 64 and 32) at the few rows a speculative verify
 //    step has and at batch sizes up to 64, through the GEMV kernel for every M
 //    and through linear() (oneDNN or the quantized GEMMs above kSmallM), each
 //    reported as the median ratio of its time to M = 1's GEMV in the same
 //    round and as linear()'s time.
 //  prefill: each distinct linear shape at M = 512 through linear(), on the
-//    same thread count, in bf16 (oneDNN) and in int8, fp8_e4m3, int4 with
+//    same thread count, in bf16 (oneDNN), f16 and in int8, fp8_e4m3, int4 with
 //    f32 x and int4 with int8 x in groups of 128, 64 and 32 (with and
 //    without Folio's AMX GEMMs where the host has AMX), with oneDNN's
 //    square bf16 GEMM (folio-bench's peak probe) sampled in every round: each
@@ -306,7 +306,8 @@ void prefill(int rounds, unsigned threads) {
   };
   // FOLIO_CPU_AMX=0 (or a lower FOLIO_CPU_ISA) leaves the AMX variants out.
   const bool amx = amxActive();
-  std::vector<Variant> variants = {{"bf16", DType::BF16, amx}};
+  std::vector<Variant> variants = {{"bf16", DType::BF16, amx},
+                                   {"f16", DType::F16, amx}};
   auto addBoth = [&](const std::string &name, DType t, int64_t group,
                      bool int8X) {
     if (amx)
@@ -548,6 +549,7 @@ int main(int argc, char **argv) {
   }
   if (what == "verify") {
     verify(rounds, unsigned(threads), DType::BF16);
+    verify(rounds, unsigned(threads), DType::F16);
     verify(rounds, unsigned(threads), DType::I8);
     verify(rounds, unsigned(threads), DType::FP8E4M3);
     verify(rounds, unsigned(threads), DType::I4);

@@ -71,6 +71,28 @@ FOLIO_BF16_AVX512 inline void transposePairs(__m512i r[16]) {
     r[i] = _mm512_castps_si512(f[i]);
 }
 
+/// The bf16 of each of 32 floats (lo then hi), and in `rest` the bf16 of
+/// what that rounding left out.
+FOLIO_BF16_AVX512 inline __m512i splitBf16(__m512 lo, __m512 hi,
+                                           __m512i &rest) {
+  __m512i b = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+  __m512 bLo = _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(b)), 16));
+  __m512 bHi = _mm512_castsi512_ps(_mm512_slli_epi32(
+      _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(b, 1)), 16));
+  rest = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(hi, bHi),
+                                      _mm512_sub_ps(lo, bLo));
+  return b;
+}
+
+/// f16: 32 weights from p (zero past `msk`) as bf16 hi + lo, exactly.
+FOLIO_BF16_AVX512 inline __m512i f16Bf16(const uint16_t *p, __mmask32 msk,
+                                         __m512i &rest) {
+  const __m512i raw = _mm512_maskz_loadu_epi16(msk, p);
+  return splitBf16(_mm512_cvtph_ps(_mm512_castsi512_si256(raw)),
+                   _mm512_cvtph_ps(_mm512_extracti64x4_epi64(raw, 1)), rest);
+}
+
 /// int4: weights 32 blk .. 32 blk + 31 of row r (zero from k on) as 32
 /// bf16. The block layout (WeightPack.h) puts weight 16j + l in nibble j of
 /// 32-bit word l, so a shift gives 16 consecutive weights' codes in lane
@@ -98,21 +120,14 @@ FOLIO_BF16_AVX512 inline __m512i int4Bf16(const AmxGemmArgs &a, int64_t r,
   __m512 lo = _mm512_maskz_permutexvar_ps(m0, _mm512_srli_epi32(v, 4 * j), lut);
   __m512 hi =
       _mm512_maskz_permutexvar_ps(m1, _mm512_srli_epi32(v, 4 * (j + 1)), lut);
-  __m512i b = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-  // What bf16 left out of each weight, rounded to bf16 in turn.
-  __m512 bLo = _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(b)), 16));
-  __m512 bHi = _mm512_castsi512_ps(_mm512_slli_epi32(
-      _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(b, 1)), 16));
-  rest = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(hi, bHi),
-                                      _mm512_sub_ps(lo, bLo));
-  return b;
+  return splitBf16(lo, hi, rest);
 }
 
 /// Weight rows [n, n + cols) (cols <= 32; zero beyond) as B tiles:
 /// panel[(block * 2 + t) * 512 ..] is the tile of rows n + 16t .. for
-/// codes 32 block .. 32 block + 31. `panel` is 64-byte aligned. int4 also
-/// writes what bf16 left out of its weights to panelLo, in the same layout.
+/// codes 32 block .. 32 block + 31. `panel` is 64-byte aligned. int4 and
+/// f16 also write what bf16 left out of their weights to panelLo, in the
+/// same layout.
 template <AmxCodes C>
 FOLIO_BF16_AVX512 void fillPanel(const AmxGemmArgs &a, int64_t n, int64_t cols,
                                  uint16_t *panel, uint16_t *panelLo) {
@@ -130,6 +145,10 @@ FOLIO_BF16_AVX512 void fillPanel(const AmxGemmArgs &a, int64_t n, int64_t cols,
           r[i] = _mm512_setzero_si512();
         else if constexpr (C == AmxCodes::Int4)
           r[i] = int4Bf16(a, n + c, blk, rest[i]);
+        else if constexpr (C == AmxCodes::F16)
+          r[i] = f16Bf16(static_cast<const uint16_t *>(a.w) + (n + c) * k +
+                             32 * blk,
+                         msk, rest[i]);
         else
           r[i] = codesBf16<C>(w + (n + c) * k + 32 * blk, msk);
       }
@@ -137,7 +156,7 @@ FOLIO_BF16_AVX512 void fillPanel(const AmxGemmArgs &a, int64_t n, int64_t cols,
       uint16_t *dst = panel + (blk * 2 + t) * kTileElems;
       for (int p = 0; p < 16; ++p)
         _mm512_store_si512(dst + 32 * p, r[p]);
-      if constexpr (C == AmxCodes::Int4) {
+      if constexpr (amxSplitCodes(C)) {
         transposePairs(rest);
         dst = panelLo + (blk * 2 + t) * kTileElems;
         for (int p = 0; p < 16; ++p)
@@ -232,7 +251,7 @@ FOLIO_AMX void run(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
   // Per worker thread: one panel, 64-byte aligned for the tile stores.
   thread_local std::vector<uint16_t> storage;
   const size_t panelElems = size_t(amxPaddedK(a.k) * kPanelCols);
-  const bool split = C == AmxCodes::Int4;
+  const bool split = amxSplitCodes(C);
   storage.resize(panelElems * (split ? 2 : 1) + 32);
   uint16_t *panel = reinterpret_cast<uint16_t *>(
       (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
@@ -299,7 +318,7 @@ FOLIO_BF16_AVX512 void multiplyDot(const AmxGemmArgs &a, const uint16_t *panel,
 template <AmxCodes C>
 FOLIO_BF16_AVX512 void runDot(const AmxGemmArgs &a, int64_t nBegin,
                               int64_t nEnd) {
-  static_assert(C != AmxCodes::Int4, "int4 needs hi + lo products");
+  static_assert(!amxSplitCodes(C), "int4 and f16 need hi + lo products");
   thread_local std::vector<uint16_t> storage;
   storage.resize(size_t(amxPaddedK(a.k) * kPanelCols) + 32);
   uint16_t *panel = reinterpret_cast<uint16_t *>(
@@ -359,12 +378,13 @@ void gemmBf16Dot(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
   case AmxCodes::Fp8E4M3:
     return runDot<AmxCodes::Fp8E4M3>(a, nBegin, nEnd);
   case AmxCodes::Int4:
+  case AmxCodes::F16:
     break;
   }
   // A caller's bug, not an input's: Linear.cpp's bf16GemmFor keeps int4
-  // on the f32 panel. Never run int4 nibbles as int8 codes.
+  // and f16 on the f32 panel. Never run their bytes as int8 codes.
   std::fprintf(stderr, "folio: gemmBf16Dot takes int8 and fp8 codes, not "
-                       "int4\n");
+                       "int4 or f16\n");
   std::abort();
 }
 
@@ -376,6 +396,8 @@ void gemmAmx(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd) {
     return run<AmxCodes::Fp8E4M3>(a, nBegin, nEnd);
   case AmxCodes::Int4:
     return run<AmxCodes::Int4>(a, nBegin, nEnd);
+  case AmxCodes::F16:
+    return run<AmxCodes::F16>(a, nBegin, nEnd);
   }
 }
 

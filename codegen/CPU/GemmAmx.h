@@ -22,9 +22,17 @@
 namespace folio::cpu::detail {
 
 /// What the weight bytes hold: int8 or fp8_e4m3 codes (exact in bf16,
-/// one scale per row), or int4 rows (WeightPack.h's blocks) whose group
-/// values min + q * scale are split into bf16 hi + lo (no row scale).
-enum class AmxCodes { Int8, Fp8E4M3, Int4 };
+/// one scale per row), int4 rows (WeightPack.h's blocks) whose group
+/// values min + q * scale are split into bf16 hi + lo (no row scale), or
+/// f16 weights [N, K], split the same way (an f16 value is exactly the sum
+/// of its bf16 rounding and the bf16 of what that left out: 11
+/// significant bits, and bf16's exponent range holds f16's).
+enum class AmxCodes { Int8, Fp8E4M3, Int4, F16 };
+
+/// Whether `codes` carry their weights as bf16 hi + lo pairs (then x too).
+constexpr bool amxSplitCodes(AmxCodes codes) {
+  return codes == AmxCodes::Int4 || codes == AmxCodes::F16;
+}
 
 /// y[m, n] = scales[n] * (bf16(x[m, :]) . codes[n, :]) + outliers + bias,
 /// or for int4 x[m, :] . W[n, :] + bias carried in bf16 hi + lo pairs.
@@ -32,15 +40,15 @@ struct AmxGemmArgs {
   /// x rounded to bf16, [amxPaddedRows(m), amxPaddedK(k)], zero padded
   /// (packXForAmx).
   const uint16_t *xb = nullptr;
-  /// int4 only: what bf16 x left out, x - xb rounded to bf16 (same layout),
-  /// multiplied too, so x is carried to about 2^-16.
+  /// int4 and f16 only: what bf16 x left out, x - xb rounded to bf16 (same
+  /// layout), multiplied too, so x is carried to about 2^-16.
   const uint16_t *xbLo = nullptr;
   int64_t m = 0;
   int64_t k = 0;
   AmxCodes codes = AmxCodes::Int8;
   const void *w = nullptr;       ///< codes [N, K], one byte each; int4:
-                                 ///< [N, int4RowBytes(K)]
-  const float *scales = nullptr; ///< [N], per code (not int4)
+                                 ///< [N, int4RowBytes(K)]; f16: [N, K]
+  const float *scales = nullptr; ///< [N], per code (not int4 or f16)
   /// int4 only: weights per group and the f16 (scale, min) pairs [N,
   /// int4Groups(K, groupSize), 2].
   int64_t groupSize = 0;
@@ -72,8 +80,9 @@ void gemmAmx(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd);
 
 /// The same product for int8 and fp8 codes with AVX512-BF16 dot products
 /// (vdpbf16ps) on the same panels, for CPUs without AMX: the same bf16 x,
-/// the same f32 accumulation per pair of K. Needs bf16DotActive() (int4,
-/// whose hi + lo products would cost more than the f32 panel, keeps it).
+/// the same f32 accumulation per pair of K. Needs bf16DotActive() (int4
+/// and f16, whose hi + lo products would cost more than the f32 panel,
+/// keep it).
 void gemmBf16Dot(const AmxGemmArgs &a, int64_t nBegin, int64_t nEnd);
 
 } // namespace folio::cpu::detail

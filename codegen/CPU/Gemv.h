@@ -245,6 +245,20 @@ void gemmInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin, int64_t nEnd);
 /// Output rows of a prefill panel (two vectors).
 constexpr int64_t kDequantPanelRows = 32;
 
+/// f16 weights' prefill without AMX (a.f16; oneDNN 2.6 has no f16
+/// matmul): 32 rows at a time widened into an f32 panel and
+/// panelGemmAvx512 over all of x, as the fp8 and int4 panels.
+void gemmF16PanelAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
+
+/// Rows of x up to which f16 weights stay in the GEMV tiles at the AVX-512
+/// level: before the AMX GEMM (hi + lo bf16 products, GemmAmx.h), and
+/// without AMX before gemmF16PanelAvx512. One 110M token's linears on an
+/// Intel Xeon, 1 thread (folio-linear-bench verify), ms, GEMV against the
+/// AMX GEMM against the panel: 45.6 / 63 / 63 at M = 16, 72.9 / about 62 /
+/// (not run) at 24, 97.8 / 62 / 95 at 32, 187 / 78.5 / 137 at 64.
+constexpr int64_t kF16GemvMaxRowsAmx = 16;
+constexpr int64_t kF16GemvMaxRows = 32;
+
 /// Writes numRows (<= kDequantPanelRows) rows of k floats, ld apart, as
 /// the panel panelGemmAvx512 reads: panel[c * kDequantPanelRows + r] =
 /// rows[r * ld + c], zero for r >= numRows. The dequantizing kernels

@@ -13,6 +13,7 @@
 #include "codegen/CPU/Gemv.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace folio::cpu::detail {
 
@@ -69,11 +70,38 @@ FOLIO_AVX512 void panelTile(const float *x, int64_t k, const float *panel,
   }
 }
 
+/// See gemmF16PanelAvx512 (Gemv.h).
+FOLIO_AVX512 void f16Panels(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
+  // Per worker thread: one panel and its rows.
+  thread_local std::vector<float> panel, rows;
+  const int64_t k = a.k, ld = (k + 15) / 16 * 16;
+  const uint16_t *w = static_cast<const uint16_t *>(a.w);
+  panel.resize(size_t(k * kDequantPanelRows));
+  rows.resize(size_t(kDequantPanelRows * ld));
+  for (int64_t n = nBegin; n < nEnd; n += kDequantPanelRows) {
+    const int64_t cols = std::min(kDequantPanelRows, nEnd - n);
+    for (int64_t r = 0; r < cols; ++r)
+      for (int64_t kk = 0; kk < k; kk += 16) {
+        const __mmask16 m = k - kk >= 16 ? __mmask16(0xffff) : tailMask(k - kk);
+        _mm512_storeu_ps(
+            rows.data() + r * ld + kk,
+            _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w + (n + r) * k + kk)));
+      }
+    panelFromRows(rows.data(), ld, cols, k, panel.data());
+    panelGemmAvx512(a.x, a.m, k, panel.data(), cols,
+                    a.bias ? a.bias + n : nullptr, a.y + n, a.n);
+  }
+}
+
 } // namespace
 
 void panelFromRowsAvx512(const float *rows, int64_t ld, int64_t numRows,
                          int64_t k, float *panel) {
   panelFromRows(rows, ld, numRows, k, panel);
+}
+
+void gemmF16PanelAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd) {
+  f16Panels(a, nBegin, nEnd);
 }
 
 void panelGemmAvx512(const float *x, int64_t m, int64_t k, const float *panel,

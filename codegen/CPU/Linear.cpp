@@ -42,14 +42,14 @@ using Bf16Gemm = void (*)(const AmxGemmArgs &, int64_t, int64_t);
 
 /// The bf16 GEMM a prefill of `numTokens` rows with `codes` weights runs:
 /// gemmAmx on AMX for every code type, gemmBf16Dot with AVX512-BF16 dot
-/// products for the 8-bit ones (int4's hi + lo products would cost more
-/// than the f32 panel); null for the f32 panel.
+/// products for the 8-bit ones (int4's and f16's hi + lo products would
+/// cost more than the f32 panel); null for the f32 panel.
 Bf16Gemm bf16GemmFor(int64_t numTokens, AmxCodes codes) {
   if (numTokens <= kConvertTileRows)
     return nullptr;
   if (amxActive())
     return gemmAmx;
-  return codes != AmxCodes::Int4 && bf16DotActive() ? gemmBf16Dot : nullptr;
+  return !amxSplitCodes(codes) && bf16DotActive() ? gemmBf16Dot : nullptr;
 }
 
 /// The bf16 GEMM `gemm` (bf16GemmFor): x converted to bf16 once (per
@@ -62,7 +62,7 @@ Status linearBf16Gemm(Bf16Gemm gemm, const float *x, int64_t numTokens,
   thread_local std::vector<uint16_t> xb, xbLo;
   const size_t elems = size_t(amxPaddedRows(numTokens) * amxPaddedK(v.k));
   xb.resize(elems);
-  const bool splitX = codes == AmxCodes::Int4;
+  const bool splitX = amxSplitCodes(codes);
   xbLo.resize(splitX ? elems : 0);
   packXForAmx(x, numTokens, v.k, xb.data(), splitX ? xbLo.data() : nullptr);
   AmxGemmArgs a;
@@ -274,6 +274,13 @@ Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
     return linearGemvFp8(x, numTokens, w, y, pool);
   if (w.storage() == DType::I4)
     return linearGemvInt4(x, numTokens, w, y, pool);
+  // f16 has no oneDNN matmul here: above the rows where the GEMV tiles
+  // win, its prefill runs Folio's GEMMs, on AMX, else (AVX-512) on an f32
+  // panel.
+  if (w.storage() == DType::F16 && numTokens > kF16GemvMaxRowsAmx)
+    if (Bf16Gemm gemm = bf16GemmFor(numTokens, AmxCodes::F16))
+      return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::F16, nullptr, y,
+                            pool);
   GemvArgs a;
   a.x = x;
   a.m = numTokens;
@@ -285,6 +292,13 @@ Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
   a.y = y;
   a.n = w.outFeatures();
   const Isa isa = activeIsa();
+  if (a.f16 && isa == Isa::Avx512 && numTokens > kF16GemvMaxRows) {
+    pool.parallelForGuided(
+        a.n, kDequantPanelRows,
+        /*align=*/kDequantPanelRows,
+        [&](int64_t b, int64_t e) { gemmF16PanelAvx512(a, b, e); });
+    return Status::success();
+  }
   void (*kernel)(const GemvArgs &, int64_t, int64_t) =
       isa == Isa::Avx512 ? gemvAvx512
       : isa == Isa::Avx2 ? gemvAvx2
