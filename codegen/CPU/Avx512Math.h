@@ -189,7 +189,7 @@ FOLIO_AVX512 static inline void reduceAddMany(const __m512 (&v)[S],
   static_assert(S >= 1 && S <= 16, "one tree holds 16 sums");
   constexpr int G = (S + 3) / 4;
   const __m512 zero = _mm512_setzero_ps();
-  auto at = [&](int s) { return s < S ? v[s] : zero; };
+  auto at = [&](int s) FOLIO_AVX512 { return s < S ? v[s] : zero; };
   // u[g], 128-bit lane q: the partial sums of v[4g .. 4g+3] over lane q.
   __m512 u[4];
   for (int g = 0; g < 4; ++g) {

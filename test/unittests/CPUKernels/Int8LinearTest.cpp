@@ -263,10 +263,9 @@ struct Shape {
 // remainders, and M far beyond kSmallM (the prefill path; on AMX, 32-row
 // blocks with one- and two-tile remainders and N off the 32-column panels).
 const Shape kShapes[] = {
-    {1, 1, 1},     {1, 1, 17},    {1, 5, 15},   {2, 3, 63},    {3, 9, 65},
-    {4, 8, 64},    {5, 13, 130},  {6, 4, 256},  {7, 21, 129},  {0, 4, 32},
-    {33, 37, 200}, {70, 9, 1000}, {17, 65, 64}, {24, 100, 300},
-    {66, 40, 200}};
+    {1, 1, 1},     {1, 1, 17},    {1, 5, 15},   {2, 3, 63},     {3, 9, 65},
+    {4, 8, 64},    {5, 13, 130},  {6, 4, 256},  {7, 21, 129},   {0, 4, 32},
+    {33, 37, 200}, {70, 9, 1000}, {17, 65, 64}, {24, 100, 300}, {66, 40, 200}};
 
 TEST(Int8LinearTest, MatchesTheReferenceOnEveryPath) {
   for (const Shape &s : kShapes)
@@ -438,10 +437,11 @@ TEST(Int8LinearTest, DecodeRowsAreExactIntegerSums) {
               bitwiseEqual(y1, std::vector<float>(want.end() - n, want.end())))
               << path.name() << " " << what << " alone";
         }
-      if (hostFeatures().avx512)
+      if (hostFeatures().avx512) {
         EXPECT_TRUE(
             bitwiseEqual(runMaddKernel(x, m, pw.view(), bias.data()), want))
             << "avx512 without vnni " << what;
+      }
     }
 }
 
@@ -501,9 +501,10 @@ TEST(Int8LinearTest, LongRowsSumPastInt32) {
       ASSERT_TRUE(linear(x.data(), m, pw, y.data(), parallelPool()).ok());
       EXPECT_TRUE(bitwiseEqual(y, want)) << path.name() << " k=" << k;
     }
-    if (hostFeatures().avx512)
+    if (hostFeatures().avx512) {
       EXPECT_TRUE(bitwiseEqual(runMaddKernel(x, m, pw.view(), nullptr), want))
           << "avx512 without vnni k=" << k;
+    }
   }
 }
 
