@@ -15,6 +15,10 @@
 
 #define FOLIO_AVX512                                                           \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
+/// The same with AVX512-VNNI (vpdpbusd, vpdpwssd), for the integer kernels.
+#define FOLIO_AVX512_VNNI                                                      \
+  __attribute__((                                                              \
+      target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
 
 namespace folio::cpu::avx512 {
 

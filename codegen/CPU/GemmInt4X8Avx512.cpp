@@ -34,10 +34,6 @@
 #include <cstring>
 #include <vector>
 
-#define FOLIO_AVX512_VNNI                                                      \
-  __attribute__((                                                              \
-      target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
-
 namespace folio::cpu::detail {
 
 namespace {
@@ -129,13 +125,7 @@ FOLIO_AVX512_VNNI void gemmInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin,
   for (int64_t n = nBegin; n < nEnd; n += kCols) {
     const int64_t cols = std::min(kCols, nEnd - n);
     fillInt4X8Panel(a, n, cols, panel);
-    std::fill(scale, scale + 2 * groups * kCols, 0.0f); // scale and min
-    for (int64_t g = 0; g < groups; ++g)
-      for (int64_t j = 0; j < cols; ++j) {
-        const uint16_t *p = a.params + ((n + j) * groups + g) * 2;
-        scale[g * kCols + j] = f16ToFloat(p[0]);
-        min[g * kCols + j] = f16ToFloat(p[1]);
-      }
+    fillInt4X8Params(a, n, cols, scale, min);
     int64_t m = 0;
     for (; m + 4 <= a.m; m += 4)
       rowsTile<4>(a, panel, scale, min, n, cols, m);

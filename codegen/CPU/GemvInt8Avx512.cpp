@@ -25,10 +25,6 @@
 #include <cmath>
 #include <vector>
 
-#define FOLIO_AVX512_VNNI                                                      \
-  __attribute__((                                                              \
-      target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
-
 namespace folio::cpu::detail {
 
 namespace {

@@ -19,9 +19,11 @@
 #define FOLIO_CODEGEN_CPU_INT4X8PANEL_H
 
 #include "codegen/CPU/Avx512Math.h"
+#include "codegen/CPU/DType.h"
 #include "codegen/CPU/Gemv.h"
 #include "codegen/CPU/WeightPack.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace folio::cpu::detail {
@@ -118,6 +120,22 @@ FOLIO_AVX512 static inline void fillInt4X8Panel(const GemvInt4Args &a,
         for (int p = 0; p < 16; ++p)
           _mm512_store_ps(reinterpret_cast<float *>(dst + 64 * p), step[h][p]);
       }
+    }
+}
+
+/// The f16 (scale, min) pairs of weight rows [n, n + cols) widened into
+/// scale[g * 32 + j] and min[g * 32 + j] for group g and column j, zero
+/// for the columns past cols.
+inline void fillInt4X8Params(const GemvInt4Args &a, int64_t n, int64_t cols,
+                             float *scale, float *min) {
+  const int64_t groups = int4Groups(a.k, a.groupSize);
+  std::fill(scale, scale + groups * kInt4X8PanelCols, 0.0f);
+  std::fill(min, min + groups * kInt4X8PanelCols, 0.0f);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t j = 0; j < cols; ++j) {
+      const uint16_t *p = a.params + ((n + j) * groups + g) * 2;
+      scale[g * kInt4X8PanelCols + j] = f16ToFloat(p[0]);
+      min[g * kInt4X8PanelCols + j] = f16ToFloat(p[1]);
     }
 }
 
