@@ -178,7 +178,9 @@ void gemvAvx2(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 void gemmPanelAvx2(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 void gemvAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 /// Rows of x above which the vector levels' 8-bit and int4 kernels run a
-/// GEMM over weight tiles converted once, instead of the GEMV.
+/// GEMM over weight tiles converted once, instead of the GEMV (on AVX-512
+/// without AMX, int8 and fp8 keep the GEMV longer: kInt8GemvMaxRows,
+/// kFp8GemvMaxRows).
 constexpr int64_t kConvertTileRows = 8;
 
 /// Rows of x up to which the AVX-512 int8 and fp8 kernels run their GEMV
