@@ -178,17 +178,19 @@ void gemvAvx2(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 void gemmPanelAvx2(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 void gemvAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 /// Rows of x above which the vector levels' 8-bit and int4 kernels run a
-/// GEMM over weight tiles converted once, instead of the GEMV (on AVX-512
-/// without AMX, int8 and fp8 keep the GEMV longer: kInt8GemvMaxRows,
+/// GEMM over weight tiles converted once, instead of the GEMV (without
+/// AMX, int8 and AVX-512's fp8 keep the GEMV longer: kInt8GemvMaxRows,
 /// kFp8GemvMaxRows).
 constexpr int64_t kConvertTileRows = 8;
 
-/// Rows of x up to which the AVX-512 int8 and fp8 kernels run their GEMV
-/// rather than the f32 panel GEMM, where no bf16 GEMM takes the rows above
-/// kConvertTileRows (no AMX, the vdpbf16ps GEMM off). One 110M token's
-/// linears on an Intel Xeon with AMX ruled out, 1 thread (folio-linear-bench
-/// verify), GEMV against panel, ms: int8 15.8 / 40 at M = 12, 45 / 64 at
-/// 32, 85 / 91 at 64; fp8 37 / 45 at 12, 49 / 52 at 16, 73 / 63 at 24.
+/// Rows of x up to which the int8 kernels (AVX2 and AVX-512) and the
+/// AVX-512 fp8 kernel run their GEMV rather than the f32 panel GEMM, where
+/// no bf16 GEMM takes the rows above kConvertTileRows (no AMX, the
+/// vdpbf16ps GEMM off). One 110M token's linears on an Intel Xeon with AMX
+/// ruled out, 1 thread (folio-linear-bench verify), GEMV against panel,
+/// ms: int8 15.8 / 40 at M = 12, 45 / 64 at 32, 85 / 91 at 64 (AVX2: 29.5
+/// / 44.9, 73.6 / 89.4, 145 / 149); fp8 37 / 45 at 12, 49 / 52 at 16, 73 /
+/// 63 at 24.
 constexpr int64_t kInt8GemvMaxRows = 64;
 constexpr int64_t kFp8GemvMaxRows = 16;
 

@@ -1,15 +1,15 @@
 //===- GemvInt8Avx2.cpp - AVX2 int8-weight kernel -------------------------===//
 //
 // Weight-only int8 on AVX2, GemvInt8Avx512.cpp's design in 8 lanes. Decode
-// (M <= kConvertTileRows) multiplies the codes, widened 16 at a time to
-// int16 (vpmovsxbw, the load folded in), with x's int16 codes
+// and batches (M <= kInt8GemvMaxRows) multiply the codes, widened 16 at a
+// time to int16 (vpmovsxbw, the load folded in), with x's int16 codes
 // (quantizeXInt16*, Gemv.h) by vpmaddwd into int32 lanes: exact integer
 // sums, as every level computes them. Four weight rows (four streams, the
 // next four prefetched once per line) by up to two x rows; further x rows
 // take further passes over rows that are then in L1. Codes past the last
-// whole 32 are summed in scalar code. Prefill converts 16 rows at a time
-// into an f32 panel (GemvPanelAvx2.cpp) and multiplies f32 x. Scales apply
-// to the sums; outlier columns (bf16) are added after.
+// whole 32 are summed in scalar code. Prefill (more rows) converts 16 rows
+// at a time into an f32 panel (GemvPanelAvx2.cpp) and multiplies f32 x.
+// Scales apply to the sums; outlier columns (bf16) are added after.
 //
 //===----------------------------------------------------------------------===//
 
@@ -218,7 +218,7 @@ FOLIO_AVX2 void panelRows(const GemvInt8Args &a, int64_t n, int64_t rows,
 
 void gemvInt8Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd) {
   int64_t n = nBegin;
-  if (a.m > kConvertTileRows) {
+  if (a.m > kInt8GemvMaxRows) {
     // Per worker thread: one panel of f32 codes.
     thread_local std::vector<float> panel;
     for (; n < nEnd; n += kPanelRowsAvx2)

@@ -116,8 +116,7 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
     return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Int8, a.xOut, y,
                           pool);
   const Isa isa = activeIsa();
-  if (isa == Isa::Scalar || numTokens <= kConvertTileRows ||
-      (isa == Isa::Avx512 && numTokens <= kInt8GemvMaxRows)) {
+  if (isa == Isa::Scalar || numTokens <= kInt8GemvMaxRows) {
     // The GEMV's x in 16-bit fixed point (Gemv.h), per calling thread as
     // xOut. The outlier columns' codes are 0 in w, so they are zeroed in a
     // copy of x first: they must not set a row's step.

@@ -30,10 +30,12 @@ std::vector<float> reference(const std::vector<float> &x, int64_t m,
 }
 
 /// Whether linear() runs `m` rows of int8 weights through the GEMV, whose x
-/// is in 16-bit fixed point (Gemv.h): decode rows on the vector levels,
-/// every M on the scalar one.
-bool int16X(Isa isa, int64_t m) {
-  return isa == Isa::Scalar || m <= detail::kConvertTileRows;
+/// is in 16-bit fixed point (Gemv.h): decode rows on the vector levels, up
+/// to kInt8GemvMaxRows where no bf16 GEMM takes them, every M on the
+/// scalar one.
+bool int16X(const KernelPath &path, int64_t m) {
+  return path.isa == Isa::Scalar || m <= detail::kConvertTileRows ||
+         (!path.bf16Prefill(DType::I8) && m <= detail::kInt8GemvMaxRows);
 }
 
 /// |got - want| <= 2e-6 k sum_c |x_c w_c| + tiny: f32 accumulation only;
@@ -288,7 +290,7 @@ TEST(Int8LinearTest, MatchesTheReferenceOnEveryPath) {
                       path.name() + " m=" + std::to_string(s.m) + " n=" +
                           std::to_string(s.n) + " k=" + std::to_string(s.k) +
                           " outliers=" + std::to_string(every),
-                      path.bf16Prefill(DType::I8), int16X(path.isa, s.m));
+                      path.bf16Prefill(DType::I8), int16X(path, s.m));
         }
     }
 }
@@ -317,7 +319,7 @@ TEST(Int8LinearTest, ZeroAndExtremeRows) {
       std::vector<float> y(size_t(m * n), NAN);
       ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
       expectClose(y, want, x, m, pw.view(), path.name(),
-                  path.bf16Prefill(DType::I8), int16X(path.isa, m));
+                  path.bf16Prefill(DType::I8), int16X(path, m));
       for (int64_t i = 0; i < m; ++i) {
         EXPECT_EQ(y[size_t(i * n)], 0.0f);
         EXPECT_NE(y[size_t(i * n + 1)], 0.0f);
@@ -445,30 +447,35 @@ TEST(Int8LinearTest, DecodeRowsAreExactIntegerSums) {
     }
 }
 
-TEST(Int8LinearTest, AvxBatchesUpToTheGemvLimitAreExactIntegerSums) {
-  // Without AMX or the vdpbf16ps GEMM, AVX-512 runs the GEMV up to
+TEST(Int8LinearTest, BatchesUpToTheGemvLimitAreExactIntegerSums) {
+  // Without AMX or the vdpbf16ps GEMM, AVX2 and AVX-512 run the GEMV up to
   // kInt8GemvMaxRows rows (a batched decode, a verify step, a short
   // prefill chunk): each row is the definition's bits, as alone.
-  if (!hostFeatures().avx512)
-    GTEST_SKIP() << "no AVX-512 here";
-  const KernelPath path{Isa::Avx512};
-  for (int64_t k : {65, 200, 8193})
-    for (int64_t m : {int64_t(9), int64_t(14), detail::kInt8GemvMaxRows}) {
-      const int64_t n = 7;
-      std::vector<float> w = weights(n, k, uint32_t(k + 5 * m));
-      std::vector<float> bias = randomVector(size_t(n), uint32_t(k + 1));
-      std::vector<float> x = randomVector(size_t(m * k), uint32_t(k + m));
-      PackedWeight pw;
-      ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k, bias.data(),
-                                     DType::I8, pw)
-                      .ok());
-      const std::vector<float> want =
-          integerDefinition(x, m, pw.view(), bias.data());
-      PathScope scope(path);
-      std::vector<float> y(size_t(m * n), NAN);
-      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), parallelPool()).ok());
-      EXPECT_TRUE(bitwiseEqual(y, want)) << "k=" << k << " m=" << m;
-    }
+  std::vector<KernelPath> paths;
+  for (Isa isa : hostIsas())
+    if (isa != Isa::Scalar)
+      paths.push_back({isa});
+  if (paths.empty())
+    GTEST_SKIP() << "no AVX2 here";
+  for (const KernelPath &path : paths)
+    for (int64_t k : {65, 200, 8193})
+      for (int64_t m : {int64_t(9), int64_t(14), detail::kInt8GemvMaxRows}) {
+        const int64_t n = 7;
+        std::vector<float> w = weights(n, k, uint32_t(k + 5 * m));
+        std::vector<float> bias = randomVector(size_t(n), uint32_t(k + 1));
+        std::vector<float> x = randomVector(size_t(m * k), uint32_t(k + m));
+        PackedWeight pw;
+        ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k, bias.data(),
+                                       DType::I8, pw)
+                        .ok());
+        const std::vector<float> want =
+            integerDefinition(x, m, pw.view(), bias.data());
+        PathScope scope(path);
+        std::vector<float> y(size_t(m * n), NAN);
+        ASSERT_TRUE(linear(x.data(), m, pw, y.data(), parallelPool()).ok());
+        EXPECT_TRUE(bitwiseEqual(y, want))
+            << path.name() << " k=" << k << " m=" << m;
+      }
 }
 
 TEST(Int8LinearTest, LongRowsSumPastInt32) {
