@@ -236,6 +236,34 @@ TEST(Fp8WeightTest, BothAvx512BodiesMatchTheReference) {
     }
 }
 
+TEST(Fp8WeightTest, GemvBatchRowsAreEachRowAlone) {
+  // Without AMX, AVX-512 keeps fp8 in the GEMV up to kFp8GemvMaxRows rows
+  // (a batched decode or verify step): each row's bits are its own
+  // decode's, whatever rows share the step.
+  if (!hostFeatures().avx512)
+    GTEST_SKIP() << "no AVX-512 here";
+  const int64_t n = 37, k = 300;
+  std::vector<float> w = randomVector(size_t(n * k), 81);
+  WeightPacking p;
+  ASSERT_TRUE(packWeightRows(w.data(), n, k, DType::FP8E4M3, p).ok());
+  PackedWeight pw;
+  std::vector<float> bias = randomVector(size_t(n), 82);
+  ASSERT_TRUE(PackedWeight::fromView(p.view(), bias.data(), pw).ok());
+  PathScope scope(KernelPath{Isa::Avx512});
+  for (int64_t m : {int64_t(9), int64_t(13), detail::kFp8GemvMaxRows}) {
+    std::vector<float> x = randomVector(size_t(m * k), uint32_t(83 + m), -2, 2);
+    std::vector<float> y(size_t(m * n), NAN);
+    ASSERT_TRUE(linear(x.data(), m, pw, y.data(), parallelPool()).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      std::vector<float> one(size_t(n), NAN);
+      ASSERT_TRUE(
+          linear(x.data() + i * k, 1, pw, one.data(), serialPool()).ok());
+      EXPECT_EQ(std::memcmp(one.data(), y.data() + i * n, 4 * size_t(n)), 0)
+          << "m=" << m << " row " << i;
+    }
+  }
+}
+
 TEST(Fp8WeightTest, SubnormalZeroAndExtremeRows) {
   // Row 0 zero, row 1 tiny, row 2 huge, row 3 spanning e4m3's subnormals
   // (values far below the row's max): each row is relative to its scale.
