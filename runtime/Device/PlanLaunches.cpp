@@ -3,6 +3,7 @@
 #include "runtime/Device/PlanLaunches.h"
 #include "runtime/Device/PlanRowPrograms.h"
 #include "runtime/Device/PlanViews.h"
+#include "runtime/Plan/StoredWeightDType.h"
 
 #include <algorithm>
 #include <cstring>
@@ -78,34 +79,15 @@ Status cudaCacheFormat(const plan::ValueInfo &v, const std::string &where,
 
 namespace {
 
-/// A stored weight's dtype as the kernels name it, and int4's group (0 for
-/// the other dtypes); false for a dtype no generated kernel reads.
+/// A stored weight's dtype and int4 group as the generated kernels' specs
+/// take them (plan::storedWeightDType); false for a dtype no kernel reads.
 bool storedDType(const plan::StoredWeight &w, cpu::DType &type,
                  int &groupSize) {
-  groupSize = 0;
-  switch (w.type) {
-  case ElemType::F32:
-    type = cpu::DType::F32;
-    return true;
-  case ElemType::BF16:
-    type = cpu::DType::BF16;
-    return true;
-  case ElemType::F16:
-    type = cpu::DType::F16;
-    return true;
-  case ElemType::I8:
-    type = cpu::DType::I8;
-    return true;
-  case ElemType::F8E4M3:
-    type = cpu::DType::FP8E4M3;
-    return true;
-  case ElemType::I4:
-    type = cpu::DType::I4;
-    groupSize = int(plan::int4LayoutGroupSize(w.layout));
-    return true;
-  default:
+  int64_t group = 0;
+  if (!plan::storedWeightDType(w, type, group))
     return false;
-  }
+  groupSize = int(group);
+  return true;
 }
 
 /// The linear kernel over the weight stored for operands [operand,

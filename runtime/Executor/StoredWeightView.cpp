@@ -2,37 +2,20 @@
 
 #include "runtime/Executor/StoredWeightView.h"
 
+#include "runtime/Plan/StoredWeightDType.h"
+
 namespace folio::exec {
 
 using plan::ElemType;
 
 Status storedWeightView(const plan::Plan &plan, const plan::StoredWeight &w,
                         cpu::WeightView &v) {
-  switch (w.type) {
-  case ElemType::F32:
-    v.storage = cpu::DType::F32;
-    break;
-  case ElemType::BF16:
-    v.storage = cpu::DType::BF16;
-    break;
-  case ElemType::F16:
-    v.storage = cpu::DType::F16;
-    break;
-  case ElemType::I8:
-    v.storage = cpu::DType::I8;
-    break;
-  case ElemType::F8E4M3:
-    v.storage = cpu::DType::FP8E4M3;
-    break;
-  case ElemType::I4:
-    v.storage = cpu::DType::I4;
-    break;
-  default:
+  int64_t groupSize = 0;
+  if (!plan::storedWeightDType(w, v.storage, groupSize))
     return Status::invalidArgument(std::string("stored weight of ") +
                                    plan::elemTypeName(w.type) +
                                    "; the CPU reads f32, bf16, f16, int8, "
                                    "fp8_e4m3 or int4");
-  }
   const uint8_t *blob = plan.blob.data();
   v.n = w.n;
   v.k = w.k;
@@ -47,7 +30,7 @@ Status storedWeightView(const plan::Plan &plan, const plan::StoredWeight &w,
   if (w.type == ElemType::F8E4M3)
     v.scales = reinterpret_cast<const float *>(blob + w.scalesOffset);
   if (w.type == ElemType::I4) {
-    v.groupSize = plan::int4LayoutGroupSize(w.layout);
+    v.groupSize = groupSize;
     v.groupParams = reinterpret_cast<const uint16_t *>(blob + w.scalesOffset);
     v.int8X = w.activations == ElemType::I8;
   }
