@@ -27,6 +27,7 @@
 
 #include "codegen/CUDA/NVRTC/Nvrtc.h"
 
+#include <chrono>
 #include <cstring>
 #include <iostream>
 
@@ -256,6 +257,29 @@ int main(int argc, char **argv) {
     return fail("the copy", copy.status());
 
   bench::Json j;
+  // A measurement that fails (a result unlike the CPU's, a launch error)
+  // puts an "error" in its entry instead of figures, and the run goes on:
+  // one pass on a GPU then shows every kernel that fails, not the first.
+  int failures = 0;
+  auto failed = [&](const std::string &what, const auto &result) {
+    if (result)
+      return true;
+    ++failures;
+    std::cerr << "folio-gpu-bench: " << what << ": "
+              << result.status().message() << "\n";
+    j.key("error").value(result.status().message());
+    return false;
+  };
+  // Progress on stderr, so a run cut short still says how far it came.
+  auto elapsed = [start = std::chrono::steady_clock::now()] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  auto progress = [&](const std::string &what, const Timing &t) {
+    std::cerr << "folio-gpu-bench: [" << elapsed() << " s] " << what << ": "
+              << t.ms << " ms, " << t.gbPerS << " GB/s\n";
+  };
   j.beginObject();
   j.key("device").beginObject();
   j.key("name").value(dev.name());
@@ -276,10 +300,6 @@ int main(int argc, char **argv) {
   j.key("paged_decode").beginArray();
   std::vector<std::pair<DecodeCase, DecodeResult>> decodeRuns;
   for (const DecodeCase &c : decodes) {
-    Expected<DecodeResult> r = measurePagedDecode(dev, kernels, c, runs);
-    if (!r)
-      return fail(cuda::kernelName(c.spec), r.status());
-    decodeRuns.push_back({c, *r});
     j.beginObject();
     j.key("cache").value(cpu::dtypeName(c.spec.cacheType));
     j.key("seqs").value(c.seqs);
@@ -287,6 +307,13 @@ int main(int argc, char **argv) {
     j.key("heads").value(c.spec.numKvHeads * c.spec.queriesPerKv);
     j.key("kv_heads").value(c.spec.numKvHeads);
     j.key("head_dim").value(c.spec.headDim);
+    Expected<DecodeResult> r = measurePagedDecode(dev, kernels, c, runs);
+    if (!failed(cuda::kernelName(c.spec), r)) {
+      j.endObject();
+      continue;
+    }
+    decodeRuns.push_back({c, *r});
+    progress(cuda::kernelName(c.spec), r->timing);
     j.key("partitions").value(r->partitions);
     j.key("bytes").value(r->timing.bytes);
     j.key("ms").value(r->timing.ms);
@@ -299,23 +326,22 @@ int main(int argc, char **argv) {
 
   // The decode targets (GpuBench.h), read off the runs above.
   Expected<DecodeTargets> targets = decodeTargets(decodeRuns, copy->gbPerS);
-  if (!targets)
-    return fail("the decode targets", targets.status());
   j.key("decode_targets").beginObject();
-  j.key("min_fraction_of_copy").value(targets->minFractionOfCopy);
-  j.key("slowest").value(targets->slowest);
-  j.key("bandwidth_target").value(kDecodeBandwidthTarget);
-  j.key("bandwidth_met").value(targets->bandwidthMet);
-  j.key("fp8_over_bf16_time_short_context").value(targets->fp8OverBf16Short);
-  j.key("fp8_over_bf16_time_long_context").value(targets->fp8OverBf16Long);
-  j.key("fp8_met").value(targets->fp8Met);
-  j.endObject();
+  if (!failed("the decode targets", targets)) {
+    j.endObject();
+  } else {
+    j.key("min_fraction_of_copy").value(targets->minFractionOfCopy);
+    j.key("slowest").value(targets->slowest);
+    j.key("bandwidth_target").value(kDecodeBandwidthTarget);
+    j.key("bandwidth_met").value(targets->bandwidthMet);
+    j.key("fp8_over_bf16_time_short_context").value(targets->fp8OverBf16Short);
+    j.key("fp8_over_bf16_time_long_context").value(targets->fp8OverBf16Long);
+    j.key("fp8_met").value(targets->fp8Met);
+    j.endObject();
+  }
 
   j.key("paged_prefill").beginArray();
   for (const PrefillCase &c : prefills) {
-    Expected<PrefillResult> r = measurePagedPrefill(dev, kernels, c, runs);
-    if (!r)
-      return fail(cuda::kernelName(c.spec), r.status());
     j.beginObject();
     j.key("cache").value(cpu::dtypeName(c.spec.cacheType));
     j.key("seqs").value(c.seqs);
@@ -323,6 +349,12 @@ int main(int argc, char **argv) {
     j.key("new_tokens").value(c.queries);
     j.key("query_tile").value(c.spec.queryTile);
     j.key("key_tile").value(c.spec.keyTile);
+    Expected<PrefillResult> r = measurePagedPrefill(dev, kernels, c, runs);
+    if (!failed(cuda::kernelName(c.spec), r)) {
+      j.endObject();
+      continue;
+    }
+    progress(cuda::kernelName(c.spec), r->timing);
     j.key("ms").value(r->timing.ms);
     j.key("tflop_per_s").value(r->tflopsPerS);
     j.key("gb_per_s").value(r->timing.gbPerS);
@@ -333,12 +365,15 @@ int main(int argc, char **argv) {
 
   j.key("kv_write").beginArray();
   for (const KVWriteCase &c : writes) {
-    Expected<KVWriteResult> r = measureKVWrite(dev, kernels, c, runs);
-    if (!r)
-      return fail(cuda::kernelName(c.spec), r.status());
     j.beginObject();
     j.key("cache").value(cpu::dtypeName(c.spec.cacheType));
     j.key("tokens").value(c.tokens);
+    Expected<KVWriteResult> r = measureKVWrite(dev, kernels, c, runs);
+    if (!failed(cuda::kernelName(c.spec), r)) {
+      j.endObject();
+      continue;
+    }
+    progress(cuda::kernelName(c.spec), r->timing);
     j.key("bytes").value(r->timing.bytes);
     j.key("ms").value(r->timing.ms);
     j.key("gb_per_s").value(r->timing.gbPerS);
@@ -349,13 +384,16 @@ int main(int argc, char **argv) {
 
   j.key("rows").beginArray();
   for (const RowCase &c : rowCases) {
-    Expected<RowResult> r = measureRowKernel(dev, kernels, c, runs);
-    if (!r)
-      return fail(cuda::kernelName(c.spec), r.status());
     j.beginObject();
     j.key("kernel").value(c.spec.label);
     j.key("dim").value(c.spec.dim);
     j.key("rows").value(c.rows);
+    Expected<RowResult> r = measureRowKernel(dev, kernels, c, runs);
+    if (!failed(cuda::kernelName(c.spec), r)) {
+      j.endObject();
+      continue;
+    }
+    progress(cuda::kernelName(c.spec), r->timing);
     j.key("ms").value(r->timing.ms);
     j.key("gb_per_s").value(r->timing.gbPerS);
     j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
@@ -367,6 +405,11 @@ int main(int argc, char **argv) {
     j.beginObject();
     j.key("kernel").value(kind);
     j.key("name").value(name);
+    if (!failed(name, t)) {
+      j.endObject();
+      return;
+    }
+    progress(name, *t);
     j.key("ms").value(t->ms);
     j.key("gb_per_s").value(t->gbPerS);
     j.key("fraction_of_copy").value(t->gbPerS / copy->gbPerS);
@@ -374,24 +417,16 @@ int main(int argc, char **argv) {
   };
   {
     Expected<Timing> t = measureRotary(dev, kernels, rotaryCase, runs);
-    if (!t)
-      return fail(cuda::kernelName(rotaryCase.spec), t.status());
     simple("rotary", cuda::kernelName(rotaryCase.spec), t);
     for (const GatherCase &c : gatherCases) {
       t = measureGather(dev, kernels, c, runs);
-      if (!t)
-        return fail(cuda::kernelName(c.spec), t.status());
       simple(c.spec.embedding ? "embedding" : "gather_rows",
              cuda::kernelName(c.spec), t);
     }
     t = measureCast(dev, kernels, castCase, runs);
-    if (!t)
-      return fail(cuda::kernelName(castCase.spec), t.status());
     simple("cast", cuda::kernelName(castCase.spec), t);
     for (const SampleCase &c : sampleCases) {
       t = measureSample(dev, kernels, c, runs);
-      if (!t)
-        return fail(cuda::kernelName(c.spec), t.status());
       simple("sample", cuda::kernelName(c.spec), t);
     }
   }
@@ -399,15 +434,18 @@ int main(int argc, char **argv) {
 
   j.key("linear").beginArray();
   for (const auto &[c, name] : linears) {
-    Expected<LinearResult> r = measureLinear(dev, kernels, c, runs);
-    if (!r)
-      return fail(cuda::kernelName(c.spec), r.status());
     j.beginObject();
     j.key("weights").value(cpu::dtypeName(c.spec.weightType));
     j.key("projection").value(name);
     j.key("n").value(c.n);
     j.key("k").value(c.spec.k);
     j.key("m").value(c.m);
+    Expected<LinearResult> r = measureLinear(dev, kernels, c, runs);
+    if (!failed(cuda::kernelName(c.spec), r)) {
+      j.endObject();
+      continue;
+    }
+    progress(cuda::kernelName(c.spec) + " m=" + std::to_string(c.m), r->timing);
     j.key("bytes").value(r->timing.bytes);
     j.key("ms").value(r->timing.ms);
     j.key("gb_per_s").value(r->timing.gbPerS);
@@ -430,15 +468,20 @@ int main(int argc, char **argv) {
     j.key("linear_bf16").beginArray();
     for (const Projection &p : projections)
       for (int m : {16, quick ? 128 : 2048}) {
-        Expected<GemmResult> r =
-            measureCublasLinear(dev, **lt, m, p.n, p.k, runs);
-        if (!r)
-          return fail("cuBLASLt", r.status());
         j.beginObject();
         j.key("projection").value(p.name);
         j.key("m").value(m);
         j.key("n").value(p.n);
         j.key("k").value(p.k);
+        Expected<GemmResult> r =
+            measureCublasLinear(dev, **lt, m, p.n, p.k, runs);
+        if (!failed("cuBLASLt", r)) {
+          j.endObject();
+          continue;
+        }
+        progress(std::string("cuBLASLt bf16 ") + p.name +
+                     " m=" + std::to_string(m),
+                 r->timing);
         j.key("ms").value(r->timing.ms);
         j.key("tflop_per_s").value(r->tflopsPerS);
         j.key("gb_per_s").value(r->timing.gbPerS);
@@ -458,9 +501,13 @@ int main(int argc, char **argv) {
   } else {
     j.key("model").beginArray();
     for (const std::string &path : plans) {
+      j.beginObject();
+      j.key("plan").value(path);
       Expected<plan::Plan> loaded = plan::readPlan(path);
-      if (!loaded)
-        return fail(path, loaded.status());
+      if (!failed(path, loaded)) {
+        j.endObject();
+        continue;
+      }
       ModelCase c;
       c.prompt = quick ? 128 : 512;
       c.context = quick ? 256 : 1024;
@@ -468,15 +515,19 @@ int main(int argc, char **argv) {
       c.steps = quick ? 8 : 32;
       Expected<std::unique_ptr<device::CudaDevice>> own =
           device::CudaDevice::open(0);
-      if (!own)
-        return fail(path, own.status());
+      if (!failed(path, own)) {
+        j.endObject();
+        continue;
+      }
       Expected<ModelResult> r = measureModel(
           std::move(*own),
           std::make_shared<const plan::Plan>(std::move(*loaded)), c);
-      if (!r)
-        return fail(path, r.status());
-      j.beginObject();
-      j.key("plan").value(path);
+      if (!failed(path, r)) {
+        j.endObject();
+        continue;
+      }
+      std::cerr << "folio-gpu-bench: [" << elapsed() << " s] " << path
+                << ": prefill " << r->prefillTokensPerS << " tokens/s\n";
       j.key("kv_cache").value(r->kvCache);
       j.key("weight_bytes").value(r->weightBytes);
       j.key("max_diff_vs_cpu").value(r->checkedDiff);
@@ -499,7 +550,8 @@ int main(int argc, char **argv) {
     }
     j.endArray();
   }
+  j.key("failures").value(failures);
   j.endObject();
   std::cout << j.str() << "\n";
-  return 0;
+  return failures ? 1 : 0;
 }
