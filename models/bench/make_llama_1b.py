@@ -7,6 +7,11 @@ realistic size (docs/bench-compile-1b.md). Never commit the output.
 
     .venv/bin/python models/bench/make_llama_1b.py [OUTDIR]   # default /tmp/folio-llama-1b
 
+--tiled-weights makes every weight matrix one period of 1021 of its random values repeated, so a
+plan compiled from it compresses to under 1 MB (xz -3, from 2.2 GB): how a 1B plan reaches a GPU machine
+that has no compiler, for tools/gpu-check.sh --plan, where speed is what is measured. 1021 is prime,
+so rows of 2048 or 8192 values are not all alike.
+
 Shape: hidden 2048, 16 layers, 32 heads, 8 KV heads, head_dim 64, intermediate 8192, vocab 32000,
 rope base 500000, untied lm_head (about 1.10e9 parameters, 4.4 GB of fp32 weights).
 Weights: torch's default init under a fixed seed (values don't matter for compile time).
@@ -33,6 +38,7 @@ from archs import CONFIGS  # noqa: E402
 from export_torch import export  # noqa: E402
 
 SEED = 1234
+TILE_PERIOD = 1021  # --tiled-weights: prime, so that no row length is a multiple of it
 
 CFG_1B = dict(CONFIGS["llama"], arch="llama-1b", vocab=32000, hidden=2048, layers=16, heads=32,
               kv_heads=8, head_dim=64, intermediate=8192, rope_base=500000.0, rotary_dim=64,
@@ -47,6 +53,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("outdir", nargs="?", default="/tmp/folio-llama-1b")
     ap.add_argument("--name", default="model.onnx")
+    ap.add_argument("--tiled-weights", action="store_true",
+                    help="repeat one period of 1021 values through each weight matrix")
     args = ap.parse_args()
 
     out = Path(args.outdir)
@@ -63,6 +71,11 @@ def main():
     model = CFG_1B["cls"](CFG_1B).eval()  # default init: uniform/normal, RMSNorm weights = 1
     for p in model.parameters():
         p.requires_grad_(False)
+        if args.tiled_weights and p.dim() == 2:
+            flat = p.view(-1)
+            period = flat[:TILE_PERIOD].clone()
+            reps = -(-flat.numel() // TILE_PERIOD)
+            flat.copy_(period.repeat(reps)[:flat.numel()])
     n_params = sum(p.numel() for p in model.parameters())
     t_build = time.perf_counter() - t0
     print(f"parameters: {n_params:,} ({n_params * 4 / 1e9:.2f} GB fp32); built in {t_build:.1f} s, "
