@@ -3,6 +3,10 @@
 // with few tokens per sequence). Grid (numKvHeads, numTokens, partitions):
 // a block takes all query heads of one kv head (GQA: each K / V element is
 // dequantized once for all of them) over one partition of the context.
+// Decode reads every cache byte once and does little with it, so the
+// kernel is built for memory throughput: lanes load whole chunks of rows
+// (16 bytes where they can), several rows each before using any, and the
+// V sums are split over keys like the scores, not over head_dim.
 // With one partition the block writes the output; with several (split-K
 // over a long context) it writes its partial result, max and sum, and
 // pagedDecodeCombine merges them.
@@ -26,16 +30,128 @@ __device__ __forceinline__ int sequenceOf(const int *queryStartLoc,
   return lo;
 }
 
+/// How a decode block reads cache rows. A row is kChunks chunks of
+/// kChunkBytes, each loaded whole by one lane (16 bytes where the row
+/// allows); kLanes lanes (a power of two) share a row, each with
+/// kChunksPerLane chunks, so a warp reads kRowsPerWarp rows at once. A
+/// lane's chunks are the same in every row, so it keeps its slice of q in
+/// registers, and its V sums for all query heads: kElems * kQueriesPerKv
+/// floats per chunk, kept at 32 or fewer by narrower chunks (more
+/// registers per thread would leave too few warps per multiprocessor to
+/// keep loads in flight).
+template <class C> struct DecodeLayout {
+  static constexpr int kRowBytes = C::kHeadDim * C::kBits / 8;
+  static constexpr int kMaxElems =
+      32 / C::kQueriesPerKv > 1 ? 32 / C::kQueriesPerKv : 1;
+  __host__ __device__ static constexpr int chunkBytes() {
+    int b = 16;
+    while (b > 1 && (kRowBytes % b != 0 || b * 8 / C::kBits > kMaxElems))
+      b /= 2;
+    return b;
+  }
+  static constexpr int kChunkBytes = chunkBytes();
+  static constexpr int kElems = kChunkBytes * 8 / C::kBits;
+  static constexpr int kChunks = kRowBytes / kChunkBytes;
+  __host__ __device__ static constexpr int lanes() {
+    int l = 1;
+    while (l < kChunks && l < 32)
+      l *= 2;
+    return l;
+  }
+  static constexpr int kLanes = lanes();
+  static constexpr int kChunksPerLane = (kChunks + kLanes - 1) / kLanes;
+  static constexpr int kRowsPerWarp = 32 / kLanes;
+};
+
+/// One chunk of a cache row, loaded whole.
+template <int N> struct alignas(N) CacheChunk {
+  unsigned char b[N];
+};
+
+/// The chunk at p: one vector load where p is aligned to it (a pool from
+/// cudaMalloc always is), else byte by byte.
+template <int N>
+__device__ __forceinline__ CacheChunk<N> loadChunk(const unsigned char *p,
+                                                   bool aligned) {
+  CacheChunk<N> c;
+  if (aligned) {
+    c = *reinterpret_cast<const CacheChunk<N> *>(p);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      c.b[i] = p[i];
+  }
+  return c;
+}
+
+/// Elements [d0, d0 + E) of a cache row from its chunk: loadCache's
+/// arithmetic, element by element.
+template <class C, int E, int N>
+__device__ __forceinline__ void dequantChunk(const CacheChunk<N> &c,
+                                             const unsigned short *params,
+                                             int d0, float scale, float *out) {
+  constexpr CacheType T = C::kType;
+  if constexpr (T == CacheType::F32) {
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      out[e] = __uint_as_float(unsigned(c.b[4 * e]) |
+                               unsigned(c.b[4 * e + 1]) << 8 |
+                               unsigned(c.b[4 * e + 2]) << 16 |
+                               unsigned(c.b[4 * e + 3]) << 24);
+  } else if constexpr (T == CacheType::BF16 || T == CacheType::F16) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      unsigned bits = unsigned(c.b[2 * e]) | unsigned(c.b[2 * e + 1]) << 8;
+      out[e] = T == CacheType::BF16 ? __uint_as_float(bits << 16)
+                                    : f16BitsToFloat((unsigned short)bits);
+    }
+  } else if constexpr (T == CacheType::E4M3 || T == CacheType::E5M2) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      __half_raw h = __nv_cvt_fp8_to_halfraw(
+          c.b[e], T == CacheType::E4M3 ? __NV_E4M3 : __NV_E5M2);
+      out[e] = __half2float(__half(h)) * scale;
+    }
+  } else {
+    constexpr int G = C::kGroup;
+    // One group's {scale, min} for the whole chunk where the chunks tile
+    // the groups; else each element's own.
+    constexpr bool oneGroup = G % E == 0;
+    float s = 0.0f, mn = 0.0f;
+    if constexpr (oneGroup) {
+      int g = d0 / G;
+      s = f16BitsToFloat(__ldg(params + 2 * g));
+      mn = f16BitsToFloat(__ldg(params + 2 * g + 1));
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      if constexpr (!oneGroup) {
+        int g = (d0 + e) / G;
+        s = f16BitsToFloat(__ldg(params + 2 * g));
+        mn = f16BitsToFloat(__ldg(params + 2 * g + 1));
+      }
+      unsigned q = T == CacheType::I8 ? unsigned(c.b[e])
+                                      : (unsigned(c.b[e / 2]) >> (4 * (e % 2))) & 0xfu;
+      out[e] = mn + float(q) * s;
+    }
+  }
+}
+
 template <class C>
 __device__ __forceinline__ void pagedDecode(const PagedDecodeArgs &a) {
   constexpr int D = C::kHeadDim, G = C::kQueriesPerKv, P = C::kPartition;
   constexpr int NT = C::kThreads, NW = NT / 32;
   constexpr int numHeads = C::kNumKvHeads * G;
-  constexpr int rowBytes = D * C::kBits / 8;
+  using L = DecodeLayout<C>;
+  constexpr int rowBytes = L::kRowBytes, CB = L::kChunkBytes, E = L::kElems;
+  constexpr int LN = L::kLanes, CPL = L::kChunksPerLane, RW = L::kRowsPerWarp;
   constexpr int paramsPerRow = C::kGroup > 0 ? 2 * (D / C::kGroup) : 0;
+  // Rows each lane loads before it uses them: loads in flight.
+  constexpr int U = 4;
   const int kvHead = int(blockIdx.x), token = int(blockIdx.y);
   const int part = int(blockIdx.z);
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int sub = lane % LN, rowInWarp = lane / LN;
 
   const int seq = sequenceOf(a.queryStartLoc, a.numSeqs, token);
   const int pos = a.seqLens[seq] - (a.queryStartLoc[seq + 1] - token);
@@ -55,7 +171,7 @@ __device__ __forceinline__ void pagedDecode(const PagedDecodeArgs &a) {
   }
 
   FOLIO_DYNAMIC_SHARED(float, smem);
-  float *qs = smem;          // [G][D]
+  float *qs = smem;          // [G][D]; the V sums at the end
   float *scores = qs + G * D; // [G][P]
   int *slots = reinterpret_cast<int *>(scores + G * P); // [P]
   __shared__ float headMax[G], headSum[G];
@@ -72,30 +188,78 @@ __device__ __forceinline__ void pagedDecode(const PagedDecodeArgs &a) {
     kScale = a.kScale[kvHead];
     vScale = a.vScale[kvHead];
   }
+  const bool aligned =
+      ((unsigned long long)a.kCache | (unsigned long long)a.vCache) % CB == 0;
   __syncthreads();
 
-  // Scores: a warp per key, lanes across the head dimension.
-  for (int j = warp; j < n; j += NW) {
-    long long r = (long long)slots[j] * C::kNumKvHeads + kvHead;
-    const unsigned char *row = a.kCache + r * rowBytes;
-    const unsigned short *params = paramsPerRow ? a.kParams + r * paramsPerRow : nullptr;
-    float acc[G];
+  // This lane's slice of every head's q: its chunks are the same in every
+  // row.
+  float qr[G][CPL][E];
 #pragma unroll
-    for (int g = 0; g < G; ++g)
-      acc[g] = 0.0f;
-    for (int d = lane; d < D; d += 32) {
-      float k = loadCache<C::kType, C::kGroup>(row, params, d, kScale);
+  for (int g = 0; g < G; ++g)
 #pragma unroll
-      for (int g = 0; g < G; ++g)
-        acc[g] += qs[g * D + d] * k;
+    for (int c = 0; c < CPL; ++c)
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        int d = (sub + c * LN) * E + e;
+        qr[g][c][e] = d < D ? qs[g * D + d] : 0.0f;
+      }
+
+  // Scores: kLanes lanes per key, each with whole chunks of its row; U
+  // rows per lane are loaded before any is used.
+  constexpr int stride = NW * RW;
+  for (int base = warp * RW; base < n; base += U * stride) {
+    CacheChunk<CB> raw[U][CPL] = {};
+    const unsigned short *rowParams[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      int j = base + u * stride + rowInWarp;
+      long long r =
+          j < n ? (long long)slots[j] * C::kNumKvHeads + kvHead : -1;
+      rowParams[u] = paramsPerRow && r >= 0 ? a.kParams + r * paramsPerRow
+                                            : nullptr;
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) {
+        int chunk = sub + c * LN;
+        if (r >= 0 && chunk < L::kChunks)
+          raw[u][c] = loadChunk<CB>(a.kCache + r * rowBytes + chunk * CB,
+                                    aligned);
+      }
     }
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-      float s = warpSum(acc[g]) * a.scale;
-      if (a.softCap > 0.0f)
-        s = tanhf(s / a.softCap) * a.softCap;
-      if (lane == 0)
-        scores[g * P + j] = s;
+    for (int u = 0; u < U; ++u) {
+      int j = base + u * stride + rowInWarp;
+      float acc[G];
+#pragma unroll
+      for (int g = 0; g < G; ++g)
+        acc[g] = 0.0f;
+      if (j < n) {
+#pragma unroll
+        for (int c = 0; c < CPL; ++c) {
+          int chunk = sub + c * LN;
+          if (chunk < L::kChunks) {
+            float k[E];
+            dequantChunk<C, E>(raw[u][c], rowParams[u], chunk * E, kScale, k);
+#pragma unroll
+            for (int e = 0; e < E; ++e)
+#pragma unroll
+              for (int g = 0; g < G; ++g)
+                acc[g] += qr[g][c][e] * k[e];
+          }
+        }
+      }
+      // Every lane takes part in the shuffles, also past the last key.
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+#pragma unroll
+        for (int o = LN / 2; o > 0; o >>= 1)
+          acc[g] += __shfl_xor_sync(0xffffffffu, acc[g], o);
+        float s = acc[g] * a.scale;
+        if (a.softCap > 0.0f)
+          s = tanhf(s / a.softCap) * a.softCap;
+        if (j < n && sub == 0)
+          scores[g * P + j] = s;
+      }
     }
   }
   __syncthreads();
@@ -120,30 +284,94 @@ __device__ __forceinline__ void pagedDecode(const PagedDecodeArgs &a) {
   }
   __syncthreads();
 
-  // Weighted sum of V: a thread per output element of the head dimension.
-  for (int d = int(threadIdx.x); d < D; d += NT) {
-    float acc[G];
+  // Weighted sum of V, read as K was: each lane sums its chunks over the
+  // rows it takes, for every head; then the rows of a warp and the warps
+  // are added up.
+  float acc[G][CPL][E];
 #pragma unroll
-    for (int g = 0; g < G; ++g)
-      acc[g] = 0.0f;
-    for (int j = 0; j < n; ++j) {
-      long long r = (long long)slots[j] * C::kNumKvHeads + kvHead;
-      float v = loadCache<C::kType, C::kGroup>(
-          a.vCache + r * rowBytes,
-          paramsPerRow ? a.vParams + r * paramsPerRow : nullptr, d, vScale);
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int c = 0; c < CPL; ++c)
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        acc[g][c][e] = 0.0f;
+  for (int base = warp * RW; base < n; base += U * stride) {
+    CacheChunk<CB> raw[U][CPL] = {};
+    const unsigned short *rowParams[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      int j = base + u * stride + rowInWarp;
+      long long r =
+          j < n ? (long long)slots[j] * C::kNumKvHeads + kvHead : -1;
+      rowParams[u] = paramsPerRow && r >= 0 ? a.vParams + r * paramsPerRow
+                                            : nullptr;
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) {
+        int chunk = sub + c * LN;
+        if (r >= 0 && chunk < L::kChunks)
+          raw[u][c] = loadChunk<CB>(a.vCache + r * rowBytes + chunk * CB,
+                                    aligned);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      int j = base + u * stride + rowInWarp;
+      if (j >= n)
+        continue;
+      float p[G];
 #pragma unroll
       for (int g = 0; g < G; ++g)
-        acc[g] += scores[g * P + j] * v;
-    }
+        p[g] = scores[g * P + j];
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-      long long h = headBase + g;
-      float o = acc[g] / headSum[g];
-      if (a.numPartitions == 1)
-        a.out[h * D + d] = o;
-      else
-        a.partialOut[(h * a.numPartitions + part) * D + d] = o;
+      for (int c = 0; c < CPL; ++c) {
+        int chunk = sub + c * LN;
+        if (chunk < L::kChunks) {
+          float v[E];
+          dequantChunk<C, E>(raw[u][c], rowParams[u], chunk * E, vScale, v);
+#pragma unroll
+          for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int e = 0; e < E; ++e)
+              acc[g][c][e] += p[g] * v[e];
+        }
+      }
     }
+  }
+  // The rows of a warp: lanes sub, sub + kLanes, ... hold the same chunks.
+#pragma unroll
+  for (int o = LN; o < 32; o <<= 1)
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int c = 0; c < CPL; ++c)
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+          acc[g][c][e] += __shfl_xor_sync(0xffffffffu, acc[g][c][e], o);
+  // The warps, in order (deterministic), into qs, which no one reads any
+  // more.
+  for (int w = 0; w < NW; ++w) {
+    if (warp == w && rowInWarp == 0) {
+#pragma unroll
+      for (int g = 0; g < G; ++g)
+#pragma unroll
+        for (int c = 0; c < CPL; ++c)
+#pragma unroll
+          for (int e = 0; e < E; ++e) {
+            int d = (sub + c * LN) * E + e;
+            if (d < D)
+              qs[g * D + d] = w == 0 ? acc[g][c][e] : qs[g * D + d] + acc[g][c][e];
+          }
+    }
+    __syncthreads();
+  }
+  for (int i = int(threadIdx.x); i < G * D; i += NT) {
+    int g = i / D, d = i % D;
+    long long h = headBase + g;
+    float o = qs[i] / headSum[g];
+    if (a.numPartitions == 1)
+      a.out[h * D + d] = o;
+    else
+      a.partialOut[(h * a.numPartitions + part) * D + d] = o;
   }
   if (a.numPartitions > 1 && int(threadIdx.x) < G) {
     long long h = headBase + threadIdx.x;

@@ -48,6 +48,9 @@ struct Scenario {
   int64_t window = 0;
   float softCap = 0.0f;
   bool splitK = false; ///< the context needs several partitions
+  /// K and V pools one byte off their alignment: the kernel's byte-wise
+  /// loads instead of whole-chunk ones.
+  bool misaligned = false;
 };
 
 std::vector<Scenario> scenarios(const PagedDecodeSpec &s) {
@@ -69,6 +72,8 @@ std::vector<Scenario> scenarios(const PagedDecodeSpec &s) {
        10,
        5.0f,
        true},
+      {"pools not aligned to a chunk", {2 * p + 3, bs + 1}, {1, 1}, 0, 0.0f,
+       true, true},
   };
 }
 
@@ -182,6 +187,15 @@ void runScenario(const PagedDecodeSpec &s, const FolioTestPagedDecode &kernel,
   a.q = query.data();
   a.kCache = c.k.data();
   a.vCache = c.v.data();
+  std::vector<unsigned char> kOff, vOff;
+  if (sc.misaligned) {
+    kOff.assign(c.k.size() + 1, 0);
+    vOff.assign(c.v.size() + 1, 0);
+    std::copy(c.k.begin(), c.k.end(), kOff.begin() + 1);
+    std::copy(c.v.begin(), c.v.end(), vOff.begin() + 1);
+    a.kCache = kOff.data() + 1;
+    a.vCache = vOff.data() + 1;
+  }
   a.kParams = c.view.kParams ? c.kParams.data() : nullptr;
   a.vParams = c.view.vParams ? c.vParams.data() : nullptr;
   a.kScale = a.vScale = c.scales.data();

@@ -39,6 +39,14 @@ inline std::vector<PagedDecodeSpec> pagedDecodeVariants() {
       {DType::I8, 64, 16, 2, 2, 64, 64, 64},
       {DType::I4, 64, 16, 2, 2, 32, 64, 64},
       {DType::I4, 80, 8, 1, 4, 16, 48, 96},
+      // Rows of several chunks per lane; 16 query heads (narrower chunks);
+      // int4 groups smaller than a chunk.
+      {DType::F32, 256, 16, 1, 2, 0, 64, 128},
+      {DType::BF16, 64, 16, 1, 16, 0, 64, 128},
+      {DType::I4, 64, 16, 1, 2, 4, 64, 64},
+      // The bf16 variant with other threads and partition, as the GPU
+      // bench's tuning alternatives are.
+      {DType::BF16, 64, 16, 2, 2, 0, 32, 128},
   };
 }
 
