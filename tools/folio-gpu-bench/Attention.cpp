@@ -138,14 +138,6 @@ Expected<DecodeResult> measurePagedDecode(const CudaDevice &dev,
                                           const DecodeCase &c, int runs,
                                           uint32_t seed) {
   const cuda::PagedDecodeSpec &s = c.spec;
-  Expected<const device::CudaKernel *> mainK =
-      find(kernels, cuda::kernelName(s));
-  if (!mainK)
-    return mainK.status();
-  Expected<const device::CudaKernel *> combineK =
-      find(kernels, cuda::combineKernelName(s));
-  if (!combineK)
-    return combineK.status();
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t S = c.seqs, C = c.context, D = s.headDim;
@@ -169,62 +161,104 @@ Expected<DecodeResult> measurePagedDecode(const CudaDevice &dev,
       !st.ok())
     return Status::internal("the CPU pagedAttention: " + st.message());
 
-  cuda::PagedDecodeLaunch launch = cuda::pagedDecodeLaunch(s, S, C);
   Expected<DeviceBuffer> dq = upload(dev, query, "q"),
                          dstarts = upload(dev, starts, "queryStartLoc");
-  Expected<DeviceBuffer> dout = dev.allocate(query.size() * 4, "out"),
-                         dpartial = dev.allocate(launch.partialFloats * 4,
-                                                 "the partial outputs"),
-                         dmax = dev.allocate(launch.statFloats * 4, "maxima"),
-                         dsum = dev.allocate(launch.statFloats * 4, "sums");
-  for (Expected<DeviceBuffer> *b :
-       {&dq, &dstarts, &dout, &dpartial, &dmax, &dsum})
+  Expected<DeviceBuffer> dout = dev.allocate(query.size() * 4, "out");
+  for (Expected<DeviceBuffer> *b : {&dq, &dstarts, &dout})
     if (!*b)
       return b->status();
+  const double bytes =
+      cache.bytesOf(double(S * C)) + 2.0 * double(query.size()) * 4;
 
-  folio_cuda::PagedDecodeArgs a{};
-  a.q = dq->as<const float>();
-  a.kCache = cache.dk.as<const unsigned char>();
-  a.vCache = cache.dv.as<const unsigned char>();
-  a.kParams = cache.dkp.as<const unsigned short>();
-  a.vParams = cache.dvp.as<const unsigned short>();
-  a.kScale = a.vScale = cache.dscale.as<const float>();
-  a.queryStartLoc = dstarts->as<const int>();
-  a.seqLens = cache.dlens.as<const int>();
-  a.blockTables = cache.dtables.as<const int>();
-  a.maxBlocksPerSeq = int(cache.blocksPerSeq);
-  a.numSeqs = int(S);
-  a.scale = params.scale;
-  a.numPartitions = launch.numPartitions;
-  a.out = dout->as<float>();
-  a.partialOut = dpartial->as<float>();
-  a.partialMax = dmax->as<float>();
-  a.partialSum = dsum->as<float>();
-  auto run = [&]() -> Status {
-    if (Status st = dev.launch(**mainK, toLaunch(launch.main), &a); !st)
+  // One spec's kernels on these inputs: checked against the CPU, then
+  // timed.
+  struct Measured {
+    Timing timing;
+    int partitions = 1;
+    double maxRelDiff = 0;
+  };
+  auto measure = [&](const cuda::PagedDecodeSpec &spec) -> Expected<Measured> {
+    Expected<const device::CudaKernel *> mainK =
+        find(kernels, cuda::kernelName(spec));
+    if (!mainK)
+      return mainK.status();
+    Expected<const device::CudaKernel *> combineK =
+        find(kernels, cuda::combineKernelName(spec));
+    if (!combineK)
+      return combineK.status();
+    cuda::PagedDecodeLaunch launch = cuda::pagedDecodeLaunch(spec, S, C);
+    Expected<DeviceBuffer> dpartial = dev.allocate(launch.partialFloats * 4,
+                                                   "the partial outputs"),
+                           dmax = dev.allocate(launch.statFloats * 4, "maxima"),
+                           dsum = dev.allocate(launch.statFloats * 4, "sums");
+    for (Expected<DeviceBuffer> *b : {&dpartial, &dmax, &dsum})
+      if (!*b)
+        return b->status();
+    folio_cuda::PagedDecodeArgs a{};
+    a.q = dq->as<const float>();
+    a.kCache = cache.dk.as<const unsigned char>();
+    a.vCache = cache.dv.as<const unsigned char>();
+    a.kParams = cache.dkp.as<const unsigned short>();
+    a.vParams = cache.dvp.as<const unsigned short>();
+    a.kScale = a.vScale = cache.dscale.as<const float>();
+    a.queryStartLoc = dstarts->as<const int>();
+    a.seqLens = cache.dlens.as<const int>();
+    a.blockTables = cache.dtables.as<const int>();
+    a.maxBlocksPerSeq = int(cache.blocksPerSeq);
+    a.numSeqs = int(S);
+    a.scale = params.scale;
+    a.numPartitions = launch.numPartitions;
+    a.out = dout->as<float>();
+    a.partialOut = dpartial->as<float>();
+    a.partialMax = dmax->as<float>();
+    a.partialSum = dsum->as<float>();
+    auto run = [&]() -> Status {
+      if (Status st = dev.launch(**mainK, toLaunch(launch.main), &a); !st)
+        return st;
+      if (launch.numPartitions > 1)
+        return dev.launch(**combineK, toLaunch(launch.combine), &a);
+      return Status::ok();
+    };
+    Measured m;
+    m.partitions = launch.numPartitions;
+    if (Status st = dev.fill(*dout, 0xff); !st) // NaN: nothing stale passes
       return st;
-    if (launch.numPartitions > 1)
-      return dev.launch(**combineK, toLaunch(launch.combine), &a);
-    return Status::ok();
+    Expected<std::vector<float>> result =
+        runAndRead<float>(dev, run, *dout, query.size());
+    if (!result)
+      return result.status();
+    Expected<double> diff =
+        compareAttention(*result, want, cuda::kernelName(spec), 1e-4);
+    if (!diff)
+      return diff.status();
+    m.maxRelDiff = *diff;
+    Expected<Timing> t = timeRuns(dev, runs, bytes, run);
+    if (!t)
+      return t.status();
+    m.timing = *t;
+    return m;
   };
 
+  Expected<Measured> main = measure(s);
+  if (!main)
+    return main.status();
   DecodeResult out;
-  out.partitions = launch.numPartitions;
-  Expected<std::vector<float>> result =
-      runAndRead<float>(dev, run, *dout, query.size());
-  if (!result)
-    return result.status();
-  const std::vector<float> &got = *result;
-  Expected<double> diff =
-      compareAttention(got, want, cuda::kernelName(s), 1e-4);
-  if (!diff)
-    return diff.status();
-  out.maxRelDiff = *diff;
-  double bytes = cache.bytesOf(double(S * C)) + 2.0 * double(query.size()) * 4;
-  Expected<Timing> t = timeRuns(dev, runs, bytes, run);
-  if (!t)
-    return t.status();
-  out.timing = *t;
+  out.timing = main->timing;
+  out.partitions = main->partitions;
+  out.maxRelDiff = main->maxRelDiff;
+  for (const cuda::PagedDecodeSpec &alt : c.alternatives) {
+    if (alt.cacheType != s.cacheType || alt.headDim != s.headDim ||
+        alt.blockSize != s.blockSize || alt.numKvHeads != s.numKvHeads ||
+        alt.queriesPerKv != s.queriesPerKv || alt.group != s.group)
+      return Status::invalidArgument(
+          "the alternative " + cuda::kernelName(alt) + " of " +
+          cuda::kernelName(s) +
+          " is another attention; only threads and partition may differ");
+    Expected<Measured> m = measure(alt);
+    if (!m)
+      return m.status();
+    out.alternatives.push_back({alt, m->timing, m->partitions, m->maxRelDiff});
+  }
   return out;
 }
 

@@ -55,6 +55,9 @@ struct DecodeCase {
   cuda::PagedDecodeSpec spec;
   int seqs = 1;    ///< one decode token each
   int context = 1; ///< keys per sequence
+  /// The same attention with other launch parameters (threads,
+  /// partition): each checked and timed on the same inputs, for tuning.
+  std::vector<cuda::PagedDecodeSpec> alternatives;
 };
 
 struct DecodeResult {
@@ -62,6 +65,13 @@ struct DecodeResult {
   int partitions = 1;
   /// Largest |device - CPU pagedAttention| over |CPU| + 1.
   double maxRelDiff = 0;
+  struct Alternative {
+    cuda::PagedDecodeSpec spec;
+    Timing timing;
+    int partitions = 1;
+    double maxRelDiff = 0;
+  };
+  std::vector<Alternative> alternatives; ///< DecodeCase::alternatives'
 };
 
 /// Random K and V written by the CPU kvWrite, one query token per sequence,

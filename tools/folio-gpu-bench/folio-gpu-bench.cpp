@@ -151,8 +151,28 @@ int main(int argc, char **argv) {
       return fail("emitting decode", Status::internal(st.message()));
     sources.push_back(main);
     sources.push_back(combine);
+    // Other threads and partitions for the caches the GPU issue compares,
+    // to tune the defaults on a real device.
+    std::vector<cuda::PagedDecodeSpec> alternatives;
+    if (!quick && (c.type == cpu::DType::BF16 ||
+                   c.type == cpu::DType::FP8E4M3 || c.type == cpu::DType::I8))
+      for (int threads : {64, 128, 256})
+        for (int partition : {128, 256, 512}) {
+          if (threads == spec.threads && partition == spec.partition)
+            continue;
+          cuda::PagedDecodeSpec alt = spec;
+          alt.threads = threads;
+          alt.partition = partition;
+          cuda::GeneratedKernel am, ac;
+          if (cpu::Status st = cuda::emitPagedDecode(alt, am, ac); !st.ok())
+            return fail("emitting decode", Status::internal(st.message()));
+          alternatives.push_back(alt);
+          sources.push_back(am);
+          if (partition == 128) // one combine kernel per thread count
+            sources.push_back(ac);
+        }
     for (const Shape &sh : shapes)
-      decodes.push_back({spec, sh.seqs, sh.context});
+      decodes.push_back({spec, sh.seqs, sh.context, alternatives});
   }
   std::vector<std::pair<LinearCase, const char *>> linears;
   for (cpu::DType w : weights)
@@ -320,6 +340,24 @@ int main(int argc, char **argv) {
     j.key("gb_per_s").value(r->timing.gbPerS);
     j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
     j.key("max_rel_diff_vs_cpu").value(r->maxRelDiff);
+    if (!r->alternatives.empty()) {
+      j.key("alternatives").beginArray();
+      for (const DecodeResult::Alternative &alt : r->alternatives) {
+        j.beginObject();
+        j.key("threads").value(alt.spec.threads);
+        j.key("partition").value(alt.spec.partition);
+        j.key("partitions").value(alt.partitions);
+        j.key("ms").value(alt.timing.ms);
+        j.key("gb_per_s").value(alt.timing.gbPerS);
+        j.key("fraction_of_copy").value(alt.timing.gbPerS / copy->gbPerS);
+        j.key("max_rel_diff_vs_cpu").value(alt.maxRelDiff);
+        j.endObject();
+        progress("  threads " + std::to_string(alt.spec.threads) +
+                     " partition " + std::to_string(alt.spec.partition),
+                 alt.timing);
+      }
+      j.endArray();
+    }
     j.endObject();
   }
   j.endArray();

@@ -371,15 +371,35 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
   EXPECT_EQ(copy->bytes, 2.0 * (1 << 16));
   EXPECT_EQ(copy->runs, 3);
 
+  auto sameAttention = [](const PagedDecodeSpec &a, const PagedDecodeSpec &b) {
+    return a.cacheType == b.cacheType && a.headDim == b.headDim &&
+           a.blockSize == b.blockSize && a.numKvHeads == b.numKvHeads &&
+           a.queriesPerKv == b.queriesPerKv && a.group == b.group;
+  };
+  int alternativesRun = 0;
   for (const PagedDecodeSpec &s : decodes) {
     SCOPED_TRACE(kernelName(s));
     // Three partitions: the combine kernel runs too.
-    gpubench::DecodeCase c{s, 3, 2 * s.partition + 7};
+    gpubench::DecodeCase c{s, 3, 2 * s.partition + 7, {}};
+    // The variants that differ in threads and partition only: the tuning
+    // alternatives, each checked and timed on the same inputs.
+    for (const PagedDecodeSpec &o : decodes)
+      if (kernelName(o) != kernelName(s) && sameAttention(o, s))
+        c.alternatives.push_back(o);
     Expected<gpubench::DecodeResult> r =
         gpubench::measurePagedDecode(*dev, kernels, c, 2);
     ASSERT_TRUE(bool(r)) << r.status().message();
     EXPECT_EQ(r->partitions, 3);
     EXPECT_LT(r->maxRelDiff, 1e-4);
+    ASSERT_EQ(r->alternatives.size(), c.alternatives.size());
+    for (const gpubench::DecodeResult::Alternative &alt : r->alternatives) {
+      ++alternativesRun;
+      EXPECT_EQ(alt.partitions,
+                (c.context + alt.spec.partition - 1) / alt.spec.partition);
+      EXPECT_LT(alt.maxRelDiff, 1e-4);
+      EXPECT_EQ(alt.timing.bytes, r->timing.bytes);
+      EXPECT_GT(alt.timing.ms, 0.0);
+    }
     cpu::KVCacheView view;
     view.numKvHeads = s.numKvHeads;
     view.headDim = s.headDim;
@@ -391,6 +411,17 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
                       double(view.slotBytes() + view.paramSlotBytes()) +
                   2 * q);
     EXPECT_GT(r->timing.ms, 0.0);
+  }
+  EXPECT_EQ(alternativesRun, 2); // the two bf16 variants, each way
+  {
+    // An alternative that is another attention is refused, not timed.
+    gpubench::DecodeCase c{decodes[0], 2, 9, {decodes[1]}};
+    Expected<gpubench::DecodeResult> r =
+        gpubench::measurePagedDecode(*dev, kernels, c, 2);
+    ASSERT_FALSE(bool(r));
+    EXPECT_NE(r.status().message().find("only threads and partition"),
+              std::string::npos)
+        << r.status().message();
   }
   for (const LinearSpec &s : linearVariants()) {
     SCOPED_TRACE(kernelName(s));
