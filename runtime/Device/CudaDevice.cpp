@@ -337,4 +337,53 @@ Expected<double> CudaDevice::time(const std::function<Status()> &body) const {
   return double(ms);
 }
 
+EventTimeline::~EventTimeline() {
+  for (cu::Event e : events_)
+    device_->api_->eventDestroy(e);
+}
+
+Status EventTimeline::record() {
+  if (Status s = device_->makeCurrent(); !s)
+    return s;
+  if (used_ == events_.size()) {
+    cu::Event e = nullptr;
+    if (Status s = device_->check(device_->api_->eventCreate(&e, 0),
+                                  "cuEventCreate", "profiling");
+        !s)
+      return s;
+    events_.push_back(e);
+  }
+  if (Status s =
+          device_->check(device_->api_->eventRecord(events_[used_], nullptr),
+                         "cuEventRecord", "profiling");
+      !s)
+    return s;
+  ++used_;
+  return Status::ok();
+}
+
+Expected<std::vector<double>> EventTimeline::intervals() const {
+  std::vector<double> out;
+  if (used_ < 2)
+    return out;
+  if (Status s = device_->makeCurrent(); !s)
+    return s;
+  if (Status s =
+          device_->check(device_->api_->eventSynchronize(events_[used_ - 1]),
+                         "cuEventSynchronize", "profiling");
+      !s)
+    return s;
+  out.reserve(used_ - 1);
+  for (size_t i = 1; i < used_; ++i) {
+    float ms = 0;
+    if (Status s = device_->check(
+            device_->api_->eventElapsedTime(&ms, events_[i - 1], events_[i]),
+            "cuEventElapsedTime", "profiling");
+        !s)
+      return s;
+    out.push_back(double(ms));
+  }
+  return out;
+}
+
 } // namespace folio::device

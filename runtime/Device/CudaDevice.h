@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace folio::device {
 
@@ -65,6 +66,29 @@ private:
   const CudaDevice *device_ = nullptr;
   cu::Module module_ = nullptr;
   std::string what_;
+};
+
+/// Events recorded in stream order, for per-launch device times
+/// (profiling): record() marks the point the device's work has reached,
+/// intervals() waits for the last mark and gives the milliseconds between
+/// consecutive marks. restart() reuses the events for the next round.
+class EventTimeline {
+public:
+  explicit EventTimeline(const CudaDevice &device) : device_(&device) {}
+  EventTimeline(const EventTimeline &) = delete;
+  EventTimeline &operator=(const EventTimeline &) = delete;
+  ~EventTimeline();
+
+  Status record();
+  void restart() { used_ = 0; }
+  size_t marks() const { return used_; }
+  /// marks() - 1 intervals, in order.
+  Expected<std::vector<double>> intervals() const;
+
+private:
+  const CudaDevice *device_;
+  std::vector<cu::Event> events_;
+  size_t used_ = 0;
 };
 
 /// A kernel of a loaded module (valid while the module is).
@@ -139,6 +163,7 @@ private:
                const std::string &what) const;
   friend class DeviceBuffer;
   friend class CudaModule;
+  friend class EventTimeline;
 
   const CudaApi *api_ = nullptr;
   cu::Device device_ = 0;

@@ -15,6 +15,7 @@
 #include "runtime/Plan/VerifyWeights.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <set>
@@ -101,10 +102,6 @@ public:
     plan.reset();
     onDevice.reset();
     caches.clear();
-    if (options.profile)
-      return Status::invalidArgument(
-          "the CUDA executor does not profile step kinds yet (profiling is "
-          "the CPU executor's)");
     if (!options.fusedKernels)
       return Status::invalidArgument(
           "the CUDA executor runs the compiler's kernels as generated; "
@@ -232,6 +229,27 @@ public:
     counts = {int64_t(b.tokens.size()), int64_t(b.logitsIndices.size()),
               int64_t(b.seqLens.size())};
     batch = &b;
+    // Profiling: an event before the step and after each launch (and after
+    // the uploads and the logits' read-back), each interval the device's
+    // time for what was enqueued between them.
+    auto started = std::chrono::steady_clock::now();
+    if (options.profile) {
+      if (!timeline)
+        timeline = std::make_unique<device::EventTimeline>(*dev);
+      timeline->restart();
+      marks.clear();
+      if (Status s = timeline->record(); !s)
+        return s;
+    }
+    auto mark = [&](std::string kind) -> Status {
+      if (!options.profile)
+        return Status::ok();
+      auto now = std::chrono::steady_clock::now();
+      marks.push_back({std::move(kind),
+                       std::chrono::duration<double>(now - started).count()});
+      started = now;
+      return timeline->record();
+    };
     if (Status s = bindInputs(b); !s)
       return s;
     // What every layer's attention picks its kernel and grid by.
@@ -248,18 +266,41 @@ public:
       return s;
     if (Status s = dev->fill(errorFlag.buffer, 0); !s)
       return s;
+    if (Status s = mark("inputs to the device"); !s)
+      return s;
     cublasNext = false;
     for (size_t k = 0; k < launches.kernels.size(); ++k) {
       const KernelLaunches &group = launches.kernels[k];
-      for (size_t i = 0; i < group.launches.size(); ++i)
+      for (size_t i = 0; i < group.launches.size(); ++i) {
+        enqueued = ranCublas = false;
         if (Status s = run(k, i); !s)
           return Status::error(
               s.code(), "the " + plan->kernels[k].kind + " kernel (kernel " +
                             std::to_string(k) + "), " + group.launches[i].name +
                             ": " + s.message());
+        if (enqueued)
+          if (Status s = mark(launchKind(group.launches[i])); !s)
+            return s;
+      }
     }
-    return readLogits(logits, vocab);
+    if (Status s = readLogits(logits, vocab); !s)
+      return s;
+    if (Status s = mark("logits to the host"); !s)
+      return s;
+    return options.profile ? addToProfile() : Status::ok();
   }
+
+  std::vector<exec::KindProfile> profile() const override {
+    std::vector<exec::KindProfile> out;
+    for (const auto &[kind, k] : profiled)
+      out.push_back(k);
+    std::sort(out.begin(), out.end(),
+              [](const exec::KindProfile &a, const exec::KindProfile &b) {
+                return a.seconds > b.seconds;
+              });
+    return out;
+  }
+  void resetProfile() override { profiled.clear(); }
 
   Status verify(const exec::VerifyBatch &v, std::vector<int32_t> &accepted,
                 std::vector<int32_t> &tokens) override {
@@ -621,6 +662,58 @@ private:
     a.numOutliers = int(w.numOutliers);
   }
 
+  /// What a launch is, in the profile.
+  std::string launchKind(const PlanLaunch &l) const {
+    return std::visit(
+        [&](const auto &spec) -> std::string {
+          using S = std::decay_t<decltype(spec)>;
+          if constexpr (std::is_same_v<S, cuda::LinearSpec>)
+            return ranCublas
+                       ? "linear (cuBLASLt, bf16 weights)"
+                       : "linear (" +
+                             std::string(cpu::dtypeName(spec.weightType)) +
+                             " weights)";
+          else if constexpr (std::is_same_v<S, cuda::RowKernelSpec>)
+            return "row kernel (" + spec.label + ")";
+          else if constexpr (std::is_same_v<S, cuda::CastSpec>)
+            return l.role == LaunchRole::CublasInput
+                       ? "cast (cuBLASLt input to bf16)"
+                       : "cast";
+          else if constexpr (std::is_same_v<S, cuda::RotarySpec>)
+            return "rotary";
+          else if constexpr (std::is_same_v<S, cuda::GatherSpec>)
+            return spec.embedding ? "embedding" : "gather_rows";
+          else if constexpr (std::is_same_v<S, cuda::KVWriteSpec>)
+            return "kv_write";
+          else if constexpr (std::is_same_v<S, cuda::SampleSpec>)
+            return "sample";
+          else
+            return l.role == LaunchRole::DecodeCombine ? "paged_decode_combine"
+                   : l.role == LaunchRole::Prefill     ? "paged_prefill"
+                                                       : "paged_decode";
+        },
+        l.spec);
+  }
+
+  /// The step's marks into the per-kind profile.
+  Status addToProfile() {
+    Expected<std::vector<double>> ms = timeline->intervals();
+    if (!ms)
+      return ms.status();
+    if (ms->size() != marks.size())
+      return Status::internal("profiling: " + std::to_string(ms->size()) +
+                              " event intervals for " +
+                              std::to_string(marks.size()) + " marks");
+    for (size_t i = 0; i < marks.size(); ++i) {
+      exec::KindProfile &k = profiled[marks[i].kind];
+      k.kind = marks[i].kind;
+      k.seconds += (*ms)[i] / 1000.0;
+      k.hostSeconds += marks[i].hostSeconds;
+      ++k.calls;
+    }
+    return Status::ok();
+  }
+
   /// Launch `i` of plan kernel `k`'s launches.
   Status run(size_t k, size_t i) {
     const KernelLaunches &group = launches.kernels[k];
@@ -628,6 +721,7 @@ private:
     const std::vector<LaunchScratch> &sc = group.scratch;
     const CudaKernel &kernel = *kernelOf[k][i];
     auto launch = [&](const cuda::LaunchGeometry &g, const void *args) {
+      enqueued = true;
       return dev->launch(kernel, toLaunch(g), args);
     };
     return std::visit(
@@ -650,6 +744,7 @@ private:
             const plan::StoredWeight &w = plan->weights[size_t(l.weight)];
             if (cublasNext) {
               cublasNext = false;
+              enqueued = ranCublas = true;
               const PlanLaunch &cast = group.launches.at(i - 1);
               return cublas->linearBf16(cu::DevicePtr(address(cast.outputs[0])),
                                         onDevice->blobAddress(w.dataOffset),
@@ -852,6 +947,15 @@ private:
   /// cuBLASLt for the GEMMs of bf16 weights over many rows; null where the
   /// library is missing (the linear kernel then serves every batch).
   std::unique_ptr<CublasLt> cublas;
+  // Profiling (ExecutorOptions::profile).
+  struct Mark {
+    std::string kind;
+    double hostSeconds = 0;
+  };
+  std::unique_ptr<device::EventTimeline> timeline;
+  std::vector<Mark> marks;
+  std::map<std::string, exec::KindProfile> profiled;
+  bool enqueued = false, ranCublas = false;
   /// Set by a CublasInput cast that ran: the next linear is cuBLASLt's.
   bool cublasNext = false;
   std::shared_ptr<const plan::Plan> plan;

@@ -106,6 +106,9 @@ struct KindProfile {
   double seconds = 0;
   int64_t calls = 0;
   double flops = 0; ///< counted by GEMM-like kinds (linear, gated_mlp)
+  /// The CUDA executor: host time spent enqueuing them (`seconds` is the
+  /// device's time between events around them).
+  double hostSeconds = 0;
 };
 
 class Executor {

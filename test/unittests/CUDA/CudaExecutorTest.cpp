@@ -74,7 +74,8 @@ void expectRefused(const Status &s, const std::string &fragment) {
   EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
 }
 
-std::unique_ptr<exec::Executor> cudaExecutor() {
+std::unique_ptr<exec::Executor>
+cudaExecutor(const exec::ExecutorOptions &options = {}) {
   // Blocks on every core: no kernel of these plans uses float atomics, so
   // the results do not depend on the order blocks run in.
   std::string workers =
@@ -92,7 +93,7 @@ std::unique_ptr<exec::Executor> cudaExecutor() {
     ADD_FAILURE() << dev.status().message();
     return nullptr;
   }
-  return device::createCudaExecutor(std::move(*dev));
+  return device::createCudaExecutor(std::move(*dev), options);
 }
 
 using Sequences = gpubench::SequenceBatches;
@@ -371,6 +372,55 @@ TEST(CudaExecutor, PrefillGemmsOfBf16WeightsGoThroughCublasLt) {
   EXPECT_EQ(cublasMatmuls() - before, 0);
 }
 
+// With profiling on, every launch is timed between events and counted by
+// kind, with the host's time enqueuing it; the results do not change.
+TEST(CudaExecutor, ProfilesEveryLaunchByKind) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16", "f32");
+  ASSERT_TRUE(p);
+  exec::ExecutorOptions options;
+  options.profile = true;
+  std::unique_ptr<exec::Executor> profiled = cudaExecutor(options),
+                                  plain = cudaExecutor();
+  ASSERT_TRUE(profiled && plain);
+  for (exec::Executor *e : {profiled.get(), plain.get()}) {
+    Status s = e->load(p);
+    ASSERT_TRUE(bool(s)) << s.message();
+    ASSERT_TRUE(e->allocateKVCache(8));
+  }
+  EXPECT_TRUE(profiled->profile().empty());
+  Sequences seqs;
+  int a = seqs.add(), b = seqs.add();
+  const std::vector<exec::ForwardBatch> steps = {
+      seqs.step({a, b}, {tokens(3, 1), tokens(17, 2)}),
+      seqs.step({a, b}, {tokens(1, 4), tokens(1, 5)})};
+  for (const exec::ForwardBatch &step : steps) {
+    std::vector<float> got, want;
+    int64_t vocab = 0;
+    Status s = profiled->forward(step, got, vocab);
+    ASSERT_TRUE(bool(s)) << s.message();
+    ASSERT_TRUE(plain->forward(step, want, vocab));
+    EXPECT_EQ(got, want);
+  }
+  std::map<std::string, exec::KindProfile> byKind;
+  for (const exec::KindProfile &k : profiled->profile()) {
+    EXPECT_GE(k.seconds, 0.0) << k.kind;
+    EXPECT_GT(k.hostSeconds, 0.0) << k.kind;
+    byKind[k.kind] = k;
+  }
+  // Six layers: the prefill's four GEMMs each through cuBLASLt, the
+  // decode's on the linear kernel (and both steps' lm_head).
+  EXPECT_EQ(byKind["linear (cuBLASLt, bf16 weights)"].calls, 24);
+  EXPECT_EQ(byKind["linear (bf16 weights)"].calls, 26);
+  EXPECT_EQ(byKind["kv_write"].calls, 12);
+  EXPECT_EQ(byKind["paged_prefill"].calls, 6);
+  EXPECT_EQ(byKind["paged_decode"].calls, 6);
+  EXPECT_EQ(byKind["embedding"].calls, 2);
+  EXPECT_EQ(byKind["inputs to the device"].calls, 2);
+  EXPECT_EQ(byKind["logits to the host"].calls, 2);
+  profiled->resetProfile();
+  EXPECT_TRUE(profiled->profile().empty());
+}
+
 // Speculative verification reads the logits the forward brought back: the
 // plan's verify entry on the host, as on the CPU.
 TEST(CudaExecutor, VerifiesOnTheHostLogits) {
@@ -422,9 +472,29 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
   c.context = 18;
   c.steps = 2;
   c.checkTokens = 5;
+  c.prefillRuns = 2;
+  c.profile = true;
   Expected<gpubench::ModelResult> r =
       gpubench::measureModel(std::move(*dev), p, c);
   ASSERT_TRUE(bool(r)) << r.status().message();
+  // The profiled pass: the prefill, then each batch size's decode steps,
+  // every launch counted per step (six layers).
+  ASSERT_EQ(r->profiles.size(), 3u);
+  EXPECT_EQ(r->profiles[0].what, "prefill");
+  EXPECT_EQ(r->profiles[2].what, "decode");
+  EXPECT_EQ(r->profiles[2].batch, 2);
+  EXPECT_EQ(r->profiles[2].steps, 2);
+  for (const gpubench::ModelProfile &prof : r->profiles) {
+    EXPECT_GT(prof.wallMs, 0.0);
+    std::map<std::string, double> calls;
+    for (const gpubench::ModelProfileKind &k : prof.kinds)
+      calls[k.kind] = k.calls;
+    EXPECT_EQ(calls["kv_write"], 6.0) << prof.what;
+    EXPECT_EQ(calls[prof.what == "prefill" ? "paged_prefill" : "paged_decode"],
+              6.0)
+        << prof.what;
+    EXPECT_EQ(calls["logits to the host"], 1.0) << prof.what;
+  }
   EXPECT_EQ(r->kvCache, "fp8_e4m3");
   EXPECT_GT(r->weightBytes, 0);
   EXPECT_LE(r->checkedDiff, c.tolerance);
