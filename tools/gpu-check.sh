@@ -6,14 +6,15 @@
 # after its result matched the CPU's). Progress goes to stderr.
 #
 #   bash tools/gpu-check.sh [--build-dir DIR] [--no-build] [--quick]
-#                           [--plan M.folio]...
+#                           [--profile] [--plan M.folio]...
 #
 # The default build, build-gpu, is runtime-only (FOLIO_RUNTIME_ONLY): it
 # needs CMake, ninja, a C++17 compiler and the CUDA toolkit, not MLIR,
 # protobuf or GoogleTest, which GPU machines often lack. Given a full build
 # (--build-dir build), the device unit tests (FolioCUDADeviceTests with
 # FOLIO_GPU_TESTS=1: edge cases such as empty batches) run first.
-# --no-build uses the build as it is; --quick takes smaller shapes. Each
+# --no-build uses the build as it is; --quick takes smaller shapes;
+# --profile adds each plan's launch kinds' device and host time per step. Each
 # --plan (compiled by folioc --target=sm_XX, e.g. of
 # models/bench/make_llama_1b.py once with --kv-cache-dtype fp8_e4m3 and once
 # with bf16) also runs whole on the CUDA executor: prefill and decode
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
     ;;
   --no-build) do_build=0; shift ;;
   --quick) bench_flags+=(--quick); shift ;;
+  --profile) bench_flags+=(--profile); shift ;;
   --plan)
     [ $# -ge 2 ] || { echo "gpu-check: --plan needs a file" >&2; exit 2; }
     [ -f "$2" ] || { echo "gpu-check: --plan $2: no such file" >&2; exit 2; }
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
     ;;
   *)
     echo "gpu-check: unknown argument '$1'" >&2
-    echo "usage: bash tools/gpu-check.sh [--build-dir DIR] [--no-build] [--quick] [--plan M.folio]..." >&2
+    echo "usage: bash tools/gpu-check.sh [--build-dir DIR] [--no-build] [--quick] [--profile] [--plan M.folio]..." >&2
     exit 2
     ;;
   esac

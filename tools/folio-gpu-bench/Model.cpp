@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 namespace folio::gpubench {
 
@@ -79,7 +80,7 @@ Expected<ModelResult> measureModel(std::unique_ptr<device::CudaDevice> device,
                                    std::shared_ptr<const plan::Plan> plan,
                                    const ModelCase &c) {
   if (c.prompt < 1 || c.context < 1 || c.steps < 1 || c.checkTokens < 1 ||
-      c.batches.empty())
+      c.prefillRuns < 1 || c.batches.empty())
     return Status::invalidArgument("the model case needs a prompt, a "
                                    "context, steps and batch sizes");
   ModelResult r;
@@ -97,6 +98,15 @@ Expected<ModelResult> measureModel(std::unique_ptr<device::CudaDevice> device,
       1 + std::max<int64_t>(blocksFor(c.prompt), blocksFor(c.checkTokens)) +
       int64_t(maxBatch) * blocksFor(c.context + c.steps);
 
+  // The profiled pass runs on an executor of its own, on the same device.
+  std::unique_ptr<device::CudaDevice> profileDevice;
+  if (c.profile) {
+    Expected<std::unique_ptr<device::CudaDevice>> d =
+        device::CudaDevice::open(0);
+    if (!d)
+      return d.status();
+    profileDevice = std::move(*d);
+  }
   std::unique_ptr<exec::Executor> gpu =
       device::createCudaExecutor(std::move(device));
   if (Status s = gpu->load(plan); !s)
@@ -131,40 +141,102 @@ Expected<ModelResult> measureModel(std::unique_ptr<device::CudaDevice> device,
           std::to_string(c.tolerance));
   }
 
-  // Prefill: one prompt (the check ran first, so this is a warm run).
-  SequenceBatches seqs(blockSize);
-  Expected<double> prefill =
-      timeForward(*gpu, seqs.step({seqs.add()}, c.prompt));
+  // Prefill: one prompt on a fresh sequence each time (the cache is reused
+  // from the first block on). The first run of the prompt's size is a
+  // warm-up: its buffers grow and cuBLASLt picks its algorithms.
+  auto prefills = [&](exec::Executor &e, int timed) -> Expected<double> {
+    std::vector<double> times;
+    for (int i = 0; i <= timed; ++i) {
+      SequenceBatches seqs(blockSize);
+      Expected<double> t = timeForward(e, seqs.step({seqs.add()}, c.prompt));
+      if (!t)
+        return t.status();
+      if (i > 0)
+        times.push_back(*t);
+      else if (timed > 0)
+        e.resetProfile();
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+  };
+  Expected<double> prefill = prefills(*gpu, c.prefillRuns);
   if (!prefill)
     return prefill.status();
   r.prefillMs = *prefill;
   r.prefillTokensPerS = 1000.0 * c.prompt / *prefill;
 
-  // Decode: each batch size on fresh sequences at the same context (the
-  // cache is reused from the first block on).
-  for (int batch : c.batches) {
+  // Decode: each batch size on fresh sequences at the same context.
+  // `before` runs once the context is in, before the timed steps.
+  auto decodes = [&](exec::Executor &e, int batch,
+                     const std::function<void()> &before)
+      -> Expected<std::vector<double>> {
     SequenceBatches decode(blockSize);
     std::vector<int> ids;
     for (int i = 0; i < batch; ++i)
       ids.push_back(decode.add());
     // The context, one sequence per forward.
     for (int id : ids)
-      if (Expected<double> t = timeForward(*gpu, decode.step({id}, c.context));
-          !t)
+      if (Expected<double> t = timeForward(e, decode.step({id}, c.context)); !t)
         return t.status();
+    before();
     std::vector<double> times;
     for (int s = 0; s < c.steps; ++s) {
-      Expected<double> t = timeForward(*gpu, decode.step(ids, 1));
+      Expected<double> t = timeForward(e, decode.step(ids, 1));
       if (!t)
         return t.status();
       times.push_back(*t);
     }
-    std::sort(times.begin(), times.end());
+    return times;
+  };
+  for (int batch : c.batches) {
+    Expected<std::vector<double>> times = decodes(*gpu, batch, [] {});
+    if (!times)
+      return times.status();
+    std::sort(times->begin(), times->end());
     ModelDecode d;
     d.batch = batch;
-    d.msPerStep = times[times.size() / 2];
+    d.msPerStep = (*times)[times->size() / 2];
     d.tokensPerS = 1000.0 * batch / d.msPerStep;
     r.decode.push_back(d);
+  }
+  if (!c.profile)
+    return r;
+
+  // The same steps again with every launch timed by kind.
+  gpu.reset();
+  exec::ExecutorOptions options;
+  options.profile = true;
+  std::unique_ptr<exec::Executor> profiled =
+      device::createCudaExecutor(std::move(profileDevice), options);
+  if (Status s = profiled->load(plan); !s)
+    return s;
+  if (Status s = profiled->allocateKVCache(numBlocks); !s)
+    return s;
+  auto summarize = [&](const char *what, int batch, int steps, double wallMs) {
+    ModelProfile p;
+    p.what = what;
+    p.batch = batch;
+    p.steps = steps;
+    p.wallMs = wallMs / steps;
+    for (const exec::KindProfile &k : profiled->profile())
+      p.kinds.push_back({k.kind, 1000.0 * k.seconds / steps,
+                         1000.0 * k.hostSeconds / steps,
+                         double(k.calls) / steps});
+    r.profiles.push_back(std::move(p));
+  };
+  Expected<double> profiledPrefill = prefills(*profiled, 1);
+  if (!profiledPrefill)
+    return profiledPrefill.status();
+  summarize("prefill", 1, 1, *profiledPrefill);
+  for (int batch : c.batches) {
+    Expected<std::vector<double>> times =
+        decodes(*profiled, batch, [&] { profiled->resetProfile(); });
+    if (!times)
+      return times.status();
+    double wall = 0;
+    for (double t : *times)
+      wall += t;
+    summarize("decode", batch, c.steps, wall);
   }
   return r;
 }

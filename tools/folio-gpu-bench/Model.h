@@ -56,6 +56,29 @@ struct ModelCase {
   /// CPU kernels round activations for quantized weights (see
   /// docs/cuda-codegen.md, CUDA executor).
   double tolerance = 0.25;
+  int prefillRuns = 3; ///< timed prefills after a warm-up one (median)
+  /// Then, on a second executor with profiling on: one prefill and
+  /// `steps` decode steps per batch size, each launch's device time by
+  /// kind (CudaExecutor's profile).
+  bool profile = false;
+};
+
+/// One profiled kind of launch, per step.
+struct ModelProfileKind {
+  std::string kind;
+  double deviceMs = 0; ///< between the events around its launches
+  double hostMs = 0;   ///< enqueuing them
+  double calls = 0;
+};
+
+/// What the profiled steps of one kind (the prefill, or decode at one
+/// batch size) spent, per step.
+struct ModelProfile {
+  std::string what; ///< "prefill" or "decode"
+  int batch = 1;
+  int steps = 0;
+  double wallMs = 0;                   ///< per step, profiling on
+  std::vector<ModelProfileKind> kinds; ///< most device time first
 };
 
 struct ModelDecode {
@@ -71,6 +94,7 @@ struct ModelResult {
   double prefillMs = 0;
   double prefillTokensPerS = 0;
   std::vector<ModelDecode> decode;
+  std::vector<ModelProfile> profiles; ///< ModelCase::profile
 };
 
 /// Runs `plan` on a CUDA executor on `device` (see the file comment).

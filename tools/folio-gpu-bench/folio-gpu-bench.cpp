@@ -1,7 +1,7 @@
 //===- folio-gpu-bench.cpp - Folio's generated kernels on a GPU, as JSON
 //---===//
 //
-// Usage: folio-gpu-bench [--probe] [--quick] [--plan M.folio]...
+// Usage: folio-gpu-bench [--probe] [--quick] [--profile] [--plan M.folio]...
 //
 // Opens CUDA device 0, compiles the generated kernels for it with NVRTC and
 // prints one JSON object: the device, the device-to-device copy bandwidth,
@@ -13,7 +13,8 @@
 // projection shapes and cuBLASLt's bf16 GEMM, each after its result
 // matched the CPU's. Each --plan (compiled by folioc --target=sm_XX, e.g.
 // of models/bench/make_llama_1b.py with --kv-cache-dtype fp8_e4m3 and
-// bf16) runs on the CUDA executor: prefill and decode tokens/s (Model.h).
+// bf16) runs on the CUDA executor: prefill and decode tokens/s (Model.h);
+// with --profile, then each launch kind's device and host time per step.
 // --probe only opens the device. Without a GPU it prints why and exits
 // with 77 (tools/gpu-check.sh's "skipped").
 //
@@ -52,15 +53,17 @@ struct CacheKind {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool probe = false, quick = false;
+  bool probe = false, quick = false, profile = false;
   std::vector<std::string> plans;
-  const char *usage =
-      "usage: folio-gpu-bench [--probe] [--quick] [--plan M.folio]...\n";
+  const char *usage = "usage: folio-gpu-bench [--probe] [--quick] [--profile] "
+                      "[--plan M.folio]...\n";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--probe")) {
       probe = true;
     } else if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
+    } else if (!std::strcmp(argv[i], "--profile")) {
+      profile = true;
     } else if (!std::strcmp(argv[i], "--plan") && i + 1 < argc) {
       plans.push_back(argv[++i]);
     } else {
@@ -551,6 +554,7 @@ int main(int argc, char **argv) {
       c.context = quick ? 256 : 1024;
       c.batches = quick ? std::vector<int>{1, 8} : std::vector<int>{1, 8, 32};
       c.steps = quick ? 8 : 32;
+      c.profile = profile;
       Expected<std::unique_ptr<device::CudaDevice>> own =
           device::CudaDevice::open(0);
       if (!failed(path, own)) {
@@ -584,6 +588,28 @@ int main(int argc, char **argv) {
         j.endObject();
       }
       j.endArray();
+      if (profile) {
+        j.key("profile").beginArray();
+        for (const ModelProfile &p : r->profiles) {
+          j.beginObject();
+          j.key("step").value(p.what);
+          j.key("batch").value(p.batch);
+          j.key("steps").value(p.steps);
+          j.key("wall_ms_per_step").value(p.wallMs);
+          j.key("kinds").beginArray();
+          for (const ModelProfileKind &k : p.kinds) {
+            j.beginObject();
+            j.key("kind").value(k.kind);
+            j.key("device_ms").value(k.deviceMs);
+            j.key("host_ms").value(k.hostMs);
+            j.key("calls").value(k.calls);
+            j.endObject();
+          }
+          j.endArray();
+          j.endObject();
+        }
+        j.endArray();
+      }
       j.endObject();
     }
     j.endArray();
