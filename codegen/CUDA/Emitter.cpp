@@ -187,19 +187,22 @@ Status emitLinear(const LinearSpec &s, GeneratedKernel &out) {
     return st;
   out.name = kernelName(s);
   out.key = canonicalKey(s);
-  std::string constants =
-      "  static constexpr folio_cuda::CacheType kType = "
-      "folio_cuda::CacheType::" +
-      std::string(cacheTypeEnum(s.weightType)) + ";\n" + constant("kK", s.k) +
-      constant("kGroup", s.groupSize) +
-      constant("kRowsPerPass", s.rowsPerPass) + constant("kThreads", s.threads);
-  out.source =
-      header(out.name, out.key,
-             "grid (ceil(n / " + std::to_string(s.threads / 32) + ")), block " +
-                 std::to_string(s.threads) + ", no dynamic shared memory") +
-      templates({"Prelude.cuh", "KernelArgs.cuh", "Linear.cuh"}) +
-      guarded(out.name, entryGlue(out.name, constants, s.threads, "LinearArgs",
-                                  "linearRows"));
+  std::string constants = "  static constexpr folio_cuda::CacheType kType = "
+                          "folio_cuda::CacheType::" +
+                          std::string(cacheTypeEnum(s.weightType)) + ";\n" +
+                          constant("kK", s.k) +
+                          constant("kGroup", s.groupSize) +
+                          constant("kRowsPerPass", s.rowsPerPass) +
+                          constant("kThreads", s.threads) +
+                          constant("kOutputsPerWarp", s.outputsPerWarp);
+  out.source = header(out.name, out.key,
+                      "grid (ceil(n / " +
+                          std::to_string(s.threads / 32 * s.outputsPerWarp) +
+                          ")), block " + std::to_string(s.threads) +
+                          ", no dynamic shared memory") +
+               templates({"Prelude.cuh", "KernelArgs.cuh", "Linear.cuh"}) +
+               guarded(out.name, entryGlue(out.name, constants, s.threads,
+                                           "LinearArgs", "linearRows"));
   return Status::success();
 }
 

@@ -429,6 +429,10 @@ Status validate(const LinearSpec &s) {
   if (s.rowsPerPass < 1 || s.rowsPerPass > 16)
     return Status::error(where + ": rows per pass " +
                          std::to_string(s.rowsPerPass) + " must be in [1, 16]");
+  if (s.outputsPerWarp < 1 || s.outputsPerWarp > 8)
+    return Status::error(where + ": outputs per warp " +
+                         std::to_string(s.outputsPerWarp) +
+                         " must be in [1, 8]");
   if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
     return Status::error(where + ": threads " + std::to_string(s.threads) +
                          " must be a multiple of 32 in [32, 1024]");
@@ -549,7 +553,9 @@ const char *linearLoads(const LinearSpec &s) {
 
 std::string kernelName(const LinearSpec &s) {
   return "folio_linear_" + weightTag(s) + "_k" + std::to_string(s.k) + "_m" +
-         std::to_string(s.rowsPerPass) + "_t" + std::to_string(s.threads);
+         std::to_string(s.rowsPerPass) + "_t" + std::to_string(s.threads) +
+         (s.outputsPerWarp != 1 ? "_o" + std::to_string(s.outputsPerWarp)
+                                : std::string());
 }
 
 std::string canonicalKey(const LinearSpec &s) {
@@ -558,6 +564,7 @@ std::string canonicalKey(const LinearSpec &s) {
          ";loads=" + linearLoads(s) +
          ";rows_per_pass=" + std::to_string(s.rowsPerPass) +
          ";threads=" + std::to_string(s.threads) +
+         ";outputs_per_warp=" + std::to_string(s.outputsPerWarp) +
          ";templates=" + templatesHash();
 }
 
@@ -670,8 +677,8 @@ LaunchGeometry castLaunch(const CastSpec &s, int64_t n) {
 
 LaunchGeometry linearLaunch(const LinearSpec &s, int64_t n) {
   LaunchGeometry g;
-  int64_t warps = s.threads / 32;
-  g.grid[0] = unsigned((n + warps - 1) / warps);
+  int64_t perBlock = int64_t(s.threads / 32) * s.outputsPerWarp;
+  g.grid[0] = unsigned((n + perBlock - 1) / perBlock);
   g.block[0] = unsigned(s.threads);
   return g;
 }

@@ -128,9 +128,9 @@ struct SampleSpec {
 };
 
 /// Linear over a plan's stored weights (codegen/CPU/WeightPack.h):
-/// y[m, n] = x[m, k] . W[n, k]^T + bias, one warp per output row streaming
-/// its weights once per pass of up to rowsPerPass token rows (decode and
-/// speculative verification).
+/// y[m, n] = x[m, k] . W[n, k]^T + bias, one warp per outputsPerWarp output
+/// rows streaming their weights once per pass of up to rowsPerPass token
+/// rows (decode and speculative verification).
 struct LinearSpec {
   /// F32, BF16, F16, I8 (with outlier columns), FP8E4M3 or I4.
   cpu::DType weightType = cpu::DType::BF16;
@@ -141,6 +141,9 @@ struct LinearSpec {
   /// kSmallM, a decode or verify batch.
   int rowsPerPass = int(cpu::kSmallM);
   int threads = 128;
+  /// Output rows (n) one warp computes: each x element it reads serves
+  /// them all.
+  int outputsPerWarp = 2;
 };
 
 /// Element types a cast kernel takes.

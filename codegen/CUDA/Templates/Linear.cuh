@@ -4,11 +4,15 @@
 // in bf16), fp8_e4m3 (a scale per row) and int4 (64-byte blocks of 128
 // nibbles, an f16 (scale, min) pair per group along K).
 //
-// One warp per output row n. Its lanes stream the row in 16-byte chunks
-// (coalesced: a warp reads 512 contiguous bytes per step), widen each chunk
-// in registers once and multiply it into up to kRowsPerPass token rows, so
-// the weights are read once per pass over the rows: what decode and
-// speculative verification (a few rows per sequence) are bound by. The
+// One warp per kOutputsPerWarp output rows n. Its lanes stream the rows in
+// 16-byte chunks (coalesced: a warp reads 512 contiguous bytes of each row
+// per step), widen each chunk in registers once and multiply it into up to
+// kRowsPerPass token rows, so the weights are read once per pass over the
+// rows: what decode and speculative verification (a few rows per sequence)
+// are bound by. Each x element a lane reads serves all of the warp's
+// output rows: on an H200, with one output row per warp, reading x (f32,
+// 2 to 8 times the weights' bytes) was what bounded the 8- and 4-bit
+// weights. The
 // per-row scales of int8 and fp8 apply to the finished sum, int4's group
 // params to each weight (min + q * scale). Lanes' partial sums meet in a
 // warp reduction; lane 0 adds the outlier columns and the bias and writes.
@@ -87,39 +91,54 @@ template <class C>
 __device__ __forceinline__ void linearRows(const LinearArgs &a) {
   constexpr CacheType T = C::kType;
   constexpr int K = C::kK, MT = C::kRowsPerPass, NT = C::kThreads;
+  constexpr int NR = C::kOutputsPerWarp;
   using Chunk = LinearChunk<T, K>;
   constexpr int E = Chunk::kElems;
   const int lane = int(threadIdx.x) & 31;
-  const long long n = (long long)blockIdx.x * (NT / 32) + (threadIdx.x >> 5);
-  if (n >= a.n)
-    return; // the whole warp: n is the same for its lanes
+  const long long n0 =
+      ((long long)blockIdx.x * (NT / 32) + (threadIdx.x >> 5)) * NR;
+  if (n0 >= a.n)
+    return; // the whole warp: n0 is the same for its lanes
+  // Outputs of this warp past the last row read row n0 again and write
+  // nothing.
+  long long ns[NR];
+#pragma unroll
+  for (int o = 0; o < NR; ++o)
+    ns[o] = n0 + o < a.n ? n0 + o : n0;
 
-  const unsigned char *row;
-  if constexpr (T == CacheType::I4)
-    row = static_cast<const unsigned char *>(a.w) + n * ((K + 127) / 128 * 64);
-  else
-    row = static_cast<const unsigned char *>(a.w) +
-          n * (long long)K * Chunk::kBytes;
+  constexpr long long rowBytes =
+      T == CacheType::I4 ? (K + 127) / 128 * 64 : (long long)K * Chunk::kBytes;
+  const unsigned char *rows[NR];
+#pragma unroll
+  for (int o = 0; o < NR; ++o)
+    rows[o] = static_cast<const unsigned char *>(a.w) + ns[o] * rowBytes;
   constexpr int kGroups =
       T == CacheType::I4 ? (K + C::kGroup - 1) / C::kGroup : 1;
-  const unsigned short *params =
-      T == CacheType::I4 ? a.groupParams + n * kGroups * 2 : nullptr;
 
   for (long long m0 = 0; m0 < a.m; m0 += MT) {
-    const int rows = a.m - m0 < MT ? int(a.m - m0) : MT;
+    const int rowsHere = a.m - m0 < MT ? int(a.m - m0) : MT;
     const float *x0 = a.x + m0 * K;
-    float acc[MT];
+    float acc[MT][NR];
 #pragma unroll
     for (int r = 0; r < MT; ++r)
-      acc[r] = 0.0f;
+#pragma unroll
+      for (int o = 0; o < NR; ++o)
+        acc[r][o] = 0.0f;
 
     for (int c = lane; c < Chunk::kChunks; c += 32) {
       if constexpr (T == CacheType::I4) {
         // Words 4q..4q+3 of block b: weight 16j + l of the block is nibble
         // j of word l, so this chunk holds weights b*128 + 16j + 4q + i.
         const int b = c / 4, q = c % 4;
-        uint4 v = __ldg(reinterpret_cast<const uint4 *>(row + c * 16));
-        const unsigned words[4] = {v.x, v.y, v.z, v.w};
+        unsigned words[NR][4];
+#pragma unroll
+        for (int o = 0; o < NR; ++o) {
+          uint4 v = __ldg(reinterpret_cast<const uint4 *>(rows[o] + c * 16));
+          words[o][0] = v.x;
+          words[o][1] = v.y;
+          words[o][2] = v.z;
+          words[o][3] = v.w;
+        }
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
           const int e0 = b * 128 + 16 * j + 4 * q; // first of 4 weights
@@ -127,82 +146,126 @@ __device__ __forceinline__ void linearRows(const LinearArgs &a) {
             break; // the zero padding of the last block
           // 16 weights from 16j share a group (groups are multiples of 32).
           const int g = (b * 128 + 16 * j) / C::kGroup;
-          const float s = f16BitsToFloat(params[2 * g]);
-          const float mn = f16BitsToFloat(params[2 * g + 1]);
-          float w[4];
+          float w[NR][4];
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
-            w[i] = mn + float((words[i] >> (4 * j)) & 0xfu) * s;
+          for (int o = 0; o < NR; ++o) {
+            const unsigned short *params = a.groupParams + ns[o] * kGroups * 2;
+            const float s = f16BitsToFloat(params[2 * g]);
+            const float mn = f16BitsToFloat(params[2 * g + 1]);
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              w[o][i] = mn + float((words[o][i] >> (4 * j)) & 0xfu) * s;
+          }
 #pragma unroll
           for (int r = 0; r < MT; ++r) {
-            if (r < rows) {
+            if (r < rowsHere) {
               const float *x = x0 + (long long)r * K + e0;
               if constexpr (K % 4 == 0) {
                 float4 xv = *reinterpret_cast<const float4 *>(x);
-                acc[r] += w[0] * xv.x + w[1] * xv.y + w[2] * xv.z + w[3] * xv.w;
+#pragma unroll
+                for (int o = 0; o < NR; ++o)
+                  acc[r][o] += w[o][0] * xv.x + w[o][1] * xv.y +
+                               w[o][2] * xv.z + w[o][3] * xv.w;
               } else {
 #pragma unroll
                 for (int i = 0; i < 4; ++i)
-                  if (e0 + i < K)
-                    acc[r] += w[i] * x[i];
+                  if (e0 + i < K) {
+                    const float xi = x[i];
+#pragma unroll
+                    for (int o = 0; o < NR; ++o)
+                      acc[r][o] += w[o][i] * xi;
+                  }
               }
             }
           }
         }
       } else if constexpr (Chunk::kVector) {
-        float w[E];
-        widen16<T>(__ldg(reinterpret_cast<const uint4 *>(row + c * 16)), w);
+        // Every weight chunk first (NR loads in flight), then each x row
+        // read once for all of them.
+        float w[NR][E];
+#pragma unroll
+        for (int o = 0; o < NR; ++o)
+          widen16<T>(__ldg(reinterpret_cast<const uint4 *>(rows[o] + c * 16)),
+                     w[o]);
 #pragma unroll
         for (int r = 0; r < MT; ++r) {
-          if (r < rows) {
+          if (r < rowsHere) {
             const float4 *x =
                 reinterpret_cast<const float4 *>(x0 + (long long)r * K + c * E);
-            float s = 0.0f;
+            float s[NR];
+#pragma unroll
+            for (int o = 0; o < NR; ++o)
+              s[o] = 0.0f;
 #pragma unroll
             for (int i = 0; i < E / 4; ++i) {
               float4 xv = x[i];
-              s += w[4 * i] * xv.x + w[4 * i + 1] * xv.y + w[4 * i + 2] * xv.z +
-                   w[4 * i + 3] * xv.w;
+#pragma unroll
+              for (int o = 0; o < NR; ++o)
+                s[o] += w[o][4 * i] * xv.x + w[o][4 * i + 1] * xv.y +
+                        w[o][4 * i + 2] * xv.z + w[o][4 * i + 3] * xv.w;
             }
-            acc[r] += s;
+#pragma unroll
+            for (int o = 0; o < NR; ++o)
+              acc[r][o] += s[o];
           }
         }
       } else {
-        const float w = widen1<T>(row, c);
+        float w[NR];
+#pragma unroll
+        for (int o = 0; o < NR; ++o)
+          w[o] = widen1<T>(rows[o], c);
 #pragma unroll
         for (int r = 0; r < MT; ++r)
-          if (r < rows)
-            acc[r] += w * x0[(long long)r * K + c];
+          if (r < rowsHere) {
+            const float xi = x0[(long long)r * K + c];
+#pragma unroll
+            for (int o = 0; o < NR; ++o)
+              acc[r][o] += w[o] * xi;
+          }
       }
     }
 
     // Outlier columns (int8): x's column times the row's bf16 weight.
-    float extra[MT];
+    float extra[MT][NR];
 #pragma unroll
     for (int r = 0; r < MT; ++r)
-      extra[r] = 0.0f;
+#pragma unroll
+      for (int o = 0; o < NR; ++o)
+        extra[r][o] = 0.0f;
     if constexpr (T == CacheType::I8) {
-      const unsigned short *o = a.outliers + n * a.numOutliers;
       for (int j = lane; j < a.numOutliers; j += 32) {
-        const float wo = __uint_as_float(unsigned(o[j]) << 16);
         const int col = a.outlierCols[j];
+        float wo[NR];
+#pragma unroll
+        for (int o = 0; o < NR; ++o)
+          wo[o] = __uint_as_float(
+              unsigned(a.outliers[ns[o] * a.numOutliers + j]) << 16);
 #pragma unroll
         for (int r = 0; r < MT; ++r)
-          if (r < rows)
-            extra[r] += wo * x0[(long long)r * K + col];
+          if (r < rowsHere) {
+            const float xc = x0[(long long)r * K + col];
+#pragma unroll
+            for (int o = 0; o < NR; ++o)
+              extra[r][o] += wo[o] * xc;
+          }
       }
     }
 
-    const float scale =
-        T == CacheType::I8 || T == CacheType::E4M3 ? a.scales[n] : 1.0f;
-    const float bias = a.bias ? a.bias[n] : 0.0f;
 #pragma unroll
-    for (int r = 0; r < MT; ++r) {
-      // Every lane takes part in the shuffles; rows past the last are 0.
-      float s = warpSum(acc[r]);
-      float e = T == CacheType::I8 ? warpSum(extra[r]) : 0.0f;
-      if (lane == 0 && r < rows)
-        a.y[(m0 + r) * a.n + n] = s * scale + e + bias;
+    for (int o = 0; o < NR; ++o) {
+      const long long n = ns[o];
+      const bool mine = n0 + o < a.n;
+      const float scale =
+          T == CacheType::I8 || T == CacheType::E4M3 ? a.scales[n] : 1.0f;
+      const float bias = a.bias ? a.bias[n] : 0.0f;
+#pragma unroll
+      for (int r = 0; r < MT; ++r) {
+        // Every lane takes part in the shuffles; rows past the last are 0.
+        float s = warpSum(acc[r][o]);
+        float e = T == CacheType::I8 ? warpSum(extra[r][o]) : 0.0f;
+        if (lane == 0 && r < rowsHere && mine)
+          a.y[(m0 + r) * a.n + n] = s * scale + e + bias;
+      }
     }
   }
 }

@@ -296,14 +296,19 @@ TEST(CudaEmitter, EveryNewKernelIsNamedKeyedAndSelfContained) {
   for (const LinearSpec &s : linearVariants()) {
     ASSERT_TRUE(emitLinear(s, k).ok()) << kernelName(s);
     all.push_back(k);
-    for (int field = 0; field < 3; ++field) {
+    for (int field = 0; field < 4; ++field) {
       LinearSpec t = s;
-      (field == 0 ? t.k : field == 1 ? t.rowsPerPass : t.threads) += 32;
+      (field == 0   ? t.k
+       : field == 1 ? t.rowsPerPass
+       : field == 2 ? t.threads
+                    : t.outputsPerWarp) += field == 3 ? 1 : 32;
       EXPECT_NE(kernelName(t), kernelName(s));
       EXPECT_NE(canonicalKey(t), canonicalKey(s));
     }
+    // A block computes threads / 32 warps' outputsPerWarp rows each.
+    const int perBlock = s.threads / 32 * s.outputsPerWarp;
     EXPECT_EQ(linearLaunch(s, 37).grid[0],
-              unsigned((37 + s.threads / 32 - 1) / (s.threads / 32)));
+              unsigned((37 + perBlock - 1) / perBlock));
     EXPECT_EQ(linearLaunch(s, 37).block[0], unsigned(s.threads));
   }
   for (const CastSpec &s : castVariants()) {
@@ -349,6 +354,9 @@ TEST(CudaEmitter, RefusesLinearSpecsItCannotGenerate) {
   refused({DType::I8, 64, 32, 8, 128}, "given for weights without groups");
   refused({DType::F32, 64, 0, 0, 128}, "rows per pass 0 must be in [1, 16]");
   refused({DType::F32, 64, 0, 17, 128}, "rows per pass 17");
+  refused({DType::F32, 64, 0, 8, 128, 0},
+          "outputs per warp 0 must be in [1, 8]");
+  refused({DType::F32, 64, 0, 8, 128, 9}, "outputs per warp 9");
   refused({DType::F32, 64, 0, 8, 48}, "threads 48 must be a multiple of 32");
   // The key tells element loads from 16-byte chunks, so the NVRTC tests
   // keep both structures apart.

@@ -239,18 +239,31 @@ inline std::vector<SampleSpec> sampleVariants() {
 /// Every weight type, rows that split into 16-byte chunks and rows that do
 /// not, int4 with each group size and a last block cut short (k % 128),
 /// also where x's rows are not float4-aligned (k % 4), one and several
-/// rows per pass, one and several warps per block.
+/// rows per pass, one and several warps per block, one to four output rows
+/// per warp.
 inline std::vector<LinearSpec> linearVariants() {
   using cpu::DType;
-  // weights, k, group, rows per pass, threads
+  // weights, k, group, rows per pass, threads, outputs per warp (the
+  // default 2 where not given; 1, 3 and 4 too, with n not a multiple)
   return {
-      {DType::F32, 64, 0, 8, 128},     {DType::F32, 37, 0, 4, 64},
-      {DType::BF16, 96, 0, 8, 128},    {DType::BF16, 100, 0, 3, 32},
-      {DType::F16, 48, 0, 8, 128},     {DType::F16, 45, 0, 2, 64},
-      {DType::I8, 160, 0, 8, 128},     {DType::I8, 70, 0, 2, 64},
-      {DType::FP8E4M3, 64, 0, 8, 128}, {DType::FP8E4M3, 50, 0, 5, 32},
-      {DType::I4, 256, 128, 8, 128},   {DType::I4, 200, 64, 4, 64},
-      {DType::I4, 98, 32, 8, 128},     {DType::I4, 300, 32, 1, 32},
+      {DType::F32, 64, 0, 8, 128},
+      {DType::F32, 37, 0, 4, 64, 1},
+      {DType::BF16, 96, 0, 8, 128},
+      {DType::BF16, 100, 0, 3, 32, 3},
+      {DType::F16, 48, 0, 8, 128},
+      {DType::F16, 45, 0, 2, 64, 4},
+      {DType::I8, 160, 0, 8, 128},
+      {DType::I8, 70, 0, 2, 64, 4},
+      {DType::FP8E4M3, 64, 0, 8, 128},
+      {DType::FP8E4M3, 50, 0, 5, 32, 1},
+      {DType::I4, 256, 128, 8, 128},
+      {DType::I4, 200, 64, 4, 64, 3},
+      {DType::I4, 98, 32, 8, 128, 1},
+      {DType::I4, 300, 32, 1, 32, 4},
+      // Two of the above with other launch parameters only, as the GPU
+      // bench's tuning alternatives are.
+      {DType::I8, 160, 0, 8, 128, 1},
+      {DType::I4, 256, 128, 4, 64, 4},
   };
 }
 
