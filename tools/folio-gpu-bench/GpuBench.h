@@ -146,6 +146,9 @@ struct LinearCase {
   cuda::LinearSpec spec;
   int n = 1;
   int m = 1;
+  /// The same linear with other launch parameters (threads, rows per
+  /// pass, outputs per warp): each checked and timed on the same weights.
+  std::vector<cuda::LinearSpec> alternatives;
 };
 
 struct LinearResult {
@@ -153,6 +156,12 @@ struct LinearResult {
   /// Largest |device - CPU linear| over the rounding bound of its sum
   /// (outputs checked: the first 512 of each row).
   double maxBoundFraction = 0;
+  struct Alternative {
+    cuda::LinearSpec spec;
+    Timing timing;
+    double maxBoundFraction = 0;
+  };
+  std::vector<Alternative> alternatives; ///< LinearCase::alternatives'
 };
 
 /// Random weights packed as the plan stores them, checked against the CPU

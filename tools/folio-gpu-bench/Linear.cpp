@@ -24,10 +24,13 @@ Expected<LinearResult> measureLinear(const CudaDevice &dev,
                                      const LinearCase &c, int runs,
                                      uint32_t seed) {
   const cuda::LinearSpec &s = c.spec;
-  Expected<const device::CudaKernel *> kernel =
-      find(kernels, cuda::kernelName(s));
-  if (!kernel)
-    return kernel.status();
+  for (const cuda::LinearSpec &alt : c.alternatives)
+    if (alt.weightType != s.weightType || alt.k != s.k ||
+        alt.groupSize != s.groupSize)
+      return Status::invalidArgument(
+          "the alternative " + cuda::kernelName(alt) + " of " +
+          cuda::kernelName(s) +
+          " is another linear; only its launch parameters may differ");
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t n = c.n, k = s.k, m = c.m;
@@ -62,50 +65,74 @@ Expected<LinearResult> measureLinear(const CudaDevice &dev,
   Expected<DeviceBuffer> dy = dev.allocate(want.size() * 4, "y");
   if (!dy)
     return dy.status();
-  folio_cuda::LinearArgs a{};
-  a.x = dx->as<const float>();
-  a.m = m;
-  a.w = dw->as<const void>();
-  a.scales = ds->as<const float>();
-  a.groupParams = dp->as<const unsigned short>();
-  a.outlierCols = dc->as<const int>();
-  a.outliers = doutl->as<const unsigned short>();
-  a.numOutliers = int(view.numOutliers);
-  a.y = dy->as<float>();
-  a.n = n;
-  device::CudaLaunch l = toLaunch(cuda::linearLaunch(s, n));
-  auto run = [&] { return dev.launch(**kernel, l, &a); };
+  const double bytes = double(cpu::weightViewBytes(view)) +
+                       double(x.size()) * 4 + double(want.size()) * 4;
 
-  LinearResult out;
-  Expected<std::vector<float>> result =
-      runAndRead<float>(dev, run, *dy, want.size());
-  if (!result)
-    return result.status();
-  const std::vector<float> &got = *result;
-  // The first 512 outputs of each row: the bound takes a pass over k per
-  // output, and the big projections have thousands.
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t r = 0; r < std::min<int64_t>(n, 512); ++r) {
-      // Each result within f32 accumulation of k terms (2e-6 k, the CPU
-      // linear tests' bound), so the two within twice that.
-      double bound = (4e-6 * double(k) + cpuRounding(s.weightType, m)) *
-                         magnitude(x, i, r, view, {}) +
-                     1e-30;
-      size_t at = size_t(i * n + r);
-      out.maxBoundFraction =
-          std::max(out.maxBoundFraction,
-                   std::fabs(double(got[at]) - double(want[at])) / bound);
-    }
-  if (!(out.maxBoundFraction <= 1.0))
-    return Status::internal(
-        cuda::kernelName(s) + " differs from the CPU linear by " +
-        std::to_string(out.maxBoundFraction) + " times its rounding bound");
-  double bytes = double(cpu::weightViewBytes(view)) + double(x.size()) * 4 +
-                 double(want.size()) * 4;
-  Expected<Timing> t = timeRuns(dev, runs, bytes, run);
-  if (!t)
-    return t.status();
-  out.timing = *t;
+  // One spec's kernel on these weights: checked against the CPU, then
+  // timed.
+  auto measure = [&](const cuda::LinearSpec &spec) -> Expected<LinearResult> {
+    Expected<const device::CudaKernel *> kernel =
+        find(kernels, cuda::kernelName(spec));
+    if (!kernel)
+      return kernel.status();
+    folio_cuda::LinearArgs a{};
+    a.x = dx->as<const float>();
+    a.m = m;
+    a.w = dw->as<const void>();
+    a.scales = ds->as<const float>();
+    a.groupParams = dp->as<const unsigned short>();
+    a.outlierCols = dc->as<const int>();
+    a.outliers = doutl->as<const unsigned short>();
+    a.numOutliers = int(view.numOutliers);
+    a.y = dy->as<float>();
+    a.n = n;
+    device::CudaLaunch l = toLaunch(cuda::linearLaunch(spec, n));
+    auto run = [&] { return dev.launch(**kernel, l, &a); };
+
+    LinearResult out;
+    if (Status st = dev.fill(*dy, 0xff); !st) // NaN: nothing stale passes
+      return st;
+    Expected<std::vector<float>> result =
+        runAndRead<float>(dev, run, *dy, want.size());
+    if (!result)
+      return result.status();
+    const std::vector<float> &got = *result;
+    // The first 512 outputs of each row: the bound takes a pass over k per
+    // output, and the big projections have thousands.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t r = 0; r < std::min<int64_t>(n, 512); ++r) {
+        // Each result within f32 accumulation of k terms (2e-6 k, the CPU
+        // linear tests' bound), so the two within twice that.
+        double bound = (4e-6 * double(k) + cpuRounding(spec.weightType, m)) *
+                           magnitude(x, i, r, view, {}) +
+                       1e-30;
+        size_t at = size_t(i * n + r);
+        double diff = std::fabs(double(got[at]) - double(want[at])) / bound;
+        out.maxBoundFraction =
+            std::isnan(diff) ? diff : std::max(out.maxBoundFraction, diff);
+        if (std::isnan(diff))
+          break;
+      }
+    if (!(out.maxBoundFraction <= 1.0))
+      return Status::internal(
+          cuda::kernelName(spec) + " differs from the CPU linear by " +
+          std::to_string(out.maxBoundFraction) + " times its rounding bound");
+    Expected<Timing> t = timeRuns(dev, runs, bytes, run);
+    if (!t)
+      return t.status();
+    out.timing = *t;
+    return out;
+  };
+
+  Expected<LinearResult> out = measure(s);
+  if (!out)
+    return out.status();
+  for (const cuda::LinearSpec &alt : c.alternatives) {
+    Expected<LinearResult> r = measure(alt);
+    if (!r)
+      return r.status();
+    out->alternatives.push_back({alt, r->timing, r->maxBoundFraction});
+  }
   return out;
 }
 

@@ -188,8 +188,23 @@ int main(int argc, char **argv) {
       if (cpu::Status st = cuda::emitLinear(spec, g); !st.ok())
         return fail("emitting linear", Status::internal(st.message()));
       sources.push_back(g);
+      // Other threads and outputs per warp, to tune the defaults.
+      std::vector<cuda::LinearSpec> alternatives;
+      if (!quick)
+        for (int threads : {128, 256})
+          for (int outputs : {1, 2, 4}) {
+            if (threads == spec.threads && outputs == spec.outputsPerWarp)
+              continue;
+            cuda::LinearSpec alt = spec;
+            alt.threads = threads;
+            alt.outputsPerWarp = outputs;
+            if (cpu::Status st = cuda::emitLinear(alt, g); !st.ok())
+              return fail("emitting linear", Status::internal(st.message()));
+            sources.push_back(g);
+            alternatives.push_back(alt);
+          }
       for (int m : {1, 8})
-        linears.push_back({LinearCase{spec, p.n, m}, p.name});
+        linears.push_back({LinearCase{spec, p.n, m, alternatives}, p.name});
     }
   // The row kernels of one Llama 1B layer, and its rotary, embedding and
   // samplers, over a prefill's worth of tokens.
@@ -492,6 +507,26 @@ int main(int argc, char **argv) {
     j.key("gb_per_s").value(r->timing.gbPerS);
     j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
     j.key("max_diff_vs_cpu_in_bounds").value(r->maxBoundFraction);
+    j.key("threads").value(c.spec.threads);
+    j.key("outputs_per_warp").value(c.spec.outputsPerWarp);
+    if (!r->alternatives.empty()) {
+      j.key("alternatives").beginArray();
+      for (const LinearResult::Alternative &alt : r->alternatives) {
+        j.beginObject();
+        j.key("threads").value(alt.spec.threads);
+        j.key("outputs_per_warp").value(alt.spec.outputsPerWarp);
+        j.key("ms").value(alt.timing.ms);
+        j.key("gb_per_s").value(alt.timing.gbPerS);
+        j.key("fraction_of_copy").value(alt.timing.gbPerS / copy->gbPerS);
+        j.key("max_diff_vs_cpu_in_bounds").value(alt.maxBoundFraction);
+        j.endObject();
+        progress("  threads " + std::to_string(alt.spec.threads) +
+                     " outputs per warp " +
+                     std::to_string(alt.spec.outputsPerWarp),
+                 alt.timing);
+      }
+      j.endArray();
+    }
     j.endObject();
   }
   j.endArray();

@@ -423,15 +423,41 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
               std::string::npos)
         << r.status().message();
   }
+  int linearAlternativesRun = 0;
   for (const LinearSpec &s : linearVariants()) {
     SCOPED_TRACE(kernelName(s));
+    // The variants of the same weights with other launch parameters: the
+    // tuning alternatives, each checked and timed on the same weights.
+    std::vector<LinearSpec> alternatives;
+    for (const LinearSpec &o : linearVariants())
+      if (kernelName(o) != kernelName(s) && o.weightType == s.weightType &&
+          o.k == s.k && o.groupSize == s.groupSize)
+        alternatives.push_back(o);
     for (int m : {1, 9}) {
       Expected<gpubench::LinearResult> r =
-          gpubench::measureLinear(*dev, kernels, {s, 21, m}, 2);
+          gpubench::measureLinear(*dev, kernels, {s, 21, m, alternatives}, 2);
       ASSERT_TRUE(bool(r)) << r.status().message();
       EXPECT_LE(r->maxBoundFraction, 1.0);
       EXPECT_GT(r->timing.bytes, 21.0 * s.k * cpu::dtypeBits(s.weightType) / 8);
+      ASSERT_EQ(r->alternatives.size(), alternatives.size());
+      for (const gpubench::LinearResult::Alternative &alt : r->alternatives) {
+        ++linearAlternativesRun;
+        EXPECT_LE(alt.maxBoundFraction, 1.0);
+        EXPECT_EQ(alt.timing.bytes, r->timing.bytes);
+      }
     }
+  }
+  EXPECT_EQ(linearAlternativesRun, 8); // two pairs, each way, m = 1 and 9
+  {
+    // An alternative over other weights is refused, not timed.
+    LinearSpec other = linearVariants()[0];
+    other.k += 1;
+    Expected<gpubench::LinearResult> r = gpubench::measureLinear(
+        *dev, kernels, {linearVariants()[0], 21, 1, {other}}, 2);
+    ASSERT_FALSE(bool(r));
+    EXPECT_NE(r.status().message().find("only its launch parameters"),
+              std::string::npos)
+        << r.status().message();
   }
 
   for (const PagedPrefillSpec &s : pagedPrefillVariants()) {
