@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
       return fail("emitting decode", Status::internal(st.message()));
     sources.push_back(main);
     sources.push_back(combine);
-    // Other threads and partitions for the caches the GPU issue compares,
+    // Other threads and partitions for the caches the decode targets compare,
     // to tune the defaults on a real device.
     std::vector<cuda::PagedDecodeSpec> alternatives;
     if (!quick && (c.type == cpu::DType::BF16 ||
