@@ -131,6 +131,24 @@ Expected<double> compareAttention(const std::vector<float> &got,
   return worst;
 }
 
+/// The arguments decode and prefill attention share: q, the cache and the
+/// batch's arrays.
+template <class Args>
+void bindAttention(Args &a, const PagedCache &cache, const DeviceBuffer &q,
+                   const DeviceBuffer &queryStartLoc, float scale) {
+  a.q = q.as<const float>();
+  a.kCache = cache.dk.as<const unsigned char>();
+  a.vCache = cache.dv.as<const unsigned char>();
+  a.kParams = cache.dkp.as<const unsigned short>();
+  a.vParams = cache.dvp.as<const unsigned short>();
+  a.kScale = a.vScale = cache.dscale.as<const float>();
+  a.queryStartLoc = queryStartLoc.as<const int>();
+  a.seqLens = cache.dlens.as<const int>();
+  a.blockTables = cache.dtables.as<const int>();
+  a.maxBlocksPerSeq = int(cache.blocksPerSeq);
+  a.scale = scale;
+}
+
 } // namespace
 
 Expected<DecodeResult> measurePagedDecode(const CudaDevice &dev,
@@ -195,18 +213,8 @@ Expected<DecodeResult> measurePagedDecode(const CudaDevice &dev,
       if (!*b)
         return b->status();
     folio_cuda::PagedDecodeArgs a{};
-    a.q = dq->as<const float>();
-    a.kCache = cache.dk.as<const unsigned char>();
-    a.vCache = cache.dv.as<const unsigned char>();
-    a.kParams = cache.dkp.as<const unsigned short>();
-    a.vParams = cache.dvp.as<const unsigned short>();
-    a.kScale = a.vScale = cache.dscale.as<const float>();
-    a.queryStartLoc = dstarts->as<const int>();
-    a.seqLens = cache.dlens.as<const int>();
-    a.blockTables = cache.dtables.as<const int>();
-    a.maxBlocksPerSeq = int(cache.blocksPerSeq);
+    bindAttention(a, cache, *dq, *dstarts, params.scale);
     a.numSeqs = int(S);
-    a.scale = params.scale;
     a.numPartitions = launch.numPartitions;
     a.out = dout->as<float>();
     a.partialOut = dpartial->as<float>();
@@ -239,13 +247,13 @@ Expected<DecodeResult> measurePagedDecode(const CudaDevice &dev,
     return m;
   };
 
-  Expected<Measured> main = measure(s);
-  if (!main)
-    return main.status();
+  Expected<Measured> first = measure(s);
+  if (!first)
+    return first.status();
   DecodeResult out;
-  out.timing = main->timing;
-  out.partitions = main->partitions;
-  out.maxRelDiff = main->maxRelDiff;
+  out.timing = first->timing;
+  out.partitions = first->partitions;
+  out.maxRelDiff = first->maxRelDiff;
   for (const cuda::PagedDecodeSpec &alt : c.alternatives) {
     if (alt.cacheType != s.cacheType || alt.headDim != s.headDim ||
         alt.blockSize != s.blockSize || alt.numKvHeads != s.numKvHeads ||
@@ -307,17 +315,7 @@ Expected<PrefillResult> measurePagedPrefill(const CudaDevice &dev,
     if (!*b)
       return b->status();
   folio_cuda::PagedPrefillArgs a{};
-  a.q = dq->as<const float>();
-  a.kCache = cache.dk.as<const unsigned char>();
-  a.vCache = cache.dv.as<const unsigned char>();
-  a.kParams = cache.dkp.as<const unsigned short>();
-  a.vParams = cache.dvp.as<const unsigned short>();
-  a.kScale = a.vScale = cache.dscale.as<const float>();
-  a.queryStartLoc = dstarts->as<const int>();
-  a.seqLens = cache.dlens.as<const int>();
-  a.blockTables = cache.dtables.as<const int>();
-  a.maxBlocksPerSeq = int(cache.blocksPerSeq);
-  a.scale = params.scale;
+  bindAttention(a, cache, *dq, *dstarts, params.scale);
   a.out = dout->as<float>();
   device::CudaLaunch l = toLaunch(cuda::pagedPrefillLaunch(s, S, Q));
   auto run = [&] { return dev.launch(**kernel, l, &a); };

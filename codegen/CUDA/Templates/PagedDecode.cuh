@@ -137,15 +137,44 @@ __device__ __forceinline__ void dequantChunk(const CacheChunk<N> &c,
   }
 }
 
+/// This lane's chunks of rows base + u * stride + rowInWarp (u < U) of a
+/// K or V pool, and each row's int8 / int4 params; rows at or past n are
+/// not read.
+template <class C, int U>
+__device__ __forceinline__ void loadDecodeRows(
+    const unsigned char *pool, const unsigned short *paramPool,
+    const int *slots, int kvHead, int base, int stride, int rowInWarp,
+    int sub, int n, bool aligned,
+    CacheChunk<DecodeLayout<C>::kChunkBytes> (
+        &raw)[U][DecodeLayout<C>::kChunksPerLane],
+    const unsigned short *(&rowParams)[U]) {
+  using L = DecodeLayout<C>;
+  constexpr int paramsPerRow =
+      C::kGroup > 0 ? 2 * (C::kHeadDim / C::kGroup) : 0;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    int j = base + u * stride + rowInWarp;
+    long long r = j < n ? (long long)slots[j] * C::kNumKvHeads + kvHead : -1;
+    rowParams[u] =
+        paramsPerRow && r >= 0 ? paramPool + r * paramsPerRow : nullptr;
+#pragma unroll
+    for (int c = 0; c < L::kChunksPerLane; ++c) {
+      int chunk = sub + c * L::kLanes;
+      if (r >= 0 && chunk < L::kChunks)
+        raw[u][c] = loadChunk<L::kChunkBytes>(
+            pool + r * L::kRowBytes + chunk * L::kChunkBytes, aligned);
+    }
+  }
+}
+
 template <class C>
 __device__ __forceinline__ void pagedDecode(const PagedDecodeArgs &a) {
   constexpr int D = C::kHeadDim, G = C::kQueriesPerKv, P = C::kPartition;
   constexpr int NT = C::kThreads, NW = NT / 32;
   constexpr int numHeads = C::kNumKvHeads * G;
   using L = DecodeLayout<C>;
-  constexpr int rowBytes = L::kRowBytes, CB = L::kChunkBytes, E = L::kElems;
+  constexpr int CB = L::kChunkBytes, E = L::kElems;
   constexpr int LN = L::kLanes, CPL = L::kChunksPerLane, RW = L::kRowsPerWarp;
-  constexpr int paramsPerRow = C::kGroup > 0 ? 2 * (D / C::kGroup) : 0;
   // Rows each lane loads before it uses them: loads in flight.
   constexpr int U = 4;
   const int kvHead = int(blockIdx.x), token = int(blockIdx.y);
@@ -211,21 +240,8 @@ __device__ __forceinline__ void pagedDecode(const PagedDecodeArgs &a) {
   for (int base = warp * RW; base < n; base += U * stride) {
     CacheChunk<CB> raw[U][CPL] = {};
     const unsigned short *rowParams[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      int j = base + u * stride + rowInWarp;
-      long long r =
-          j < n ? (long long)slots[j] * C::kNumKvHeads + kvHead : -1;
-      rowParams[u] = paramsPerRow && r >= 0 ? a.kParams + r * paramsPerRow
-                                            : nullptr;
-#pragma unroll
-      for (int c = 0; c < CPL; ++c) {
-        int chunk = sub + c * LN;
-        if (r >= 0 && chunk < L::kChunks)
-          raw[u][c] = loadChunk<CB>(a.kCache + r * rowBytes + chunk * CB,
-                                    aligned);
-      }
-    }
+    loadDecodeRows<C, U>(a.kCache, a.kParams, slots, kvHead, base, stride,
+                         rowInWarp, sub, n, aligned, raw, rowParams);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       int j = base + u * stride + rowInWarp;
@@ -298,21 +314,8 @@ __device__ __forceinline__ void pagedDecode(const PagedDecodeArgs &a) {
   for (int base = warp * RW; base < n; base += U * stride) {
     CacheChunk<CB> raw[U][CPL] = {};
     const unsigned short *rowParams[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      int j = base + u * stride + rowInWarp;
-      long long r =
-          j < n ? (long long)slots[j] * C::kNumKvHeads + kvHead : -1;
-      rowParams[u] = paramsPerRow && r >= 0 ? a.vParams + r * paramsPerRow
-                                            : nullptr;
-#pragma unroll
-      for (int c = 0; c < CPL; ++c) {
-        int chunk = sub + c * LN;
-        if (r >= 0 && chunk < L::kChunks)
-          raw[u][c] = loadChunk<CB>(a.vCache + r * rowBytes + chunk * CB,
-                                    aligned);
-      }
-    }
+    loadDecodeRows<C, U>(a.vCache, a.vParams, slots, kvHead, base, stride,
+                         rowInWarp, sub, n, aligned, raw, rowParams);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       int j = base + u * stride + rowInWarp;
