@@ -721,11 +721,12 @@ PagedDecodeLaunch pagedDecodeLaunch(const PagedDecodeSpec &s, int64_t numTokens,
 }
 
 size_t pagedPrefillSharedBytes(const PagedPrefillSpec &s) {
-  // q [R][D], K and V [N][D], scores [R][N], max / sum / rescale [R] in
-  // f32, slots [N] in int32, with R = queryTile * queriesPerKv rows.
+  // q [R][D], K [N][D + 1] (rows padded against bank conflicts), V
+  // [N][D], scores [R][N], max / sum / rescale [R] in f32, slots [N] in
+  // int32, with R = queryTile * queriesPerKv rows.
   size_t r = size_t(s.queryTile) * size_t(s.queriesPerKv);
   size_t n = size_t(s.keyTile), d = size_t(s.headDim);
-  return 4 * (r * d + 2 * n * d + r * n + 3 * r + n);
+  return 4 * (r * d + n * (d + 1) + n * d + r * n + 3 * r + n);
 }
 
 LaunchGeometry pagedPrefillLaunch(const PagedPrefillSpec &s, int64_t numSeqs,

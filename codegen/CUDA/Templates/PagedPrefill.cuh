@@ -36,10 +36,13 @@ __device__ __forceinline__ void pagedPrefill(const PagedPrefillArgs &a) {
   int firstKey = a.slidingWindow > 0 ? pos0 - a.slidingWindow + 1 : 0;
   firstKey = firstKey > 0 ? firstKey : 0;
 
+  // K's rows are D + 1 floats apart: the scores read one K row per lane,
+  // and rows D apart (D a multiple of 32) would all fall in one bank.
+  constexpr int KS = D + 1;
   FOLIO_DYNAMIC_SHARED(float, smem);
   float *qs = smem;            // [R][D], row r = token i * G + head g
-  float *ks = qs + R * D;      // [N][D]
-  float *vs = ks + N * D;      // [N][D]
+  float *ks = qs + R * D;      // [N][KS]
+  float *vs = ks + N * KS;     // [N][D]
   float *ps = vs + N * D;      // [R][N] scores, then probabilities
   float *rowMax = ps + R * N;  // [R]
   float *rowSum = rowMax + R;  // [R]
@@ -78,7 +81,7 @@ __device__ __forceinline__ void pagedPrefill(const PagedPrefillArgs &a) {
     for (int e = tid; e < nk * D; e += NT) {
       int j = e / D, d = e % D;
       long long r = (long long)slots[j] * C::kNumKvHeads + kvHead;
-      ks[e] = loadCache<C::kType, C::kGroup>(
+      ks[j * KS + d] = loadCache<C::kType, C::kGroup>(
           a.kCache + r * rowBytes,
           paramsPerRow ? a.kParams + r * paramsPerRow : nullptr, d, kScale);
       vs[e] = loadCache<C::kType, C::kGroup>(
@@ -98,7 +101,7 @@ __device__ __forceinline__ void pagedPrefill(const PagedPrefillArgs &a) {
         // Fully unrolled (D is a constant), this loop dominated NVRTC time.
 #pragma unroll 4
         for (int d = 0; d < D; ++d)
-          dot += qs[r * D + d] * ks[j * D + d];
+          dot += qs[r * D + d] * ks[j * KS + d];
         s = dot * a.scale;
         if (a.softCap > 0.0f)
           s = tanhf(s / a.softCap) * a.softCap;
