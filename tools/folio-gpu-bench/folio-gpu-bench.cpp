@@ -299,7 +299,7 @@ int main(int argc, char **argv) {
   // puts an "error" in its entry instead of figures, and the run goes on:
   // one pass on a GPU then shows every kernel that fails, not the first.
   int failures = 0;
-  auto failed = [&](const std::string &what, const auto &result) {
+  auto succeeded = [&](const std::string &what, const auto &result) {
     if (result)
       return true;
     ++failures;
@@ -346,7 +346,7 @@ int main(int argc, char **argv) {
     j.key("kv_heads").value(c.spec.numKvHeads);
     j.key("head_dim").value(c.spec.headDim);
     Expected<DecodeResult> r = measurePagedDecode(dev, kernels, c, runs);
-    if (!failed(cuda::kernelName(c.spec), r)) {
+    if (!succeeded(cuda::kernelName(c.spec), r)) {
       j.endObject();
       continue;
     }
@@ -383,7 +383,7 @@ int main(int argc, char **argv) {
   // The decode targets (GpuBench.h), read off the runs above.
   Expected<DecodeTargets> targets = decodeTargets(decodeRuns, copy->gbPerS);
   j.key("decode_targets").beginObject();
-  if (!failed("the decode targets", targets)) {
+  if (!succeeded("the decode targets", targets)) {
     j.endObject();
   } else {
     j.key("min_fraction_of_copy").value(targets->minFractionOfCopy);
@@ -406,7 +406,7 @@ int main(int argc, char **argv) {
     j.key("query_tile").value(c.spec.queryTile);
     j.key("key_tile").value(c.spec.keyTile);
     Expected<PrefillResult> r = measurePagedPrefill(dev, kernels, c, runs);
-    if (!failed(cuda::kernelName(c.spec), r)) {
+    if (!succeeded(cuda::kernelName(c.spec), r)) {
       j.endObject();
       continue;
     }
@@ -425,7 +425,7 @@ int main(int argc, char **argv) {
     j.key("cache").value(cpu::dtypeName(c.spec.cacheType));
     j.key("tokens").value(c.tokens);
     Expected<KVWriteResult> r = measureKVWrite(dev, kernels, c, runs);
-    if (!failed(cuda::kernelName(c.spec), r)) {
+    if (!succeeded(cuda::kernelName(c.spec), r)) {
       j.endObject();
       continue;
     }
@@ -445,7 +445,7 @@ int main(int argc, char **argv) {
     j.key("dim").value(c.spec.dim);
     j.key("rows").value(c.rows);
     Expected<RowResult> r = measureRowKernel(dev, kernels, c, runs);
-    if (!failed(cuda::kernelName(c.spec), r)) {
+    if (!succeeded(cuda::kernelName(c.spec), r)) {
       j.endObject();
       continue;
     }
@@ -461,7 +461,7 @@ int main(int argc, char **argv) {
     j.beginObject();
     j.key("kernel").value(kind);
     j.key("name").value(name);
-    if (!failed(name, t)) {
+    if (!succeeded(name, t)) {
       j.endObject();
       return;
     }
@@ -497,7 +497,7 @@ int main(int argc, char **argv) {
     j.key("k").value(c.spec.k);
     j.key("m").value(c.m);
     Expected<LinearResult> r = measureLinear(dev, kernels, c, runs);
-    if (!failed(cuda::kernelName(c.spec), r)) {
+    if (!succeeded(cuda::kernelName(c.spec), r)) {
       j.endObject();
       continue;
     }
@@ -551,7 +551,7 @@ int main(int argc, char **argv) {
         j.key("k").value(p.k);
         Expected<GemmResult> r =
             measureCublasLinear(dev, **lt, m, p.n, p.k, runs);
-        if (!failed("cuBLASLt", r)) {
+        if (!succeeded("cuBLASLt", r)) {
           j.endObject();
           continue;
         }
@@ -580,7 +580,7 @@ int main(int argc, char **argv) {
       j.beginObject();
       j.key("plan").value(path);
       Expected<plan::Plan> loaded = plan::readPlan(path);
-      if (!failed(path, loaded)) {
+      if (!succeeded(path, loaded)) {
         j.endObject();
         continue;
       }
@@ -592,14 +592,14 @@ int main(int argc, char **argv) {
       c.profile = profile;
       Expected<std::unique_ptr<device::CudaDevice>> own =
           device::CudaDevice::open(0);
-      if (!failed(path, own)) {
+      if (!succeeded(path, own)) {
         j.endObject();
         continue;
       }
       Expected<ModelResult> r = measureModel(
           std::move(*own),
           std::make_shared<const plan::Plan>(std::move(*loaded)), c);
-      if (!failed(path, r)) {
+      if (!succeeded(path, r)) {
         j.endObject();
         continue;
       }
