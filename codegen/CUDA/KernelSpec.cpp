@@ -158,10 +158,11 @@ Status validate(const PagedPrefillSpec &s) {
     return Status::error(where + ": query tile " + std::to_string(s.queryTile) +
                          " and key tile " + std::to_string(s.keyTile) +
                          " must be >= 1");
-  // Each thread keeps its share of the output tile in registers.
-  long long perThread =
-      (1LL * s.queryTile * s.queriesPerKv * s.headDim + s.threads - 1) /
-      s.threads;
+  // Each thread keeps its output tiles (4 rows x 8 columns each; see
+  // PrefillLayout in Templates/PagedPrefill.cuh) in registers.
+  long long tiles = (1LL * s.queryTile * s.queriesPerKv + 3) / 4 *
+                    ((s.headDim + 7) / 8);
+  long long perThread = (tiles + s.threads - 1) / s.threads * 32;
   if (perThread > 128)
     return Status::error(where + ": an output tile of " +
                          std::to_string(perThread) +
@@ -721,12 +722,12 @@ PagedDecodeLaunch pagedDecodeLaunch(const PagedDecodeSpec &s, int64_t numTokens,
 }
 
 size_t pagedPrefillSharedBytes(const PagedPrefillSpec &s) {
-  // q [R][D], K [N][D + 1] (rows padded against bank conflicts), V
-  // [N][D], scores [R][N], max / sum / rescale [R] in f32, slots [N] in
-  // int32, with R = queryTile * queriesPerKv rows.
+  // q [R][D + 1], K [N][D + 1] (rows padded against bank conflicts), V
+  // [N][D], scores [R][N + 1], max / sum / rescale [R] in f32, slots [N]
+  // in int32, with R = queryTile * queriesPerKv rows.
   size_t r = size_t(s.queryTile) * size_t(s.queriesPerKv);
   size_t n = size_t(s.keyTile), d = size_t(s.headDim);
-  return 4 * (r * d + n * (d + 1) + n * d + r * n + 3 * r + n);
+  return 4 * (r * (d + 1) + n * (d + 1) + n * d + r * (n + 1) + 3 * r + n);
 }
 
 LaunchGeometry pagedPrefillLaunch(const PagedPrefillSpec &s, int64_t numSeqs,

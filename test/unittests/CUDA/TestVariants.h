@@ -64,6 +64,9 @@ inline std::vector<PagedPrefillSpec> pagedPrefillVariants() {
       {DType::I8, 64, 16, 2, 2, 64, 8, 16, 64},
       {DType::I4, 64, 16, 2, 2, 32, 8, 16, 64},
       {DType::I4, 80, 8, 1, 4, 16, 2, 24, 96},
+      // Rows (9) and keys (10) that do not fill the last 4 x 4 score and
+      // 4 x 8 output register tiles; head_dim 48.
+      {DType::BF16, 48, 8, 1, 3, 0, 3, 10, 64},
   };
 }
 
