@@ -3,7 +3,7 @@
 #include "runtime/Device/PlanLaunches.h"
 #include "runtime/Device/PlanRowPrograms.h"
 #include "runtime/Device/PlanViews.h"
-#include "runtime/Plan/StoredWeightDType.h"
+#include "runtime/Plan/KernelDType.h"
 
 #include <algorithm>
 #include <cstring>
@@ -23,20 +23,12 @@ using KVScale = plan::ValueInfo::KVScale;
 Status cudaCacheFormat(const plan::ValueInfo &v, const std::string &where,
                        cpu::DType &type, int &group) {
   group = 0;
+  if (!plan::kernelDType(v.type, type))
+    return Status::invalidArgument(where + ": a " + elemTypeName(v.type) +
+                                   " value is not a KV cache");
   switch (v.type) {
-  case ElemType::F32:
-    type = cpu::DType::F32;
-    return Status::ok();
-  case ElemType::F16:
-    type = cpu::DType::F16;
-    return Status::ok();
-  case ElemType::BF16:
-    type = cpu::DType::BF16;
-    return Status::ok();
   case ElemType::F8E4M3:
   case ElemType::F8E5M2:
-    type =
-        v.type == ElemType::F8E4M3 ? cpu::DType::FP8E4M3 : cpu::DType::FP8E5M2;
     if (v.kvScale != KVScale::PerHead)
       return Status::invalidArgument(
           where +
@@ -45,7 +37,6 @@ Status cudaCacheFormat(const plan::ValueInfo &v, const std::string &where,
           kvScaleName(v.kvScale));
     return Status::ok();
   case ElemType::I8:
-    type = cpu::DType::I8;
     if (v.kvScale == KVScale::PerTokenHead)
       group = int(v.headDim);
     else if (v.kvScale == KVScale::PerTokenGroup)
@@ -58,7 +49,6 @@ Status cudaCacheFormat(const plan::ValueInfo &v, const std::string &where,
           kvScaleName(v.kvScale));
     return Status::ok();
   case ElemType::I4:
-    type = cpu::DType::I4;
     group = int(v.kvGroup);
     if (v.kvScale != KVScale::PerTokenGroup)
       return Status::invalidArgument(
@@ -67,13 +57,11 @@ Status cudaCacheFormat(const plan::ValueInfo &v, const std::string &where,
           "scales only, not " +
           kvScaleName(v.kvScale));
     return Status::ok();
-  case ElemType::I2:
-    type = cpu::DType::I2; // refused by the emitter, with the list
+  case ElemType::I2: // refused by the emitter, with the list
     group = int(v.kvGroup);
     return Status::ok();
-  default:
-    return Status::invalidArgument(where + ": a " + elemTypeName(v.type) +
-                                   " value is not a KV cache");
+  default: // f32, f16, bf16
+    return Status::ok();
   }
 }
 

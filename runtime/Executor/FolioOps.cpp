@@ -16,6 +16,7 @@
 #include "runtime/Executor/RotaryStep.h"
 #include "runtime/Executor/StepKernel.h"
 #include "runtime/Executor/StoredWeightView.h"
+#include "runtime/Plan/KernelDType.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,21 +30,10 @@ Status prepareError(const PrepareContext &ctx, const std::string &message) {
                                  "': " + message);
 }
 
-/// The kernel library's type for a float plan element type.
+/// The kernel library's type for a float plan element type (f32, bf16,
+/// f16).
 bool toCpuType(ElemType t, cpu::DType &out) {
-  switch (t) {
-  case ElemType::F32:
-    out = cpu::DType::F32;
-    return true;
-  case ElemType::BF16:
-    out = cpu::DType::BF16;
-    return true;
-  case ElemType::F16:
-    out = cpu::DType::F16;
-    return true;
-  default:
-    return false;
-  }
+  return isTensorElemType(t) && plan::kernelDType(t, out);
 }
 
 /// to[c, r] = from[r, c] for a rows x cols matrix, in 64 x 64 tiles: an

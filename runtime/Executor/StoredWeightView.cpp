@@ -2,7 +2,7 @@
 
 #include "runtime/Executor/StoredWeightView.h"
 
-#include "runtime/Plan/StoredWeightDType.h"
+#include "runtime/Plan/KernelDType.h"
 
 namespace folio::exec {
 
