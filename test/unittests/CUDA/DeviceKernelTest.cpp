@@ -35,6 +35,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <map>
@@ -68,6 +69,12 @@ void registerTable(RegisterFn reg, const std::vector<Spec> &specs,
       if (canonicalKey(s) == k.key)
         reg(kernelName(s).c_str(), &emulate<Args>,
             reinterpret_cast<void *>(k.kernel));
+}
+
+/// A linear "kernel" that writes NaN to every output.
+void writesNaN(folio_cuda::LinearArgs a) {
+  for (long long i = 0; i < a.m * a.n; ++i)
+    a.y[i] = std::nanf("");
 }
 
 /// The fake driver's registration, to swap a kernel in a test (null on a
@@ -535,6 +542,25 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
   EXPECT_NE(w.status().message().find("does not write what the CPU kvWrite"),
             std::string::npos)
       << w.status().message();
+
+  // A linear whose outputs are NaN is caught: a NaN difference must not
+  // pass as the largest one.
+  const LinearSpec ls = linearVariants()[0];
+  const FolioTestLinear *lRight = nullptr;
+  for (const FolioTestLinear &k : kFolioTestLinear)
+    if (canonicalKey(ls) == k.key)
+      lRight = &k;
+  ASSERT_TRUE(lRight);
+  fakeRegister(kernelName(ls).c_str(), &emulate<folio_cuda::LinearArgs>,
+               reinterpret_cast<void *>(&writesNaN));
+  Expected<gpubench::LinearResult> nan =
+      gpubench::measureLinear(*dev, kernels, {ls, 21, 2}, 1);
+  fakeRegister(kernelName(ls).c_str(), &emulate<folio_cuda::LinearArgs>,
+               reinterpret_cast<void *>(lRight->kernel));
+  ASSERT_FALSE(bool(nan));
+  EXPECT_NE(nan.status().message().find("differs from the CPU linear by nan"),
+            std::string::npos)
+      << nan.status().message();
 }
 
 /// The row, rotary, gather and sampling measurements, each checked against
