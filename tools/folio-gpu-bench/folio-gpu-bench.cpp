@@ -314,6 +314,12 @@ int main(int argc, char **argv) {
                                          start)
         .count();
   };
+  // A timed entry's ms, GB/s and fraction of the copy's bandwidth.
+  auto bandwidth = [&](const Timing &t) {
+    j.key("ms").value(t.ms);
+    j.key("gb_per_s").value(t.gbPerS);
+    j.key("fraction_of_copy").value(t.gbPerS / copy->gbPerS);
+  };
   auto progress = [&](const std::string &what, const Timing &t) {
     std::cerr << "folio-gpu-bench: [" << elapsed() << " s] " << what << ": "
               << t.ms << " ms, " << t.gbPerS << " GB/s\n";
@@ -354,9 +360,7 @@ int main(int argc, char **argv) {
     progress(cuda::kernelName(c.spec), r->timing);
     j.key("partitions").value(r->partitions);
     j.key("bytes").value(r->timing.bytes);
-    j.key("ms").value(r->timing.ms);
-    j.key("gb_per_s").value(r->timing.gbPerS);
-    j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
+    bandwidth(r->timing);
     j.key("max_rel_diff_vs_cpu").value(r->maxRelDiff);
     if (!r->alternatives.empty()) {
       j.key("alternatives").beginArray();
@@ -365,9 +369,7 @@ int main(int argc, char **argv) {
         j.key("threads").value(alt.spec.threads);
         j.key("partition").value(alt.spec.partition);
         j.key("partitions").value(alt.partitions);
-        j.key("ms").value(alt.timing.ms);
-        j.key("gb_per_s").value(alt.timing.gbPerS);
-        j.key("fraction_of_copy").value(alt.timing.gbPerS / copy->gbPerS);
+        bandwidth(alt.timing);
         j.key("max_rel_diff_vs_cpu").value(alt.maxRelDiff);
         j.endObject();
         progress("  threads " + std::to_string(alt.spec.threads) +
@@ -431,9 +433,7 @@ int main(int argc, char **argv) {
     }
     progress(cuda::kernelName(c.spec), r->timing);
     j.key("bytes").value(r->timing.bytes);
-    j.key("ms").value(r->timing.ms);
-    j.key("gb_per_s").value(r->timing.gbPerS);
-    j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
+    bandwidth(r->timing);
     j.endObject();
   }
   j.endArray();
@@ -450,9 +450,7 @@ int main(int argc, char **argv) {
       continue;
     }
     progress(cuda::kernelName(c.spec), r->timing);
-    j.key("ms").value(r->timing.ms);
-    j.key("gb_per_s").value(r->timing.gbPerS);
-    j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
+    bandwidth(r->timing);
     j.key("max_rel_diff_vs_double").value(r->maxRelDiff);
     j.endObject();
   }
@@ -466,9 +464,7 @@ int main(int argc, char **argv) {
       return;
     }
     progress(name, *t);
-    j.key("ms").value(t->ms);
-    j.key("gb_per_s").value(t->gbPerS);
-    j.key("fraction_of_copy").value(t->gbPerS / copy->gbPerS);
+    bandwidth(*t);
     j.endObject();
   };
   {
@@ -503,9 +499,7 @@ int main(int argc, char **argv) {
     }
     progress(cuda::kernelName(c.spec) + " m=" + std::to_string(c.m), r->timing);
     j.key("bytes").value(r->timing.bytes);
-    j.key("ms").value(r->timing.ms);
-    j.key("gb_per_s").value(r->timing.gbPerS);
-    j.key("fraction_of_copy").value(r->timing.gbPerS / copy->gbPerS);
+    bandwidth(r->timing);
     j.key("max_diff_vs_cpu_in_bounds").value(r->maxBoundFraction);
     j.key("threads").value(c.spec.threads);
     j.key("outputs_per_warp").value(c.spec.outputsPerWarp);
@@ -515,9 +509,7 @@ int main(int argc, char **argv) {
         j.beginObject();
         j.key("threads").value(alt.spec.threads);
         j.key("outputs_per_warp").value(alt.spec.outputsPerWarp);
-        j.key("ms").value(alt.timing.ms);
-        j.key("gb_per_s").value(alt.timing.gbPerS);
-        j.key("fraction_of_copy").value(alt.timing.gbPerS / copy->gbPerS);
+        bandwidth(alt.timing);
         j.key("max_diff_vs_cpu_in_bounds").value(alt.maxBoundFraction);
         j.endObject();
         progress("  threads " + std::to_string(alt.spec.threads) +
