@@ -256,7 +256,7 @@ Status CublasLt::linearBf16(cu::DevicePtr x, cu::DevicePtr w,
     return check(a.matmul(handle_, (*p)->desc, &alpha, ptr(w), (*p)->a, ptr(x),
                           (*p)->b, &beta, ptr(y), (*p)->d, ptr(y), (*p)->d,
                           &(*p)->algo, ptr(workspace_.ptr()), kWorkspaceBytes,
-                          nullptr),
+                          dev_->stream()),
                  "cublasLtMatmul", "a bf16 GEMM");
   };
   if (bias && (*p)->bias != bias) {

@@ -43,8 +43,10 @@ public:
   const std::string &library() const;
 
   /// y = x . w^T (+ bias), see the file comment; bias may be 0 (none).
-  /// Enqueued on the default stream. m, n, k >= 1. Callers on several
-  /// threads take turns.
+  /// Enqueued on the device's stream, so a capture (CudaDevice::
+  /// beginCapture) records it; the algorithm is chosen at a shape's first
+  /// GEMM, a host call. m, n, k >= 1. Callers on several threads take
+  /// turns.
   Status linearBf16(cu::DevicePtr x, cu::DevicePtr w, cu::DevicePtr bias,
                     cu::DevicePtr y, int64_t m, int64_t n, int64_t k) const;
 

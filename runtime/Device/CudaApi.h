@@ -29,11 +29,16 @@ using Module = struct ModSt *;
 using Function = struct FuncSt *;
 using Stream = struct StreamSt *;
 using Event = struct EventSt *;
+using Graph = struct GraphSt *;
+using GraphExec = struct GraphExecSt *;
 
 constexpr Result kSuccess = 0;
 constexpr Result kErrorOutOfMemory = 2;
 constexpr Result kErrorNoDevice = 100;
 constexpr Result kErrorNotFound = 500;
+constexpr Result kErrorStreamCaptureUnsupported = 900;
+constexpr unsigned kStreamNonBlocking = 1;
+constexpr int kStreamCaptureModeThreadLocal = 1;
 constexpr int kAttrMultiprocessorCount = 16;
 constexpr int kAttrComputeCapabilityMajor = 75;
 constexpr int kAttrComputeCapabilityMinor = 76;
@@ -56,13 +61,30 @@ struct CudaApi {
   cu::Result (*primaryCtxRetain)(cu::Context *, cu::Device) = nullptr;
   cu::Result (*primaryCtxRelease)(cu::Device) = nullptr;
   cu::Result (*ctxSetCurrent)(cu::Context) = nullptr;
-  cu::Result (*ctxSynchronize)() = nullptr;
   cu::Result (*memAlloc)(cu::DevicePtr *, size_t) = nullptr;
   cu::Result (*memFree)(cu::DevicePtr) = nullptr;
-  cu::Result (*memcpyHtoD)(cu::DevicePtr, const void *, size_t) = nullptr;
-  cu::Result (*memcpyDtoH)(void *, cu::DevicePtr, size_t) = nullptr;
-  cu::Result (*memcpyDtoD)(cu::DevicePtr, cu::DevicePtr, size_t) = nullptr;
-  cu::Result (*memsetD8)(cu::DevicePtr, unsigned char, size_t) = nullptr;
+  // Streams: every operation of a CudaDevice is ordered on its one stream,
+  // which stream capture (CUDA graphs) needs (the legacy default stream
+  // cannot be captured).
+  cu::Result (*streamCreate)(cu::Stream *, unsigned) = nullptr;
+  cu::Result (*streamDestroy)(cu::Stream) = nullptr;
+  cu::Result (*streamSynchronize)(cu::Stream) = nullptr;
+  cu::Result (*memcpyHtoDAsync)(cu::DevicePtr, const void *, size_t,
+                                cu::Stream) = nullptr;
+  cu::Result (*memcpyDtoHAsync)(void *, cu::DevicePtr, size_t,
+                                cu::Stream) = nullptr;
+  cu::Result (*memcpyDtoDAsync)(cu::DevicePtr, cu::DevicePtr, size_t,
+                                cu::Stream) = nullptr;
+  cu::Result (*memsetD8Async)(cu::DevicePtr, unsigned char, size_t,
+                              cu::Stream) = nullptr;
+  // CUDA graphs: a stream's launches captured once, replayed with one call.
+  cu::Result (*streamBeginCapture)(cu::Stream, int) = nullptr;
+  cu::Result (*streamEndCapture)(cu::Stream, cu::Graph *) = nullptr;
+  cu::Result (*graphInstantiate)(cu::GraphExec *, cu::Graph,
+                                 unsigned long long) = nullptr;
+  cu::Result (*graphLaunch)(cu::GraphExec, cu::Stream) = nullptr;
+  cu::Result (*graphExecDestroy)(cu::GraphExec) = nullptr;
+  cu::Result (*graphDestroy)(cu::Graph) = nullptr;
   cu::Result (*moduleLoadDataEx)(cu::Module *, const void *, unsigned, int *,
                                  void **) = nullptr;
   cu::Result (*moduleUnload)(cu::Module) = nullptr;

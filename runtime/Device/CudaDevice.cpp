@@ -54,6 +54,31 @@ CudaModule::~CudaModule() {
   module_ = nullptr;
 }
 
+CudaGraph &CudaGraph::operator=(CudaGraph &&o) noexcept {
+  if (this != &o) {
+    this->~CudaGraph();
+    device_ = o.device_;
+    graph_ = o.graph_;
+    exec_ = o.exec_;
+    o.device_ = nullptr;
+    o.graph_ = nullptr;
+    o.exec_ = nullptr;
+  }
+  return *this;
+}
+
+CudaGraph::~CudaGraph() {
+  if (device_ && device_->makeCurrent()) {
+    if (exec_)
+      device_->api_->graphExecDestroy(exec_);
+    if (graph_)
+      device_->api_->graphDestroy(graph_);
+  }
+  device_ = nullptr;
+  graph_ = nullptr;
+  exec_ = nullptr;
+}
+
 Status CudaDevice::check(cu::Result r, const std::string &call,
                          const std::string &what) const {
   if (r == cu::kSuccess)
@@ -126,10 +151,16 @@ Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
     d->driverVersion_ = 0;
   if (Status s = d->makeCurrent(); !s)
     return s;
+  if (Status s = d->check(a.streamCreate(&d->stream_, cu::kStreamNonBlocking),
+                          "cuStreamCreate", "the device's stream");
+      !s)
+    return s;
   return d;
 }
 
 CudaDevice::~CudaDevice() {
+  if (stream_ && makeCurrent())
+    api_->streamDestroy(stream_);
   if (currentContext == context_)
     currentContext = nullptr; // a later retain may return the same handle
   if (context_)
@@ -179,16 +210,29 @@ Status outOfRange(const char *call, size_t offset, size_t bytes, size_t size) {
 
 } // namespace
 
+Status CudaDevice::notWhileCapturing(const char *call) const {
+  if (!capturing_)
+    return Status::ok();
+  return Status::internal("CUDA device " + std::to_string(device_) + " (" +
+                          name_ + "): " + call +
+                          " while capturing a CUDA graph (only launches are "
+                          "part of a graph)");
+}
+
 Status CudaDevice::copyToDevice(const DeviceBuffer &dst, size_t offset,
                                 const void *src, size_t bytes) const {
   if (offset > dst.bytes() || bytes > dst.bytes() - offset)
     return outOfRange("copyToDevice", offset, bytes, dst.bytes());
   if (bytes == 0)
     return Status::ok();
+  if (Status s = notWhileCapturing("copyToDevice"); !s)
+    return s;
   if (Status s = makeCurrent(); !s)
     return s;
-  return check(api_->memcpyHtoD(dst.ptr() + offset, src, bytes), "cuMemcpyHtoD",
-               std::to_string(bytes) + " bytes");
+  // From pageable memory the driver stages the bytes before returning: the
+  // caller may reuse `src` at once.
+  return check(api_->memcpyHtoDAsync(dst.ptr() + offset, src, bytes, stream_),
+               "cuMemcpyHtoDAsync", std::to_string(bytes) + " bytes");
 }
 
 Status CudaDevice::copyToHost(void *dst, const DeviceBuffer &src, size_t offset,
@@ -197,10 +241,17 @@ Status CudaDevice::copyToHost(void *dst, const DeviceBuffer &src, size_t offset,
     return outOfRange("copyToHost", offset, bytes, src.bytes());
   if (bytes == 0)
     return Status::ok();
+  if (Status s = notWhileCapturing("copyToHost"); !s)
+    return s;
   if (Status s = makeCurrent(); !s)
     return s;
-  return check(api_->memcpyDtoH(dst, src.ptr() + offset, bytes), "cuMemcpyDtoH",
-               std::to_string(bytes) + " bytes");
+  if (Status s =
+          check(api_->memcpyDtoHAsync(dst, src.ptr() + offset, bytes, stream_),
+                "cuMemcpyDtoHAsync", std::to_string(bytes) + " bytes");
+      !s)
+    return s;
+  return check(api_->streamSynchronize(stream_), "cuStreamSynchronize",
+               "a copy to the host");
 }
 
 Status CudaDevice::copyOnDevice(const DeviceBuffer &dst,
@@ -210,19 +261,23 @@ Status CudaDevice::copyOnDevice(const DeviceBuffer &dst,
                       std::min(dst.bytes(), src.bytes()));
   if (bytes == 0)
     return Status::ok();
+  if (Status s = notWhileCapturing("copyOnDevice"); !s)
+    return s;
   if (Status s = makeCurrent(); !s)
     return s;
-  return check(api_->memcpyDtoD(dst.ptr(), src.ptr(), bytes), "cuMemcpyDtoD",
-               std::to_string(bytes) + " bytes");
+  return check(api_->memcpyDtoDAsync(dst.ptr(), src.ptr(), bytes, stream_),
+               "cuMemcpyDtoDAsync", std::to_string(bytes) + " bytes");
 }
 
 Status CudaDevice::fill(const DeviceBuffer &dst, unsigned char byte) const {
   if (dst.bytes() == 0)
     return Status::ok();
+  if (Status s = notWhileCapturing("fill"); !s)
+    return s;
   if (Status s = makeCurrent(); !s)
     return s;
-  return check(api_->memsetD8(dst.ptr(), byte, dst.bytes()), "cuMemsetD8",
-               std::to_string(dst.bytes()) + " bytes");
+  return check(api_->memsetD8Async(dst.ptr(), byte, dst.bytes(), stream_),
+               "cuMemsetD8Async", std::to_string(dst.bytes()) + " bytes");
 }
 
 Expected<DeviceBuffer> CudaDevice::upload(const void *src, size_t bytes,
@@ -297,19 +352,67 @@ Status CudaDevice::launch(const CudaKernel &kernel, const CudaLaunch &l,
   void *params[1] = {const_cast<void *>(args)};
   return check(api_->launchKernel(kernel.function, l.grid[0], l.grid[1],
                                   l.grid[2], l.block[0], l.block[1], l.block[2],
-                                  unsigned(l.dynamicShared), nullptr, params,
+                                  unsigned(l.dynamicShared), stream_, params,
                                   nullptr),
                "cuLaunchKernel", kernel.name);
 }
 
 Status CudaDevice::synchronize() const {
+  if (Status s = notWhileCapturing("synchronize"); !s)
+    return s;
   if (Status s = makeCurrent(); !s)
     return s;
-  return check(api_->ctxSynchronize(), "cuCtxSynchronize",
+  return check(api_->streamSynchronize(stream_), "cuStreamSynchronize",
                "the kernels launched so far");
 }
 
+Status CudaDevice::beginCapture() const {
+  if (Status s = notWhileCapturing("beginCapture"); !s)
+    return s;
+  if (Status s = makeCurrent(); !s)
+    return s;
+  if (Status s = check(
+          api_->streamBeginCapture(stream_, cu::kStreamCaptureModeThreadLocal),
+          "cuStreamBeginCapture", "a CUDA graph");
+      !s)
+    return s;
+  capturing_ = true;
+  return Status::ok();
+}
+
+Expected<CudaGraph> CudaDevice::endCapture() const {
+  if (!capturing_)
+    return Status::internal("endCapture without beginCapture");
+  capturing_ = false;
+  if (Status s = makeCurrent(); !s)
+    return s;
+  CudaGraph g;
+  g.device_ = this;
+  if (Status s = check(api_->streamEndCapture(stream_, &g.graph_),
+                       "cuStreamEndCapture", "a CUDA graph");
+      !s)
+    return s;
+  if (Status s = check(api_->graphInstantiate(&g.exec_, g.graph_, 0),
+                       "cuGraphInstantiate", "a CUDA graph");
+      !s)
+    return s;
+  return g;
+}
+
+Status CudaDevice::launchGraph(const CudaGraph &graph) const {
+  if (!graph)
+    return Status::internal("launchGraph of an empty graph");
+  if (Status s = notWhileCapturing("launchGraph"); !s)
+    return s;
+  if (Status s = makeCurrent(); !s)
+    return s;
+  return check(api_->graphLaunch(graph.exec_, stream_), "cuGraphLaunch",
+               "a CUDA graph");
+}
+
 Expected<double> CudaDevice::time(const std::function<Status()> &body) const {
+  if (Status s = notWhileCapturing("time"); !s)
+    return s;
   if (Status s = makeCurrent(); !s)
     return s;
   cu::Event start = nullptr, stop = nullptr;
@@ -317,11 +420,11 @@ Expected<double> CudaDevice::time(const std::function<Status()> &body) const {
   if (s)
     s = check(api_->eventCreate(&stop, 0), "cuEventCreate", "timing");
   if (s)
-    s = check(api_->eventRecord(start, nullptr), "cuEventRecord", "timing");
+    s = check(api_->eventRecord(start, stream_), "cuEventRecord", "timing");
   if (s)
     s = body();
   if (s)
-    s = check(api_->eventRecord(stop, nullptr), "cuEventRecord", "timing");
+    s = check(api_->eventRecord(stop, stream_), "cuEventRecord", "timing");
   if (s)
     s = check(api_->eventSynchronize(stop), "cuEventSynchronize", "timing");
   float ms = 0;
@@ -343,6 +446,8 @@ EventTimeline::~EventTimeline() {
 }
 
 Status EventTimeline::record() {
+  if (Status s = device_->notWhileCapturing("EventTimeline::record"); !s)
+    return s;
   if (Status s = device_->makeCurrent(); !s)
     return s;
   if (used_ == events_.size()) {
@@ -353,9 +458,9 @@ Status EventTimeline::record() {
       return s;
     events_.push_back(e);
   }
-  if (Status s =
-          device_->check(device_->api_->eventRecord(events_[used_], nullptr),
-                         "cuEventRecord", "profiling");
+  if (Status s = device_->check(
+          device_->api_->eventRecord(events_[used_], device_->stream_),
+          "cuEventRecord", "profiling");
       !s)
     return s;
   ++used_;

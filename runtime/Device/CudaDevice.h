@@ -4,10 +4,13 @@
 // context, device memory owned by RAII buffers, copies, modules loaded from
 // a cubin or PTX (the driver JITs PTX for its own arch), kernels launched
 // with one argument struct by value (how every generated kernel takes its
-// arguments), and event timing. Every call makes the device's context
-// current on the calling thread first, so one device may be used from any
-// thread (one at a time). Errors name the call, the driver's error and
-// what it was for.
+// arguments), event timing, and CUDA graphs captured from its launches.
+// Every operation is ordered on the device's one stream (non-blocking, so
+// it can be captured; the legacy default stream cannot): copies to the
+// host wait for what came before them, everything else is asynchronous.
+// Every call makes the device's context current on the calling thread
+// first, so one device may be used from any thread (one at a time). Errors
+// name the call, the driver's error and what it was for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,6 +94,27 @@ private:
   size_t used_ = 0;
 };
 
+/// An instantiated CUDA graph (destroyed with it): the launches enqueued
+/// between CudaDevice::beginCapture and endCapture, replayed by
+/// launchGraph with the arguments they had when captured.
+class CudaGraph {
+public:
+  CudaGraph() = default;
+  CudaGraph(CudaGraph &&o) noexcept { *this = std::move(o); }
+  CudaGraph &operator=(CudaGraph &&o) noexcept;
+  CudaGraph(const CudaGraph &) = delete;
+  CudaGraph &operator=(const CudaGraph &) = delete;
+  ~CudaGraph();
+
+  explicit operator bool() const { return exec_ != nullptr; }
+
+private:
+  friend class CudaDevice;
+  const CudaDevice *device_ = nullptr;
+  cu::Graph graph_ = nullptr;
+  cu::GraphExec exec_ = nullptr;
+};
+
 /// A kernel of a loaded module (valid while the module is).
 struct CudaKernel {
   cu::Function function = nullptr;
@@ -143,12 +167,28 @@ public:
   Expected<CudaKernel> kernel(const CudaModule &module,
                               const std::string &name) const;
   /// Launches `kernel` with `args`, its one parameter (an argument struct
-  /// the driver copies), on the default stream. Asynchronous:
+  /// the driver copies), on the device's stream. Asynchronous:
   /// synchronize() reports faults. Dynamic shared memory beyond 48 KiB is
   /// opted in first. An empty grid launches nothing.
   Status launch(const CudaKernel &kernel, const CudaLaunch &launch,
                 const void *args) const;
+  /// Waits for everything enqueued so far.
   Status synchronize() const;
+
+  /// Starts capturing: launches (and cuBLASLt's GEMMs on stream()) are
+  /// recorded, not run, until endCapture. Copies, fills and timing are
+  /// refused meanwhile (they are the host's, outside a graph). Capture
+  /// mode is thread-local: calls that could synchronize the device fail
+  /// on this thread only.
+  Status beginCapture() const;
+  /// Ends the capture and instantiates what it recorded. Also the way out
+  /// of a capture that failed half way (the result is then discarded).
+  Expected<CudaGraph> endCapture() const;
+  bool capturing() const { return capturing_; }
+  /// Enqueues a graph's launches, in their captured order, on the stream.
+  Status launchGraph(const CudaGraph &graph) const;
+  /// The stream every operation goes on (cuBLASLt takes it too).
+  cu::Stream stream() const { return stream_; }
   /// Milliseconds the device spends on what `body` enqueues, from events
   /// recorded around it.
   Expected<double> time(const std::function<Status()> &body) const;
@@ -164,10 +204,15 @@ private:
   friend class DeviceBuffer;
   friend class CudaModule;
   friend class EventTimeline;
+  friend class CudaGraph;
+  /// An error when capturing: `call` cannot be part of a graph.
+  Status notWhileCapturing(const char *call) const;
 
   const CudaApi *api_ = nullptr;
   cu::Device device_ = 0;
   cu::Context context_ = nullptr;
+  cu::Stream stream_ = nullptr;
+  mutable bool capturing_ = false;
   std::string name_;
   int major_ = 0, minor_ = 0, multiprocessors_ = 0, driverVersion_ = 0;
   size_t totalMemory_ = 0, maxDynamicShared_ = 0;

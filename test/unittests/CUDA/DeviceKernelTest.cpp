@@ -67,7 +67,7 @@ void registerTable(RegisterFn reg, const std::vector<Spec> &specs,
   for (const Spec &s : specs)
     for (const auto &k : table)
       if (canonicalKey(s) == k.key)
-        reg(kernelName(s).c_str(), &emulate<Args>,
+        reg(kernelName(s).c_str(), &emulate<Args>, sizeof(Args),
             reinterpret_cast<void *>(k.kernel));
 }
 
@@ -100,25 +100,30 @@ CudaDevice *testDevice(std::string &error) {
         for (const FolioTestLinear &k : kFolioTestLinear)
           if (canonicalKey(s) == k.key)
             reg(kernelName(s).c_str(), &emulate<folio_cuda::LinearArgs>,
+                sizeof(folio_cuda::LinearArgs),
                 reinterpret_cast<void *>(k.kernel));
       for (const PagedDecodeSpec &s : pagedDecodeVariants())
         for (const FolioTestPagedDecode &k : kFolioTestPagedDecode)
           if (canonicalKey(s) == k.key) {
             reg(kernelName(s).c_str(), &emulate<folio_cuda::PagedDecodeArgs>,
+                sizeof(folio_cuda::PagedDecodeArgs),
                 reinterpret_cast<void *>(k.main));
             reg(combineKernelName(s).c_str(),
                 &emulate<folio_cuda::PagedDecodeArgs>,
+                sizeof(folio_cuda::PagedDecodeArgs),
                 reinterpret_cast<void *>(k.combine));
           }
       for (const PagedPrefillSpec &s : pagedPrefillVariants())
         for (const FolioTestPagedPrefill &k : kFolioTestPagedPrefill)
           if (canonicalKey(s) == k.key)
             reg(kernelName(s).c_str(), &emulate<folio_cuda::PagedPrefillArgs>,
+                sizeof(folio_cuda::PagedPrefillArgs),
                 reinterpret_cast<void *>(k.kernel));
       for (const KVWriteSpec &s : kvWriteVariants())
         for (const FolioTestKVWrite &k : kFolioTestKVWrite)
           if (canonicalKey(s) == k.key)
             reg(kernelName(s).c_str(), &emulate<folio_cuda::KVWriteArgs>,
+                sizeof(folio_cuda::KVWriteArgs),
                 reinterpret_cast<void *>(k.kernel));
       registerTable<folio_cuda::RowArgs>(reg, rowKernelVariants(),
                                          kFolioTestRow);
@@ -509,10 +514,12 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
   }
   ASSERT_TRUE(right && wrong);
   fakeRegister(kernelName(a).c_str(), &emulate<folio_cuda::PagedDecodeArgs>,
+               sizeof(folio_cuda::PagedDecodeArgs),
                reinterpret_cast<void *>(wrong->main));
   Expected<gpubench::DecodeResult> r =
       gpubench::measurePagedDecode(*dev, kernels, {a, 2, 40}, 2);
   fakeRegister(kernelName(a).c_str(), &emulate<folio_cuda::PagedDecodeArgs>,
+               sizeof(folio_cuda::PagedDecodeArgs),
                reinterpret_cast<void *>(right->main));
   ASSERT_FALSE(bool(r));
   EXPECT_NE(r.status().message().find("differs from the CPU pagedAttention"),
@@ -533,10 +540,12 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
   }
   ASSERT_TRUE(kRight && kWrong);
   fakeRegister(kernelName(ka).c_str(), &emulate<folio_cuda::KVWriteArgs>,
+               sizeof(folio_cuda::KVWriteArgs),
                reinterpret_cast<void *>(kWrong->kernel));
   Expected<gpubench::KVWriteResult> w =
       gpubench::measureKVWrite(*dev, kernels, {ka, 5}, 1);
   fakeRegister(kernelName(ka).c_str(), &emulate<folio_cuda::KVWriteArgs>,
+               sizeof(folio_cuda::KVWriteArgs),
                reinterpret_cast<void *>(kRight->kernel));
   ASSERT_FALSE(bool(w));
   EXPECT_NE(w.status().message().find("does not write what the CPU kvWrite"),
@@ -552,15 +561,68 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
       lRight = &k;
   ASSERT_TRUE(lRight);
   fakeRegister(kernelName(ls).c_str(), &emulate<folio_cuda::LinearArgs>,
+               sizeof(folio_cuda::LinearArgs),
                reinterpret_cast<void *>(&writesNaN));
   Expected<gpubench::LinearResult> nan =
       gpubench::measureLinear(*dev, kernels, {ls, 21, 2}, 1);
   fakeRegister(kernelName(ls).c_str(), &emulate<folio_cuda::LinearArgs>,
+               sizeof(folio_cuda::LinearArgs),
                reinterpret_cast<void *>(lRight->kernel));
   ASSERT_FALSE(bool(nan));
   EXPECT_NE(nan.status().message().find("differs from the CPU linear by nan"),
             std::string::npos)
       << nan.status().message();
+}
+
+// A CUDA graph replays its launches with the arguments they had when
+// captured, each time it is launched, on the values the buffers hold
+// then; what cannot be part of a graph is refused while capturing.
+TEST_F(CudaDeviceKernels, GraphsReplayTheirCapturedLaunches) {
+  const CastSpec spec{CastType::I32, CastType::I64, 256};
+  GeneratedKernel g;
+  ASSERT_TRUE(emitCast(spec, g).ok());
+  gpubench::LoadedKernels kernels;
+  ASSERT_OK(gpubench::loadKernels(*dev, {g}, kernels));
+  const device::CudaKernel &cast = kernels.byName.at(kernelName(spec));
+  std::vector<int32_t> first = {1, -2, 3, 1 << 30, 5};
+  DeviceBuffer in = upload(first, "ids"), other = upload(first, "other ids");
+  Expected<DeviceBuffer> out = dev->allocate(5 * 8, "wide ids");
+  ASSERT_TRUE(bool(out));
+  folio_cuda::CastArgs a{reinterpret_cast<const void *>(in.ptr()),
+                         reinterpret_cast<void *>(out->ptr()), 5};
+
+  EXPECT_FALSE(bool(dev->endCapture())) << "no capture was begun";
+  ASSERT_OK(dev->beginCapture());
+  EXPECT_TRUE(dev->capturing());
+  Status launched =
+      dev->launch(cast, gpubench::toLaunch(cuda::castLaunch(spec, 5)), &a);
+  Status copied = dev->copyToDevice(in, 0, first.data(), 4);
+  Expected<device::CudaGraph> graph = dev->endCapture();
+  ASSERT_OK(launched);
+  ASSERT_FALSE(bool(copied));
+  EXPECT_NE(copied.message().find("copyToDevice while capturing a CUDA graph"),
+            std::string::npos)
+      << copied.message();
+  ASSERT_TRUE(bool(graph)) << graph.status().message();
+  EXPECT_FALSE(dev->capturing());
+
+  // Captured, not run: the output is still what it was.
+  ASSERT_OK(dev->fill(*out, 0));
+  std::vector<int64_t> got(5, -1);
+  ASSERT_OK(dev->copyToHost(got.data(), *out, 0, 40));
+  EXPECT_EQ(got, std::vector<int64_t>(5, 0));
+  // The argument struct changes after the capture; the graph keeps its
+  // copy, and reads the input as it is when launched.
+  a.in = reinterpret_cast<const void *>(other.ptr());
+  a.n = 1;
+  for (int32_t round : {0, 1}) {
+    std::vector<int32_t> now = {7 + round, 8, -9, 10, 11};
+    ASSERT_OK(dev->copyToDevice(in, 0, now.data(), 20));
+    ASSERT_OK(dev->launchGraph(*graph));
+    ASSERT_OK(dev->copyToHost(got.data(), *out, 0, 40));
+    EXPECT_EQ(got, std::vector<int64_t>(now.begin(), now.end()));
+  }
+  EXPECT_FALSE(bool(dev->launchGraph(device::CudaGraph())));
 }
 
 /// The row, rotary, gather and sampling measurements, each checked against

@@ -14,6 +14,7 @@
 #include "codegen/CUDA/Emulation/Runtime.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <string>
@@ -40,7 +41,24 @@ void emulate(void *ctx, void **params, const unsigned grid[3],
 
 using LaunchFn = void (*)(void *, void **, const unsigned *, const unsigned *,
                           unsigned);
-using RegisterFn = void (*)(const char *, LaunchFn, void *);
+
+/// The fake driver's folioFakeCudaRegister: a kernel's name, how to run
+/// it, the size of its argument struct (a captured launch copies it) and
+/// its host entry point.
+class RegisterFn {
+public:
+  using Raw = void (*)(const char *, LaunchFn, void *, size_t);
+  RegisterFn(std::nullptr_t = nullptr) {}
+  explicit RegisterFn(Raw raw) : raw_(raw) {}
+  explicit operator bool() const { return raw_ != nullptr; }
+  void operator()(const char *name, LaunchFn run, size_t argBytes,
+                  void *kernel) const {
+    raw_(name, run, kernel, argBytes);
+  }
+
+private:
+  Raw raw_ = nullptr;
+};
 
 /// Points the runtime at the fake driver (and the fake cuBLASLt) and
 /// returns its registration entry point, or null with `error` set.
@@ -49,9 +67,9 @@ inline RegisterFn useFakeDriver(const char *driver, const char *cublasLt,
   ::setenv("FOLIO_LIBCUDA_PATH", driver, 1);
   ::setenv("FOLIO_LIBCUBLASLT_PATH", cublasLt, 1);
   void *lib = ::dlopen(driver, RTLD_NOW | RTLD_LOCAL);
-  auto reg =
-      lib ? reinterpret_cast<RegisterFn>(::dlsym(lib, "folioFakeCudaRegister"))
-          : nullptr;
+  RegisterFn reg(lib ? reinterpret_cast<RegisterFn::Raw>(
+                           ::dlsym(lib, "folioFakeCudaRegister"))
+                     : nullptr);
   if (!reg)
     error = "cannot load the fake driver " + std::string(driver);
   return reg;

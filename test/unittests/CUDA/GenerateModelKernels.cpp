@@ -39,7 +39,8 @@ int main(int argc, char **argv) {
     int part = attention ? 0 : 1;
     text[part] += k.kernel.source;
     table[part] += "    {\"" + name + "\", reinterpret_cast<void *>(&" + name +
-                   "), &emulate<folio_cuda::" + argsTypeName(k.spec) + ">},\n";
+                   "), &emulate<folio_cuda::" + argsTypeName(k.spec) +
+                   ">, sizeof(folio_cuda::" + argsTypeName(k.spec) + ")},\n";
   }
   const char *accessor[2] = {"modelAttentionKernels", "modelOtherKernels"};
   for (int part = 0; part < 2; ++part) {

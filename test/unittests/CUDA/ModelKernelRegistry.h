@@ -33,7 +33,8 @@ registerModelKernels(std::map<std::string, const ModelKernelEntry *> &generated,
     const ModelKernelEntry *entries = accessor(n);
     for (size_t i = 0; i < n; ++i) {
       generated[entries[i].name] = &entries[i];
-      reg(entries[i].name, entries[i].launch, entries[i].kernel);
+      reg(entries[i].name, entries[i].launch, entries[i].argBytes,
+          entries[i].kernel);
     }
   }
   return true;

@@ -19,6 +19,7 @@ struct ModelKernelEntry {
   void *kernel; ///< the extern "C" entry point, compiled as host C++
   /// Runs it on the fake driver (FakeDriver.h's emulate<its Args>).
   void (*launch)(void *, void **, const unsigned *, const unsigned *, unsigned);
+  size_t argBytes; ///< sizeof its argument struct
 };
 
 const ModelKernelEntry *modelAttentionKernels(size_t &count);

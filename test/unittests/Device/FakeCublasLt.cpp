@@ -8,12 +8,16 @@
 // else is CUBLAS_STATUS_NOT_SUPPORTED, malformed attributes and layouts
 // CUBLAS_STATUS_INVALID_VALUE, so a caller that sets up the GEMM wrongly
 // fails here as it would on a GPU. Tests load it through
-// FOLIO_LIBCUBLASLT_PATH.
+// FOLIO_LIBCUBLASLT_PATH. A GEMM on a stream goes through the fake driver
+// (FOLIO_LIBCUDA_PATH, folioFakeCudaEnqueue), so a stream being captured
+// records it into the graph instead of running it.
 //
 //===----------------------------------------------------------------------===//
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 
 namespace {
 
@@ -54,6 +58,59 @@ template <typename T> bool read(const void *buf, size_t size, T &out) {
 void opShape(const Layout &l, int op, uint64_t &rows, uint64_t &cols) {
   rows = op ? l.cols : l.rows;
   cols = op ? l.rows : l.cols;
+}
+
+/// One GEMM, everything it reads copied when it was enqueued (a graph
+/// replays it after the descriptors may have changed).
+struct Gemm {
+  Desc d;
+  Layout al, bl, cl, dl;
+  float alpha, beta;
+  const void *a, *b, *c;
+  float *out;
+};
+
+/// GEMMs run so far (a captured one when its graph is launched): tests
+/// check which path an executor took.
+long matmuls = 0;
+
+void runGemm(const void *p) {
+  ++matmuls;
+  Gemm g;
+  std::memcpy(&g, p, sizeof g);
+  uint64_t m = g.dl.rows, n = g.dl.cols, k = g.d.transA ? g.al.rows : g.al.cols;
+  for (uint64_t j = 0; j < n; ++j)
+    for (uint64_t i = 0; i < m; ++i) {
+      float sum = 0.0f;
+      for (uint64_t l = 0; l < k; ++l) {
+        float x =
+            g.d.transA ? element(g.al, g.a, l, i) : element(g.al, g.a, i, l);
+        float y =
+            g.d.transB ? element(g.bl, g.b, j, l) : element(g.bl, g.b, l, j);
+        sum += x * y;
+      }
+      float v = g.alpha * sum;
+      if (g.beta != 0.0f)
+        v += g.beta * element(g.cl, g.c, i, j);
+      if (g.d.epilogue == 4)
+        v += g.d.bias[i];
+      g.out[i + j * uint64_t(g.dl.ld)] = v;
+    }
+}
+
+using EnqueueFn = int (*)(void *, void (*)(const void *), const void *, size_t);
+
+/// The fake driver's folioFakeCudaEnqueue (it is loaded before this
+/// library is used), or null.
+EnqueueFn driverEnqueue() {
+  static EnqueueFn fn = [] {
+    const char *path = std::getenv("FOLIO_LIBCUDA_PATH");
+    void *lib = path ? ::dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+    return lib ? reinterpret_cast<EnqueueFn>(
+                     ::dlsym(lib, "folioFakeCudaEnqueue"))
+               : nullptr;
+  }();
+  return fn;
 }
 
 } // namespace
@@ -184,47 +241,35 @@ int cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
   return kSuccess;
 }
 
-/// GEMMs run so far: tests check which path an executor took.
-static long matmuls = 0;
 long folioFakeCublasLtMatmuls() { return matmuls; }
 
 int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
                    void *aDesc, const void *b, void *bDesc, const void *beta,
                    const void *c, void *cDesc, void *dOut, void *dDesc,
                    const HeuristicResult *algo, void *, size_t, void *stream) {
-  ++matmuls;
   const Desc &d = *static_cast<Desc *>(desc);
   const Layout &al = *static_cast<Layout *>(aDesc),
                &bl = *static_cast<Layout *>(bDesc),
                &cl = *static_cast<Layout *>(cDesc),
                &dl = *static_cast<Layout *>(dDesc);
-  if (!algo || algo->algo[0] != 42 || stream)
-    return kInvalidValue; // an algorithm the heuristic gave, default stream
+  if (!algo || algo->algo[0] != 42)
+    return kInvalidValue; // not an algorithm the heuristic gave
   if (int s = checkShapes(d, al, bl, cl, dl); s != kSuccess)
     return s;
   if (d.epilogue == 4 && !d.bias)
     return kInvalidValue;
-  float alphaF, betaF;
-  std::memcpy(&alphaF, alpha, 4);
-  std::memcpy(&betaF, beta, 4);
-  uint64_t m = dl.rows, n = dl.cols, k = d.transA ? al.rows : al.cols;
-  float *out = static_cast<float *>(dOut);
-  for (uint64_t j = 0; j < n; ++j)
-    for (uint64_t i = 0; i < m; ++i) {
-      float sum = 0.0f;
-      for (uint64_t l = 0; l < k; ++l) {
-        float x = d.transA ? element(al, a, l, i) : element(al, a, i, l);
-        float y = d.transB ? element(bl, b, j, l) : element(bl, b, l, j);
-        sum += x * y;
-      }
-      float v = alphaF * sum;
-      if (betaF != 0.0f)
-        v += betaF * element(cl, c, i, j);
-      if (d.epilogue == 4)
-        v += d.bias[i];
-      out[i + j * uint64_t(dl.ld)] = v;
-    }
-  return kSuccess;
+  Gemm g{d, al, bl, cl, dl, 0.0f, 0.0f, a, b, c, static_cast<float *>(dOut)};
+  std::memcpy(&g.alpha, alpha, 4);
+  std::memcpy(&g.beta, beta, 4);
+  if (!stream) {
+    runGemm(&g);
+    return kSuccess;
+  }
+  EnqueueFn enqueue = driverEnqueue();
+  if (!enqueue)
+    return kInvalidValue; // a stream, but no fake driver to order it on
+  return enqueue(stream, &runGemm, &g, sizeof g) == 0 ? kSuccess
+                                                      : kInvalidValue;
 }
 
 } // extern "C"

@@ -13,6 +13,14 @@
 //   cuLaunchKernel runs synchronously;
 // - launches check the block size and the dynamic shared memory (over
 //   48 KiB needs cuFuncSetAttribute first, as on a device);
+// - streams run what they get at once, in order (the host is the device);
+// - a stream being captured records launches (their argument structs
+//   copied, as the driver copies kernel parameters) and work other
+//   libraries enqueue (folioFakeCudaEnqueue: the fake cuBLASLt's GEMMs)
+//   instead of running them; copies, fills, events and synchronization on
+//   it fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, stricter than a
+//   driver, which would capture some of them. A graph launch replays the
+//   recording;
 // - events read the host's steady clock.
 // FOLIO_FAKE_CUDA_CC sets the compute capability (major * 10 + minor,
 // default 90).
@@ -25,12 +33,15 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
 constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2,
-              kInvalidImage = 200, kInvalidContext = 201, kNotFound = 500;
+              kInvalidImage = 200, kInvalidContext = 201, kInvalidHandle = 400,
+              kNotFound = 500, kCaptureUnsupported = 900;
 constexpr size_t kDefaultShared = 48 * 1024, kOptinShared = 227 * 1024;
 
 using LaunchFn = void (*)(void *ctx, void **params, const unsigned grid[3],
@@ -39,7 +50,35 @@ using LaunchFn = void (*)(void *ctx, void **params, const unsigned grid[3],
 struct Kernel {
   LaunchFn run = nullptr;
   void *ctx = nullptr;
+  size_t argBytes = 0; ///< the argument struct's size (for captures)
   int maxShared = int(kDefaultShared);
+};
+
+/// One recorded operation: a kernel launch, or a host function another
+/// library enqueued, each with a copy of its argument bytes.
+struct Op {
+  const Kernel *kernel = nullptr;
+  void (*host)(const void *) = nullptr;
+  std::vector<unsigned char> args;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, shared = 0;
+
+  void run() const {
+    if (host) {
+      host(args.data());
+      return;
+    }
+    void *params[1] = {const_cast<unsigned char *>(args.data())};
+    kernel->run(kernel->ctx, params, grid, block, shared);
+  }
+};
+
+struct Stream {
+  bool capturing = false;
+  std::vector<Op> recorded;
+};
+
+struct Graph {
+  std::vector<Op> ops;
 };
 
 struct Module {
@@ -51,6 +90,8 @@ struct State {
   std::map<uintptr_t, size_t> allocations; // start -> bytes
   size_t allocated = 0;
   std::map<std::string, Kernel> kernels; // registered implementations
+  std::set<Stream *> streams;
+  long graphLaunches = 0, captures = 0, directLaunches = 0;
 };
 
 State &state() {
@@ -77,17 +118,64 @@ bool live(unsigned long long p, size_t bytes) {
   return uintptr_t(p) + bytes <= it->first + it->second;
 }
 
+/// Whether `stream` is the legacy default stream (null) or one created
+/// here; `*out` the latter.
+bool knownStream(void *stream, Stream **out) {
+  *out = static_cast<Stream *>(stream);
+  if (!stream)
+    return true;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.streams.count(*out) != 0;
+}
+
+/// The result of a copy, fill or synchronization on `stream`: invalid for
+/// an unknown stream, unsupported while it is captured.
+int plainStreamOp(void *stream) {
+  Stream *st = nullptr;
+  if (!knownStream(stream, &st))
+    return kInvalidHandle;
+  return st && st->capturing ? kCaptureUnsupported : kSuccess;
+}
+
 } // namespace
 
 extern "C" {
 
-/// Registers the host implementation of kernel `name`; ctx is passed back
-/// to `run` at each launch.
-void folioFakeCudaRegister(const char *name, LaunchFn run, void *ctx) {
+/// Registers the host implementation of kernel `name` whose argument
+/// struct is `argBytes` long; ctx is passed back to `run` at each launch.
+void folioFakeCudaRegister(const char *name, LaunchFn run, void *ctx,
+                           size_t argBytes) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  s.kernels[name] = Kernel{run, ctx, int(kDefaultShared)};
+  s.kernels[name] = Kernel{run, ctx, argBytes, int(kDefaultShared)};
 }
+
+/// Runs fn(ctx) now, in stream order, or records it (a copy of ctx's
+/// `bytes`) when `stream` is being captured: how the fake cuBLASLt
+/// enqueues its GEMMs.
+int folioFakeCudaEnqueue(void *stream, void (*fn)(const void *),
+                         const void *ctx, size_t bytes) {
+  Stream *st = nullptr;
+  if (!knownStream(stream, &st))
+    return kInvalidHandle;
+  if (!st || !st->capturing) {
+    fn(ctx);
+    return kSuccess;
+  }
+  Op op;
+  op.host = fn;
+  const auto *p = static_cast<const unsigned char *>(ctx);
+  op.args.assign(p, p + bytes);
+  st->recorded.push_back(std::move(op));
+  return kSuccess;
+}
+
+/// Graph launches, captures ended and kernels launched outside a graph so
+/// far: tests check which path an executor took.
+long folioFakeCudaGraphLaunches() { return state().graphLaunches; }
+long folioFakeCudaCaptures() { return state().captures; }
+long folioFakeCudaDirectLaunches() { return state().directLaunches; }
 
 /// cuFuncSetAttribute calls so far (launch opt-ins).
 int setAttributeCalls = 0;
@@ -150,7 +238,24 @@ int cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
 int cuCtxSetCurrent(void *ctx) {
   return ctx == &context ? kSuccess : kInvalidContext;
 }
-int cuCtxSynchronize() { return kSuccess; }
+
+int cuStreamCreate(void **stream, unsigned) {
+  auto *st = new Stream;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.streams.insert(st);
+  *stream = st;
+  return kSuccess;
+}
+int cuStreamDestroy_v2(void *stream) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.streams.erase(static_cast<Stream *>(stream)))
+    return kInvalidHandle;
+  delete static_cast<Stream *>(stream);
+  return kSuccess;
+}
+int cuStreamSynchronize(void *stream) { return plainStreamOp(stream); }
 
 int cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
   if (bytes == 0)
@@ -179,27 +284,38 @@ int cuMemFree_v2(unsigned long long p) {
   std::free(reinterpret_cast<void *>(uintptr_t(p)));
   return kSuccess;
 }
-int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t bytes) {
+int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t bytes,
+                         void *stream) {
+  if (int r = plainStreamOp(stream); r != kSuccess)
+    return r;
   if (!live(dst, bytes))
     return kInvalidValue;
   std::memcpy(reinterpret_cast<void *>(uintptr_t(dst)), src, bytes);
   return kSuccess;
 }
-int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes) {
+int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t bytes,
+                         void *stream) {
+  if (int r = plainStreamOp(stream); r != kSuccess)
+    return r;
   if (!live(src, bytes))
     return kInvalidValue;
   std::memcpy(dst, reinterpret_cast<const void *>(uintptr_t(src)), bytes);
   return kSuccess;
 }
-int cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src,
-                    size_t bytes) {
+int cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src,
+                         size_t bytes, void *stream) {
+  if (int r = plainStreamOp(stream); r != kSuccess)
+    return r;
   if (!live(dst, bytes) || !live(src, bytes))
     return kInvalidValue;
   std::memmove(reinterpret_cast<void *>(uintptr_t(dst)),
                reinterpret_cast<const void *>(uintptr_t(src)), bytes);
   return kSuccess;
 }
-int cuMemsetD8_v2(unsigned long long dst, unsigned char byte, size_t bytes) {
+int cuMemsetD8Async(unsigned long long dst, unsigned char byte, size_t bytes,
+                    void *stream) {
+  if (int r = plainStreamOp(stream); r != kSuccess)
+    return r;
   if (!live(dst, bytes))
     return kInvalidValue;
   std::memset(reinterpret_cast<void *>(uintptr_t(dst)), byte, bytes);
@@ -256,13 +372,77 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                    unsigned by, unsigned bz, unsigned shared, void *stream,
                    void **params, void **extra) {
   const Kernel &k = *static_cast<Kernel *>(f);
-  if (stream || extra || !params || !params[0])
+  Stream *st = nullptr;
+  if (!knownStream(stream, &st))
+    return kInvalidHandle;
+  if (extra || !params || !params[0])
     return kInvalidValue;
   if (gx == 0 || gy == 0 || gz == 0 || bx * by * bz == 0 ||
       bx * by * bz > 1024 || int(shared) > k.maxShared)
     return kInvalidValue;
+  Op op;
+  op.kernel = &k;
+  op.grid[0] = gx, op.grid[1] = gy, op.grid[2] = gz;
+  op.block[0] = bx, op.block[1] = by, op.block[2] = bz;
+  op.shared = shared;
+  if (st && st->capturing) {
+    // The driver copies the parameters when the launch is captured: a
+    // graph replays them as they were then.
+    if (k.argBytes == 0)
+      return kCaptureUnsupported; // registered without its size
+    const auto *p = static_cast<const unsigned char *>(params[0]);
+    op.args.assign(p, p + k.argBytes);
+    st->recorded.push_back(std::move(op));
+    return kSuccess;
+  }
+  ++state().directLaunches;
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   k.run(k.ctx, params, grid, block, shared);
+  return kSuccess;
+}
+
+int cuStreamBeginCapture_v2(void *stream, int mode) {
+  Stream *st = nullptr;
+  if (!stream || !knownStream(stream, &st))
+    return kCaptureUnsupported; // the legacy stream cannot be captured
+  if (mode < 0 || mode > 2 || st->capturing)
+    return kInvalidValue;
+  st->capturing = true;
+  st->recorded.clear();
+  return kSuccess;
+}
+int cuStreamEndCapture(void *stream, void **graph) {
+  Stream *st = nullptr;
+  if (!stream || !knownStream(stream, &st) || !st->capturing)
+    return kInvalidValue;
+  st->capturing = false;
+  *graph = new Graph{std::move(st->recorded)};
+  st->recorded.clear();
+  ++state().captures;
+  return kSuccess;
+}
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long) {
+  if (!graph)
+    return kInvalidValue;
+  *exec = new Graph(*static_cast<Graph *>(graph));
+  return kSuccess;
+}
+int cuGraphLaunch(void *exec, void *stream) {
+  if (int r = plainStreamOp(stream); r != kSuccess)
+    return r;
+  if (!exec)
+    return kInvalidValue;
+  ++state().graphLaunches;
+  for (const Op &op : static_cast<Graph *>(exec)->ops)
+    op.run();
+  return kSuccess;
+}
+int cuGraphExecDestroy(void *exec) {
+  delete static_cast<Graph *>(exec);
+  return kSuccess;
+}
+int cuGraphDestroy(void *graph) {
+  delete static_cast<Graph *>(graph);
   return kSuccess;
 }
 
@@ -270,7 +450,9 @@ int cuEventCreate(void **e, unsigned) {
   *e = new std::chrono::steady_clock::time_point();
   return kSuccess;
 }
-int cuEventRecord(void *e, void *) {
+int cuEventRecord(void *e, void *stream) {
+  if (int r = plainStreamOp(stream); r != kSuccess)
+    return r;
   *static_cast<std::chrono::steady_clock::time_point *>(e) =
       std::chrono::steady_clock::now();
   return kSuccess;
@@ -301,6 +483,12 @@ int cuGetErrorName(int r, const char **name) {
     return kSuccess;
   case kNotFound:
     *name = "CUDA_ERROR_NOT_FOUND";
+    return kSuccess;
+  case kInvalidHandle:
+    *name = "CUDA_ERROR_INVALID_HANDLE";
+    return kSuccess;
+  case kCaptureUnsupported:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
     return kSuccess;
   default:
     return kInvalidValue;
