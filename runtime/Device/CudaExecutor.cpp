@@ -18,7 +18,10 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
+#include <tuple>
 #include <type_traits>
 #include <variant>
 
@@ -53,13 +56,17 @@ template <typename T> T *at(uintptr_t address) {
 }
 
 /// Device memory that only grows: a forward's sizes change every step, and
-/// reallocating for each would cost a driver round trip per buffer.
+/// reallocating for each would cost a driver round trip per buffer. A
+/// reallocation moves the buffer, so it advances `epoch`: CUDA graphs
+/// captured before hold the old address.
 struct GrowBuffer {
   DeviceBuffer buffer;
 
-  Status reserve(const CudaDevice &dev, size_t bytes, const std::string &what) {
+  Status reserve(const CudaDevice &dev, size_t bytes, const std::string &what,
+                 uint64_t &epoch) {
     if (bytes <= buffer.bytes() && buffer.ptr() != 0)
       return Status::ok();
+    ++epoch;
     size_t want = std::max<size_t>({bytes, buffer.bytes() * 3 / 2, 256});
     buffer = DeviceBuffer();
     Expected<DeviceBuffer> b = dev.allocate(want, what);
@@ -85,6 +92,13 @@ struct RotaryTable {
   DeviceBuffer table;
 };
 
+struct GraphKey {
+  int64_t batch = 0, context = 0;
+  bool operator<(const GraphKey &o) const {
+    return std::tie(batch, context) < std::tie(o.batch, o.context);
+  }
+};
+
 class CudaExecutor final : public exec::Executor {
 public:
   CudaExecutor(std::unique_ptr<CudaDevice> device,
@@ -99,6 +113,7 @@ public:
   const char *deviceName() const override { return "cuda"; }
 
   Status load(std::shared_ptr<const plan::Plan> p) override {
+    graphs.clear(); // before the kernels and buffers they launch with go
     plan.reset();
     onDevice.reset();
     caches.clear();
@@ -177,6 +192,17 @@ public:
       layout.bytesPerBlock16 += v.blockSize * 2 * v.kvHeads * v.headDim * 2;
     }
     weightBytes = p->storedWeightBytes();
+    // Contexts rounded up to a multiple of every decode partition split
+    // into the same partitions as the context itself (see graphKey).
+    contextGranule = 0;
+    for (const KernelLaunches &k : launches.kernels)
+      for (const PlanLaunch &l : k.launches)
+        if (l.role == LaunchRole::DecodeMain)
+          contextGranule = std::gcd(
+              contextGranule,
+              int64_t(std::get<cuda::PagedDecodeSpec>(l.spec).partition));
+    if (contextGranule <= 0)
+      contextGranule = 256;
     plan = std::move(p);
     return Status::ok();
   }
@@ -189,6 +215,7 @@ public:
     if (numBlocks < 2)
       return Status::invalidArgument("the KV cache needs at least 2 blocks");
     caches.clear();
+    ++addressEpoch; // graphs captured before read the old pools
     for (const auto &[value, format] : formats) {
       DeviceCache c;
       c.format = format;
@@ -219,13 +246,21 @@ public:
     return Status::ok();
   }
 
-  Status forward(const ForwardBatch &b, std::vector<float> &logits,
+  Status forward(const ForwardBatch &in, std::vector<float> &logits,
                  int64_t &vocab) override {
     if (!plan)
       return Status::invalidArgument("no plan is loaded");
     if (caches.size() != formats.size())
       return Status::invalidArgument(
           "the KV cache is not allocated (allocateKVCache)");
+    if (Status st = exec::checkForwardBatch(in); !st)
+      return st;
+    // A decode step runs as a CUDA graph: the batch padded to its bucket
+    // (see graphKey), every size a launch takes fixed by the key.
+    std::optional<GraphKey> key = graphKey(in);
+    if (key)
+      padForGraph(in, *key);
+    const ForwardBatch &b = key ? padded : in;
     counts = {int64_t(b.tokens.size()), int64_t(b.logitsIndices.size()),
               int64_t(b.seqLens.size())};
     batch = &b;
@@ -233,7 +268,7 @@ public:
     // the uploads and the logits' read-back), each interval the device's
     // time for what was enqueued between them. `kind()` names what was, and
     // runs only when profiling: nothing is added per launch otherwise.
-    std::chrono::steady_clock::time_point started;
+    // (Profiled steps never run as graphs: a graph is timed as a whole.)
     if (options.profile) {
       started = std::chrono::steady_clock::now();
       if (!timeline)
@@ -243,15 +278,6 @@ public:
       if (Status s = timeline->record(); !s)
         return s;
     }
-    auto mark = [&](const auto &kind) -> Status {
-      if (!options.profile)
-        return Status::ok();
-      auto now = std::chrono::steady_clock::now();
-      marks.push_back(
-          {kind(), std::chrono::duration<double>(now - started).count()});
-      started = now;
-      return timeline->record();
-    };
     if (Status s = bindInputs(b); !s)
       return s;
     // What every layer's attention picks its kernel and grid by.
@@ -270,6 +296,31 @@ public:
       return s;
     if (Status s = mark([] { return "inputs to the device"; }); !s)
       return s;
+    if (Status s = key ? runAsGraph(*key) : enqueueLaunches(); !s)
+      return s;
+    if (Status s = readLogits(logits, vocab, int64_t(in.logitsIndices.size()));
+        !s)
+      return s;
+    if (Status s = mark([] { return "logits to the host"; }); !s)
+      return s;
+    return options.profile ? addToProfile() : Status::ok();
+  }
+
+  /// A profiled step's mark: the device and host time since the last one
+  /// go to `kind()`. Nothing when not profiling.
+  template <typename Kind> Status mark(const Kind &kind) {
+    if (!options.profile)
+      return Status::ok();
+    auto now = std::chrono::steady_clock::now();
+    marks.push_back(
+        {kind(), std::chrono::duration<double>(now - started).count()});
+    started = now;
+    return timeline->record();
+  }
+
+  /// Every launch of the step, in the plan's order, on the device's
+  /// stream (or into the graph it is capturing).
+  Status enqueueLaunches() {
     cublasNext = false;
     for (size_t k = 0; k < launches.kernels.size(); ++k) {
       const KernelLaunches &group = launches.kernels[k];
@@ -286,11 +337,118 @@ public:
             return s;
       }
     }
-    if (Status s = readLogits(logits, vocab); !s)
+    return Status::ok();
+  }
+
+  /// The CUDA graph a step runs as, or none (eager). Graphs are for decode
+  /// steps, where launches cost more than the kernels: every sequence
+  /// brings one token and wants its logits, the batch is within the
+  /// largest bucket, graphs are on and the step is not profiled. The key:
+  /// the batch rounded up to its bucket (1, 2, 4, then multiples of 8),
+  /// and the longest context rounded up to a multiple of contextGranule.
+  /// That granule divides every decode kernel's partition, so each kernel
+  /// splits the rounded context into as many partitions as the real one:
+  /// a graph computes what the eager step would, bit for bit. Sequences
+  /// whose lengths or block tables are out of range go the eager way,
+  /// whose checks name them.
+  std::optional<GraphKey> graphKey(const ForwardBatch &b) const {
+    if (!options.cudaGraphs || options.profile || layout.numLayers == 0)
+      return std::nullopt;
+    const int64_t n = int64_t(b.seqLens.size());
+    if (n == 0 || n > kMaxGraphBatch || int64_t(b.tokens.size()) != n ||
+        int64_t(b.logitsIndices.size()) != n)
+      return std::nullopt;
+    int64_t longest = 0;
+    for (int64_t q = 0; q < n; ++q) {
+      int64_t len = b.seqLens[size_t(q)];
+      if (b.queryStartLoc[size_t(q) + 1] - b.queryStartLoc[size_t(q)] != 1 ||
+          len < 1 ||
+          (len + layout.blockSize - 1) / layout.blockSize > b.maxBlocks)
+        return std::nullopt;
+      longest = std::max(longest, len);
+    }
+    GraphKey key;
+    key.batch = n <= 2 ? n : n <= 4 ? 4 : (n + 7) / 8 * 8;
+    key.context =
+        (longest + contextGranule - 1) / contextGranule * contextGranule;
+    return key;
+  }
+
+  /// `padded` = `b` grown to the key's shape: sequences past b's repeat
+  /// its last token at position 0 with a context of one token (the first
+  /// slot of b's last sequence, already written) and write no KV (slot
+  /// -1); each block table row is key.context's blocks wide, zero past
+  /// what its sequence holds. Their logits rows come after b's and are not
+  /// read back.
+  void padForGraph(const ForwardBatch &b, const GraphKey &key) {
+    const size_t n = b.seqLens.size(), rows = size_t(key.batch);
+    const int64_t width =
+        (key.context + layout.blockSize - 1) / layout.blockSize;
+    ForwardBatch &p = padded;
+    p.tokens.assign(b.tokens.begin(), b.tokens.end());
+    p.tokens.resize(rows, b.tokens.back());
+    p.positions.assign(b.positions.begin(), b.positions.end());
+    p.positions.resize(rows, 0);
+    p.queryStartLoc.resize(rows + 1);
+    std::iota(p.queryStartLoc.begin(), p.queryStartLoc.end(), 0);
+    p.seqLens.assign(b.seqLens.begin(), b.seqLens.end());
+    p.seqLens.resize(rows, 1);
+    p.maxBlocks = width;
+    p.blockTables.assign(rows * size_t(width), 0);
+    for (size_t q = 0; q < rows; ++q) {
+      size_t from = std::min(q, n - 1) * size_t(b.maxBlocks);
+      int64_t blocks =
+          q < n ? (b.seqLens[q] + layout.blockSize - 1) / layout.blockSize : 1;
+      std::copy_n(b.blockTables.begin() + std::ptrdiff_t(from), blocks,
+                  p.blockTables.begin() + std::ptrdiff_t(q * size_t(width)));
+    }
+    p.slotMapping.assign(b.slotMapping.begin(), b.slotMapping.end());
+    p.slotMapping.resize(rows, -1);
+    p.logitsIndices.assign(b.logitsIndices.begin(), b.logitsIndices.end());
+    for (size_t q = n; q < rows; ++q)
+      p.logitsIndices.push_back(int32_t(q));
+  }
+
+  /// The step as its key's graph: replayed when captured before (and no
+  /// buffer it reads has moved since), else run eagerly (first-use work,
+  /// such as cuBLASLt's algorithm choice and shared-memory opt-ins, stays
+  /// out of the graph) and then captured for the key's next step.
+  Status runAsGraph(const GraphKey &key) {
+    if (graphsEpoch != addressEpoch) {
+      graphs.clear();
+      graphsEpoch = addressEpoch;
+    }
+    if (auto it = graphs.find(key); it != graphs.end()) {
+      it->second.lastUse = ++useClock;
+      return dev->launchGraph(it->second.graph);
+    }
+    if (Status s = enqueueLaunches(); !s)
       return s;
-    if (Status s = mark([] { return "logits to the host"; }); !s)
-      return s;
-    return options.profile ? addToProfile() : Status::ok();
+    auto failed = [&](const Status &s) {
+      return Status::error(
+          s.code(), "capturing the decode step of " +
+                        std::to_string(key.batch) + " sequences (contexts " +
+                        "up to " + std::to_string(key.context) +
+                        ") as a CUDA graph: " + s.message() +
+                        " (--enforce-eager runs without graphs)");
+    };
+    if (Status s = dev->beginCapture(); !s)
+      return failed(s);
+    Status captured = enqueueLaunches();
+    Expected<CudaGraph> g = dev->endCapture();
+    if (!captured)
+      return failed(captured);
+    if (!g)
+      return failed(g.status());
+    if (graphs.size() >= kMaxGraphs) {
+      auto oldest = graphs.begin();
+      for (auto it = graphs.begin(); it != graphs.end(); ++it)
+        if (it->second.lastUse < oldest->second.lastUse)
+          oldest = it;
+      graphs.erase(oldest);
+    }
+    graphs[key] = CapturedStep{std::move(*g), ++useClock};
+    return Status::ok();
   }
 
   std::vector<exec::KindProfile> profile() const override {
@@ -436,6 +594,7 @@ private:
         return d.status();
       t.table = std::move(*d);
       t.positions = n;
+      ++addressEpoch;
     }
     // Tables of the model's own read rows by position: none past its end.
     if (modelTableStep >= 0 && needed > modelTableRows)
@@ -484,7 +643,7 @@ private:
         return Status::invalidArgument("the plan's input '" + n +
                                        "' has an unexpected element type");
       GrowBuffer &g = inputs[size_t(a.value)];
-      if (Status st = g.reserve(*dev, bytes, "input " + n); !st)
+      if (Status st = g.reserve(*dev, bytes, "input " + n, addressEpoch); !st)
         return st;
       if (bytes > 0)
         if (Status st = dev->copyToDevice(g.buffer, 0, data, bytes); !st)
@@ -568,7 +727,8 @@ private:
     for (size_t i = 0; i < plan->buffers.size(); ++i) {
       const plan::BufferInfo &bi = plan->buffers[i];
       if (Status s = buffers[i].reserve(
-              *dev, size_t(bi.staticBytes * countOf(bi.symbol)), "a buffer");
+              *dev, size_t(bi.staticBytes * countOf(bi.symbol)), "a buffer",
+              addressEpoch);
           !s)
         return s;
     }
@@ -577,8 +737,8 @@ private:
         continue;
       int64_t bytes = plan::bufferBytes(plan->values[v], counts.tokens,
                                         counts.rows, counts.seqs);
-      if (Status s =
-              own[v].reserve(*dev, size_t(bytes), "value " + std::to_string(v));
+      if (Status s = own[v].reserve(*dev, size_t(bytes),
+                                    "value " + std::to_string(v), addressEpoch);
           !s)
         return s;
     }
@@ -589,11 +749,36 @@ private:
         const LaunchScratch &sc = k.scratch[i];
         if (Status s = scratch[i].reserve(
                 *dev, size_t(sc.elemsPerCount * countOf(sc.symbol)) * 4,
-                "scratch");
+                "scratch", addressEpoch);
             !s)
           return s;
       }
-    return errorFlag.reserve(*dev, 4, "the gather error flag");
+    if (Status s =
+            errorFlag.reserve(*dev, 4, "the gather error flag", addressEpoch);
+        !s)
+      return s;
+    // The decode kernels' partial outputs when they split the context: the
+    // most any launch of this step needs, before any launch (a capture
+    // must not allocate).
+    size_t partialFloats = 0, statFloats = 0;
+    for (const KernelLaunches &k : launches.kernels)
+      for (const PlanLaunch &l : k.launches)
+        if (l.role == LaunchRole::DecodeMain) {
+          cuda::PagedDecodeLaunch g = cuda::pagedDecodeLaunch(
+              std::get<cuda::PagedDecodeSpec>(l.spec), counts.tokens,
+              std::max<int64_t>(shape.maxContext, 1));
+          partialFloats = std::max(partialFloats, g.partialFloats);
+          statFloats = std::max(statFloats, g.statFloats);
+        }
+    if (partialFloats == 0)
+      return Status::ok();
+    if (Status s =
+            partial.reserve(*dev, partialFloats * 4,
+                            "the decode's partial outputs", addressEpoch);
+        !s)
+      return s;
+    return partialStats.reserve(*dev, statFloats * 8,
+                                "the decode's partial maxima", addressEpoch);
   }
 
   /// The device address of an operand's first element.
@@ -896,14 +1081,11 @@ private:
     a.numSeqs = int(counts.seqs);
     a.numPartitions = geometry.numPartitions;
     if (geometry.numPartitions > 1) {
-      if (Status s = partial.reserve(*dev, geometry.partialFloats * 4,
-                                     "the decode's partial outputs");
-          !s)
-        return s;
-      if (Status s = partialStats.reserve(*dev, geometry.statFloats * 8,
-                                          "the decode's partial maxima");
-          !s)
-        return s;
+      // Sized by sizeBuffers for this step.
+      if (partial.buffer.bytes() < geometry.partialFloats * 4 ||
+          partialStats.buffer.bytes() < geometry.statFloats * 8)
+        return Status::internal("the decode's partial buffers were not sized "
+                                "for this step");
       a.partialOut = at<float>(partial.address());
       a.partialMax = at<float>(partialStats.address());
       a.partialSum = a.partialMax + geometry.statFloats;
@@ -913,7 +1095,8 @@ private:
                   &a);
   }
 
-  Status readLogits(std::vector<float> &logits, int64_t &vocab) {
+  /// The first `rows` logits rows (a padded step's real ones).
+  Status readLogits(std::vector<float> &logits, int64_t &vocab, int64_t rows) {
     if (launches.outputs.empty())
       return Status::invalidArgument("the plan has no output");
     const LaunchOperand &out = launches.outputs[0];
@@ -921,13 +1104,18 @@ private:
     if (v.type != ElemType::F32 || v.dims.empty() || v.dims.back() <= 0)
       return Status::invalidArgument("the plan's output is not f32 logits");
     vocab = v.dims.back();
-    logits.assign(size_t(counts.rows * vocab), 0.0f);
+    logits.assign(size_t(rows * vocab), 0.0f);
     int flag = 0;
     if (Status s = dev->copyToHost(&flag, errorFlag.buffer, 0, 4); !s)
       return s;
+    // A padded step's extra rows repeat its last token: a bad id there is
+    // the last real row's.
+    int64_t row = flag - 1;
+    if (rows < counts.rows)
+      row = std::min(row, rows - 1);
     if (flag != 0)
       return Status::invalidArgument(
-          "row " + std::to_string(flag - 1) +
+          "row " + std::to_string(row) +
           " of an embedding or logits gather has an index outside its "
           "table (a token id past the vocabulary, or a logits index past "
           "the tokens)");
@@ -957,6 +1145,7 @@ private:
   };
   std::unique_ptr<device::EventTimeline> timeline;
   std::vector<Mark> marks;
+  std::chrono::steady_clock::time_point started;
   std::map<std::string, exec::KindProfile> profiled;
   bool enqueued = false, ranCublas = false;
   /// Set by a CublasInput cast that ran: the next linear is cuBLASLt's.
@@ -993,6 +1182,22 @@ private:
     int64_t tokens = 0, rows = 0, seqs = 0;
   } counts;
   const ForwardBatch *batch = nullptr;
+
+  // CUDA graphs of decode steps (graphKey).
+  static constexpr int64_t kMaxGraphBatch = 256;
+  /// Graphs kept; the least recently used goes first.
+  static constexpr size_t kMaxGraphs = 64;
+  struct CapturedStep {
+    CudaGraph graph;
+    uint64_t lastUse = 0;
+  };
+  std::map<GraphKey, CapturedStep> graphs;
+  /// Advanced whenever a buffer a launch reads or writes moves (GrowBuffer,
+  /// rotary tables, the KV pools); the graphs are dropped when it has
+  /// moved since their capture.
+  uint64_t addressEpoch = 0, graphsEpoch = 0, useClock = 0;
+  int64_t contextGranule = 256;
+  ForwardBatch padded; ///< the step padded to its graph's key
   /// This step's sequences: whether each brings one query token, and the
   /// longest query and context.
   struct {

@@ -98,6 +98,11 @@ struct ExecutorOptions {
   /// whose lifetimes do not overlap share one); off allocates every value
   /// on its own (for tests).
   bool plannedBuffers = true;
+  /// The CUDA executor runs decode steps as CUDA graphs, one per batch
+  /// bucket and context range, captured at first use (never while
+  /// profiling); off launches every kernel every step (--enforce-eager).
+  /// The CPU executor has no launches to save and ignores it.
+  bool cudaGraphs = true;
 };
 
 /// Time spent in one kind of step since the last resetProfile.

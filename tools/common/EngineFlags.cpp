@@ -32,6 +32,10 @@ Status EngineFlags::parse(int argc, char **argv, int &i, bool &handled) {
     verifyWeights = false;
     return Status::ok();
   }
+  if (arg == "--enforce-eager") {
+    enforceEager = true;
+    return Status::ok();
+  }
   if (arg == "--enable-prefix-caching" || arg == "--no-enable-prefix-caching") {
     prefixCaching = arg == "--enable-prefix-caching";
     return Status::ok();
@@ -89,6 +93,13 @@ std::string deviceFlagUsage() {
          "auto (the GPU when it can run the plan, else the CPU with a note)\n";
 }
 
+const char *enforceEagerUsage() {
+  return "  --enforce-eager             with --device cuda: launch every "
+         "kernel "
+         "every step (decode steps otherwise replay a CUDA graph per batch "
+         "size and context range); the CPU always runs this way\n";
+}
+
 std::string EngineFlags::usage(const std::string &kvDtype) const {
   std::string on = prefixCaching ? " (default)" : "";
   std::string off = prefixCaching ? "" : " (default)";
@@ -115,8 +126,8 @@ std::string EngineFlags::usage(const std::string &kvDtype) const {
          "  --no-verify-weights         skip hashing the weights against "
          "their checksum (the metadata is always checked); a corrupt weight "
          "then gives wrong text, not an error\n" +
-         deviceFlagUsage() + "Speculative decoding (off by default):\n" +
-         SpeculativeFlags::usage();
+         deviceFlagUsage() + enforceEagerUsage() +
+         "Speculative decoding (off by default):\n" + SpeculativeFlags::usage();
 }
 
 size_t modelLengthLimit(const plan::Plan &plan) {
@@ -164,8 +175,10 @@ Expected<EngineSetup> buildEngine(std::shared_ptr<const plan::Plan> plan,
       int64_t(kv.numBlocks - 1) * int64_t(kv.blockSize));
   if (!speculative)
     return speculative.status();
+  exec::ExecutorOptions options;
+  options.cudaGraphs = !flags.enforceEager;
   Expected<std::unique_ptr<exec::Executor>> executor =
-      device::createExecutor(*device);
+      device::createExecutor(*device, options);
   if (!executor)
     return executor.status();
   auto engine =

@@ -4,8 +4,8 @@
 // (folio-serve, folio-generate, the model binaries folioc --emit=binary
 // writes): --max-model-len, --max-num-seqs, --max-num-batched-tokens,
 // --num-blocks, --kv-cache-dtype, --[no-]enable-prefix-caching,
-// --no-verify-weights, --device and the speculative flags, named as vLLM
-// names them.
+// --no-verify-weights, --device, --enforce-eager and the speculative
+// flags, named as vLLM names them.
 // Each tool sets its own defaults. Plain runtime code: loading a model
 // (which may compile an .onnx) is the caller's, so a model binary serves
 // without linking the compiler.
@@ -37,6 +37,8 @@ struct EngineFlags {
   bool prefixCaching = true, verifyWeights = true;
   /// --device: cpu (default), cuda or auto (runtime/Device).
   device::DeviceKind device = device::DeviceKind::Cpu;
+  /// --enforce-eager: no CUDA graphs (ExecutorOptions::cudaGraphs).
+  bool enforceEager = false;
   SpeculativeFlags speculative;
 
   /// Parses argv[i] when it is one of these flags (then `handled`),
@@ -66,6 +68,8 @@ struct EngineSetup {
 Status parseDeviceFlag(const std::string &value, device::DeviceKind &out);
 /// The usage line of --device.
 std::string deviceFlagUsage();
+/// The usage line of --enforce-eager.
+const char *enforceEagerUsage();
 
 /// Builds the engine `flags` ask for on the CPU executor (after resolving
 /// --device: `cuda` is an error until a CUDA executor exists, `auto`

@@ -199,11 +199,36 @@ Expected<ModelResult> measureModel(std::unique_ptr<device::CudaDevice> device,
     d.tokensPerS = 1000.0 * batch / d.msPerStep;
     r.decode.push_back(d);
   }
+  gpu.reset();
+  if (c.eager) {
+    // The decode steps again, every kernel launched each step: the first
+    // timed step of each batch size above also ran eagerly (and captured
+    // its graph), the median is a replay's.
+    Expected<std::unique_ptr<device::CudaDevice>> d =
+        device::CudaDevice::open(0);
+    if (!d)
+      return d.status();
+    exec::ExecutorOptions options;
+    options.cudaGraphs = false;
+    std::unique_ptr<exec::Executor> eager =
+        device::createCudaExecutor(std::move(*d), options);
+    if (Status s = eager->load(plan); !s)
+      return s;
+    if (Status s = eager->allocateKVCache(numBlocks); !s)
+      return s;
+    for (ModelDecode &decode : r.decode) {
+      Expected<std::vector<double>> times =
+          decodes(*eager, decode.batch, [] {});
+      if (!times)
+        return times.status();
+      std::sort(times->begin(), times->end());
+      decode.eagerMsPerStep = (*times)[times->size() / 2];
+    }
+  }
   if (!c.profile)
     return r;
 
   // The same steps again with every launch timed by kind.
-  gpu.reset();
   exec::ExecutorOptions options;
   options.profile = true;
   std::unique_ptr<exec::Executor> profiled =

@@ -57,6 +57,9 @@ struct ModelCase {
   /// docs/cuda-codegen.md, CUDA executor).
   double tolerance = 0.25;
   int prefillRuns = 3; ///< timed prefills after a warm-up one (median)
+  /// Then the same decode steps on an executor that runs them without
+  /// CUDA graphs (--enforce-eager): what the graphs save.
+  bool eager = true;
   /// Then, on a second executor with profiling on: one prefill and
   /// `steps` decode steps per batch size, each launch's device time by
   /// kind (CudaExecutor's profile).
@@ -83,8 +86,9 @@ struct ModelProfile {
 
 struct ModelDecode {
   int batch = 0;
-  double msPerStep = 0; ///< median
+  double msPerStep = 0; ///< median, CUDA graphs on (the default)
   double tokensPerS = 0;
+  double eagerMsPerStep = 0; ///< median, without graphs (ModelCase::eager)
 };
 
 struct ModelResult {

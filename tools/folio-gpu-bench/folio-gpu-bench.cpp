@@ -13,8 +13,9 @@
 // projection shapes and cuBLASLt's bf16 GEMM, each after its result
 // matched the CPU's. Each --plan (compiled by folioc --target=sm_XX, e.g.
 // of models/bench/make_llama_1b.py with --kv-cache-dtype fp8_e4m3 and
-// bf16) runs on the CUDA executor: prefill and decode tokens/s (Model.h);
-// with --profile, then each launch kind's device and host time per step.
+// bf16) runs on the CUDA executor: prefill and decode tokens/s (Model.h),
+// decode with CUDA graphs and without (their ratio, graph_speedup); with
+// --profile, then each launch kind's device and host time per step.
 // --probe only opens the device. Without a GPU it prints why and exits
 // with 77 (tools/gpu-check.sh's "skipped").
 //
@@ -612,6 +613,9 @@ int main(int argc, char **argv) {
         j.key("context").value(c.context);
         j.key("ms_per_step").value(d.msPerStep);
         j.key("tokens_per_s").value(d.tokensPerS);
+        j.key("eager_ms_per_step").value(d.eagerMsPerStep);
+        j.key("graph_speedup")
+            .value(d.msPerStep > 0 ? d.eagerMsPerStep / d.msPerStep : 0.0);
         j.endObject();
       }
       j.endArray();

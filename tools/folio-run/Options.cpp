@@ -22,6 +22,7 @@ const char *const kUsage =
     "                 [--threads N] [--block-size B] [--max-model-len L]\n"
     "                 [--kv-cache-dtype D] [--no-verify-weights] "
     "[--device cpu|cuda|auto]\n"
+    "                 [--enforce-eager]\n"
     "       folio-run --model M.folio --print-kernels\n"
     "Runs every prompt together as one ragged batch.\n"
     "  --model           a model exported to ONNX (compiled by running the "
@@ -57,6 +58,9 @@ const char *const kUsage =
     "  --device          cpu (default), cuda (the GPU; without a CUDA "
     "driver or device, the CPU with a note saying why) or auto (the GPU "
     "when it can run the plan, else the CPU with a note)\n"
+    "  --enforce-eager   with --device cuda: launch every kernel every step "
+    "(decode steps otherwise replay a CUDA graph per batch size and context "
+    "range); the CPU always runs this way\n"
     "  --print-kernels   list the plan's kernels, and the CUDA kernels "
     "folioc --target=sm_XX embedded with their registers, spills and shared "
     "memory, then exit\n"
@@ -151,6 +155,8 @@ Expected<Options> parseOptions(int argc, char **argv) {
       o.json = true;
     } else if (arg == "--no-verify-weights") {
       o.verifyWeights = false;
+    } else if (arg == "--enforce-eager") {
+      o.enforceEager = true;
     } else if (arg == "--print-kernels") {
       o.printKernels = true;
     } else if (arg == "--device") {

@@ -34,6 +34,8 @@ struct Options {
   int64_t maxModelLen = 0;
   /// --device cpu|cuda|auto (runtime/Device).
   device::DeviceKind device = device::DeviceKind::Cpu;
+  /// --enforce-eager: no CUDA graphs (ExecutorOptions::cudaGraphs).
+  bool enforceEager = false;
   /// --print-kernels: list the plan's kernels and exit (no prompt needed).
   bool printKernels = false;
   bool help = false;

@@ -113,6 +113,7 @@ int main(int argc, char **argv) {
         "takes f32, bf16 or f16; recompile with folioc --weight-dtype=" +
         o.weightDtype));
   eopts.numThreads = unsigned(o.threads);
+  eopts.cudaGraphs = !o.enforceEager;
   Expected<std::unique_ptr<exec::Executor>> executor =
       device::createExecutor(*dev, eopts);
   if (!executor)

@@ -337,9 +337,10 @@ long cublasMatmuls() {
 }
 
 /// A CUDA executor with `p` loaded and a cache of `blocks` blocks.
-std::unique_ptr<exec::Executor> loadedGpu(std::shared_ptr<plan::Plan> p,
-                                          int64_t blocks) {
-  std::unique_ptr<exec::Executor> gpu = cudaExecutor();
+std::unique_ptr<exec::Executor>
+loadedGpu(std::shared_ptr<plan::Plan> p, int64_t blocks,
+          const exec::ExecutorOptions &options = {}) {
+  std::unique_ptr<exec::Executor> gpu = cudaExecutor(options);
   if (!p || !gpu)
     return nullptr;
   Status s = gpu->load(p);
@@ -370,6 +371,110 @@ TEST(CudaExecutor, PrefillGemmsOfBf16WeightsGoThroughCublasLt) {
   ASSERT_TRUE(gpu->forward(seqs.step({a, b}, {tokens(1, 4), tokens(1, 5)}),
                            logits, vocab));
   EXPECT_EQ(cublasMatmuls() - before, 0);
+}
+
+/// A counter of the fake driver's (folioFakeCudaGraphLaunches, ...).
+long fakeDriverCount(const char *counter) {
+  void *lib = ::dlopen(FOLIO_FAKE_CUDA_DEVICE, RTLD_NOW | RTLD_NOLOAD);
+  auto count =
+      lib ? reinterpret_cast<long (*)()>(::dlsym(lib, counter)) : nullptr;
+  EXPECT_TRUE(count) << "the fake driver is not loaded";
+  return count ? count() : -1;
+}
+
+// Decode steps run as CUDA graphs, one per batch bucket and context range,
+// captured the first time (that step runs eagerly) and replayed after;
+// their logits are the eager executor's bit for bit. Covered: padded
+// buckets (3 -> 4, 12 and 13 -> 16), cuBLASLt's GEMMs inside a
+// graph (16 rows of bf16 weights), a split context (the combine kernel),
+// and graphs dropped when a buffer they read moves (a long prefill grows
+// the step's buffers; a new KV cache).
+TEST(CudaExecutor, DecodeStepsReplayCudaGraphs) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  exec::ExecutorOptions eagerOptions;
+  eagerOptions.cudaGraphs = false;
+  std::unique_ptr<exec::Executor> eager = loadedGpu(p, 64, eagerOptions),
+                                  graphs = loadedGpu(p, 64);
+  ASSERT_TRUE(eager && graphs);
+  Sequences seqs;
+  std::vector<int> all;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 13; ++i) {
+    all.push_back(seqs.add());
+    prompts.push_back(tokens(3 + i, i));
+  }
+  auto first = [&](int n) {
+    return std::vector<int>(all.begin(), all.begin() + n);
+  };
+  struct Step {
+    const char *what;
+    exec::ForwardBatch batch;
+    bool captures, replays;
+  };
+  auto decode = [&](const char *what, int n, bool captures) {
+    std::vector<std::vector<int32_t>> next;
+    for (int i = 0; i < n; ++i)
+      next.push_back(tokens(1, 100 + i));
+    return Step{what, seqs.step(first(n), next), captures, !captures};
+  };
+  std::vector<Step> steps;
+  steps.push_back(
+      {"prefill",
+       seqs.step(first(12), std::vector(prompts.begin(), prompts.begin() + 12)),
+       false, false});
+  steps.push_back(decode("batch 1", 1, true));
+  steps.push_back(decode("batch 1 again", 1, false));
+  steps.push_back(decode("batch 3", 3, true));
+  steps.push_back(decode("batch 12", 12, true));
+  steps.push_back(decode("batch 12 again", 12, false));
+  steps.push_back({"a long prefill", seqs.step({all[12]}, {tokens(260, 50)}),
+                   false, false});
+  steps.push_back(decode("batch 12 after the buffers grew", 12, true));
+  steps.push_back(decode("batch 12 once more", 12, false));
+  steps.push_back(decode("batch 13, split context", 13, true));
+  steps.push_back(decode("batch 13 again", 13, false));
+  // Its partial buffers grew (graphs dropped); both context ranges are
+  // kept side by side after.
+  steps.push_back(decode("batch 12 after the split", 12, true));
+  steps.push_back(decode("batch 13 once more", 13, false));
+  steps.push_back(decode("batch 12 once more", 12, false));
+  for (const Step &step : steps) {
+    SCOPED_TRACE(step.what);
+    long captures = fakeDriverCount("folioFakeCudaCaptures"),
+         replays = fakeDriverCount("folioFakeCudaGraphLaunches"),
+         direct = fakeDriverCount("folioFakeCudaDirectLaunches"),
+         gemms = cublasMatmuls();
+    std::vector<float> got, want;
+    int64_t gotVocab = 0, wantVocab = 0;
+    Status s = graphs->forward(step.batch, got, gotVocab);
+    ASSERT_TRUE(bool(s)) << s.message();
+    EXPECT_EQ(fakeDriverCount("folioFakeCudaCaptures") - captures,
+              step.captures ? 1 : 0);
+    EXPECT_EQ(fakeDriverCount("folioFakeCudaGraphLaunches") - replays,
+              step.replays ? 1 : 0);
+    if (step.replays) {
+      EXPECT_EQ(fakeDriverCount("folioFakeCudaDirectLaunches"), direct);
+      // 16 rows of bf16 weights: the graph replays cuBLASLt's GEMMs.
+      if (step.batch.seqLens.size() > 8)
+        EXPECT_GE(cublasMatmuls() - gemms, 24);
+    }
+    ASSERT_TRUE(eager->forward(step.batch, want, wantVocab));
+    ASSERT_EQ(gotVocab, wantVocab);
+    ASSERT_EQ(got.size(), step.batch.logitsIndices.size() * size_t(wantVocab));
+    EXPECT_EQ(got, want);
+  }
+  // A new cache moves the pools every graph reads: captured again.
+  ASSERT_TRUE(graphs->allocateKVCache(64));
+  ASSERT_TRUE(eager->allocateKVCache(64));
+  long captures = fakeDriverCount("folioFakeCudaCaptures");
+  Step again = decode("batch 1 on a new cache", 1, true);
+  std::vector<float> got, want;
+  int64_t vocab = 0;
+  ASSERT_TRUE(graphs->forward(again.batch, got, vocab));
+  ASSERT_TRUE(eager->forward(again.batch, want, vocab));
+  EXPECT_EQ(fakeDriverCount("folioFakeCudaCaptures") - captures, 1);
+  EXPECT_EQ(got, want);
 }
 
 // With profiling on, every launch is timed between events and counted by
@@ -502,6 +607,7 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
   ASSERT_EQ(r->decode.size(), 2u);
   EXPECT_EQ(r->decode[1].batch, 2);
   EXPECT_GT(r->decode[1].tokensPerS, 0);
+  EXPECT_GT(r->decode[1].eagerMsPerStep, 0);
   // A wrong run is never timed.
   c.tolerance = 0;
   dev = device::CudaDevice::open();
@@ -583,6 +689,27 @@ TEST(CudaExecutor, RefusesWhatItCannotRun) {
   ASSERT_TRUE(bool(s)) << s.message();
   EXPECT_EQ(vocab, 4096);
   EXPECT_EQ(logits.size(), size_t(vocab));
+
+  // A decode step runs as a graph, padded to a bucket (3 -> 4): the same
+  // checks, naming the step's own rows.
+  int c = seqs.add(), d = seqs.add();
+  ASSERT_TRUE(gpu->forward(seqs.step({c, d}, {tokens(2, 3), tokens(2, 4)}),
+                           logits, vocab));
+  exec::ForwardBatch decode = seqs.step({a, c, d}, {{5}, {6}, {4096}});
+  s = gpu->forward(decode, logits, vocab);
+  expectRefused(s, "row 2 of an embedding or logits gather");
+  decode.tokens[2] = 7;
+  bad = decode;
+  bad.blockTables[size_t(bad.maxBlocks)] = 8;
+  s = gpu->forward(bad, logits, vocab);
+  expectRefused(s, "sequence 1: block table entry 0 = 8 is outside [0, 8)");
+  bad = decode;
+  bad.seqLens[1] = int32_t(bad.maxBlocks * 16 + 1);
+  s = gpu->forward(bad, logits, vocab);
+  expectRefused(s, "sequence 1: seq_len");
+  s = gpu->forward(decode, logits, vocab);
+  ASSERT_TRUE(bool(s)) << s.message();
+  EXPECT_EQ(logits.size(), size_t(3 * vocab));
 }
 
 } // namespace
