@@ -50,6 +50,8 @@ public:
   bool lastProposalSteady() const override { return steady; }
 
   int64_t blockSize() const { return blockSize_; }
+  /// Where the draft runs ("cpu", "cuda").
+  const char *deviceName() const { return executor->deviceName(); }
   exec::KVCacheLayout kvCacheLayout() const {
     return executor->kvCacheLayout();
   }

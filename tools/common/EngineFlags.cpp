@@ -167,16 +167,20 @@ Expected<EngineSetup> buildEngine(std::shared_ptr<const plan::Plan> plan,
       flags.numBlocks
           ? flags.numBlocks
           : 4 * ((setup.maxModelLen + kv.blockSize - 1) / kv.blockSize) + 1;
+  exec::ExecutorOptions options;
+  options.cudaGraphs = !flags.enforceEager;
+  // A draft model runs on the target's GPU when its plan has kernels for it
+  // (see makeSpeculativeConfig).
   const SpeculativeFlags &spec = flags.speculative;
   Expected<core::SpeculativeConfig> speculative = makeSpeculativeConfig(
       spec, spec.enabled() ? size_t(spec.numTokens[0]) : 0,
       std::move(draftPlan), int64_t(config.vocabSize),
       int64_t(setup.maxModelLen),
-      int64_t(kv.numBlocks - 1) * int64_t(kv.blockSize));
+      int64_t(kv.numBlocks - 1) * int64_t(kv.blockSize), options,
+      device->device == device::DeviceKind::Cuda ? flags.device
+                                                 : device::DeviceKind::Cpu);
   if (!speculative)
     return speculative.status();
-  exec::ExecutorOptions options;
-  options.cudaGraphs = !flags.enforceEager;
   Expected<std::unique_ptr<exec::Executor>> executor =
       device::createExecutor(*device, options);
   if (!executor)

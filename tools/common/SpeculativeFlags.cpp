@@ -3,11 +3,13 @@
 #include "tools/common/SpeculativeFlags.h"
 
 #include "compiler/Target/Target.h"
+#include "runtime/Device/CudaExecutor.h"
 #include "runtime/SpecDecode/DraftProposer.h"
 #include "runtime/SpecDecode/NgramProposer.h"
 
 #include <cerrno>
 #include <cstdlib>
+#include <iostream>
 
 namespace folio::tools {
 
@@ -193,12 +195,11 @@ const char *SpeculativeFlags::usage() {
          "                              their own always take K)\n";
 }
 
-Expected<core::SpeculativeConfig>
-makeSpeculativeConfig(const SpeculativeFlags &flags, size_t k,
-                      std::shared_ptr<const plan::Plan> draftPlan,
-                      int64_t targetVocab, int64_t maxModelLen,
-                      int64_t cacheTokens,
-                      const exec::ExecutorOptions &executorOptions) {
+Expected<core::SpeculativeConfig> makeSpeculativeConfig(
+    const SpeculativeFlags &flags, size_t k,
+    std::shared_ptr<const plan::Plan> draftPlan, int64_t targetVocab,
+    int64_t maxModelLen, int64_t cacheTokens,
+    const exec::ExecutorOptions &executorOptions, device::DeviceKind device) {
   core::SpeculativeConfig config;
   if (!flags.enabled())
     return config;
@@ -217,18 +218,35 @@ makeSpeculativeConfig(const SpeculativeFlags &flags, size_t k,
                                    "needs the model loaded");
   int64_t blockSize = draftPlan->configValue("block_size", 16);
   int64_t blocks = (cacheTokens + blockSize - 1) / blockSize + 1;
-  // The draft runs on the calling thread alone: its kernels are a tenth of
-  // the target's, too small to repay waking a pool per kernel. On the
-  // bundled pair (AMD EPYC, 2 vCPUs) a draft step at batch 1 took 0.40 ms
-  // on one thread against 0.84 ms on two, and the same at batch 8.
-  exec::ExecutorOptions one = executorOptions;
-  one.numThreads = 1;
-  auto draft =
-      spec::DraftProposer::create(draftPlan, exec::createCPUExecutor(one),
-                                  blocks, targetVocab, maxModelLen);
-  if (!draft)
+  auto refused = [&](const Status &s) {
     return Status::invalidArgument("--speculative-model " + flags.model + ": " +
-                                   draft.status().message());
+                                   s.message());
+  };
+  device::DeviceChoice where;
+  if (device != device::DeviceKind::Cpu) {
+    Expected<device::DeviceChoice> chosen =
+        device::selectDevice(device, draftPlan.get());
+    if (!chosen)
+      return refused(chosen.status());
+    where = *chosen;
+    if (!where.notice.empty())
+      std::cerr << "note: the draft model: " << where.notice << "\n";
+  }
+  // On the CPU the draft runs on the calling thread alone: its kernels are
+  // a tenth of the target's, too small to repay waking a pool per kernel.
+  // On the bundled pair (AMD EPYC, 2 vCPUs) a draft step at batch 1 took
+  // 0.40 ms on one thread against 0.84 ms on two, and the same at batch 8.
+  exec::ExecutorOptions options = executorOptions;
+  if (where.device == device::DeviceKind::Cpu)
+    options.numThreads = 1;
+  Expected<std::unique_ptr<exec::Executor>> executor =
+      device::createExecutor(where, options);
+  if (!executor)
+    return refused(executor.status());
+  auto draft = spec::DraftProposer::create(draftPlan, std::move(*executor),
+                                           blocks, targetVocab, maxModelLen);
+  if (!draft)
+    return refused(draft.status());
   config.proposer = std::move(*draft);
   return config;
 }

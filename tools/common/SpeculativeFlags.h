@@ -14,6 +14,7 @@
 #define FOLIO_TOOLS_COMMON_SPECULATIVEFLAGS_H
 
 #include "runtime/Core/ServingEngine.h"
+#include "runtime/Device/DeviceSelection.h"
 
 #include <string>
 #include <vector>
@@ -51,13 +52,18 @@ struct SpeculativeFlags {
 
 /// The engine's speculative configuration with `k` drafts at most: a fresh
 /// proposer (for a draft model, on `draftPlan` with a KV cache holding
-/// `cacheTokens` tokens, like the target's).
+/// `cacheTokens` tokens, like the target's). The draft runs where `device`
+/// selects for its plan (device::selectDevice): pass the --device the
+/// target runs on its GPU by, and Cpu when the target runs on the CPU.
+/// `cuda` with a draft plan that has no kernels for the GPU is an error;
+/// `auto` then runs the draft on the CPU with a note on stderr.
 Expected<core::SpeculativeConfig>
 makeSpeculativeConfig(const SpeculativeFlags &flags, size_t k,
                       std::shared_ptr<const plan::Plan> draftPlan,
                       int64_t targetVocab, int64_t maxModelLen,
                       int64_t cacheTokens,
-                      const exec::ExecutorOptions &executorOptions = {});
+                      const exec::ExecutorOptions &executorOptions = {},
+                      device::DeviceKind device = device::DeviceKind::Cpu);
 
 } // namespace folio::tools
 

@@ -19,6 +19,8 @@
 #include "codegen/CPU/Gather.h"
 #include "runtime/Device/CudaExecutor.h"
 #include "runtime/Executor/StoredWeightView.h"
+#include "runtime/SpecDecode/DraftProposer.h"
+#include "tools/common/SpeculativeFlags.h"
 #include "tools/folio-gpu-bench/Model.h"
 
 #include <gtest/gtest.h>
@@ -617,6 +619,101 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
   EXPECT_NE(r.status().message().find("differ from the CPU executor's"),
             std::string::npos)
       << r.status().message();
+}
+
+/// Greedy completions of two prompts on an engine over `target` on the
+/// GPU, with `speculative` (its drafts accepted in `accepted`).
+std::map<std::string, std::vector<TokenId>>
+serveOnGpu(std::shared_ptr<const plan::Plan> target,
+           core::SpeculativeConfig speculative, uint64_t *accepted = nullptr) {
+  std::map<std::string, std::vector<TokenId>> out;
+  SchedulerConfig config;
+  config.maxModelLen = 64;
+  config.vocabSize = 4096;
+  KVCacheConfig kv;
+  kv.numBlocks = 32;
+  kv.blockSize = 16;
+  kv.enablePrefixCaching = false;
+  std::unique_ptr<exec::Executor> gpu = cudaExecutor();
+  if (!gpu)
+    return out;
+  auto engine = core::ServingEngine::create(std::move(target), std::move(gpu),
+                                            config, kv, std::move(speculative));
+  EXPECT_TRUE(bool(engine)) << engine.status().message();
+  if (!engine)
+    return out;
+  for (int i = 0; i < 2; ++i) {
+    NewRequest r;
+    r.requestId = "r" + std::to_string(i);
+    r.promptTokenIds = tokens(5 + 4 * i, i);
+    r.samplingParams.temperature = 0.0f;
+    r.samplingParams.maxTokens = 7;
+    r.samplingParams.ignoreEos = true;
+    EXPECT_TRUE((*engine)->addRequest(r));
+  }
+  while ((*engine)->hasUnfinishedRequests()) {
+    auto step = (*engine)->step();
+    EXPECT_TRUE(bool(step)) << step.status().message();
+    if (!step)
+      break;
+    for (const RequestOutput &o : *step) {
+      EXPECT_TRUE(o.error.empty()) << o.error;
+      out[o.requestId].insert(out[o.requestId].end(), o.newTokenIds.begin(),
+                              o.newTokenIds.end());
+    }
+  }
+  if (accepted)
+    *accepted = (*engine)->speculativeStats().numAccepted;
+  return out;
+}
+
+// A draft model whose plan has kernels for the GPU runs there beside its
+// target (the tools pass the target's --device to makeSpeculativeConfig),
+// and greedy speculation writes what the target writes alone. The bundled
+// target drafts for itself here: its kernels are the ones this test
+// registers with the fake driver. A draft plan without GPU kernels is an
+// error with `cuda` and runs on the CPU with `auto`.
+TEST(CudaExecutor, DraftsRunOnTheGpuBesideTheTarget) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(cudaExecutor()); // registers the kernels
+  tools::SpeculativeFlags flags;
+  flags.method = "draft";
+  flags.model = "draft.folio";
+  flags.adaptive = false;
+  auto make = [&](std::shared_ptr<const plan::Plan> draft,
+                  device::DeviceKind where) {
+    return tools::makeSpeculativeConfig(flags, 3, std::move(draft), 4096, 64,
+                                        31 * 16, {}, where);
+  };
+  Expected<core::SpeculativeConfig> onGpu = make(p, device::DeviceKind::Cuda);
+  ASSERT_TRUE(bool(onGpu)) << onGpu.status().message();
+  auto *draft = dynamic_cast<spec::DraftProposer *>(onGpu->proposer.get());
+  ASSERT_TRUE(draft);
+  EXPECT_STREQ(draft->deviceName(), "cuda");
+
+  std::shared_ptr<plan::Plan> cpuPlan = bundledPlan("cpu", "bf16");
+  Expected<core::SpeculativeConfig> refused =
+      make(cpuPlan, device::DeviceKind::Cuda);
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(refused.status().message().find(
+                "--speculative-model draft.folio: --device cuda"),
+            std::string::npos)
+      << refused.status().message();
+  Expected<core::SpeculativeConfig> onCpu =
+      make(cpuPlan, device::DeviceKind::Auto);
+  ASSERT_TRUE(bool(onCpu)) << onCpu.status().message();
+  EXPECT_STREQ(
+      dynamic_cast<spec::DraftProposer *>(onCpu->proposer.get())->deviceName(),
+      "cpu");
+
+  auto alone = serveOnGpu(p, {});
+  uint64_t accepted = 0;
+  auto speculated = serveOnGpu(p, std::move(*onGpu), &accepted);
+  ASSERT_EQ(alone.size(), 2u);
+  EXPECT_EQ(alone.at("r1").size(), 7u);
+  EXPECT_EQ(speculated, alone);
+  EXPECT_GE(accepted, 6u); // the target drafting for itself
 }
 
 // A model's own cos/sin table (GPT-NeoX's) is read by position: the
