@@ -95,9 +95,8 @@ std::string deviceFlagUsage() {
 
 const char *enforceEagerUsage() {
   return "  --enforce-eager             with --device cuda: launch every "
-         "kernel "
-         "every step (decode steps otherwise replay a CUDA graph per batch "
-         "size and context range); the CPU always runs this way\n";
+         "kernel every step (decode steps otherwise replay a CUDA graph per "
+         "batch size and context range); the CPU always runs this way\n";
 }
 
 std::string EngineFlags::usage(const std::string &kvDtype) const {
