@@ -3,7 +3,9 @@
 // The CUDA executor: the plan's blob and embedded kernels on the device
 // (DevicePlan), the paged KV cache in device memory, and each forward as the
 // launches PlanLaunches.h derives from the plan's kernels, every argument
-// struct filled from where its values live. The host uploads the step's
+// struct filled from where its values live. Decode steps replay a CUDA
+// graph per batch bucket and context range instead (captured at a key's
+// first step; ExecutorOptions::cudaGraphs). The host uploads the step's
 // serving-contract arrays and reads back the logits rows; nothing else
 // crosses. Speculative verification runs the plan's verify entry on those
 // host logits (runtime/Executor/RunVerify.h).
