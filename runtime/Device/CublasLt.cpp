@@ -14,6 +14,7 @@ constexpr int kSuccess = 0;
 constexpr int kComputeF32 = 68;     // CUBLAS_COMPUTE_32F
 constexpr int kF32 = 0;             // CUDA_R_32F
 constexpr int kBF16 = 14;           // CUDA_R_16BF
+constexpr int kF16 = 2;             // CUDA_R_16F
 constexpr int kOpN = 0, kOpT = 1;   // cublasOperation_t
 constexpr int kDescTransA = 3;      // CUBLASLT_MATMUL_DESC_TRANSA
 constexpr int kDescTransB = 4;      // CUBLASLT_MATMUL_DESC_TRANSB
@@ -164,14 +165,16 @@ CublasLt::~CublasLt() {
 size_t CublasLt::version() const { return api_->getVersion(); }
 const std::string &CublasLt::library() const { return api_->library; }
 
-Expected<CublasLt::Plan *> CublasLt::plan(int64_t m, int64_t n, int64_t k,
-                                          bool bias) const {
-  auto key = std::make_tuple(m, n, k, bias);
+Expected<CublasLt::Plan *> CublasLt::plan(Half type, int64_t m, int64_t n,
+                                          int64_t k, bool bias) const {
+  auto key = std::make_tuple(type, m, n, k, bias);
   if (auto it = plans_.find(key); it != plans_.end())
     return it->second.get();
-  const std::string what = "a bf16 GEMM of " + std::to_string(m) + " x " +
-                           std::to_string(k) + " by " + std::to_string(n) +
-                           " x " + std::to_string(k);
+  const int half = type == Half::F16 ? lt::kF16 : lt::kBF16;
+  const std::string what =
+      std::string(type == Half::F16 ? "an f16" : "a bf16") + " GEMM of " +
+      std::to_string(m) + " x " + std::to_string(k) + " by " +
+      std::to_string(n) + " x " + std::to_string(k);
   auto p = std::make_unique<Plan>();
   p->api = api_;
   const CublasLtApi &a = *api_;
@@ -195,10 +198,10 @@ Expected<CublasLt::Plan *> CublasLt::plan(int64_t m, int64_t n, int64_t k,
   // A: the [n, k] weight, column-major k x n, taken transposed; B: x, k x m;
   // D (and C): y, n x m.
   if (s)
-    s = check(a.layoutCreate(&p->a, lt::kBF16, uint64_t(k), uint64_t(n), k),
+    s = check(a.layoutCreate(&p->a, half, uint64_t(k), uint64_t(n), k),
               "cublasLtMatrixLayoutCreate (A)", what);
   if (s)
-    s = check(a.layoutCreate(&p->b, lt::kBF16, uint64_t(k), uint64_t(m), k),
+    s = check(a.layoutCreate(&p->b, half, uint64_t(k), uint64_t(m), k),
               "cublasLtMatrixLayoutCreate (B)", what);
   if (s)
     s = check(a.layoutCreate(&p->d, lt::kF32, uint64_t(n), uint64_t(m), n),
@@ -230,9 +233,9 @@ Expected<CublasLt::Plan *> CublasLt::plan(int64_t m, int64_t n, int64_t k,
   return out;
 }
 
-Status CublasLt::linearBf16(cu::DevicePtr x, cu::DevicePtr w,
-                            cu::DevicePtr bias, cu::DevicePtr y, int64_t m,
-                            int64_t n, int64_t k) const {
+Status CublasLt::linear(Half type, cu::DevicePtr x, cu::DevicePtr w,
+                        cu::DevicePtr bias, cu::DevicePtr y, int64_t m,
+                        int64_t n, int64_t k) const {
   if (m < 1 || n < 1 || k < 1)
     return Status::invalidArgument("cuBLASLt linear: m, n and k must be at "
                                    "least 1, not " +
@@ -244,7 +247,7 @@ Status CublasLt::linearBf16(cu::DevicePtr x, cu::DevicePtr w,
   // One caller at a time: the plans are shared, and so is a plan's bias
   // pointer, which is set on its descriptor.
   std::lock_guard<std::mutex> lock(mu_);
-  Expected<Plan *> p = plan(m, n, k, bias != 0);
+  Expected<Plan *> p = plan(type, m, n, k, bias != 0);
   if (!p)
     return p.status();
   const CublasLtApi &a = *api_;
@@ -257,13 +260,13 @@ Status CublasLt::linearBf16(cu::DevicePtr x, cu::DevicePtr w,
                           (*p)->b, &beta, ptr(y), (*p)->d, ptr(y), (*p)->d,
                           &(*p)->algo, ptr(workspace_.ptr()), kWorkspaceBytes,
                           dev_->stream()),
-                 "cublasLtMatmul", "a bf16 GEMM");
+                 "cublasLtMatmul", "a 16-bit GEMM");
   };
   if (bias && (*p)->bias != bias) {
     void *b = ptr(bias);
     if (Status s =
             check(a.descSet((*p)->desc, lt::kDescBiasPointer, &b, sizeof b),
-                  "setting the bias", "a bf16 GEMM");
+                  "setting the bias", "a 16-bit GEMM");
         !s)
       return s;
     (*p)->bias = bias;

@@ -7,8 +7,9 @@
 // runs with or without it; its header is not included and the few enums
 // used are restated with their cublasLt.h values.
 //
-// linearBf16 computes y[m, n] = x[m, k] . w[n, k]^T (+ bias[n]) with x and
-// w in bf16 and y, bias in f32, all row-major: the stored [n, k] weight is
+// linear computes y[m, n] = x[m, k] . w[n, k]^T (+ bias[n]) with x and w
+// in bf16 or f16 (both the same) and y, bias in f32, all row-major: the
+// stored [n, k] weight is
 // cuBLASLt's column-major k x n matrix A taken transposed, x its k x m
 // matrix B, and y the n x m column-major D (the "TN" GEMM, the layout
 // Hopper's fp8 GEMMs require too). The bias is cuBLASLt's BIAS epilogue.
@@ -42,13 +43,20 @@ public:
   /// The library loaded.
   const std::string &library() const;
 
+  /// The 16-bit type of a GEMM's x and w: the stored weight's.
+  enum class Half { BF16, F16 };
+
   /// y = x . w^T (+ bias), see the file comment; bias may be 0 (none).
   /// Enqueued on the device's stream, so a capture (CudaDevice::
   /// beginCapture) records it; the algorithm is chosen at a shape's first
   /// GEMM, a host call. m, n, k >= 1. Callers on several threads take
   /// turns.
+  Status linear(Half type, cu::DevicePtr x, cu::DevicePtr w, cu::DevicePtr bias,
+                cu::DevicePtr y, int64_t m, int64_t n, int64_t k) const;
   Status linearBf16(cu::DevicePtr x, cu::DevicePtr w, cu::DevicePtr bias,
-                    cu::DevicePtr y, int64_t m, int64_t n, int64_t k) const;
+                    cu::DevicePtr y, int64_t m, int64_t n, int64_t k) const {
+    return linear(Half::BF16, x, w, bias, y, m, n, k);
+  }
 
   /// Workspace given to every GEMM.
   static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
@@ -58,7 +66,8 @@ public:
 private:
   CublasLt() = default;
   /// The cached plan of a shape, made at its first use; mu_ held.
-  Expected<Plan *> plan(int64_t m, int64_t n, int64_t k, bool bias) const;
+  Expected<Plan *> plan(Half type, int64_t m, int64_t n, int64_t k,
+                        bool bias) const;
   Status check(int status, const std::string &call,
                const std::string &what) const;
 
@@ -68,7 +77,7 @@ private:
   DeviceBuffer workspace_;
   // Shapes seen so far: the heuristic query costs more than a small GEMM.
   mutable std::mutex mu_;
-  mutable std::map<std::tuple<int64_t, int64_t, int64_t, bool>,
+  mutable std::map<std::tuple<Half, int64_t, int64_t, int64_t, bool>,
                    std::unique_ptr<Plan>>
       plans_;
 };

@@ -856,17 +856,15 @@ private:
         [&](const auto &spec) -> std::string {
           using S = std::decay_t<decltype(spec)>;
           if constexpr (std::is_same_v<S, cuda::LinearSpec>)
-            return ranCublas
-                       ? "linear (cuBLASLt, bf16 weights)"
-                       : "linear (" +
-                             std::string(cpu::dtypeName(spec.weightType)) +
-                             " weights)";
+            return std::string(ranCublas ? "linear (cuBLASLt, " : "linear (") +
+                   cpu::dtypeName(spec.weightType) + " weights)";
           else if constexpr (std::is_same_v<S, cuda::RowKernelSpec>)
             return "row kernel (" + spec.label + ")";
           else if constexpr (std::is_same_v<S, cuda::CastSpec>)
             return l.role == LaunchRole::CublasInput
-                       ? "cast (cuBLASLt input to bf16)"
-                       : "cast";
+                       ? std::string("cast (cuBLASLt input to ") +
+                             (spec.to == cuda::CastType::F16 ? "f16)" : "bf16)")
+                       : std::string("cast");
           else if constexpr (std::is_same_v<S, cuda::RotarySpec>)
             return "rotary";
           else if constexpr (std::is_same_v<S, cuda::GatherSpec>)
@@ -934,11 +932,14 @@ private:
               cublasNext = false;
               enqueued = ranCublas = true;
               const PlanLaunch &cast = group.launches.at(i - 1);
-              return cublas->linearBf16(cu::DevicePtr(address(cast.outputs[0])),
-                                        onDevice->blobAddress(w.dataOffset),
-                                        cu::DevicePtr(address(l.inputs[1])),
-                                        cu::DevicePtr(address(l.outputs[0])),
-                                        rowsOf(l.inputs[0], w.k, sc), w.n, w.k);
+              return cublas->linear(spec.weightType == cpu::DType::F16
+                                        ? CublasLt::Half::F16
+                                        : CublasLt::Half::BF16,
+                                    cu::DevicePtr(address(cast.outputs[0])),
+                                    onDevice->blobAddress(w.dataOffset),
+                                    cu::DevicePtr(address(l.inputs[1])),
+                                    cu::DevicePtr(address(l.outputs[0])),
+                                    rowsOf(l.inputs[0], w.k, sc), w.n, w.k);
             }
             folio_cuda::LinearArgs a{};
             a.x = at<const float>(address(l.inputs[0]));
@@ -1135,7 +1136,7 @@ private:
   std::unique_ptr<CudaDevice> dev;
   exec::ExecutorOptions options;
   cpu::ThreadPool *sizedPool = nullptr;
-  /// cuBLASLt for the GEMMs of bf16 weights over many rows; null where the
+  /// cuBLASLt for the GEMMs of 16-bit weights over many rows; null where the
   /// library is missing (the linear kernel then serves every batch).
   std::unique_ptr<CublasLt> cublas;
   // Profiling (ExecutorOptions::profile).

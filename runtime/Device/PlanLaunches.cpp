@@ -555,8 +555,12 @@ private:
               const LaunchOperand &x, const LaunchOperand &bias,
               const LaunchOperand &y, plan::DimSymbol symbol,
               int64_t xElemsPerCount) {
-    if (spec.weightType == cpu::DType::BF16) {
-      cuda::CastSpec cast{cuda::CastType::F32, cuda::CastType::BF16};
+    if (spec.weightType == cpu::DType::BF16 ||
+        spec.weightType == cpu::DType::F16) {
+      cuda::CastSpec cast{cuda::CastType::F32,
+                          spec.weightType == cpu::DType::F16
+                              ? cuda::CastType::F16
+                              : cuda::CastType::BF16};
       LaunchOperand x16;
       x16.scratch = scratch(symbol, xElemsPerCount);
       PlanLaunch &c = add(cuda::kernelName(cast), cast, i, {i});

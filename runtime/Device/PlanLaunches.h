@@ -51,8 +51,9 @@ struct LaunchOperand {
 /// query token, the prefill kernel otherwise (or the decode kernel for
 /// every batch where no prefill tile fits).
 ///
-/// A CublasInput launch (a cast of a linear's input to bf16) precedes the
-/// linear launch over bf16 weights it serves: the executor runs the two as
+/// A CublasInput launch (a cast of a linear's input to bf16 or f16, the
+/// weight's type) precedes the linear launch over bf16 or f16 weights it
+/// serves: the executor runs the two as
 /// cuBLASLt's tensor-core GEMM when the batch has more rows than the linear
 /// kernel takes in one pass, and skips the cast otherwise.
 enum class LaunchRole {
@@ -74,7 +75,7 @@ enum class LaunchRole {
 ///                  embedding of a stored table: table absent, `weight`
 ///   LinearSpec:    inputs {x, bias}, outputs {y}, `weight` stored
 ///   CastSpec:      inputs {in}, outputs {out} (CublasInput: out is the
-///                  linear's input in bf16)
+///                  linear's input in its weight's 16-bit type)
 /// Absent optional operands are not present().
 struct PlanLaunch {
   std::string name; ///< the entry point, kernelName(spec)

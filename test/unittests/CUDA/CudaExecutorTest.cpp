@@ -352,27 +352,42 @@ loadedGpu(std::shared_ptr<plan::Plan> p, int64_t blocks,
   return gpu;
 }
 
-// With bf16 weights, a batch of more rows than the linear kernel takes in
-// one pass goes through cuBLASLt (its input cast to bf16 first); decode
-// steps stay on the linear kernel.
-TEST(CudaExecutor, PrefillGemmsOfBf16WeightsGoThroughCublasLt) {
-  std::unique_ptr<exec::Executor> gpu =
-      loadedGpu(bundledPlan("sm_90a", "bf16", "f32"), 8);
-  ASSERT_TRUE(gpu);
-  Sequences seqs;
-  int a = seqs.add(), b = seqs.add();
-  std::vector<float> logits;
-  int64_t vocab = 0;
-  long before = cublasMatmuls();
-  ASSERT_TRUE(gpu->forward(seqs.step({a, b}, {tokens(3, 1), tokens(17, 2)}),
-                           logits, vocab));
-  // Six layers of qkv, o, gate-up and down over 20 rows; the lm_head
-  // reads the 2 logits rows, one pass of the linear kernel.
-  EXPECT_EQ(cublasMatmuls() - before, 24);
-  before = cublasMatmuls();
-  ASSERT_TRUE(gpu->forward(seqs.step({a, b}, {tokens(1, 4), tokens(1, 5)}),
-                           logits, vocab));
-  EXPECT_EQ(cublasMatmuls() - before, 0);
+// With bf16 or f16 weights, a batch of more rows than the linear kernel
+// takes in one pass goes through cuBLASLt (its input cast to the weight's
+// type first); decode steps stay on the linear kernel. The f16 prefill's
+// logits follow the CPU's (its input rounded to f16 for the GEMM).
+TEST(CudaExecutor, PrefillGemmsOf16BitWeightsGoThroughCublasLt) {
+  for (const char *dtype : {"bf16", "f16"}) {
+    SCOPED_TRACE(dtype);
+    std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", dtype, "f32");
+    std::unique_ptr<exec::Executor> gpu = loadedGpu(p, 8);
+    ASSERT_TRUE(gpu);
+    std::unique_ptr<exec::Executor> cpu = exec::createCPUExecutor();
+    ASSERT_TRUE(cpu->load(p));
+    ASSERT_TRUE(cpu->allocateKVCache(8));
+    Sequences seqs;
+    int a = seqs.add(), b = seqs.add();
+    std::vector<float> logits, want;
+    int64_t vocab = 0;
+    long before = cublasMatmuls();
+    exec::ForwardBatch prefill =
+        seqs.step({a, b}, {tokens(3, 1), tokens(17, 2)});
+    ASSERT_TRUE(gpu->forward(prefill, logits, vocab));
+    // Six layers of qkv, o, gate-up and down over 20 rows; the lm_head
+    // reads the 2 logits rows, one pass of the linear kernel.
+    EXPECT_EQ(cublasMatmuls() - before, 24);
+    ASSERT_TRUE(cpu->forward(prefill, want, vocab));
+    ASSERT_EQ(logits.size(), want.size());
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::fabs(double(logits[i]) - want[i]) /
+                                  (1.0 + std::fabs(double(want[i]))));
+    EXPECT_LT(worst, kQuantizedWeights.logits);
+    before = cublasMatmuls();
+    ASSERT_TRUE(gpu->forward(seqs.step({a, b}, {tokens(1, 4), tokens(1, 5)}),
+                             logits, vocab));
+    EXPECT_EQ(cublasMatmuls() - before, 0);
+  }
 }
 
 /// A counter of the fake driver's (folioFakeCudaGraphLaunches, ...).

@@ -41,23 +41,32 @@ protected:
   std::unique_ptr<CudaDevice> dev;
 };
 
-std::vector<uint16_t> toBf16(const std::vector<float> &v) {
+std::vector<uint16_t> toHalf(const std::vector<float> &v, CublasLt::Half t) {
   std::vector<uint16_t> out(v.size());
   for (size_t i = 0; i < v.size(); ++i)
-    out[i] = cpu::floatToBf16(v[i]);
+    out[i] = t == CublasLt::Half::F16 ? cpu::floatToF16(v[i])
+                                      : cpu::floatToBf16(v[i]);
   return out;
 }
 
-TEST_F(CublasLtFake, LinearBf16MatchesTheReference) {
+float fromHalf(uint16_t h, CublasLt::Half t) {
+  return t == CublasLt::Half::F16 ? cpu::f16ToFloat(h) : cpu::bf16ToFloat(h);
+}
+
+TEST_F(CublasLtFake, LinearMatchesTheReference) {
   Expected<std::unique_ptr<CublasLt>> lt = CublasLt::open(*dev);
   ASSERT_TRUE(bool(lt)) << lt.status().message();
   EXPECT_EQ((*lt)->version(), 130100u);
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (auto [m, n, k] :
-       {std::tuple{1, 37, 70}, std::tuple{5, 16, 64}, std::tuple{9, 3, 1}}) {
+  for (auto [m, n, k, type] : {std::tuple{1, 37, 70, CublasLt::Half::BF16},
+                               std::tuple{5, 16, 64, CublasLt::Half::BF16},
+                               std::tuple{9, 3, 1, CublasLt::Half::BF16},
+                               std::tuple{5, 16, 64, CublasLt::Half::F16},
+                               std::tuple{3, 7, 33, CublasLt::Half::F16}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" +
-                 std::to_string(k));
+                 std::to_string(k) +
+                 (type == CublasLt::Half::F16 ? " f16" : " bf16"));
     std::vector<float> w(size_t(n * k)), x(size_t(m * k));
     std::vector<float> bias(static_cast<size_t>(n));
     for (float &e : w)
@@ -66,15 +75,18 @@ TEST_F(CublasLtFake, LinearBf16MatchesTheReference) {
       e = normal(rng);
     for (float &e : bias)
       e = normal(rng);
-    std::vector<uint16_t> wb = toBf16(w), xb = toBf16(x);
+    std::vector<uint16_t> wb = toHalf(w, type), xb = toHalf(x, type);
+    // Subnormal halves too (f16 only: bf16 keeps f32's range).
+    if (type == CublasLt::Half::F16)
+      xb[0] = 0x0003, wb[0] = 0x8201;
     Expected<DeviceBuffer> dw = dev->upload(wb.data(), wb.size() * 2, "w"),
                            dx = dev->upload(xb.data(), xb.size() * 2, "x"),
                            db = dev->upload(bias.data(), bias.size() * 4, "b"),
                            dy = dev->allocate(size_t(m * n) * 4, "y");
     ASSERT_TRUE(dw && dx && db && dy);
     for (bool withBias : {false, true}) {
-      Status s = (*lt)->linearBf16(
-          dx->ptr(), dw->ptr(), withBias ? db->ptr() : 0, dy->ptr(), m, n, k);
+      Status s = (*lt)->linear(type, dx->ptr(), dw->ptr(),
+                               withBias ? db->ptr() : 0, dy->ptr(), m, n, k);
       ASSERT_TRUE(bool(s)) << s.message();
       std::vector<float> y(size_t(m * n));
       ASSERT_TRUE(bool(dev->copyToHost(y.data(), *dy, 0, y.size() * 4)));
@@ -82,8 +94,8 @@ TEST_F(CublasLtFake, LinearBf16MatchesTheReference) {
         for (int r = 0; r < n; ++r) {
           double want = withBias ? bias[size_t(r)] : 0.0, mag = 0;
           for (int c = 0; c < k; ++c) {
-            double p = double(cpu::bf16ToFloat(xb[size_t(i * k + c)])) *
-                       cpu::bf16ToFloat(wb[size_t(r * k + c)]);
+            double p = double(fromHalf(xb[size_t(i * k + c)], type)) *
+                       fromHalf(wb[size_t(r * k + c)], type);
             want += p;
             mag += std::fabs(p);
           }

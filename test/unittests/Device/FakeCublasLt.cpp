@@ -4,7 +4,7 @@
 // cublasLt.h documents, over FakeCudaDevice's host memory: column-major
 // matrices with leading dimensions, TRANSA / TRANSB, D = alpha op(A) op(B)
 // + beta C, and the BIAS epilogue adding bias[row] to every column of D.
-// A and B may be bf16 or f32, C and D f32, compute and scale f32; anything
+// A and B may be bf16, f16 or f32, C and D f32, compute and scale f32; anything
 // else is CUBLAS_STATUS_NOT_SUPPORTED, malformed attributes and layouts
 // CUBLAS_STATUS_INVALID_VALUE, so a caller that sets up the GEMM wrongly
 // fails here as it would on a GPU. Tests load it through
@@ -22,7 +22,7 @@
 namespace {
 
 constexpr int kSuccess = 0, kInvalidValue = 7, kNotSupported = 15;
-constexpr int kF32 = 0, kBF16 = 14, kCompute32F = 68;
+constexpr int kF32 = 0, kF16 = 2, kBF16 = 14, kCompute32F = 68;
 
 struct Desc {
   int transA = 0, transB = 0;
@@ -41,7 +41,28 @@ float element(const Layout &l, const void *data, uint64_t r, uint64_t c) {
   uint64_t i = r + c * uint64_t(l.ld);
   if (l.type == kF32)
     return static_cast<const float *>(data)[i];
-  uint32_t bits = uint32_t(static_cast<const uint16_t *>(data)[i]) << 16;
+  uint16_t h = static_cast<const uint16_t *>(data)[i];
+  uint32_t bits;
+  if (l.type == kBF16) {
+    bits = uint32_t(h) << 16;
+  } else { // IEEE half: sign, 5-bit exponent (bias 15), 10-bit mantissa
+    uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu,
+             man = h & 0x3ffu;
+    if (exp == 0x1f) {
+      bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) {
+      bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+      bits = sign;
+    } else { // subnormal: normalize
+      int e = -1;
+      do {
+        ++e;
+        man <<= 1;
+      } while (!(man & 0x400u));
+      bits = sign | (uint32_t(112 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+  }
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
@@ -172,7 +193,7 @@ int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
 
 int cublasLtMatrixLayoutCreate(void **layout, int type, uint64_t rows,
                                uint64_t cols, int64_t ld) {
-  if (type != kF32 && type != kBF16)
+  if (type != kF32 && type != kBF16 && type != kF16)
     return kNotSupported;
   if (rows == 0 || cols == 0 || ld < int64_t(rows))
     return kInvalidValue;
