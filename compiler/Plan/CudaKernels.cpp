@@ -117,7 +117,7 @@ Status embedCudaKernels(plan::Plan &plan, const std::string &arch,
     return s;
   for (const PlannedCudaKernel &pk : kernels) {
     if (pk.steps.empty())
-      continue; // a sampler: see the declaration
+      continue; // a sampler of a plan no step of which writes its output
     const cuda::GeneratedKernel &g = pk.kernel;
     cuda::CompiledKernel c;
     cuda::CacheOutcome outcome;

@@ -47,8 +47,9 @@ struct EmbeddedCudaKernel {
 /// Compiles every kernel of collectAllCudaKernels that runs plan steps for
 /// `arch` (through the cache) and appends each cubin and PTX
 /// (NUL-terminated, so a driver loads it in place) to the blob as
-/// plan.deviceKernels. The samplers run on the logits, outside the plan's
-/// steps, and are not embedded. A compile failure
+/// plan.deviceKernels. The samplers run on the logits after the forward;
+/// they are embedded with the step that writes them (PlanLaunches.h).
+/// A compile failure
 /// names the kernel and arch and carries NVRTC's log; a build without
 /// CUDA is an error saying so.
 Status embedCudaKernels(plan::Plan &plan, const std::string &arch,

@@ -120,84 +120,120 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
   }
   for (size_t i : sampledSeq)
     rows.push_back(batch->queryStartLoc[i + 1] - 1);
-  std::vector<float> allLogits;
-  int64_t vocab = 0;
-  if (Status s = executor.forward(*batch, allLogits, vocab); !s)
-    return s;
-  size_t specRows = speculating.size() * (maxDrafts + 1);
-  if (allLogits.size() != (specRows + sampled.size()) * size_t(vocab))
-    return Status::internal("the executor returned " +
-                            std::to_string(allLogits.size()) + " logits for " +
-                            std::to_string(specRows + sampled.size()) +
-                            " rows of " + std::to_string(vocab));
-
-  std::vector<SpecSequence> specs;
-  for (size_t i = 0; i < speculating.size(); ++i) {
-    const RequestState &state = requests.at(*speculating[i]);
-    SpecSequence s;
-    s.prompt = &state.prompt;
-    s.output = &state.output;
-    s.drafts = specDrafts[i];
-    if (draftProbs) {
-      auto it = draftProbs->find(*speculating[i]);
-      if (it != draftProbs->end()) {
-        if (!it->second.empty() &&
-            it->second.size() < specDrafts[i]->size() * size_t(vocab))
-          return Status::invalidArgument(
-              "request '" + *speculating[i] + "' has draft probabilities for " +
-              std::to_string(it->second.size() / size_t(vocab)) +
-              " tokens but " + std::to_string(specDrafts[i]->size()) +
-              " drafts");
-        s.draftProbs = &it->second;
-      }
-    }
-    s.params = &state.params;
-    s.seed = state.seed;
-    s.position = state.all.size();
-    specs.push_back(s);
-  }
-  std::vector<SpecOutcome> outcomes;
-  if (Status s = verifySpeculative(executor, allLogits.data(),
-                                   int64_t(maxDrafts), vocab, specs, outcomes);
-      !s)
-    return s;
-  // The plain rows follow the speculative ones.
-  const float *plainLogits = allLogits.data() + specRows * size_t(vocab);
-
-  // Every sampled row is checked (one pass) before sampling: NaN or +inf
-  // anywhere, or no entry above -inf, fails that request alone; the rest
-  // of the batch samples as if it were not there.
   std::vector<SampledToken> tokens(sampled.size());
   std::vector<std::string> errors(sampled.size());
-  for (size_t r = 0; r < sampled.size(); ++r) {
-    const RequestState &state = requests.at(*sampled[r]);
-    const float *row = plainLogits + r * size_t(vocab);
-    auto where = [&] {
-      return " at step " + std::to_string(stepIndex) + ", output token " +
-             std::to_string(state.output.size());
-    };
-    LogitsCheck check = checkLogitsRow(row, size_t(vocab));
-    if (!check.ok()) {
-      errors[r] = "logits of request '" + *sampled[r] + "' hold " +
-                  logitsFaultName(check.fault) +
-                  (check.fault == LogitsFault::AllNegInf
-                       ? ""
-                       : " (entry " + std::to_string(check.index) + ")") +
-                  where();
-      continue;
+  std::vector<SpecOutcome> outcomes;
+  // Where the executor can take greedy tokens on its device (a GPU) and
+  // every row this step samples wants nothing else (no penalties, no
+  // logprobs, nothing speculating), only the tokens come back, not the
+  // logits rows.
+  bool deviceGreedy =
+      speculating.empty() && !sampled.empty() && executor.greedyOnDevice();
+  for (const RequestId *id : sampled) {
+    const SamplingParams &p = requests.at(*id).params;
+    deviceGreedy &= p.isGreedy() && p.repetitionPenalty == 1.0f &&
+                    p.presencePenalty == 0.0f && p.frequencyPenalty == 0.0f &&
+                    !p.logprobs;
+  }
+  if (deviceGreedy) {
+    std::vector<int32_t> ids;
+    int64_t vocab = 0;
+    if (Status s = executor.forwardGreedy(*batch, ids, vocab); !s)
+      return s;
+    if (ids.size() != sampled.size())
+      return Status::internal(
+          "the executor returned " + std::to_string(ids.size()) +
+          " greedy tokens for " + std::to_string(sampled.size()) + " rows");
+    for (size_t r = 0; r < sampled.size(); ++r) {
+      if (ids[r] >= 0 && ids[r] < vocab) {
+        tokens[r].token = ids[r];
+        continue;
+      }
+      errors[r] = "logits of request '" + *sampled[r] +
+                  "' hold NaN or +inf, or only -inf (its greedy token was "
+                  "taken on the device) at step " +
+                  std::to_string(stepIndex) + ", output token " +
+                  std::to_string(requests.at(*sampled[r]).output.size());
     }
-    SampleRow sr;
-    sr.params = &state.params;
-    sr.promptTokenIds = &state.prompt;
-    sr.outputTokenIds = &state.output;
-    sr.seed = state.seed;
-    sr.position = state.all.size();
-    Expected<SampledToken> token = sampleRow(row, size_t(vocab), sr);
-    if (!token)
-      errors[r] = "sampling request '" + *sampled[r] + "' failed" + where() +
-                  ": " + token.status().message();
-    else
-      tokens[r] = std::move(*token);
+  } else {
+    std::vector<float> allLogits;
+    int64_t vocab = 0;
+    if (Status s = executor.forward(*batch, allLogits, vocab); !s)
+      return s;
+    size_t specRows = speculating.size() * (maxDrafts + 1);
+    if (allLogits.size() != (specRows + sampled.size()) * size_t(vocab))
+      return Status::internal(
+          "the executor returned " + std::to_string(allLogits.size()) +
+          " logits for " + std::to_string(specRows + sampled.size()) +
+          " rows of " + std::to_string(vocab));
+
+    std::vector<SpecSequence> specs;
+    for (size_t i = 0; i < speculating.size(); ++i) {
+      const RequestState &state = requests.at(*speculating[i]);
+      SpecSequence s;
+      s.prompt = &state.prompt;
+      s.output = &state.output;
+      s.drafts = specDrafts[i];
+      if (draftProbs) {
+        auto it = draftProbs->find(*speculating[i]);
+        if (it != draftProbs->end()) {
+          if (!it->second.empty() &&
+              it->second.size() < specDrafts[i]->size() * size_t(vocab))
+            return Status::invalidArgument(
+                "request '" + *speculating[i] +
+                "' has draft probabilities for " +
+                std::to_string(it->second.size() / size_t(vocab)) +
+                " tokens but " + std::to_string(specDrafts[i]->size()) +
+                " drafts");
+          s.draftProbs = &it->second;
+        }
+      }
+      s.params = &state.params;
+      s.seed = state.seed;
+      s.position = state.all.size();
+      specs.push_back(s);
+    }
+    if (Status s =
+            verifySpeculative(executor, allLogits.data(), int64_t(maxDrafts),
+                              vocab, specs, outcomes);
+        !s)
+      return s;
+    // The plain rows follow the speculative ones.
+    const float *plainLogits = allLogits.data() + specRows * size_t(vocab);
+
+    // Every sampled row is checked (one pass) before sampling: NaN or +inf
+    // anywhere, or no entry above -inf, fails that request alone; the rest
+    // of the batch samples as if it were not there.
+    for (size_t r = 0; r < sampled.size(); ++r) {
+      const RequestState &state = requests.at(*sampled[r]);
+      const float *row = plainLogits + r * size_t(vocab);
+      auto where = [&] {
+        return " at step " + std::to_string(stepIndex) + ", output token " +
+               std::to_string(state.output.size());
+      };
+      LogitsCheck check = checkLogitsRow(row, size_t(vocab));
+      if (!check.ok()) {
+        errors[r] = "logits of request '" + *sampled[r] + "' hold " +
+                    logitsFaultName(check.fault) +
+                    (check.fault == LogitsFault::AllNegInf
+                         ? ""
+                         : " (entry " + std::to_string(check.index) + ")") +
+                    where();
+        continue;
+      }
+      SampleRow sr;
+      sr.params = &state.params;
+      sr.promptTokenIds = &state.prompt;
+      sr.outputTokenIds = &state.output;
+      sr.seed = state.seed;
+      sr.position = state.all.size();
+      Expected<SampledToken> token = sampleRow(row, size_t(vocab), sr);
+      if (!token)
+        errors[r] = "sampling request '" + *sampled[r] + "' failed" + where() +
+                    ": " + token.status().message();
+      else
+        tokens[r] = std::move(*token);
+    }
   }
 
   size_t next = 0, nextSpec = 0;

@@ -114,6 +114,7 @@ public:
 
   Status load(std::shared_ptr<const plan::Plan> p) override {
     graphs.clear(); // before the kernels and buffers they launch with go
+    greedySampler = nullptr;
     plan.reset();
     onDevice.reset();
     caches.clear();
@@ -154,6 +155,14 @@ public:
         if (l.role == LaunchRole::Prefill)
           prefillSteps.insert(l.step);
       }
+    // The greedy sampler, where the plan embeds it (an older plan's tokens
+    // are taken on the host).
+    greedySampler = nullptr;
+    if (!launches.samplers.empty() &&
+        std::get<cuda::SampleSpec>(launches.samplers[0].spec).greedy)
+      if (Expected<const CudaKernel *> f =
+              onDevice->kernel(launches.samplers[0].name))
+        greedySampler = *f;
     if (Status s = placeValues(*p); !s)
       return s;
     cublas.reset();
@@ -248,6 +257,67 @@ public:
 
   Status forward(const ForwardBatch &in, std::vector<float> &logits,
                  int64_t &vocab) override {
+    if (Status s = runForward(in); !s)
+      return s;
+    if (Status s = readLogits(logits, vocab, int64_t(in.logitsIndices.size()));
+        !s)
+      return s;
+    if (Status s = mark([] { return "logits to the host"; }); !s)
+      return s;
+    return options.profile ? addToProfile() : Status::ok();
+  }
+
+  bool greedyOnDevice() const override { return greedySampler != nullptr; }
+
+  Status forwardGreedy(const ForwardBatch &in, std::vector<int32_t> &tokens,
+                       int64_t &vocab) override {
+    if (!greedySampler)
+      return Status::invalidArgument(
+          "the plan embeds no greedy sampler for the device (it was "
+          "compiled by an older folioc; recompile it with folioc --target=" +
+          dev->arch() + ")");
+    if (Status s = runForward(in); !s)
+      return s;
+    const int64_t rows = int64_t(in.logitsIndices.size());
+    if (Status s = checkGatherFlag(rows); !s)
+      return s;
+    uintptr_t logits = 0;
+    if (Status s = logitsOnDevice(vocab, logits); !s)
+      return s;
+    tokens.assign(size_t(rows), -1);
+    if (rows > 0) {
+      if (Status s = sampled.reserve(*dev, size_t(rows) * 4,
+                                     "the greedy tokens", addressEpoch);
+          !s)
+        return s;
+      // Only the step's own rows: a padded step's extra rows are not read.
+      folio_cuda::SampleArgs a{};
+      a.logits = at<const float>(logits);
+      a.stride = vocab;
+      a.vocab = int(vocab);
+      a.tokens = at<int>(sampled.address());
+      if (Status s = dev->launch(
+              *greedySampler,
+              toLaunch(cuda::sampleLaunch(
+                  std::get<cuda::SampleSpec>(launches.samplers[0].spec), rows)),
+              &a);
+          !s)
+        return Status::error(s.code(), "the greedy sampler: " + s.message());
+      if (Status s = mark([] { return "sample (greedy)"; }); !s)
+        return s;
+      if (Status s = dev->copyToHost(tokens.data(), sampled.buffer, 0,
+                                     tokens.size() * 4);
+          !s)
+        return s;
+    }
+    if (Status s = mark([] { return "tokens to the host"; }); !s)
+      return s;
+    return options.profile ? addToProfile() : Status::ok();
+  }
+
+  /// The step's launches (as a graph or eagerly), up to its logits on the
+  /// device.
+  Status runForward(const ForwardBatch &in) {
     if (!plan)
       return Status::invalidArgument("no plan is loaded");
     if (caches.size() != formats.size())
@@ -296,14 +366,7 @@ public:
       return s;
     if (Status s = mark([] { return "inputs to the device"; }); !s)
       return s;
-    if (Status s = key ? runAsGraph(*key) : enqueueLaunches(); !s)
-      return s;
-    if (Status s = readLogits(logits, vocab, int64_t(in.logitsIndices.size()));
-        !s)
-      return s;
-    if (Status s = mark([] { return "logits to the host"; }); !s)
-      return s;
-    return options.profile ? addToProfile() : Status::ok();
+    return key ? runAsGraph(*key) : enqueueLaunches();
   }
 
   /// A profiled step's mark: the device and host time since the last one
@@ -1096,8 +1159,8 @@ private:
                   &a);
   }
 
-  /// The first `rows` logits rows (a padded step's real ones).
-  Status readLogits(std::vector<float> &logits, int64_t &vocab, int64_t rows) {
+  /// The vocabulary and the device address of the logits' first row.
+  Status logitsOnDevice(int64_t &vocab, uintptr_t &first) const {
     if (launches.outputs.empty())
       return Status::invalidArgument("the plan has no output");
     const LaunchOperand &out = launches.outputs[0];
@@ -1105,7 +1168,15 @@ private:
     if (v.type != ElemType::F32 || v.dims.empty() || v.dims.back() <= 0)
       return Status::invalidArgument("the plan's output is not f32 logits");
     vocab = v.dims.back();
-    logits.assign(size_t(rows * vocab), 0.0f);
+    if (out.value < 0 || place[size_t(out.value)] == Place::None)
+      return Status::internal("no launch writes the plan's logits");
+    first = address(out);
+    return Status::ok();
+  }
+
+  /// The embedding and logits gathers' error flag, naming the first of
+  /// `rows` rows it reports.
+  Status checkGatherFlag(int64_t rows) {
     int flag = 0;
     if (Status s = dev->copyToHost(&flag, errorFlag.buffer, 0, 4); !s)
       return s;
@@ -1120,10 +1191,20 @@ private:
           " of an embedding or logits gather has an index outside its "
           "table (a token id past the vocabulary, or a logits index past "
           "the tokens)");
+    return Status::ok();
+  }
+
+  /// The first `rows` logits rows (a padded step's real ones).
+  Status readLogits(std::vector<float> &logits, int64_t &vocab, int64_t rows) {
+    uintptr_t first = 0;
+    if (Status s = logitsOnDevice(vocab, first); !s)
+      return s;
+    logits.assign(size_t(rows * vocab), 0.0f);
+    if (Status s = checkGatherFlag(rows); !s)
+      return s;
     if (logits.empty())
       return Status::ok();
-    if (out.value < 0 || place[size_t(out.value)] == Place::None)
-      return Status::internal("no launch writes the plan's logits");
+    const LaunchOperand &out = launches.outputs[0];
     const plan::ValueInfo &holder = plan->values[size_t(out.value)];
     const DeviceBuffer &src = place[size_t(out.value)] == Place::Buffer
                                   ? buffers[size_t(holder.buffer)].buffer
@@ -1165,6 +1246,9 @@ private:
   std::vector<GrowBuffer> inputs, own; ///< by value
   std::vector<GrowBuffer> buffers, scratch;
   GrowBuffer partial, partialStats, errorFlag;
+  GrowBuffer sampled; ///< forwardGreedy's tokens
+  /// The plan's greedy sampler (null when it embeds none).
+  const CudaKernel *greedySampler = nullptr;
 
   std::vector<RotaryTable> tables;
   std::map<int32_t, size_t> tableOf; ///< rotary step -> its table

@@ -710,7 +710,13 @@ Status planLaunches(const plan::Plan &plan, PlanLaunches &out) {
     out.outputs.push_back(o);
   }
   // Sampling over the logits rows (the vocabulary is an argument): greedy,
-  // and temperature / top-k / top-p.
+  // and temperature / top-k / top-p, after the step that writes them.
+  int32_t logitsStep = -1;
+  if (!plan.outputs.empty())
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      for (int32_t r : plan.steps[i].results)
+        if (r == plan.outputs[0])
+          logitsStep = int32_t(i);
   for (bool greedy : {true, false}) {
     const cuda::SampleSpec spec{greedy, 256};
     if (Status s = check(cuda::validate(spec), "sampling"); !s)
@@ -718,6 +724,8 @@ Status planLaunches(const plan::Plan &plan, PlanLaunches &out) {
     PlanLaunch l;
     l.name = cuda::kernelName(spec);
     l.spec = spec;
+    if (logitsStep >= 0)
+      l.steps = {logitsStep};
     out.samplers.push_back(std::move(l));
   }
   return Status::ok();

@@ -120,8 +120,10 @@ struct PlanLaunches {
   /// value not present() with `outputsWhy` set when one is not).
   std::vector<LaunchOperand> outputs;
   std::string outputsWhy;
-  /// The samplers over the logits (greedy, then top-k / top-p): no plan
-  /// step runs them.
+  /// The samplers over the logits (greedy, then top-k / top-p). They run
+  /// on the plan's output after the forward; `steps` names the step that
+  /// writes it (empty when no step does), so a plan embeds them with the
+  /// kernels its steps run.
   std::vector<PlanLaunch> samplers;
 };
 

@@ -136,6 +136,25 @@ public:
   virtual Status forward(const ForwardBatch &batch, std::vector<float> &logits,
                          int64_t &vocab) = 0;
 
+  /// Whether forwardGreedy takes the argmax where the logits are (a GPU),
+  /// sparing their copy to the host: the engine asks for tokens instead of
+  /// logits when every row it samples is greedy without penalties or
+  /// logprobs.
+  virtual bool greedyOnDevice() const { return false; }
+  /// forward, then each logits row's greedy token: the lowest index among
+  /// its largest logits, or -1 for a row holding a NaN or +inf or nothing
+  /// above -inf (the rows runtime/Sampler refuses). The logits stay where
+  /// they are.
+  virtual Status forwardGreedy(const ForwardBatch &batch,
+                               std::vector<int32_t> &tokens, int64_t &vocab) {
+    (void)batch;
+    (void)tokens;
+    (void)vocab;
+    return Status::invalidArgument(std::string(deviceName()) +
+                                   " executor cannot take greedy tokens "
+                                   "where its logits are (greedyOnDevice)");
+  }
+
   /// Runs the plan's verify entry: `accepted` receives [S] kept drafts,
   /// `tokens` [S, K+1] (kept drafts, then the corrected or bonus token,
   /// then -1).

@@ -15,11 +15,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// A forward as the engine runs it for greedy requests: the tokens taken
+/// on the device where the plan has the sampler, else the logits back.
 Expected<double> timeForward(exec::Executor &e, const exec::ForwardBatch &b) {
   std::vector<float> logits;
+  std::vector<int32_t> tokens;
   int64_t vocab = 0;
   auto start = Clock::now();
-  if (Status s = e.forward(b, logits, vocab); !s)
+  if (Status s = e.greedyOnDevice() ? e.forwardGreedy(b, tokens, vocab)
+                                    : e.forward(b, logits, vocab);
+      !s)
     return s;
   return std::chrono::duration<double, std::milli>(Clock::now() - start)
       .count();

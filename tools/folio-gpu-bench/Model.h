@@ -3,8 +3,10 @@
 //
 // A plan folioc compiled for the GPU (its kernels embedded), run by the
 // CUDA executor: a prompt's prefill, then decode steps of batches of
-// sequences at a fixed context, each timed as an engine step takes it
-// (the step's arrays uploaded, every launch, the logits read back). The
+// sequences at a fixed context, each timed as an engine step takes it for
+// greedy requests (the step's arrays uploaded, every launch, the greedy
+// tokens taken on the device and read back; the logits where the plan has
+// no sampler). The
 // first prompt's logits are checked against the CPU executor's on the same
 // plan before anything is timed, so a figure never comes from a wrong run.
 //

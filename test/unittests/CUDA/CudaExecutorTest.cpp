@@ -615,7 +615,9 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
     EXPECT_EQ(calls[prof.what == "prefill" ? "paged_prefill" : "paged_decode"],
               6.0)
         << prof.what;
-    EXPECT_EQ(calls["logits to the host"], 1.0) << prof.what;
+    // Greedy tokens taken on the device, as the engine takes them.
+    EXPECT_EQ(calls["sample (greedy)"], 1.0) << prof.what;
+    EXPECT_EQ(calls["tokens to the host"], 1.0) << prof.what;
   }
   EXPECT_EQ(r->kvCache, "fp8_e4m3");
   EXPECT_GT(r->weightBytes, 0);
@@ -640,7 +642,8 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
 /// GPU, with `speculative` (its drafts accepted in `accepted`).
 std::map<std::string, std::vector<TokenId>>
 serveOnGpu(std::shared_ptr<const plan::Plan> target,
-           core::SpeculativeConfig speculative, uint64_t *accepted = nullptr) {
+           core::SpeculativeConfig speculative, uint64_t *accepted = nullptr,
+           bool onCpu = false) {
   std::map<std::string, std::vector<TokenId>> out;
   SchedulerConfig config;
   config.maxModelLen = 64;
@@ -649,7 +652,8 @@ serveOnGpu(std::shared_ptr<const plan::Plan> target,
   kv.numBlocks = 32;
   kv.blockSize = 16;
   kv.enablePrefixCaching = false;
-  std::unique_ptr<exec::Executor> gpu = cudaExecutor();
+  std::unique_ptr<exec::Executor> gpu =
+      onCpu ? exec::createCPUExecutor() : cudaExecutor();
   if (!gpu)
     return out;
   auto engine = core::ServingEngine::create(std::move(target), std::move(gpu),
@@ -729,6 +733,59 @@ TEST(CudaExecutor, DraftsRunOnTheGpuBesideTheTarget) {
   EXPECT_EQ(alone.at("r1").size(), 7u);
   EXPECT_EQ(speculated, alone);
   EXPECT_GE(accepted, 6u); // the target drafting for itself
+}
+
+// The greedy sampler runs where the logits are: forwardGreedy's tokens are
+// the argmax of forward's rows (the lowest index among the largest), for a
+// prefill and for decode steps padded and replayed as a graph, and an
+// engine serving greedy requests through it writes what the CPU's writes.
+// A plan without the sampler (an older folioc's) takes them on the host.
+TEST(CudaExecutor, TakesGreedyTokensOnTheDevice) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  std::unique_ptr<exec::Executor> gpu = loadedGpu(p, 16);
+  ASSERT_TRUE(gpu);
+  EXPECT_TRUE(gpu->greedyOnDevice());
+  Sequences seqs;
+  int a = seqs.add(), b = seqs.add(), c = seqs.add();
+  std::vector<exec::ForwardBatch> steps = {
+      seqs.step({a, b, c}, {tokens(3, 1), tokens(17, 2), tokens(5, 3)})};
+  for (int i = 0; i < 2; ++i)
+    steps.push_back(seqs.step(
+        {a, b, c}, {tokens(1, 4 + i), tokens(1, 6 + i), tokens(1, 8 + i)}));
+  for (const exec::ForwardBatch &step : steps) {
+    std::vector<float> logits;
+    std::vector<int32_t> ids;
+    int64_t vocab = 0, greedyVocab = 0;
+    // The same step twice: it writes the same KV both times.
+    ASSERT_TRUE(gpu->forward(step, logits, vocab));
+    Status s = gpu->forwardGreedy(step, ids, greedyVocab);
+    ASSERT_TRUE(bool(s)) << s.message();
+    EXPECT_EQ(greedyVocab, vocab);
+    ASSERT_EQ(ids.size(), step.logitsIndices.size());
+    for (size_t r = 0; r < ids.size(); ++r) {
+      auto row = logits.begin() + std::ptrdiff_t(r * size_t(vocab));
+      EXPECT_EQ(ids[r], std::max_element(row, row + vocab) - row)
+          << "row " << r;
+    }
+  }
+  EXPECT_EQ(serveOnGpu(p, {}), serveOnGpu(p, {}, nullptr, /*onCpu=*/true));
+
+  auto older = std::make_shared<plan::Plan>(*p);
+  older->deviceKernels.erase(
+      std::remove_if(older->deviceKernels.begin(), older->deviceKernels.end(),
+                     [](const plan::DeviceKernel &k) {
+                       return k.name.rfind("folio_sample_", 0) == 0;
+                     }),
+      older->deviceKernels.end());
+  ASSERT_LT(older->deviceKernels.size(), p->deviceKernels.size());
+  gpu = loadedGpu(older, 16);
+  ASSERT_TRUE(gpu);
+  EXPECT_FALSE(gpu->greedyOnDevice());
+  std::vector<int32_t> ids;
+  int64_t vocab = 0;
+  expectRefused(gpu->forwardGreedy(steps[0], ids, vocab),
+                "embeds no greedy sampler");
 }
 
 // A model's own cos/sin table (GPT-NeoX's) is read by position: the

@@ -116,13 +116,38 @@ public:
     return Status::ok();
   }
 
+  /// Greedy tokens "on the device": the argmax of what forward gives, -1
+  /// for a row the sampler would refuse, as the CUDA executor's sampler.
+  bool greedyOnDevice() const override { return onDevice; }
+  Status forwardGreedy(const exec::ForwardBatch &b, std::vector<int32_t> &ids,
+                       int64_t &vocab) override {
+    ++greedyCalls;
+    std::vector<float> logits;
+    if (Status s = forward(b, logits, vocab); !s)
+      return s;
+    ids.clear();
+    for (size_t r = 0; r < b.logitsIndices.size(); ++r) {
+      const float *row = logits.data() + r * size_t(vocab);
+      bool ok =
+          std::any_of(row, row + vocab, [](float x) { return x > -INFINITY; });
+      for (int64_t e = 0; e < vocab; ++e)
+        ok &= !std::isnan(row[e]) && row[e] != INFINITY;
+      ids.push_back(ok ? int32_t(std::max_element(row, row + vocab) - row)
+                       : -1);
+    }
+    return Status::ok();
+  }
+  bool onDevice = false;
+  int greedyCalls = 0;
+
 private:
   std::vector<Fault> faults;
   std::vector<std::pair<TokenId, int32_t>> slots;
 };
 
-std::unique_ptr<core::ServingEngine> makeEngine(std::vector<Fault> faults,
-                                                bool prefixCaching = false) {
+std::unique_ptr<core::ServingEngine>
+makeEngine(std::vector<Fault> faults, bool prefixCaching = false,
+           FakeExecutor **executor = nullptr, bool greedyOnDevice = false) {
   SchedulerConfig config;
   config.maxModelLen = 64;
   config.vocabSize = kVocab;
@@ -130,9 +155,12 @@ std::unique_ptr<core::ServingEngine> makeEngine(std::vector<Fault> faults,
   kv.numBlocks = 64;
   kv.blockSize = kBlockSize;
   kv.enablePrefixCaching = prefixCaching;
-  auto engine = core::ServingEngine::create(
-      std::make_shared<plan::Plan>(),
-      std::make_unique<FakeExecutor>(std::move(faults)), config, kv);
+  auto fake = std::make_unique<FakeExecutor>(std::move(faults));
+  fake->onDevice = greedyOnDevice;
+  if (executor)
+    *executor = fake.get();
+  auto engine = core::ServingEngine::create(std::make_shared<plan::Plan>(),
+                                            std::move(fake), config, kv);
   EXPECT_TRUE(engine) << engine.status().message();
   return std::move(*engine);
 }
@@ -259,6 +287,42 @@ TEST(NumericGuard, AllNegInfRowFailsOnlyThatRequest) {
   f.value = -INFINITY;
   expectFailsAlone(f, "logits of request 'bad' hold only -inf at step 2, "
                       "output token 2");
+}
+
+// Where the executor takes greedy tokens on its device (a GPU), a faulty
+// row fails its request alone as well, and the others' tokens are the
+// host sampler's. A step where some request wants more than the argmax
+// (penalties here) brings the logits back instead.
+TEST(NumericGuard, GreedyTokensTakenOnTheDeviceFailOnlyThatRequest) {
+  std::vector<NewRequest> greedy = {request("a", {11, 12, 13}),
+                                    request("b", {21, 22, 23, 24, 25})};
+  Served reference = serve(*makeEngine({}), greedy);
+  Fault fault;
+  fault.entries = {3};
+  fault.value = std::nanf("");
+  fault.firstToken = kBad.promptTokenIds[0];
+  fault.promptLen = kBad.promptTokenIds.size();
+  fault.outputToken = 2;
+  FakeExecutor *fake = nullptr;
+  auto engine = makeEngine({fault}, false, &fake, /*greedyOnDevice=*/true);
+  std::vector<NewRequest> requests = greedy;
+  requests.push_back(kBad);
+  Served served = serve(*engine, requests);
+  EXPECT_GT(fake->greedyCalls, 0);
+  ASSERT_TRUE(served.finished.count("bad"));
+  EXPECT_EQ(served.finished["bad"].error,
+            "logits of request 'bad' hold NaN or +inf, or only -inf (its "
+            "greedy token was taken on the device) at step 2, output token 2");
+  EXPECT_EQ(served.tokens["bad"].size(), 2u);
+  for (const NewRequest &r : greedy)
+    EXPECT_EQ(served.tokens[r.requestId], reference.tokens[r.requestId])
+        << r.requestId;
+
+  engine = makeEngine({}, false, &fake, /*greedyOnDevice=*/true);
+  requests = greedy;
+  requests.back().samplingParams.repetitionPenalty = 1.3f;
+  serve(*engine, requests);
+  EXPECT_EQ(fake->greedyCalls, 0);
 }
 
 // Masked (-inf) entries in a row that keeps finite ones are legitimate:
