@@ -4,6 +4,7 @@
 
 #include "runtime/Core/BatchBuilder.h"
 #include "runtime/Core/SpeculativeStep.h"
+#include "runtime/Sampler/Philox.h"
 #include "runtime/Sampler/Sampler.h"
 
 #include <algorithm>
@@ -123,35 +124,52 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
   std::vector<SampledToken> tokens(sampled.size());
   std::vector<std::string> errors(sampled.size());
   std::vector<SpecOutcome> outcomes;
-  // Where the executor can take greedy tokens on its device (a GPU) and
-  // every row this step samples wants nothing else (no penalties, no
-  // logprobs, nothing speculating), only the tokens come back, not the
-  // logits rows.
-  bool deviceGreedy =
-      speculating.empty() && !sampled.empty() && executor.greedyOnDevice();
+  // Where the executor samples on its device (a GPU) and every row this
+  // step samples is plain greedy, or every one a plain draw (temperature,
+  // top-k, top-p), with nothing speculating, only the tokens come back,
+  // not the logits rows.
+  bool allGreedy = !sampled.empty(), allDraws = !sampled.empty();
   for (const RequestId *id : sampled) {
-    const SamplingParams &p = requests.at(*id).params;
-    deviceGreedy &= p.isGreedy() && p.repetitionPenalty == 1.0f &&
-                    p.presencePenalty == 0.0f && p.frequencyPenalty == 0.0f &&
-                    !p.logprobs;
+    allGreedy &= plainGreedy(requests.at(*id).params);
+    allDraws &= plainDraw(requests.at(*id).params);
   }
-  if (deviceGreedy) {
+  bool greedyOnDevice =
+           speculating.empty() && allGreedy && executor.greedyOnDevice(),
+       drawsOnDevice =
+           speculating.empty() && allDraws && executor.samplesOnDevice();
+  if (greedyOnDevice || drawsOnDevice) {
     std::vector<int32_t> ids;
     int64_t vocab = 0;
-    if (Status s = executor.forwardGreedy(*batch, ids, vocab); !s)
+    std::vector<exec::DeviceDraw> draws;
+    for (const RequestId *id : sampled) {
+      if (!drawsOnDevice)
+        break;
+      const RequestState &state = requests.at(*id);
+      exec::DeviceDraw d;
+      d.temperature = state.params.temperature;
+      d.topK = state.params.topK;
+      d.topP = state.params.topP;
+      // The uniform the host sampler would draw with (sampleRow).
+      d.uniform = philoxUniform(state.seed, state.all.size());
+      draws.push_back(d);
+    }
+    if (Status s = greedyOnDevice
+                       ? executor.forwardGreedy(*batch, ids, vocab)
+                       : executor.forwardSampled(*batch, draws, ids, vocab);
+        !s)
       return s;
     if (ids.size() != sampled.size())
-      return Status::internal(
-          "the executor returned " + std::to_string(ids.size()) +
-          " greedy tokens for " + std::to_string(sampled.size()) + " rows");
+      return Status::internal("the executor returned " +
+                              std::to_string(ids.size()) + " tokens for " +
+                              std::to_string(sampled.size()) + " rows");
     for (size_t r = 0; r < sampled.size(); ++r) {
       if (ids[r] >= 0 && ids[r] < vocab) {
         tokens[r].token = ids[r];
         continue;
       }
       errors[r] = "logits of request '" + *sampled[r] +
-                  "' hold NaN or +inf, or only -inf (its greedy token was "
-                  "taken on the device) at step " +
+                  "' hold NaN or +inf, or only -inf (its token was sampled "
+                  "on the device) at step " +
                   std::to_string(stepIndex) + ", output token " +
                   std::to_string(requests.at(*sampled[r]).output.size());
     }

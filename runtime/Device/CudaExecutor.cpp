@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -114,7 +115,7 @@ public:
 
   Status load(std::shared_ptr<const plan::Plan> p) override {
     graphs.clear(); // before the kernels and buffers they launch with go
-    greedySampler = nullptr;
+    greedySampler = drawSampler = nullptr;
     plan.reset();
     onDevice.reset();
     caches.clear();
@@ -155,14 +156,16 @@ public:
         if (l.role == LaunchRole::Prefill)
           prefillSteps.insert(l.step);
       }
-    // The greedy sampler, where the plan embeds it (an older plan's tokens
-    // are taken on the host).
-    greedySampler = nullptr;
-    if (!launches.samplers.empty() &&
-        std::get<cuda::SampleSpec>(launches.samplers[0].spec).greedy)
-      if (Expected<const CudaKernel *> f =
-              onDevice->kernel(launches.samplers[0].name))
-        greedySampler = *f;
+    // The samplers, where the plan embeds them (an older plan's tokens are
+    // taken on the host).
+    greedySampler = drawSampler = nullptr;
+    for (const PlanLaunch &l : launches.samplers) {
+      const auto &spec = std::get<cuda::SampleSpec>(l.spec);
+      if (spec.threads != kSamplerThreads)
+        continue;
+      if (Expected<const CudaKernel *> f = onDevice->kernel(l.name))
+        (spec.greedy ? greedySampler : drawSampler) = *f;
+    }
     if (Status s = placeValues(*p); !s)
       return s;
     cublas.reset();
@@ -268,17 +271,53 @@ public:
   }
 
   bool greedyOnDevice() const override { return greedySampler != nullptr; }
+  bool samplesOnDevice() const override { return drawSampler != nullptr; }
 
   Status forwardGreedy(const ForwardBatch &in, std::vector<int32_t> &tokens,
                        int64_t &vocab) override {
-    if (!greedySampler)
+    return sampleOnDevice(in, nullptr, tokens, vocab);
+  }
+  Status forwardSampled(const ForwardBatch &in,
+                        const std::vector<exec::DeviceDraw> &draws,
+                        std::vector<int32_t> &tokens, int64_t &vocab) override {
+    return sampleOnDevice(in, &draws, tokens, vocab);
+  }
+
+  /// The forward, then the plan's greedy sampler (no `draws`) or its
+  /// top-k / top-p sampler over the step's own logits rows (a padded
+  /// step's extra rows are not read); one token per row comes back.
+  Status sampleOnDevice(const ForwardBatch &in,
+                        const std::vector<exec::DeviceDraw> *draws,
+                        std::vector<int32_t> &tokens, int64_t &vocab) {
+    const CudaKernel *kernel = draws ? drawSampler : greedySampler;
+    if (!kernel)
       return Status::invalidArgument(
-          "the plan embeds no greedy sampler for the device (it was "
-          "compiled by an older folioc; recompile it with folioc --target=" +
+          std::string("the plan embeds no ") +
+          (draws ? "top-k / top-p" : "greedy") +
+          " sampler for the device (it was compiled by an older folioc; "
+          "recompile it with folioc --target=" +
           dev->arch() + ")");
+    const int64_t rows = int64_t(in.logitsIndices.size());
+    if (draws) {
+      if (int64_t(draws->size()) != rows)
+        return Status::invalidArgument(std::to_string(draws->size()) +
+                                       " draws for " + std::to_string(rows) +
+                                       " logits rows");
+      for (size_t r = 0; r < draws->size(); ++r) {
+        const exec::DeviceDraw &d = (*draws)[r];
+        if (!(d.temperature > 0.0f) || !std::isfinite(d.temperature) ||
+            !(d.uniform >= 0.0 && d.uniform < 1.0) || !(d.topP > 0.0f))
+          return Status::invalidArgument(
+              "draw " + std::to_string(r) + ": temperature " +
+              std::to_string(d.temperature) + ", top_p " +
+              std::to_string(d.topP) + ", uniform " +
+              std::to_string(d.uniform) +
+              " (temperature must be finite and > 0, top_p > 0 and the "
+              "uniform in [0, 1))");
+      }
+    }
     if (Status s = runForward(in); !s)
       return s;
-    const int64_t rows = int64_t(in.logitsIndices.size());
     if (Status s = checkGatherFlag(rows); !s)
       return s;
     uintptr_t logits = 0;
@@ -286,24 +325,63 @@ public:
       return s;
     tokens.assign(size_t(rows), -1);
     if (rows > 0) {
-      if (Status s = sampled.reserve(*dev, size_t(rows) * 4,
-                                     "the greedy tokens", addressEpoch);
+      // The samplers run outside the graphs: their buffers moving drops
+      // none.
+      uint64_t outsideGraphs = 0;
+      if (Status s = sampled.reserve(*dev, size_t(rows) * 4, "the tokens",
+                                     outsideGraphs);
           !s)
         return s;
-      // Only the step's own rows: a padded step's extra rows are not read.
       folio_cuda::SampleArgs a{};
       a.logits = at<const float>(logits);
       a.stride = vocab;
       a.vocab = int(vocab);
       a.tokens = at<int>(sampled.address());
-      if (Status s = dev->launch(
-              *greedySampler,
-              toLaunch(cuda::sampleLaunch(
-                  std::get<cuda::SampleSpec>(launches.samplers[0].spec), rows)),
-              &a);
+      if (draws) {
+        std::vector<float> temperature, topP;
+        std::vector<int> topK;
+        std::vector<double> uniform;
+        for (const exec::DeviceDraw &d : *draws) {
+          temperature.push_back(d.temperature);
+          topK.push_back(d.topK);
+          topP.push_back(d.topP);
+          uniform.push_back(d.uniform);
+        }
+        struct Upload {
+          GrowBuffer *to;
+          const void *from;
+          size_t bytes;
+        };
+        for (const Upload &u :
+             {Upload{&drawParams[0], temperature.data(),
+                     temperature.size() * 4},
+              Upload{&drawParams[1], topK.data(), topK.size() * 4},
+              Upload{&drawParams[2], topP.data(), topP.size() * 4},
+              Upload{&drawParams[3], uniform.data(), uniform.size() * 8}}) {
+          if (Status s =
+                  u.to->reserve(*dev, u.bytes, "the draws", outsideGraphs);
+              !s)
+            return s;
+          if (Status s = dev->copyToDevice(u.to->buffer, 0, u.from, u.bytes);
+              !s)
+            return s;
+        }
+        a.temperature = at<const float>(drawParams[0].address());
+        a.topK = at<const int>(drawParams[1].address());
+        a.topP = at<const float>(drawParams[2].address());
+        a.uniform = at<const double>(drawParams[3].address());
+      }
+      const cuda::SampleSpec spec{!draws, kSamplerThreads};
+      if (Status s = dev->launch(*kernel,
+                                 toLaunch(cuda::sampleLaunch(spec, rows)), &a);
           !s)
-        return Status::error(s.code(), "the greedy sampler: " + s.message());
-      if (Status s = mark([] { return "sample (greedy)"; }); !s)
+        return Status::error(s.code(), std::string(draws ? "the top-k / top-p "
+                                                         : "the greedy ") +
+                                           "sampler: " + s.message());
+      if (Status s = mark([&] {
+            return draws ? "sample (top-k / top-p)" : "sample (greedy)";
+          });
+          !s)
         return s;
       if (Status s = dev->copyToHost(tokens.data(), sampled.buffer, 0,
                                      tokens.size() * 4);
@@ -1246,9 +1324,11 @@ private:
   std::vector<GrowBuffer> inputs, own; ///< by value
   std::vector<GrowBuffer> buffers, scratch;
   GrowBuffer partial, partialStats, errorFlag;
-  GrowBuffer sampled; ///< forwardGreedy's tokens
-  /// The plan's greedy sampler (null when it embeds none).
-  const CudaKernel *greedySampler = nullptr;
+  GrowBuffer sampled;       ///< the sampled tokens
+  GrowBuffer drawParams[4]; ///< temperature, top_k, top_p, uniform per row
+  /// The plan's samplers (null when it embeds none).
+  static constexpr int kSamplerThreads = 256;
+  const CudaKernel *greedySampler = nullptr, *drawSampler = nullptr;
 
   std::vector<RotaryTable> tables;
   std::map<int32_t, size_t> tableOf; ///< rotary step -> its table

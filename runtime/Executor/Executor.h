@@ -40,6 +40,17 @@ struct ForwardBatch {
 /// the counts when not. Every executor checks this before reading them.
 Status checkForwardBatch(const ForwardBatch &batch);
 
+/// One row's draw for an executor that samples where its logits are
+/// (Executor::forwardSampled): runtime/Sampler's temperature, top-k and
+/// top-p, and the uniform of the draw (philoxUniform(seed, position), as
+/// the host sampler draws it).
+struct DeviceDraw {
+  float temperature = 1.0f; ///< > 0
+  int32_t topK = 0;         ///< <= 0: off
+  float topP = 1.0f;        ///< >= 1: off
+  double uniform = 0.0;     ///< in [0, 1)
+};
+
 /// One verification of speculative tokens (the plan's `verify` entry, see
 /// codegen/CPU/SpecVerify.h for the meaning of each array). Views only.
 struct VerifyBatch {
@@ -153,6 +164,26 @@ public:
     return Status::invalidArgument(std::string(deviceName()) +
                                    " executor cannot take greedy tokens "
                                    "where its logits are (greedyOnDevice)");
+  }
+
+  /// Whether forwardSampled draws temperature / top-k / top-p tokens where
+  /// the logits are (a GPU); the engine then asks for tokens when every row
+  /// it samples in a step wants only these (no penalties, min-p or
+  /// logprobs).
+  virtual bool samplesOnDevice() const { return false; }
+  /// forward, then each logits row's token drawn with draws[r] as
+  /// runtime/Sampler's processLogits and drawProcessed draw it, or -1 for
+  /// a row holding a NaN or +inf or nothing above -inf.
+  virtual Status forwardSampled(const ForwardBatch &batch,
+                                const std::vector<DeviceDraw> &draws,
+                                std::vector<int32_t> &tokens, int64_t &vocab) {
+    (void)batch;
+    (void)draws;
+    (void)tokens;
+    (void)vocab;
+    return Status::invalidArgument(std::string(deviceName()) +
+                                   " executor cannot draw tokens where its "
+                                   "logits are (samplesOnDevice)");
   }
 
   /// Runs the plan's verify entry: `accepted` receives [S] kept drafts,

@@ -157,6 +157,11 @@ bool folio::plainGreedy(const SamplingParams &params) {
   return params.isGreedy() && !hasPenalties(params) && !params.logprobs;
 }
 
+bool folio::plainDraw(const SamplingParams &params) {
+  return !params.isGreedy() && !hasPenalties(params) && params.minP == 0.0f &&
+         !params.logprobs;
+}
+
 TokenId folio::firstMaximum(const float *logits, size_t vocabSize) {
   // Integer keys ordered as the floats are (a checked row has no NaN), -0
   // as +0 so that the two tie as they compare: the maximum key in a pass

@@ -80,6 +80,9 @@ Status checkSampleRow(const float *logits, size_t vocabSize,
 /// maximum as the model gave it (firstMaximum, after checkSampleRow), what
 /// argmaxProcessed of the processed row gives without making it.
 bool plainGreedy(const SamplingParams &params);
+/// A draw with temperature, top-k and top-p alone (no penalties, min-p or
+/// logprobs): what a device's sampler draws (Executor::forwardSampled).
+bool plainDraw(const SamplingParams &params);
 
 /// The lowest index among the largest entries of a checked row.
 TokenId firstMaximum(const float *logits, size_t vocabSize);

@@ -19,6 +19,7 @@
 #include "codegen/CPU/Gather.h"
 #include "runtime/Device/CudaExecutor.h"
 #include "runtime/Executor/StoredWeightView.h"
+#include "runtime/Sampler/Sampler.h"
 #include "runtime/SpecDecode/DraftProposer.h"
 #include "tools/common/SpeculativeFlags.h"
 #include "tools/folio-gpu-bench/Model.h"
@@ -643,7 +644,7 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
 std::map<std::string, std::vector<TokenId>>
 serveOnGpu(std::shared_ptr<const plan::Plan> target,
            core::SpeculativeConfig speculative, uint64_t *accepted = nullptr,
-           bool onCpu = false) {
+           bool onCpu = false, float temperature = 0.0f) {
   std::map<std::string, std::vector<TokenId>> out;
   SchedulerConfig config;
   config.maxModelLen = 64;
@@ -665,7 +666,10 @@ serveOnGpu(std::shared_ptr<const plan::Plan> target,
     NewRequest r;
     r.requestId = "r" + std::to_string(i);
     r.promptTokenIds = tokens(5 + 4 * i, i);
-    r.samplingParams.temperature = 0.0f;
+    r.samplingParams.temperature = temperature;
+    r.samplingParams.topK = 50;
+    r.samplingParams.topP = 0.9f;
+    r.samplingParams.seed = uint64_t(11 + i);
     r.samplingParams.maxTokens = 7;
     r.samplingParams.ignoreEos = true;
     EXPECT_TRUE((*engine)->addRequest(r));
@@ -735,17 +739,21 @@ TEST(CudaExecutor, DraftsRunOnTheGpuBesideTheTarget) {
   EXPECT_GE(accepted, 6u); // the target drafting for itself
 }
 
-// The greedy sampler runs where the logits are: forwardGreedy's tokens are
-// the argmax of forward's rows (the lowest index among the largest), for a
-// prefill and for decode steps padded and replayed as a graph, and an
-// engine serving greedy requests through it writes what the CPU's writes.
-// A plan without the sampler (an older folioc's) takes them on the host.
-TEST(CudaExecutor, TakesGreedyTokensOnTheDevice) {
+// The samplers run where the logits are: forwardGreedy's tokens are the
+// argmax of forward's rows (the lowest index among the largest), and
+// forwardSampled's are runtime/Sampler's draws from them, for a prefill
+// and for decode steps padded and replayed as a graph; an engine serving
+// greedy or seeded top-k / top-p requests through them writes what the
+// CPU's writes. A plan without them (an older folioc's) is refused.
+TEST(CudaExecutor, TakesTokensOnTheDevice) {
   std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
   ASSERT_TRUE(p);
   std::unique_ptr<exec::Executor> gpu = loadedGpu(p, 16);
   ASSERT_TRUE(gpu);
   EXPECT_TRUE(gpu->greedyOnDevice());
+  EXPECT_TRUE(gpu->samplesOnDevice());
+  std::vector<int32_t> ids;
+  int64_t vocab = 0;
   Sequences seqs;
   int a = seqs.add(), b = seqs.add(), c = seqs.add();
   std::vector<exec::ForwardBatch> steps = {
@@ -755,8 +763,7 @@ TEST(CudaExecutor, TakesGreedyTokensOnTheDevice) {
         {a, b, c}, {tokens(1, 4 + i), tokens(1, 6 + i), tokens(1, 8 + i)}));
   for (const exec::ForwardBatch &step : steps) {
     std::vector<float> logits;
-    std::vector<int32_t> ids;
-    int64_t vocab = 0, greedyVocab = 0;
+    int64_t greedyVocab = 0;
     // The same step twice: it writes the same KV both times.
     ASSERT_TRUE(gpu->forward(step, logits, vocab));
     Status s = gpu->forwardGreedy(step, ids, greedyVocab);
@@ -768,8 +775,33 @@ TEST(CudaExecutor, TakesGreedyTokensOnTheDevice) {
       EXPECT_EQ(ids[r], std::max_element(row, row + vocab) - row)
           << "row " << r;
     }
+    std::vector<exec::DeviceDraw> draws;
+    for (size_t r = 0; r < ids.size(); ++r)
+      draws.push_back({0.7f + 0.2f * float(r), int32_t(r == 1 ? 5 : 0),
+                       r == 2 ? 0.8f : 1.0f, 0.1 + 0.3 * double(r)});
+    ASSERT_TRUE(gpu->forwardSampled(step, draws, ids, greedyVocab));
+    ASSERT_EQ(ids.size(), draws.size());
+    for (size_t r = 0; r < ids.size(); ++r) {
+      SamplingParams params;
+      params.temperature = draws[r].temperature;
+      params.topK = draws[r].topK;
+      params.topP = draws[r].topP;
+      SampleRow row;
+      row.params = &params;
+      Expected<std::vector<double>> processed =
+          processLogits(logits.data() + r * size_t(vocab), size_t(vocab), row);
+      ASSERT_TRUE(bool(processed));
+      EXPECT_EQ(ids[r], drawProcessed(*processed, draws[r].uniform))
+          << "row " << r;
+    }
   }
   EXPECT_EQ(serveOnGpu(p, {}), serveOnGpu(p, {}, nullptr, /*onCpu=*/true));
+  EXPECT_EQ(serveOnGpu(p, {}, nullptr, false, 0.8f),
+            serveOnGpu(p, {}, nullptr, /*onCpu=*/true, 0.8f));
+  std::vector<exec::DeviceDraw> bad(steps[0].logitsIndices.size());
+  bad[1].uniform = 1.0;
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+                "draw 1: temperature");
 
   auto older = std::make_shared<plan::Plan>(*p);
   older->deviceKernels.erase(
@@ -782,10 +814,12 @@ TEST(CudaExecutor, TakesGreedyTokensOnTheDevice) {
   gpu = loadedGpu(older, 16);
   ASSERT_TRUE(gpu);
   EXPECT_FALSE(gpu->greedyOnDevice());
-  std::vector<int32_t> ids;
-  int64_t vocab = 0;
+  EXPECT_FALSE(gpu->samplesOnDevice());
   expectRefused(gpu->forwardGreedy(steps[0], ids, vocab),
                 "embeds no greedy sampler");
+  bad[1].uniform = 0.5;
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+                "embeds no top-k / top-p sampler");
 }
 
 // A model's own cos/sin table (GPT-NeoX's) is read by position: the

@@ -13,6 +13,7 @@
 
 #include "runtime/Core/Engine.h"
 #include "runtime/Core/ServingEngine.h"
+#include "runtime/Sampler/Sampler.h"
 
 #include <gtest/gtest.h>
 
@@ -137,8 +138,33 @@ public:
     }
     return Status::ok();
   }
+  /// Draws "on the device": runtime/Sampler's processLogits and
+  /// drawProcessed with the row's parameters and the engine's uniform.
+  bool samplesOnDevice() const override { return onDevice; }
+  Status forwardSampled(const exec::ForwardBatch &b,
+                        const std::vector<exec::DeviceDraw> &draws,
+                        std::vector<int32_t> &ids, int64_t &vocab) override {
+    ++drawCalls;
+    std::vector<float> logits;
+    if (Status s = forward(b, logits, vocab); !s)
+      return s;
+    ids.clear();
+    for (size_t r = 0; r < draws.size(); ++r) {
+      SamplingParams params;
+      params.temperature = draws[r].temperature;
+      params.topK = draws[r].topK;
+      params.topP = draws[r].topP;
+      SampleRow row;
+      row.params = &params;
+      Expected<std::vector<double>> processed =
+          processLogits(logits.data() + r * size_t(vocab), size_t(vocab), row);
+      ids.push_back(processed ? drawProcessed(*processed, draws[r].uniform)
+                              : -1);
+    }
+    return Status::ok();
+  }
   bool onDevice = false;
-  int greedyCalls = 0;
+  int greedyCalls = 0, drawCalls = 0;
 
 private:
   std::vector<Fault> faults;
@@ -311,8 +337,8 @@ TEST(NumericGuard, GreedyTokensTakenOnTheDeviceFailOnlyThatRequest) {
   EXPECT_GT(fake->greedyCalls, 0);
   ASSERT_TRUE(served.finished.count("bad"));
   EXPECT_EQ(served.finished["bad"].error,
-            "logits of request 'bad' hold NaN or +inf, or only -inf (its "
-            "greedy token was taken on the device) at step 2, output token 2");
+            "logits of request 'bad' hold NaN or +inf, or only -inf (its token "
+            "was sampled on the device) at step 2, output token 2");
   EXPECT_EQ(served.tokens["bad"].size(), 2u);
   for (const NewRequest &r : greedy)
     EXPECT_EQ(served.tokens[r.requestId], reference.tokens[r.requestId])
@@ -323,6 +349,52 @@ TEST(NumericGuard, GreedyTokensTakenOnTheDeviceFailOnlyThatRequest) {
   requests.back().samplingParams.repetitionPenalty = 1.3f;
   serve(*engine, requests);
   EXPECT_EQ(fake->greedyCalls, 0);
+  EXPECT_EQ(fake->drawCalls, 0);
+}
+
+// Seeded draws with temperature, top-k and top-p taken on the device use
+// the uniform the host sampler would: the same tokens. A faulty row fails
+// its request alone; a step with a greedy row beside the draws, or a
+// request with min-p, brings the logits back.
+TEST(NumericGuard, DrawsTakenOnTheDeviceAreTheHostSamplersDraws) {
+  std::vector<NewRequest> drawn = {request("a", {11, 12, 13}, 0.8f),
+                                   request("b", {21, 22, 23, 24, 25}, 1.3f)};
+  drawn[0].samplingParams.topK = 5;
+  drawn[1].samplingParams.topP = 0.7f;
+  Served reference = serve(*makeEngine({}), drawn);
+  Fault fault;
+  fault.entries = {3};
+  fault.value = INFINITY;
+  fault.firstToken = kBad.promptTokenIds[0];
+  fault.promptLen = kBad.promptTokenIds.size();
+  fault.outputToken = 2;
+  FakeExecutor *fake = nullptr;
+  auto engine = makeEngine({fault}, false, &fake, /*onDevice=*/true);
+  std::vector<NewRequest> requests = drawn;
+  requests.push_back(kBad);
+  requests.back().samplingParams.temperature = 0.9f;
+  Served served = serve(*engine, requests);
+  EXPECT_GT(fake->drawCalls, 0);
+  EXPECT_EQ(fake->greedyCalls, 0);
+  ASSERT_TRUE(served.finished.count("bad"));
+  EXPECT_EQ(served.finished["bad"].error,
+            "logits of request 'bad' hold NaN or +inf, or only -inf (its token "
+            "was sampled on the device) at step 2, output token 2");
+  for (const NewRequest &r : drawn)
+    EXPECT_EQ(served.tokens[r.requestId], reference.tokens[r.requestId])
+        << r.requestId;
+
+  for (bool greedyBeside : {true, false}) {
+    engine = makeEngine({}, false, &fake, /*onDevice=*/true);
+    requests = drawn;
+    if (greedyBeside)
+      requests.push_back(request("g", {31}));
+    else
+      requests.back().samplingParams.minP = 0.1f;
+    serve(*engine, requests);
+    EXPECT_EQ(fake->drawCalls, 0) << greedyBeside;
+    EXPECT_EQ(fake->greedyCalls, 0) << greedyBeside;
+  }
 }
 
 // Masked (-inf) entries in a row that keeps finite ones are legitimate:
