@@ -162,6 +162,18 @@ bool folio::plainDraw(const SamplingParams &params) {
          !params.logprobs;
 }
 
+Expected<TokenId> folio::drawWithUniform(const float *logits, size_t vocabSize,
+                                         const SamplingParams &params,
+                                         double uniform) {
+  SampleRow row;
+  row.params = &params;
+  Expected<std::vector<double>> processed =
+      processLogits(logits, vocabSize, row);
+  if (!processed)
+    return processed.status();
+  return drawProcessed(*processed, uniform);
+}
+
 TokenId folio::firstMaximum(const float *logits, size_t vocabSize) {
   // Integer keys ordered as the floats are (a checked row has no NaN), -0
   // as +0 so that the two tie as they compare: the maximum key in a pass

@@ -83,6 +83,11 @@ bool plainGreedy(const SamplingParams &params);
 /// A draw with temperature, top-k and top-p alone (no penalties, min-p or
 /// logprobs): what a device's sampler draws (Executor::forwardSampled).
 bool plainDraw(const SamplingParams &params);
+/// The token a plain draw (plainDraw) of one row takes with `uniform`:
+/// processLogits, then drawProcessed. sampleRow draws the same with
+/// philoxUniform(seed, position); a device sampler is held to this.
+Expected<TokenId> drawWithUniform(const float *logits, size_t vocabSize,
+                                  const SamplingParams &params, double uniform);
 
 /// The lowest index among the largest entries of a checked row.
 TokenId firstMaximum(const float *logits, size_t vocabSize);

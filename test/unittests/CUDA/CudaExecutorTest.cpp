@@ -786,13 +786,11 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
       params.temperature = draws[r].temperature;
       params.topK = draws[r].topK;
       params.topP = draws[r].topP;
-      SampleRow row;
-      row.params = &params;
-      Expected<std::vector<double>> processed =
-          processLogits(logits.data() + r * size_t(vocab), size_t(vocab), row);
-      ASSERT_TRUE(bool(processed));
-      EXPECT_EQ(ids[r], drawProcessed(*processed, draws[r].uniform))
-          << "row " << r;
+      Expected<TokenId> want =
+          drawWithUniform(logits.data() + r * size_t(vocab), size_t(vocab),
+                          params, draws[r].uniform);
+      ASSERT_TRUE(bool(want));
+      EXPECT_EQ(ids[r], *want) << "row " << r;
     }
   }
   EXPECT_EQ(serveOnGpu(p, {}), serveOnGpu(p, {}, nullptr, /*onCpu=*/true));

@@ -154,12 +154,10 @@ public:
       params.temperature = draws[r].temperature;
       params.topK = draws[r].topK;
       params.topP = draws[r].topP;
-      SampleRow row;
-      row.params = &params;
-      Expected<std::vector<double>> processed =
-          processLogits(logits.data() + r * size_t(vocab), size_t(vocab), row);
-      ids.push_back(processed ? drawProcessed(*processed, draws[r].uniform)
-                              : -1);
+      Expected<TokenId> token =
+          drawWithUniform(logits.data() + r * size_t(vocab), size_t(vocab),
+                          params, draws[r].uniform);
+      ids.push_back(token ? *token : -1);
     }
     return Status::ok();
   }
