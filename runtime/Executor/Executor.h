@@ -112,7 +112,8 @@ struct ExecutorOptions {
   /// The CUDA executor runs decode steps as CUDA graphs, one per batch
   /// bucket and context range, captured at first use (never while
   /// profiling); off launches every kernel every step (--enforce-eager).
-  /// The CPU executor has no launches to save and ignores it.
+  /// Only a device executor has launches to capture: the CPU executor
+  /// always runs each step's kernels directly, as off asks.
   bool cudaGraphs = true;
 };
 
