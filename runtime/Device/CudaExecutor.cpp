@@ -115,7 +115,7 @@ public:
 
   Status load(std::shared_ptr<const plan::Plan> p) override {
     graphs.clear(); // before the kernels and buffers they launch with go
-    greedySampler = drawSampler = nullptr;
+    greedySampler = drawSampler = {};
     plan.reset();
     onDevice.reset();
     caches.clear();
@@ -158,13 +158,11 @@ public:
       }
     // The samplers, where the plan embeds them (an older plan's tokens are
     // taken on the host).
-    greedySampler = drawSampler = nullptr;
+    greedySampler = drawSampler = {};
     for (const PlanLaunch &l : launches.samplers) {
       const auto &spec = std::get<cuda::SampleSpec>(l.spec);
-      if (spec.threads != kSamplerThreads)
-        continue;
       if (Expected<const CudaKernel *> f = onDevice->kernel(l.name))
-        (spec.greedy ? greedySampler : drawSampler) = *f;
+        (spec.greedy ? greedySampler : drawSampler) = {*f, spec};
     }
     if (Status s = placeValues(*p); !s)
       return s;
@@ -270,8 +268,8 @@ public:
     return options.profile ? addToProfile() : Status::ok();
   }
 
-  bool greedyOnDevice() const override { return greedySampler != nullptr; }
-  bool samplesOnDevice() const override { return drawSampler != nullptr; }
+  bool greedyOnDevice() const override { return greedySampler.kernel; }
+  bool samplesOnDevice() const override { return drawSampler.kernel; }
 
   Status forwardGreedy(const ForwardBatch &in, std::vector<int32_t> &tokens,
                        int64_t &vocab) override {
@@ -289,8 +287,8 @@ public:
   Status sampleOnDevice(const ForwardBatch &in,
                         const std::vector<exec::DeviceDraw> *draws,
                         std::vector<int32_t> &tokens, int64_t &vocab) {
-    const CudaKernel *kernel = draws ? drawSampler : greedySampler;
-    if (!kernel)
+    const Sampler &sampler = draws ? drawSampler : greedySampler;
+    if (!sampler.kernel)
       return Status::invalidArgument(
           std::string("the plan embeds no ") +
           (draws ? "top-k / top-p" : "greedy") +
@@ -338,42 +336,35 @@ public:
       a.vocab = int(vocab);
       a.tokens = at<int>(sampled.address());
       if (draws) {
-        std::vector<float> temperature, topP;
-        std::vector<int> topK;
-        std::vector<double> uniform;
-        for (const exec::DeviceDraw &d : *draws) {
-          temperature.push_back(d.temperature);
-          topK.push_back(d.topK);
-          topP.push_back(d.topP);
-          uniform.push_back(d.uniform);
+        // One upload per step: the per-row uniforms (8-byte aligned at the
+        // front), temperatures, top_k and top_p, packed in drawBytes.
+        const size_t n = size_t(rows);
+        drawBytes.resize(n * (8 + 4 + 4 + 4));
+        unsigned char *at0 = drawBytes.data();
+        for (size_t r = 0; r < n; ++r) {
+          const exec::DeviceDraw &d = (*draws)[r];
+          std::memcpy(at0 + 8 * r, &d.uniform, 8);
+          std::memcpy(at0 + 8 * n + 4 * r, &d.temperature, 4);
+          std::memcpy(at0 + 12 * n + 4 * r, &d.topK, 4);
+          std::memcpy(at0 + 16 * n + 4 * r, &d.topP, 4);
         }
-        struct Upload {
-          GrowBuffer *to;
-          const void *from;
-          size_t bytes;
-        };
-        for (const Upload &u :
-             {Upload{&drawParams[0], temperature.data(),
-                     temperature.size() * 4},
-              Upload{&drawParams[1], topK.data(), topK.size() * 4},
-              Upload{&drawParams[2], topP.data(), topP.size() * 4},
-              Upload{&drawParams[3], uniform.data(), uniform.size() * 8}}) {
-          if (Status s =
-                  u.to->reserve(*dev, u.bytes, "the draws", outsideGraphs);
-              !s)
-            return s;
-          if (Status s = dev->copyToDevice(u.to->buffer, 0, u.from, u.bytes);
-              !s)
-            return s;
-        }
-        a.temperature = at<const float>(drawParams[0].address());
-        a.topK = at<const int>(drawParams[1].address());
-        a.topP = at<const float>(drawParams[2].address());
-        a.uniform = at<const double>(drawParams[3].address());
+        if (Status s = drawParams.reserve(*dev, drawBytes.size(), "the draws",
+                                          outsideGraphs);
+            !s)
+          return s;
+        if (Status s = dev->copyToDevice(drawParams.buffer, 0, drawBytes.data(),
+                                         drawBytes.size());
+            !s)
+          return s;
+        uintptr_t base = drawParams.address();
+        a.uniform = at<const double>(base);
+        a.temperature = at<const float>(base + 8 * n);
+        a.topK = at<const int>(base + 12 * n);
+        a.topP = at<const float>(base + 16 * n);
       }
-      const cuda::SampleSpec spec{!draws, kSamplerThreads};
-      if (Status s = dev->launch(*kernel,
-                                 toLaunch(cuda::sampleLaunch(spec, rows)), &a);
+      if (Status s =
+              dev->launch(*sampler.kernel,
+                          toLaunch(cuda::sampleLaunch(sampler.spec, rows)), &a);
           !s)
         return Status::error(s.code(), std::string(draws ? "the top-k / top-p "
                                                          : "the greedy ") +
@@ -1324,11 +1315,15 @@ private:
   std::vector<GrowBuffer> inputs, own; ///< by value
   std::vector<GrowBuffer> buffers, scratch;
   GrowBuffer partial, partialStats, errorFlag;
-  GrowBuffer sampled;       ///< the sampled tokens
-  GrowBuffer drawParams[4]; ///< temperature, top_k, top_p, uniform per row
-  /// The plan's samplers (null when it embeds none).
-  static constexpr int kSamplerThreads = 256;
-  const CudaKernel *greedySampler = nullptr, *drawSampler = nullptr;
+  GrowBuffer sampled;    ///< the sampled tokens
+  GrowBuffer drawParams; ///< the draws, as sampleOnDevice packs them
+  std::vector<unsigned char> drawBytes;
+  /// A sampler the plan embeds (a null kernel where it has none).
+  struct Sampler {
+    const CudaKernel *kernel = nullptr;
+    cuda::SampleSpec spec;
+  };
+  Sampler greedySampler, drawSampler;
 
   std::vector<RotaryTable> tables;
   std::map<int32_t, size_t> tableOf; ///< rotary step -> its table
