@@ -329,14 +329,19 @@ TEST(CudaExecutor, LooksATiedTableUpInItsLmHeadsCodes) {
   }
 }
 
+/// A counter that a fake library loaded in this process keeps
+/// (folioFakeCublasLtMatmuls, folioFakeCudaGraphLaunches, ...).
+long fakeCount(const char *library, const char *counter) {
+  void *lib = ::dlopen(library, RTLD_NOW | RTLD_NOLOAD);
+  auto count =
+      lib ? reinterpret_cast<long (*)()>(::dlsym(lib, counter)) : nullptr;
+  EXPECT_TRUE(count) << library << " is not loaded";
+  return count ? count() : -1;
+}
+
 /// GEMMs the fake cuBLASLt has run in this process.
 long cublasMatmuls() {
-  void *lib = ::dlopen(FOLIO_FAKE_CUBLASLT, RTLD_NOW | RTLD_NOLOAD);
-  auto count = lib ? reinterpret_cast<long (*)()>(
-                         ::dlsym(lib, "folioFakeCublasLtMatmuls"))
-                   : nullptr;
-  EXPECT_TRUE(count) << "the fake cuBLASLt is not loaded";
-  return count ? count() : -1;
+  return fakeCount(FOLIO_FAKE_CUBLASLT, "folioFakeCublasLtMatmuls");
 }
 
 /// A CUDA executor with `p` loaded and a cache of `blocks` blocks.
@@ -393,11 +398,7 @@ TEST(CudaExecutor, PrefillGemmsOf16BitWeightsGoThroughCublasLt) {
 
 /// A counter of the fake driver's (folioFakeCudaGraphLaunches, ...).
 long fakeDriverCount(const char *counter) {
-  void *lib = ::dlopen(FOLIO_FAKE_CUDA_DEVICE, RTLD_NOW | RTLD_NOLOAD);
-  auto count =
-      lib ? reinterpret_cast<long (*)()>(::dlsym(lib, counter)) : nullptr;
-  EXPECT_TRUE(count) << "the fake driver is not loaded";
-  return count ? count() : -1;
+  return fakeCount(FOLIO_FAKE_CUDA_DEVICE, counter);
 }
 
 // Decode steps run as CUDA graphs, one per batch bucket and context range,
