@@ -73,8 +73,8 @@ FOLIO_AVX512_VNNI void rowsTile(const GemvInt4Args &a, const uint8_t *panel,
       const __m512i w1 = _mm512_load_si512(panel + int4X8PanelOffset(d, 1));
       for (int r = 0; r < MR; ++r) {
         const __m512i xb = xDword(x[r], d);
-        s[r][0] = _mm512_dpbusd_epi32(s[r][0], w0, xb);
-        s[r][1] = _mm512_dpbusd_epi32(s[r][1], w1, xb);
+        s[r][0] = dpbusd(s[r][0], w0, xb);
+        s[r][1] = dpbusd(s[r][1], w1, xb);
       }
     }
     const __m512 sc0 = _mm512_load_ps(scale + g * kCols);

@@ -36,11 +36,11 @@ struct GemvArgs {
 /// The int8 kernels' arguments (WeightPack.h): y[m, n] = scales[n] *
 /// (x[m, :] . q[n, :]) + xOut[m, :] . outliers[n, :] + bias[n].
 ///
-/// The GEMV (gemvInt8*: M <= kConvertTileRows on the vector levels, every M
-/// on the scalar one) reads x in 16-bit fixed point per row (xq, from
-/// quantizeXInt16*), so the products are integer and each row's sum is
-/// exact: y[m, n] = int8GemvOutput(sum_k q[n, k] * xq[m, k], xSteps[m],
-/// scales[n], ...). The prefill GEMMs read f32 x.
+/// The GEMV (gemvInt8*) and AVX-512's GEMM (gemmInt8X16Avx512) read x in
+/// 16-bit fixed point per row (xq, from quantizeXInt16*), so the products
+/// are integer and each row's sum is exact: y[m, n] = int8GemvOutput(sum_k
+/// q[n, k] * xq[m, k], xSteps[m], scales[n], ...). AVX2's prefill GEMM
+/// (above kInt8GemvMaxRows) reads f32 x.
 struct GemvInt8Args {
   const float *x = nullptr; ///< [M, K]
   int64_t m = 0;
@@ -51,8 +51,8 @@ struct GemvInt8Args {
   const uint16_t *outliers = nullptr; ///< bf16 [N, numOutliers]
   /// x's outlier columns, gathered once per call: [M, numOutliers].
   const float *xOut = nullptr;
-  /// For the GEMV: x's codes [M, kPadded] (zero in the outlier columns and
-  /// the padding) and each row's step [M].
+  /// For the GEMV and GEMM: x's codes [M, kPadded] (zero in the outlier columns
+  /// and the padding) and each row's step [M].
   const int16_t *xq = nullptr;
   int64_t kPadded = 0;
   const float *xSteps = nullptr;
@@ -180,18 +180,22 @@ void gemvAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 /// Rows of x above which the vector levels' 8-bit and int4 kernels run a
 /// GEMM over weight tiles converted once, instead of the GEMV (without
 /// AMX, int8 and AVX-512's fp8 keep the GEMV longer: kInt8GemvMaxRows,
-/// kFp8GemvMaxRows).
+/// kInt8GemvMaxRowsAvx512, kFp8GemvMaxRows).
 constexpr int64_t kConvertTileRows = 8;
 
-/// Rows of x up to which the int8 kernels (AVX2 and AVX-512) and the
-/// AVX-512 fp8 kernel run their GEMV rather than the f32 panel GEMM, where
-/// no bf16 GEMM takes the rows above kConvertTileRows (no AMX, the
-/// vdpbf16ps GEMM off). One 110M token's linears on an Intel Xeon with AMX
-/// ruled out, 1 thread (folio-linear-bench verify), GEMV against panel,
-/// ms: int8 15.8 / 40 at M = 12, 45 / 64 at 32, 85 / 91 at 64 (AVX2: 29.5
-/// / 44.9, 73.6 / 89.4, 145 / 149); fp8 37 / 45 at 12, 49 / 52 at 16, 73 /
-/// 63 at 24.
+/// Rows of x up to which the AVX2 int8 kernel and the AVX-512 fp8 kernel
+/// run their GEMV rather than the f32 panel GEMM, where no bf16 GEMM takes
+/// the rows above kConvertTileRows (no AMX, the vdpbf16ps GEMM off). One
+/// 110M token's linears on an Intel Xeon with AMX ruled out, 1 thread
+/// (folio-linear-bench verify), GEMV against panel, ms: int8 on AVX2 29.5
+/// / 44.9 at M = 12, 73.6 / 89.4 at 32, 145 / 149 at 64; fp8 37 / 45 at
+/// 12, 49 / 52 at 16, 73 / 63 at 24.
 constexpr int64_t kInt8GemvMaxRows = 64;
+/// The same for AVX-512's int8 kernel against its int16 GEMM
+/// (gemmInt8X16Avx512), whose outputs are the GEMV's bits, on the same
+/// host (two runs, one per kernel), GEMV / GEMM 18.9 / 23.1 ms at M = 12, 24.0
+/// / 26.6 at 16, 34.4 / 32.1 at 24 and 89.4 / 58.2 at 64.
+constexpr int64_t kInt8GemvMaxRowsAvx512 = 16;
 constexpr int64_t kFp8GemvMaxRows = 16;
 
 void gemvInt8Scalar(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
@@ -201,6 +205,14 @@ void gemvInt8Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvInt8Avx512(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 /// gemvInt8Avx512 without VNNI; exposed so that VNNI hosts test it too.
 void gemvInt8Avx512Madd(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
+/// The AVX-512 GEMM of int8 weights (M > kInt8GemvMaxRowsAvx512 where no
+/// bf16 GEMM runs): the GEMV's x codes times the weight codes widened to
+/// int16 on a panel of 32 rows, with vpdpwssd where the host has
+/// AVX512-VNNI, else vpmaddwd and vpaddd (gemmInt8X16Avx512Madd). Its
+/// outputs are the GEMV's bits; nBegin is a multiple of 32, as the panel's
+/// rows.
+void gemmInt8X16Avx512(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
+void gemmInt8X16Avx512Madd(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Scalar(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Avx2(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Avx512(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);

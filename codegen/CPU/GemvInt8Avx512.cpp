@@ -1,18 +1,13 @@
 //===- GemvInt8Avx512.cpp - AVX-512 int8-weight kernel --------------------===//
 //
-// Decode and batches (M <= kInt8GemvMaxRows) multiply the int8 codes with
-// x in 16-bit fixed point per row (quantizeXInt16*, Gemv.h): int16 pairs
-// into int32 lanes (vpdpwssd with AVX512-VNNI, else vpmaddwd + vpaddd),
-// exact integer sums, and the row's step and scale applied once to each
-// sum. The structure is GemvAvx512.cpp's: four weight rows at a time (four
-// prefetcher streams), up to four x rows reusing each widened weight
-// vector, the next four rows prefetched once per 64-byte line. Prefill
-// (more rows) is a GEMM on f32 x: 32 weight rows at a time are converted
-// once to f32 codes in a k-major panel (a per-thread scratch that stays in
-// L2), and a micro-kernel runs 6 x rows by the panel's 32 outputs,
-// broadcasting each x element to two vectors of weights; the conversion
-// costs once per weight for all of x. Scales apply to the finished
-// outputs.
+// Decode and batches (M <= kInt8GemvMaxRowsAvx512) multiply the int8 codes
+// with x in 16-bit fixed point per row (quantizeXInt16*, Gemv.h): int16
+// pairs into int32 lanes (vpdpwssd with AVX512-VNNI, else vpmaddwd +
+// vpaddd), exact integer sums, and the row's step and scale applied once to
+// each sum. The structure is GemvAvx512.cpp's: four weight rows at a time
+// (four prefetcher streams), up to four x rows reusing each widened weight
+// vector, the next four rows prefetched once per 64-byte line. More rows
+// run the int16 GEMM (GemmInt8X16Avx512.cpp), to the same bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +18,6 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <vector>
 
 namespace folio::cpu::detail {
 
@@ -195,99 +189,10 @@ FOLIO_AVX512_VNNI void rowsOfX(const GemvInt8Args &a, int64_t n) {
   }
 }
 
-/// Output rows per prefill panel: two vectors.
-constexpr int64_t kPanelRows = 32;
-
-/// Prefill: y[m .. m + MR, n .. n + 32] from a panel of f32 codes, k-major
-/// (`panel[kk * 32 + r]` = code of row n + r at column kk, zero past the
-/// weight's last row), the usual GEMM micro-kernel: per column one panel
-/// line of two vectors, each x element broadcast to both, 2 x MR FMAs.
-template <int MR>
-FOLIO_AVX512 void panelTile(const GemvInt8Args &a, const float *panel,
-                            int64_t n, int64_t rows, int64_t m) {
-  __m512 acc[MR][2];
-  for (int j = 0; j < MR; ++j)
-    acc[j][0] = acc[j][1] = _mm512_setzero_ps();
-  const float *x = a.x + m * a.k;
-  for (int64_t kk = 0; kk < a.k; ++kk) {
-    __m512 w0 = _mm512_loadu_ps(panel + kk * kPanelRows);
-    __m512 w1 = _mm512_loadu_ps(panel + kk * kPanelRows + 16);
-    for (int j = 0; j < MR; ++j) {
-      __m512 xb = _mm512_set1_ps(x[j * a.k + kk]);
-      acc[j][0] = _mm512_fmadd_ps(w0, xb, acc[j][0]);
-      acc[j][1] = _mm512_fmadd_ps(w1, xb, acc[j][1]);
-    }
-  }
-  for (int h = 0; h < 2; ++h) {
-    int64_t left = rows - 16 * h;
-    if (left <= 0)
-      break;
-    __mmask16 msk = left >= 16 ? __mmask16(0xffff) : tailMask(left);
-    __m512 scale = _mm512_maskz_loadu_ps(msk, a.scales + n + 16 * h);
-    __m512 bias = a.bias ? _mm512_maskz_loadu_ps(msk, a.bias + n + 16 * h)
-                         : _mm512_setzero_ps();
-    for (int j = 0; j < MR; ++j) {
-      float *y = a.y + (m + j) * a.n + n + 16 * h;
-      _mm512_mask_storeu_ps(y, msk, _mm512_fmadd_ps(acc[j][h], scale, bias));
-      if (a.numOutliers)
-        for (int64_t r = 0; r < std::min<int64_t>(left, 16); ++r)
-          y[r] += outlierDot(a, n + 16 * h + r, m + j);
-    }
-  }
-}
-
-/// Weight rows [n, n + rows) (rows <= kPanelRows) as a panel, then every
-/// 6 x rows over it: the panel (96 KiB at K = 768) stays in L2 and each
-/// converted weight serves all of x. The codes are widened 16 at a time
-/// into `row`, then transposed into the panel in registers.
-FOLIO_AVX512 void panelRows(const GemvInt8Args &a, int64_t n, int64_t rows,
-                            std::vector<float> &panel,
-                            std::vector<float> &row) {
-  static_assert(kPanelRows == kDequantPanelRows, "one panel layout");
-  const int64_t ld = (a.k + 15) / 16 * 16;
-  panel.resize(size_t(a.k * kPanelRows));
-  row.resize(size_t(rows * ld));
-  for (int64_t r = 0; r < rows; ++r) {
-    const int8_t *w = a.w + (n + r) * a.k;
-    for (int64_t kk = 0; kk < a.k; kk += 16) {
-      const __mmask16 m =
-          a.k - kk >= 16 ? __mmask16(0xffff) : tailMask(a.k - kk);
-      _mm512_storeu_ps(row.data() + r * ld + kk,
-                       _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                           _mm_maskz_loadu_epi8(m, w + kk))));
-    }
-  }
-  panelFromRowsAvx512(row.data(), ld, rows, a.k, panel.data());
-  int64_t m = 0;
-  for (; m + 6 <= a.m; m += 6)
-    panelTile<6>(a, panel.data(), n, rows, m);
-  switch (a.m - m) {
-  case 5:
-    return panelTile<5>(a, panel.data(), n, rows, m);
-  case 4:
-    return panelTile<4>(a, panel.data(), n, rows, m);
-  case 3:
-    return panelTile<3>(a, panel.data(), n, rows, m);
-  case 2:
-    return panelTile<2>(a, panel.data(), n, rows, m);
-  case 1:
-    return panelTile<1>(a, panel.data(), n, rows, m);
-  default:
-    return;
-  }
-}
-
 template <bool Vnni>
 FOLIO_AVX512_VNNI void gemvInt8(const GemvInt8Args &a, int64_t nBegin,
                                 int64_t nEnd) {
   int64_t n = nBegin;
-  if (a.m > kInt8GemvMaxRows) {
-    // Per worker thread: one panel of f32 codes, and its rows.
-    thread_local std::vector<float> panel, row;
-    for (; n < nEnd; n += kPanelRows)
-      panelRows(a, n, std::min(kPanelRows, nEnd - n), panel, row);
-    return;
-  }
   for (; n + 4 <= nEnd; n += 4)
     rowsOfX<4, Vnni>(a, n);
   for (; n < nEnd; ++n)

@@ -116,8 +116,9 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
     return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Int8, a.xOut, y,
                           pool);
   const Isa isa = activeIsa();
-  if (isa == Isa::Scalar || numTokens <= kInt8GemvMaxRows) {
-    // The GEMV's x in 16-bit fixed point (Gemv.h), per calling thread as
+  // Only AVX2's prefill GEMM reads f32 x.
+  if (isa != Isa::Avx2 || numTokens <= kInt8GemvMaxRows) {
+    // x in 16-bit fixed point (Gemv.h), per calling thread as
     // xOut. The outlier columns' codes are 0 in w, so they are zeroed in a
     // copy of x first: they must not set a row's step.
     thread_local std::vector<float> xNoOut;
@@ -140,6 +141,13 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
                                                 a.kPadded, steps.data());
     a.xq = xq.data();
     a.xSteps = steps.data();
+  }
+  if (isa == Isa::Avx512 && numTokens > kInt8GemvMaxRowsAvx512) {
+    // Whole panels of 32 weight rows per chunk.
+    pool.parallelForGuided(a.n, 32, /*align=*/32, [&](int64_t b, int64_t e) {
+      gemmInt8X16Avx512(a, b, e);
+    });
+    return Status::success();
   }
   void (*kernel)(const GemvInt8Args &, int64_t, int64_t) =
       isa == Isa::Avx512 ? gemvInt8Avx512

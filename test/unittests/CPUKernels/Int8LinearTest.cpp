@@ -29,13 +29,14 @@ std::vector<float> reference(const std::vector<float> &x, int64_t m,
   return y;
 }
 
-/// Whether linear() runs `m` rows of int8 weights through the GEMV, whose x
-/// is in 16-bit fixed point (Gemv.h): decode rows on the vector levels, up
-/// to kInt8GemvMaxRows where no bf16 GEMM takes them, every M on the
-/// scalar one.
+/// Whether linear() runs `m` rows of int8 weights with x in 16-bit fixed
+/// point (Gemv.h): decode rows on the vector levels; where no bf16 GEMM
+/// takes the rest, every M on AVX-512 (the GEMV, then the int16 GEMM) and
+/// up to kInt8GemvMaxRows on AVX2; every M on the scalar level.
 bool int16X(const KernelPath &path, int64_t m) {
   return path.isa == Isa::Scalar || m <= detail::kConvertTileRows ||
-         (!path.bf16Prefill(DType::I8) && m <= detail::kInt8GemvMaxRows);
+         (!path.bf16Prefill(DType::I8) &&
+          (path.isa == Isa::Avx512 || m <= detail::kInt8GemvMaxRows));
 }
 
 /// |got - want| <= 2e-6 k sum_c |x_c w_c| + tiny: f32 accumulation only;
@@ -383,8 +384,9 @@ std::vector<float> integerDefinition(const std::vector<float> &x, int64_t m,
   return y;
 }
 
-/// gemvInt8Avx512Madd over every output: the AVX-512 kernel of hosts
-/// without VNNI, which linear() never picks on a host that has it.
+/// gemvInt8Avx512Madd, or gemmInt8X16Avx512Madd for more rows than the
+/// GEMV takes, over every output: the AVX-512 kernels of hosts without
+/// VNNI, which linear() never picks on a host that has it.
 std::vector<float> runMaddKernel(const std::vector<float> &x, int64_t m,
                                  const WeightView &v, const float *bias) {
   detail::GemvInt8Args a;
@@ -404,7 +406,8 @@ std::vector<float> runMaddKernel(const std::vector<float> &x, int64_t m,
   std::vector<float> y(size_t(m * v.n), NAN);
   a.y = y.data();
   a.n = v.n;
-  detail::gemvInt8Avx512Madd(a, 0, v.n);
+  (m > detail::kInt8GemvMaxRowsAvx512 ? detail::gemmInt8X16Avx512Madd
+                                      : detail::gemvInt8Avx512Madd)(a, 0, v.n);
   return y;
 }
 
@@ -448,9 +451,10 @@ TEST(Int8LinearTest, DecodeRowsAreExactIntegerSums) {
 }
 
 TEST(Int8LinearTest, BatchesUpToTheGemvLimitAreExactIntegerSums) {
-  // Without AMX or the vdpbf16ps GEMM, AVX2 and AVX-512 run the GEMV up to
+  // Without AMX or the vdpbf16ps GEMM, AVX2 runs the GEMV up to
   // kInt8GemvMaxRows rows (a batched decode, a verify step, a short
-  // prefill chunk): each row is the definition's bits, as alone.
+  // prefill chunk), AVX-512 the GEMV and then its int16 GEMM: each row is
+  // the definition's bits, as alone.
   std::vector<KernelPath> paths;
   for (Isa isa : hostIsas())
     if (isa != Isa::Scalar)
@@ -483,67 +487,120 @@ TEST(Int8LinearTest, LongRowsSumPastInt32) {
   // chunk: the row sums (K x 4161409, above 2^31 from K = 517) are exact
   // only if each chunk's lanes go into 64 bits in time. The signs alternate
   // in both operands, so every product is positive.
-  for (int64_t k : {int64_t(520), int64_t(8192 + 64), int64_t(20000)}) {
-    int64_t n = 5, m = 2;
-    std::vector<float> w(size_t(n * k)), x(size_t(m * k));
-    for (int64_t c = 0; c < k; ++c) {
-      float sign = c % 2 ? -1.0f : 1.0f;
-      for (int64_t r = 0; r < n; ++r)
-        w[size_t(r * k + c)] = sign * float(r + 1);
+  // M = 20 runs AVX-512's GEMM, whose lanes go into 64 bits every 512
+  // codes.
+  for (int64_t k : {int64_t(520), int64_t(8192 + 64), int64_t(20000)})
+    for (int64_t m : {int64_t(2), int64_t(20)}) {
+      int64_t n = 5;
+      std::vector<float> w(size_t(n * k)), x(size_t(m * k));
+      for (int64_t c = 0; c < k; ++c) {
+        float sign = c % 2 ? -1.0f : 1.0f;
+        for (int64_t r = 0; r < n; ++r)
+          w[size_t(r * k + c)] = sign * float(r + 1);
+        for (int64_t i = 0; i < m; ++i)
+          x[size_t(i * k + c)] = sign * float(i + 2);
+      }
+      PackedWeight pw;
+      ASSERT_TRUE(
+          PackedWeight::pack(w.data(), DType::F32, n, k, nullptr, DType::I8, pw)
+              .ok());
+      std::vector<float> want = integerDefinition(x, m, pw.view(), nullptr);
       for (int64_t i = 0; i < m; ++i)
-        x[size_t(i * k + c)] = sign * float(i + 2);
+        for (int64_t r = 0; r < n; ++r)
+          ASSERT_NEAR(want[size_t(i * n + r)], double(k) * (r + 1) * (i + 2),
+                      1e-6 * double(k) * (r + 1) * (i + 2));
+      for (KernelPath path : hostPaths()) {
+        if (!int16X(path, m))
+          continue;
+        PathScope scope(path);
+        std::vector<float> y(size_t(m * n), NAN);
+        ASSERT_TRUE(linear(x.data(), m, pw, y.data(), parallelPool()).ok());
+        EXPECT_TRUE(bitwiseEqual(y, want))
+            << path.name() << " k=" << k << " m=" << m;
+      }
+      if (hostFeatures().avx512) {
+        EXPECT_TRUE(bitwiseEqual(runMaddKernel(x, m, pw.view(), nullptr), want))
+            << "avx512 without vnni k=" << k << " m=" << m;
+      }
     }
-    PackedWeight pw;
-    ASSERT_TRUE(
-        PackedWeight::pack(w.data(), DType::F32, n, k, nullptr, DType::I8, pw)
-            .ok());
-    std::vector<float> want = integerDefinition(x, m, pw.view(), nullptr);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t r = 0; r < n; ++r)
-        ASSERT_NEAR(want[size_t(i * n + r)], double(k) * (r + 1) * (i + 2),
-                    1e-6 * double(k) * (r + 1) * (i + 2));
-    for (KernelPath path : hostPaths()) {
-      PathScope scope(path);
-      std::vector<float> y(size_t(m * n), NAN);
-      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), parallelPool()).ok());
-      EXPECT_TRUE(bitwiseEqual(y, want)) << path.name() << " k=" << k;
-    }
-    if (hostFeatures().avx512) {
-      EXPECT_TRUE(bitwiseEqual(runMaddKernel(x, m, pw.view(), nullptr), want))
-          << "avx512 without vnni k=" << k;
-    }
-  }
+}
+
+TEST(Int8LinearTest, Avx512PrefillRowsAreExactIntegerSums) {
+  // AVX-512's int16 GEMM (above kInt8GemvMaxRowsAvx512 rows where no bf16
+  // GEMM runs): K around its code pairs, its 16-pair transposes and its
+  // int32 chunks of 512 codes; N on and off its panels of 32 rows (several
+  // panels per thread with the parallel pool); M around its 6-row tiles.
+  // Every output is the definition's bits, with VNNI and without.
+  if (!hostFeatures().avx512)
+    GTEST_SKIP() << "no AVX-512 here";
+  const KernelPath path{Isa::Avx512};
+  const int64_t rowsAbove = detail::kInt8GemvMaxRowsAvx512 + 1;
+  for (int64_t k : {1, 2, 31, 33, 64, 511, 512, 513, 1025, 4097})
+    for (int64_t n : {1, 31, 33, 100})
+      for (int64_t m : {rowsAbove, rowsAbove + 6, int64_t(64), int64_t(131)}) {
+        if (k > 600 && m > 64)
+          continue; // keeps the double reference cheap
+        std::vector<float> w = weights(n, k, uint32_t(k + 3 * n + m));
+        std::vector<float> bias = randomVector(size_t(n), uint32_t(k + n));
+        std::vector<float> x =
+            randomVector(size_t(m * k), uint32_t(2 * k + n + m));
+        x[size_t((m / 2) * k)] *= 40.0f; // one row's step set by one element
+        PackedWeight pw;
+        ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k, bias.data(),
+                                       DType::I8, pw)
+                        .ok());
+        ASSERT_EQ(pw.view().numOutliers, 0);
+        const std::vector<float> want =
+            integerDefinition(x, m, pw.view(), bias.data());
+        const std::string what = "k=" + std::to_string(k) +
+                                 " n=" + std::to_string(n) +
+                                 " m=" + std::to_string(m);
+        PathScope scope(path);
+        for (ThreadPool *pool : {&serialPool(), &parallelPool()}) {
+          std::vector<float> y(size_t(m * n), NAN);
+          ASSERT_TRUE(linear(x.data(), m, pw, y.data(), *pool).ok());
+          EXPECT_TRUE(bitwiseEqual(y, want)) << what;
+        }
+        EXPECT_TRUE(
+            bitwiseEqual(runMaddKernel(x, m, pw.view(), bias.data()), want))
+            << "without vnni " << what;
+      }
 }
 
 TEST(Int8LinearTest, NonFiniteAndTinyRowsOfX) {
   // A row holding a NaN or an infinity gives NaN outputs (its codes are
   // undefined); its neighbours keep their own bits. A row of subnormals is
   // resolved to 2^-100 / 32767 and stays finite.
-  int64_t n = 7, k = 70, m = 4;
-  std::vector<float> w = weights(n, k, 41);
-  std::vector<float> x = randomVector(size_t(m * k), 42);
-  x[size_t(1 * k + 5)] = NAN;
-  x[size_t(2 * k + 69)] = -INFINITY;
-  for (int64_t c = 0; c < k; ++c)
-    x[size_t(3 * k + c)] *= 1e-39f;
-  PackedWeight pw;
-  ASSERT_TRUE(
-      PackedWeight::pack(w.data(), DType::F32, n, k, nullptr, DType::I8, pw)
-          .ok());
-  std::vector<float> alone(size_t(n), NAN);
-  std::vector<float> row0(x.begin(), x.begin() + k);
-  std::vector<float> want = reference(x, m, pw.view(), nullptr);
-  for (KernelPath path : hostPaths()) {
-    PathScope scope(path);
-    std::vector<float> y(size_t(m * n), NAN);
-    ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
-    ASSERT_TRUE(linear(row0.data(), 1, pw, alone.data(), serialPool()).ok());
-    for (int64_t r = 0; r < n; ++r) {
-      EXPECT_EQ(y[size_t(r)], alone[size_t(r)]) << path.name();
-      EXPECT_TRUE(std::isnan(y[size_t(n + r)])) << path.name();
-      EXPECT_TRUE(std::isnan(y[size_t(2 * n + r)])) << path.name();
-      EXPECT_TRUE(std::isfinite(y[size_t(3 * n + r)])) << path.name();
-      EXPECT_NEAR(y[size_t(3 * n + r)], want[size_t(3 * n + r)], 1e-36);
+  // M = 20: AVX-512's GEMM.
+  for (int64_t m : {int64_t(4), int64_t(20)}) {
+    int64_t n = 7, k = 70;
+    std::vector<float> w = weights(n, k, 41);
+    std::vector<float> x = randomVector(size_t(m * k), 42);
+    x[size_t(1 * k + 5)] = NAN;
+    x[size_t(2 * k + 69)] = -INFINITY;
+    for (int64_t c = 0; c < k; ++c)
+      x[size_t(3 * k + c)] *= 1e-39f;
+    PackedWeight pw;
+    ASSERT_TRUE(
+        PackedWeight::pack(w.data(), DType::F32, n, k, nullptr, DType::I8, pw)
+            .ok());
+    std::vector<float> alone(size_t(n), NAN);
+    std::vector<float> row0(x.begin(), x.begin() + k);
+    std::vector<float> want = reference(x, m, pw.view(), nullptr);
+    for (KernelPath path : hostPaths()) {
+      if (!int16X(path, m))
+        continue; // the bf16 GEMMs' rows are not the GEMV's
+      PathScope scope(path);
+      std::vector<float> y(size_t(m * n), NAN);
+      ASSERT_TRUE(linear(x.data(), m, pw, y.data(), serialPool()).ok());
+      ASSERT_TRUE(linear(row0.data(), 1, pw, alone.data(), serialPool()).ok());
+      for (int64_t r = 0; r < n; ++r) {
+        EXPECT_EQ(y[size_t(r)], alone[size_t(r)]) << path.name();
+        EXPECT_TRUE(std::isnan(y[size_t(n + r)])) << path.name();
+        EXPECT_TRUE(std::isnan(y[size_t(2 * n + r)])) << path.name();
+        EXPECT_TRUE(std::isfinite(y[size_t(3 * n + r)])) << path.name();
+        EXPECT_NEAR(y[size_t(3 * n + r)], want[size_t(3 * n + r)], 1e-36);
+      }
     }
   }
 }
