@@ -124,17 +124,38 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
   std::vector<SampledToken> tokens(sampled.size());
   std::vector<std::string> errors(sampled.size());
   std::vector<SpecOutcome> outcomes;
+  const size_t specRows = speculating.size() * (maxDrafts + 1);
+  std::vector<SpecSequence> specs;
+  for (size_t i = 0; i < speculating.size(); ++i) {
+    const RequestState &state = requests.at(*speculating[i]);
+    SpecSequence s;
+    s.prompt = &state.prompt;
+    s.output = &state.output;
+    s.drafts = specDrafts[i];
+    if (draftProbs) {
+      auto it = draftProbs->find(*speculating[i]);
+      if (it != draftProbs->end())
+        s.draftProbs = &it->second;
+    }
+    s.params = &state.params;
+    s.seed = state.seed;
+    s.position = state.all.size();
+    specs.push_back(s);
+  }
   // Where the executor samples on its device (a GPU) and every row this
-  // step samples is plain greedy, or every one a plain draw (temperature,
-  // top-k, top-p), with nothing speculating, only the tokens come back,
-  // not the logits rows.
-  bool allGreedy = !sampled.empty(), allDraws = !sampled.empty();
+  // step samples or verifies is plain greedy, or every row samples a plain
+  // draw (temperature, top-k, top-p) with nothing speculating, only the
+  // tokens come back, not the logits rows: greedy verification needs no
+  // more than each row's argmax.
+  bool allGreedy = !sampled.empty() || !speculating.empty(),
+       allDraws = !sampled.empty();
   for (const RequestId *id : sampled) {
     allGreedy &= plainGreedy(requests.at(*id).params);
     allDraws &= plainDraw(requests.at(*id).params);
   }
-  bool greedyOnDevice =
-           speculating.empty() && allGreedy && executor.greedyOnDevice(),
+  for (const RequestId *id : speculating)
+    allGreedy &= plainGreedy(requests.at(*id).params);
+  bool greedyOnDevice = allGreedy && executor.greedyOnDevice(),
        drawsOnDevice =
            speculating.empty() && allDraws && executor.samplesOnDevice();
   if (greedyOnDevice || drawsOnDevice) {
@@ -158,13 +179,15 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
                        : executor.forwardSampled(*batch, draws, ids, vocab);
         !s)
       return s;
-    if (ids.size() != sampled.size())
-      return Status::internal("the executor returned " +
-                              std::to_string(ids.size()) + " tokens for " +
-                              std::to_string(sampled.size()) + " rows");
+    if (ids.size() != specRows + sampled.size())
+      return Status::internal(
+          "the executor returned " + std::to_string(ids.size()) +
+          " tokens for " + std::to_string(specRows + sampled.size()) + " rows");
+    verifyGreedyTokens(ids.data(), int64_t(maxDrafts), vocab, specs, outcomes);
     for (size_t r = 0; r < sampled.size(); ++r) {
-      if (ids[r] >= 0 && ids[r] < vocab) {
-        tokens[r].token = ids[r];
+      const int32_t id = ids[specRows + r];
+      if (id >= 0 && id < vocab) {
+        tokens[r].token = id;
         continue;
       }
       errors[r] = "logits of request '" + *sampled[r] +
@@ -178,38 +201,19 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     int64_t vocab = 0;
     if (Status s = executor.forward(*batch, allLogits, vocab); !s)
       return s;
-    size_t specRows = speculating.size() * (maxDrafts + 1);
     if (allLogits.size() != (specRows + sampled.size()) * size_t(vocab))
       return Status::internal(
           "the executor returned " + std::to_string(allLogits.size()) +
           " logits for " + std::to_string(specRows + sampled.size()) +
           " rows of " + std::to_string(vocab));
-
-    std::vector<SpecSequence> specs;
     for (size_t i = 0; i < speculating.size(); ++i) {
-      const RequestState &state = requests.at(*speculating[i]);
-      SpecSequence s;
-      s.prompt = &state.prompt;
-      s.output = &state.output;
-      s.drafts = specDrafts[i];
-      if (draftProbs) {
-        auto it = draftProbs->find(*speculating[i]);
-        if (it != draftProbs->end()) {
-          if (!it->second.empty() &&
-              it->second.size() < specDrafts[i]->size() * size_t(vocab))
-            return Status::invalidArgument(
-                "request '" + *speculating[i] +
-                "' has draft probabilities for " +
-                std::to_string(it->second.size() / size_t(vocab)) +
-                " tokens but " + std::to_string(specDrafts[i]->size()) +
-                " drafts");
-          s.draftProbs = &it->second;
-        }
-      }
-      s.params = &state.params;
-      s.seed = state.seed;
-      s.position = state.all.size();
-      specs.push_back(s);
+      const std::vector<float> *probs = specs[i].draftProbs;
+      if (probs && !probs->empty() &&
+          probs->size() < specDrafts[i]->size() * size_t(vocab))
+        return Status::invalidArgument(
+            "request '" + *speculating[i] + "' has draft probabilities for " +
+            std::to_string(probs->size() / size_t(vocab)) + " tokens but " +
+            std::to_string(specDrafts[i]->size()) + " drafts");
     }
     if (Status s =
             verifySpeculative(executor, allLogits.data(), int64_t(maxDrafts),

@@ -176,4 +176,32 @@ Status verifySpeculative(exec::Executor &executor, float *logits,
   return Status::ok();
 }
 
+void verifyGreedyTokens(const int32_t *argmax, int64_t maxDrafts, int64_t vocab,
+                        const std::vector<SpecSequence> &seqs,
+                        std::vector<SpecOutcome> &out) {
+  const size_t rowsPerSeq = size_t(maxDrafts) + 1;
+  out.assign(seqs.size(), SpecOutcome());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const std::vector<TokenId> &drafts = *seqs[i].drafts;
+    const int32_t *rows = argmax + i * rowsPerSeq;
+    SpecOutcome &o = out[i];
+    // Every row is checked, kept or not, as verifySpeculative checks them.
+    for (size_t j = 0; j <= drafts.size(); ++j)
+      if (rows[j] < 0 || rows[j] >= vocab) {
+        o.error = "logits hold NaN or +inf, or only -inf (the argmax was "
+                  "taken on the device) at draft position " +
+                  std::to_string(j);
+        break;
+      }
+    if (!o.error.empty())
+      continue;
+    size_t n = 0;
+    while (n < drafts.size() && drafts[n] == rows[n])
+      ++n;
+    o.numAccepted = n;
+    o.tokens.assign(drafts.begin(), drafts.begin() + long(n));
+    o.tokens.push_back(rows[n]);
+  }
+}
+
 } // namespace folio::core

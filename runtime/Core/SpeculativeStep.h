@@ -58,6 +58,19 @@ Status verifySpeculative(exec::Executor &executor, float *logits,
                          const std::vector<SpecSequence> &seqs,
                          std::vector<SpecOutcome> &out);
 
+/// Greedy verification from each row's argmax alone, taken where the
+/// logits are (Executor::forwardGreedy): for plain greedy sequences
+/// (plainGreedy) the verify entry's greedy rule keeps the drafts while each
+/// equals the argmax of the row before it, then takes the argmax after the
+/// last one kept, so the rows themselves need not come back from a GPU.
+/// `argmax` is [seqs.size(), maxDrafts + 1] (the layout of the logits rows
+/// verifySpeculative takes); an entry outside [0, vocab) is a row the
+/// device refused (NaN, +inf, or only -inf), which fails that sequence
+/// alone, as verifySpeculative does.
+void verifyGreedyTokens(const int32_t *argmax, int64_t maxDrafts, int64_t vocab,
+                        const std::vector<SpecSequence> &seqs,
+                        std::vector<SpecOutcome> &out);
+
 } // namespace folio::core
 
 #endif // FOLIO_RUNTIME_CORE_SPECULATIVESTEP_H

@@ -12,6 +12,7 @@
 #include "compiler/Plan/LowerToPlan.h"
 #include "runtime/Core/Engine.h"
 #include "runtime/Core/ServingEngine.h"
+#include "runtime/Core/SpeculativeStep.h"
 #include "runtime/Sampler/Sampler.h"
 #include "runtime/SpecDecode/DraftProposer.h"
 #include "runtime/SpecDecode/NgramProposer.h"
@@ -79,6 +80,57 @@ std::vector<std::vector<TokenId>> prompts() {
   return out;
 }
 
+/// The CPU executor as a GPU's looks to the model runner when it takes
+/// greedy tokens on the device (Executor::forwardGreedy): the argmax of each
+/// logits row (firstMaximum), -1 for a row the device's sampler refuses.
+/// Counts what the runner asked of it.
+class ArgmaxOnDevice final : public exec::Executor {
+public:
+  ArgmaxOnDevice() : inner(exec::createCPUExecutor()) {}
+  const char *deviceName() const override { return "argmax-on-device"; }
+  Status load(std::shared_ptr<const plan::Plan> plan) override {
+    return inner->load(std::move(plan));
+  }
+  exec::KVCacheLayout kvCacheLayout() const override {
+    return inner->kvCacheLayout();
+  }
+  Status allocateKVCache(int64_t numBlocks) override {
+    return inner->allocateKVCache(numBlocks);
+  }
+  Status forward(const exec::ForwardBatch &b, std::vector<float> &logits,
+                 int64_t &vocab) override {
+    ++forwardCalls;
+    return inner->forward(b, logits, vocab);
+  }
+  bool greedyOnDevice() const override { return true; }
+  Status forwardGreedy(const exec::ForwardBatch &b, std::vector<int32_t> &ids,
+                       int64_t &vocab) override {
+    std::vector<float> logits;
+    if (Status s = inner->forward(b, logits, vocab); !s)
+      return s;
+    size_t seqs = b.queryStartLoc.size() - 1;
+    if (b.logitsIndices.size() > seqs)
+      ++verifyingSteps; // some sequence brought k + 1 rows
+    ids.clear();
+    for (size_t r = 0; r < b.logitsIndices.size(); ++r) {
+      const float *row = logits.data() + r * size_t(vocab);
+      ids.push_back(checkLogitsRow(row, size_t(vocab)).ok()
+                        ? firstMaximum(row, size_t(vocab))
+                        : -1);
+    }
+    return Status::ok();
+  }
+  Status verify(const exec::VerifyBatch &batch, std::vector<int32_t> &accepted,
+                std::vector<int32_t> &tokens) override {
+    ++verifyCalls;
+    return inner->verify(batch, accepted, tokens);
+  }
+  int forwardCalls = 0, verifyCalls = 0, verifyingSteps = 0;
+
+private:
+  std::unique_ptr<exec::Executor> inner;
+};
+
 struct SpecSetup {
   std::string method; ///< "", "draft" or "ngram"
   size_t k = 4;
@@ -88,6 +140,8 @@ struct SpecSetup {
   size_t maxNumBatchedTokens = 2048;
   bool prefixCaching = false;
   size_t draftBlocks = 1024;
+  /// The target's executor: the CPU's, or this one, kept by the engine.
+  ArgmaxOnDevice *argmaxOnDevice = nullptr;
 };
 
 std::unique_ptr<core::ServingEngine>
@@ -121,7 +175,10 @@ makeEngine(const SpecSetup &s, spec::DraftProposer **out = nullptr) {
     spec.numSpeculativeTokens = s.k;
     spec.adaptive = s.adaptive;
   }
-  auto engine = core::ServingEngine::create(target(), exec::createCPUExecutor(),
+  std::unique_ptr<exec::Executor> executor =
+      s.argmaxOnDevice ? std::unique_ptr<exec::Executor>(s.argmaxOnDevice)
+                       : exec::createCPUExecutor();
+  auto engine = core::ServingEngine::create(target(), std::move(executor),
                                             config, kv, std::move(spec));
   EXPECT_TRUE(engine) << engine.status().message();
   return engine ? std::move(*engine) : nullptr;
@@ -214,6 +271,100 @@ TEST(SpecDecode, GreedyNgramMatchesTheTargetAlone) {
     expectSame(serve(*engine, greedyRequests()), greedyReference());
     EXPECT_GT(engine->speculativeStats().numProposed, 0u);
   }
+}
+
+TEST(SpecDecode, GreedyVerifiesFromArgmaxTakenOnTheDevice) {
+  // An executor that takes greedy tokens where its logits are (a GPU)
+  // verifies greedy drafts from each row's argmax: no logits rows come
+  // back and the verify entry is not run, and the output is still the
+  // target's alone.
+  for (const char *method : {"draft", "ngram"}) {
+    SpecSetup s;
+    s.method = method;
+    s.argmaxOnDevice = new ArgmaxOnDevice;
+    ArgmaxOnDevice *gpu = s.argmaxOnDevice;
+    auto engine = makeEngine(s);
+    ASSERT_TRUE(engine);
+    expectSame(serve(*engine, greedyRequests()), greedyReference());
+    EXPECT_GT(gpu->verifyingSteps, 0) << method;
+    EXPECT_EQ(gpu->verifyCalls, 0) << method;
+    EXPECT_EQ(gpu->forwardCalls, 0) << method;
+    EXPECT_GT(engine->speculativeStats().numAccepted, 0u) << method;
+  }
+  // A sampled request beside them brings the rows back to the host.
+  SpecSetup s;
+  s.method = "ngram";
+  s.argmaxOnDevice = new ArgmaxOnDevice;
+  ArgmaxOnDevice *gpu = s.argmaxOnDevice;
+  auto engine = makeEngine(s);
+  ASSERT_TRUE(engine);
+  std::vector<NewRequest> rs = greedyRequests(8);
+  rs.push_back(request("sampled", heldout(12, 0, 30), 8, 0.7f));
+  serve(*engine, rs);
+  EXPECT_GT(gpu->forwardCalls, 0);
+  EXPECT_GT(gpu->verifyCalls, 0);
+}
+
+TEST(SpecDecode, GreedyTokensVerifyAsTheVerifyEntry) {
+  // verifyGreedyTokens against the plan's verify entry (greedy) on random
+  // rows with ties and drafts taken from the argmax at random lengths;
+  // then rows the device refused.
+  auto cpu = exec::createCPUExecutor();
+  ASSERT_TRUE(cpu->load(target()));
+  const int64_t vocab = 4096, maxDrafts = 5;
+  std::mt19937 rng(3);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::vector<TokenId> none;
+  for (int trial = 0; trial < 20; ++trial) {
+    const size_t numSeqs = 1 + size_t(rng() % 4);
+    std::vector<float> logits(numSeqs * (maxDrafts + 1) * vocab);
+    for (float &x : logits)
+      x = float(rng() % 64); // many ties: the first maximum must win
+    std::vector<int32_t> argmax;
+    for (size_t r = 0; r < numSeqs * (maxDrafts + 1); ++r)
+      argmax.push_back(firstMaximum(logits.data() + r * vocab, vocab));
+    std::vector<std::vector<TokenId>> drafts(numSeqs);
+    std::vector<core::SpecSequence> seqs(numSeqs);
+    for (size_t i = 0; i < numSeqs; ++i) {
+      size_t k = 1 + rng() % maxDrafts, keep = rng() % (k + 1);
+      for (size_t j = 0; j < k; ++j)
+        drafts[i].push_back(j < keep ? argmax[i * (maxDrafts + 1) + j]
+                                     : TokenId(rng() % vocab));
+      seqs[i].prompt = seqs[i].output = &none;
+      seqs[i].drafts = &drafts[i];
+      seqs[i].params = &greedy;
+    }
+    std::vector<core::SpecOutcome> want, got;
+    ASSERT_TRUE(core::verifySpeculative(*cpu, logits.data(), maxDrafts, vocab,
+                                        seqs, want));
+    core::verifyGreedyTokens(argmax.data(), maxDrafts, vocab, seqs, got);
+    ASSERT_EQ(got.size(), numSeqs);
+    for (size_t i = 0; i < numSeqs; ++i) {
+      EXPECT_EQ(got[i].tokens, want[i].tokens) << "trial " << trial;
+      EXPECT_EQ(got[i].numAccepted, want[i].numAccepted);
+      EXPECT_TRUE(got[i].error.empty());
+    }
+  }
+  // Drafts 7, 8 against argmax 7, 9 (the second rejected), then a refused
+  // row past the rejection: the sequence fails alone, naming the row; a
+  // refused padding row (past its k) is not read.
+  std::vector<TokenId> d1 = {7, 8}, d2 = {7};
+  core::SpecSequence a, b;
+  a.prompt = a.output = b.prompt = b.output = &none;
+  a.params = b.params = &greedy;
+  a.drafts = &d1;
+  b.drafts = &d2;
+  std::vector<int32_t> rows = {7, 9, -1, 7, 4, int32_t(vocab)};
+  std::vector<core::SpecOutcome> out;
+  core::verifyGreedyTokens(rows.data(), 2, vocab, {a, b}, out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].tokens.empty());
+  EXPECT_NE(out[0].error.find("at draft position 2"), std::string::npos)
+      << out[0].error;
+  EXPECT_TRUE(out[1].error.empty()) << out[1].error;
+  EXPECT_EQ(out[1].tokens, (std::vector<TokenId>{7, 4}));
+  EXPECT_EQ(out[1].numAccepted, 1u);
 }
 
 TEST(SpecDecode, PenaltiesAndLogprobsMatchTheTargetAlone) {
