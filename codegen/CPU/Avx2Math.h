@@ -20,6 +20,18 @@
 
 namespace folio::cpu::avx2 {
 
+/// acc + the pairwise int16 products of a and b (vpmaddwd, then vpaddd),
+/// as inline assembly with its own temporary: with the intrinsics GCC 12
+/// issued every product of a tile first and kept accumulators on the
+/// stack (the int8 GEMM's loop; seen in the disassembly).
+FOLIO_AVX2 static inline __m256i maddAdd(__m256i acc, __m256i a, __m256i b) {
+  __m256i t;
+  asm("vpmaddwd %3, %2, %1\n\tvpaddd %1, %0, %0"
+      : "+x"(acc), "=&x"(t)
+      : "x"(a), "x"(b));
+  return acc;
+}
+
 /// Lane mask of the first `n` (0..8) of eight 32-bit lanes.
 FOLIO_AVX2 static inline __m256i tailMask(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)),

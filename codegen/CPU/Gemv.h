@@ -36,11 +36,11 @@ struct GemvArgs {
 /// The int8 kernels' arguments (WeightPack.h): y[m, n] = scales[n] *
 /// (x[m, :] . q[n, :]) + xOut[m, :] . outliers[n, :] + bias[n].
 ///
-/// The GEMV (gemvInt8*) and AVX-512's GEMM (gemmInt8X16Avx512) read x in
-/// 16-bit fixed point per row (xq, from quantizeXInt16*), so the products
-/// are integer and each row's sum is exact: y[m, n] = int8GemvOutput(sum_k
-/// q[n, k] * xq[m, k], xSteps[m], scales[n], ...). AVX2's prefill GEMM
-/// (above kInt8GemvMaxRows) reads f32 x.
+/// The GEMV (gemvInt8*) and the int16 GEMMs (gemmInt8X16Avx512, and
+/// gemvInt8Avx2's above kInt8GemvMaxRowsAvx2) read x in 16-bit fixed point
+/// per row (xq, from quantizeXInt16*), so the products are integer and each
+/// row's sum is exact: y[m, n] = int8GemvOutput(sum_k q[n, k] * xq[m, k],
+/// xSteps[m], scales[n], ...) at every M.
 struct GemvInt8Args {
   const float *x = nullptr; ///< [M, K]
   int64_t m = 0;
@@ -179,23 +179,24 @@ void gemmPanelAvx2(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 void gemvAvx512(const GemvArgs &a, int64_t nBegin, int64_t nEnd);
 /// Rows of x above which the vector levels' 8-bit and int4 kernels run a
 /// GEMM over weight tiles converted once, instead of the GEMV (without
-/// AMX, int8 and AVX-512's fp8 keep the GEMV longer: kInt8GemvMaxRows,
-/// kInt8GemvMaxRowsAvx512, kFp8GemvMaxRows).
+/// AMX, int8 and AVX-512's fp8 keep the GEMV longer:
+/// kInt8GemvMaxRowsAvx512, kInt8GemvMaxRowsAvx2, kFp8GemvMaxRows).
 constexpr int64_t kConvertTileRows = 8;
 
-/// Rows of x up to which the AVX2 int8 kernel and the AVX-512 fp8 kernel
-/// run their GEMV rather than the f32 panel GEMM, where no bf16 GEMM takes
+/// Rows of x up to which the int8 kernels run their GEMV rather than their
+/// int16 GEMM (whose outputs are the GEMV's bits), where no bf16 GEMM takes
 /// the rows above kConvertTileRows (no AMX, the vdpbf16ps GEMM off). One
 /// 110M token's linears on an Intel Xeon with AMX ruled out, 1 thread
-/// (folio-linear-bench verify), GEMV against panel, ms: int8 on AVX2 29.5
-/// / 44.9 at M = 12, 73.6 / 89.4 at 32, 145 / 149 at 64; fp8 37 / 45 at
-/// 12, 49 / 52 at 16, 73 / 63 at 24.
-constexpr int64_t kInt8GemvMaxRows = 64;
-/// The same for AVX-512's int8 kernel against its int16 GEMM
-/// (gemmInt8X16Avx512), whose outputs are the GEMV's bits, on the same
-/// host (two runs, one per kernel), GEMV / GEMM 18.9 / 23.1 ms at M = 12, 24.0
-/// / 26.6 at 16, 34.4 / 32.1 at 24 and 89.4 / 58.2 at 64.
+/// (folio-linear-bench verify, two runs, one per kernel), GEMV / GEMM, ms:
+/// AVX-512 18.9 / 23.1 at M = 12, 24.0 / 26.6 at 16, 34.4 / 32.1 at 24,
+/// 89.4 / 58.2 at 64; AVX2 (FOLIO_CPU_ISA=avx2) 37.4 / 43.9 at 16, 54.6 /
+/// 55.4 at 24, 73.8 / 67.4 at 32, 141 / 116 at 64.
 constexpr int64_t kInt8GemvMaxRowsAvx512 = 16;
+constexpr int64_t kInt8GemvMaxRowsAvx2 = 24;
+
+/// Rows of x up to which AVX-512's fp8 kernel runs its GEMV rather than the
+/// f32 panel GEMM where no bf16 GEMM takes them, measured as above, GEMV /
+/// panel: 37 / 45 ms at M = 12, 49 / 52 at 16, 73 / 63 at 24.
 constexpr int64_t kFp8GemvMaxRows = 16;
 
 void gemvInt8Scalar(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
@@ -212,6 +213,9 @@ void gemvInt8Avx512Madd(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 /// outputs are the GEMV's bits; nBegin is a multiple of 32, as the panel's
 /// rows.
 void gemmInt8X16Avx512(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
+/// The same GEMM on AVX2 (vpmaddwd, panels of 16 rows; M >
+/// kInt8GemvMaxRowsAvx2): the GEMV's bits; nBegin is a multiple of 16.
+void gemmInt8X16Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemmInt8X16Avx512Madd(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Scalar(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Avx2(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);

@@ -1,26 +1,35 @@
 //===- GemvInt8Avx2.cpp - AVX2 int8-weight kernel -------------------------===//
 //
 // Weight-only int8 on AVX2, GemvInt8Avx512.cpp's design in 8 lanes. Decode
-// and batches (M <= kInt8GemvMaxRows) multiply the codes, widened 16 at a
+// and batches (M <= kInt8GemvMaxRowsAvx2) multiply the codes, widened 16 at a
 // time to int16 (vpmovsxbw, the load folded in), with x's int16 codes
 // (quantizeXInt16*, Gemv.h) by vpmaddwd into int32 lanes: exact integer
 // sums, as every level computes them. Four weight rows (four streams, the
 // next four prefetched once per line) by up to two x rows; further x rows
 // take further passes over rows that are then in L1. Codes past the last
-// whole 32 are summed in scalar code. Prefill (more rows) converts 16 rows
-// at a time into an f32 panel (GemvPanelAvx2.cpp) and multiplies f32 x.
-// Scales apply to the sums; outlier columns (bf16) are added after.
+// whole 32 are summed in scalar code. Scales apply to the sums; outlier
+// columns (bf16) are added after.
+//
+// Prefill (gemmInt8X16Avx2, M > kInt8GemvMaxRowsAvx2) is AVX-512's int16 GEMM
+// (GemmInt8X16Avx512.cpp) in 256-bit vectors: the same x codes times the
+// weight codes widened once to int16 on a panel of 16 weight rows,
+// pair-interleaved (for code pair p, 16 dwords: row r's codes 2p and
+// 2p + 1). Each vpmaddwd adds two products for 8 rows with x's dword
+// broadcast, 16 multiply-adds where an f32 FMA does 8; a lane's int32 sum
+// takes 256 pairs (2 x 256 x 127 x 32767 < 2^31) before it goes into an
+// int64 sum, and the outputs are int8GemvOutput of those sums: the GEMV's
+// bits at every M.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CPU/Avx2Math.h"
 #include "codegen/CPU/DType.h"
 #include "codegen/CPU/Gemv.h"
-#include "codegen/CPU/GemvPanelAvx2.h"
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace folio::cpu::detail {
@@ -189,42 +198,160 @@ FOLIO_AVX2 void quantizeRows(const float *x, int64_t m, int64_t k, int16_t *dst,
   }
 }
 
-/// Weights of rows n.. as f32 codes, 8 at a time (fillPanelAvx2).
-struct Int8Codes {
-  const int8_t *w;
-  int64_t k;
-  FOLIO_AVX2 __m256 operator()(int64_t r, int64_t c) const {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-        _mm_loadl_epi64(reinterpret_cast<const __m128i *>(w + r * k + c))));
-  }
-};
+/// Weight rows per panel: two vectors of int32 lanes.
+constexpr int64_t kCols = 16;
 
-/// Rows [n, n + rows) as a panel of f32 codes, then every x row over it.
-FOLIO_AVX2 void panelRows(const GemvInt8Args &a, int64_t n, int64_t rows,
-                          std::vector<float> &panel) {
-  const int8_t *w = a.w + n * a.k;
-  const int64_t k = a.k;
-  fillPanelAvx2(k, rows, panel, Int8Codes{w, k},
-                [&](int64_t r, int64_t c) { return float(w[r * k + c]); });
-  panelGemmAvx2(a.x, a.m, a.k, panel.data(), rows, a.scales + n,
-                a.bias ? a.bias + n : nullptr, a.y + n, a.n);
-  if (a.numOutliers)
-    for (int64_t m = 0; m < a.m; ++m)
-      for (int64_t r = 0; r < rows; ++r)
-        a.y[m * a.n + n + r] += outlierDot(a, n + r, m);
+/// Code pairs summed in int32 before the lanes go into int64.
+constexpr int64_t kChunkPairs = 256;
+
+/// Transposes 8 x 8 dwords: x[i] lane j becomes x[j] lane i.
+FOLIO_AVX2 inline void transpose8(__m256i x[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(x[i], x[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(x[i], x[i + 1]);
+  }
+  for (int g = 0; g < 8; g += 4) {
+    u[g + 0] = _mm256_unpacklo_epi64(t[g], t[g + 2]);
+    u[g + 1] = _mm256_unpackhi_epi64(t[g], t[g + 2]);
+    u[g + 2] = _mm256_unpacklo_epi64(t[g + 1], t[g + 3]);
+    u[g + 3] = _mm256_unpackhi_epi64(t[g + 1], t[g + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    x[c] = _mm256_permute2x128_si256(u[c], u[c + 4], 0x20);
+    x[c + 4] = _mm256_permute2x128_si256(u[c], u[c + 4], 0x31);
+  }
 }
+
+/// Writes the int16 panel of weight rows [n, n + rows) (rows <= kCols),
+/// zero past the last row and past K: panel[p * kCols + r] holds row r's
+/// codes 2p (low half) and 2p + 1. 8 rows by 8 pairs at a time.
+FOLIO_AVX2 void fillPanel(const GemvInt8Args &a, int64_t n, int64_t rows,
+                          int64_t pairs, int32_t *panel) {
+  for (int64_t p0 = 0; p0 < pairs; p0 += 8) {
+    const int64_t codes = std::min<int64_t>(16, a.k - 2 * p0);
+    const int64_t np = std::min<int64_t>(8, pairs - p0);
+    for (int64_t h = 0; h < 2; ++h) {
+      __m256i t[8];
+      for (int64_t i = 0; i < 8; ++i) {
+        const int64_t r = 8 * h + i;
+        if (r >= rows) {
+          t[i] = _mm256_setzero_si256();
+          continue;
+        }
+        const int8_t *src = a.w + (n + r) * a.k + 2 * p0;
+        __m128i c;
+        if (codes == 16) {
+          c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
+        } else {
+          // The row's last codes: zero past K.
+          alignas(16) int8_t buf[16] = {};
+          std::memcpy(buf, src, size_t(codes));
+          c = _mm_load_si128(reinterpret_cast<const __m128i *>(buf));
+        }
+        t[i] = _mm256_cvtepi8_epi16(c);
+      }
+      transpose8(t);
+      for (int64_t j = 0; j < np; ++j)
+        _mm256_store_si256(
+            reinterpret_cast<__m256i *>(panel + (p0 + j) * kCols + 8 * h),
+            t[j]);
+    }
+  }
+}
+
+/// Adds the 8 int32 lanes of v to s[0 .. 8] (int64).
+FOLIO_AVX2 inline void addToSums(__m256i v, int64_t *s) {
+  __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v));
+  __m256i hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1));
+  __m256i *d = reinterpret_cast<__m256i *>(s);
+  _mm256_store_si256(d, _mm256_add_epi64(_mm256_load_si256(d), lo));
+  _mm256_store_si256(d + 1, _mm256_add_epi64(_mm256_load_si256(d + 1), hi));
+}
+
+/// y rows m .. m + MR times the panel's columns n .. n + cols.
+template <int MR>
+FOLIO_AVX2 void rowsTile(const GemvInt8Args &a, const int32_t *panel,
+                         int64_t pairs, int64_t n, int64_t cols, int64_t m) {
+  alignas(32) int64_t sums[MR][kCols] = {};
+  const int16_t *x[MR];
+  FOLIO_UNROLL
+  for (int j = 0; j < MR; ++j)
+    x[j] = a.xq + (m + j) * a.kPadded;
+  for (int64_t p0 = 0; p0 < pairs; p0 += kChunkPairs) {
+    const int64_t p1 = std::min(pairs, p0 + kChunkPairs);
+    __m256i lo[MR], hi[MR];
+    FOLIO_UNROLL
+    for (int j = 0; j < MR; ++j)
+      lo[j] = hi[j] = _mm256_setzero_si256();
+    for (int64_t p = p0; p < p1; ++p) {
+      const __m256i w0 = _mm256_load_si256(
+          reinterpret_cast<const __m256i *>(panel + p * kCols));
+      const __m256i w1 = _mm256_load_si256(
+          reinterpret_cast<const __m256i *>(panel + p * kCols + 8));
+      FOLIO_UNROLL
+      for (int j = 0; j < MR; ++j) {
+        int32_t v;
+        std::memcpy(&v, x[j] + 2 * p, 4);
+        const __m256i xb = _mm256_set1_epi32(v);
+        lo[j] = maddAdd(lo[j], w0, xb);
+        hi[j] = maddAdd(hi[j], w1, xb);
+      }
+    }
+    FOLIO_UNROLL
+    for (int j = 0; j < MR; ++j) {
+      addToSums(lo[j], sums[j]);
+      addToSums(hi[j], sums[j] + 8);
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    const float scale = a.scales[n + c];
+    const float b = a.bias ? a.bias[n + c] : 0.0f;
+    for (int j = 0; j < MR; ++j)
+      a.y[(m + j) * a.n + n + c] =
+          int8GemvOutput(sums[j][c], a.xSteps[m + j], scale,
+                         a.numOutliers ? outlierDot(a, n + c, m + j) : 0.0f, b);
+  }
+}
+
+/// Rows of x per tile: 2 x 6 accumulators, the two panel vectors, the
+/// broadcast and a product fit the 16 vector registers.
+constexpr int kTileRows = 6;
 
 } // namespace
 
+void gemmInt8X16Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd) {
+  // Per worker thread: the panel, 32-byte aligned.
+  thread_local std::vector<int32_t> storage;
+  const int64_t pairs = (a.k + 1) / 2;
+  storage.resize(size_t(pairs * kCols + 8));
+  int32_t *panel = reinterpret_cast<int32_t *>(
+      (reinterpret_cast<uintptr_t>(storage.data()) + 31) & ~uintptr_t(31));
+  for (int64_t n = nBegin; n < nEnd; n += kCols) {
+    const int64_t cols = std::min(kCols, nEnd - n);
+    fillPanel(a, n, cols, pairs, panel);
+    int64_t m = 0;
+    for (; m + kTileRows <= a.m; m += kTileRows)
+      rowsTile<kTileRows>(a, panel, pairs, n, cols, m);
+    switch (a.m - m) {
+#define FOLIO_INT8X16_TAIL(R)                                                  \
+  case R:                                                                      \
+    rowsTile<R>(a, panel, pairs, n, cols, m);                                  \
+    break;
+      FOLIO_INT8X16_TAIL(5)
+      FOLIO_INT8X16_TAIL(4)
+      FOLIO_INT8X16_TAIL(3)
+      FOLIO_INT8X16_TAIL(2)
+      FOLIO_INT8X16_TAIL(1)
+#undef FOLIO_INT8X16_TAIL
+    default:
+      break;
+    }
+  }
+}
+
 void gemvInt8Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd) {
   int64_t n = nBegin;
-  if (a.m > kInt8GemvMaxRows) {
-    // Per worker thread: one panel of f32 codes.
-    thread_local std::vector<float> panel;
-    for (; n < nEnd; n += kPanelRowsAvx2)
-      panelRows(a, n, std::min(kPanelRowsAvx2, nEnd - n), panel);
-    return;
-  }
   for (; n + 4 <= nEnd; n += 4)
     rowsOfX<4>(a, n);
   for (; n < nEnd; ++n)

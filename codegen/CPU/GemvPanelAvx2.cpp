@@ -1,6 +1,6 @@
 //===- GemvPanelAvx2.cpp - AVX2 prefill GEMM on a dequantized panel -------===//
 //
-// The AVX2 int8, fp8 and int4 kernels' path for M > kConvertTileRows
+// The AVX2 fp8 and int4 kernels' path for M > kConvertTileRows
 // (prefill, batched decode): 16 weight rows at a time are converted once
 // into an f32 panel, k-major (`panel[kk * 16 + r]`, 48 KiB at K = 768, in
 // L2), and every x row runs over it, so each weight is converted once per

@@ -116,36 +116,36 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
     return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Int8, a.xOut, y,
                           pool);
   const Isa isa = activeIsa();
-  // Only AVX2's prefill GEMM reads f32 x.
-  if (isa != Isa::Avx2 || numTokens <= kInt8GemvMaxRows) {
-    // x in 16-bit fixed point (Gemv.h), per calling thread as
-    // xOut. The outlier columns' codes are 0 in w, so they are zeroed in a
-    // copy of x first: they must not set a row's step.
-    thread_local std::vector<float> xNoOut;
-    thread_local std::vector<int16_t> xq;
-    thread_local std::vector<float> steps;
-    const float *src = x;
-    if (v.numOutliers) {
-      xNoOut.assign(x, x + numTokens * v.k);
-      for (int64_t m = 0; m < numTokens; ++m)
-        for (int64_t j = 0; j < v.numOutliers; ++j)
-          xNoOut[size_t(m * v.k + v.outlierCols[j])] = 0.0f;
-      src = xNoOut.data();
-    }
-    a.kPadded = int8XPaddedLength(v.k);
-    xq.resize(size_t(numTokens * a.kPadded));
-    steps.resize(size_t(numTokens));
-    (isa == Isa::Avx512 ? quantizeXInt16Avx512
-     : isa == Isa::Avx2 ? quantizeXInt16Avx2
-                        : quantizeXInt16Scalar)(src, numTokens, v.k, xq.data(),
-                                                a.kPadded, steps.data());
-    a.xq = xq.data();
-    a.xSteps = steps.data();
+  // x in 16-bit fixed point (Gemv.h), per calling thread as xOut. The
+  // outlier columns' codes are 0 in w, so they are zeroed in a copy of x
+  // first: they must not set a row's step.
+  thread_local std::vector<float> xNoOut;
+  thread_local std::vector<int16_t> xq;
+  thread_local std::vector<float> steps;
+  const float *src = x;
+  if (v.numOutliers) {
+    xNoOut.assign(x, x + numTokens * v.k);
+    for (int64_t m = 0; m < numTokens; ++m)
+      for (int64_t j = 0; j < v.numOutliers; ++j)
+        xNoOut[size_t(m * v.k + v.outlierCols[j])] = 0.0f;
+    src = xNoOut.data();
   }
-  if (isa == Isa::Avx512 && numTokens > kInt8GemvMaxRowsAvx512) {
-    // Whole panels of 32 weight rows per chunk.
-    pool.parallelForGuided(a.n, 32, /*align=*/32, [&](int64_t b, int64_t e) {
-      gemmInt8X16Avx512(a, b, e);
+  a.kPadded = int8XPaddedLength(v.k);
+  xq.resize(size_t(numTokens * a.kPadded));
+  steps.resize(size_t(numTokens));
+  (isa == Isa::Avx512 ? quantizeXInt16Avx512
+   : isa == Isa::Avx2 ? quantizeXInt16Avx2
+                      : quantizeXInt16Scalar)(src, numTokens, v.k, xq.data(),
+                                              a.kPadded, steps.data());
+  a.xq = xq.data();
+  a.xSteps = steps.data();
+  const bool avx512 = isa == Isa::Avx512;
+  if (isa != Isa::Scalar &&
+      numTokens > (avx512 ? kInt8GemvMaxRowsAvx512 : kInt8GemvMaxRowsAvx2)) {
+    // Whole panels of weight rows (32 on AVX-512, 16 on AVX2) per chunk.
+    const int64_t panel = avx512 ? 32 : 16;
+    pool.parallelForGuided(a.n, panel, panel, [&](int64_t b, int64_t e) {
+      (avx512 ? gemmInt8X16Avx512 : gemmInt8X16Avx2)(a, b, e);
     });
     return Status::success();
   }

@@ -30,13 +30,11 @@ std::vector<float> reference(const std::vector<float> &x, int64_t m,
 }
 
 /// Whether linear() runs `m` rows of int8 weights with x in 16-bit fixed
-/// point (Gemv.h): decode rows on the vector levels; where no bf16 GEMM
-/// takes the rest, every M on AVX-512 (the GEMV, then the int16 GEMM) and
-/// up to kInt8GemvMaxRows on AVX2; every M on the scalar level.
+/// point (Gemv.h): decode rows everywhere, and every M where no bf16 GEMM
+/// takes the rows above them (the GEMV, then the int16 GEMM).
 bool int16X(const KernelPath &path, int64_t m) {
   return path.isa == Isa::Scalar || m <= detail::kConvertTileRows ||
-         (!path.bf16Prefill(DType::I8) &&
-          (path.isa == Isa::Avx512 || m <= detail::kInt8GemvMaxRows));
+         !path.bf16Prefill(DType::I8);
 }
 
 /// |got - want| <= 2e-6 k sum_c |x_c w_c| + tiny: f32 accumulation only;
@@ -450,11 +448,10 @@ TEST(Int8LinearTest, DecodeRowsAreExactIntegerSums) {
     }
 }
 
-TEST(Int8LinearTest, BatchesUpToTheGemvLimitAreExactIntegerSums) {
-  // Without AMX or the vdpbf16ps GEMM, AVX2 runs the GEMV up to
-  // kInt8GemvMaxRows rows (a batched decode, a verify step, a short
-  // prefill chunk), AVX-512 the GEMV and then its int16 GEMM: each row is
-  // the definition's bits, as alone.
+TEST(Int8LinearTest, BatchesAreExactIntegerSums) {
+  // Without AMX or the vdpbf16ps GEMM, AVX2 and AVX-512 run the GEMV for
+  // a batched decode or a verify step and their int16 GEMMs for more rows
+  // (a prefill chunk): each row is the definition's bits, as alone.
   std::vector<KernelPath> paths;
   for (Isa isa : hostIsas())
     if (isa != Isa::Scalar)
@@ -463,7 +460,7 @@ TEST(Int8LinearTest, BatchesUpToTheGemvLimitAreExactIntegerSums) {
     GTEST_SKIP() << "no AVX2 here";
   for (const KernelPath &path : paths)
     for (int64_t k : {65, 200, 8193})
-      for (int64_t m : {int64_t(9), int64_t(14), detail::kInt8GemvMaxRows}) {
+      for (int64_t m : {int64_t(9), int64_t(14), int64_t(64)}) {
         const int64_t n = 7;
         std::vector<float> w = weights(n, k, uint32_t(k + 5 * m));
         std::vector<float> bias = randomVector(size_t(n), uint32_t(k + 1));
@@ -487,10 +484,10 @@ TEST(Int8LinearTest, LongRowsSumPastInt32) {
   // chunk: the row sums (K x 4161409, above 2^31 from K = 517) are exact
   // only if each chunk's lanes go into 64 bits in time. The signs alternate
   // in both operands, so every product is positive.
-  // M = 20 runs AVX-512's GEMM, whose lanes go into 64 bits every 512
+  // M = 30 runs the int16 GEMMs, whose lanes go into 64 bits every 512
   // codes.
   for (int64_t k : {int64_t(520), int64_t(8192 + 64), int64_t(20000)})
-    for (int64_t m : {int64_t(2), int64_t(20)}) {
+    for (int64_t m : {int64_t(2), int64_t(30)}) {
       int64_t n = 5;
       std::vector<float> w(size_t(n * k)), x(size_t(m * k));
       for (int64_t c = 0; c < k; ++c) {
@@ -525,54 +522,67 @@ TEST(Int8LinearTest, LongRowsSumPastInt32) {
     }
 }
 
-TEST(Int8LinearTest, Avx512PrefillRowsAreExactIntegerSums) {
-  // AVX-512's int16 GEMM (above kInt8GemvMaxRowsAvx512 rows where no bf16
-  // GEMM runs): K around its code pairs, its 16-pair transposes and its
-  // int32 chunks of 512 codes; N on and off its panels of 32 rows (several
-  // panels per thread with the parallel pool); M around its 6-row tiles.
-  // Every output is the definition's bits, with VNNI and without.
-  if (!hostFeatures().avx512)
-    GTEST_SKIP() << "no AVX-512 here";
-  const KernelPath path{Isa::Avx512};
-  const int64_t rowsAbove = detail::kInt8GemvMaxRowsAvx512 + 1;
-  for (int64_t k : {1, 2, 31, 33, 64, 511, 512, 513, 1025, 4097})
-    for (int64_t n : {1, 31, 33, 100})
-      for (int64_t m : {rowsAbove, rowsAbove + 6, int64_t(64), int64_t(131)}) {
-        if (k > 600 && m > 64)
-          continue; // keeps the double reference cheap
-        std::vector<float> w = weights(n, k, uint32_t(k + 3 * n + m));
-        std::vector<float> bias = randomVector(size_t(n), uint32_t(k + n));
-        std::vector<float> x =
-            randomVector(size_t(m * k), uint32_t(2 * k + n + m));
-        x[size_t((m / 2) * k)] *= 40.0f; // one row's step set by one element
-        PackedWeight pw;
-        ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k, bias.data(),
-                                       DType::I8, pw)
-                        .ok());
-        ASSERT_EQ(pw.view().numOutliers, 0);
-        const std::vector<float> want =
-            integerDefinition(x, m, pw.view(), bias.data());
-        const std::string what = "k=" + std::to_string(k) +
-                                 " n=" + std::to_string(n) +
-                                 " m=" + std::to_string(m);
-        PathScope scope(path);
-        for (ThreadPool *pool : {&serialPool(), &parallelPool()}) {
-          std::vector<float> y(size_t(m * n), NAN);
-          ASSERT_TRUE(linear(x.data(), m, pw, y.data(), *pool).ok());
-          EXPECT_TRUE(bitwiseEqual(y, want)) << what;
+TEST(Int8LinearTest, PrefillRowsAreExactIntegerSums) {
+  // The int16 GEMMs (above kInt8GemvMaxRowsAvx512 / Avx2 rows where no
+  // bf16 GEMM runs): K around their code pairs, their 16- and 8-pair
+  // transposes and their int32 chunks of 512 codes; N on and off their
+  // panels of 32 and 16 rows (several panels per thread with the parallel
+  // pool); M around their 6-row tiles. Every output is the definition's
+  // bits, on both levels, and on AVX-512 with VNNI and without.
+  std::vector<Isa> isas;
+  for (Isa isa : hostIsas())
+    if (isa != Isa::Scalar)
+      isas.push_back(isa);
+  if (isas.empty())
+    GTEST_SKIP() << "no AVX2 here";
+  for (Isa isa : isas) {
+    const KernelPath path{isa};
+    const int64_t rowsAbove =
+        (isa == Isa::Avx512 ? detail::kInt8GemvMaxRowsAvx512
+                            : detail::kInt8GemvMaxRowsAvx2) +
+        1;
+    for (int64_t k : {1, 2, 15, 17, 31, 33, 64, 511, 512, 513, 1025, 4097})
+      for (int64_t n : {1, 31, 33, 100})
+        for (int64_t m :
+             {rowsAbove, rowsAbove + 6, int64_t(64), int64_t(131)}) {
+          if (k > 600 && m > 64)
+            continue; // keeps the double reference cheap
+          std::vector<float> w = weights(n, k, uint32_t(k + 3 * n + m));
+          std::vector<float> bias = randomVector(size_t(n), uint32_t(k + n));
+          std::vector<float> x =
+              randomVector(size_t(m * k), uint32_t(2 * k + n + m));
+          x[size_t((m / 2) * k)] *= 40.0f; // one row's step set by one element
+          PackedWeight pw;
+          ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k,
+                                         bias.data(), DType::I8, pw)
+                          .ok());
+          ASSERT_EQ(pw.view().numOutliers, 0);
+          const std::vector<float> want =
+              integerDefinition(x, m, pw.view(), bias.data());
+          const std::string what = path.name() + " k=" + std::to_string(k) +
+                                   " n=" + std::to_string(n) +
+                                   " m=" + std::to_string(m);
+          PathScope scope(path);
+          for (ThreadPool *pool : {&serialPool(), &parallelPool()}) {
+            std::vector<float> y(size_t(m * n), NAN);
+            ASSERT_TRUE(linear(x.data(), m, pw, y.data(), *pool).ok());
+            EXPECT_TRUE(bitwiseEqual(y, want)) << what;
+          }
+          if (isa == Isa::Avx512) {
+            EXPECT_TRUE(
+                bitwiseEqual(runMaddKernel(x, m, pw.view(), bias.data()), want))
+                << "without vnni " << what;
+          }
         }
-        EXPECT_TRUE(
-            bitwiseEqual(runMaddKernel(x, m, pw.view(), bias.data()), want))
-            << "without vnni " << what;
-      }
+  }
 }
 
 TEST(Int8LinearTest, NonFiniteAndTinyRowsOfX) {
   // A row holding a NaN or an infinity gives NaN outputs (its codes are
   // undefined); its neighbours keep their own bits. A row of subnormals is
   // resolved to 2^-100 / 32767 and stays finite.
-  // M = 20: AVX-512's GEMM.
-  for (int64_t m : {int64_t(4), int64_t(20)}) {
+  // M = 30: the int16 GEMMs.
+  for (int64_t m : {int64_t(4), int64_t(30)}) {
     int64_t n = 7, k = 70;
     std::vector<float> w = weights(n, k, 41);
     std::vector<float> x = randomVector(size_t(m * k), 42);
