@@ -484,7 +484,8 @@ public:
   /// whose lengths or block tables are out of range go the eager way,
   /// whose checks name them.
   std::optional<GraphKey> graphKey(const ForwardBatch &b) const {
-    if (!options.cudaGraphs || options.profile || layout.numLayers == 0)
+    if (!options.cudaGraphs || graphsOff || options.profile ||
+        layout.numLayers == 0)
       return std::nullopt;
     const int64_t n = int64_t(b.seqLens.size());
     if (n == 0 || n > kMaxGraphBatch || int64_t(b.tokens.size()) != n ||
@@ -545,33 +546,49 @@ public:
   /// buffer it reads has moved since), else run eagerly (first-use work,
   /// such as cuBLASLt's algorithm choice and shared-memory opt-ins, stays
   /// out of the graph) and then captured for the key's next step.
+  ///
+  /// A capture or replay the driver refuses (a driver without some graph
+  /// feature, say) does not fail the step: graphs are turned off for the
+  /// rest of this executor's life, with a warning, and the step runs (or
+  /// has run) eagerly. A fault of the step itself fails it eagerly too.
   Status runAsGraph(const GraphKey &key) {
     if (graphsEpoch != addressEpoch) {
       graphs.clear();
       graphsEpoch = addressEpoch;
     }
+    auto turnOff = [&](const char *what, const Status &s) {
+      graphsOff = true;
+      graphs.clear();
+      if (options.warn)
+        options.warn(std::string(what) + " decode steps of up to " +
+                     std::to_string(key.batch) + " sequences (contexts up to " +
+                     std::to_string(key.context) +
+                     ") as a CUDA graph failed (" + s.message() +
+                     "); decode steps run without CUDA graphs from now on, as "
+                     "with --enforce-eager");
+    };
     if (auto it = graphs.find(key); it != graphs.end()) {
       it->second.lastUse = ++useClock;
-      return dev->launchGraph(it->second.graph);
+      Status s = dev->launchGraph(it->second.graph);
+      if (s)
+        return s;
+      // Nothing of the graph ran: the step runs eagerly instead.
+      turnOff("replaying", s);
+      return enqueueLaunches();
     }
     if (Status s = enqueueLaunches(); !s)
       return s;
-    auto failed = [&](const Status &s) {
-      return Status::error(
-          s.code(), "capturing the decode step of " +
-                        std::to_string(key.batch) + " sequences (contexts " +
-                        "up to " + std::to_string(key.context) +
-                        ") as a CUDA graph: " + s.message() +
-                        " (--enforce-eager runs without graphs)");
-    };
-    if (Status s = dev->beginCapture(); !s)
-      return failed(s);
+    // The step has run; what follows only records it for the next one.
+    if (Status s = dev->beginCapture(); !s) {
+      turnOff("capturing", s);
+      return Status::ok();
+    }
     Status captured = enqueueLaunches();
     Expected<CudaGraph> g = dev->endCapture();
-    if (!captured)
-      return failed(captured);
-    if (!g)
-      return failed(g.status());
+    if (!captured || !g) {
+      turnOff("capturing", !captured ? captured : g.status());
+      return Status::ok();
+    }
     if (graphs.size() >= kMaxGraphs) {
       auto oldest = graphs.begin();
       for (auto it = graphs.begin(); it != graphs.end(); ++it)
@@ -1299,6 +1316,8 @@ private:
   std::chrono::steady_clock::time_point started;
   std::map<std::string, exec::KindProfile> profiled;
   bool enqueued = false, ranCublas = false;
+  /// Set when a capture or replay failed: every later step runs eagerly.
+  bool graphsOff = false;
   /// Set by a CublasInput cast that ran: the next linear is cuBLASLt's.
   bool cublasNext = false;
   std::shared_ptr<const plan::Plan> plan;

@@ -17,6 +17,7 @@
 #include "runtime/Support/Status.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -115,6 +116,10 @@ struct ExecutorOptions {
   /// Only a device executor has launches to capture: the CPU executor
   /// always runs each step's kernels directly, as off asks.
   bool cudaGraphs = true;
+  /// Told what the executor changed on its own while running, in a
+  /// sentence: a CUDA graph it could not capture or replay turns graphs
+  /// off (that step and the rest run eagerly). Null: not told.
+  std::function<void(const std::string &)> warn;
 };
 
 /// Time spent in one kind of step since the last resetProfile.

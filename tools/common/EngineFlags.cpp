@@ -168,6 +168,9 @@ Expected<EngineSetup> buildEngine(std::shared_ptr<const plan::Plan> plan,
           : 4 * ((setup.maxModelLen + kv.blockSize - 1) / kv.blockSize) + 1;
   exec::ExecutorOptions options;
   options.cudaGraphs = !flags.enforceEager;
+  options.warn = [](const std::string &w) {
+    std::cerr << "warning: " << w << "\n";
+  };
   // A draft model runs on the target's GPU when its plan has kernels for it
   // (see makeSpeculativeConfig).
   const SpeculativeFlags &spec = flags.speculative;

@@ -112,8 +112,10 @@ Expected<ModelResult> measureModel(std::unique_ptr<device::CudaDevice> device,
       return d.status();
     profileDevice = std::move(*d);
   }
+  exec::ExecutorOptions graphOptions;
+  graphOptions.warn = [&r](const std::string &w) { r.warnings.push_back(w); };
   std::unique_ptr<exec::Executor> gpu =
-      device::createCudaExecutor(std::move(device));
+      device::createCudaExecutor(std::move(device), graphOptions);
   if (Status s = gpu->load(plan); !s)
     return s;
   if (Status s = gpu->allocateKVCache(numBlocks); !s)

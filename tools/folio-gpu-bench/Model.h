@@ -101,6 +101,9 @@ struct ModelResult {
   double prefillTokensPerS = 0;
   std::vector<ModelDecode> decode;
   std::vector<ModelProfile> profiles; ///< ModelCase::profile
+  /// What the graph executor warned of (ExecutorOptions::warn): graphs it
+  /// turned off, so `msPerStep` timed eager steps.
+  std::vector<std::string> warnings;
 };
 
 /// Runs `plan` on a CUDA executor on `device` (see the file comment).

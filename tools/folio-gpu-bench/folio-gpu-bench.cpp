@@ -619,6 +619,15 @@ int main(int argc, char **argv) {
         j.endObject();
       }
       j.endArray();
+      if (!r->warnings.empty()) {
+        // Graphs turned off: ms_per_step timed eager steps.
+        j.key("warnings").beginArray();
+        for (const std::string &w : r->warnings) {
+          std::cerr << "folio-gpu-bench: warning: " << w << "\n";
+          j.value(w);
+        }
+        j.endArray();
+      }
       if (profile) {
         j.key("profile").beginArray();
         for (const ModelProfile &p : r->profiles) {

@@ -114,6 +114,9 @@ int main(int argc, char **argv) {
         o.weightDtype));
   eopts.numThreads = unsigned(o.threads);
   eopts.cudaGraphs = !o.enforceEager;
+  eopts.warn = [](const std::string &w) {
+    std::cerr << "folio-run: warning: " << w << "\n";
+  };
   Expected<std::unique_ptr<exec::Executor>> executor =
       device::createExecutor(*dev, eopts);
   if (!executor)

@@ -496,6 +496,71 @@ TEST(CudaExecutor, DecodeStepsReplayCudaGraphs) {
   EXPECT_EQ(got, want);
 }
 
+// A driver that refuses to instantiate or to launch a graph does not fail
+// the step: the executor warns once, turns graphs off, and that step and
+// every later one run eagerly, to the eager executor's logits.
+TEST(CudaExecutor, GraphsTheDriverRefusesFallBackToEagerSteps) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  for (const char *call : {"instantiate", "launch"}) {
+    SCOPED_TRACE(call);
+    exec::ExecutorOptions eagerOptions, graphOptions;
+    eagerOptions.cudaGraphs = false;
+    std::vector<std::string> warnings;
+    graphOptions.warn = [&](const std::string &w) { warnings.push_back(w); };
+    std::unique_ptr<exec::Executor> eager = loadedGpu(p, 64, eagerOptions),
+                                    graphs = loadedGpu(p, 64, graphOptions);
+    ASSERT_TRUE(eager && graphs);
+    Sequences seqs;
+    std::vector<int> all;
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < 3; ++i) {
+      all.push_back(seqs.add());
+      prompts.push_back(tokens(4 + i, i));
+    }
+    std::vector<exec::ForwardBatch> steps;
+    steps.push_back(seqs.step(all, prompts));
+    for (int t = 0; t < 4; ++t)
+      steps.push_back(seqs.step(
+          all, {tokens(1, 10 + t), tokens(1, 20 + t), tokens(1, 30 + t)}));
+    // Instantiation fails at the first decode step's capture; a launch at
+    // the second's replay (the first captured).
+    ::setenv("FOLIO_FAKE_CUDA_FAIL_GRAPHS", call, 1);
+    long captures = fakeDriverCount("folioFakeCudaCaptures");
+    for (size_t i = 0; i < steps.size(); ++i) {
+      SCOPED_TRACE("step " + std::to_string(i));
+      std::vector<float> got, want;
+      int64_t gotVocab = 0, wantVocab = 0;
+      Status s = graphs->forward(steps[i], got, gotVocab);
+      ASSERT_TRUE(bool(s)) << s.message();
+      ASSERT_TRUE(eager->forward(steps[i], want, wantVocab));
+      EXPECT_EQ(got, want);
+    }
+    ::unsetenv("FOLIO_FAKE_CUDA_FAIL_GRAPHS");
+    EXPECT_EQ(fakeDriverCount("folioFakeCudaCaptures") - captures, 1)
+        << "captured again after graphs were turned off";
+    ASSERT_EQ(warnings.size(), 1u);
+    const std::string &w = warnings[0];
+    // Three sequences run in the bucket of four.
+    EXPECT_NE(w.find(std::string(call) == "instantiate"
+                         ? "capturing decode steps of up to 4 sequences"
+                         : "replaying decode steps of up to 4 sequences"),
+              std::string::npos)
+        << w;
+    EXPECT_NE(w.find("CUDA_ERROR_NOT_SUPPORTED"), std::string::npos) << w;
+    EXPECT_NE(w.find("without CUDA graphs from now on"), std::string::npos)
+        << w;
+    // Still eager with the driver healthy again.
+    long replays = fakeDriverCount("folioFakeCudaGraphLaunches");
+    std::vector<float> got;
+    int64_t vocab = 0;
+    ASSERT_TRUE(graphs->forward(
+        seqs.step(all, {tokens(1, 1), tokens(1, 2), tokens(1, 3)}), got,
+        vocab));
+    EXPECT_EQ(fakeDriverCount("folioFakeCudaGraphLaunches"), replays);
+  }
+}
+
 // With profiling on, every launch is timed between events and counted by
 // kind, with the host's time enqueuing it; the results do not change.
 TEST(CudaExecutor, ProfilesEveryLaunchByKind) {

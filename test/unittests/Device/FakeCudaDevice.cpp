@@ -20,7 +20,9 @@
 //   instead of running them; copies, fills, events and synchronization on
 //   it fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, stricter than a
 //   driver, which would capture some of them. A graph launch replays the
-//   recording;
+//   recording; FOLIO_FAKE_CUDA_FAIL_GRAPHS=instantiate or =launch makes
+//   cuGraphInstantiateWithFlags or cuGraphLaunch fail with
+//   CUDA_ERROR_NOT_SUPPORTED, as a driver without a graph feature would;
 // - events read the host's steady clock.
 // FOLIO_FAKE_CUDA_CC sets the compute capability (major * 10 + minor,
 // default 90).
@@ -41,7 +43,7 @@ namespace {
 
 constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2,
               kInvalidImage = 200, kInvalidContext = 201, kInvalidHandle = 400,
-              kNotFound = 500, kCaptureUnsupported = 900;
+              kNotFound = 500, kNotSupported = 801, kCaptureUnsupported = 900;
 constexpr size_t kDefaultShared = 48 * 1024, kOptinShared = 227 * 1024;
 
 using LaunchFn = void (*)(void *ctx, void **params, const unsigned grid[3],
@@ -421,9 +423,17 @@ int cuStreamEndCapture(void *stream, void **graph) {
   ++state().captures;
   return kSuccess;
 }
+/// Whether FOLIO_FAKE_CUDA_FAIL_GRAPHS names `call`.
+bool failGraphs(const char *call) {
+  const char *v = std::getenv("FOLIO_FAKE_CUDA_FAIL_GRAPHS");
+  return v && std::strcmp(v, call) == 0;
+}
+
 int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long) {
   if (!graph)
     return kInvalidValue;
+  if (failGraphs("instantiate"))
+    return kNotSupported;
   *exec = new Graph(*static_cast<Graph *>(graph));
   return kSuccess;
 }
@@ -432,6 +442,8 @@ int cuGraphLaunch(void *exec, void *stream) {
     return r;
   if (!exec)
     return kInvalidValue;
+  if (failGraphs("launch"))
+    return kNotSupported;
   ++state().graphLaunches;
   for (const Op &op : static_cast<Graph *>(exec)->ops)
     op.run();
@@ -486,6 +498,9 @@ int cuGetErrorName(int r, const char **name) {
     return kSuccess;
   case kInvalidHandle:
     *name = "CUDA_ERROR_INVALID_HANDLE";
+    return kSuccess;
+  case kNotSupported:
+    *name = "CUDA_ERROR_NOT_SUPPORTED";
     return kSuccess;
   case kCaptureUnsupported:
     *name = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
