@@ -46,6 +46,18 @@ FOLIO_AVX512_VNNI static inline __m512i dpbusd(__m512i acc, __m512i a,
   return acc;
 }
 
+/// acc + the pairwise products of a's and b's int16 lanes: vpdpwssd, or
+/// vpmaddwd and vpaddd without VNNI (the same exact sums: a pair's two
+/// products of an int8 code and an int16 x code are below 2^23).
+template <bool Vnni>
+FOLIO_AVX512_VNNI static inline __m512i dotPairs(__m512i acc, __m512i a,
+                                                 __m512i b) {
+  if constexpr (Vnni)
+    return dpwssd(acc, a, b);
+  else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+}
+
 /// Transposes the 4 x 4 bytes of every 128-bit lane: byte 4i + j of a lane
 /// goes to 4j + i (the int4 int8-x kernels' grouping of chunk bytes).
 FOLIO_AVX512 static inline __m512i transposeBytes4x4(__m512i v) {

@@ -74,15 +74,6 @@ FOLIO_AVX512 inline __m512i xPair(const int16_t *row, int64_t p) {
   return _mm512_set1_epi32(v);
 }
 
-/// acc + the pairwise products of w's and x's int16 lanes.
-template <bool Vnni>
-FOLIO_AVX512_VNNI inline __m512i dotPairs(__m512i acc, __m512i w, __m512i x) {
-  if constexpr (Vnni)
-    return dpwssd(acc, w, x);
-  else
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(w, x));
-}
-
 /// Adds the 16 int32 lanes of v to s[0 .. 16] (int64).
 FOLIO_AVX512 inline void addToSums(__m512i v, int64_t *s) {
   __m512i lo = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(v));
@@ -172,23 +163,9 @@ FOLIO_AVX512_VNNI void gemm(const GemvInt8Args &a, int64_t nBegin,
   for (int64_t n = nBegin; n < nEnd; n += kCols) {
     const int64_t cols = std::min(kCols, nEnd - n);
     fillPanel(a, n, cols, pairs, panel);
-    int64_t m = 0;
-    for (; m + kTileRows <= a.m; m += kTileRows)
-      rowsTile<kTileRows, Vnni>(a, panel, pairs, n, cols, m);
-    switch (a.m - m) {
-#define FOLIO_INT8X16_TAIL(R)                                                  \
-  case R:                                                                      \
-    rowsTile<R, Vnni>(a, panel, pairs, n, cols, m);                            \
-    break;
-      FOLIO_INT8X16_TAIL(5)
-      FOLIO_INT8X16_TAIL(4)
-      FOLIO_INT8X16_TAIL(3)
-      FOLIO_INT8X16_TAIL(2)
-      FOLIO_INT8X16_TAIL(1)
-#undef FOLIO_INT8X16_TAIL
-    default:
-      break;
-    }
+    forEachRowTile<kTileRows>(0, a.m, [&](auto rows, int64_t m) {
+      rowsTile<decltype(rows)::value, Vnni>(a, panel, pairs, n, cols, m);
+    });
   }
 }
 

@@ -10,6 +10,7 @@
 #define FOLIO_CODEGEN_CPU_GEMV_H
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace folio::cpu::detail {
@@ -87,6 +88,19 @@ void quantizeXInt16Avx2(const float *x, int64_t m, int64_t k, int16_t *dst,
                         int64_t kPadded, float *steps);
 void quantizeXInt16Avx512(const float *x, int64_t m, int64_t k, int16_t *dst,
                           int64_t kPadded, float *steps);
+
+/// Calls tile(std::integral_constant<int, R>{}, m) over x rows [begin,
+/// end): tiles of Rows rows while whole, then one of the rows left (the
+/// GEMMs' row loop; each R is its own instantiation of the tile).
+template <int Rows, typename Tile>
+inline void forEachRowTile(int64_t begin, int64_t end, const Tile &tile) {
+  int64_t m = begin;
+  for (; m + Rows <= end; m += Rows)
+    tile(std::integral_constant<int, Rows>{}, m);
+  if constexpr (Rows > 1)
+    if (m < end)
+      forEachRowTile<Rows - 1>(m, end, tile);
+}
 
 /// The int8 GEMV's output from a row's exact integer sum: every level and
 /// tile computes it in this order, so decode rows agree bit for bit across

@@ -330,23 +330,9 @@ void gemmInt8X16Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd) {
   for (int64_t n = nBegin; n < nEnd; n += kCols) {
     const int64_t cols = std::min(kCols, nEnd - n);
     fillPanel(a, n, cols, pairs, panel);
-    int64_t m = 0;
-    for (; m + kTileRows <= a.m; m += kTileRows)
-      rowsTile<kTileRows>(a, panel, pairs, n, cols, m);
-    switch (a.m - m) {
-#define FOLIO_INT8X16_TAIL(R)                                                  \
-  case R:                                                                      \
-    rowsTile<R>(a, panel, pairs, n, cols, m);                                  \
-    break;
-      FOLIO_INT8X16_TAIL(5)
-      FOLIO_INT8X16_TAIL(4)
-      FOLIO_INT8X16_TAIL(3)
-      FOLIO_INT8X16_TAIL(2)
-      FOLIO_INT8X16_TAIL(1)
-#undef FOLIO_INT8X16_TAIL
-    default:
-      break;
-    }
+    forEachRowTile<kTileRows>(0, a.m, [&](auto rows, int64_t m) {
+      rowsTile<decltype(rows)::value>(a, panel, pairs, n, cols, m);
+    });
   }
 }
 

@@ -82,17 +82,6 @@ FOLIO_AVX512 inline int64_t reduceAddI32(__m512i v) {
   return _mm512_reduce_add_epi64(_mm512_add_epi64(lo, hi));
 }
 
-/// acc + the pairwise products of w and x's int16 lanes: one vpdpwssd, or
-/// vpmaddwd and vpaddd (the same exact sums: a pair's two products are
-/// below 2^23).
-template <bool Vnni>
-FOLIO_AVX512_VNNI inline __m512i dotPairs(__m512i acc, __m512i w, __m512i x) {
-  if constexpr (Vnni)
-    return _mm512_dpwssd_epi32(acc, w, x);
-  else
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(w, x));
-}
-
 /// acc[i][j] += the products of 64 widened codes of weight row i (w0[i],
 /// w1[i]) with x row m + j's codes kk .. kk + 64.
 template <int NR, int MR, bool Vnni>
