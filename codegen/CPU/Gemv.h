@@ -37,13 +37,12 @@ struct GemvArgs {
 /// The int8 kernels' arguments (WeightPack.h): y[m, n] = scales[n] *
 /// (x[m, :] . q[n, :]) + xOut[m, :] . outliers[n, :] + bias[n].
 ///
-/// The GEMV (gemvInt8*) and the int16 GEMMs (gemmInt8X16Avx512, and
-/// gemvInt8Avx2's above kInt8GemvMaxRowsAvx2) read x in 16-bit fixed point
-/// per row (xq, from quantizeXInt16*), so the products are integer and each
-/// row's sum is exact: y[m, n] = int8GemvOutput(sum_k q[n, k] * xq[m, k],
-/// xSteps[m], scales[n], ...) at every M.
+/// The GEMV (gemvInt8*) and the int16 GEMMs (gemmInt8X16Avx512,
+/// gemmInt8X16Avx2) read x in 16-bit fixed point per row (xq, from
+/// quantizeXInt16*), so the products are integer and each row's sum is
+/// exact: y[m, n] = int8GemvOutput(sum_k q[n, k] * xq[m, k], xSteps[m],
+/// scales[n], ...) at every M.
 struct GemvInt8Args {
-  const float *x = nullptr; ///< [M, K]
   int64_t m = 0;
   int64_t k = 0;
   const int8_t *w = nullptr;     ///< [N, K]
@@ -227,10 +226,11 @@ void gemvInt8Avx512Madd(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 /// outputs are the GEMV's bits; nBegin is a multiple of 32, as the panel's
 /// rows.
 void gemmInt8X16Avx512(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
+/// gemmInt8X16Avx512 without VNNI; exposed so that VNNI hosts test it too.
+void gemmInt8X16Avx512Madd(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 /// The same GEMM on AVX2 (vpmaddwd, panels of 16 rows; M >
 /// kInt8GemvMaxRowsAvx2): the GEMV's bits; nBegin is a multiple of 16.
 void gemmInt8X16Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
-void gemmInt8X16Avx512Madd(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Scalar(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Avx2(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);
 void gemvFp8Avx512(const GemvFp8Args &a, int64_t nBegin, int64_t nEnd);

@@ -93,7 +93,6 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
                       float *y, ThreadPool &pool) {
   const WeightView &v = w.view();
   GemvInt8Args a;
-  a.x = x;
   a.m = numTokens;
   a.k = v.k;
   a.w = static_cast<const int8_t *>(v.data);

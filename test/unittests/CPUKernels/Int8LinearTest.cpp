@@ -388,7 +388,6 @@ std::vector<float> integerDefinition(const std::vector<float> &x, int64_t m,
 std::vector<float> runMaddKernel(const std::vector<float> &x, int64_t m,
                                  const WeightView &v, const float *bias) {
   detail::GemvInt8Args a;
-  a.x = x.data();
   a.m = m;
   a.k = v.k;
   a.w = static_cast<const int8_t *>(v.data);
