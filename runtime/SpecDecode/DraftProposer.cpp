@@ -97,6 +97,7 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
   }
 
   std::vector<float> logits;
+  std::vector<int32_t> argmax;
   std::vector<double> processed;
   for (size_t round = 0; !active.empty(); ++round) {
     std::vector<core::ScheduledSequence> batch;
@@ -112,14 +113,26 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
         core::buildForwardBatch(batch, blockSize_);
     if (!fb)
       return fb.status();
+    // Where the draft's executor takes greedy tokens on its device (a GPU)
+    // and every sequence drafts greedily without penalties, only each
+    // row's argmax comes back, not the row.
+    bool onDevice = executor->greedyOnDevice();
+    for (const Active &a : active) {
+      const SamplingParams &params = *inputs[a.input].params;
+      onDevice = onDevice && params.isGreedy() && !hasPenalties(params);
+    }
     int64_t rowVocab = 0;
-    if (Status s = executor->forward(*fb, logits, rowVocab); !s)
+    if (Status s = onDevice ? executor->forwardGreedy(*fb, argmax, rowVocab)
+                            : executor->forward(*fb, logits, rowVocab);
+        !s)
       return Status::internal("the speculative model: " + s.message());
-    if (rowVocab != vocab || logits.size() != active.size() * size_t(vocab))
-      return Status::internal("the speculative model returned " +
-                              std::to_string(logits.size()) + " logits for " +
-                              std::to_string(active.size()) + " rows of " +
-                              std::to_string(vocab));
+    const size_t got = onDevice ? argmax.size() : logits.size() / size_t(vocab);
+    if (rowVocab != vocab || got != active.size() ||
+        (!onDevice && logits.size() != got * size_t(vocab)))
+      return Status::internal(
+          "the speculative model returned " + std::to_string(got) +
+          " rows of " + std::to_string(rowVocab) + " for " +
+          std::to_string(active.size()) + " rows of " + std::to_string(vocab));
 
     std::vector<Active> next;
     for (size_t r = 0; r < active.size(); ++r) {
@@ -128,7 +141,7 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
       SeqState &st = *a.state;
       st.numComputed += a.numNew;
       Proposal &p = out[a.input];
-      const float *row = logits.data() + r * size_t(vocab);
+      const float *row = onDevice ? nullptr : logits.data() + r * size_t(vocab);
       // History for penalties: the prompt, then the output and the drafts
       // so far, as the target's verification will see them.
       std::vector<TokenId> prompt, output;
@@ -145,7 +158,13 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
       sr.seed = in.seed;
       sr.position = st.tokens.size();
       TokenId token;
-      if (in.params->isGreedy() && !hasPenalties(*in.params)) {
+      if (onDevice) {
+        // -1: a row the device's sampler refused (NaN, +inf or only -inf),
+        // which ends this sequence's guesses as below.
+        if (argmax[r] < 0 || argmax[r] >= vocab)
+          continue;
+        token = argmax[r];
+      } else if (in.params->isGreedy() && !hasPenalties(*in.params)) {
         // The row's first maximum as it is: the processed copy's argmax
         // without the copy. A broken draft row ends this sequence's
         // guesses, not the step: what was drafted so far is still worth

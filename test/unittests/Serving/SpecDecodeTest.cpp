@@ -105,6 +105,7 @@ public:
   bool greedyOnDevice() const override { return true; }
   Status forwardGreedy(const exec::ForwardBatch &b, std::vector<int32_t> &ids,
                        int64_t &vocab) override {
+    ++greedyCalls;
     std::vector<float> logits;
     if (Status s = inner->forward(b, logits, vocab); !s)
       return s;
@@ -125,7 +126,7 @@ public:
     ++verifyCalls;
     return inner->verify(batch, accepted, tokens);
   }
-  int forwardCalls = 0, verifyCalls = 0, verifyingSteps = 0;
+  int forwardCalls = 0, greedyCalls = 0, verifyCalls = 0, verifyingSteps = 0;
 
 private:
   std::unique_ptr<exec::Executor> inner;
@@ -140,8 +141,9 @@ struct SpecSetup {
   size_t maxNumBatchedTokens = 2048;
   bool prefixCaching = false;
   size_t draftBlocks = 1024;
-  /// The target's executor: the CPU's, or this one, kept by the engine.
-  ArgmaxOnDevice *argmaxOnDevice = nullptr;
+  /// The target's and the draft's executors: the CPU's, or these, kept by
+  /// the engine.
+  ArgmaxOnDevice *argmaxOnDevice = nullptr, *draftOnDevice = nullptr;
 };
 
 std::unique_ptr<core::ServingEngine>
@@ -157,9 +159,11 @@ makeEngine(const SpecSetup &s, spec::DraftProposer **out = nullptr) {
   kv.enablePrefixCaching = s.prefixCaching;
   core::SpeculativeConfig spec;
   if (s.method == "draft") {
-    auto d = spec::DraftProposer::create(draft(), exec::createCPUExecutor(),
-                                         int64_t(s.draftBlocks), 4096,
-                                         int64_t(kMaxModelLen));
+    auto d = spec::DraftProposer::create(
+        draft(),
+        s.draftOnDevice ? std::unique_ptr<exec::Executor>(s.draftOnDevice)
+                        : exec::createCPUExecutor(),
+        int64_t(s.draftBlocks), 4096, int64_t(kMaxModelLen));
     EXPECT_TRUE(d) << d.status().message();
     if (!d)
       return nullptr;
@@ -274,15 +278,17 @@ TEST(SpecDecode, GreedyNgramMatchesTheTargetAlone) {
 }
 
 TEST(SpecDecode, GreedyVerifiesFromArgmaxTakenOnTheDevice) {
-  // An executor that takes greedy tokens where its logits are (a GPU)
-  // verifies greedy drafts from each row's argmax: no logits rows come
-  // back and the verify entry is not run, and the output is still the
-  // target's alone.
+  // Executors that take greedy tokens where their logits are (a GPU):
+  // the target verifies greedy drafts from each row's argmax (no logits
+  // rows come back, the verify entry does not run), and the draft model
+  // drafts from its rows' argmax; the output is still the target's alone.
   for (const char *method : {"draft", "ngram"}) {
     SpecSetup s;
     s.method = method;
     s.argmaxOnDevice = new ArgmaxOnDevice;
-    ArgmaxOnDevice *gpu = s.argmaxOnDevice;
+    ArgmaxOnDevice *gpu = s.argmaxOnDevice, *draftGpu = nullptr;
+    if (s.method == "draft")
+      draftGpu = s.draftOnDevice = new ArgmaxOnDevice;
     auto engine = makeEngine(s);
     ASSERT_TRUE(engine);
     expectSame(serve(*engine, greedyRequests()), greedyReference());
@@ -290,12 +296,30 @@ TEST(SpecDecode, GreedyVerifiesFromArgmaxTakenOnTheDevice) {
     EXPECT_EQ(gpu->verifyCalls, 0) << method;
     EXPECT_EQ(gpu->forwardCalls, 0) << method;
     EXPECT_GT(engine->speculativeStats().numAccepted, 0u) << method;
+    if (draftGpu) {
+      EXPECT_GT(draftGpu->greedyCalls, 0);
+      EXPECT_EQ(draftGpu->forwardCalls, 0);
+    }
+    // The same drafts as on the CPU: as many proposed and kept.
+    SpecSetup cpu;
+    cpu.method = method;
+    auto reference = makeEngine(cpu);
+    ASSERT_TRUE(reference);
+    serve(*reference, greedyRequests());
+    EXPECT_EQ(engine->speculativeStats().numProposed,
+              reference->speculativeStats().numProposed)
+        << method;
+    EXPECT_EQ(engine->speculativeStats().numAccepted,
+              reference->speculativeStats().numAccepted)
+        << method;
   }
-  // A sampled request beside them brings the rows back to the host.
+  // A sampled request beside them brings the rows back to the host, the
+  // target's and the draft's.
   SpecSetup s;
-  s.method = "ngram";
+  s.method = "draft";
   s.argmaxOnDevice = new ArgmaxOnDevice;
-  ArgmaxOnDevice *gpu = s.argmaxOnDevice;
+  s.draftOnDevice = new ArgmaxOnDevice;
+  ArgmaxOnDevice *gpu = s.argmaxOnDevice, *draftGpu = s.draftOnDevice;
   auto engine = makeEngine(s);
   ASSERT_TRUE(engine);
   std::vector<NewRequest> rs = greedyRequests(8);
@@ -303,6 +327,7 @@ TEST(SpecDecode, GreedyVerifiesFromArgmaxTakenOnTheDevice) {
   serve(*engine, rs);
   EXPECT_GT(gpu->forwardCalls, 0);
   EXPECT_GT(gpu->verifyCalls, 0);
+  EXPECT_GT(draftGpu->forwardCalls, 0);
 }
 
 TEST(SpecDecode, GreedyTokensVerifyAsTheVerifyEntry) {
