@@ -195,6 +195,15 @@ Status emitLinear(const LinearSpec &s, GeneratedKernel &out) {
                           constant("kRowsPerPass", s.rowsPerPass) +
                           constant("kThreads", s.threads) +
                           constant("kOutputsPerWarp", s.outputsPerWarp);
+  if (s.dequantToBf16) {
+    out.source = header(out.name, out.key,
+                        "grid (n), block " + std::to_string(s.threads) +
+                            ", no dynamic shared memory; y holds bf16 [n, k]") +
+                 templates({"Prelude.cuh", "KernelArgs.cuh", "Linear.cuh"}) +
+                 guarded(out.name, entryGlue(out.name, constants, s.threads,
+                                             "LinearArgs", "dequantRows"));
+    return Status::success();
+  }
   out.source = header(out.name, out.key,
                       "grid (ceil(n / " +
                           std::to_string(s.threads / 32 * s.outputsPerWarp) +

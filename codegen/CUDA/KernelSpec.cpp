@@ -160,8 +160,8 @@ Status validate(const PagedPrefillSpec &s) {
                          " must be >= 1");
   // Each thread keeps its output tiles (4 rows x 8 columns each; see
   // PrefillLayout in Templates/PagedPrefill.cuh) in registers.
-  long long tiles = (1LL * s.queryTile * s.queriesPerKv + 3) / 4 *
-                    ((s.headDim + 7) / 8);
+  long long tiles =
+      (1LL * s.queryTile * s.queriesPerKv + 3) / 4 * ((s.headDim + 7) / 8);
   long long perThread = (tiles + s.threads - 1) / s.threads * 32;
   if (perThread > 128)
     return Status::error(where + ": an output tile of " +
@@ -427,6 +427,10 @@ Status validate(const LinearSpec &s) {
     return Status::error(where + ": group size " + std::to_string(s.groupSize) +
                          " given for weights without groups (int4 only)");
   }
+  if (s.dequantToBf16 && s.weightType != DType::I8 &&
+      s.weightType != DType::FP8E4M3 && s.weightType != DType::I4)
+    return Status::error(where + ": dequantizing to bf16 takes int8, "
+                                 "fp8_e4m3 or int4 weights");
   if (s.rowsPerPass < 1 || s.rowsPerPass > 16)
     return Status::error(where + ": rows per pass " +
                          std::to_string(s.rowsPerPass) + " must be in [1, 16]");
@@ -553,6 +557,9 @@ const char *linearLoads(const LinearSpec &s) {
 } // namespace
 
 std::string kernelName(const LinearSpec &s) {
+  if (s.dequantToBf16)
+    return "folio_dequant_bf16_" + weightTag(s) + "_k" + std::to_string(s.k) +
+           "_t" + std::to_string(s.threads);
   return "folio_linear_" + weightTag(s) + "_k" + std::to_string(s.k) + "_m" +
          std::to_string(s.rowsPerPass) + "_t" + std::to_string(s.threads) +
          (s.outputsPerWarp != 1 ? "_o" + std::to_string(s.outputsPerWarp)
@@ -560,6 +567,12 @@ std::string kernelName(const LinearSpec &s) {
 }
 
 std::string canonicalKey(const LinearSpec &s) {
+  if (s.dequantToBf16)
+    return "dequant_bf16:weights=" + std::string(cpu::dtypeName(s.weightType)) +
+           ";k=" + std::to_string(s.k) +
+           ";group=" + std::to_string(s.groupSize) +
+           ";threads=" + std::to_string(s.threads) +
+           ";templates=" + templatesHash();
   return "linear:weights=" + std::string(cpu::dtypeName(s.weightType)) +
          ";k=" + std::to_string(s.k) + ";group=" + std::to_string(s.groupSize) +
          ";loads=" + linearLoads(s) +
@@ -678,6 +691,11 @@ LaunchGeometry castLaunch(const CastSpec &s, int64_t n) {
 
 LaunchGeometry linearLaunch(const LinearSpec &s, int64_t n) {
   LaunchGeometry g;
+  if (s.dequantToBf16) {
+    g.grid[0] = unsigned(n);
+    g.block[0] = unsigned(s.threads);
+    return g;
+  }
   int64_t perBlock = int64_t(s.threads / 32) * s.outputsPerWarp;
   g.grid[0] = unsigned((n + perBlock - 1) / perBlock);
   g.block[0] = unsigned(s.threads);

@@ -144,6 +144,13 @@ struct LinearSpec {
   /// Output rows (n) one warp computes: each x element it reads serves
   /// them all.
   int outputsPerWarp = 2;
+  /// Instead of the product, the weight dequantized to bf16 rows [n, k]
+  /// (int8 and fp8_e4m3 codes times their row's scale with the outlier
+  /// columns' own values, int4 min + q * scale of its group), rounded to
+  /// nearest even: what cuBLASLt's bf16 GEMM reads for a batch of many
+  /// rows of 8- and 4-bit weights. One block per weight row; rowsPerPass
+  /// and outputsPerWarp play no part.
+  bool dequantToBf16 = false;
 };
 
 /// Element types a cast kernel takes.

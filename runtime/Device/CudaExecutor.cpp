@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -168,9 +169,18 @@ public:
       return s;
     cublas.reset();
     bool wantCublas = false;
+    dequantBytes = 0;
+    dequantMinRows = std::numeric_limits<int64_t>::max();
     for (const KernelLaunches &k : launches.kernels)
-      for (const PlanLaunch &l : k.launches)
+      for (const PlanLaunch &l : k.launches) {
         wantCublas |= l.role == LaunchRole::CublasInput;
+        if (l.role != LaunchRole::CublasWeight)
+          continue;
+        const plan::StoredWeight &w = p->weights[size_t(l.weight)];
+        dequantBytes = std::max(dequantBytes, 2 * w.n * w.k);
+        dequantMinRows = std::min(
+            dequantMinRows, cublasMinRows(std::get<cuda::LinearSpec>(l.spec)));
+      }
     if (wantCublas)
       if (Expected<std::unique_ptr<CublasLt>> lt = CublasLt::open(*dev))
         cublas = std::move(*lt);
@@ -872,6 +882,23 @@ private:
     }
   }
 
+  /// Rows above which a linear runs as cuBLASLt's GEMM rather than the
+  /// linear kernel. 16-bit weights: more than one pass of the kernel over
+  /// them. 8- and 4-bit weights first cost their dequantization (read the
+  /// weight, write and read it back as bf16: about 4 bytes per weight more
+  /// than one pass), so the GEMM takes over once the kernel would stream
+  /// them in more passes than that: 5 for 8-bit (1 byte each), 9 for int4
+  /// (half a byte). A first estimate from the bytes moved, not yet
+  /// measured on a GPU.
+  static int64_t cublasMinRows(const cuda::LinearSpec &s) {
+    const int64_t passes =
+        s.weightType == cpu::DType::I4 ? 9
+        : s.weightType == cpu::DType::I8 || s.weightType == cpu::DType::FP8E4M3
+            ? 5
+            : 1;
+    return passes * s.rowsPerPass;
+  }
+
   Status sizeBuffers() {
     for (size_t i = 0; i < plan->buffers.size(); ++i) {
       const plan::BufferInfo &bi = plan->buffers[i];
@@ -906,6 +933,15 @@ private:
             errorFlag.reserve(*dev, 4, "the gather error flag", addressEpoch);
         !s)
       return s;
+    // The bf16 copy of the largest 8- or 4-bit weight, for steps with rows
+    // enough that a linear over one could run through cuBLASLt (before any
+    // launch: a capture never allocates).
+    if (cublas && dequantBytes > 0 && counts.tokens > dequantMinRows)
+      if (Status s =
+              dequantBuffer.reserve(*dev, size_t(dequantBytes),
+                                    "the dequantized weight", addressEpoch);
+          !s)
+        return s;
     // The decode kernels' partial outputs when they split the context: the
     // most any launch of this step needs, before any launch (a capture
     // must not allocate).
@@ -1005,8 +1041,12 @@ private:
         [&](const auto &spec) -> std::string {
           using S = std::decay_t<decltype(spec)>;
           if constexpr (std::is_same_v<S, cuda::LinearSpec>)
-            return std::string(ranCublas ? "linear (cuBLASLt, " : "linear (") +
-                   cpu::dtypeName(spec.weightType) + " weights)";
+            return spec.dequantToBf16
+                       ? std::string("dequantize (cuBLASLt input, ") +
+                             cpu::dtypeName(spec.weightType) + " weights)"
+                       : std::string(ranCublas ? "linear (cuBLASLt, "
+                                               : "linear (") +
+                             cpu::dtypeName(spec.weightType) + " weights)";
           else if constexpr (std::is_same_v<S, cuda::RowKernelSpec>)
             return "row kernel (" + spec.label + ")";
           else if constexpr (std::is_same_v<S, cuda::CastSpec>)
@@ -1077,18 +1117,34 @@ private:
             return launch(cuda::rowKernelLaunch(spec, rows), &a);
           } else if constexpr (std::is_same_v<S, cuda::LinearSpec>) {
             const plan::StoredWeight &w = plan->weights[size_t(l.weight)];
+            if (l.role == LaunchRole::CublasWeight) {
+              // The weight as bf16 rows for the GEMM that follows; nothing
+              // when the linear kernel runs it.
+              if (!cublasNext)
+                return Status::ok();
+              folio_cuda::LinearArgs a{};
+              a.w = at<const void>(blobAt(w.dataOffset, w.dataBytes));
+              bindWeightParams(w, a);
+              a.y = at<float>(dequantBuffer.address());
+              a.n = w.n;
+              return launch(cuda::linearLaunch(spec, w.n), &a);
+            }
             if (cublasNext) {
               cublasNext = false;
               enqueued = ranCublas = true;
-              const PlanLaunch &cast = group.launches.at(i - 1);
-              return cublas->linear(spec.weightType == cpu::DType::F16
-                                        ? CublasLt::Half::F16
-                                        : CublasLt::Half::BF16,
-                                    cu::DevicePtr(address(cast.outputs[0])),
-                                    onDevice->blobAddress(w.dataOffset),
-                                    cu::DevicePtr(address(l.inputs[1])),
-                                    cu::DevicePtr(address(l.outputs[0])),
-                                    rowsOf(l.inputs[0], w.k, sc), w.n, w.k);
+              const bool dequant =
+                  group.launches.at(i - 1).role == LaunchRole::CublasWeight;
+              const PlanLaunch &cast =
+                  group.launches.at(dequant ? i - 2 : i - 1);
+              return cublas->linear(
+                  spec.weightType == cpu::DType::F16 ? CublasLt::Half::F16
+                                                     : CublasLt::Half::BF16,
+                  cu::DevicePtr(address(cast.outputs[0])),
+                  dequant ? cu::DevicePtr(dequantBuffer.address())
+                          : onDevice->blobAddress(w.dataOffset),
+                  cu::DevicePtr(address(l.inputs[1])),
+                  cu::DevicePtr(address(l.outputs[0])),
+                  rowsOf(l.inputs[0], w.k, sc), w.n, w.k);
             }
             folio_cuda::LinearArgs a{};
             a.x = at<const float>(address(l.inputs[0]));
@@ -1141,13 +1197,18 @@ private:
             a.out = at<void>(address(l.outputs[0]));
             a.n = rowsOf(l.inputs[0], 1, sc);
             if (l.role == LaunchRole::CublasInput) {
-              // The next launch is the linear this cast feeds: through
-              // cuBLASLt when it would take the linear kernel more than one
-              // pass over the weights.
-              const auto &next =
-                  std::get<cuda::LinearSpec>(group.launches.at(i + 1).spec);
+              // The linear this cast feeds (the next launch, or the one
+              // after its weight's dequantization): through cuBLASLt when
+              // it would take the linear kernel more passes over the weights
+              // than the GEMM's reads cost (cublasMinRows).
+              const bool dequant =
+                  group.launches.at(i + 1).role == LaunchRole::CublasWeight;
+              const auto &next = std::get<cuda::LinearSpec>(
+                  group.launches.at(dequant ? i + 2 : i + 1).spec);
               int64_t m = rowsOf(l.inputs[0], next.k, sc);
-              cublasNext = cublas && m > next.rowsPerPass;
+              cublasNext = cublas && m > cublasMinRows(next) &&
+                           (!dequant || dequantBuffer.buffer.bytes() >=
+                                            size_t(dequantBytes));
               if (!cublasNext)
                 return Status::ok();
             }
@@ -1334,6 +1395,11 @@ private:
   std::vector<GrowBuffer> inputs, own; ///< by value
   std::vector<GrowBuffer> buffers, scratch;
   GrowBuffer partial, partialStats, errorFlag;
+  /// The bf16 rows of an 8- or 4-bit weight for cuBLASLt (CublasWeight):
+  /// dequantBytes, the largest such weight's, once a step has more than
+  /// dequantMinRows rows.
+  GrowBuffer dequantBuffer;
+  int64_t dequantBytes = 0, dequantMinRows = 0;
   GrowBuffer sampled;    ///< the sampled tokens
   GrowBuffer drawParams; ///< the draws, as sampleOnDevice packs them
   std::vector<unsigned char> drawBytes;

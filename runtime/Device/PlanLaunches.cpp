@@ -547,15 +547,20 @@ private:
     return Status::ok();
   }
 
-  /// A linear launch over stored weight `weight`; for bf16 weights, first
-  /// the cast of its input to bf16 into scratch (x has `xElemsPerCount`
-  /// elements per count of `symbol`), for the executor to take cuBLASLt's
-  /// GEMM instead where a batch has more rows than one pass.
+  /// A linear launch over stored weight `weight`; for 16-bit weights,
+  /// first the cast of its input to their type into scratch (x has
+  /// `xElemsPerCount` elements per count of `symbol`), for the executor to
+  /// take cuBLASLt's GEMM instead where a batch has more rows than one pass;
+  /// for 8- and 4-bit weights, the cast to bf16 and the weight's
+  /// dequantization to bf16 (LaunchRole).
   void linear(int32_t i, const cuda::LinearSpec &spec, int32_t weight,
               const LaunchOperand &x, const LaunchOperand &bias,
               const LaunchOperand &y, plan::DimSymbol symbol,
               int64_t xElemsPerCount) {
-    if (spec.weightType == cpu::DType::BF16 ||
+    const bool quantized = spec.weightType == cpu::DType::I8 ||
+                           spec.weightType == cpu::DType::FP8E4M3 ||
+                           spec.weightType == cpu::DType::I4;
+    if (quantized || spec.weightType == cpu::DType::BF16 ||
         spec.weightType == cpu::DType::F16) {
       cuda::CastSpec cast{cuda::CastType::F32,
                           spec.weightType == cpu::DType::F16
@@ -567,6 +572,14 @@ private:
       c.role = LaunchRole::CublasInput;
       c.inputs = {x};
       c.outputs = {x16};
+    }
+    if (quantized) {
+      cuda::LinearSpec dequant = spec;
+      dequant.dequantToBf16 = true;
+      dequant.threads = 256;
+      PlanLaunch &d = add(cuda::kernelName(dequant), dequant, i, {i});
+      d.role = LaunchRole::CublasWeight;
+      d.weight = weight;
     }
     PlanLaunch &l = add(cuda::kernelName(spec), spec, i, {i});
     l.inputs = {x, bias};

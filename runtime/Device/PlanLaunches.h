@@ -55,13 +55,20 @@ struct LaunchOperand {
 /// weight's type) precedes the linear launch over bf16 or f16 weights it
 /// serves: the executor runs the two as
 /// cuBLASLt's tensor-core GEMM when the batch has more rows than the linear
-/// kernel takes in one pass, and skips the cast otherwise.
+/// kernel takes in one pass, and skips the cast otherwise. Over int8,
+/// fp8_e4m3 and int4 weights the cast is to bf16 and a CublasWeight launch
+/// follows it (the linear kernel dequantizing the weight to bf16 rows into
+/// the executor's buffer, LinearSpec::dequantToBf16): the three run as a
+/// bf16 GEMM when the linear kernel would stream the weights in more passes
+/// than dequantizing costs, and the cast and the dequantization are skipped
+/// otherwise.
 enum class LaunchRole {
   Kernel,
   DecodeMain,
   DecodeCombine,
   Prefill,
-  CublasInput
+  CublasInput,
+  CublasWeight
 };
 
 /// One generated kernel launch. Operands by spec:
@@ -73,7 +80,9 @@ enum class LaunchRole {
 ///   RotarySpec:    inputs {x, positions, cos_sin_cache}, outputs {y}
 ///   GatherSpec:    inputs {table, ids or indices}, outputs {out}; an
 ///                  embedding of a stored table: table absent, `weight`
-///   LinearSpec:    inputs {x, bias}, outputs {y}, `weight` stored
+///   LinearSpec:    inputs {x, bias}, outputs {y}, `weight` stored;
+///                  dequantToBf16 (CublasWeight): no operands, `weight`
+///                  stored (the executor's buffer is its output)
 ///   CastSpec:      inputs {in}, outputs {out} (CublasInput: out is the
 ///                  linear's input in its weight's 16-bit type)
 /// Absent optional operands are not present().

@@ -166,7 +166,10 @@ struct LinearResult {
 
 /// Random weights packed as the plan stores them, checked against the CPU
 /// linear on the first 512 outputs of every row; bytes: the packed
-/// weights (scales and outliers included), x and y.
+/// weights (scales and outliers included), x and y. A dequantizing spec
+/// (LinearSpec::dequantToBf16) is checked element for element against the
+/// CPU's weight values in bf16 instead (m unused; bytes: the packed
+/// weights and the bf16 rows).
 Expected<LinearResult> measureLinear(const device::CudaDevice &dev,
                                      const LoadedKernels &kernels,
                                      const LinearCase &c, int runs,

@@ -19,11 +19,89 @@ using device::CudaDevice;
 using device::DeviceBuffer;
 using namespace detail;
 
+namespace {
+
+/// The dequantizing form (LinearSpec::dequantToBf16) on random weights of
+/// c.n rows: every element checked to be floatToBf16(weightViewAt), bit for
+/// bit, then timed (bytes: the packed weights read, the bf16 rows written).
+Expected<LinearResult> measureDequant(const CudaDevice &dev,
+                                      const LoadedKernels &kernels,
+                                      const LinearCase &c, int runs,
+                                      uint32_t seed) {
+  const cuda::LinearSpec &s = c.spec;
+  if (!c.alternatives.empty())
+    return Status::invalidArgument(cuda::kernelName(s) +
+                                   " dequantizes: it has no alternatives");
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t n = c.n, k = s.k;
+  std::vector<float> wf(size_t(n * k));
+  for (float &e : wf)
+    e = 0.02f * normal(rng);
+  cpu::WeightPacking packed;
+  if (cpu::Status st = cpu::packWeightRows(wf.data(), n, k, s.weightType,
+                                           packed, s.groupSize);
+      !st.ok())
+    return Status::internal("packWeightRows: " + st.message());
+  const cpu::WeightView view = packed.view();
+  Expected<DeviceBuffer> dw = upload(dev, packed.data, "the weights"),
+                         ds = upload(dev, packed.scales, "the scales"),
+                         dp = upload(dev, packed.groupParams, "int4 params"),
+                         dc =
+                             upload(dev, packed.outlierCols, "outlier columns"),
+                         doutl = upload(dev, packed.outliers, "outliers");
+  for (Expected<DeviceBuffer> *b : {&dw, &ds, &dp, &dc, &doutl})
+    if (!*b)
+      return b->status();
+  Expected<DeviceBuffer> dy = dev.allocate(size_t(n * k) * 2, "bf16 rows");
+  if (!dy)
+    return dy.status();
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  folio_cuda::LinearArgs a{};
+  a.w = dw->as<const void>();
+  a.scales = ds->as<const float>();
+  a.groupParams = dp->as<const unsigned short>();
+  a.outlierCols = dc->as<const int>();
+  a.outliers = doutl->as<const unsigned short>();
+  a.numOutliers = int(view.numOutliers);
+  a.y = dy->as<float>();
+  a.n = n;
+  device::CudaLaunch l = toLaunch(cuda::linearLaunch(s, n));
+  auto run = [&] { return dev.launch(**kernel, l, &a); };
+  if (Status st = dev.fill(*dy, 0xff); !st) // NaN: nothing stale passes
+    return st;
+  Expected<std::vector<uint16_t>> got =
+      runAndRead<uint16_t>(dev, run, *dy, size_t(n * k));
+  if (!got)
+    return got.status();
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t e = 0; e < k; ++e)
+      if ((*got)[size_t(r * k + e)] !=
+          cpu::floatToBf16(cpu::weightViewAt(view, r, e)))
+        return Status::internal(cuda::kernelName(s) + " wrote weight (" +
+                                std::to_string(r) + ", " + std::to_string(e) +
+                                ") other than the CPU's value in bf16");
+  LinearResult out;
+  Expected<Timing> t = timeRuns(
+      dev, runs, double(cpu::weightViewBytes(view)) + double(n * k) * 2, run);
+  if (!t)
+    return t.status();
+  out.timing = *t;
+  return out;
+}
+
+} // namespace
+
 Expected<LinearResult> measureLinear(const CudaDevice &dev,
                                      const LoadedKernels &kernels,
                                      const LinearCase &c, int runs,
                                      uint32_t seed) {
   const cuda::LinearSpec &s = c.spec;
+  if (s.dequantToBf16)
+    return measureDequant(dev, kernels, c, runs, seed);
   for (const cuda::LinearSpec &alt : c.alternatives)
     if (alt.weightType != s.weightType || alt.k != s.k ||
         alt.groupSize != s.groupSize)

@@ -27,13 +27,7 @@ __device__ __forceinline__ void castStoreFloat(void *p, long long i, float v) {
   if constexpr (T == CastType::F32) {
     static_cast<float *>(p)[i] = v;
   } else if constexpr (T == CastType::BF16) {
-    unsigned u = __float_as_uint(v);
-    unsigned short b;
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-      b = (unsigned short)((u >> 16) | 0x40u); // NaN: quiet, never inf
-    else
-      b = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    static_cast<unsigned short *>(p)[i] = b;
+    static_cast<unsigned short *>(p)[i] = floatToBf16Bits(v);
   } else {
     static_cast<unsigned short *>(p)[i] = floatToF16Bits(v);
   }

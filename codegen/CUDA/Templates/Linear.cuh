@@ -270,6 +270,45 @@ __device__ __forceinline__ void linearRows(const LinearArgs &a) {
   }
 }
 
+/// LinearSpec::dequantToBf16: weight row blockIdx.x as bf16 at y (read as
+/// bf16 [n, k]), each element the value codegen/CPU's weightViewAt gives
+/// (int8 and fp8 codes times the row's scale, int4 min + q * scale of its
+/// group as two roundings) rounded to nearest even; then the int8 outlier
+/// columns' own bf16 values over their 0 codes.
+template <class C>
+__device__ __forceinline__ void dequantRows(const LinearArgs &a) {
+  constexpr CacheType T = C::kType;
+  constexpr int K = C::kK, NT = C::kThreads;
+  const long long n = blockIdx.x;
+  if (n >= a.n)
+    return; // the whole block
+  constexpr long long rowBytes = T == CacheType::I4 ? (K + 127) / 128 * 64
+                                                    : (long long)K;
+  const unsigned char *row = static_cast<const unsigned char *>(a.w) + n * rowBytes;
+  unsigned short *out = reinterpret_cast<unsigned short *>(a.y) + n * K;
+  for (int d = int(threadIdx.x); d < K; d += NT) {
+    float v;
+    if constexpr (T == CacheType::I4) {
+      constexpr int kGroups = (K + C::kGroup - 1) / C::kGroup;
+      const int e = d % 128, j = e / 16, l = e % 16;
+      const unsigned q =
+          (row[d / 128 * 64 + 4 * l + j / 2] >> (4 * (j % 2))) & 0xfu;
+      const unsigned short *p =
+          a.groupParams + (n * kGroups + d / C::kGroup) * 2;
+      v = __fadd_rn(f16BitsToFloat(p[1]),
+                    __fmul_rn(float(q), f16BitsToFloat(p[0])));
+    } else {
+      v = __fmul_rn(widen1<T>(row, d), a.scales[n]);
+    }
+    out[d] = floatToBf16Bits(v);
+  }
+  if constexpr (T == CacheType::I8) {
+    __syncthreads();
+    for (int j = int(threadIdx.x); j < a.numOutliers; j += NT)
+      out[a.outlierCols[j]] = a.outliers[n * a.numOutliers + j];
+  }
+}
+
 } // namespace folio_cuda
 
 #endif // FOLIO_CUDA_LINEAR

@@ -70,6 +70,15 @@ __device__ __forceinline__ unsigned short floatToF16Bits(float f) {
   return __half_as_ushort(__float2half_rn(f));
 }
 
+/// f to bf16 bits, rounded to nearest even, NaNs kept quiet (never inf):
+/// codegen/CPU's floatToBf16, bit for bit.
+__device__ __forceinline__ unsigned short floatToBf16Bits(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (unsigned short)((u >> 16) | 0x40u);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
 /// Element d of a cache row: `row` is the head's row in a data pool,
 /// `params` its {scale, min} f16 pairs (int8 / int4), `scale` the head's
 /// static scale (fp8). Exactly KVQuant.h's dequantizeKvRow.

@@ -134,6 +134,8 @@ CudaDevice *testDevice(std::string &error) {
       registerTable<folio_cuda::SampleArgs>(reg, sampleVariants(),
                                             kFolioTestSample);
       registerTable<folio_cuda::CastArgs>(reg, castVariants(), kFolioTestCast);
+      registerTable<folio_cuda::LinearArgs>(reg, dequantVariants(),
+                                            kFolioTestDequant);
       fakeRegister = reg;
     }
     Expected<std::unique_ptr<CudaDevice>> d = CudaDevice::open(0);
@@ -233,6 +235,66 @@ TEST_F(CudaDeviceKernels, LinearMatchesTheCpuForEveryWeightType) {
 
       expectLinearMatches(got, x, m, v, bias);
     }
+  }
+}
+
+// The dequantizing form writes each weight as codegen/CPU's weightViewAt
+// reads it, rounded to bf16 as floatToBf16 rounds, bit for bit: int8 with
+// its outlier columns (columns 3 and k - 2, 40x the rest), a zero row,
+// fp8_e4m3, int4 in every group size.
+TEST_F(CudaDeviceKernels, DequantizesWeightsToTheCpusValuesInBf16) {
+  std::vector<GeneratedKernel> sources;
+  for (const LinearSpec &s : dequantVariants()) {
+    GeneratedKernel g;
+    ASSERT_TRUE(emitLinear(s, g).ok());
+    sources.push_back(g);
+  }
+  gpubench::LoadedKernels compiled;
+  ASSERT_NO_FATAL_FAILURE(compileForDevice(*dev, sources, compiled));
+  std::mt19937 rng(43);
+  for (const LinearSpec &s : dequantVariants()) {
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name + " on " + dev->name());
+    const int64_t n = 37, k = s.k;
+    std::vector<float> wf = randomWeights(n, k, rng);
+    cpu::WeightPacking packed;
+    ASSERT_TRUE(
+        cpu::packWeightRows(wf.data(), n, k, s.weightType, packed, s.groupSize)
+            .ok());
+    const cpu::WeightView v = packed.view();
+    if (s.weightType == cpu::DType::I8)
+      ASSERT_GT(v.numOutliers, 0);
+    DeviceBuffer w = upload(packed.data, "weights");
+    DeviceBuffer scales = upload(packed.scales, "scales");
+    DeviceBuffer params = upload(packed.groupParams, "int4 params");
+    DeviceBuffer cols = upload(packed.outlierCols, "outlier columns");
+    DeviceBuffer outl = upload(packed.outliers, "outliers");
+    Expected<DeviceBuffer> dy = dev->allocate(size_t(n * k) * 2, "bf16 rows");
+    ASSERT_TRUE(bool(dy)) << dy.status().message();
+    folio_cuda::LinearArgs a{};
+    a.w = w.as<const void>();
+    a.scales = scales.as<const float>();
+    a.groupParams = params.as<const unsigned short>();
+    a.outlierCols = cols.as<const int>();
+    a.outliers = outl.as<const unsigned short>();
+    a.numOutliers = int(v.numOutliers);
+    a.y = dy->as<float>();
+    a.n = n;
+    device::CudaLaunch l = gpubench::toLaunch(linearLaunch(s, n));
+    ASSERT_OK(dev->launch(compiled.byName.at(name), l, &a));
+    ASSERT_OK(dev->synchronize());
+    std::vector<uint16_t> got(size_t(n * k));
+    ASSERT_OK(dev->copyToHost(got.data(), *dy, 0, got.size() * 2));
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c) {
+        uint16_t want = cpu::floatToBf16(cpu::weightViewAt(v, r, c));
+        if (got[size_t(r * k + c)] != want && wrong++ < 5)
+          ADD_FAILURE() << "(" << r << ", " << c
+                        << "): " << got[size_t(r * k + c)] << " instead of "
+                        << want;
+      }
+    EXPECT_EQ(wrong, 0);
   }
 }
 

@@ -79,6 +79,9 @@ int main(int argc, char **argv) {
       if (st.ok())
         st = emitTable(test::castVariants(), emitCast, "FolioTestCast",
                        "CastArgs", text, table);
+      if (st.ok())
+        st = emitTable(test::dequantVariants(), emitLinear, "FolioTestDequant",
+                       "LinearArgs", text, table);
     }
     if (!st.ok())
       return fail(st);

@@ -270,6 +270,24 @@ inline std::vector<LinearSpec> linearVariants() {
   };
 }
 
+/// The linear kernel's dequantizing form (LinearSpec::dequantToBf16) for
+/// every 8- and 4-bit weight type: rows of whole 16-byte chunks and rows
+/// that are not, int4 with each group size and a last block cut short,
+/// more threads than k and fewer.
+inline std::vector<LinearSpec> dequantVariants() {
+  using cpu::DType;
+  // weights, k, group, rows per pass, threads, outputs per warp, dequant
+  return {
+      {DType::I8, 160, 0, 8, 64, 2, true},
+      {DType::I8, 70, 0, 8, 256, 2, true},
+      {DType::FP8E4M3, 64, 0, 8, 256, 2, true},
+      {DType::FP8E4M3, 50, 0, 8, 32, 2, true},
+      {DType::I4, 256, 128, 8, 256, 2, true},
+      {DType::I4, 200, 64, 8, 64, 2, true},
+      {DType::I4, 98, 32, 8, 128, 2, true},
+  };
+}
+
 /// Every cast the CPU executor makes: within integers, within floats.
 inline std::vector<CastSpec> castVariants() {
   return {{CastType::I32, CastType::I64, 256},
