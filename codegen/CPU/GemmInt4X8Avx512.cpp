@@ -42,6 +42,9 @@ using namespace folio::cpu::avx512;
 
 constexpr int64_t kCols = kInt4X8PanelCols;
 
+/// Rows of x per tile.
+constexpr int kTileRows = 6;
+
 /// x's dword `d` of row r, broadcast to every lane.
 FOLIO_AVX512_VNNI inline __m512i xDword(const int8_t *row, int64_t d) {
   int32_t v;
@@ -126,22 +129,9 @@ FOLIO_AVX512_VNNI void gemmInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin,
     const int64_t cols = std::min(kCols, nEnd - n);
     fillInt4X8Panel(a, n, cols, panel);
     fillInt4X8Params(a, n, cols, scale, min);
-    int64_t m = 0;
-    for (; m + 4 <= a.m; m += 4)
-      rowsTile<4>(a, panel, scale, min, n, cols, m);
-    switch (a.m - m) {
-    case 3:
-      rowsTile<3>(a, panel, scale, min, n, cols, m);
-      break;
-    case 2:
-      rowsTile<2>(a, panel, scale, min, n, cols, m);
-      break;
-    case 1:
-      rowsTile<1>(a, panel, scale, min, n, cols, m);
-      break;
-    default:
-      break;
-    }
+    forEachRowTile<kTileRows>(0, a.m, [&](auto rows, int64_t m) {
+      rowsTile<decltype(rows)::value>(a, panel, scale, min, n, cols, m);
+    });
   }
 }
 

@@ -461,11 +461,12 @@ TEST(Int4WeightTest, Int8XMatchesItsDefinition) {
   // kConvertTileRows the GEMMs: with AMX-INT8 and groups of 64 or 128 two
   // A tiles, one, partial 32-column panels and a last block holding one
   // group of 64 (k = 300); on the VNNI one, every row remainder of its
-  // four-row tiles and a last block holding part of its groups.
+  // six-row tiles and a last block holding part of its groups.
   const Shape shapes[] = {
       {1, 1, 32},   {1, 9, 128},  {2, 5, 96},    {3, 7, 200},   {4, 6, 384},
       {5, 13, 301}, {7, 4, 1000}, {8, 11, 256},  {13, 3, 160},  {15, 34, 200},
-      {22, 5, 128}, {32, 6, 96},  {33, 70, 128}, {45, 37, 300}, {64, 33, 256}};
+      {22, 5, 128}, {32, 6, 96},  {33, 70, 128}, {45, 37, 300}, {64, 33, 256},
+      {17, 9, 200}, {24, 10, 128}};
   for (const Shape &s : shapes)
     for (int64_t g : kInt4GroupSizes) {
       std::vector<float> w =
