@@ -168,6 +168,7 @@ public:
     if (Status s = placeValues(*p); !s)
       return s;
     cublas.reset();
+    noCublas.clear();
     bool wantCublas = false;
     dequantBytes = 0;
     dequantMinRows = std::numeric_limits<int64_t>::max();
@@ -1131,12 +1132,11 @@ private:
             }
             if (cublasNext) {
               cublasNext = false;
-              enqueued = ranCublas = true;
               const bool dequant =
                   group.launches.at(i - 1).role == LaunchRole::CublasWeight;
               const PlanLaunch &cast =
                   group.launches.at(dequant ? i - 2 : i - 1);
-              return cublas->linear(
+              Status st = cublas->linear(
                   spec.weightType == cpu::DType::F16 ? CublasLt::Half::F16
                                                      : CublasLt::Half::BF16,
                   cu::DevicePtr(address(cast.outputs[0])),
@@ -1145,6 +1145,17 @@ private:
                   cu::DevicePtr(address(l.inputs[1])),
                   cu::DevicePtr(address(l.outputs[0])),
                   rowsOf(l.inputs[0], w.k, sc), w.n, w.k);
+              if (st.code() != StatusCode::NotFound) {
+                enqueued = ranCublas = bool(st);
+                return st;
+              }
+              // cuBLASLt has no algorithm for this shape: the linear kernel
+              // runs it, now and in later steps.
+              noCublas.insert(l.weight);
+              if (options.warn)
+                options.warn(st.message() + "; that linear (stored weight " +
+                             std::to_string(l.weight) +
+                             ") runs the linear kernel instead");
             }
             folio_cuda::LinearArgs a{};
             a.x = at<const float>(address(l.inputs[0]));
@@ -1206,7 +1217,10 @@ private:
               const auto &next = std::get<cuda::LinearSpec>(
                   group.launches.at(dequant ? i + 2 : i + 1).spec);
               int64_t m = rowsOf(l.inputs[0], next.k, sc);
+              const int32_t weight =
+                  group.launches.at(dequant ? i + 2 : i + 1).weight;
               cublasNext = cublas && m > cublasMinRows(next) &&
+                           !noCublas.count(weight) &&
                            (!dequant || dequantBuffer.buffer.bytes() >=
                                             size_t(dequantBytes));
               if (!cublasNext)
@@ -1379,6 +1393,9 @@ private:
   bool enqueued = false, ranCublas = false;
   /// Set when a capture or replay failed: every later step runs eagerly.
   bool graphsOff = false;
+  /// Linears (by stored weight) cuBLASLt had no algorithm for: the linear
+  /// kernel runs them at every batch size.
+  std::set<int32_t> noCublas;
   /// Set by a CublasInput cast that ran: the next linear is cuBLASLt's.
   bool cublasNext = false;
   std::shared_ptr<const plan::Plan> plan;

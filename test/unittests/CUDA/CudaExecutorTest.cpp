@@ -402,6 +402,61 @@ TEST(CudaExecutor, PrefillGemmsOf16BitWeightsGoThroughCublasLt) {
   }
 }
 
+// A linear cuBLASLt has no algorithm for runs the linear kernel instead, in
+// that step and after, with one warning per linear: the fake library finds
+// none for the down projections' inner dimension.
+TEST(CudaExecutor, LinearsCublasLtCannotRunTakeTheLinearKernel) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16", "f32");
+  ASSERT_TRUE(p);
+  int64_t k = 0;
+  for (const plan::StoredWeight &w : p->weights)
+    k = std::max(k, w.k);
+  int withK = 0;
+  for (const plan::StoredWeight &w : p->weights)
+    withK += w.k == k;
+  ASSERT_GT(withK, 0);
+  exec::ExecutorOptions options;
+  std::vector<std::string> warnings;
+  options.warn = [&](const std::string &w) { warnings.push_back(w); };
+  std::unique_ptr<exec::Executor> gpu = loadedGpu(p, 16, options);
+  ASSERT_TRUE(gpu);
+  std::unique_ptr<exec::Executor> cpu = exec::createCPUExecutor();
+  ASSERT_TRUE(cpu->load(p));
+  ASSERT_TRUE(cpu->allocateKVCache(16));
+  ::setenv("FOLIO_FAKE_CUBLASLT_NO_ALGORITHM", std::to_string(k).c_str(), 1);
+  Sequences seqs;
+  int a = seqs.add(), b = seqs.add();
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    exec::ForwardBatch prefill =
+        seqs.step({a, b}, {tokens(7, 1 + round), tokens(13, 3 + round)});
+    std::vector<float> logits, want;
+    int64_t vocab = 0;
+    long before = cublasMatmuls();
+    Status s = gpu->forward(prefill, logits, vocab);
+    ASSERT_TRUE(bool(s)) << s.message();
+    EXPECT_EQ(cublasMatmuls() - before, 24 - withK);
+    ASSERT_TRUE(cpu->forward(prefill, want, vocab));
+    ASSERT_EQ(logits.size(), want.size());
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      double d = std::fabs(double(logits[i]) - want[i]) /
+                 (1.0 + std::fabs(double(want[i])));
+      if (!(d <= worst))
+        worst = d; // a NaN too
+    }
+    EXPECT_LT(worst, kQuantizedWeights.logits);
+  }
+  ::unsetenv("FOLIO_FAKE_CUBLASLT_NO_ALGORITHM");
+  ASSERT_EQ(warnings.size(), size_t(withK));
+  EXPECT_NE(warnings[0].find("has no algorithm for a bf16 GEMM"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("runs the linear kernel instead"),
+            std::string::npos)
+      << warnings[0];
+}
+
 // With int8, fp8_e4m3 or int4 weights, a batch of more rows than the
 // linear kernel would stream the weights in cheaply (5 passes of 8 rows for
 // the 8-bit types, 9 for int4) goes through cuBLASLt: its input cast to

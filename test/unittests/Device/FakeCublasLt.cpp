@@ -11,6 +11,9 @@
 // FOLIO_LIBCUBLASLT_PATH. A GEMM on a stream goes through the fake driver
 // (FOLIO_LIBCUDA_PATH, folioFakeCudaEnqueue), so a stream being captured
 // records it into the graph instead of running it.
+// FOLIO_FAKE_CUBLASLT_NO_ALGORITHM=K makes the heuristic find no algorithm
+// for GEMMs of inner dimension K (as a library without a kernel for a
+// shape would).
 //
 //===----------------------------------------------------------------------===//
 
@@ -254,6 +257,9 @@ int cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
                       *static_cast<Layout *>(d));
   if (s != kSuccess)
     return s;
+  if (const char *none = std::getenv("FOLIO_FAKE_CUBLASLT_NO_ALGORITHM"))
+    if (uint64_t(std::atoll(none)) == static_cast<Layout *>(a)->rows)
+      return kSuccess; // found stays 0
   results[0] = HeuristicResult{};
   results[0].algo[0] = 42;
   results[0].state = kSuccess;
