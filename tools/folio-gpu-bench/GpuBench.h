@@ -12,6 +12,7 @@
 #ifndef FOLIO_TOOLS_FOLIO_GPU_BENCH_GPUBENCH_H
 #define FOLIO_TOOLS_FOLIO_GPU_BENCH_GPUBENCH_H
 
+#include "codegen/CPU/WeightPack.h"
 #include "codegen/CUDA/Emitter.h"
 #include "codegen/CUDA/KernelSpec.h"
 #include "runtime/Device/CublasLt.h"
@@ -20,6 +21,10 @@
 #include <map>
 #include <string>
 #include <vector>
+
+namespace folio_cuda {
+struct LinearArgs;
+} // namespace folio_cuda
 
 namespace folio::gpubench {
 
@@ -163,6 +168,23 @@ struct LinearResult {
   };
   std::vector<Alternative> alternatives; ///< LinearCase::alternatives'
 };
+
+/// A weight packed as folioc stores it (codegen/CPU/WeightPack.h), and its
+/// bytes on the device.
+struct DeviceWeight {
+  cpu::WeightPacking packed;
+  device::DeviceBuffer data, scales, groupParams, outlierCols, outliers;
+};
+
+/// Packs `w` ([n, k] f32) as `type` (int4 in groups of `groupSize`) and
+/// uploads the packing.
+Expected<DeviceWeight> uploadWeight(const device::CudaDevice &dev,
+                                    const std::vector<float> &w, int64_t n,
+                                    int64_t k, cpu::DType type, int groupSize);
+
+/// Points the weight fields of `a` (w, scales, int4 params, outliers) at
+/// `w`'s device bytes.
+void bindWeight(const DeviceWeight &w, folio_cuda::LinearArgs &a);
 
 /// Random weights packed as the plan stores them, checked against the CPU
 /// linear on the first 512 outputs of every row; bytes: the packed

@@ -19,6 +19,40 @@ using device::CudaDevice;
 using device::DeviceBuffer;
 using namespace detail;
 
+Expected<DeviceWeight> uploadWeight(const CudaDevice &dev,
+                                    const std::vector<float> &w, int64_t n,
+                                    int64_t k, cpu::DType type, int groupSize) {
+  DeviceWeight out;
+  if (cpu::Status st =
+          cpu::packWeightRows(w.data(), n, k, type, out.packed, groupSize);
+      !st.ok())
+    return Status::internal("packWeightRows: " + st.message());
+  const cpu::WeightPacking &p = out.packed;
+  Expected<DeviceBuffer> dw = upload(dev, p.data, "the weights"),
+                         ds = upload(dev, p.scales, "the scales"),
+                         dp = upload(dev, p.groupParams, "int4 params"),
+                         dc = upload(dev, p.outlierCols, "outlier columns"),
+                         doutl = upload(dev, p.outliers, "outliers");
+  for (Expected<DeviceBuffer> *b : {&dw, &ds, &dp, &dc, &doutl})
+    if (!*b)
+      return b->status();
+  out.data = std::move(*dw);
+  out.scales = std::move(*ds);
+  out.groupParams = std::move(*dp);
+  out.outlierCols = std::move(*dc);
+  out.outliers = std::move(*doutl);
+  return out;
+}
+
+void bindWeight(const DeviceWeight &w, folio_cuda::LinearArgs &a) {
+  a.w = w.data.as<const void>();
+  a.scales = w.scales.as<const float>();
+  a.groupParams = w.groupParams.as<const unsigned short>();
+  a.outlierCols = w.outlierCols.as<const int>();
+  a.outliers = w.outliers.as<const unsigned short>();
+  a.numOutliers = int(w.packed.view().numOutliers);
+}
+
 namespace {
 
 /// The dequantizing form (LinearSpec::dequantToBf16) on random weights of
@@ -38,21 +72,11 @@ Expected<LinearResult> measureDequant(const CudaDevice &dev,
   std::vector<float> wf(size_t(n * k));
   for (float &e : wf)
     e = 0.02f * normal(rng);
-  cpu::WeightPacking packed;
-  if (cpu::Status st = cpu::packWeightRows(wf.data(), n, k, s.weightType,
-                                           packed, s.groupSize);
-      !st.ok())
-    return Status::internal("packWeightRows: " + st.message());
-  const cpu::WeightView view = packed.view();
-  Expected<DeviceBuffer> dw = upload(dev, packed.data, "the weights"),
-                         ds = upload(dev, packed.scales, "the scales"),
-                         dp = upload(dev, packed.groupParams, "int4 params"),
-                         dc =
-                             upload(dev, packed.outlierCols, "outlier columns"),
-                         doutl = upload(dev, packed.outliers, "outliers");
-  for (Expected<DeviceBuffer> *b : {&dw, &ds, &dp, &dc, &doutl})
-    if (!*b)
-      return b->status();
+  Expected<DeviceWeight> dw =
+      uploadWeight(dev, wf, n, k, s.weightType, s.groupSize);
+  if (!dw)
+    return dw.status();
+  const cpu::WeightView view = dw->packed.view();
   Expected<DeviceBuffer> dy = dev.allocate(size_t(n * k) * 2, "bf16 rows");
   if (!dy)
     return dy.status();
@@ -61,12 +85,7 @@ Expected<LinearResult> measureDequant(const CudaDevice &dev,
   if (!kernel)
     return kernel.status();
   folio_cuda::LinearArgs a{};
-  a.w = dw->as<const void>();
-  a.scales = ds->as<const float>();
-  a.groupParams = dp->as<const unsigned short>();
-  a.outlierCols = dc->as<const int>();
-  a.outliers = doutl->as<const unsigned short>();
-  a.numOutliers = int(view.numOutliers);
+  bindWeight(*dw, a);
   a.y = dy->as<float>();
   a.n = n;
   device::CudaLaunch l = toLaunch(cuda::linearLaunch(s, n));
@@ -117,12 +136,11 @@ Expected<LinearResult> measureLinear(const CudaDevice &dev,
     e = 0.02f * normal(rng);
   for (float &e : x)
     e = normal(rng);
-  cpu::WeightPacking packed;
-  if (cpu::Status st = cpu::packWeightRows(wf.data(), n, k, s.weightType,
-                                           packed, s.groupSize);
-      !st.ok())
-    return Status::internal("packWeightRows: " + st.message());
-  const cpu::WeightView view = packed.view();
+  Expected<DeviceWeight> dw =
+      uploadWeight(dev, wf, n, k, s.weightType, s.groupSize);
+  if (!dw)
+    return dw.status();
+  const cpu::WeightView view = dw->packed.view();
   cpu::PackedWeight pw;
   if (cpu::Status st = cpu::PackedWeight::fromView(view, nullptr, pw); !st.ok())
     return Status::internal(st.message());
@@ -130,16 +148,9 @@ Expected<LinearResult> measureLinear(const CudaDevice &dev,
   if (cpu::Status st = cpu::linearGemv(x.data(), m, pw, want.data()); !st.ok())
     return Status::internal("the CPU linear: " + st.message());
 
-  Expected<DeviceBuffer> dw = upload(dev, packed.data, "the weights"),
-                         ds = upload(dev, packed.scales, "the scales"),
-                         dp = upload(dev, packed.groupParams, "int4 params"),
-                         dc =
-                             upload(dev, packed.outlierCols, "outlier columns"),
-                         doutl = upload(dev, packed.outliers, "outliers"),
-                         dx = upload(dev, x, "x");
-  for (Expected<DeviceBuffer> *b : {&dw, &ds, &dp, &dc, &doutl, &dx})
-    if (!*b)
-      return b->status();
+  Expected<DeviceBuffer> dx = upload(dev, x, "x");
+  if (!dx)
+    return dx.status();
   Expected<DeviceBuffer> dy = dev.allocate(want.size() * 4, "y");
   if (!dy)
     return dy.status();
@@ -156,12 +167,7 @@ Expected<LinearResult> measureLinear(const CudaDevice &dev,
     folio_cuda::LinearArgs a{};
     a.x = dx->as<const float>();
     a.m = m;
-    a.w = dw->as<const void>();
-    a.scales = ds->as<const float>();
-    a.groupParams = dp->as<const unsigned short>();
-    a.outlierCols = dc->as<const int>();
-    a.outliers = doutl->as<const unsigned short>();
-    a.numOutliers = int(view.numOutliers);
+    bindWeight(*dw, a);
     a.y = dy->as<float>();
     a.n = n;
     device::CudaLaunch l = toLaunch(cuda::linearLaunch(spec, n));

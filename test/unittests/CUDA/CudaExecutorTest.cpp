@@ -133,6 +133,23 @@ constexpr Tolerance kQuantizedCache = {5e-3, 0.01};
 /// A launch reading the wrong data is off by the logits' whole scale.
 constexpr Tolerance kQuantizedWeights = {0.2, 0.1};
 
+/// The largest |got - want| / (1 + |want|) over two steps' logits; a NaN
+/// anywhere, or rows of another size, is infinitely far.
+double worstLogitDiff(const std::vector<float> &got,
+                      const std::vector<float> &want) {
+  if (got.size() != want.size())
+    return INFINITY;
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double d = std::fabs(double(got[i]) - double(want[i])) /
+               (1.0 + std::fabs(double(want[i])));
+    if (std::isnan(d))
+      return INFINITY;
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+
 /// Which batches a comparison runs: Short, a prefill of two prompts (one
 /// crossing a KV block) and a decode of both; Mixed, then a decode alone
 /// and a decode beside a new prompt's chunk; Long, then a 260-token prompt
@@ -187,13 +204,7 @@ void expectSameForwards(const std::shared_ptr<plan::Plan> &p, Tolerance tol,
     ASSERT_TRUE(bool(s)) << s.message();
     ASSERT_EQ(gotVocab, wantVocab);
     ASSERT_EQ(got.size(), want.size());
-    double worst = 0;
-    for (size_t e = 0; e < got.size(); ++e) {
-      double d = std::fabs(double(got[e]) - double(want[e])) /
-                 (1.0 + std::fabs(double(want[e])));
-      if (!(d <= worst))
-        worst = d; // a NaN too
-    }
+    double worst = worstLogitDiff(got, want);
     EXPECT_LT(worst, tol.logits);
     for (size_t r = 0; r < batch.logitsIndices.size(); ++r) {
       auto first = [&](const std::vector<float> &l) {
@@ -386,15 +397,7 @@ TEST(CudaExecutor, PrefillGemmsOf16BitWeightsGoThroughCublasLt) {
     // reads the 2 logits rows, one pass of the linear kernel.
     EXPECT_EQ(cublasMatmuls() - before, 24);
     ASSERT_TRUE(cpu->forward(prefill, want, vocab));
-    ASSERT_EQ(logits.size(), want.size());
-    double worst = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      double d = std::fabs(double(logits[i]) - want[i]) /
-                 (1.0 + std::fabs(double(want[i])));
-      if (!(d <= worst))
-        worst = d; // a NaN too
-    }
-    EXPECT_LT(worst, kQuantizedWeights.logits);
+    EXPECT_LT(worstLogitDiff(logits, want), kQuantizedWeights.logits);
     before = cublasMatmuls();
     ASSERT_TRUE(gpu->forward(seqs.step({a, b}, {tokens(1, 4), tokens(1, 5)}),
                              logits, vocab));
@@ -437,15 +440,7 @@ TEST(CudaExecutor, LinearsCublasLtCannotRunTakeTheLinearKernel) {
     ASSERT_TRUE(bool(s)) << s.message();
     EXPECT_EQ(cublasMatmuls() - before, 24 - withK);
     ASSERT_TRUE(cpu->forward(prefill, want, vocab));
-    ASSERT_EQ(logits.size(), want.size());
-    double worst = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      double d = std::fabs(double(logits[i]) - want[i]) /
-                 (1.0 + std::fabs(double(want[i])));
-      if (!(d <= worst))
-        worst = d; // a NaN too
-    }
-    EXPECT_LT(worst, kQuantizedWeights.logits);
+    EXPECT_LT(worstLogitDiff(logits, want), kQuantizedWeights.logits);
   }
   ::unsetenv("FOLIO_FAKE_CUBLASLT_NO_ALGORITHM");
   ASSERT_EQ(warnings.size(), size_t(withK));
@@ -477,15 +472,7 @@ TEST(CudaExecutor, PrefillGemmsOf8And4BitWeightsDequantizeForCublasLt) {
     std::vector<float> logits, want;
     int64_t vocab = 0;
     auto expectClose = [&] {
-      ASSERT_EQ(logits.size(), want.size());
-      double worst = 0;
-      for (size_t i = 0; i < want.size(); ++i) {
-        double d = std::fabs(double(logits[i]) - want[i]) /
-                   (1.0 + std::fabs(double(want[i])));
-        if (!(d <= worst))
-          worst = d; // a NaN too
-      }
-      EXPECT_LT(worst, kQuantizedWeights.logits);
+      EXPECT_LT(worstLogitDiff(logits, want), kQuantizedWeights.logits);
     };
     // 40 rows: at most 5 passes, the linear kernel everywhere.
     long before = cublasMatmuls();

@@ -174,38 +174,37 @@ protected:
     return b ? std::move(*b) : DeviceBuffer();
   }
 
+  /// Emits `specs` and loads their kernels on the device.
+  void compileLinears(const std::vector<LinearSpec> &specs,
+                      gpubench::LoadedKernels &compiled) {
+    std::vector<GeneratedKernel> sources;
+    for (const LinearSpec &s : specs) {
+      GeneratedKernel g;
+      ASSERT_TRUE(emitLinear(s, g).ok());
+      sources.push_back(g);
+    }
+    ASSERT_NO_FATAL_FAILURE(compileForDevice(*dev, sources, compiled));
+  }
+
   CudaDevice *dev = nullptr;
 };
 
 TEST_F(CudaDeviceKernels, LinearMatchesTheCpuForEveryWeightType) {
-  std::vector<GeneratedKernel> sources;
-  for (const LinearSpec &s : linearVariants()) {
-    GeneratedKernel g;
-    ASSERT_TRUE(emitLinear(s, g).ok());
-    sources.push_back(g);
-  }
   gpubench::LoadedKernels compiled;
-  ASSERT_NO_FATAL_FAILURE(compileForDevice(*dev, sources, compiled));
+  ASSERT_NO_FATAL_FAILURE(compileLinears(linearVariants(), compiled));
   std::mt19937 rng(41);
   for (const LinearSpec &s : linearVariants()) {
     std::string name = kernelName(s);
     SCOPED_TRACE(name + " on " + dev->name());
     const int64_t n = 37, k = s.k;
-    std::vector<float> wf = randomWeights(n, k, rng);
-    cpu::WeightPacking packed;
-    ASSERT_TRUE(
-        cpu::packWeightRows(wf.data(), n, k, s.weightType, packed, s.groupSize)
-            .ok());
-    const cpu::WeightView v = packed.view();
+    Expected<gpubench::DeviceWeight> dw = gpubench::uploadWeight(
+        *dev, randomWeights(n, k, rng), n, k, s.weightType, s.groupSize);
+    ASSERT_TRUE(bool(dw)) << dw.status().message();
+    const cpu::WeightView v = dw->packed.view();
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> bias(static_cast<size_t>(n));
     for (float &b : bias)
       b = normal(rng);
-    DeviceBuffer w = upload(packed.data, "weights");
-    DeviceBuffer scales = upload(packed.scales, "scales");
-    DeviceBuffer params = upload(packed.groupParams, "int4 params");
-    DeviceBuffer cols = upload(packed.outlierCols, "outlier columns");
-    DeviceBuffer outl = upload(packed.outliers, "outliers");
     DeviceBuffer dBias = upload(bias, "bias");
     for (int64_t m : {int64_t(0), int64_t(1), int64_t(2 * s.rowsPerPass + 1)}) {
       SCOPED_TRACE("m=" + std::to_string(m));
@@ -218,12 +217,7 @@ TEST_F(CudaDeviceKernels, LinearMatchesTheCpuForEveryWeightType) {
       folio_cuda::LinearArgs a{};
       a.x = dx.as<const float>();
       a.m = m;
-      a.w = w.as<const void>();
-      a.scales = scales.as<const float>();
-      a.groupParams = params.as<const unsigned short>();
-      a.outlierCols = cols.as<const int>();
-      a.outliers = outl.as<const unsigned short>();
-      a.numOutliers = int(v.numOutliers);
+      gpubench::bindWeight(*dw, a);
       a.bias = dBias.as<const float>();
       a.y = dy->as<float>();
       a.n = n;
@@ -243,41 +237,23 @@ TEST_F(CudaDeviceKernels, LinearMatchesTheCpuForEveryWeightType) {
 // its outlier columns (columns 3 and k - 2, 40x the rest), a zero row,
 // fp8_e4m3, int4 in every group size.
 TEST_F(CudaDeviceKernels, DequantizesWeightsToTheCpusValuesInBf16) {
-  std::vector<GeneratedKernel> sources;
-  for (const LinearSpec &s : dequantVariants()) {
-    GeneratedKernel g;
-    ASSERT_TRUE(emitLinear(s, g).ok());
-    sources.push_back(g);
-  }
   gpubench::LoadedKernels compiled;
-  ASSERT_NO_FATAL_FAILURE(compileForDevice(*dev, sources, compiled));
+  ASSERT_NO_FATAL_FAILURE(compileLinears(dequantVariants(), compiled));
   std::mt19937 rng(43);
   for (const LinearSpec &s : dequantVariants()) {
     std::string name = kernelName(s);
     SCOPED_TRACE(name + " on " + dev->name());
     const int64_t n = 37, k = s.k;
-    std::vector<float> wf = randomWeights(n, k, rng);
-    cpu::WeightPacking packed;
-    ASSERT_TRUE(
-        cpu::packWeightRows(wf.data(), n, k, s.weightType, packed, s.groupSize)
-            .ok());
-    const cpu::WeightView v = packed.view();
+    Expected<gpubench::DeviceWeight> dw = gpubench::uploadWeight(
+        *dev, randomWeights(n, k, rng), n, k, s.weightType, s.groupSize);
+    ASSERT_TRUE(bool(dw)) << dw.status().message();
+    const cpu::WeightView v = dw->packed.view();
     if (s.weightType == cpu::DType::I8)
       ASSERT_GT(v.numOutliers, 0);
-    DeviceBuffer w = upload(packed.data, "weights");
-    DeviceBuffer scales = upload(packed.scales, "scales");
-    DeviceBuffer params = upload(packed.groupParams, "int4 params");
-    DeviceBuffer cols = upload(packed.outlierCols, "outlier columns");
-    DeviceBuffer outl = upload(packed.outliers, "outliers");
     Expected<DeviceBuffer> dy = dev->allocate(size_t(n * k) * 2, "bf16 rows");
     ASSERT_TRUE(bool(dy)) << dy.status().message();
     folio_cuda::LinearArgs a{};
-    a.w = w.as<const void>();
-    a.scales = scales.as<const float>();
-    a.groupParams = params.as<const unsigned short>();
-    a.outlierCols = cols.as<const int>();
-    a.outliers = outl.as<const unsigned short>();
-    a.numOutliers = int(v.numOutliers);
+    gpubench::bindWeight(*dw, a);
     a.y = dy->as<float>();
     a.n = n;
     device::CudaLaunch l = gpubench::toLaunch(linearLaunch(s, n));
