@@ -33,7 +33,7 @@ FOLIO_AVX512 static inline __mmask16 tailMask(int64_t n) {
 /// accumulators GCC 12 moves every accumulator through another register
 /// (and spills some) around each intrinsic, where the tied operand keeps
 /// it in place. The int8 GEMM with 6 x rows (folio-linear-bench's kernel
-/// alone, 2048 x 768, M = 512, Intel Xeon, 1 thread) ran 250-268 GFLOP/s
+/// alone, 2048 x 768, M = 512, Intel Xeon, 1 thread) ran 243-268 GFLOP/s
 /// with the intrinsic and 294-314 with this.
 FOLIO_AVX512_VNNI static inline __m512i dpwssd(__m512i acc, __m512i a,
                                                __m512i b) {
