@@ -11,6 +11,7 @@
 #define FOLIO_CODEGEN_CPU_AVX512MATH_H
 
 #include <cstdint>
+#include <cstring>
 #include <immintrin.h>
 
 #define FOLIO_AVX512                                                           \
@@ -25,6 +26,14 @@ namespace folio::cpu::avx512 {
 /// Mask of the first `n` (< 16) lanes.
 FOLIO_AVX512 static inline __mmask16 tailMask(int64_t n) {
   return __mmask16((1u << n) - 1u);
+}
+
+/// The 4 bytes at p, broadcast to every 32-bit lane: an x dword the integer
+/// GEMMs multiply with a panel's columns.
+FOLIO_AVX512 static inline __m512i broadcastDword(const void *p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
 }
 
 /// acc + the pairwise int16 products of a and b (vpdpwssd), and acc + the

@@ -31,7 +31,6 @@
 #include "codegen/CPU/WeightPack.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 namespace folio::cpu::detail {
@@ -44,13 +43,6 @@ constexpr int64_t kCols = kInt4X8PanelCols;
 
 /// Rows of x per tile.
 constexpr int kTileRows = 6;
-
-/// x's dword `d` of row r, broadcast to every lane.
-FOLIO_AVX512_VNNI inline __m512i xDword(const int8_t *row, int64_t d) {
-  int32_t v;
-  std::memcpy(&v, row + 4 * d, 4);
-  return _mm512_set1_epi32(v);
-}
 
 /// y rows m .. m + MR times the panel's columns n .. n + cols: per group,
 /// the int32 sums of its dwords, then into the f32 accumulators. scale and
@@ -75,7 +67,7 @@ FOLIO_AVX512_VNNI void rowsTile(const GemvInt4Args &a, const uint8_t *panel,
       const __m512i w0 = _mm512_load_si512(panel + int4X8PanelOffset(d, 0));
       const __m512i w1 = _mm512_load_si512(panel + int4X8PanelOffset(d, 1));
       for (int r = 0; r < MR; ++r) {
-        const __m512i xb = xDword(x[r], d);
+        const __m512i xb = broadcastDword(x[r] + 4 * d);
         s[r][0] = dpbusd(s[r][0], w0, xb);
         s[r][1] = dpbusd(s[r][1], w1, xb);
       }
@@ -118,12 +110,9 @@ FOLIO_AVX512_VNNI void gemmInt4X8Avx512(const GemvInt4Args &a, int64_t nBegin,
   thread_local std::vector<float> params;
   const int64_t steps = int4RowBytes(a.k) / 32; // 16 dwords of x each
   const int64_t groups = int4Groups(a.k, a.groupSize);
-  panelStorage.resize(size_t(steps * 2 * kInt4X8StepBytes + 64));
-  params.resize(size_t(groups * 2 * kCols + 16));
-  uint8_t *panel = reinterpret_cast<uint8_t *>(
-      (reinterpret_cast<uintptr_t>(panelStorage.data()) + 63) & ~uintptr_t(63));
-  float *scale = reinterpret_cast<float *>(
-      (reinterpret_cast<uintptr_t>(params.data()) + 63) & ~uintptr_t(63));
+  uint8_t *panel =
+      alignedScratch(panelStorage, size_t(steps * 2 * kInt4X8StepBytes));
+  float *scale = alignedScratch(params, size_t(groups * 2 * kCols));
   float *min = scale + groups * kCols;
   for (int64_t n = nBegin; n < nEnd; n += kCols) {
     const int64_t cols = std::min(kCols, nEnd - n);

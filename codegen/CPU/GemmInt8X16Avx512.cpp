@@ -23,7 +23,6 @@
 #include "codegen/CPU/Gemv.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 namespace folio::cpu::detail {
@@ -67,13 +66,6 @@ FOLIO_AVX512 void fillPanel(const GemvInt8Args &a, int64_t n, int64_t rows,
   }
 }
 
-/// x row's dword p (codes 2p and 2p + 1), broadcast to every lane.
-FOLIO_AVX512 inline __m512i xPair(const int16_t *row, int64_t p) {
-  int32_t v;
-  std::memcpy(&v, row + 2 * p, 4);
-  return _mm512_set1_epi32(v);
-}
-
 /// Adds the 16 int32 lanes of v to s[0 .. 16] (int64).
 FOLIO_AVX512 inline void addToSums(__m512i v, int64_t *s) {
   __m512i lo = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(v));
@@ -107,7 +99,7 @@ FOLIO_AVX512_VNNI void rowsTile(const GemvInt8Args &a, const int32_t *panel,
       const __m512i w0 = _mm512_load_si512(panel + p * kCols);
       const __m512i w1 = _mm512_load_si512(panel + p * kCols + 16);
       for (int j = 0; j < MR; ++j) {
-        const __m512i xb = xPair(x[j], p);
+        const __m512i xb = broadcastDword(x[j] + 2 * p); // codes 2p, 2p + 1
         acc[j][0] = dotPairs<Vnni>(acc[j][0], w0, xb);
         acc[j][1] = dotPairs<Vnni>(acc[j][1], w1, xb);
       }
@@ -157,9 +149,7 @@ FOLIO_AVX512_VNNI void gemm(const GemvInt8Args &a, int64_t nBegin,
   // Per worker thread: the panel, 64-byte aligned.
   thread_local std::vector<int32_t> storage;
   const int64_t pairs = (a.k + 1) / 2;
-  storage.resize(size_t(pairs * kCols + 16));
-  int32_t *panel = reinterpret_cast<int32_t *>(
-      (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+  int32_t *panel = alignedScratch(storage, size_t(pairs * kCols));
   for (int64_t n = nBegin; n < nEnd; n += kCols) {
     const int64_t cols = std::min(kCols, nEnd - n);
     fillPanel(a, n, cols, pairs, panel);

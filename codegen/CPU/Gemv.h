@@ -9,6 +9,7 @@
 #ifndef FOLIO_CODEGEN_CPU_GEMV_H
 #define FOLIO_CODEGEN_CPU_GEMV_H
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -87,6 +88,17 @@ void quantizeXInt16Avx2(const float *x, int64_t m, int64_t k, int16_t *dst,
                         int64_t kPadded, float *steps);
 void quantizeXInt16Avx512(const float *x, int64_t m, int64_t k, int16_t *dst,
                           int64_t kPadded, float *steps);
+
+/// `count` elements of the scratch `storage` (a kernel's per-thread panel),
+/// their start aligned to `align` bytes for the panel's aligned loads.
+template <typename T>
+inline T *alignedScratch(std::vector<T> &storage, size_t count,
+                         size_t align = 64) {
+  storage.resize(count + align / sizeof(T));
+  return reinterpret_cast<T *>(
+      (reinterpret_cast<uintptr_t>(storage.data()) + align - 1) &
+      ~uintptr_t(align - 1));
+}
 
 /// Calls tile(std::integral_constant<int, R>{}, m) over x rows [begin,
 /// end): tiles of Rows rows while whole, then one of the rows left (the

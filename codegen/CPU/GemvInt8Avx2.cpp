@@ -324,9 +324,7 @@ void gemmInt8X16Avx2(const GemvInt8Args &a, int64_t nBegin, int64_t nEnd) {
   // Per worker thread: the panel, 32-byte aligned.
   thread_local std::vector<int32_t> storage;
   const int64_t pairs = (a.k + 1) / 2;
-  storage.resize(size_t(pairs * kCols + 8));
-  int32_t *panel = reinterpret_cast<int32_t *>(
-      (reinterpret_cast<uintptr_t>(storage.data()) + 31) & ~uintptr_t(31));
+  int32_t *panel = alignedScratch(storage, size_t(pairs * kCols), 32);
   for (int64_t n = nBegin; n < nEnd; n += kCols) {
     const int64_t cols = std::min(kCols, nEnd - n);
     fillPanel(a, n, cols, pairs, panel);

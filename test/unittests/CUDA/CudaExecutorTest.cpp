@@ -806,6 +806,20 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
   EXPECT_EQ(r->decode[1].batch, 2);
   EXPECT_GT(r->decode[1].tokensPerS, 0);
   EXPECT_GT(r->decode[1].eagerMsPerStep, 0);
+  EXPECT_TRUE(r->warnings.empty());
+  // Graphs the driver refuses: the timings are eager steps, and the result
+  // says so.
+  ::setenv("FOLIO_FAKE_CUDA_FAIL_GRAPHS", "instantiate", 1);
+  c.profile = false;
+  dev = device::CudaDevice::open();
+  ASSERT_TRUE(bool(dev));
+  r = gpubench::measureModel(std::move(*dev), p, c);
+  ::unsetenv("FOLIO_FAKE_CUDA_FAIL_GRAPHS");
+  ASSERT_TRUE(bool(r)) << r.status().message();
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("capturing decode steps"), std::string::npos)
+      << r->warnings[0];
+  c.profile = true;
   // A wrong run is never timed.
   c.tolerance = 0;
   dev = device::CudaDevice::open();

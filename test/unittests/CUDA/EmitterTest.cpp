@@ -358,6 +358,8 @@ TEST(CudaEmitter, RefusesLinearSpecsItCannotGenerate) {
           "outputs per warp 0 must be in [1, 8]");
   refused({DType::F32, 64, 0, 8, 128, 9}, "outputs per warp 9");
   refused({DType::F32, 64, 0, 8, 48}, "threads 48 must be a multiple of 32");
+  refused({DType::BF16, 64, 0, 8, 128, 2, true},
+          "dequantizing to bf16 takes int8, fp8_e4m3 or int4 weights");
   // The key tells element loads from 16-byte chunks, so the NVRTC tests
   // keep both structures apart.
   EXPECT_NE(canonicalKey(LinearSpec{DType::BF16, 96, 0, 8, 128})

@@ -129,12 +129,9 @@ public:
     ids.clear();
     for (size_t r = 0; r < b.logitsIndices.size(); ++r) {
       const float *row = logits.data() + r * size_t(vocab);
-      bool ok =
-          std::any_of(row, row + vocab, [](float x) { return x > -INFINITY; });
-      for (int64_t e = 0; e < vocab; ++e)
-        ok &= !std::isnan(row[e]) && row[e] != INFINITY;
-      ids.push_back(ok ? int32_t(std::max_element(row, row + vocab) - row)
-                       : -1);
+      ids.push_back(checkLogitsRow(row, size_t(vocab)).ok()
+                        ? firstMaximum(row, size_t(vocab))
+                        : -1);
     }
     return Status::ok();
   }
