@@ -100,10 +100,16 @@ Status emitPagedPrefill(const PagedPrefillSpec &s, GeneratedKernel &out) {
                  std::to_string(s.queryTile) + "), sequences), block " +
                  std::to_string(s.threads) + ", " +
                  std::to_string(pagedPrefillSharedBytes(s)) +
-                 " bytes of dynamic shared memory") +
-      templates({"Prelude.cuh", "KernelArgs.cuh", "PagedPrefill.cuh"}) +
-      guarded(out.name, entryGlue(out.name, constants, s.threads,
-                                  "PagedPrefillArgs", "pagedPrefill"));
+                 " bytes of dynamic shared memory" +
+                 (s.tensorCores ? "; bf16 products on tensor cores (sm_80+)"
+                                : "")) +
+      (s.tensorCores
+           ? templates({"Prelude.cuh", "KernelArgs.cuh", "Mma.cuh",
+                        "PagedPrefillMma.cuh"})
+           : templates({"Prelude.cuh", "KernelArgs.cuh", "PagedPrefill.cuh"})) +
+      guarded(out.name,
+              entryGlue(out.name, constants, s.threads, "PagedPrefillArgs",
+                        s.tensorCores ? "pagedPrefillMma" : "pagedPrefill"));
   return Status::success();
 }
 

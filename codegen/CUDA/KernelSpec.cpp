@@ -4,6 +4,7 @@
 
 #include "codegen/CUDA/Templates.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 
@@ -158,16 +159,43 @@ Status validate(const PagedPrefillSpec &s) {
     return Status::error(where + ": query tile " + std::to_string(s.queryTile) +
                          " and key tile " + std::to_string(s.keyTile) +
                          " must be >= 1");
-  // Each thread keeps its output tiles (4 rows x 8 columns each; see
-  // PrefillLayout in Templates/PagedPrefill.cuh) in registers.
-  long long tiles =
-      (1LL * s.queryTile * s.queriesPerKv + 3) / 4 * ((s.headDim + 7) / 8);
-  long long perThread = (tiles + s.threads - 1) / s.threads * 32;
-  if (perThread > 128)
-    return Status::error(where + ": an output tile of " +
-                         std::to_string(perThread) +
-                         " floats per thread is over the 128 kept in "
-                         "registers; use a smaller query tile or more threads");
+  const long long rows = 1LL * s.queryTile * s.queriesPerKv;
+  if (s.tensorCores) {
+    if (s.headDim % 16 != 0 || s.keyTile % 16 != 0)
+      return Status::error(
+          where + ": tensor-core prefill needs head_dim (" +
+          std::to_string(s.headDim) + ") and the key tile (" +
+          std::to_string(s.keyTile) +
+          ") to be multiples of 16 (mma.m16n8k16); the CUDA-core kernel "
+          "takes any");
+    const long long warps = (rows + 15) / 16;
+    if (s.threads != 32 * warps)
+      return Status::error(where +
+                           ": tensor-core prefill runs one warp per 16 "
+                           "of its " +
+                           std::to_string(rows) +
+                           " rows: " + std::to_string(32 * warps) +
+                           " threads, not " + std::to_string(s.threads));
+    // Each thread keeps q's fragments (head_dim / 4 registers), the output
+    // (head_dim / 2 floats) and a key tile of scores (key tile / 2).
+    const int regs = s.headDim / 4 + s.headDim / 2 + s.keyTile / 2;
+    if (regs > kMaxPrefillMmaRegisters)
+      return Status::error(
+          where + ": q fragments, output and scores take " +
+          std::to_string(regs) + " registers per thread, over the " +
+          std::to_string(kMaxPrefillMmaRegisters) + "; use a smaller key tile");
+  } else {
+    // Each thread keeps its output tiles (4 rows x 8 columns each; see
+    // PrefillLayout in Templates/PagedPrefill.cuh) in registers.
+    long long tiles = (rows + 3) / 4 * ((s.headDim + 7) / 8);
+    long long perThread = (tiles + s.threads - 1) / s.threads * 32;
+    if (perThread > 128)
+      return Status::error(where + ": an output tile of " +
+                           std::to_string(perThread) +
+                           " floats per thread is over the 128 kept in "
+                           "registers; use a smaller query tile or more "
+                           "threads");
+  }
   return checkSharedBytes(where, pagedPrefillSharedBytes(s),
                           "use smaller tiles");
 }
@@ -467,7 +495,8 @@ std::string kernelName(const PagedPrefillSpec &s) {
          std::to_string(s.headDim) + "_b" + std::to_string(s.blockSize) +
          "_kv" + std::to_string(s.numKvHeads) + "_q" +
          std::to_string(s.queriesPerKv) + "_m" + std::to_string(s.queryTile) +
-         "_n" + std::to_string(s.keyTile) + "_t" + std::to_string(s.threads);
+         "_n" + std::to_string(s.keyTile) + "_t" + std::to_string(s.threads) +
+         (s.tensorCores ? "_tc" : "");
 }
 
 std::string canonicalKey(const KVWriteSpec &s) {
@@ -503,6 +532,7 @@ std::string canonicalKey(const PagedPrefillSpec &s) {
          ";query_tile=" + std::to_string(s.queryTile) +
          ";key_tile=" + std::to_string(s.keyTile) +
          ";threads=" + std::to_string(s.threads) +
+         ";products=" + (s.tensorCores ? "bf16_tensor_cores" : "f32") +
          ";templates=" + templatesHash();
 }
 
@@ -740,11 +770,19 @@ PagedDecodeLaunch pagedDecodeLaunch(const PagedDecodeSpec &s, int64_t numTokens,
 }
 
 size_t pagedPrefillSharedBytes(const PagedPrefillSpec &s) {
+  size_t r = size_t(s.queryTile) * size_t(s.queriesPerKv);
+  size_t n = size_t(s.keyTile), d = size_t(s.headDim);
+  if (s.tensorCores) {
+    // bf16: the q tile (rows rounded up to the warps' 16), which the K
+    // tile [N][D + 8] overwrites once q's fragments are in registers; V
+    // transposed [D][N + 8]; then the slots [N] in int32. Rows 8 bf16
+    // longer put a fragment load's 32 words in 32 banks.
+    size_t rows = (r + 15) / 16 * 16;
+    return 2 * (std::max(rows, n) * (d + 8) + d * (n + 8)) + 4 * n;
+  }
   // q [R][D + 1], K [N][D + 1] (rows padded against bank conflicts), V
   // [N][D], scores [R][N + 1], max / sum / rescale [R] in f32, slots [N]
   // in int32, with R = queryTile * queriesPerKv rows.
-  size_t r = size_t(s.queryTile) * size_t(s.queriesPerKv);
-  size_t n = size_t(s.keyTile), d = size_t(s.headDim);
   return 4 * (r * (d + 1) + n * (d + 1) + n * d + r * (n + 1) + 3 * r + n);
 }
 
@@ -761,7 +799,8 @@ LaunchGeometry pagedPrefillLaunch(const PagedPrefillSpec &s, int64_t numSeqs,
 
 PagedPrefillSpec defaultPagedPrefillSpec(DType cacheType, int headDim,
                                          int blockSize, int numKvHeads,
-                                         int queriesPerKv, int group) {
+                                         int queriesPerKv, int group,
+                                         bool tensorCores) {
   PagedPrefillSpec s;
   s.cacheType = cacheType;
   s.headDim = headDim;
@@ -773,6 +812,21 @@ PagedPrefillSpec defaultPagedPrefillSpec(DType cacheType, int headDim,
   // About 64 query rows (tokens x heads) per block, then the largest key
   // tile that fits; halve the query tile while nothing fits.
   s.queryTile = queriesPerKv >= 64 ? 1 : 64 / queriesPerKv;
+  if (tensorCores && headDim % 16 == 0) {
+    PagedPrefillSpec t = s;
+    t.tensorCores = true;
+    for (;;) {
+      t.threads = 32 * ((t.queryTile * queriesPerKv + 15) / 16);
+      for (int n : {64, 32, 16}) {
+        t.keyTile = n;
+        if (validate(t).ok())
+          return t;
+      }
+      if (t.queryTile == 1)
+        break; // the CUDA-core kernel below, or why nothing fits
+      t.queryTile /= 2;
+    }
+  }
   for (;;) {
     for (int n : {64, 32, 16, 8}) {
       s.keyTile = n;

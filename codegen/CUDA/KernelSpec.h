@@ -71,6 +71,10 @@ struct PagedDecodeSpec {
 /// Paged attention for prefill and mixed batches: a block takes a tile of
 /// one sequence's query tokens for all query heads of one kv head, and
 /// walks the visible keys in shared-memory tiles with an online softmax.
+/// Two kernels: f32 products on CUDA cores, or (`tensorCores`) q, K, V and
+/// the probabilities rounded to bf16 and multiplied on tensor cores with
+/// f32 accumulation (mma.sync m16n8k16, sm_80 and later), each warp taking
+/// 16 query rows.
 struct PagedPrefillSpec {
   cpu::DType cacheType = cpu::DType::F32;
   int headDim = 0;
@@ -83,6 +87,10 @@ struct PagedPrefillSpec {
   /// Keys per shared-memory tile.
   int keyTile = 32;
   int threads = 128;
+  /// bf16 products on tensor cores: head_dim and the key tile multiples of
+  /// 16, and one warp per 16 rows (query tokens x queriesPerKv, rounded
+  /// up).
+  bool tensorCores = false;
 };
 
 /// A fused row kernel: one block per row of `dim` elements, the program
@@ -240,16 +248,21 @@ size_t pagedDecodeSharedBytes(const PagedDecodeSpec &spec);
 LaunchGeometry pagedPrefillLaunch(const PagedPrefillSpec &spec, int64_t numSeqs,
                                   int64_t maxQueryLen);
 /// Dynamic shared memory of the prefill kernel: q, K and V tiles, scores
-/// and row statistics.
+/// and row statistics (CUDA cores); the bf16 q or K tile, V transposed and
+/// the slots (tensor cores).
 size_t pagedPrefillSharedBytes(const PagedPrefillSpec &spec);
 /// The prefill spec for a cache layout: about 64 query rows per block and
-/// the largest key tile that fits the default shared memory, halving the
-/// query tile while none does. Where not even one query token fits (head
-/// dims near 512 with many query heads per kv head) the result fails
+/// the largest key tile that fits the default shared memory (and, on
+/// tensor cores, the registers), halving the query tile while none does.
+/// `tensorCores` asks for the tensor-core kernel; where it cannot take the
+/// shape (head_dim not a multiple of 16) the result is the CUDA-core spec
+/// (its `tensorCores` says which). Where not even one query token fits
+/// (head dims near 512 with many query heads per kv head) the result fails
 /// validate(), and the decode kernel serves every batch.
 PagedPrefillSpec defaultPagedPrefillSpec(cpu::DType cacheType, int headDim,
                                          int blockSize, int numKvHeads,
-                                         int queriesPerKv, int group);
+                                         int queriesPerKv, int group,
+                                         bool tensorCores = false);
 
 /// One block per row (rows, tokens, or indices).
 LaunchGeometry rowKernelLaunch(const RowKernelSpec &spec, int64_t rows);
@@ -265,6 +278,11 @@ LaunchGeometry castLaunch(const CastSpec &spec, int64_t n);
 /// The most dynamic shared memory a kernel takes without opting in (every
 /// supported arch).
 constexpr size_t kMaxDefaultSharedBytes = 48 * 1024;
+
+/// The registers per thread the tensor-core prefill kernel may give its
+/// arrays (q fragments, output, scores), leaving the rest of the 255 to
+/// addresses and row statistics: head_dim 256 fits with key tiles of 16.
+constexpr int kMaxPrefillMmaRegisters = 200;
 
 } // namespace folio::cuda
 

@@ -97,6 +97,23 @@ int32_t linearSpecFor(const plan::Plan &plan, int32_t step, int32_t operand,
   return -1;
 }
 
+/// Whether prefill attention may round its inputs to bf16 for tensor
+/// cores (as GPU serving engines' attention does): the plan stores its
+/// linear weights in 16 bits or fewer, whose GEMMs already take x in bf16
+/// or f16 on cuBLASLt. A plan that keeps a weight in f32 (folioc
+/// --weight-dtype f32) asked for f32 precision and gets f32 attention.
+bool bf16Products(const plan::Plan &plan) {
+  if (plan.weights.empty())
+    return false;
+  for (const plan::StoredWeight &w : plan.weights) {
+    cpu::DType type;
+    int group = 0;
+    if (!storedDType(w, type, group) || type == cpu::DType::F32)
+      return false;
+  }
+  return true;
+}
+
 Status check(const cpu::Status &st, const std::string &where) {
   return st.ok() ? Status::ok()
                  : Status::invalidArgument(where + ": " + st.message());
@@ -677,7 +694,7 @@ private:
     c.outputs = {outOp};
     cuda::PagedPrefillSpec prefill = cuda::defaultPagedPrefillSpec(
         type, spec.headDim, spec.blockSize, spec.numKvHeads, spec.queriesPerKv,
-        group);
+        group, bf16Products(plan));
     if (cuda::validate(prefill).ok()) { // else decode serves every batch
       PlanLaunch &p = add(cuda::kernelName(prefill), prefill, i, {i});
       p.role = LaunchRole::Prefill;

@@ -115,6 +115,12 @@ struct PagedCache {
   }
 };
 
+/// The tensor-core prefill's bound on |got - want| / (|want| + 1) against
+/// the CPU's f32 attention: q, K, V and the probabilities are rounded to
+/// bf16 (the emulation measures up to 3e-3 of max |v| on normal inputs,
+/// max |v| about 4).
+constexpr double kTensorCoreAttentionLimit = 3e-2;
+
 /// Largest |got - want| / (|want| + 1); an error past `limit`.
 Expected<double> compareAttention(const std::vector<float> &got,
                                   const std::vector<float> &want,
@@ -327,7 +333,8 @@ Expected<PrefillResult> measurePagedPrefill(const CudaDevice &dev,
     return result.status();
   const std::vector<float> &got = *result;
   Expected<double> diff =
-      compareAttention(got, want, cuda::kernelName(s), 1e-4);
+      compareAttention(got, want, cuda::kernelName(s),
+                       s.tensorCores ? kTensorCoreAttentionLimit : 1e-4);
   if (!diff)
     return diff.status();
   out.maxRelDiff = *diff;

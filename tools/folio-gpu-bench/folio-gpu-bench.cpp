@@ -128,21 +128,25 @@ int main(int argc, char **argv) {
   std::vector<KVWriteCase> writes;
   for (const CacheKind &c : caches) {
     cuda::KVWriteSpec write{c.type, headDim, kvHeads, c.group};
-    cuda::PagedPrefillSpec prefill = cuda::defaultPagedPrefillSpec(
-        c.type, headDim, block, kvHeads, qPerKv, c.group);
-    cuda::GeneratedKernel w, p;
+    cuda::GeneratedKernel w;
     if (cpu::Status st = cuda::emitKVWrite(write, w); !st.ok())
       return fail("emitting kv_write", Status::internal(st.message()));
-    if (cpu::Status st = cuda::emitPagedPrefill(prefill, p); !st.ok())
-      return fail("emitting prefill", Status::internal(st.message()));
     sources.push_back(w);
-    sources.push_back(p);
     writes.push_back({write, quick ? 256 : 16384});
-    // A batch of prompts, and a chunk of new tokens after a long context.
-    prefills.push_back(
-        {prefill, quick ? 2 : 8, quick ? 256 : 2048, quick ? 256 : 2048});
-    prefills.push_back(
-        {prefill, quick ? 1 : 4, quick ? 1024 : 8192, quick ? 128 : 512});
+    // Both prefill kernels, f32 on CUDA cores and bf16 on tensor cores, on
+    // a batch of prompts and on a chunk of new tokens after a long context.
+    for (bool tensorCores : {false, true}) {
+      cuda::PagedPrefillSpec prefill = cuda::defaultPagedPrefillSpec(
+          c.type, headDim, block, kvHeads, qPerKv, c.group, tensorCores);
+      cuda::GeneratedKernel p;
+      if (cpu::Status st = cuda::emitPagedPrefill(prefill, p); !st.ok())
+        return fail("emitting prefill", Status::internal(st.message()));
+      sources.push_back(p);
+      prefills.push_back(
+          {prefill, quick ? 2 : 8, quick ? 256 : 2048, quick ? 256 : 2048});
+      prefills.push_back(
+          {prefill, quick ? 1 : 4, quick ? 1024 : 8192, quick ? 128 : 512});
+    }
     cuda::PagedDecodeSpec spec;
     spec.cacheType = c.type;
     spec.headDim = headDim;
@@ -406,6 +410,8 @@ int main(int argc, char **argv) {
     j.key("seqs").value(c.seqs);
     j.key("context").value(c.context);
     j.key("new_tokens").value(c.queries);
+    j.key("products").value(c.spec.tensorCores ? "bf16 tensor cores"
+                                                : "f32 CUDA cores");
     j.key("query_tile").value(c.spec.queryTile);
     j.key("key_tile").value(c.spec.keyTile);
     Expected<PrefillResult> r = measurePagedPrefill(dev, kernels, c, runs);

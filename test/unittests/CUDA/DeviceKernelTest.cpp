@@ -517,7 +517,8 @@ TEST_F(CudaDeviceKernels, GpuBenchChecksThenMeasures) {
       Expected<gpubench::PrefillResult> r = gpubench::measurePagedPrefill(
           *dev, kernels, {s, 2, context, queries}, 2);
       ASSERT_TRUE(bool(r)) << r.status().message();
-      EXPECT_LT(r->maxRelDiff, 1e-4);
+      // bf16 inputs on tensor cores (the bench's own limit is 3e-2).
+      EXPECT_LT(r->maxRelDiff, s.tensorCores ? 2e-2 : 1e-4);
       const double heads = double(s.numKvHeads) * s.queriesPerKv;
       const double seen =
           queries * double(context - queries) + queries * (queries + 1) / 2.0;

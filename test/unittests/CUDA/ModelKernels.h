@@ -108,9 +108,12 @@ modelKernels(const std::string &root, const std::string &target,
   // the widened table the CUDA executor's test compares it with).
   for (const char *dtype : {"f32", "int8", "fp8_e4m3", "int4"})
     compiles.push_back({tiedModelPath(root), dtype, "auto"});
-  // The other cache dtypes, for the CUDA executor's whole forwards.
+  // The other cache dtypes, for the CUDA executor's whole forwards; an f32
+  // cache also under narrower weights, whose prefill attention runs on
+  // tensor cores.
   for (const char *cache : kBundledCacheDtypes)
     compiles.push_back({paths.front(), "f32", cache});
+  compiles.push_back({paths.front(), "bf16", "f32"});
   std::map<std::string, compiler::PlannedCudaKernel> kernels;
   for (const auto &[path, dtype, cache] : compiles) {
     std::string what = path + " for " + target + (dtype.empty() ? "" : " ") +

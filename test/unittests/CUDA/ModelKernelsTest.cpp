@@ -17,8 +17,8 @@
 #include "test/unittests/CUDA/ModelKernels.h"
 #include "codegen/CUDA/NVRTC/Nvrtc.h"
 #include "compiler/Plan/CudaKernels.h"
-#include "runtime/Device/PlanLaunches.h"
 #include "compiler/Plan/LowerToPlan.h"
+#include "runtime/Device/PlanLaunches.h"
 #include "test/unittests/CUDA/KernelStructure.h"
 
 #include "llvm/Support/Error.h"
@@ -182,6 +182,35 @@ TEST(CudaModelKernels, EveryGemmOfStoredWeightsHasALinearKernel) {
               << k.kernel.name;
         }
     }
+  }
+}
+
+// Prefill attention runs on tensor cores (bf16 inputs) where every stored
+// weight is 16 bits or fewer, and on CUDA cores in f32 where the plan
+// keeps its weights in f32; decode attention is f32 either way.
+TEST(CudaModelKernels, PrefillTakesTensorCoresUnlessWeightsAreF32) {
+  const std::string path = modelPaths(FOLIO_SOURCE_DIR).front();
+  for (const char *dtype : {"f32", "none", "bf16", "f16", "int8", "int4"}) {
+    SCOPED_TRACE(dtype);
+    mlir::folio::CompileToPlanOptions options;
+    options.target = "sm_90a";
+    options.weightDtype = dtype;
+    auto p = mlir::folio::compileONNXToPlan(path, options);
+    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    std::vector<compiler::PlannedCudaKernel> kernels;
+    std::vector<std::string> missing;
+    ASSERT_TRUE(compiler::collectAllCudaKernels(*p, kernels, missing));
+    const bool narrow =
+        std::string(dtype) != "f32" && std::string(dtype) != "none";
+    int prefills = 0;
+    for (const compiler::PlannedCudaKernel &k : kernels)
+      if (const auto *s = std::get_if<PagedPrefillSpec>(&k.spec)) {
+        ++prefills;
+        EXPECT_EQ(s->tensorCores, narrow) << k.kernel.name;
+        EXPECT_EQ(k.kernel.source.find("pagedPrefillMma<") != std::string::npos,
+                  narrow);
+      }
+    EXPECT_GT(prefills, 0);
   }
 }
 

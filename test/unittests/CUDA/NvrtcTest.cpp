@@ -46,9 +46,11 @@ std::vector<GeneratedKernel> emitBatched() {
     add(emitPagedPrefill(s, k), k);
   for (auto [d, g] :
        {std::pair{128, 4}, std::pair{128, 1}, std::pair{256, 8}}) {
-    add(emitPagedPrefill(
-            defaultPagedPrefillSpec(cpu::DType::FP8E4M3, d, 16, 2, g, 0), k),
-        k);
+    for (bool tensorCores : {false, true})
+      add(emitPagedPrefill(defaultPagedPrefillSpec(cpu::DType::FP8E4M3, d, 16,
+                                                   2, g, 0, tensorCores),
+                           k),
+          k);
   }
   for (const RowKernelSpec &s : rowKernelVariants())
     add(emitRowKernel(s, k), k);
@@ -92,10 +94,20 @@ std::vector<GeneratedKernel> allKernels() {
   // One of each newer kind on its own, so that each compiles as a single
   // self-contained source; batchedKernels() has them all.
   const std::vector<GeneratedKernel> &batched = batchedKernels();
+  // (Prefill's two kernels, on CUDA cores and tensor cores, are two
+  // kinds.)
   std::set<std::string> kinds;
-  for (const GeneratedKernel &k : batched)
-    if (kinds.insert(k.key.substr(0, k.key.find(':'))).second)
+  for (const GeneratedKernel &k : batched) {
+    size_t products = k.key.find(";products=");
+    std::string kind =
+        k.key.substr(0, k.key.find(':')) +
+        (products == std::string::npos
+             ? ""
+             : k.key.substr(products,
+                            k.key.find(';', products + 1) - products));
+    if (kinds.insert(kind).second)
       add(k);
+  }
   return out;
 }
 
@@ -179,6 +191,30 @@ TEST(CudaNvrtcPortable, PortableTwinCompilesForTheDevice) {
   ASSERT_TRUE(st.ok()) << st.message();
   // The fast path's ex2.approx and the twin's libm expf differ in PTX.
   EXPECT_NE(fast.ptx, portable.ptx);
+}
+
+TEST(CudaNvrtcPortable, TensorCorePrefillRunsMmaOnlyOnTheFastPath) {
+  if (!nvrtcAvailable())
+    GTEST_SKIP() << "this build has no CUDA toolkit (FOLIO_ENABLE_CUDA=OFF)";
+  // A small tile: the twin's unrolled shuffles make NVRTC slow on large
+  // ones, and the fast path's selection is the same on every arch.
+  PagedPrefillSpec s{cpu::DType::BF16, 32, 16, 1, 1, 0, 16, 16, 32, true};
+  GeneratedKernel k;
+  ASSERT_TRUE(emitPagedPrefill(s, k).ok());
+  for (const std::string &arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    CompiledKernel fast, portable;
+    ASSERT_TRUE(compileWithNvrtc(k.name, k.source, arch, fast).ok());
+    cpu::Status st = compileWithNvrtc(k.name, k.source, arch, portable,
+                                      {"-DFOLIO_KERNEL_PORTABLE"});
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_NE(
+        fast.ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+        std::string::npos);
+    EXPECT_EQ(portable.ptx.find("mma.sync"), std::string::npos);
+    EXPECT_NE(portable.ptx.find("shfl.sync"), std::string::npos);
+    EXPECT_EQ(fast.spillStoreBytes, 0);
+  }
 }
 
 TEST(CudaNvrtcErrors, LogNamesTheKernelAndArch) {

@@ -53,8 +53,8 @@ inline std::vector<PagedDecodeSpec> pagedDecodeVariants() {
 inline std::vector<PagedPrefillSpec> pagedPrefillVariants() {
   using cpu::DType;
   // cache, head_dim, block, kv heads, q per kv, group, query tile, key tile,
-  // threads: key tiles below, at and above the block size, and one that is
-  // not a multiple of it.
+  // threads, tensor cores: key tiles below, at and above the block size,
+  // and one that is not a multiple of it.
   return {
       {DType::F32, 64, 16, 2, 2, 0, 8, 16, 64},
       {DType::BF16, 64, 16, 2, 2, 0, 4, 32, 128},
@@ -67,6 +67,17 @@ inline std::vector<PagedPrefillSpec> pagedPrefillVariants() {
       // Rows (9) and keys (10) that do not fill the last 4 x 4 score and
       // 4 x 8 output register tiles; head_dim 48.
       {DType::BF16, 48, 8, 1, 3, 0, 3, 10, 64},
+      // Tensor cores (one warp per 16 rows): every cache type; four full
+      // warps at head_dim 128; 8 and 1 padding rows (a warp of 8 rows, 5
+      // tokens x 3 heads); a second warp with 4 rows; head_dim 48; key
+      // tiles below, at and above the block size.
+      {DType::F32, 64, 16, 2, 2, 0, 8, 16, 32, true},
+      {DType::BF16, 128, 16, 1, 4, 0, 16, 32, 128, true},
+      {DType::F16, 48, 8, 1, 1, 0, 20, 16, 64, true},
+      {DType::FP8E4M3, 64, 16, 2, 2, 0, 8, 16, 32, true},
+      {DType::FP8E5M2, 64, 16, 1, 4, 0, 4, 32, 32, true},
+      {DType::I8, 64, 16, 2, 2, 64, 4, 32, 32, true},
+      {DType::I4, 64, 8, 1, 3, 32, 5, 16, 32, true},
   };
 }
 
