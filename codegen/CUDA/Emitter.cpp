@@ -201,6 +201,17 @@ Status emitLinear(const LinearSpec &s, GeneratedKernel &out) {
                           constant("kRowsPerPass", s.rowsPerPass) +
                           constant("kThreads", s.threads) +
                           constant("kOutputsPerWarp", s.outputsPerWarp);
+  if (s.quantizeXToFp8) {
+    out.source =
+        header(out.name, out.key,
+               "grid (m), block " + std::to_string(s.threads) +
+                   ", no dynamic shared memory; y holds e4m3 codes [m, k], "
+                   "xScales [m]") +
+        templates({"Prelude.cuh", "KernelArgs.cuh", "Linear.cuh"}) +
+        guarded(out.name, entryGlue(out.name, constants, s.threads,
+                                    "LinearArgs", "quantizeRowsFp8"));
+    return Status::success();
+  }
   if (s.dequantToBf16) {
     out.source = header(out.name, out.key,
                         "grid (n), block " + std::to_string(s.threads) +

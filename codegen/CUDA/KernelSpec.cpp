@@ -459,6 +459,10 @@ Status validate(const LinearSpec &s) {
       s.weightType != DType::FP8E4M3 && s.weightType != DType::I4)
     return Status::error(where + ": dequantizing to bf16 takes int8, "
                                  "fp8_e4m3 or int4 weights");
+  if (s.quantizeXToFp8 && (s.weightType != DType::FP8E4M3 || s.dequantToBf16))
+    return Status::error(where + ": quantizing x to fp8 is for the GEMMs of "
+                                 "fp8_e4m3 weights, and not with "
+                                 "dequantToBf16");
   if (s.rowsPerPass < 1 || s.rowsPerPass > 16)
     return Status::error(where + ": rows per pass " +
                          std::to_string(s.rowsPerPass) + " must be in [1, 16]");
@@ -587,6 +591,9 @@ const char *linearLoads(const LinearSpec &s) {
 } // namespace
 
 std::string kernelName(const LinearSpec &s) {
+  if (s.quantizeXToFp8)
+    return "folio_quant_fp8_rows_k" + std::to_string(s.k) + "_t" +
+           std::to_string(s.threads);
   if (s.dequantToBf16)
     return "folio_dequant_bf16_" + weightTag(s) + "_k" + std::to_string(s.k) +
            "_t" + std::to_string(s.threads);
@@ -597,6 +604,10 @@ std::string kernelName(const LinearSpec &s) {
 }
 
 std::string canonicalKey(const LinearSpec &s) {
+  if (s.quantizeXToFp8)
+    return "quant_fp8_rows:k=" + std::to_string(s.k) +
+           ";threads=" + std::to_string(s.threads) +
+           ";templates=" + templatesHash();
   if (s.dequantToBf16)
     return "dequant_bf16:weights=" + std::string(cpu::dtypeName(s.weightType)) +
            ";k=" + std::to_string(s.k) +
@@ -721,7 +732,7 @@ LaunchGeometry castLaunch(const CastSpec &s, int64_t n) {
 
 LaunchGeometry linearLaunch(const LinearSpec &s, int64_t n) {
   LaunchGeometry g;
-  if (s.dequantToBf16) {
+  if (s.dequantToBf16 || s.quantizeXToFp8) {
     g.grid[0] = unsigned(n);
     g.block[0] = unsigned(s.threads);
     return g;

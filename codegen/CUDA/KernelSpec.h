@@ -159,6 +159,11 @@ struct LinearSpec {
   /// rows of 8- and 4-bit weights. One block per weight row; rowsPerPass
   /// and outputsPerWarp play no part.
   bool dequantToBf16 = false;
+  /// Instead of the product, x's rows quantized to fp8 e4m3 for cuBLASLt's
+  /// fp8 GEMM of fp8_e4m3 weights: each row's scale is its largest |x| /
+  /// 448 (1 for a row of zeros), its codes x / scale rounded to nearest
+  /// even. One block per x row; the weight plays no part.
+  bool quantizeXToFp8 = false;
 };
 
 /// Element types a cast kernel takes.
@@ -270,7 +275,8 @@ LaunchGeometry rowKernelLaunch(const RowKernelSpec &spec, int64_t rows);
 LaunchGeometry rotaryLaunch(const RotarySpec &spec, int64_t numTokens);
 LaunchGeometry gatherLaunch(const GatherSpec &spec, int64_t numRows);
 LaunchGeometry sampleLaunch(const SampleSpec &spec, int64_t numRows);
-/// Grid ceil(n / warps per block), one warp per output row.
+/// Grid ceil(n / warps per block), one warp per output row; one block per
+/// weight row (dequantToBf16) or per x row (quantizeXToFp8: `n` is m).
 LaunchGeometry linearLaunch(const LinearSpec &spec, int64_t n);
 /// One thread per element.
 LaunchGeometry castLaunch(const CastSpec &spec, int64_t n);

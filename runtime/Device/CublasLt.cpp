@@ -11,16 +11,26 @@ namespace folio::device {
 namespace lt {
 // cublasLt.h, library_types.h and cublas_api.h values.
 constexpr int kSuccess = 0;
-constexpr int kComputeF32 = 68;     // CUBLAS_COMPUTE_32F
-constexpr int kF32 = 0;             // CUDA_R_32F
-constexpr int kBF16 = 14;           // CUDA_R_16BF
-constexpr int kF16 = 2;             // CUDA_R_16F
-constexpr int kOpN = 0, kOpT = 1;   // cublasOperation_t
-constexpr int kDescTransA = 3;      // CUBLASLT_MATMUL_DESC_TRANSA
-constexpr int kDescTransB = 4;      // CUBLASLT_MATMUL_DESC_TRANSB
-constexpr int kDescEpilogue = 7;    // CUBLASLT_MATMUL_DESC_EPILOGUE
-constexpr int kDescBiasPointer = 8; // CUBLASLT_MATMUL_DESC_BIAS_POINTER
-constexpr int kDescBiasType = 26;   // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
+constexpr int kInvalidValue = 7;       // CUBLAS_STATUS_INVALID_VALUE
+constexpr int kNotSupported = 15;      // CUBLAS_STATUS_NOT_SUPPORTED
+constexpr int kComputeF32 = 68;        // CUBLAS_COMPUTE_32F
+constexpr int kF32 = 0;                // CUDA_R_32F
+constexpr int kBF16 = 14;              // CUDA_R_16BF
+constexpr int kF16 = 2;                // CUDA_R_16F
+constexpr int kE4M3 = 28;              // CUDA_R_8F_E4M3
+constexpr int kOpN = 0, kOpT = 1;      // cublasOperation_t
+constexpr int kDescTransA = 3;         // CUBLASLT_MATMUL_DESC_TRANSA
+constexpr int kDescTransB = 4;         // CUBLASLT_MATMUL_DESC_TRANSB
+constexpr int kDescEpilogue = 7;       // CUBLASLT_MATMUL_DESC_EPILOGUE
+constexpr int kDescBiasPointer = 8;    // CUBLASLT_MATMUL_DESC_BIAS_POINTER
+constexpr int kDescBiasType = 26;      // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
+constexpr int kDescAScalePointer = 17; // CUBLASLT_MATMUL_DESC_A_SCALE_POINTER
+constexpr int kDescBScalePointer = 18; // CUBLASLT_MATMUL_DESC_B_SCALE_POINTER
+constexpr int kDescAScaleMode = 31;    // CUBLASLT_MATMUL_DESC_A_SCALE_MODE
+constexpr int kDescBScaleMode = 32;    // CUBLASLT_MATMUL_DESC_B_SCALE_MODE
+// CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: A's scales per row of D (the
+// weight's n outputs), B's per column (x's m tokens).
+constexpr int32_t kScaleOuterVec32F = 3;
 constexpr uint32_t kEpilogueDefault = 1, kEpilogueBias = 4;
 constexpr int kPrefMaxWorkspace = 1; // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
 
@@ -111,7 +121,8 @@ struct CublasLt::Plan {
   const CublasLtApi *api = nullptr;
   void *desc = nullptr, *a = nullptr, *b = nullptr, *d = nullptr;
   lt::Algo algo{};
-  cu::DevicePtr bias = 0; ///< the pointer the descriptor holds
+  cu::DevicePtr bias = 0;               ///< the pointer the descriptor holds
+  cu::DevicePtr aScale = 0, bScale = 0; ///< fp8: the scale pointers it holds
   ~Plan() {
     if (d)
       api->layoutDestroy(d);
@@ -165,15 +176,18 @@ CublasLt::~CublasLt() {
 size_t CublasLt::version() const { return api_->getVersion(); }
 const std::string &CublasLt::library() const { return api_->library; }
 
-Expected<CublasLt::Plan *> CublasLt::plan(Half type, int64_t m, int64_t n,
+Expected<CublasLt::Plan *> CublasLt::plan(int type, int64_t m, int64_t n,
                                           int64_t k, bool bias) const {
   auto key = std::make_tuple(type, m, n, k, bias);
   if (auto it = plans_.find(key); it != plans_.end())
     return it->second.get();
-  const int half = type == Half::F16 ? lt::kF16 : lt::kBF16;
+  const int operand = type; // x's and w's element type
+  const bool fp8 = type == lt::kE4M3;
   const std::string what =
-      std::string(type == Half::F16 ? "an f16" : "a bf16") + " GEMM of " +
-      std::to_string(m) + " x " + std::to_string(k) + " by " +
+      std::string(type == lt::kF16    ? "an f16"
+                  : type == lt::kBF16 ? "a bf16"
+                                      : "an fp8 (e4m3, row-scaled)") +
+      " GEMM of " + std::to_string(m) + " x " + std::to_string(k) + " by " +
       std::to_string(n) + " x " + std::to_string(k);
   auto p = std::make_unique<Plan>();
   p->api = api_;
@@ -195,13 +209,26 @@ Expected<CublasLt::Plan *> CublasLt::plan(Half type, int64_t m, int64_t n,
   if (s && bias)
     s = check(a.descSet(p->desc, lt::kDescBiasType, &biasType, sizeof biasType),
               "setting the bias type", what);
+  int32_t outerVec = lt::kScaleOuterVec32F;
+  if (s && fp8)
+    s = check(
+        a.descSet(p->desc, lt::kDescAScaleMode, &outerVec, sizeof outerVec),
+        "setting A's scale mode", what);
+  if (s && fp8)
+    s = check(
+        a.descSet(p->desc, lt::kDescBScaleMode, &outerVec, sizeof outerVec),
+        "setting B's scale mode", what);
+  // A library or device without row-scaled fp8 GEMMs refuses the mode: no
+  // algorithm for this GEMM, which the caller runs another way.
+  if (!s && fp8)
+    return Status::notFound(s.message());
   // A: the [n, k] weight, column-major k x n, taken transposed; B: x, k x m;
   // D (and C): y, n x m.
   if (s)
-    s = check(a.layoutCreate(&p->a, half, uint64_t(k), uint64_t(n), k),
+    s = check(a.layoutCreate(&p->a, operand, uint64_t(k), uint64_t(n), k),
               "cublasLtMatrixLayoutCreate (A)", what);
   if (s)
-    s = check(a.layoutCreate(&p->b, half, uint64_t(k), uint64_t(m), k),
+    s = check(a.layoutCreate(&p->b, operand, uint64_t(k), uint64_t(m), k),
               "cublasLtMatrixLayoutCreate (B)", what);
   if (s)
     s = check(a.layoutCreate(&p->d, lt::kF32, uint64_t(n), uint64_t(m), n),
@@ -222,7 +249,7 @@ Expected<CublasLt::Plan *> CublasLt::plan(Half type, int64_t m, int64_t n,
   if (pref)
     a.prefDestroy(pref);
   if (!s)
-    return s;
+    return fp8 ? Status::notFound(s.message()) : s;
   if (found < 1 || result.state != lt::kSuccess)
     return Status::notFound("cuBLASLt (" + a.library +
                             ") has no algorithm for " + what +
@@ -247,7 +274,8 @@ Status CublasLt::linear(Half type, cu::DevicePtr x, cu::DevicePtr w,
   // One caller at a time: the plans are shared, and so is a plan's bias
   // pointer, which is set on its descriptor.
   std::lock_guard<std::mutex> lock(mu_);
-  Expected<Plan *> p = plan(type, m, n, k, bias != 0);
+  Expected<Plan *> p =
+      plan(type == Half::F16 ? lt::kF16 : lt::kBF16, m, n, k, bias != 0);
   if (!p)
     return p.status();
   const CublasLtApi &a = *api_;
@@ -272,6 +300,54 @@ Status CublasLt::linear(Half type, cu::DevicePtr x, cu::DevicePtr w,
     (*p)->bias = bias;
   }
   return run();
+}
+
+Status CublasLt::linearFp8(cu::DevicePtr x8, cu::DevicePtr xScale,
+                           cu::DevicePtr w8, cu::DevicePtr wScale,
+                           cu::DevicePtr y, int64_t m, int64_t n,
+                           int64_t k) const {
+  if (m < 1 || n < 1 || k < 1)
+    return Status::invalidArgument("cuBLASLt fp8 linear: m, n and k must be "
+                                   "at least 1, not " +
+                                   std::to_string(m) + ", " +
+                                   std::to_string(n) + ", " +
+                                   std::to_string(k));
+  if (Status s = dev_->makeCurrent(); !s)
+    return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  Expected<Plan *> p = plan(lt::kE4M3, m, n, k, false);
+  if (!p)
+    return p.status();
+  const CublasLtApi &a = *api_;
+  auto ptr = [](cu::DevicePtr d) {
+    return reinterpret_cast<void *>(static_cast<uintptr_t>(d));
+  };
+  // The scale vectors are the descriptor's, set when they change (a
+  // capture records the GEMM with the pointers of its call).
+  for (auto [attr, want, held] :
+       {std::tuple{lt::kDescAScalePointer, wScale, &(*p)->aScale},
+        std::tuple{lt::kDescBScalePointer, xScale, &(*p)->bScale}}) {
+    if (*held == want)
+      continue;
+    void *v = ptr(want);
+    if (Status s = check(a.descSet((*p)->desc, attr, &v, sizeof v),
+                         "setting a scale pointer", "an fp8 GEMM");
+        !s)
+      return s;
+    *held = want;
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const int status =
+      a.matmul(handle_, (*p)->desc, &alpha, ptr(w8), (*p)->a, ptr(x8), (*p)->b,
+               &beta, ptr(y), (*p)->d, ptr(y), (*p)->d, &(*p)->algo,
+               ptr(workspace_.ptr()), kWorkspaceBytes, dev_->stream());
+  Status s = check(status, "cublasLtMatmul", "an fp8 GEMM");
+  // Refused arguments (an alignment or a scale layout this library's fp8
+  // kernels do not take) enqueue nothing: no algorithm, as above. A failed
+  // execution stays an error.
+  if (status == lt::kInvalidValue || status == lt::kNotSupported)
+    return Status::notFound(s.message());
+  return s;
 }
 
 } // namespace folio::device

@@ -14,6 +14,10 @@
 // matrix B, and y the n x m column-major D (the "TN" GEMM, the layout
 // Hopper's fp8 GEMMs require too). The bias is cuBLASLt's BIAS epilogue.
 //
+// linearFp8 is the same product with x and w as e4m3 codes and a scale per
+// row of each (cuBLASLt's outer-vector scaling: the weight's per-output
+// scales on A, x's per-token scales on B), y in f32, without a bias.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FOLIO_RUNTIME_DEVICE_CUBLASLT_H
@@ -58,6 +62,15 @@ public:
     return linear(Half::BF16, x, w, bias, y, m, n, k);
   }
 
+  /// y[m, n] = (xScale[i] * wScale[j] * sum_k x8[i, k] w8[j, k]) with x8
+  /// and w8 e4m3 codes [m, k] and [n, k], scales f32 (sm_89 and later).
+  /// NotFound where the library has no algorithm for it or refuses its
+  /// arguments (an older library, another arch, k not a multiple of 16, an
+  /// alignment): nothing was enqueued, and the caller takes another path.
+  Status linearFp8(cu::DevicePtr x8, cu::DevicePtr xScale, cu::DevicePtr w8,
+                   cu::DevicePtr wScale, cu::DevicePtr y, int64_t m, int64_t n,
+                   int64_t k) const;
+
   /// Workspace given to every GEMM.
   static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
@@ -66,7 +79,8 @@ public:
 private:
   CublasLt() = default;
   /// The cached plan of a shape, made at its first use; mu_ held.
-  Expected<Plan *> plan(Half type, int64_t m, int64_t n, int64_t k,
+  /// `type` is x's and w's CUDA data type (bf16, f16 or e4m3).
+  Expected<Plan *> plan(int type, int64_t m, int64_t n, int64_t k,
                         bool bias) const;
   Status check(int status, const std::string &call,
                const std::string &what) const;
@@ -77,7 +91,7 @@ private:
   DeviceBuffer workspace_;
   // Shapes seen so far: the heuristic query costs more than a small GEMM.
   mutable std::mutex mu_;
-  mutable std::map<std::tuple<Half, int64_t, int64_t, int64_t, bool>,
+  mutable std::map<std::tuple<int, int64_t, int64_t, int64_t, bool>,
                    std::unique_ptr<Plan>>
       plans_;
 };

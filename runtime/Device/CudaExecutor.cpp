@@ -169,6 +169,7 @@ public:
       return s;
     cublas.reset();
     noCublas.clear();
+    noFp8.clear();
     bool wantCublas = false;
     dequantBytes = 0;
     dequantMinRows = std::numeric_limits<int64_t>::max();
@@ -185,6 +186,7 @@ public:
     if (wantCublas)
       if (Expected<std::unique_ptr<CublasLt>> lt = CublasLt::open(*dev))
         cublas = std::move(*lt);
+    fp8Gemms = dev->major() * 10 + dev->minor() >= 89;
     if (Status s = prepareRotary(*p); !s)
       return s;
     layout = {};
@@ -464,11 +466,11 @@ public:
   /// Every launch of the step, in the plan's order, on the device's
   /// stream (or into the graph it is capturing).
   Status enqueueLaunches() {
-    cublasNext = false;
+    cublasNext = fp8Next = false;
     for (size_t k = 0; k < launches.kernels.size(); ++k) {
       const KernelLaunches &group = launches.kernels[k];
       for (size_t i = 0; i < group.launches.size(); ++i) {
-        enqueued = ranCublas = false;
+        enqueued = ranCublas = ranFp8 = false;
         if (Status s = run(k, i); !s)
           return Status::error(
               s.code(), "the " + plan->kernels[k].kind + " kernel (kernel " +
@@ -1042,12 +1044,15 @@ private:
         [&](const auto &spec) -> std::string {
           using S = std::decay_t<decltype(spec)>;
           if constexpr (std::is_same_v<S, cuda::LinearSpec>)
-            return spec.dequantToBf16
+            return spec.quantizeXToFp8
+                       ? std::string("quantize x to fp8 (cuBLASLt input)")
+                   : spec.dequantToBf16
                        ? std::string("dequantize (cuBLASLt input, ") +
                              cpu::dtypeName(spec.weightType) + " weights)"
                        : std::string(ranCublas ? "linear (cuBLASLt, "
                                                : "linear (") +
-                             cpu::dtypeName(spec.weightType) + " weights)";
+                             cpu::dtypeName(spec.weightType) + " weights" +
+                             (ranFp8 ? ", fp8 x)" : ")");
           else if constexpr (std::is_same_v<S, cuda::RowKernelSpec>)
             return "row kernel (" + spec.label + ")";
           else if constexpr (std::is_same_v<S, cuda::CastSpec>)
@@ -1117,7 +1122,54 @@ private:
             }
             return launch(cuda::rowKernelLaunch(spec, rows), &a);
           } else if constexpr (std::is_same_v<S, cuda::LinearSpec>) {
+            if (l.role == LaunchRole::CublasFp8Input) {
+              // x's rows in e4m3 for the fp8 GEMM of the linear three
+              // launches on (after the bf16 cast and dequantization, which
+              // then do nothing): where the device runs fp8 GEMMs and the
+              // rows are as many as the bf16 GEMM would take.
+              const PlanLaunch &lin = group.launches.at(i + 3);
+              const int64_t m = rowsOf(l.inputs[0], spec.k, sc);
+              fp8Next = cublas && fp8Gemms && !noCublas.count(lin.weight) &&
+                        !noFp8.count(lin.weight) &&
+                        m > cublasMinRows(std::get<cuda::LinearSpec>(lin.spec));
+              if (!fp8Next)
+                return Status::ok();
+              folio_cuda::LinearArgs a{};
+              a.x = at<const float>(address(l.inputs[0]));
+              a.m = m;
+              a.y = at<float>(address(l.outputs[0]));
+              a.xScales = at<float>(address(l.outputs[1]));
+              return launch(cuda::linearLaunch(spec, m), &a);
+            }
             const plan::StoredWeight &w = plan->weights[size_t(l.weight)];
+            if (fp8Next && l.role == LaunchRole::Kernel) {
+              fp8Next = false;
+              const PlanLaunch &quant = group.launches.at(i - 3);
+              Status st =
+                  cublas->linearFp8(cu::DevicePtr(address(quant.outputs[0])),
+                                    cu::DevicePtr(address(quant.outputs[1])),
+                                    onDevice->blobAddress(w.dataOffset),
+                                    onDevice->blobAddress(w.scalesOffset),
+                                    cu::DevicePtr(address(l.outputs[0])),
+                                    rowsOf(l.inputs[0], w.k, sc), w.n, w.k);
+              if (st.code() != StatusCode::NotFound) {
+                enqueued = ranCublas = ranFp8 = bool(st);
+                return st;
+              }
+              // No fp8 GEMM for it here (the library, the arch or the
+              // shape): the bf16 path it skipped runs now (the cast and
+              // the dequantization, two and one launches back, decide
+              // between the bf16 GEMM and the linear kernel), and from
+              // then on.
+              noFp8.insert(l.weight);
+              if (options.warn)
+                options.warn(st.message() + "; that linear (stored weight " +
+                             std::to_string(l.weight) +
+                             ") takes its x in bf16 instead");
+              for (size_t back : {size_t(2), size_t(1)})
+                if (Status s = run(k, i - back); !s)
+                  return s;
+            }
             if (l.role == LaunchRole::CublasWeight) {
               // The weight as bf16 rows for the GEMM that follows; nothing
               // when the linear kernel runs it.
@@ -1207,6 +1259,8 @@ private:
             a.in = at<const void>(address(l.inputs[0]));
             a.out = at<void>(address(l.outputs[0]));
             a.n = rowsOf(l.inputs[0], 1, sc);
+            if (l.role == LaunchRole::CublasInput && fp8Next)
+              return Status::ok(); // the fp8 GEMM takes x quantized
             if (l.role == LaunchRole::CublasInput) {
               // The linear this cast feeds (the next launch, or the one
               // after its weight's dequantization): through cuBLASLt when
@@ -1390,7 +1444,7 @@ private:
   std::vector<Mark> marks;
   std::chrono::steady_clock::time_point started;
   std::map<std::string, exec::KindProfile> profiled;
-  bool enqueued = false, ranCublas = false;
+  bool enqueued = false, ranCublas = false, ranFp8 = false;
   /// Set when a capture or replay failed: every later step runs eagerly.
   bool graphsOff = false;
   /// Linears (by stored weight) cuBLASLt had no algorithm for: the linear
@@ -1398,6 +1452,14 @@ private:
   std::set<int32_t> noCublas;
   /// Set by a CublasInput cast that ran: the next linear is cuBLASLt's.
   bool cublasNext = false;
+  /// Set by a CublasFp8Input quantization that ran: the next linear is
+  /// cuBLASLt's fp8 GEMM.
+  bool fp8Next = false;
+  /// Linears (by stored weight) with no fp8 GEMM here: the bf16 GEMM runs
+  /// them.
+  std::set<int32_t> noFp8;
+  /// Whether the device has fp8 tensor cores (sm_89 and later).
+  bool fp8Gemms = false;
   std::shared_ptr<const plan::Plan> plan;
   std::unique_ptr<DevicePlan> onDevice;
   PlanLaunches launches;

@@ -577,6 +577,21 @@ private:
     const bool quantized = spec.weightType == cpu::DType::I8 ||
                            spec.weightType == cpu::DType::FP8E4M3 ||
                            spec.weightType == cpu::DType::I4;
+    if (spec.weightType == cpu::DType::FP8E4M3 && !bias.present()) {
+      // cuBLASLt's fp8 GEMM has no bias epilogue with an f32 output.
+      cuda::LinearSpec quant;
+      quant.weightType = cpu::DType::FP8E4M3;
+      quant.k = spec.k;
+      quant.quantizeXToFp8 = true;
+      quant.threads = 256;
+      LaunchOperand codes, scales;
+      codes.scratch = scratch(symbol, (xElemsPerCount + 3) / 4); // bytes
+      scales.scratch = scratch(symbol, xElemsPerCount / spec.k);
+      PlanLaunch &q = add(cuda::kernelName(quant), quant, i, {i});
+      q.role = LaunchRole::CublasFp8Input;
+      q.inputs = {x};
+      q.outputs = {codes, scales};
+    }
     if (quantized || spec.weightType == cpu::DType::BF16 ||
         spec.weightType == cpu::DType::F16) {
       cuda::CastSpec cast{cuda::CastType::F32,

@@ -61,14 +61,20 @@ struct LaunchOperand {
 /// the executor's buffer, LinearSpec::dequantToBf16): the three run as a
 /// bf16 GEMM when the linear kernel would stream the weights in more passes
 /// than dequantizing costs, and the cast and the dequantization are skipped
-/// otherwise.
+/// otherwise. Over fp8_e4m3 weights without a bias a CublasFp8Input launch
+/// comes first (x's rows quantized to e4m3 with a scale each,
+/// LinearSpec::quantizeXToFp8, into two scratch operands): where the device
+/// runs fp8 GEMMs (sm_89 and later) the executor runs it and cuBLASLt's
+/// row-scaled fp8 GEMM instead of the cast, the dequantization and the bf16
+/// GEMM.
 enum class LaunchRole {
   Kernel,
   DecodeMain,
   DecodeCombine,
   Prefill,
   CublasInput,
-  CublasWeight
+  CublasWeight,
+  CublasFp8Input
 };
 
 /// One generated kernel launch. Operands by spec:
@@ -82,7 +88,9 @@ enum class LaunchRole {
 ///                  embedding of a stored table: table absent, `weight`
 ///   LinearSpec:    inputs {x, bias}, outputs {y}, `weight` stored;
 ///                  dequantToBf16 (CublasWeight): no operands, `weight`
-///                  stored (the executor's buffer is its output)
+///                  stored (the executor's buffer is its output);
+///                  quantizeXToFp8 (CublasFp8Input): inputs {x}, outputs
+///                  {codes, scales} in scratch
 ///   CastSpec:      inputs {in}, outputs {out} (CublasInput: out is the
 ///                  linear's input in its weight's 16-bit type)
 /// Absent optional operands are not present().

@@ -213,6 +213,17 @@ Expected<GemmResult> measureCublasLinear(const device::CudaDevice &dev,
                                          int n, int k, int runs,
                                          uint32_t seed = 1);
 
+/// cuBLASLt's row-scaled fp8 linear (CublasLt::linearFp8) of m rows of e4m3
+/// x through an [n, k] e4m3 weight, checked the same way against a double
+/// sum of the codes' values times both scales (bound: 2^-9 of the sum of
+/// |products|, as fp8 tensor cores may accumulate in less than f32). A
+/// NotFound error where the library or device has no such GEMM. Bytes: the
+/// codes, the scales and y.
+Expected<GemmResult> measureCublasLinearFp8(const device::CudaDevice &dev,
+                                            const device::CublasLt &lt, int m,
+                                            int n, int k, int runs,
+                                            uint32_t seed = 1);
+
 struct RowCase {
   cuda::RowKernelSpec spec;
   int rows = 1;

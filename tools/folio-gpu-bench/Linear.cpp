@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 namespace folio::gpubench {
@@ -112,6 +113,90 @@ Expected<LinearResult> measureDequant(const CudaDevice &dev,
   return out;
 }
 
+/// The quantizing form (LinearSpec::quantizeXToFp8) on c.m rows of x:
+/// normal rows, one of zeros, one with a NaN and one spanning e4m3's range
+/// (tiny values flush to subnormals and 0). Every code and scale is
+/// checked against the definition bit for bit, then timed (bytes: x read,
+/// codes and scales written).
+Expected<LinearResult> measureQuantizeX(const CudaDevice &dev,
+                                        const LoadedKernels &kernels,
+                                        const LinearCase &c, int runs,
+                                        uint32_t seed) {
+  const cuda::LinearSpec &s = c.spec;
+  if (!c.alternatives.empty())
+    return Status::invalidArgument(cuda::kernelName(s) +
+                                   " quantizes x: it has no alternatives");
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t m = std::max<int64_t>(c.m, 4), k = s.k;
+  std::vector<float> x(size_t(m * k));
+  for (float &e : x)
+    e = normal(rng);
+  std::fill(x.begin() + k, x.begin() + 2 * k, 0.0f);
+  x[size_t(2 * k + k / 2)] = std::nanf("");
+  for (int64_t e = 0; e < k; ++e)
+    x[size_t(3 * k + e)] = std::ldexp(x[size_t(3 * k + e)], int(e % 24) - 12);
+  std::vector<uint8_t> wantCodes(x.size());
+  std::vector<float> wantScales(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; ++r) {
+    float amax = 0.0f;
+    for (int64_t e = 0; e < k; ++e)
+      amax = std::fmax(amax, std::fabs(x[size_t(r * k + e)]));
+    const float scale =
+        amax > 0.0f && std::isfinite(amax) ? amax / 448.0f : 1.0f;
+    wantScales[size_t(r)] = scale;
+    for (int64_t e = 0; e < k; ++e)
+      wantCodes[size_t(r * k + e)] =
+          cpu::floatToFp8E4M3(x[size_t(r * k + e)] / scale);
+  }
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  Expected<DeviceBuffer> dx = upload(dev, x, "x"),
+                         dcodes = dev.allocate(x.size(), "codes"),
+                         dscales = dev.allocate(size_t(m) * 4, "scales");
+  for (Expected<DeviceBuffer> *b : {&dx, &dcodes, &dscales})
+    if (!*b)
+      return b->status();
+  folio_cuda::LinearArgs a{};
+  a.x = dx->as<const float>();
+  a.m = m;
+  a.y = dcodes->as<float>();
+  a.xScales = dscales->as<float>();
+  device::CudaLaunch l = toLaunch(cuda::linearLaunch(s, m));
+  auto run = [&] { return dev.launch(**kernel, l, &a); };
+  if (Status st = dev.fill(*dcodes, 0x55); !st)
+    return st;
+  Expected<std::vector<uint8_t>> codes =
+      runAndRead<uint8_t>(dev, run, *dcodes, x.size());
+  if (!codes)
+    return codes.status();
+  Expected<std::vector<float>> scales = std::vector<float>(size_t(m));
+  if (Status st = dev.copyToHost(scales->data(), *dscales, 0, size_t(m) * 4);
+      !st)
+    return st;
+  for (int64_t r = 0; r < m; ++r) {
+    if (std::memcmp(&(*scales)[size_t(r)], &wantScales[size_t(r)], 4) != 0)
+      return Status::internal(cuda::kernelName(s) + " gave row " +
+                              std::to_string(r) + " the scale " +
+                              std::to_string((*scales)[size_t(r)]) + ", not " +
+                              std::to_string(wantScales[size_t(r)]));
+    for (int64_t e = 0; e < k; ++e)
+      if ((*codes)[size_t(r * k + e)] != wantCodes[size_t(r * k + e)])
+        return Status::internal(cuda::kernelName(s) + " coded x (" +
+                                std::to_string(r) + ", " + std::to_string(e) +
+                                ") other than floatToFp8E4M3(x / scale)");
+  }
+  LinearResult out;
+  Expected<Timing> t =
+      timeRuns(dev, runs, double(x.size()) * 5 + double(m) * 4, run);
+  if (!t)
+    return t.status();
+  out.timing = *t;
+  return out;
+}
+
 } // namespace
 
 Expected<LinearResult> measureLinear(const CudaDevice &dev,
@@ -121,6 +206,8 @@ Expected<LinearResult> measureLinear(const CudaDevice &dev,
   const cuda::LinearSpec &s = c.spec;
   if (s.dequantToBf16)
     return measureDequant(dev, kernels, c, runs, seed);
+  if (s.quantizeXToFp8)
+    return measureQuantizeX(dev, kernels, c, runs, seed);
   for (const cuda::LinearSpec &alt : c.alternatives)
     if (alt.weightType != s.weightType || alt.k != s.k ||
         alt.groupSize != s.groupSize)
@@ -275,6 +362,74 @@ Expected<GemmResult> measureCublasLinear(const CudaDevice &dev,
         std::to_string(k) + " differs from the reference by " +
         std::to_string(out.maxBoundFraction) + " times its rounding bound");
   double bytes = 2.0 * double(N * K + M * K) + 4.0 * double(N + M * N);
+  Expected<Timing> t = timeRuns(dev, runs, bytes, run);
+  if (!t)
+    return t.status();
+  out.timing = *t;
+  out.tflopsPerS = out.timing.ms > 0 ? 2.0 * double(M) * double(N) * double(K) /
+                                           (out.timing.ms * 1e9)
+                                     : 0;
+  return out;
+}
+
+Expected<GemmResult> measureCublasLinearFp8(const CudaDevice &dev,
+                                            const device::CublasLt &lt, int m,
+                                            int n, int k, int runs,
+                                            uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> scale(0.5f, 2.0f);
+  const size_t M = static_cast<size_t>(m), N = static_cast<size_t>(n),
+               K = static_cast<size_t>(k);
+  std::vector<uint8_t> w(N * K), x(M * K);
+  std::vector<float> wScale(N), xScale(M);
+  for (uint8_t &e : w)
+    e = cpu::floatToFp8E4M3(64.0f * normal(rng));
+  for (uint8_t &e : x)
+    e = cpu::floatToFp8E4M3(64.0f * normal(rng));
+  for (float &e : wScale)
+    e = 1e-3f * scale(rng);
+  for (float &e : xScale)
+    e = 1e-2f * scale(rng);
+  Expected<DeviceBuffer> dw = upload(dev, w, "e4m3 weights"),
+                         dx = upload(dev, x, "e4m3 x"),
+                         dws = upload(dev, wScale, "weight scales"),
+                         dxs = upload(dev, xScale, "x scales"),
+                         dy = dev.allocate(M * N * 4, "y");
+  for (Expected<DeviceBuffer> *b : {&dw, &dx, &dws, &dxs, &dy})
+    if (!*b)
+      return b->status();
+  auto run = [&] {
+    return lt.linearFp8(dx->ptr(), dxs->ptr(), dw->ptr(), dws->ptr(), dy->ptr(),
+                        m, n, k);
+  };
+  Expected<std::vector<float>> result = runAndRead<float>(dev, run, *dy, M * N);
+  if (!result)
+    return result.status();
+  const std::vector<float> &got = *result;
+  GemmResult out;
+  for (size_t i = 0; i < std::min<size_t>(M, 64); ++i)
+    for (size_t r = 0; r < std::min<size_t>(N, 256); ++r) {
+      double want = 0, mag = 0;
+      for (size_t c = 0; c < K; ++c) {
+        double p = double(cpu::fp8E4M3ToFloat(x[i * K + c])) *
+                   cpu::fp8E4M3ToFloat(w[r * K + c]);
+        want += p;
+        mag += std::fabs(p);
+      }
+      const double s = double(xScale[i]) * wScale[r];
+      double bound = 0x1p-9 * mag * s + 1e-30;
+      out.maxBoundFraction =
+          std::max(out.maxBoundFraction,
+                   std::fabs(double(got[i * N + r]) - want * s) / bound);
+    }
+  if (!(out.maxBoundFraction <= 1.0))
+    return Status::internal(
+        "cuBLASLt's fp8 linear of " + std::to_string(m) + " x " +
+        std::to_string(k) + " by " + std::to_string(n) + " x " +
+        std::to_string(k) + " differs from the reference by " +
+        std::to_string(out.maxBoundFraction) + " times its rounding bound");
+  double bytes = double(N * K + M * K) + 4.0 * double(N + M + M * N);
   Expected<Timing> t = timeRuns(dev, runs, bytes, run);
   if (!t)
     return t.status();

@@ -410,8 +410,8 @@ int main(int argc, char **argv) {
     j.key("seqs").value(c.seqs);
     j.key("context").value(c.context);
     j.key("new_tokens").value(c.queries);
-    j.key("products").value(c.spec.tensorCores ? "bf16 tensor cores"
-                                                : "f32 CUDA cores");
+    j.key("products")
+        .value(c.spec.tensorCores ? "bf16 tensor cores" : "f32 CUDA cores");
     j.key("query_tile").value(c.spec.queryTile);
     j.key("key_tile").value(c.spec.keyTile);
     Expected<PrefillResult> r = measurePagedPrefill(dev, kernels, c, runs);
@@ -563,6 +563,32 @@ int main(int argc, char **argv) {
         j.key("max_diff_in_bounds").value(r->maxBoundFraction);
         j.endObject();
       }
+    j.endArray();
+    // The row-scaled fp8 GEMM of fp8_e4m3 weights (sm_89 and later).
+    j.key("linear_fp8").beginArray();
+    if (dev.major() * 10 + dev.minor() >= 89)
+      for (const Projection &p : projections)
+        for (int m : {16, quick ? 128 : 2048}) {
+          j.beginObject();
+          j.key("projection").value(p.name);
+          j.key("m").value(m);
+          j.key("n").value(p.n);
+          j.key("k").value(p.k);
+          Expected<GemmResult> r =
+              measureCublasLinearFp8(dev, **lt, m, p.n, p.k, runs);
+          if (!succeeded("cuBLASLt fp8", r)) {
+            j.endObject();
+            continue;
+          }
+          progress(std::string("cuBLASLt fp8 ") + p.name +
+                       " m=" + std::to_string(m),
+                   r->timing);
+          j.key("ms").value(r->timing.ms);
+          j.key("tflop_per_s").value(r->tflopsPerS);
+          j.key("gb_per_s").value(r->timing.gbPerS);
+          j.key("max_diff_in_bounds").value(r->maxBoundFraction);
+          j.endObject();
+        }
     j.endArray();
     j.endObject();
   }

@@ -108,6 +108,7 @@ struct LinearArgs {
   const float *bias;                 // [n] or null
   float *y;                          // [m, n]
   long long n;
+  float *xScales; // quantizeXToFp8: [m] out (y holds the e4m3 codes [m, k])
 };
 
 struct CastArgs {

@@ -309,6 +309,45 @@ __device__ __forceinline__ void dequantRows(const LinearArgs &a) {
   }
 }
 
+/// LinearSpec::quantizeXToFp8: x row blockIdx.x as e4m3 codes at y (read
+/// as bytes [m, k]) and its scale at xScales: the row's largest |x| / 448
+/// (e4m3's largest finite value), 1 for a row of zeros or one whose
+/// largest |x| is not finite; each code floatToFp8(x / scale), nearest
+/// even. A NaN or inf in x becomes a NaN code (e4m3 has no inf), so the
+/// GEMM's row is NaN, non-finite as the linear kernel's would be.
+template <class C>
+__device__ __forceinline__ void quantizeRowsFp8(const LinearArgs &a) {
+  constexpr int K = C::kK, NT = C::kThreads;
+  const long long r = blockIdx.x;
+  if (r >= a.m)
+    return; // the whole block
+  const float *x = a.x + r * K;
+  const int tid = int(threadIdx.x);
+  float amax = 0.0f;
+  for (int d = tid; d < K; d += NT)
+    amax = fmaxf(amax, fabsf(x[d]));
+  __shared__ float warpMaxes[32];
+  amax = warpMax(amax);
+  if (tid % 32 == 0)
+    warpMaxes[tid / 32] = amax;
+  __syncthreads();
+  if (tid < 32) {
+    float v = tid < NT / 32 ? warpMaxes[tid] : 0.0f;
+    v = warpMax(v);
+    if (tid == 0)
+      warpMaxes[0] = v;
+  }
+  __syncthreads();
+  amax = warpMaxes[0];
+  const float scale =
+      amax > 0.0f && amax <= 3.402823466e38f ? amax / 448.0f : 1.0f;
+  unsigned char *codes = reinterpret_cast<unsigned char *>(a.y) + r * K;
+  for (int d = tid; d < K; d += NT)
+    codes[d] = floatToFp8<CacheType::E4M3>(x[d] / scale);
+  if (tid == 0)
+    a.xScales[r] = scale;
+}
+
 } // namespace folio_cuda
 
 #endif // FOLIO_CUDA_LINEAR

@@ -134,7 +134,7 @@ CudaDevice *testDevice(std::string &error) {
       registerTable<folio_cuda::SampleArgs>(reg, sampleVariants(),
                                             kFolioTestSample);
       registerTable<folio_cuda::CastArgs>(reg, castVariants(), kFolioTestCast);
-      registerTable<folio_cuda::LinearArgs>(reg, dequantVariants(),
+      registerTable<folio_cuda::LinearArgs>(reg, linearFormVariants(),
                                             kFolioTestDequant);
       fakeRegister = reg;
     }
@@ -271,6 +271,22 @@ TEST_F(CudaDeviceKernels, DequantizesWeightsToTheCpusValuesInBf16) {
                         << want;
       }
     EXPECT_EQ(wrong, 0);
+  }
+}
+
+// The quantizing form codes each x row as floatToFp8E4M3(x / scale) with
+// scale = its largest |x| / 448, bit for bit (gpubench::measureLinear's
+// check: normal rows, a row of zeros, a NaN, values spanning e4m3's range).
+TEST_F(CudaDeviceKernels, QuantizesRowsOfXToFp8AsDefined) {
+  gpubench::LoadedKernels compiled;
+  ASSERT_NO_FATAL_FAILURE(compileLinears(quantizeXVariants(), compiled));
+  for (const LinearSpec &s : quantizeXVariants()) {
+    SCOPED_TRACE(kernelName(s) + " on " + dev->name());
+    for (int m : {4, 9}) {
+      Expected<gpubench::LinearResult> r =
+          gpubench::measureLinear(*dev, compiled, {s, 1, m}, 1);
+      EXPECT_TRUE(bool(r)) << r.status().message();
+    }
   }
 }
 
@@ -739,6 +755,26 @@ TEST_F(CudaDeviceKernels, GpuBenchCublasLinearChecksThenMeasures) {
     EXPECT_EQ(r->timing.bytes, 2.0 * (n * k + m * k) + 4.0 * (n + m * n));
     EXPECT_GT(r->tflopsPerS, 0.0);
   }
+}
+
+TEST_F(CudaDeviceKernels, GpuBenchCublasFp8LinearChecksThenMeasures) {
+  if (dev->major() * 10 + dev->minor() < 89)
+    GTEST_SKIP() << "no fp8 tensor cores on " << dev->name();
+  Expected<std::unique_ptr<device::CublasLt>> lt = device::CublasLt::open(*dev);
+  ASSERT_TRUE(bool(lt)) << lt.status().message();
+  for (auto [m, n, k] : {std::tuple{3, 20, 48}, std::tuple{17, 300, 64}}) {
+    Expected<gpubench::GemmResult> r =
+        gpubench::measureCublasLinearFp8(*dev, **lt, m, n, k, 2);
+    ASSERT_TRUE(bool(r)) << r.status().message();
+    EXPECT_LE(r->maxBoundFraction, 1.0);
+    EXPECT_EQ(r->timing.bytes, double(n * k + m * k) + 4.0 * (n + m + m * n));
+    EXPECT_GT(r->tflopsPerS, 0.0);
+  }
+  // k not a multiple of 16: no algorithm, said as such.
+  Expected<gpubench::GemmResult> r =
+      gpubench::measureCublasLinearFp8(*dev, **lt, 3, 20, 40, 1);
+  ASSERT_FALSE(bool(r));
+  EXPECT_EQ(r.status().code(), StatusCode::NotFound) << r.status().message();
 }
 
 TEST(GpuBenchReference, DecodeTargetsReadTheRuns) {

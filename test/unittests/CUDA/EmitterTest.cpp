@@ -322,7 +322,16 @@ TEST(CudaEmitter, EveryNewKernelIsNamedKeyedAndSelfContained) {
     keys.insert(g.key);
     EXPECT_NE(g.source.find("\n" + g.name + "(folio_cuda::"),
               std::string::npos);
-    EXPECT_EQ(g.source.find("asm"), std::string::npos);
+    // Inline PTX only on the device's fast path, which has a portable
+    // twin after its #else.
+    for (size_t at = g.source.find("asm"); at != std::string::npos;
+         at = g.source.find("asm", at + 1)) {
+      size_t guard = g.source.rfind("#ifdef FOLIO_DEVICE_FAST_PATH", at);
+      ASSERT_NE(guard, std::string::npos) << "asm at " << at << " unguarded";
+      std::string between = g.source.substr(guard, at - guard);
+      EXPECT_EQ(between.find("#else"), std::string::npos) << at;
+      EXPECT_EQ(between.find("#endif"), std::string::npos) << at;
+    }
     size_t at = 0;
     while ((at = g.source.find("#include", at)) != std::string::npos) {
       std::string line = g.source.substr(at, g.source.find('\n', at) - at);
@@ -360,6 +369,10 @@ TEST(CudaEmitter, RefusesLinearSpecsItCannotGenerate) {
   refused({DType::F32, 64, 0, 8, 48}, "threads 48 must be a multiple of 32");
   refused({DType::BF16, 64, 0, 8, 128, 2, true},
           "dequantizing to bf16 takes int8, fp8_e4m3 or int4 weights");
+  refused({DType::I8, 64, 0, 8, 128, 2, false, true},
+          "quantizing x to fp8 is for the GEMMs of fp8_e4m3 weights");
+  refused({DType::FP8E4M3, 64, 0, 8, 128, 2, true, true},
+          "and not with dequantToBf16");
   // The key tells element loads from 16-byte chunks, so the NVRTC tests
   // keep both structures apart.
   EXPECT_NE(canonicalKey(LinearSpec{DType::BF16, 96, 0, 8, 128})

@@ -80,8 +80,8 @@ int main(int argc, char **argv) {
         st = emitTable(test::castVariants(), emitCast, "FolioTestCast",
                        "CastArgs", text, table);
       if (st.ok())
-        st = emitTable(test::dequantVariants(), emitLinear, "FolioTestDequant",
-                       "LinearArgs", text, table);
+        st = emitTable(test::linearFormVariants(), emitLinear,
+                       "FolioTestDequant", "LinearArgs", text, table);
     }
     if (!st.ok())
       return fail(st);

@@ -299,6 +299,29 @@ inline std::vector<LinearSpec> dequantVariants() {
   };
 }
 
+/// The linear kernel's quantizing form (LinearSpec::quantizeXToFp8): more
+/// threads than k, several warps over a k that is not a multiple of them,
+/// one warp.
+inline std::vector<LinearSpec> quantizeXVariants() {
+  using cpu::DType;
+  // weights, k, group, rows per pass, threads, outputs per warp, dequant,
+  // quantize x
+  return {
+      {DType::FP8E4M3, 64, 0, 8, 256, 2, false, true},
+      {DType::FP8E4M3, 1000, 0, 8, 96, 2, false, true},
+      {DType::FP8E4M3, 48, 0, 8, 32, 2, false, true},
+  };
+}
+
+/// The generated linear kernels that take LinearArgs without computing a
+/// product: dequantVariants() and quantizeXVariants().
+inline std::vector<LinearSpec> linearFormVariants() {
+  std::vector<LinearSpec> out = dequantVariants();
+  for (const LinearSpec &s : quantizeXVariants())
+    out.push_back(s);
+  return out;
+}
+
 /// Every cast the CPU executor makes: within integers, within floats.
 inline std::vector<CastSpec> castVariants() {
   return {{CastType::I32, CastType::I64, 256},

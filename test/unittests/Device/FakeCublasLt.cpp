@@ -4,7 +4,10 @@
 // cublasLt.h documents, over FakeCudaDevice's host memory: column-major
 // matrices with leading dimensions, TRANSA / TRANSB, D = alpha op(A) op(B)
 // + beta C, and the BIAS epilogue adding bias[row] to every column of D.
-// A and B may be bf16, f16 or f32, C and D f32, compute and scale f32; anything
+// A and B may be bf16, f16 or f32, C and D f32, compute and scale f32; or
+// A and B e4m3 with f32 scale vectors (A_SCALE_MODE / B_SCALE_MODE scalar
+// or OUTER_VEC_32F, the SCALE_POINTERs), D f32, no bias, k a multiple of 16
+// (else the heuristic finds no algorithm); anything
 // else is CUBLAS_STATUS_NOT_SUPPORTED, malformed attributes and layouts
 // CUBLAS_STATUS_INVALID_VALUE, so a caller that sets up the GEMM wrongly
 // fails here as it would on a GPU. Tests load it through
@@ -13,7 +16,8 @@
 // records it into the graph instead of running it.
 // FOLIO_FAKE_CUBLASLT_NO_ALGORITHM=K makes the heuristic find no algorithm
 // for GEMMs of inner dimension K (as a library without a kernel for a
-// shape would).
+// shape would); FOLIO_FAKE_CUBLASLT_NO_FP8=1 refuses the fp8 scale modes
+// (a library or device without row-scaled fp8 GEMMs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,14 +29,31 @@
 namespace {
 
 constexpr int kSuccess = 0, kInvalidValue = 7, kNotSupported = 15;
-constexpr int kF32 = 0, kF16 = 2, kBF16 = 14, kCompute32F = 68;
+constexpr int kF32 = 0, kF16 = 2, kBF16 = 14, kE4M3 = 28, kCompute32F = 68;
+constexpr int32_t kScaleScalar = 0, kScaleOuterVec = 3;
 
 struct Desc {
   int transA = 0, transB = 0;
   uint32_t epilogue = 1;
   const float *bias = nullptr;
   int biasType = kF32;
+  const float *aScale = nullptr, *bScale = nullptr;
+  int32_t aScaleMode = kScaleScalar, bScaleMode = kScaleScalar;
 };
+
+/// An e4m3 code's value: 4 exponent bits (bias 7), 3 mantissa bits, no
+/// inf, 0x7f / 0xff NaN.
+float e4m3(uint8_t c) {
+  const float sign = c & 0x80u ? -1.0f : 1.0f;
+  const int exp = (c >> 3) & 0xf, man = c & 7;
+  if (exp == 0xf && man == 7)
+    return __builtin_nanf("");
+  if (exp == 0)
+    return sign * float(man) * 0x1p-9f;
+  return sign * (1.0f + float(man) / 8.0f) *
+         float(exp >= 7 ? (1 << (exp - 7)) : 1) /
+         float(exp < 7 ? (1 << (7 - exp)) : 1);
+}
 
 struct Layout {
   int type;
@@ -44,6 +65,8 @@ float element(const Layout &l, const void *data, uint64_t r, uint64_t c) {
   uint64_t i = r + c * uint64_t(l.ld);
   if (l.type == kF32)
     return static_cast<const float *>(data)[i];
+  if (l.type == kE4M3)
+    return e4m3(static_cast<const uint8_t *>(data)[i]);
   uint16_t h = static_cast<const uint16_t *>(data)[i];
   uint32_t bits;
   if (l.type == kBF16) {
@@ -94,14 +117,23 @@ struct Gemm {
   float *out;
 };
 
-/// GEMMs run so far (a captured one when its graph is launched): tests
-/// check which path an executor took.
-long matmuls = 0;
+/// GEMMs run so far (a captured one when its graph is launched), and the
+/// fp8 ones among them: tests check which path an executor took.
+long matmuls = 0, fp8Matmuls = 0;
+
+/// Scale `i` of a scale pointer in `mode` (1 where none is set).
+float scaleAt(const float *scale, int32_t mode, uint64_t i) {
+  if (!scale)
+    return 1.0f;
+  return mode == kScaleOuterVec ? scale[i] : scale[0];
+}
 
 void runGemm(const void *p) {
   ++matmuls;
   Gemm g;
   std::memcpy(&g, p, sizeof g);
+  if (g.al.type == kE4M3)
+    ++fp8Matmuls;
   uint64_t m = g.dl.rows, n = g.dl.cols, k = g.d.transA ? g.al.rows : g.al.cols;
   for (uint64_t j = 0; j < n; ++j)
     for (uint64_t i = 0; i < m; ++i) {
@@ -113,7 +145,8 @@ void runGemm(const void *p) {
             g.d.transB ? element(g.bl, g.b, j, l) : element(g.bl, g.b, l, j);
         sum += x * y;
       }
-      float v = g.alpha * sum;
+      float v = g.alpha * scaleAt(g.d.aScale, g.d.aScaleMode, i) *
+                scaleAt(g.d.bScale, g.d.bScaleMode, j) * sum;
       if (g.beta != 0.0f)
         v += g.beta * element(g.cl, g.c, i, j);
       if (g.d.epilogue == 4)
@@ -188,6 +221,25 @@ int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
     if (ok && d.biasType != kF32)
       return kNotSupported;
     break;
+  case 17: // A_SCALE_POINTER
+    ok = read(buf, size, d.aScale);
+    break;
+  case 18: // B_SCALE_POINTER
+    ok = read(buf, size, d.bScale);
+    break;
+  case 31: // A_SCALE_MODE
+  case 32: // B_SCALE_MODE
+  {
+    int32_t mode = 0;
+    ok = read(buf, size, mode);
+    if (ok && mode != kScaleScalar && mode != kScaleOuterVec)
+      return kNotSupported;
+    if (ok && mode == kScaleOuterVec &&
+        std::getenv("FOLIO_FAKE_CUBLASLT_NO_FP8"))
+      return kNotSupported;
+    (attr == 31 ? d.aScaleMode : d.bScaleMode) = mode;
+    break;
+  }
   default:
     return kNotSupported;
   }
@@ -196,7 +248,7 @@ int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
 
 int cublasLtMatrixLayoutCreate(void **layout, int type, uint64_t rows,
                                uint64_t cols, int64_t ld) {
-  if (type != kF32 && type != kBF16 && type != kF16)
+  if (type != kF32 && type != kBF16 && type != kF16 && type != kE4M3)
     return kNotSupported;
   if (rows == 0 || cols == 0 || ld < int64_t(rows))
     return kInvalidValue;
@@ -237,6 +289,14 @@ int checkShapes(const Desc &d, const Layout &a, const Layout &b,
                 const Layout &c, const Layout &dl) {
   if (a.type != b.type || c.type != kF32 || dl.type != kF32)
     return kNotSupported;
+  // fp8: the "TN" layout only, and no bias with an f32 D; scales are only
+  // for fp8.
+  if (a.type == kE4M3 && (d.transA != 1 || d.transB != 0 || d.epilogue != 1))
+    return kNotSupported;
+  if (a.type != kE4M3 &&
+      (d.aScale || d.bScale || d.aScaleMode != kScaleScalar ||
+       d.bScaleMode != kScaleScalar))
+    return kNotSupported;
   uint64_t am, ak, bk, bn;
   opShape(a, d.transA, am, ak);
   opShape(b, d.transB, bk, bn);
@@ -260,6 +320,10 @@ int cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
   if (const char *none = std::getenv("FOLIO_FAKE_CUBLASLT_NO_ALGORITHM"))
     if (uint64_t(std::atoll(none)) == static_cast<Layout *>(a)->rows)
       return kSuccess; // found stays 0
+  // fp8 operands need 16-byte aligned columns (k a multiple of 16).
+  if (static_cast<Layout *>(a)->type == kE4M3 &&
+      static_cast<Layout *>(a)->rows % 16 != 0)
+    return kSuccess;
   results[0] = HeuristicResult{};
   results[0].algo[0] = 42;
   results[0].state = kSuccess;
@@ -269,6 +333,7 @@ int cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
 }
 
 long folioFakeCublasLtMatmuls() { return matmuls; }
+long folioFakeCublasLtFp8Matmuls() { return fp8Matmuls; }
 
 int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
                    void *aDesc, const void *b, void *bDesc, const void *beta,
@@ -284,6 +349,10 @@ int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
   if (int s = checkShapes(d, al, bl, cl, dl); s != kSuccess)
     return s;
   if (d.epilogue == 4 && !d.bias)
+    return kInvalidValue;
+  if (d.aScaleMode == kScaleOuterVec && !d.aScale)
+    return kInvalidValue;
+  if (d.bScaleMode == kScaleOuterVec && !d.bScale)
     return kInvalidValue;
   Gemm g{d, al, bl, cl, dl, 0.0f, 0.0f, a, b, c, static_cast<float *>(dOut)};
   std::memcpy(&g.alpha, alpha, 4);
