@@ -26,8 +26,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <dlfcn.h>
 #include <numeric>
 #include <thread>
@@ -514,6 +516,51 @@ TEST(CudaExecutor, PrefillGemmsOf8And4BitWeightsDequantizeForCublasLt) {
   ::unsetenv("FOLIO_FAKE_CUBLASLT_NO_FP8");
 }
 
+/// Teacher-forced perplexity of `exec` (a cache of 64 blocks) over the
+/// first `windows` windows of `length` held-out tokens of the bundled
+/// model, each window prefilled in one step with every row's logits.
+double heldOutPerplexity(exec::Executor &exec, int windows, int length) {
+  std::ifstream in(FOLIO_SOURCE_DIR "/models/bundled/heldout_slice.i32",
+                   std::ios::binary);
+  std::vector<int32_t> ids(size_t(windows * length));
+  in.read(reinterpret_cast<char *>(ids.data()),
+          std::streamsize(ids.size() * 4));
+  if (!in) {
+    ADD_FAILURE() << "the held-out slice is short";
+    return INFINITY;
+  }
+  Sequences seqs;
+  std::vector<int> all;
+  std::vector<std::vector<int32_t>> tokens;
+  for (int w = 0; w < windows; ++w) {
+    all.push_back(seqs.add());
+    tokens.emplace_back(ids.begin() + w * length,
+                        ids.begin() + (w + 1) * length);
+  }
+  exec::ForwardBatch b = seqs.step(all, tokens);
+  b.logitsIndices.clear();
+  for (int32_t t = 0; t < int32_t(b.tokens.size()); ++t)
+    b.logitsIndices.push_back(t);
+  std::vector<float> logits;
+  int64_t vocab = 0;
+  if (Status s = exec.forward(b, logits, vocab); !s) {
+    ADD_FAILURE() << s.message();
+    return INFINITY;
+  }
+  double nll = 0;
+  int64_t count = 0;
+  for (int w = 0; w < windows; ++w)
+    for (int t = 0; t + 1 < length; ++t) {
+      const float *row = logits.data() + size_t(w * length + t) * size_t(vocab);
+      double mx = *std::max_element(row, row + vocab), sum = 0;
+      for (int64_t v = 0; v < vocab; ++v)
+        sum += std::exp(double(row[v]) - mx);
+      nll += mx + std::log(sum) - row[tokens[size_t(w)][size_t(t + 1)]];
+      ++count;
+    }
+  return std::exp(nll / double(count));
+}
+
 /// fp8 GEMMs the fake cuBLASLt has run in this process.
 long fp8Matmuls() {
   return fakeCount(FOLIO_FAKE_CUBLASLT, "folioFakeCublasLtFp8Matmuls");
@@ -604,6 +651,36 @@ TEST(CudaExecutor, PrefillGemmsOfFp8WeightsRunOnFp8TensorCores) {
   EXPECT_EQ(cublasMatmuls() - all, 24);
   EXPECT_EQ(warnings.size(), 24u);
   ::unsetenv("FOLIO_FAKE_CUDA_CC");
+}
+
+// x in e4m3 (per-token scales) keeps the bundled target's held-out
+// perplexity within 1 % of the same fp8_e4m3 weights with x in bf16, and of
+// f32 weights on the CPU (the weight-quant target for fp8). The fake
+// cuBLASLt computes the fp8 GEMM's definition in f32.
+TEST(CudaExecutor, Fp8ActivationsKeepTheHeldOutPerplexity) {
+  const int windows = 3, length = 64; // 192 rows: the fp8 GEMMs
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "fp8_e4m3", "f32");
+  std::unique_ptr<exec::Executor> fp8 = loadedGpu(p, 64);
+  ASSERT_TRUE(fp8);
+  long before = fp8Matmuls();
+  const double withFp8 = heldOutPerplexity(*fp8, windows, length);
+  // Six layers' four, and the lm_head over every row.
+  EXPECT_EQ(fp8Matmuls() - before, 25);
+  ::setenv("FOLIO_FAKE_CUBLASLT_NO_FP8", "1", 1);
+  std::unique_ptr<exec::Executor> bf16 = loadedGpu(p, 64);
+  ASSERT_TRUE(bf16);
+  const double withBf16 = heldOutPerplexity(*bf16, windows, length);
+  ::unsetenv("FOLIO_FAKE_CUBLASLT_NO_FP8");
+  std::unique_ptr<exec::Executor> cpu = exec::createCPUExecutor();
+  ASSERT_TRUE(cpu->load(bundledPlan("cpu", "f32", "f32")));
+  ASSERT_TRUE(cpu->allocateKVCache(64));
+  const double f32 = heldOutPerplexity(*cpu, windows, length);
+  std::printf("held-out perplexity: f32 weights (CPU) %.4f, fp8 weights "
+              "with bf16 x %.4f (%+.3f %%), with e4m3 x %.4f (%+.3f %%)\n",
+              f32, withBf16, 100 * (withBf16 / f32 - 1), withFp8,
+              100 * (withFp8 / f32 - 1));
+  EXPECT_LT(std::fabs(withFp8 / withBf16 - 1), 0.01);
+  EXPECT_LT(std::fabs(withFp8 / f32 - 1), 0.01);
 }
 
 /// A counter of the fake driver's (folioFakeCudaGraphLaunches, ...).
