@@ -1,7 +1,9 @@
 //===- GemmAmxInt4X8.cpp - int4 weights times int8 x on AMX-INT8 ----------===//
 //
 // Prefill and batches (more rows than kConvertTileRows) for int4 weights
-// in groups of 64 or 128 that allow int8 x: the integer sums of
+// in groups of 128 that allow int8 x (it takes groups of 64 too, but
+// linear() gives those to the VNNI GEMM, which beats it there: one K step
+// per group makes the C tiles' stores dominate): the integer sums of
 // GemvInt4X8Avx512.cpp, on tiles. A tile product sums a whole tile row of
 // K (64 bytes), in any order as long as x and the weights agree; in the x
 // layout of quantizeXForInt4Avx512 for groups of 128 (Int4X8Layout.h),

@@ -195,10 +195,13 @@ Status linearGemvInt4(const float *x, int64_t numTokens, const PackedWeight &w,
   const bool vnni = activeIsa() == Isa::Avx512 && hostFeatures().avx512vnni;
   // The GEMV up to kConvertTileRows rows where an int8-x GEMM applies
   // (above them it wins), else up to kInt4X8MaxRows (Gemv.h has the
-  // figures): the AMX-INT8 one, or without AMX the VNNI one (with AMX,
-  // the bf16 GEMM beats the VNNI one where AMX-INT8 does not apply).
-  const bool amxInt8Fits = v.groupSize >= 64 && amxInt8Active();
-  const bool vnniGemmFits = vnni && !amxActive();
+  // figures): the AMX-INT8 one for groups of 128, or the VNNI one without
+  // AMX and, with AMX, for groups of 64 (one tile K step per group: the
+  // C tiles' stores and epilogue after every step made AMX-INT8 the slower
+  // there, docs/cpu-kernels.md); with AMX, groups of 32 take the bf16
+  // GEMM, which the VNNI one does not beat for them.
+  const bool amxInt8Fits = v.groupSize >= 128 && amxInt8Active();
+  const bool vnniGemmFits = vnni && (!amxActive() || v.groupSize == 64);
   const bool gemv = numTokens <= (amxInt8Fits || vnniGemmFits ? kConvertTileRows
                                                               : kInt4X8MaxRows);
   const bool amxInt8 = !gemv && amxInt8Fits;

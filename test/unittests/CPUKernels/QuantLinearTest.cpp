@@ -90,11 +90,13 @@ std::string label(const KernelPath &path, int64_t m, int64_t n, int64_t k) {
 
 /// Whether linear() rounds x to int8 for `m` rows times `v` on `path`.
 /// Whether an int8-x GEMM takes the rows the GEMV does not: AMX-INT8
-/// (groups of 64 and 128), or without AMX the VNNI one.
+/// (groups of 128), or the VNNI one (without AMX, and with it for groups
+/// of 64).
 bool int8XGemm(const KernelPath &path, const WeightView &v) {
-  if (path.amx)
-    return v.groupSize >= 64 && hostFeatures().amxInt8;
-  return path.isa == Isa::Avx512 && hostFeatures().avx512vnni;
+  if (path.amx && v.groupSize >= 128 && hostFeatures().amxInt8)
+    return true;
+  return path.isa == Isa::Avx512 && hostFeatures().avx512vnni &&
+         (!path.amx || v.groupSize == 64);
 }
 
 bool roundsXToInt8(const KernelPath &path, const WeightView &v, int64_t m) {
