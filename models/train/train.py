@@ -9,6 +9,12 @@ step counts are fixed, so a rerun on the same machine and Python version repeats
 Writes tokenizer.json, target.onnx, draft.onnx, heldout_slice.i32 and bundled.json (configs,
 data, perplexities, ORT-vs-torch differences, samples, sizes, hashes). The committed draft is not
 this one: distill.py, run afterwards, replaces it by a draft distilled from the target.
+
+    .venv/bin/python models/train/train.py --tied --out DIR
+
+trains only the target with its lm_head tied to the embedding table (the same shape, data and
+steps), for measuring what quantizing a tied table costs (folio-bench --mode=weight-quant); it
+is not committed.
 """
 import os
 
@@ -225,7 +231,13 @@ def main():
     ap.add_argument("--steps-scale", type=float, default=1.0,
                     help="multiply every step count (a quick smoke run: 0.02)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--tied", action="store_true",
+                    help="train only the target, its lm_head tied to the embedding table")
     args = ap.parse_args()
+    models = MODELS
+    if args.tied:
+        cfg, steps, lr = MODELS["target"]
+        models = {"target": (dict(cfg, tie=True), steps, lr)}
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
@@ -244,7 +256,7 @@ def main():
     log(f"tokens: {len(train_ids)} train, {len(held_ids)} held-out ({len(windows)} windows)")
 
     report = {"data": data_info, "models": {}}
-    for name, (cfg, steps, lr) in MODELS.items():
+    for name, (cfg, steps, lr) in models.items():
         steps = max(WARMUP + 1, int(steps * args.steps_scale))
         model, info = train_model(name, cfg, steps, lr, train_ids)
         ppl, n_tok = perplexity(model, windows)
@@ -265,7 +277,7 @@ def main():
             "samples": [{"prompt": p, "greedy_32": t} for p, t in zip(sample.PROMPTS, texts)],
         }
 
-    files = ["tokenizer.json", "target.onnx", "draft.onnx", "heldout_slice.i32"]
+    files = ["tokenizer.json", "heldout_slice.i32"] + [f"{name}.onnx" for name in models]
     report.update({
         "evaluation": {
             "perplexity": "exp(mean next-token NLL), fp32, over every non-overlapping "
