@@ -104,9 +104,10 @@ Status emitPagedPrefill(const PagedPrefillSpec &s, GeneratedKernel &out) {
                  (s.tensorCores ? "; bf16 products on tensor cores (sm_80+)"
                                 : "")) +
       (s.tensorCores
-           ? templates({"Prelude.cuh", "KernelArgs.cuh", "Mma.cuh",
-                        "PagedPrefillMma.cuh"})
-           : templates({"Prelude.cuh", "KernelArgs.cuh", "PagedPrefill.cuh"})) +
+           ? templates({"Prelude.cuh", "KernelArgs.cuh", "PrefillSpan.cuh",
+                        "Mma.cuh", "PagedPrefillMma.cuh"})
+           : templates({"Prelude.cuh", "KernelArgs.cuh", "PrefillSpan.cuh",
+                        "PagedPrefill.cuh"})) +
       guarded(out.name,
               entryGlue(out.name, constants, s.threads, "PagedPrefillArgs",
                         s.tensorCores ? "pagedPrefillMma" : "pagedPrefill"));

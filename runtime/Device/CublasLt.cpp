@@ -260,15 +260,51 @@ Expected<CublasLt::Plan *> CublasLt::plan(int type, int64_t m, int64_t n,
   return out;
 }
 
+namespace {
+
+/// m, n and k of a GEMM `what` takes, all at least 1.
+Status checkShape(const char *what, int64_t m, int64_t n, int64_t k) {
+  if (m >= 1 && n >= 1 && k >= 1)
+    return Status::ok();
+  return Status::invalidArgument(
+      std::string(what) + ": m, n and k must be at least 1, not " +
+      std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k));
+}
+
+void *devicePointer(cu::DevicePtr d) {
+  return reinterpret_cast<void *>(static_cast<uintptr_t>(d));
+}
+
+} // namespace
+
+Status CublasLt::setPointer(Plan &p, int attr, cu::DevicePtr want,
+                            cu::DevicePtr &held,
+                            const std::string &what) const {
+  if (held == want)
+    return Status::ok();
+  void *v = devicePointer(want);
+  if (Status s = check(api_->descSet(p.desc, attr, &v, sizeof v),
+                       "setting a pointer", what);
+      !s)
+    return s;
+  held = want;
+  return Status::ok();
+}
+
+int CublasLt::matmul(const Plan &p, cu::DevicePtr x, cu::DevicePtr w,
+                     cu::DevicePtr y) const {
+  const float alpha = 1.0f, beta = 0.0f;
+  return api_->matmul(
+      handle_, p.desc, &alpha, devicePointer(w), p.a, devicePointer(x), p.b,
+      &beta, devicePointer(y), p.d, devicePointer(y), p.d, &p.algo,
+      devicePointer(workspace_.ptr()), kWorkspaceBytes, dev_->stream());
+}
+
 Status CublasLt::linear(Half type, cu::DevicePtr x, cu::DevicePtr w,
                         cu::DevicePtr bias, cu::DevicePtr y, int64_t m,
                         int64_t n, int64_t k) const {
-  if (m < 1 || n < 1 || k < 1)
-    return Status::invalidArgument("cuBLASLt linear: m, n and k must be at "
-                                   "least 1, not " +
-                                   std::to_string(m) + ", " +
-                                   std::to_string(n) + ", " +
-                                   std::to_string(k));
+  if (Status s = checkShape("cuBLASLt linear", m, n, k); !s)
+    return s;
   if (Status s = dev_->makeCurrent(); !s)
     return s;
   // One caller at a time: the plans are shared, and so is a plan's bias
@@ -278,69 +314,37 @@ Status CublasLt::linear(Half type, cu::DevicePtr x, cu::DevicePtr w,
       plan(type == Half::F16 ? lt::kF16 : lt::kBF16, m, n, k, bias != 0);
   if (!p)
     return p.status();
-  const CublasLtApi &a = *api_;
-  auto ptr = [](cu::DevicePtr d) {
-    return reinterpret_cast<void *>(static_cast<uintptr_t>(d));
-  };
-  const float alpha = 1.0f, beta = 0.0f;
-  auto run = [&] {
-    return check(a.matmul(handle_, (*p)->desc, &alpha, ptr(w), (*p)->a, ptr(x),
-                          (*p)->b, &beta, ptr(y), (*p)->d, ptr(y), (*p)->d,
-                          &(*p)->algo, ptr(workspace_.ptr()), kWorkspaceBytes,
-                          dev_->stream()),
-                 "cublasLtMatmul", "a 16-bit GEMM");
-  };
-  if (bias && (*p)->bias != bias) {
-    void *b = ptr(bias);
-    if (Status s =
-            check(a.descSet((*p)->desc, lt::kDescBiasPointer, &b, sizeof b),
-                  "setting the bias", "a 16-bit GEMM");
+  if (bias)
+    if (Status s = setPointer(**p, lt::kDescBiasPointer, bias, (*p)->bias,
+                              "a 16-bit GEMM's bias");
         !s)
       return s;
-    (*p)->bias = bias;
-  }
-  return run();
+  return check(matmul(**p, x, w, y), "cublasLtMatmul", "a 16-bit GEMM");
 }
 
 Status CublasLt::linearFp8(cu::DevicePtr x8, cu::DevicePtr xScale,
                            cu::DevicePtr w8, cu::DevicePtr wScale,
                            cu::DevicePtr y, int64_t m, int64_t n,
                            int64_t k) const {
-  if (m < 1 || n < 1 || k < 1)
-    return Status::invalidArgument("cuBLASLt fp8 linear: m, n and k must be "
-                                   "at least 1, not " +
-                                   std::to_string(m) + ", " +
-                                   std::to_string(n) + ", " +
-                                   std::to_string(k));
+  if (Status s = checkShape("cuBLASLt fp8 linear", m, n, k); !s)
+    return s;
   if (Status s = dev_->makeCurrent(); !s)
     return s;
   std::lock_guard<std::mutex> lock(mu_);
   Expected<Plan *> p = plan(lt::kE4M3, m, n, k, false);
   if (!p)
     return p.status();
-  const CublasLtApi &a = *api_;
-  auto ptr = [](cu::DevicePtr d) {
-    return reinterpret_cast<void *>(static_cast<uintptr_t>(d));
-  };
   // The scale vectors are the descriptor's, set when they change (a
   // capture records the GEMM with the pointers of its call).
-  for (auto [attr, want, held] :
-       {std::tuple{lt::kDescAScalePointer, wScale, &(*p)->aScale},
-        std::tuple{lt::kDescBScalePointer, xScale, &(*p)->bScale}}) {
-    if (*held == want)
-      continue;
-    void *v = ptr(want);
-    if (Status s = check(a.descSet((*p)->desc, attr, &v, sizeof v),
-                         "setting a scale pointer", "an fp8 GEMM");
-        !s)
-      return s;
-    *held = want;
-  }
-  const float alpha = 1.0f, beta = 0.0f;
-  const int status =
-      a.matmul(handle_, (*p)->desc, &alpha, ptr(w8), (*p)->a, ptr(x8), (*p)->b,
-               &beta, ptr(y), (*p)->d, ptr(y), (*p)->d, &(*p)->algo,
-               ptr(workspace_.ptr()), kWorkspaceBytes, dev_->stream());
+  if (Status s = setPointer(**p, lt::kDescAScalePointer, wScale, (*p)->aScale,
+                            "an fp8 GEMM's weight scales");
+      !s)
+    return s;
+  if (Status s = setPointer(**p, lt::kDescBScalePointer, xScale, (*p)->bScale,
+                            "an fp8 GEMM's x scales");
+      !s)
+    return s;
+  const int status = matmul(**p, x8, w8, y);
   Status s = check(status, "cublasLtMatmul", "an fp8 GEMM");
   // Refused arguments (an alignment or a scale layout this library's fp8
   // kernels do not take) enqueue nothing: no algorithm, as above. A failed

@@ -84,6 +84,14 @@ private:
                         bool bias) const;
   Status check(int status, const std::string &call,
                const std::string &what) const;
+  /// Points the descriptor attribute `attr` of `p` at `want` unless it
+  /// holds it already (`held`); mu_ held.
+  Status setPointer(Plan &p, int attr, cu::DevicePtr want, cu::DevicePtr &held,
+                    const std::string &what) const;
+  /// cublasLtMatmul of plan `p`: y = w^T x (the plan's epilogue and
+  /// scales); its cuBLAS status.
+  int matmul(const Plan &p, cu::DevicePtr x, cu::DevicePtr w,
+             cu::DevicePtr y) const;
 
   const CudaDevice *dev_ = nullptr;
   const CublasLtApi *api_ = nullptr;

@@ -49,15 +49,11 @@ __device__ __forceinline__ void pagedPrefill(const PagedPrefillArgs &a) {
   const int kvHead = int(blockIdx.x), seq = int(blockIdx.z);
   const int tid = int(threadIdx.x);
 
-  const int qEnd = a.queryStartLoc[seq + 1];
-  const int t0 = a.queryStartLoc[seq] + int(blockIdx.y) * QT;
-  if (t0 >= qEnd) // past this sequence's query tokens (uniform per block)
+  PrefillSpan span;
+  if (!prefillSpan(a, seq, QT, span)) // past the sequence's query tokens
     return;
-  const int nq = qEnd - t0 < QT ? qEnd - t0 : QT;
-  const int pos0 = a.seqLens[seq] - (qEnd - t0); // position of token t0
-  const int lastKey = pos0 + nq - 1;
-  int firstKey = a.slidingWindow > 0 ? pos0 - a.slidingWindow + 1 : 0;
-  firstKey = firstKey > 0 ? firstKey : 0;
+  const int t0 = span.t0, nq = span.nq, pos0 = span.pos0;
+  const int firstKey = span.firstKey, lastKey = span.lastKey;
 
   FOLIO_DYNAMIC_SHARED(float, smem);
   float *qs = smem;             // [R][QS], row r = token i * G + head g
@@ -159,8 +155,7 @@ __device__ __forceinline__ void pagedPrefill(const PagedPrefillArgs &a) {
             continue;
           const int key = k0 + j, pos = pos0 + i;
           float s = -infinity();
-          if (i < nq && j < nk && key <= pos &&
-              (a.slidingWindow <= 0 || key > pos - a.slidingWindow)) {
+          if (i < nq && j < nk && span.sees(key, pos)) {
             s = dot[y][x] * a.scale;
             if (a.softCap > 0.0f)
               s = tanhf(s / a.softCap) * a.softCap;

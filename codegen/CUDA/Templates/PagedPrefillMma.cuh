@@ -39,15 +39,11 @@ __device__ __forceinline__ void pagedPrefillMma(const PagedPrefillArgs &a) {
   const int g8 = lane >> 2, t4 = lane & 3;
   const int row0 = (tid >> 5) * 16 + g8; // this thread's rows: row0, row0 + 8
 
-  const int qEnd = a.queryStartLoc[seq + 1];
-  const int t0 = a.queryStartLoc[seq] + int(blockIdx.y) * QT;
-  if (t0 >= qEnd) // past this sequence's query tokens (uniform per block)
+  PrefillSpan span;
+  if (!prefillSpan(a, seq, QT, span)) // past the sequence's query tokens
     return;
-  const int nq = qEnd - t0 < QT ? qEnd - t0 : QT;
-  const int pos0 = a.seqLens[seq] - (qEnd - t0); // position of token t0
-  const int lastKey = pos0 + nq - 1;
-  int firstKey = a.slidingWindow > 0 ? pos0 - a.slidingWindow + 1 : 0;
-  firstKey = firstKey > 0 ? firstKey : 0;
+  const int t0 = span.t0, nq = span.nq, pos0 = span.pos0;
+  const int firstKey = span.firstKey, lastKey = span.lastKey;
 
   FOLIO_DYNAMIC_SHARED(unsigned short, smem);
   constexpr int QK_ROWS = RP > N ? RP : N;
@@ -154,8 +150,7 @@ __device__ __forceinline__ void pagedPrefillMma(const PagedPrefillArgs &a) {
         for (int x = 0; x < 2; ++x) {
           const int j = nt * 8 + 2 * t4 + x, key = k0 + j;
           float v = -infinity();
-          if (rowLive[h] && j < nk && key <= rowPos[h] &&
-              (a.slidingWindow <= 0 || key > rowPos[h] - a.slidingWindow)) {
+          if (rowLive[h] && j < nk && span.sees(key, rowPos[h])) {
             v = s[nt][2 * h + x] * a.scale;
             if (a.softCap > 0.0f)
               v = tanhf(v / a.softCap) * a.softCap;

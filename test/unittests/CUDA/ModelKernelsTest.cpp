@@ -121,19 +121,28 @@ TEST(CudaModelKernels, EveryModelKernelCompilesForEveryArch) {
             << std::chrono::duration<double>(done - compiled).count() << " s\n";
 }
 
+/// The bundled model compiled for sm_90a with `dtype` weights, and its
+/// CUDA kernels and the kinds no generator covers.
+void bundledKernels(const char *dtype, std::unique_ptr<plan::Plan> &out,
+                    std::vector<compiler::PlannedCudaKernel> &kernels,
+                    std::vector<std::string> &missing) {
+  mlir::folio::CompileToPlanOptions options;
+  options.target = "sm_90a";
+  options.weightDtype = dtype;
+  auto p = mlir::folio::compileONNXToPlan(modelPaths(FOLIO_SOURCE_DIR).front(),
+                                          options);
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  out = std::make_unique<plan::Plan>(std::move(*p));
+  ASSERT_TRUE(compiler::collectAllCudaKernels(*out, kernels, missing));
+}
+
 TEST(CudaModelKernels, EveryGemmOfStoredWeightsHasALinearKernel) {
-  const std::string path =
-      modelPaths(FOLIO_SOURCE_DIR).front(); // the bundled model
   for (const char *dtype : {"none", "bf16", "int4"}) {
     SCOPED_TRACE(dtype);
-    mlir::folio::CompileToPlanOptions options;
-    options.target = "sm_90a";
-    options.weightDtype = dtype;
-    auto p = mlir::folio::compileONNXToPlan(path, options);
-    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    std::unique_ptr<plan::Plan> p;
     std::vector<compiler::PlannedCudaKernel> kernels;
     std::vector<std::string> missing;
-    ASSERT_TRUE(compiler::collectAllCudaKernels(*p, kernels, missing));
+    ASSERT_NO_FATAL_FAILURE(bundledKernels(dtype, p, kernels, missing));
     auto has = [&](const std::string &kind) {
       return std::find(missing.begin(), missing.end(), kind) != missing.end();
     };
@@ -189,17 +198,12 @@ TEST(CudaModelKernels, EveryGemmOfStoredWeightsHasALinearKernel) {
 // weight is 16 bits or fewer, and on CUDA cores in f32 where the plan
 // keeps its weights in f32; decode attention is f32 either way.
 TEST(CudaModelKernels, PrefillTakesTensorCoresUnlessWeightsAreF32) {
-  const std::string path = modelPaths(FOLIO_SOURCE_DIR).front();
   for (const char *dtype : {"f32", "none", "bf16", "f16", "int8", "int4"}) {
     SCOPED_TRACE(dtype);
-    mlir::folio::CompileToPlanOptions options;
-    options.target = "sm_90a";
-    options.weightDtype = dtype;
-    auto p = mlir::folio::compileONNXToPlan(path, options);
-    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    std::unique_ptr<plan::Plan> p;
     std::vector<compiler::PlannedCudaKernel> kernels;
     std::vector<std::string> missing;
-    ASSERT_TRUE(compiler::collectAllCudaKernels(*p, kernels, missing));
+    ASSERT_NO_FATAL_FAILURE(bundledKernels(dtype, p, kernels, missing));
     const bool narrow =
         std::string(dtype) != "f32" && std::string(dtype) != "none";
     int prefills = 0;
