@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
 namespace folio::gpubench {
@@ -197,6 +198,28 @@ Expected<LinearResult> measureQuantizeX(const CudaDevice &dev,
   return out;
 }
 
+/// A checked cuBLASLt GEMM's result: an error past its bound, else timed
+/// (`bytes` moved, 2 m n k flops).
+Expected<GemmResult> finishGemm(const CudaDevice &dev, const char *type, int m,
+                                int n, int k, int runs, double bytes,
+                                const std::function<Status()> &run,
+                                GemmResult out) {
+  if (!(out.maxBoundFraction <= 1.0))
+    return Status::internal(
+        std::string("cuBLASLt's ") + type + " linear of " + std::to_string(m) +
+        " x " + std::to_string(k) + " by " + std::to_string(n) + " x " +
+        std::to_string(k) + " differs from the reference by " +
+        std::to_string(out.maxBoundFraction) + " times its rounding bound");
+  Expected<Timing> t = timeRuns(dev, runs, bytes, run);
+  if (!t)
+    return t.status();
+  out.timing = *t;
+  out.tflopsPerS = out.timing.ms > 0 ? 2.0 * double(m) * double(n) * double(k) /
+                                           (out.timing.ms * 1e9)
+                                     : 0;
+  return out;
+}
+
 } // namespace
 
 Expected<LinearResult> measureLinear(const CudaDevice &dev,
@@ -355,21 +378,9 @@ Expected<GemmResult> measureCublasLinear(const CudaDevice &dev,
           std::max(out.maxBoundFraction,
                    std::fabs(double(got[i * N + r]) - want) / bound);
     }
-  if (!(out.maxBoundFraction <= 1.0))
-    return Status::internal(
-        "cuBLASLt's bf16 linear of " + std::to_string(m) + " x " +
-        std::to_string(k) + " by " + std::to_string(n) + " x " +
-        std::to_string(k) + " differs from the reference by " +
-        std::to_string(out.maxBoundFraction) + " times its rounding bound");
-  double bytes = 2.0 * double(N * K + M * K) + 4.0 * double(N + M * N);
-  Expected<Timing> t = timeRuns(dev, runs, bytes, run);
-  if (!t)
-    return t.status();
-  out.timing = *t;
-  out.tflopsPerS = out.timing.ms > 0 ? 2.0 * double(M) * double(N) * double(K) /
-                                           (out.timing.ms * 1e9)
-                                     : 0;
-  return out;
+  return finishGemm(dev, "bf16", m, n, k, runs,
+                    2.0 * double(N * K + M * K) + 4.0 * double(N + M * N), run,
+                    out);
 }
 
 Expected<GemmResult> measureCublasLinearFp8(const CudaDevice &dev,
@@ -423,21 +434,9 @@ Expected<GemmResult> measureCublasLinearFp8(const CudaDevice &dev,
           std::max(out.maxBoundFraction,
                    std::fabs(double(got[i * N + r]) - want * s) / bound);
     }
-  if (!(out.maxBoundFraction <= 1.0))
-    return Status::internal(
-        "cuBLASLt's fp8 linear of " + std::to_string(m) + " x " +
-        std::to_string(k) + " by " + std::to_string(n) + " x " +
-        std::to_string(k) + " differs from the reference by " +
-        std::to_string(out.maxBoundFraction) + " times its rounding bound");
-  double bytes = double(N * K + M * K) + 4.0 * double(N + M + M * N);
-  Expected<Timing> t = timeRuns(dev, runs, bytes, run);
-  if (!t)
-    return t.status();
-  out.timing = *t;
-  out.tflopsPerS = out.timing.ms > 0 ? 2.0 * double(M) * double(N) * double(K) /
-                                           (out.timing.ms * 1e9)
-                                     : 0;
-  return out;
+  return finishGemm(dev, "fp8", m, n, k, runs,
+                    double(N * K + M * K) + 4.0 * double(N + M + M * N), run,
+                    out);
 }
 
 } // namespace folio::gpubench
