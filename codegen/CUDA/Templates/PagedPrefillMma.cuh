@@ -107,22 +107,36 @@ __device__ __forceinline__ void pagedPrefillMma(const PagedPrefillArgs &a) {
           table[key / C::kBlockSize] * C::kBlockSize + key % C::kBlockSize;
     }
     __syncthreads();
-    // The K and V tiles in bf16; keys past nk are zeros (a masked key's
+    // The K and V tiles in bf16, eight elements of a row per load (the
+    // values loadCache gives); keys past nk are zeros (a masked key's
     // probability is 0, and 0 * NaN would not be).
-    for (int e = tid; e < N * D; e += NT) {
-      const int j = e / D, d = e % D;
-      float kv = 0.0f, vv = 0.0f;
+    for (int e = tid; e < N * (D / 8); e += NT) {
+      const int j = e / (D / 8), d0 = e % (D / 8) * 8;
+      float kv[8], vv[8];
       if (j < nk) {
         const long long r = (long long)slots[j] * C::kNumKvHeads + kvHead;
-        kv = loadCache<C::kType, C::kGroup>(
+        loadCache8<C::kType, C::kGroup>(
             a.kCache + r * rowBytes,
-            paramsPerRow ? a.kParams + r * paramsPerRow : nullptr, d, kScale);
-        vv = loadCache<C::kType, C::kGroup>(
+            paramsPerRow ? a.kParams + r * paramsPerRow : nullptr, d0, kScale,
+            kv);
+        loadCache8<C::kType, C::kGroup>(
             a.vCache + r * rowBytes,
-            paramsPerRow ? a.vParams + r * paramsPerRow : nullptr, d, vScale);
+            paramsPerRow ? a.vParams + r * paramsPerRow : nullptr, d0, vScale,
+            vv);
+      } else {
+        for (int c = 0; c < 8; ++c)
+          kv[c] = vv[c] = 0.0f;
       }
-      ks[j * KS + d] = floatToBf16Bits(kv);
-      vt[d * VS + j] = floatToBf16Bits(vv);
+      // K's eight bf16 are one 16-byte store (rows of D + 8 bf16 keep
+      // every d0 aligned); V's go down a column of the transpose.
+      uint4 packed;
+      packed.x = packBf16x2(kv[0], kv[1]);
+      packed.y = packBf16x2(kv[2], kv[3]);
+      packed.z = packBf16x2(kv[4], kv[5]);
+      packed.w = packBf16x2(kv[6], kv[7]);
+      *reinterpret_cast<uint4 *>(ks + j * KS + d0) = packed;
+      for (int c = 0; c < 8; ++c)
+        vt[(d0 + c) * VS + j] = floatToBf16Bits(vv[c]);
     }
     __syncthreads();
 

@@ -109,6 +109,54 @@ __device__ __forceinline__ float loadCache(const unsigned char *row,
   }
 }
 
+/// Elements d0 .. d0 + 7 of a cache row, as loadCache gives each (bit for
+/// bit), with one vector load of their bytes: d0 a multiple of 8 and the
+/// row 16-byte aligned for 16-bit caches (8 bytes for 8-bit ones, 4 for
+/// int4; every row of a head_dim that is a multiple of 16 is).
+template <CacheType T, int Group>
+__device__ __forceinline__ void loadCache8(const unsigned char *row,
+                                           const unsigned short *params,
+                                           int d0, float scale, float *out) {
+  if constexpr (T == CacheType::F32) {
+    const uint4 *p = reinterpret_cast<const uint4 *>(row + 4 * d0);
+    const uint4 lo = p[0], hi = p[1];
+    const unsigned w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    for (int c = 0; c < 8; ++c)
+      out[c] = __uint_as_float(w[c]);
+  } else if constexpr (T == CacheType::BF16 || T == CacheType::F16) {
+    const uint4 v = *reinterpret_cast<const uint4 *>(row + 2 * d0);
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+    for (int c = 0; c < 8; ++c) {
+      const unsigned h = (w[c / 2] >> (16 * (c % 2))) & 0xffffu;
+      out[c] = T == CacheType::BF16 ? __uint_as_float(h << 16)
+                                    : f16BitsToFloat((unsigned short)h);
+    }
+  } else if constexpr (T == CacheType::E4M3 || T == CacheType::E5M2 ||
+                       T == CacheType::I8) {
+    const uint2 v = *reinterpret_cast<const uint2 *>(row + d0);
+    for (int c = 0; c < 8; ++c) {
+      const unsigned char b =
+          (unsigned char)(((c < 4 ? v.x : v.y) >> (8 * (c % 4))) & 0xffu);
+      if constexpr (T == CacheType::I8) {
+        const int g = (d0 + c) / Group;
+        out[c] = f16BitsToFloat(params[2 * g + 1]) +
+                 float(b) * f16BitsToFloat(params[2 * g]);
+      } else {
+        __half_raw h = __nv_cvt_fp8_to_halfraw(
+            b, T == CacheType::E4M3 ? __NV_E4M3 : __NV_E5M2);
+        out[c] = __half2float(__half(h)) * scale;
+      }
+    }
+  } else {
+    const unsigned v = *reinterpret_cast<const unsigned *>(row + d0 / 2);
+    for (int c = 0; c < 8; ++c) {
+      const int g = (d0 + c) / Group;
+      out[c] = f16BitsToFloat(params[2 * g + 1]) +
+               float((v >> (4 * c)) & 0xfu) * f16BitsToFloat(params[2 * g]);
+    }
+  }
+}
+
 /// fp8 of a value already divided by the static scale, as KVQuant.h's
 /// floatToFp8E4M3 / E5M2: nearest even, finite values saturate, NaN stays
 /// NaN, inf is NaN in e4m3 (it has none) and inf in e5m2.
