@@ -2,6 +2,7 @@
 
 #include "codegen/CUDA/Emitter.h"
 #include "codegen/CUDA/Templates.h"
+#include "test/unittests/CUDA/KernelStructure.h"
 #include "test/unittests/CUDA/TestVariants.h"
 
 #include <gtest/gtest.h>
@@ -211,6 +212,23 @@ TEST(CudaEmitter, RefusesRowProgramsItCannotGenerate) {
                 .find("an output tile of 256 floats per thread is over the "
                       "128 kept in registers"),
             std::string::npos);
+  // Tensor cores: mma.m16n8k16 tiles, one warp per 16 rows, registers.
+  p = {DType::BF16, 40, 16, 2, 2, 0, 8, 16, 32, true};
+  EXPECT_NE(errorOf(emitPagedPrefill(p, k))
+                .find("tensor-core prefill needs head_dim (40) and the key "
+                      "tile (16) to be multiples of 16"),
+            std::string::npos);
+  p = {DType::BF16, 64, 16, 2, 2, 0, 8, 24, 32, true};
+  EXPECT_NE(errorOf(emitPagedPrefill(p, k)).find("key tile (24)"),
+            std::string::npos);
+  p = {DType::BF16, 64, 16, 2, 2, 0, 16, 16, 32, true};
+  EXPECT_NE(errorOf(emitPagedPrefill(p, k))
+                .find("one warp per 16 of its 32 rows: 64 threads, not 32"),
+            std::string::npos);
+  p = {DType::BF16, 256, 16, 2, 2, 0, 8, 64, 32, true};
+  EXPECT_NE(errorOf(emitPagedPrefill(p, k))
+                .find("take 224 registers per thread, over the 200"),
+            std::string::npos);
   EXPECT_EQ(errorOf(emitGather({true, DType::FP8E5M2, 64, 32}, k)),
             "embedding (dim 64): a fp8_e5m2 table is not generated; "
             "supported: f32, bf16, f16, and a stored int8, fp8_e4m3 or int4 "
@@ -244,6 +262,19 @@ TEST(CudaEmitter, DefaultPrefillTilesFitEveryLayout) {
   EXPECT_NE(errorOf(emitPagedPrefill(big, *std::make_unique<GeneratedKernel>()))
                 .find("bytes of shared memory, more than the 49152"),
             std::string::npos);
+  // Tensor cores where head_dim allows: every layout fits, one warp per 16
+  // rows; head_dim 80 keeps the CUDA-core kernel.
+  for (int d : {64, 80, 128, 256})
+    for (int g : {1, 3, 4, 16}) {
+      PagedPrefillSpec t =
+          defaultPagedPrefillSpec(DType::FP8E4M3, d, 16, 2, g, 0, true);
+      EXPECT_EQ(t.tensorCores, d % 16 == 0) << d << " " << g;
+      EXPECT_TRUE(validate(t).ok()) << validate(t).message();
+      if (t.tensorCores) {
+        EXPECT_EQ(t.threads, 32 * ((t.queryTile * g + 15) / 16));
+        EXPECT_LE(t.queryTile * g, 64);
+      }
+    }
   PagedPrefillSpec s = defaultPagedPrefillSpec(DType::BF16, 128, 16, 8, 4, 0);
   EXPECT_EQ(s.queryTile * s.queriesPerKv, 64); // 64 rows per block
   LaunchGeometry g = pagedPrefillLaunch(s, 3, 40);
@@ -266,6 +297,13 @@ TEST(CudaEmitter, EveryNewKernelIsNamedKeyedAndSelfContained) {
       EXPECT_NE(kernelName(t), kernelName(s));
       EXPECT_NE(canonicalKey(t), canonicalKey(s));
     }
+    PagedPrefillSpec other = s;
+    other.tensorCores = !s.tensorCores;
+    EXPECT_NE(kernelName(other), kernelName(s));
+    EXPECT_NE(canonicalKey(other), canonicalKey(s));
+    // Not a number: the NVRTC tests keep the two kernels' structures apart.
+    EXPECT_NE(kernelStructure(canonicalKey(other)),
+              kernelStructure(canonicalKey(s)));
   }
   for (const RowKernelSpec &s : rowKernelVariants()) {
     ASSERT_TRUE(emitRowKernel(s, k).ok()) << s.label;
