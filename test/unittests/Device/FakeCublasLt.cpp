@@ -21,6 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/CPU/DType.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -41,20 +43,6 @@ struct Desc {
   int32_t aScaleMode = kScaleScalar, bScaleMode = kScaleScalar;
 };
 
-/// An e4m3 code's value: 4 exponent bits (bias 7), 3 mantissa bits, no
-/// inf, 0x7f / 0xff NaN.
-float e4m3(uint8_t c) {
-  const float sign = c & 0x80u ? -1.0f : 1.0f;
-  const int exp = (c >> 3) & 0xf, man = c & 7;
-  if (exp == 0xf && man == 7)
-    return __builtin_nanf("");
-  if (exp == 0)
-    return sign * float(man) * 0x1p-9f;
-  return sign * (1.0f + float(man) / 8.0f) *
-         float(exp >= 7 ? (1 << (exp - 7)) : 1) /
-         float(exp < 7 ? (1 << (7 - exp)) : 1);
-}
-
 struct Layout {
   int type;
   uint64_t rows, cols;
@@ -66,32 +54,10 @@ float element(const Layout &l, const void *data, uint64_t r, uint64_t c) {
   if (l.type == kF32)
     return static_cast<const float *>(data)[i];
   if (l.type == kE4M3)
-    return e4m3(static_cast<const uint8_t *>(data)[i]);
+    return folio::cpu::fp8E4M3ToFloat(static_cast<const uint8_t *>(data)[i]);
   uint16_t h = static_cast<const uint16_t *>(data)[i];
-  uint32_t bits;
-  if (l.type == kBF16) {
-    bits = uint32_t(h) << 16;
-  } else { // IEEE half: sign, 5-bit exponent (bias 15), 10-bit mantissa
-    uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu,
-             man = h & 0x3ffu;
-    if (exp == 0x1f) {
-      bits = sign | 0x7f800000u | (man << 13);
-    } else if (exp != 0) {
-      bits = sign | ((exp + 112) << 23) | (man << 13);
-    } else if (man == 0) {
-      bits = sign;
-    } else { // subnormal: normalize
-      int e = -1;
-      do {
-        ++e;
-        man <<= 1;
-      } while (!(man & 0x400u));
-      bits = sign | (uint32_t(112 - e) << 23) | ((man & 0x3ffu) << 13);
-    }
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return l.type == kBF16 ? folio::cpu::bf16ToFloat(h)
+                         : folio::cpu::f16ToFloat(h);
 }
 
 template <typename T> bool read(const void *buf, size_t size, T &out) {
