@@ -52,8 +52,6 @@ std::string supportedCacheTypeList() {
   return s;
 }
 
-namespace {
-
 /// FNV-1a over every template: a kernel's key changes with its code.
 std::string templatesHash() {
   uint64_t h = 1469598103934665603ull;
@@ -64,6 +62,8 @@ std::string templatesHash() {
   std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
   return buf;
 }
+
+namespace {
 
 Status checkCommon(const char *what, DType t, int headDim, int numKvHeads,
                    int group) {

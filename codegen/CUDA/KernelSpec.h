@@ -226,6 +226,10 @@ std::string canonicalKey(const GatherSpec &spec);
 std::string canonicalKey(const SampleSpec &spec);
 std::string canonicalKey(const LinearSpec &spec);
 std::string canonicalKey(const CastSpec &spec);
+/// The hash of every template (16 hex digits) that ends each canonical key
+/// as "templates=<hash>": kernels whose keys carry another hash were
+/// generated from other templates, whose argument structures may differ.
+std::string templatesHash();
 /// The program of a row kernel as canonical text ("in0=row;v0=in(0);...").
 std::string canonicalProgram(const RowKernelSpec &spec);
 

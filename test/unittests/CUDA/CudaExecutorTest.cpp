@@ -1185,6 +1185,23 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
   bad[1].uniform = 0.5;
   expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
                 "embeds no top-k / top-p sampler");
+
+  // A kernel of the same name generated from other templates may read
+  // another argument structure: the plan is refused before anything runs.
+  auto otherTemplates = std::make_shared<plan::Plan>(*p);
+  plan::DeviceKernel &k = otherTemplates->deviceKernels.back();
+  size_t at = k.key.rfind("templates=");
+  ASSERT_NE(at, std::string::npos) << k.key;
+  k.key = k.key.substr(0, at) + "templates=0123456789abcdef";
+  gpu = cudaExecutor({});
+  ASSERT_TRUE(gpu);
+  expectRefused(gpu->load(otherTemplates),
+                "kernel " + k.name +
+                    " was generated from other kernel templates than this "
+                    "runtime's (its key ends 'templates=0123456789abcdef'");
+  k.key = k.name; // no hash at all
+  expectRefused(gpu->load(otherTemplates), "recompile the plan with this "
+                                           "folioc (folioc --target=sm_");
 }
 
 // A model's own cos/sin table (GPT-NeoX's) is read by position: the
