@@ -13,6 +13,26 @@ DevicePlan::load(const CudaDevice &dev,
       selectKernelImages(*plan, dev.major(), dev.minor());
   if (!images)
     return images.status();
+  // A kernel generated from other templates than this runtime's may read
+  // another argument structure than the one the runtime passes (a field
+  // added to LinearArgs shifts every later one): refuse the plan rather
+  // than launch it.
+  const std::string templates = "templates=" + cuda::templatesHash();
+  for (const KernelImage &image : *images) {
+    const plan::DeviceKernel &k = *image.kernel;
+    size_t at = k.key.rfind("templates=");
+    if (at == std::string::npos ||
+        k.key.compare(at, std::string::npos, templates) != 0)
+      return Status::invalidArgument(
+          "kernel " + k.name +
+          " was generated from other kernel templates "
+          "than this runtime's (its key ends '" +
+          (at == std::string::npos ? k.key : k.key.substr(at)) +
+          "', this runtime's '" + templates +
+          "'): its arguments may differ; recompile the plan with this "
+          "folioc (folioc --target=" +
+          dev.arch() + ")");
+  }
   std::unique_ptr<DevicePlan> p(new DevicePlan());
   p->plan_ = plan;
   p->images_ = std::move(*images);
@@ -23,24 +43,6 @@ DevicePlan::load(const CudaDevice &dev,
   if (!blob)
     return blob.status();
   p->blob_ = std::move(*blob);
-  // A kernel generated from other templates than this runtime's may read
-  // another argument structure than the one the runtime passes (a field
-  // added to LinearArgs shifts every later one): refuse the plan rather
-  // than launch it.
-  const std::string templates = "templates=" + cuda::templatesHash();
-  for (const KernelImage &image : p->images_) {
-    const plan::DeviceKernel &k = *image.kernel;
-    size_t at = k.key.rfind("templates=");
-    if (at == std::string::npos || k.key.compare(at, std::string::npos,
-                                                 templates) != 0)
-      return Status::invalidArgument(
-          "kernel " + k.name + " was generated from other kernel templates "
-          "than this runtime's (its key ends '" +
-          (at == std::string::npos ? k.key : k.key.substr(at)) +
-          "', this runtime's '" + templates +
-          "'): its arguments may differ; recompile the plan with this "
-          "folioc (folioc --target=" + k.arch + ")");
-  }
   for (const KernelImage &image : p->images_) {
     const plan::DeviceKernel &k = *image.kernel;
     bool cubin = image.format == KernelImage::Format::Cubin;

@@ -29,8 +29,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <dlfcn.h>
+#include <fstream>
 #include <numeric>
 #include <thread>
 
