@@ -143,15 +143,16 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     specs.push_back(s);
   }
   // Where the executor samples on its device (a GPU) and every row this
-  // step samples or verifies is plain greedy, or every row samples a plain
-  // draw (temperature, top-k, top-p) with nothing speculating, only the
-  // tokens come back, not the logits rows: greedy verification needs no
-  // more than each row's argmax.
+  // step samples or verifies is plain greedy, or every row samples plain
+  // greedy or a plain draw (temperature, min-p, top-k, top-p) with nothing
+  // speculating, only the tokens come back, not the logits rows: greedy
+  // verification needs no more than each row's argmax.
   bool allGreedy = !sampled.empty() || !speculating.empty(),
        allDraws = !sampled.empty();
   for (const RequestId *id : sampled) {
-    allGreedy &= plainGreedy(requests.at(*id).params);
-    allDraws &= plainDraw(requests.at(*id).params);
+    const SamplingParams &params = requests.at(*id).params;
+    allGreedy &= plainGreedy(params);
+    allDraws &= plainGreedy(params) || plainDraw(params);
   }
   for (const RequestId *id : speculating)
     allGreedy &= plainGreedy(requests.at(*id).params);
@@ -167,11 +168,16 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
         break;
       const RequestState &state = requests.at(*id);
       exec::DeviceDraw d;
-      d.temperature = state.params.temperature;
-      d.topK = state.params.topK;
-      d.topP = state.params.topP;
-      // The uniform the host sampler would draw with (sampleRow).
-      d.uniform = philoxUniform(state.seed, state.all.size());
+      if (state.params.isGreedy()) {
+        d.temperature = 0.0f; // the device takes the row's argmax
+      } else {
+        d.temperature = state.params.temperature;
+        d.topK = state.params.topK;
+        d.topP = state.params.topP;
+        d.minP = state.params.minP;
+        // The uniform the host sampler would draw with (sampleRow).
+        d.uniform = philoxUniform(state.seed, state.all.size());
+      }
       draws.push_back(d);
     }
     if (Status s = greedyOnDevice

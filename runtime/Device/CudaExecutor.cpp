@@ -316,15 +316,18 @@ public:
                                        " logits rows");
       for (size_t r = 0; r < draws->size(); ++r) {
         const exec::DeviceDraw &d = (*draws)[r];
+        if (d.temperature == 0.0f)
+          continue; // greedy: nothing else is read
         if (!(d.temperature > 0.0f) || !std::isfinite(d.temperature) ||
-            !(d.uniform >= 0.0 && d.uniform < 1.0) || !(d.topP > 0.0f))
+            !(d.uniform >= 0.0 && d.uniform < 1.0) || !(d.topP > 0.0f) ||
+            !(d.minP >= 0.0f && d.minP <= 1.0f))
           return Status::invalidArgument(
               "draw " + std::to_string(r) + ": temperature " +
               std::to_string(d.temperature) + ", top_p " +
-              std::to_string(d.topP) + ", uniform " +
-              std::to_string(d.uniform) +
-              " (temperature must be finite and > 0, top_p > 0 and the "
-              "uniform in [0, 1))");
+              std::to_string(d.topP) + ", min_p " + std::to_string(d.minP) +
+              ", uniform " + std::to_string(d.uniform) +
+              " (temperature must be finite and > 0, or 0 for greedy; "
+              "top_p > 0, min_p in [0, 1] and the uniform in [0, 1))");
       }
     }
     if (Status s = runForward(in); !s)
@@ -350,9 +353,10 @@ public:
       a.tokens = at<int>(sampled.address());
       if (draws) {
         // One upload per step: the per-row uniforms (8-byte aligned at the
-        // front), temperatures, top_k and top_p, packed in drawBytes.
+        // front), temperatures, top_k, top_p and min_p, packed in
+        // drawBytes.
         const size_t n = size_t(rows);
-        drawBytes.resize(n * (8 + 4 + 4 + 4));
+        drawBytes.resize(n * (8 + 4 + 4 + 4 + 4));
         unsigned char *at0 = drawBytes.data();
         for (size_t r = 0; r < n; ++r) {
           const exec::DeviceDraw &d = (*draws)[r];
@@ -360,6 +364,7 @@ public:
           std::memcpy(at0 + 8 * n + 4 * r, &d.temperature, 4);
           std::memcpy(at0 + 12 * n + 4 * r, &d.topK, 4);
           std::memcpy(at0 + 16 * n + 4 * r, &d.topP, 4);
+          std::memcpy(at0 + 20 * n + 4 * r, &d.minP, 4);
         }
         if (Status s = drawParams.reserve(*dev, drawBytes.size(), "the draws",
                                           outsideGraphs);
@@ -374,6 +379,7 @@ public:
         a.temperature = at<const float>(base + 8 * n);
         a.topK = at<const int>(base + 12 * n);
         a.topP = at<const float>(base + 16 * n);
+        a.minP = at<const float>(base + 20 * n);
       }
       if (Status s =
               dev->launch(*sampler.kernel,

@@ -42,13 +42,16 @@ struct ForwardBatch {
 Status checkForwardBatch(const ForwardBatch &batch);
 
 /// One row's draw for an executor that samples where its logits are
-/// (Executor::forwardSampled): runtime/Sampler's temperature, top-k and
-/// top-p, and the uniform of the draw (philoxUniform(seed, position), as
-/// the host sampler draws it).
+/// (Executor::forwardSampled): runtime/Sampler's temperature, min-p, top-k
+/// and top-p, and the uniform of the draw (philoxUniform(seed, position),
+/// as the host sampler draws it). Temperature 0 is a greedy row (the
+/// lowest index among the largest logits; the rest is not read), so one
+/// step can mix greedy and sampled requests.
 struct DeviceDraw {
-  float temperature = 1.0f; ///< > 0
+  float temperature = 1.0f; ///< > 0, or 0 for greedy
   int32_t topK = 0;         ///< <= 0: off
   float topP = 1.0f;        ///< >= 1: off
+  float minP = 0.0f;        ///< in [0, 1]; 0: off
   double uniform = 0.0;     ///< in [0, 1)
 };
 
@@ -172,10 +175,10 @@ public:
                                    "where its logits are (greedyOnDevice)");
   }
 
-  /// Whether forwardSampled draws temperature / top-k / top-p tokens where
-  /// the logits are (a GPU); the engine then asks for tokens when every row
-  /// it samples in a step wants only these (no penalties, min-p or
-  /// logprobs).
+  /// Whether forwardSampled draws temperature / min-p / top-k / top-p
+  /// tokens, and greedy ones, where the logits are (a GPU); the engine then
+  /// asks for tokens when every row it samples in a step wants only these
+  /// (no penalties or logprobs).
   virtual bool samplesOnDevice() const { return false; }
   /// forward, then each logits row's token drawn with draws[r] as
   /// runtime/Sampler's processLogits and drawProcessed draw it, or -1 for

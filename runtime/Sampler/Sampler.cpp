@@ -158,8 +158,7 @@ bool folio::plainGreedy(const SamplingParams &params) {
 }
 
 bool folio::plainDraw(const SamplingParams &params) {
-  return !params.isGreedy() && !hasPenalties(params) && params.minP == 0.0f &&
-         !params.logprobs;
+  return !params.isGreedy() && !hasPenalties(params) && !params.logprobs;
 }
 
 Expected<TokenId> folio::drawWithUniform(const float *logits, size_t vocabSize,

@@ -80,7 +80,7 @@ Status checkSampleRow(const float *logits, size_t vocabSize,
 /// maximum as the model gave it (firstMaximum, after checkSampleRow), what
 /// argmaxProcessed of the processed row gives without making it.
 bool plainGreedy(const SamplingParams &params);
-/// A draw with temperature, top-k and top-p alone (no penalties, min-p or
+/// A draw with temperature, min-p, top-k and top-p alone (no penalties or
 /// logprobs): what a device's sampler draws (Executor::forwardSampled).
 bool plainDraw(const SamplingParams &params);
 /// The token a plain draw (plainDraw) of one row takes with `uniform`:

@@ -413,12 +413,15 @@ Expected<Timing> measureSample(const CudaDevice &dev,
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   const int rows = c.rows, vocab = c.vocab;
-  // Settings cycle through plain, top-k, top-p and both.
-  const float temps[] = {1.0f, 0.7f, 1.3f, 0.5f};
-  const int topKs[] = {0, 5, 0, 50};
-  const float topPs[] = {1.0f, 1.0f, 0.9f, 0.8f};
+  // Settings cycle through plain, top-k, top-p, both, min-p with both,
+  // and a greedy row (temperature 0), as a mixed batch brings them.
+  const float temps[] = {1.0f, 0.7f, 1.3f, 0.5f, 0.9f, 0.0f};
+  const int topKs[] = {0, 5, 0, 50, 40, 0};
+  const float topPs[] = {1.0f, 1.0f, 0.9f, 0.8f, 0.95f, 1.0f};
+  const float minPs[] = {0.0f, 0.0f, 0.0f, 0.0f, 0.05f, 0.0f};
   const size_t R = static_cast<size_t>(rows);
-  std::vector<float> logits(R * size_t(vocab)), temperature(R), topP(R);
+  std::vector<float> logits(R * size_t(vocab)), temperature(R), topP(R),
+      minP(R);
   std::vector<int> topK(R), tokens(R, -2);
   std::vector<double> uniform(R);
   std::vector<SamplingParams> params(static_cast<size_t>(rows));
@@ -427,9 +430,10 @@ Expected<Timing> measureSample(const CudaDevice &dev,
       logits[size_t(r) * size_t(vocab) + size_t(i)] = normal(rng);
     SamplingParams &p = params[size_t(r)];
     if (!s.greedy) {
-      p.temperature = temperature[size_t(r)] = temps[r % 4];
-      p.topK = topK[size_t(r)] = topKs[r % 4];
-      p.topP = topP[size_t(r)] = topPs[r % 4];
+      p.temperature = temperature[size_t(r)] = temps[r % 6];
+      p.topK = topK[size_t(r)] = topKs[r % 6];
+      p.topP = topP[size_t(r)] = topPs[r % 6];
+      p.minP = minP[size_t(r)] = minPs[r % 6];
       uniform[size_t(r)] = philoxUniform(seed + uint64_t(r), 7);
     } else {
       p.temperature = 0.0f;
@@ -440,8 +444,9 @@ Expected<Timing> measureSample(const CudaDevice &dev,
                          dk = upload(dev, topK, "top_k"),
                          dp = upload(dev, topP, "top_p"),
                          du = upload(dev, uniform, "uniforms"),
+                         dm = upload(dev, minP, "min_p"),
                          dtok = dev.allocate(tokens.size() * 4, "tokens");
-  for (Expected<DeviceBuffer> *b : {&dl, &dt, &dk, &dp, &du, &dtok})
+  for (Expected<DeviceBuffer> *b : {&dl, &dt, &dk, &dp, &du, &dm, &dtok})
     if (!*b)
       return b->status();
   folio_cuda::SampleArgs a{dl->as<const float>(),
@@ -451,7 +456,8 @@ Expected<Timing> measureSample(const CudaDevice &dev,
                            dt->as<const float>(),
                            dk->as<const int>(),
                            dp->as<const float>(),
-                           du->as<const double>()};
+                           du->as<const double>(),
+                           dm->as<const float>()};
   device::CudaLaunch l = toLaunch(cuda::sampleLaunch(s, rows));
   auto run = [&] { return dev.launch(**kernel, l, &a); };
   if (Status e = run(); !e)

@@ -87,12 +87,15 @@ struct SampleArgs {
   long long stride;
   int vocab;
   int *tokens; // [rows]
-  // Top-k / top-p only, per row: temperature > 0, top_k (<= 0: off),
-  // top_p (>= 1: off) and the uniform in [0, 1) of the draw.
+  // Top-k / top-p only, per row: temperature (> 0, or 0 for a greedy row:
+  // its other settings are not read), top_k (<= 0: off), top_p (>= 1:
+  // off), the uniform in [0, 1) of the draw, and min_p in [0, 1] (0: off;
+  // a null array is off for every row).
   const float *temperature;
   const int *topK;
   const float *topP;
   const double *uniform;
+  const float *minP;
 };
 
 struct LinearArgs {

@@ -1,15 +1,16 @@
 // Sampling over logits rows, one block per row. Greedy: the lowest index
 // among the largest logits, as runtime/Sampler's argmaxProcessed. Top-k /
 // top-p: runtime/Sampler's processLogits and drawProcessed (temperature,
-// top-k keeping ties at the k-th value, the smallest most likely set that
-// reaches top-p with ties by lower token id, then an inverse-CDF draw in
-// token order with the caller's uniform), in double like the host; the
-// sums are block reductions instead of one sequential loop, so a choice
-// can differ only where the uniform or top-p falls within rounding of a
-// partial sum. A row with a NaN or +inf, or with every logit -inf, gets
-// token -1 (the CPU sampler refuses such rows with an error; the runtime
-// reports it). Penalties and min-p are not applied here: rows that ask for
-// them are sampled on the host.
+// min-p, top-k keeping ties at the k-th value, the smallest most likely
+// set that reaches top-p with ties by lower token id, then an inverse-CDF
+// draw in token order with the caller's uniform), in double like the host;
+// the sums are block reductions instead of one sequential loop, so a
+// choice can differ only where the uniform or top-p falls within rounding
+// of a partial sum. Its rows of temperature 0 are greedy, so a batch
+// mixing greedy and sampled requests takes one launch. A row with a NaN or
+// +inf, or with every logit -inf, gets token -1 (the CPU sampler refuses
+// such rows with an error; the runtime reports it). Penalties are not
+// applied here: rows that ask for them are sampled on the host.
 #ifndef FOLIO_CUDA_SAMPLE
 #define FOLIO_CUDA_SAMPLE
 
@@ -97,6 +98,10 @@ template <class C>
 __device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
   constexpr int NT = C::kThreads;
   const int rowIdx = int(blockIdx.x), tid = int(threadIdx.x), V = a.vocab;
+  if (a.temperature[rowIdx] == 0.0f) { // the same for the whole block
+    sampleGreedy<C>(a);
+    return;
+  }
   const float *row = a.logits + (long long)rowIdx * a.stride;
   __shared__ double red[32];
   __shared__ int choice;
@@ -116,7 +121,10 @@ __device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
     return;
   }
 
-  // Top-k: keep keys >= the k-th largest (ties at it all survive).
+  // Top-k: keep keys >= the k-th largest (ties at it all survive). The
+  // host applies min-p first, but both keep an upper set of the values, so
+  // the k-th largest of min-p's survivors (when more than k survive) is the
+  // k-th largest of the row, and together they keep the intersection.
   unsigned kKey = 0;
   const int k = a.topK[rowIdx];
   if (k > 0 && k < live) {
@@ -127,8 +135,12 @@ __device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
       return blockSumDouble<NT>(double(n), red) >= double(k);
     });
   }
+  // Min-p's floor on l / temperature, -inf until the largest is known
+  // (top-k always keeps the largest, so the maximum below is the row's).
+  double minPFloor = -infinity();
   auto kept = [&](int i) {
-    return row[i] != -infinity() && orderedKey(row[i]) >= kKey;
+    return row[i] != -infinity() && orderedKey(row[i]) >= kKey &&
+           double(row[i]) / temp >= minPFloor;
   };
   double best = -infinity();
   for (int i = tid; i < V; i += NT)
@@ -143,6 +155,11 @@ __device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
   for (int w = 0; w < NT / 32; ++w)
     best = fmax(best, red[w]);
   __syncthreads();
+  // Min-p: p_i >= min_p * p_max, i.e. l_i >= l_max + log(min_p), as the
+  // host compares it.
+  const float minP = a.minP ? a.minP[rowIdx] : 0.0f;
+  if (minP > 0.0f)
+    minPFloor = best + log(double(minP));
   auto weight = [&](int i) { // exp(l - best), 0 when masked
     return kept(i) ? exp(double(row[i]) / temp - best) : 0.0;
   };

@@ -1011,7 +1011,7 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
 std::map<std::string, std::vector<TokenId>>
 serveOnGpu(std::shared_ptr<const plan::Plan> target,
            core::SpeculativeConfig speculative, uint64_t *accepted = nullptr,
-           bool onCpu = false, float temperature = 0.0f) {
+           bool onCpu = false, float temperature = 0.0f, bool mixed = false) {
   std::map<std::string, std::vector<TokenId>> out;
   SchedulerConfig config;
   config.maxModelLen = 64;
@@ -1036,6 +1036,10 @@ serveOnGpu(std::shared_ptr<const plan::Plan> target,
     r.samplingParams.temperature = temperature;
     r.samplingParams.topK = 50;
     r.samplingParams.topP = 0.9f;
+    if (mixed) { // a greedy request beside a min-p one
+      r.samplingParams.temperature = i == 0 ? 0.0f : temperature;
+      r.samplingParams.minP = 0.05f;
+    }
     r.samplingParams.seed = uint64_t(11 + i);
     r.samplingParams.maxTokens = 7;
     r.samplingParams.ignoreEos = true;
@@ -1142,10 +1146,12 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
       EXPECT_EQ(ids[r], std::max_element(row, row + vocab) - row)
           << "row " << r;
     }
+    // Row 1 is greedy beside draws with top-k, top-p and min-p.
     std::vector<exec::DeviceDraw> draws;
     for (size_t r = 0; r < ids.size(); ++r)
-      draws.push_back({0.7f + 0.2f * float(r), int32_t(r == 1 ? 5 : 0),
-                       r == 2 ? 0.8f : 1.0f, 0.1 + 0.3 * double(r)});
+      draws.push_back({r == 1 ? 0.0f : 0.7f + 0.2f * float(r),
+                       int32_t(r == 2 ? 5 : 0), r == 2 ? 0.8f : 1.0f,
+                       r == 0 ? 0.02f : 0.0f, 0.1 + 0.3 * double(r)});
     ASSERT_TRUE(gpu->forwardSampled(step, draws, ids, greedyVocab));
     ASSERT_EQ(ids.size(), draws.size());
     for (size_t r = 0; r < ids.size(); ++r) {
@@ -1153,9 +1159,12 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
       params.temperature = draws[r].temperature;
       params.topK = draws[r].topK;
       params.topP = draws[r].topP;
+      params.minP = draws[r].minP;
+      const float *row = logits.data() + r * size_t(vocab);
       Expected<TokenId> want =
-          drawWithUniform(logits.data() + r * size_t(vocab), size_t(vocab),
-                          params, draws[r].uniform);
+          params.isGreedy()
+              ? Expected<TokenId>(firstMaximum(row, size_t(vocab)))
+              : drawWithUniform(row, size_t(vocab), params, draws[r].uniform);
       ASSERT_TRUE(bool(want));
       EXPECT_EQ(ids[r], *want) << "row " << r;
     }
@@ -1163,10 +1172,17 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
   EXPECT_EQ(serveOnGpu(p, {}), serveOnGpu(p, {}, nullptr, /*onCpu=*/true));
   EXPECT_EQ(serveOnGpu(p, {}, nullptr, false, 0.8f),
             serveOnGpu(p, {}, nullptr, /*onCpu=*/true, 0.8f));
+  EXPECT_EQ(serveOnGpu(p, {}, nullptr, false, 0.8f, /*mixed=*/true),
+            serveOnGpu(p, {}, nullptr, /*onCpu=*/true, 0.8f, true));
   std::vector<exec::DeviceDraw> bad(steps[0].logitsIndices.size());
   bad[1].uniform = 1.0;
   expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
                 "draw 1: temperature");
+  bad[1].uniform = 0.5;
+  bad[2].minP = 1.5f;
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+                "draw 2: temperature 1.000000, top_p 1.000000, min_p 1.5");
+  bad[2].minP = 0.0f;
 
   auto older = std::make_shared<plan::Plan>(*p);
   older->deviceKernels.erase(

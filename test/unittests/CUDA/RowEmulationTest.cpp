@@ -23,7 +23,6 @@
 #include "codegen/CPU/Norm.h"
 #include "codegen/CPU/Rotary.h"
 #include "codegen/CPU/WeightPack.h"
-#include "codegen/CPU/WeightPack.h"
 #include "runtime/Sampler/Philox.h"
 #include "runtime/Sampler/Sampler.h"
 #include "test/unittests/CUDA/EmulationLaunch.h"
@@ -461,17 +460,28 @@ TEST(CudaRowEmulation, GreedySamplingMatchesTheCpuSampler) {
   }
 }
 
+// The draw sampler against runtime/Sampler's exact tokens: temperature,
+// min-p, top-k and top-p, with greedy rows (temperature 0) in the same
+// launch, as the engine sends a step mixing greedy and sampled requests.
 TEST(CudaRowEmulation, TopKTopPSamplingMatchesTheCpuSampler) {
   std::mt19937 rng(17);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   struct Config {
-    float temperature;
+    float temperature; // 0: a greedy row in the same launch
     int32_t topK;
     float topP;
+    float minP;
   };
   const std::vector<Config> configs = {
-      {1.0f, 0, 1.0f}, {0.7f, 5, 1.0f}, {1.3f, 0, 0.9f},  {0.5f, 50, 0.8f},
-      {1.0f, 1, 1.0f}, {2.0f, 3, 0.5f}, {1.0f, 0, 0.05f}, {0.8f, 1000, 0.99f}};
+      {1.0f, 0, 1.0f, 0.0f},    {0.7f, 5, 1.0f, 0.0f},
+      {1.3f, 0, 0.9f, 0.0f},    {0.5f, 50, 0.8f, 0.0f},
+      {1.0f, 1, 1.0f, 0.0f},    {2.0f, 3, 0.5f, 0.0f},
+      {1.0f, 0, 0.05f, 0.0f},   {0.8f, 1000, 0.99f, 0.0f},
+      {0.0f, 0, 1.0f, 0.0f},    {1.0f, 0, 1.0f, 0.1f},
+      {1.5f, 0, 1.0f, 0.5f},    {0.7f, 5, 0.9f, 0.05f},
+      {2.0f, 20, 0.95f, 0.02f}, {1.0f, 0, 1.0f, 1.0f},
+      {0.0f, 7, 0.5f, 0.3f},    {0.9f, 0, 0.7f, 0.25f}};
+  // 16 settings: every one meets the plain, tied and masked rows below.
   int compared = 0;
   for (const SampleSpec &s : sampleVariants()) {
     if (s.greedy)
@@ -484,7 +494,7 @@ TEST(CudaRowEmulation, TopKTopPSamplingMatchesTheCpuSampler) {
     for (int vocab : {1, 37, 1000}) {
       const int rows = int(configs.size()) * 3;
       std::vector<float> logits(size_t(rows * vocab));
-      std::vector<float> temperature(rows), topP(rows);
+      std::vector<float> temperature(rows), topP(rows), minP(rows);
       std::vector<int> topK(rows), tokens(size_t(rows), -2);
       std::vector<double> uniform(rows);
       std::vector<SamplingParams> params(static_cast<size_t>(rows));
@@ -502,14 +512,17 @@ TEST(CudaRowEmulation, TopKTopPSamplingMatchesTheCpuSampler) {
         params[size_t(r)].temperature = c.temperature;
         params[size_t(r)].topK = c.topK;
         params[size_t(r)].topP = c.topP;
+        params[size_t(r)].minP = c.minP;
         temperature[size_t(r)] = c.temperature;
         topK[size_t(r)] = c.topK;
         topP[size_t(r)] = c.topP;
+        minP[size_t(r)] = c.minP;
         uniform[size_t(r)] = philoxUniform(1234 + uint64_t(r), 7);
       }
       folio_cuda::SampleArgs a{
           logits.data(),      vocab,       vocab,       tokens.data(),
-          temperature.data(), topK.data(), topP.data(), uniform.data()};
+          temperature.data(), topK.data(), topP.data(), uniform.data(),
+          minP.data()};
       cuda_emu::LaunchConfig config =
           emulationConfig(sampleLaunch(s, rows), name.c_str());
       config.scheduleSeed = rng();

@@ -136,7 +136,8 @@ public:
     return Status::ok();
   }
   /// Draws "on the device": runtime/Sampler's processLogits and
-  /// drawProcessed with the row's parameters and the engine's uniform.
+  /// drawProcessed with the row's parameters and the engine's uniform; a
+  /// row of temperature 0 takes its argmax, as the CUDA sampler does.
   bool samplesOnDevice() const override { return onDevice; }
   Status forwardSampled(const exec::ForwardBatch &b,
                         const std::vector<exec::DeviceDraw> &draws,
@@ -147,19 +148,27 @@ public:
       return s;
     ids.clear();
     for (size_t r = 0; r < draws.size(); ++r) {
+      const float *row = logits.data() + r * size_t(vocab);
+      if (draws[r].temperature == 0.0f) {
+        ++greedyRows;
+        ids.push_back(checkLogitsRow(row, size_t(vocab)).ok()
+                          ? firstMaximum(row, size_t(vocab))
+                          : -1);
+        continue;
+      }
       SamplingParams params;
       params.temperature = draws[r].temperature;
       params.topK = draws[r].topK;
       params.topP = draws[r].topP;
+      params.minP = draws[r].minP;
       Expected<TokenId> token =
-          drawWithUniform(logits.data() + r * size_t(vocab), size_t(vocab),
-                          params, draws[r].uniform);
+          drawWithUniform(row, size_t(vocab), params, draws[r].uniform);
       ids.push_back(token ? *token : -1);
     }
     return Status::ok();
   }
   bool onDevice = false;
-  int greedyCalls = 0, drawCalls = 0;
+  int greedyCalls = 0, drawCalls = 0, greedyRows = 0;
 
 private:
   std::vector<Fault> faults;
@@ -379,16 +388,35 @@ TEST(NumericGuard, DrawsTakenOnTheDeviceAreTheHostSamplersDraws) {
     EXPECT_EQ(served.tokens[r.requestId], reference.tokens[r.requestId])
         << r.requestId;
 
-  for (bool greedyBeside : {true, false}) {
+  // A greedy request beside the draws, and min-p, are sampled on the
+  // device too: the tokens are the host sampler's.
+  requests = drawn;
+  requests.push_back(request("g", {31}));
+  requests.back().samplingParams.temperature = 0.0f;
+  requests.push_back(request("m", {41, 42}, 1.1f));
+  requests.back().samplingParams.minP = 0.9f; // keeps about one token
+  requests.back().samplingParams.topK = 30;
+  reference = serve(*makeEngine({}), requests);
+  engine = makeEngine({}, false, &fake, /*onDevice=*/true);
+  served = serve(*engine, requests);
+  EXPECT_GT(fake->drawCalls, 0);
+  EXPECT_GT(fake->greedyRows, 0);
+  EXPECT_EQ(fake->greedyCalls, 0);
+  for (const NewRequest &r : requests)
+    EXPECT_EQ(served.tokens[r.requestId], reference.tokens[r.requestId])
+        << r.requestId;
+
+  // Penalties and logprobs need the host sampler: the logits come back.
+  for (bool penalty : {true, false}) {
     engine = makeEngine({}, false, &fake, /*onDevice=*/true);
     requests = drawn;
-    if (greedyBeside)
-      requests.push_back(request("g", {31}));
+    if (penalty)
+      requests.back().samplingParams.frequencyPenalty = 0.5f;
     else
-      requests.back().samplingParams.minP = 0.1f;
+      requests.back().samplingParams.logprobs = 1;
     serve(*engine, requests);
-    EXPECT_EQ(fake->drawCalls, 0) << greedyBeside;
-    EXPECT_EQ(fake->greedyCalls, 0) << greedyBeside;
+    EXPECT_EQ(fake->drawCalls, 0) << penalty;
+    EXPECT_EQ(fake->greedyCalls, 0) << penalty;
   }
 }
 

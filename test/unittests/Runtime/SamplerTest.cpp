@@ -169,34 +169,36 @@ TEST(RuntimeSampler, GreedyTakesTheFirstMaximum) {
 // errors the processed path gives: random rows with ties, masked tokens
 // and zeros of both signs, faulty rows, and history outside the vocabulary
 // (checked with or without penalties).
-// A plain draw (temperature, top-k, top-p alone) is what a device sampler
-// draws; drawWithUniform with the sampler's own uniform draws sampleRow's
-// token, and a row the sampler refuses is refused.
+// A plain draw (temperature, min-p, top-k, top-p alone) is what a device
+// sampler draws; drawWithUniform with the sampler's own uniform draws
+// sampleRow's token, and a row the sampler refuses is refused.
 TEST(RuntimeSampler, PlainDrawWithTheSamplersUniformIsSampleRow) {
   SamplingParams drawn;
   drawn.temperature = 0.7f;
   drawn.topK = 9;
   drawn.topP = 0.85f;
-  ASSERT_TRUE(plainDraw(drawn));
-  SamplingParams greedy = drawn, minP = drawn, logprobs = drawn,
-                 penalised = drawn;
-  greedy.temperature = 0;
+  SamplingParams minP = drawn;
   minP.minP = 0.05f;
+  ASSERT_TRUE(plainDraw(drawn));
+  ASSERT_TRUE(plainDraw(minP));
+  SamplingParams greedy = drawn, logprobs = drawn, penalised = drawn;
+  greedy.temperature = 0;
   logprobs.logprobs = 2;
   penalised.presencePenalty = 0.5f;
-  for (const SamplingParams *p : {&greedy, &minP, &logprobs, &penalised})
+  for (const SamplingParams *p : {&greedy, &logprobs, &penalised})
     EXPECT_FALSE(plainDraw(*p));
   std::mt19937 rng(5);
-  for (size_t vocab : {1u, 3u, 100u, 4096u})
-    for (uint64_t position = 0; position < 20; ++position) {
-      std::vector<float> logits = randomLogits(rng, vocab);
-      SampleRow row{&drawn, nullptr, nullptr, 42, position};
-      Expected<SampledToken> want = sampleRow(logits.data(), vocab, row);
-      Expected<TokenId> got = drawWithUniform(logits.data(), vocab, drawn,
-                                              philoxUniform(42, position));
-      ASSERT_TRUE(want && got);
-      EXPECT_EQ(*got, want->token) << vocab << " " << position;
-    }
+  for (const SamplingParams *p : {&drawn, &minP})
+    for (size_t vocab : {1u, 3u, 100u, 4096u})
+      for (uint64_t position = 0; position < 20; ++position) {
+        std::vector<float> logits = randomLogits(rng, vocab);
+        SampleRow row{p, nullptr, nullptr, 42, position};
+        Expected<SampledToken> want = sampleRow(logits.data(), vocab, row);
+        Expected<TokenId> got = drawWithUniform(logits.data(), vocab, *p,
+                                                philoxUniform(42, position));
+        ASSERT_TRUE(want && got);
+        EXPECT_EQ(*got, want->token) << vocab << " " << position;
+      }
   std::vector<float> bad = {0.0f, std::nanf(""), 1.0f};
   EXPECT_FALSE(bool(drawWithUniform(bad.data(), bad.size(), drawn, 0.5)));
 }
