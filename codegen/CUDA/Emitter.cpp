@@ -178,14 +178,17 @@ Status emitSample(const SampleSpec &s, GeneratedKernel &out) {
     return st;
   out.name = kernelName(s);
   out.key = canonicalKey(s);
-  out.source = header(out.name, out.key,
-                      "grid (rows), block " + std::to_string(s.threads) +
-                          ", no dynamic shared memory") +
-               templates({"Prelude.cuh", "KernelArgs.cuh", "Sample.cuh"}) +
-               guarded(out.name,
-                       entryGlue(out.name, constant("kThreads", s.threads),
-                                 s.threads, "SampleArgs",
-                                 s.greedy ? "sampleGreedy" : "sampleTopKTopP"));
+  out.source =
+      header(out.name, out.key,
+             std::string(s.verify ? "grid (sequences)" : "grid (rows)") +
+                 ", block " + std::to_string(s.threads) +
+                 ", no dynamic shared memory") +
+      templates({"Prelude.cuh", "KernelArgs.cuh", "Sample.cuh"}) +
+      guarded(out.name, entryGlue(out.name, constant("kThreads", s.threads),
+                                  s.threads, "SampleArgs",
+                                  s.greedy   ? "sampleGreedy"
+                                  : s.verify ? "verifyOneHot"
+                                             : "sampleTopKTopP"));
   return Status::success();
 }
 

@@ -424,6 +424,10 @@ Status validate(const SampleSpec &s) {
   if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
     return Status::error("sampling: threads " + std::to_string(s.threads) +
                          " must be a multiple of 32 in [32, 1024]");
+  if (s.greedy && s.verify)
+    return Status::error("sampling: verify and greedy are exclusive (the "
+                         "verify kernel takes greedy sequences as "
+                         "temperature 0)");
   return Status::success();
 }
 
@@ -563,9 +567,17 @@ std::string kernelName(const GatherSpec &s) {
          std::to_string(s.dim) + "_t" + std::to_string(s.threads);
 }
 
+namespace {
+
+const char *sampleMode(const SampleSpec &s) {
+  return s.greedy ? "greedy" : s.verify ? "verify_one_hot" : "top_k_top_p";
+}
+
+} // namespace
+
 std::string kernelName(const SampleSpec &s) {
-  return std::string("folio_sample_") + (s.greedy ? "greedy" : "top_k_top_p") +
-         "_t" + std::to_string(s.threads);
+  return std::string("folio_sample_") + sampleMode(s) + "_t" +
+         std::to_string(s.threads);
 }
 
 namespace {
@@ -648,7 +660,7 @@ std::string canonicalKey(const GatherSpec &s) {
 }
 
 std::string canonicalKey(const SampleSpec &s) {
-  return std::string("sample:mode=") + (s.greedy ? "greedy" : "top_k_top_p") +
+  return std::string("sample:mode=") + sampleMode(s) +
          ";threads=" + std::to_string(s.threads) +
          ";templates=" + templatesHash();
 }

@@ -128,11 +128,14 @@ struct GatherSpec {
   int groupSize = 0;
 };
 
-/// Sampling over logits rows: greedy argmax, or temperature, top-k and
-/// top-p, then an inverse-CDF draw with the caller's uniform.
+/// Sampling over logits rows: greedy argmax, or temperature, min-p, top-k
+/// and top-p, then an inverse-CDF draw with the caller's uniform (rows of
+/// temperature 0 greedy); or (verify) the speculative verification of
+/// one-hot drafts with the same processing, one block per sequence.
 struct SampleSpec {
   bool greedy = true;
   int threads = 256;
+  bool verify = false; ///< not with greedy
 };
 
 /// Linear over a plan's stored weights (codegen/CPU/WeightPack.h):
@@ -278,6 +281,7 @@ LaunchGeometry rowKernelLaunch(const RowKernelSpec &spec, int64_t rows);
 /// Grid (tokens, heads), block headDim / 2 rounded up to a warp.
 LaunchGeometry rotaryLaunch(const RotarySpec &spec, int64_t numTokens);
 LaunchGeometry gatherLaunch(const GatherSpec &spec, int64_t numRows);
+/// One block per row, or per sequence for verification (numRows = S).
 LaunchGeometry sampleLaunch(const SampleSpec &spec, int64_t numRows);
 /// Grid ceil(n / warps per block), one warp per output row; one block per
 /// weight row (dequantToBf16) or per x row (quantizeXToFp8: `n` is m).

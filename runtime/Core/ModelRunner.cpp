@@ -11,6 +11,27 @@
 
 namespace folio::core {
 
+namespace {
+
+/// A request's processing for a device sampler: temperature 0 for greedy
+/// (the row's argmax), else temperature, min-p, top-k and top-p with the
+/// draw's uniform.
+exec::DeviceDraw deviceDraw(const SamplingParams &params, double uniform) {
+  exec::DeviceDraw d;
+  if (params.isGreedy()) {
+    d.temperature = 0.0f;
+    return d;
+  }
+  d.temperature = params.temperature;
+  d.topK = params.topK;
+  d.topP = params.topP;
+  d.minP = params.minP;
+  d.uniform = uniform;
+  return d;
+}
+
+} // namespace
+
 Expected<ModelRunnerOutput> ModelRunner::execute(
     const SchedulerOutput &step,
     const std::unordered_map<RequestId, std::vector<float>> *draftProbs) {
@@ -159,37 +180,9 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
   bool greedyOnDevice = allGreedy && executor.greedyOnDevice(),
        drawsOnDevice =
            speculating.empty() && allDraws && executor.samplesOnDevice();
-  if (greedyOnDevice || drawsOnDevice) {
-    std::vector<int32_t> ids;
-    int64_t vocab = 0;
-    std::vector<exec::DeviceDraw> draws;
-    for (const RequestId *id : sampled) {
-      if (!drawsOnDevice)
-        break;
-      const RequestState &state = requests.at(*id);
-      exec::DeviceDraw d;
-      if (state.params.isGreedy()) {
-        d.temperature = 0.0f; // the device takes the row's argmax
-      } else {
-        d.temperature = state.params.temperature;
-        d.topK = state.params.topK;
-        d.topP = state.params.topP;
-        d.minP = state.params.minP;
-        // The uniform the host sampler would draw with (sampleRow).
-        d.uniform = philoxUniform(state.seed, state.all.size());
-      }
-      draws.push_back(d);
-    }
-    if (Status s = greedyOnDevice
-                       ? executor.forwardGreedy(*batch, ids, vocab)
-                       : executor.forwardSampled(*batch, draws, ids, vocab);
-        !s)
-      return s;
-    if (ids.size() != specRows + sampled.size())
-      return Status::internal(
-          "the executor returned " + std::to_string(ids.size()) +
-          " tokens for " + std::to_string(specRows + sampled.size()) + " rows");
-    verifyGreedyTokens(ids.data(), int64_t(maxDrafts), vocab, specs, outcomes);
+  // The plain rows' tokens taken on the device (after specRows): -1 fails
+  // that request alone, as a faulty row does on the host.
+  auto takeDeviceTokens = [&](const std::vector<int32_t> &ids, int64_t vocab) {
     for (size_t r = 0; r < sampled.size(); ++r) {
       const int32_t id = ids[specRows + r];
       if (id >= 0 && id < vocab) {
@@ -202,6 +195,76 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
                   std::to_string(stepIndex) + ", output token " +
                   std::to_string(requests.at(*sampled[r]).output.size());
     }
+  };
+  // Speculating sequences with one-hot drafts (n-gram lookup, or greedy)
+  // and plain processing are verified where the logits are, beside plain
+  // rows: the device processes each row and runs the rejection sampling.
+  bool verifyOnDevice = !greedyOnDevice && !speculating.empty() &&
+                        (sampled.empty() || allDraws) &&
+                        executor.verifiesOnDevice();
+  for (const SpecSequence &s : specs)
+    verifyOnDevice &= oneHotOnDevice(s);
+  if (verifyOnDevice) {
+    exec::DeviceVerify verify;
+    const size_t K = maxDrafts;
+    verify.numSeqs = int64_t(specs.size());
+    verify.numDraft = int64_t(K);
+    verify.drafts.assign(specs.size() * K, -1);
+    verify.uniforms.resize(specs.size() * (K + 1));
+    for (size_t i = 0; i < specs.size(); ++i) {
+      verify.params.push_back(deviceDraw(*specs[i].params, 0.0));
+      std::copy(specs[i].drafts->begin(), specs[i].drafts->end(),
+                verify.drafts.begin() + long(i * K));
+      verifyUniforms(specs[i], int64_t(K),
+                     verify.uniforms.data() + i * (K + 1));
+    }
+    std::vector<exec::DeviceDraw> draws;
+    for (const RequestId *id : sampled) {
+      const RequestState &state = requests.at(*id);
+      draws.push_back(deviceDraw(state.params,
+                                 philoxUniform(state.seed, state.all.size())));
+    }
+    std::vector<int32_t> accepted, ids;
+    int64_t vocab = 0;
+    if (Status s = executor.forwardVerified(*batch, verify, draws, accepted,
+                                            ids, vocab);
+        !s)
+      return s;
+    if (accepted.size() != specs.size() ||
+        ids.size() != specRows + sampled.size())
+      return Status::internal(
+          "the executor returned " + std::to_string(accepted.size()) +
+          " counts and " + std::to_string(ids.size()) + " tokens for " +
+          std::to_string(specs.size()) + " sequences and " +
+          std::to_string(specRows + sampled.size()) + " rows");
+    if (Status s = verifiedOnDevice(accepted.data(), ids.data(), int64_t(K),
+                                    vocab, specs, outcomes);
+        !s)
+      return s;
+    takeDeviceTokens(ids, vocab);
+  } else if (greedyOnDevice || drawsOnDevice) {
+    std::vector<int32_t> ids;
+    int64_t vocab = 0;
+    std::vector<exec::DeviceDraw> draws;
+    for (const RequestId *id : sampled) {
+      if (!drawsOnDevice)
+        break;
+      const RequestState &state = requests.at(*id);
+      // The uniform the host sampler would draw with (sampleRow).
+      draws.push_back(deviceDraw(state.params,
+                                 philoxUniform(state.seed, state.all.size())));
+    }
+    if (Status s = greedyOnDevice
+                       ? executor.forwardGreedy(*batch, ids, vocab)
+                       : executor.forwardSampled(*batch, draws, ids, vocab);
+        !s)
+      return s;
+    if (ids.size() != specRows + sampled.size())
+      return Status::internal(
+          "the executor returned " + std::to_string(ids.size()) +
+          " tokens for " + std::to_string(specRows + sampled.size()) + " rows");
+    verifyGreedyTokens(ids.data(), int64_t(maxDrafts), vocab, specs, outcomes);
+    takeDeviceTokens(ids, vocab);
   } else {
     std::vector<float> allLogits;
     int64_t vocab = 0;

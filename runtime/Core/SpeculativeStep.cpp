@@ -2,6 +2,8 @@
 
 #include "runtime/Core/SpeculativeStep.h"
 
+#include "codegen/CPU/SpecVerify.h"
+
 #include "runtime/Sampler/LogitsProcessors.h"
 #include "runtime/Sampler/Philox.h"
 
@@ -22,6 +24,42 @@ void oneHot(float *row, int64_t vocab, TokenId token) {
   std::fill(row, row + vocab, kNegInf);
   row[token] = 0.0f;
 }
+
+/// An executor that only verifies, with the CPU kernels.
+class CpuVerifier : public exec::Executor {
+public:
+  const char *deviceName() const override { return "cpu verifier"; }
+  Status load(std::shared_ptr<const plan::Plan>) override { return refuse(); }
+  exec::KVCacheLayout kvCacheLayout() const override { return {}; }
+  Status allocateKVCache(int64_t) override { return refuse(); }
+  Status forward(const exec::ForwardBatch &, std::vector<float> &,
+                 int64_t &) override {
+    return refuse();
+  }
+  Status verify(const exec::VerifyBatch &b, std::vector<int32_t> &accepted,
+                std::vector<int32_t> &tokens) override {
+    accepted.assign(size_t(b.numSeqs), -1);
+    tokens.assign(size_t(b.numSeqs * (b.numDraft + 1)), -1);
+    cpu::SpecVerifyArgs a;
+    a.numSeqs = b.numSeqs;
+    a.numDraft = b.numDraft;
+    a.vocab = b.vocab;
+    a.targetLogits = b.targetLogits;
+    a.draftTokens = b.draftTokens;
+    a.draftProbs = b.draftProbs;
+    a.uniforms = b.uniforms;
+    a.accepted = accepted.data();
+    a.tokens = tokens.data();
+    cpu::Status s =
+        b.sample ? cpu::specVerifySample(a) : cpu::specVerifyGreedy(a);
+    return s.ok() ? Status::ok() : Status::internal(s.message());
+  }
+
+private:
+  static Status refuse() {
+    return Status::invalidArgument("the CPU verifier only verifies");
+  }
+};
 
 /// A uniform as the kernel takes it: float in [0, 1) (the double's
 /// rounding could reach 1.0f).
@@ -114,14 +152,8 @@ Status verifySpeculative(exec::Executor &executor, float *logits,
   std::vector<float> probs, uniforms;
   if (sample) {
     uniforms.resize(numSeqs * (K + 1));
-    for (size_t i = 0; i < numSeqs; ++i) {
-      const SpecSequence &s = seqs[i];
-      for (size_t j = 0; j < K; ++j)
-        uniforms[i * (K + 1) + j] = toUnitFloat(
-            philoxUniform(s.seed, s.position + j, kVerifyAcceptStream));
-      uniforms[i * (K + 1) + K] =
-          toUnitFloat(philoxUniform(s.seed, s.position, kVerifyDrawStream));
-    }
+    for (size_t i = 0; i < numSeqs; ++i)
+      verifyUniforms(seqs[i], maxDrafts, uniforms.data() + i * (K + 1));
     if (anyProbs) {
       probs.assign(numSeqs * K * V, 0.0f);
       for (size_t i = 0; i < numSeqs; ++i) {
@@ -202,6 +234,54 @@ void verifyGreedyTokens(const int32_t *argmax, int64_t maxDrafts, int64_t vocab,
     o.tokens.assign(drafts.begin(), drafts.begin() + long(n));
     o.tokens.push_back(rows[n]);
   }
+}
+
+Status verifySpeculativeOnCpu(float *logits, int64_t maxDrafts, int64_t vocab,
+                              const std::vector<SpecSequence> &seqs,
+                              std::vector<SpecOutcome> &out) {
+  CpuVerifier verifier;
+  return verifySpeculative(verifier, logits, maxDrafts, vocab, seqs, out);
+}
+
+void verifyUniforms(const SpecSequence &seq, int64_t maxDrafts, float *out) {
+  const size_t K = size_t(maxDrafts);
+  for (size_t j = 0; j < K; ++j)
+    out[j] = toUnitFloat(
+        philoxUniform(seq.seed, seq.position + j, kVerifyAcceptStream));
+  out[K] =
+      toUnitFloat(philoxUniform(seq.seed, seq.position, kVerifyDrawStream));
+}
+
+bool oneHotOnDevice(const SpecSequence &seq) {
+  return plainGreedy(*seq.params) ||
+         (plainDraw(*seq.params) &&
+          (!seq.draftProbs || seq.draftProbs->empty()));
+}
+
+Status verifiedOnDevice(const int32_t *accepted, const int32_t *tokens,
+                        int64_t maxDrafts, int64_t vocab,
+                        const std::vector<SpecSequence> &seqs,
+                        std::vector<SpecOutcome> &out) {
+  const size_t rowsPerSeq = size_t(maxDrafts) + 1;
+  out.assign(seqs.size(), SpecOutcome());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    SpecOutcome &o = out[i];
+    if (accepted[i] < 0) {
+      o.error = "logits hold NaN or +inf, or only -inf (the drafts were "
+                "verified on the device)";
+      continue;
+    }
+    const size_t n = size_t(accepted[i]);
+    const int32_t *row = tokens + i * rowsPerSeq;
+    if (n > seqs[i].drafts->size() || row[n] < 0 || row[n] >= vocab)
+      return Status::internal("the device's verification of sequence " +
+                              std::to_string(i) + " kept " + std::to_string(n) +
+                              " of " + std::to_string(seqs[i].drafts->size()) +
+                              " drafts, then token " + std::to_string(row[n]));
+    o.numAccepted = n;
+    o.tokens.assign(row, row + n + 1);
+  }
+  return Status::ok();
 }
 
 } // namespace folio::core

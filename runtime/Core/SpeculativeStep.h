@@ -58,6 +58,14 @@ Status verifySpeculative(exec::Executor &executor, float *logits,
                          const std::vector<SpecSequence> &seqs,
                          std::vector<SpecOutcome> &out);
 
+/// verifySpeculative with the CPU kernels of `folio.spec_verify`
+/// (codegen/CPU/SpecVerify.h) in place of a plan's verify entry: the
+/// reference for verifiers that run elsewhere (the CUDA verifier's tests,
+/// folio-gpu-bench).
+Status verifySpeculativeOnCpu(float *logits, int64_t maxDrafts, int64_t vocab,
+                              const std::vector<SpecSequence> &seqs,
+                              std::vector<SpecOutcome> &out);
+
 /// Greedy verification from each row's argmax alone, taken where the
 /// logits are (Executor::forwardGreedy): for plain greedy sequences
 /// (plainGreedy) the verify entry's greedy rule keeps the drafts while each
@@ -68,6 +76,28 @@ Status verifySpeculative(exec::Executor &executor, float *logits,
 /// device refused (NaN, +inf, or only -inf), which fails that sequence
 /// alone, as verifySpeculative does.
 void verifyGreedyTokens(const int32_t *argmax, int64_t maxDrafts, int64_t vocab,
+                        const std::vector<SpecSequence> &seqs,
+                        std::vector<SpecOutcome> &out);
+
+/// The uniforms of one sequence's rejection sampling, as verifySpeculative
+/// draws them ([maxDrafts + 1]: draft j's acceptance, then the draw), keyed
+/// by its seed and position (runtime/Sampler/Philox.h).
+void verifyUniforms(const SpecSequence &seq, int64_t maxDrafts, float *out);
+
+/// Whether verifyOnDevice can take `seq`: plain greedy, or a plain draw
+/// (plainDraw) whose drafts are one-hot (no draft probabilities, as the
+/// n-gram proposer gives).
+bool oneHotOnDevice(const SpecSequence &seq);
+
+/// Outcomes of a verification taken where the logits are
+/// (Executor::forwardVerified): `accepted` [seqs.size()], -1 for a
+/// sequence whose rows the device refused (NaN, +inf, or only -inf), which
+/// fails that sequence alone as verifySpeculative does; `tokens`
+/// [seqs.size(), maxDrafts + 1]. An internal error when the device kept
+/// more drafts than a sequence proposed or wrote a token outside the
+/// vocabulary.
+Status verifiedOnDevice(const int32_t *accepted, const int32_t *tokens,
+                        int64_t maxDrafts, int64_t vocab,
                         const std::vector<SpecSequence> &seqs,
                         std::vector<SpecOutcome> &out);
 

@@ -116,7 +116,7 @@ public:
 
   Status load(std::shared_ptr<const plan::Plan> p) override {
     graphs.clear(); // before the kernels and buffers they launch with go
-    greedySampler = drawSampler = {};
+    greedySampler = drawSampler = verifySampler = {};
     plan.reset();
     onDevice.reset();
     caches.clear();
@@ -159,11 +159,13 @@ public:
       }
     // The samplers, where the plan embeds them (an older plan's tokens are
     // taken on the host).
-    greedySampler = drawSampler = {};
+    greedySampler = drawSampler = verifySampler = {};
     for (const PlanLaunch &l : launches.samplers) {
       const auto &spec = std::get<cuda::SampleSpec>(l.spec);
       if (Expected<const CudaKernel *> f = onDevice->kernel(l.name))
-        (spec.greedy ? greedySampler : drawSampler) = {*f, spec};
+        (spec.greedy   ? greedySampler
+         : spec.verify ? verifySampler
+                       : drawSampler) = {*f, spec};
     }
     if (Status s = placeValues(*p); !s)
       return s;
@@ -283,124 +285,276 @@ public:
 
   bool greedyOnDevice() const override { return greedySampler.kernel; }
   bool samplesOnDevice() const override { return drawSampler.kernel; }
+  bool verifiesOnDevice() const override {
+    return verifySampler.kernel && drawSampler.kernel;
+  }
 
   Status forwardGreedy(const ForwardBatch &in, std::vector<int32_t> &tokens,
                        int64_t &vocab) override {
-    return sampleOnDevice(in, nullptr, tokens, vocab);
+    return sampleOnDevice(in, nullptr, nullptr, nullptr, tokens, vocab);
   }
   Status forwardSampled(const ForwardBatch &in,
                         const std::vector<exec::DeviceDraw> &draws,
                         std::vector<int32_t> &tokens, int64_t &vocab) override {
-    return sampleOnDevice(in, &draws, tokens, vocab);
+    return sampleOnDevice(in, &draws, nullptr, nullptr, tokens, vocab);
+  }
+  Status forwardVerified(const ForwardBatch &in,
+                         const exec::DeviceVerify &verify,
+                         const std::vector<exec::DeviceDraw> &draws,
+                         std::vector<int32_t> &accepted,
+                         std::vector<int32_t> &tokens,
+                         int64_t &vocab) override {
+    return sampleOnDevice(in, &draws, &verify, &accepted, tokens, vocab);
   }
 
-  /// The forward, then the plan's greedy sampler (no `draws`) or its
-  /// top-k / top-p sampler over the step's own logits rows (a padded
-  /// step's extra rows are not read); one token per row comes back.
+  /// An error naming the first draw a sampler cannot take, before anything
+  /// runs. Greedy draws (temperature 0) read nothing else; `uniform`
+  /// says whether the draw's uniform is read.
+  static Status checkDraw(const exec::DeviceDraw &d, const std::string &what,
+                          bool uniform) {
+    if (d.temperature == 0.0f)
+      return Status::ok();
+    if (!(d.temperature > 0.0f) || !std::isfinite(d.temperature) ||
+        (uniform && !(d.uniform >= 0.0 && d.uniform < 1.0)) ||
+        !(d.topP > 0.0f) || !(d.minP >= 0.0f && d.minP <= 1.0f))
+      return Status::invalidArgument(
+          what + ": temperature " + std::to_string(d.temperature) + ", top_p " +
+          std::to_string(d.topP) + ", min_p " + std::to_string(d.minP) +
+          (uniform ? ", uniform " + std::to_string(d.uniform) : "") +
+          " (temperature must be finite and > 0, or 0 for greedy; top_p > 0, "
+          "min_p in [0, 1]" +
+          (uniform ? " and the uniform in [0, 1))" : ")"));
+    return Status::ok();
+  }
+
+  /// An error naming what of `v` the verifier cannot take (counts, sizes,
+  /// a sequence's processing, a draft outside `vocab` or after -1 padding,
+  /// a uniform outside [0, 1)), before anything runs.
+  static Status checkVerify(const exec::DeviceVerify &v, int64_t vocab) {
+    const int64_t S = v.numSeqs, K = v.numDraft;
+    if (S < 0 || K < 0)
+      return Status::invalidArgument("verification of " + std::to_string(S) +
+                                     " sequences of " + std::to_string(K) +
+                                     " drafts: counts must be >= 0");
+    if (int64_t(v.params.size()) != S || int64_t(v.drafts.size()) != S * K ||
+        int64_t(v.uniforms.size()) != S * (K + 1))
+      return Status::invalidArgument(
+          "verification of " + std::to_string(S) + " sequences of " +
+          std::to_string(K) + " drafts has " + std::to_string(v.params.size()) +
+          " parameter sets, " + std::to_string(v.drafts.size()) +
+          " drafts and " + std::to_string(v.uniforms.size()) +
+          " uniforms (want " + std::to_string(S) + ", " +
+          std::to_string(S * K) + " and " + std::to_string(S * (K + 1)) + ")");
+    for (int64_t i = 0; i < S; ++i) {
+      std::string seq = "verified sequence " + std::to_string(i);
+      if (Status s = checkDraw(v.params[size_t(i)], seq, false); !s)
+        return s;
+      bool padded = false;
+      for (int64_t j = 0; j < K; ++j) {
+        int32_t t = v.drafts[size_t(i * K + j)];
+        if (t < -1 || t >= vocab || (padded && t != -1))
+          return Status::invalidArgument(
+              seq + ", draft " + std::to_string(j) + ": token " +
+              std::to_string(t) +
+              (padded && t != -1
+                   ? " follows -1 padding"
+                   : " is outside the vocabulary of " + std::to_string(vocab)));
+        padded |= t == -1;
+      }
+      for (int64_t j = 0; j <= K; ++j) {
+        float u = v.uniforms[size_t(i * (K + 1) + j)];
+        if (!(u >= 0.0f && u < 1.0f))
+          return Status::invalidArgument(
+              seq + ", uniform " + std::to_string(j) + " is " +
+              std::to_string(u) + "; uniforms must be in [0, 1)");
+      }
+    }
+    return Status::ok();
+  }
+
+  /// The forward, then the plan's samplers over the step's own logits rows
+  /// (a padded step's extra rows are not read): the greedy one (no
+  /// `draws`), or the verifier over the first S x (K + 1) rows (`verify`)
+  /// and the top-k / top-p one over the rest (`draws`). Only tokens come
+  /// back.
   Status sampleOnDevice(const ForwardBatch &in,
                         const std::vector<exec::DeviceDraw> *draws,
+                        const exec::DeviceVerify *verify,
+                        std::vector<int32_t> *accepted,
                         std::vector<int32_t> &tokens, int64_t &vocab) {
     const Sampler &sampler = draws ? drawSampler : greedySampler;
-    if (!sampler.kernel)
+    auto missing = [&](const char *what) {
       return Status::invalidArgument(
-          std::string("the plan embeds no ") +
-          (draws ? "top-k / top-p" : "greedy") +
-          " sampler for the device (it was compiled by an older folioc; "
+          std::string("the plan embeds no ") + what +
+          " for the device (it was compiled by an older folioc; "
           "recompile it with folioc --target=" +
           dev->arch() + ")");
+    };
+    if (verify && !verifySampler.kernel)
+      return missing("verifier of one-hot drafts");
+    if (!sampler.kernel)
+      return missing(draws ? "top-k / top-p sampler" : "greedy sampler");
     const int64_t rows = int64_t(in.logitsIndices.size());
+    const int64_t verifyRows =
+        verify ? verify->numSeqs * (verify->numDraft + 1) : 0;
+    uintptr_t logits = 0;
+    if (Status s = logitsOnDevice(vocab, logits); !s)
+      return s;
+    if (verify) {
+      if (Status s = checkVerify(*verify, vocab); !s)
+        return s;
+      if (verifyRows > rows)
+        return Status::invalidArgument(
+            "verification of " + std::to_string(verify->numSeqs) +
+            " sequences of " + std::to_string(verify->numDraft) +
+            " drafts needs " + std::to_string(verifyRows) +
+            " logits rows; the batch has " + std::to_string(rows));
+    }
+    const int64_t plainRows = rows - verifyRows;
     if (draws) {
-      if (int64_t(draws->size()) != rows)
-        return Status::invalidArgument(std::to_string(draws->size()) +
-                                       " draws for " + std::to_string(rows) +
-                                       " logits rows");
-      for (size_t r = 0; r < draws->size(); ++r) {
-        const exec::DeviceDraw &d = (*draws)[r];
-        if (d.temperature == 0.0f)
-          continue; // greedy: nothing else is read
-        if (!(d.temperature > 0.0f) || !std::isfinite(d.temperature) ||
-            !(d.uniform >= 0.0 && d.uniform < 1.0) || !(d.topP > 0.0f) ||
-            !(d.minP >= 0.0f && d.minP <= 1.0f))
-          return Status::invalidArgument(
-              "draw " + std::to_string(r) + ": temperature " +
-              std::to_string(d.temperature) + ", top_p " +
-              std::to_string(d.topP) + ", min_p " + std::to_string(d.minP) +
-              ", uniform " + std::to_string(d.uniform) +
-              " (temperature must be finite and > 0, or 0 for greedy; "
-              "top_p > 0, min_p in [0, 1] and the uniform in [0, 1))");
-      }
+      if (int64_t(draws->size()) != plainRows)
+        return Status::invalidArgument(
+            std::to_string(draws->size()) + " draws for " +
+            std::to_string(plainRows) + " logits rows");
+      for (size_t r = 0; r < draws->size(); ++r)
+        if (Status s =
+                checkDraw((*draws)[r], "draw " + std::to_string(r), true);
+            !s)
+          return s;
     }
     if (Status s = runForward(in); !s)
       return s;
     if (Status s = checkGatherFlag(rows); !s)
       return s;
-    uintptr_t logits = 0;
     if (Status s = logitsOnDevice(vocab, logits); !s)
       return s;
     tokens.assign(size_t(rows), -1);
+    if (accepted)
+      accepted->assign(size_t(verify->numSeqs), -1);
     if (rows > 0) {
       // The samplers run outside the graphs: their buffers moving drops
-      // none.
+      // none. Tokens, then the accepted counts.
+      const size_t numSeqs = verify ? size_t(verify->numSeqs) : 0;
       uint64_t outsideGraphs = 0;
-      if (Status s = sampled.reserve(*dev, size_t(rows) * 4, "the tokens",
-                                     outsideGraphs);
+      if (Status s = sampled.reserve(*dev, (size_t(rows) + numSeqs) * 4,
+                                     "the tokens", outsideGraphs);
           !s)
         return s;
-      folio_cuda::SampleArgs a{};
-      a.logits = at<const float>(logits);
-      a.stride = vocab;
-      a.vocab = int(vocab);
-      a.tokens = at<int>(sampled.address());
-      if (draws) {
-        // One upload per step: the per-row uniforms (8-byte aligned at the
-        // front), temperatures, top_k, top_p and min_p, packed in
-        // drawBytes.
-        const size_t n = size_t(rows);
-        drawBytes.resize(n * (8 + 4 + 4 + 4 + 4));
-        unsigned char *at0 = drawBytes.data();
-        for (size_t r = 0; r < n; ++r) {
-          const exec::DeviceDraw &d = (*draws)[r];
-          std::memcpy(at0 + 8 * r, &d.uniform, 8);
-          std::memcpy(at0 + 8 * n + 4 * r, &d.temperature, 4);
-          std::memcpy(at0 + 12 * n + 4 * r, &d.topK, 4);
-          std::memcpy(at0 + 16 * n + 4 * r, &d.topP, 4);
-          std::memcpy(at0 + 20 * n + 4 * r, &d.minP, 4);
-        }
-        if (Status s = drawParams.reserve(*dev, drawBytes.size(), "the draws",
-                                          outsideGraphs);
+      if (Status s = uploadDraws(draws, verify, outsideGraphs); !s)
+        return s;
+      uintptr_t base = drawParams.address();
+      auto packed = [&](size_t n, size_t first, folio_cuda::SampleArgs &a) {
+        // drawBytes' layout (uploadDraws): uniforms, temperatures, top_k,
+        // top_p, min_p, each n entries, from entry `first`.
+        a.uniform = at<const double>(base + 8 * first);
+        a.temperature = at<const float>(base + 8 * n + 4 * first);
+        a.topK = at<const int>(base + 12 * n + 4 * first);
+        a.topP = at<const float>(base + 16 * n + 4 * first);
+        a.minP = at<const float>(base + 20 * n + 4 * first);
+      };
+      const size_t n = numSeqs + (draws ? draws->size() : 0);
+      if (verify && numSeqs > 0) {
+        const size_t K = size_t(verify->numDraft);
+        folio_cuda::SampleArgs a{};
+        a.logits = at<const float>(logits);
+        a.stride = vocab;
+        a.vocab = int(vocab);
+        a.tokens = at<int>(sampled.address());
+        packed(n, 0, a);
+        a.numDraft = int(K);
+        const uintptr_t extra = base + 24 * n;
+        a.drafts = at<const int>(extra);
+        a.uniforms = at<const float>(extra + 4 * numSeqs * K);
+        a.accepted = at<int>(sampled.address() + 4 * size_t(rows));
+        if (Status s = dev->launch(*verifySampler.kernel,
+                                   toLaunch(cuda::sampleLaunch(
+                                       verifySampler.spec, int64_t(numSeqs))),
+                                   &a);
             !s)
+          return Status::error(s.code(), "the verifier of one-hot drafts: " +
+                                             s.message());
+        if (Status s = mark([] { return "verify (one-hot drafts)"; }); !s)
           return s;
-        if (Status s = dev->copyToDevice(drawParams.buffer, 0, drawBytes.data(),
-                                         drawBytes.size());
-            !s)
-          return s;
-        uintptr_t base = drawParams.address();
-        a.uniform = at<const double>(base);
-        a.temperature = at<const float>(base + 8 * n);
-        a.topK = at<const int>(base + 12 * n);
-        a.topP = at<const float>(base + 16 * n);
-        a.minP = at<const float>(base + 20 * n);
       }
-      if (Status s =
-              dev->launch(*sampler.kernel,
-                          toLaunch(cuda::sampleLaunch(sampler.spec, rows)), &a);
-          !s)
-        return Status::error(s.code(), std::string(draws ? "the top-k / top-p "
-                                                         : "the greedy ") +
-                                           "sampler: " + s.message());
-      if (Status s = mark([&] {
-            return draws ? "sample (top-k / top-p)" : "sample (greedy)";
-          });
-          !s)
-        return s;
+      if (plainRows > 0) {
+        folio_cuda::SampleArgs a{};
+        a.logits = at<const float>(logits + 4 * size_t(verifyRows * vocab));
+        a.stride = vocab;
+        a.vocab = int(vocab);
+        a.tokens = at<int>(sampled.address() + 4 * size_t(verifyRows));
+        if (draws)
+          packed(n, numSeqs, a);
+        if (Status s = dev->launch(
+                *sampler.kernel,
+                toLaunch(cuda::sampleLaunch(sampler.spec, plainRows)), &a);
+            !s)
+          return Status::error(
+              s.code(),
+              std::string(draws ? "the top-k / top-p " : "the greedy ") +
+                  "sampler: " + s.message());
+        if (Status s = mark([&] {
+              return draws ? "sample (top-k / top-p)" : "sample (greedy)";
+            });
+            !s)
+          return s;
+      }
       if (Status s = dev->copyToHost(tokens.data(), sampled.buffer, 0,
                                      tokens.size() * 4);
           !s)
         return s;
+      if (accepted && numSeqs > 0)
+        if (Status s = dev->copyToHost(accepted->data(), sampled.buffer,
+                                       4 * size_t(rows), numSeqs * 4);
+            !s)
+          return s;
     }
     if (Status s = mark([] { return "tokens to the host"; }); !s)
       return s;
     return options.profile ? addToProfile() : Status::ok();
+  }
+
+  /// One upload per step of what the samplers read: per draw (the verified
+  /// sequences' parameters first, then `draws`) the uniforms (8-byte
+  /// aligned at the front), temperatures, top_k, top_p and min_p; then the
+  /// verification's drafts and uniforms. Nothing for greedy steps.
+  Status uploadDraws(const std::vector<exec::DeviceDraw> *draws,
+                     const exec::DeviceVerify *verify,
+                     uint64_t &outsideGraphs) {
+    if (!draws)
+      return Status::ok();
+    std::vector<const exec::DeviceDraw *> all;
+    if (verify)
+      for (const exec::DeviceDraw &d : verify->params)
+        all.push_back(&d);
+    for (const exec::DeviceDraw &d : *draws)
+      all.push_back(&d);
+    const size_t n = all.size();
+    const size_t verifyBytes =
+        verify ? 4 * (verify->drafts.size() + verify->uniforms.size()) : 0;
+    drawBytes.resize(n * (8 + 4 + 4 + 4 + 4) + verifyBytes);
+    if (drawBytes.empty())
+      return Status::ok();
+    unsigned char *at0 = drawBytes.data();
+    for (size_t r = 0; r < n; ++r) {
+      const exec::DeviceDraw &d = *all[r];
+      std::memcpy(at0 + 8 * r, &d.uniform, 8);
+      std::memcpy(at0 + 8 * n + 4 * r, &d.temperature, 4);
+      std::memcpy(at0 + 12 * n + 4 * r, &d.topK, 4);
+      std::memcpy(at0 + 16 * n + 4 * r, &d.topP, 4);
+      std::memcpy(at0 + 20 * n + 4 * r, &d.minP, 4);
+    }
+    if (verify) {
+      unsigned char *extra = at0 + 24 * n;
+      std::memcpy(extra, verify->drafts.data(), 4 * verify->drafts.size());
+      std::memcpy(extra + 4 * verify->drafts.size(), verify->uniforms.data(),
+                  4 * verify->uniforms.size());
+    }
+    if (Status s = drawParams.reserve(*dev, drawBytes.size(), "the draws",
+                                      outsideGraphs);
+        !s)
+      return s;
+    return dev->copyToDevice(drawParams.buffer, 0, drawBytes.data(),
+                             drawBytes.size());
   }
 
   /// The step's launches (as a graph or eagerly), up to its logits on the
@@ -1493,7 +1647,7 @@ private:
     const CudaKernel *kernel = nullptr;
     cuda::SampleSpec spec;
   };
-  Sampler greedySampler, drawSampler;
+  Sampler greedySampler, drawSampler, verifySampler;
 
   std::vector<RotaryTable> tables;
   std::map<int32_t, size_t> tableOf; ///< rotary step -> its table

@@ -755,15 +755,17 @@ Status planLaunches(const plan::Plan &plan, PlanLaunches &out) {
     out.outputs.push_back(o);
   }
   // Sampling over the logits rows (the vocabulary is an argument): greedy,
-  // and temperature / top-k / top-p, after the step that writes them.
+  // temperature / min-p / top-k / top-p, and the verification of one-hot
+  // drafts, after the step that writes them.
   int32_t logitsStep = -1;
   if (!plan.outputs.empty())
     for (size_t i = 0; i < plan.steps.size(); ++i)
       for (int32_t r : plan.steps[i].results)
         if (r == plan.outputs[0])
           logitsStep = int32_t(i);
-  for (bool greedy : {true, false}) {
-    const cuda::SampleSpec spec{greedy, 256};
+  for (const cuda::SampleSpec &spec :
+       {cuda::SampleSpec{true, 256}, cuda::SampleSpec{false, 256},
+        cuda::SampleSpec{false, 256, true}}) {
     if (Status s = check(cuda::validate(spec), "sampling"); !s)
       return s;
     PlanLaunch l;

@@ -55,6 +55,23 @@ struct DeviceDraw {
   double uniform = 0.0;     ///< in [0, 1)
 };
 
+/// Speculative verification where the logits are
+/// (Executor::forwardVerified), for one-hot proposers (n-gram lookup: q is
+/// 1 at each draft) and greedy sequences: the batch's first
+/// numSeqs x (numDraft + 1) logits rows are each sequence's draft rows and
+/// the row after them.
+struct DeviceVerify {
+  int64_t numSeqs = 0;  ///< S
+  int64_t numDraft = 0; ///< K
+  /// [S]: each sequence's processing (temperature 0: greedy); the uniform
+  /// is not read.
+  std::vector<DeviceDraw> params;
+  std::vector<int32_t> drafts; ///< [S, K], -1 padding the end
+  /// [S, K + 1] in [0, 1): draft j's acceptance, then the draw (as the
+  /// host path's verify entry takes them).
+  std::vector<float> uniforms;
+};
+
 /// One verification of speculative tokens (the plan's `verify` entry, see
 /// codegen/CPU/SpecVerify.h for the meaning of each array). Views only.
 struct VerifyBatch {
@@ -193,6 +210,34 @@ public:
     return Status::invalidArgument(std::string(deviceName()) +
                                    " executor cannot draw tokens where its "
                                    "logits are (samplesOnDevice)");
+  }
+
+  /// Whether forwardVerified verifies one-hot drafts where the logits are
+  /// (a GPU); the engine then asks for tokens when every speculating
+  /// sequence of a step has one-hot drafts and plain greedy or plain draw
+  /// sampling, and every other row a plain draw.
+  virtual bool verifiesOnDevice() const { return false; }
+  /// forward, then the verification of `verify` over the first
+  /// S x (K + 1) logits rows, and a token drawn for each later row with
+  /// draws[r] (as forwardSampled). `accepted` receives [S] kept drafts, or
+  /// -1 for a sequence one of whose rows 0..k holds a NaN or +inf or
+  /// nothing above -inf; `tokens` [S, K + 1] (kept drafts, then the
+  /// corrected or bonus token, then -1; all -1 for a faulty sequence), then
+  /// one per later row.
+  virtual Status forwardVerified(const ForwardBatch &batch,
+                                 const DeviceVerify &verify,
+                                 const std::vector<DeviceDraw> &draws,
+                                 std::vector<int32_t> &accepted,
+                                 std::vector<int32_t> &tokens, int64_t &vocab) {
+    (void)batch;
+    (void)verify;
+    (void)draws;
+    (void)accepted;
+    (void)tokens;
+    (void)vocab;
+    return Status::invalidArgument(std::string(deviceName()) +
+                                   " executor cannot verify drafts where its "
+                                   "logits are (verifiesOnDevice)");
   }
 
   /// Runs the plan's verify entry: `accepted` receives [S] kept drafts,

@@ -296,6 +296,22 @@ Expected<Timing> measureSample(const device::CudaDevice &dev,
                                const SampleCase &c, int runs,
                                uint32_t seed = 1);
 
+struct VerifyCase {
+  cuda::SampleSpec spec; ///< a verifier (spec.verify)
+  int seqs = 1;
+  int drafts = 4; ///< K: sequences have 0 to K drafts
+  int vocab = 1;
+};
+
+/// Verification of one-hot drafts over random rows (greedy and sampled
+/// settings in one launch, drafts the row's argmax or random), each
+/// sequence's outcome the engine's host path's
+/// (core::verifySpeculativeOnCpu). Bytes: the logits rows read once.
+Expected<Timing> measureVerify(const device::CudaDevice &dev,
+                               const LoadedKernels &kernels,
+                               const VerifyCase &c, int runs,
+                               uint32_t seed = 1);
+
 struct CastCase {
   cuda::CastSpec spec;
   int n = 1;

@@ -7,6 +7,7 @@
 #include "codegen/CPU/Rotary.h"
 #include "codegen/CPU/WeightPack.h"
 #include "codegen/CUDA/Templates/KernelArgs.cuh"
+#include "runtime/Core/SpeculativeStep.h"
 #include "runtime/Sampler/Philox.h"
 #include "runtime/Sampler/Sampler.h"
 
@@ -406,6 +407,9 @@ Expected<Timing> measureSample(const CudaDevice &dev,
                                const LoadedKernels &kernels,
                                const SampleCase &c, int runs, uint32_t seed) {
   const cuda::SampleSpec &s = c.spec;
+  if (s.verify)
+    return Status::invalidArgument(cuda::kernelName(s) +
+                                   " verifies drafts: measureVerify times it");
   Expected<const device::CudaKernel *> kernel =
       find(kernels, cuda::kernelName(s));
   if (!kernel)
@@ -480,6 +484,119 @@ Expected<Timing> measureSample(const CudaDevice &dev,
           std::to_string(want->token));
   }
   return timeRuns(dev, runs, double(rows) * double(vocab) * 4, run);
+}
+
+Expected<Timing> measureVerify(const CudaDevice &dev,
+                               const LoadedKernels &kernels,
+                               const VerifyCase &c, int runs, uint32_t seed) {
+  const cuda::SampleSpec &s = c.spec;
+  if (!s.verify)
+    return Status::invalidArgument(
+        cuda::kernelName(s) + " is not a verifier: measureSample times it");
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const int S = c.seqs, K = c.drafts, vocab = c.vocab;
+  const size_t V = size_t(vocab), rowsPerSeq = size_t(K) + 1;
+  // Settings cycle through greedy, plain, top-k, top-p and min-p with both.
+  const float temps[] = {0.0f, 1.0f, 0.7f, 1.3f, 0.9f};
+  const int topKs[] = {0, 0, 5, 0, 40};
+  const float topPs[] = {1.0f, 1.0f, 1.0f, 0.9f, 0.95f};
+  const float minPs[] = {0.0f, 0.0f, 0.0f, 0.0f, 0.05f};
+  std::vector<float> logits(size_t(S) * rowsPerSeq * V);
+  for (float &x : logits)
+    x = normal(rng);
+  std::vector<SamplingParams> params(static_cast<size_t>(S));
+  std::vector<std::vector<TokenId>> drafts(static_cast<size_t>(S));
+  std::vector<core::SpecSequence> seqs(static_cast<size_t>(S));
+  std::vector<float> temperature(size_t(S), 0.0f), topP(size_t(S), 1.0f),
+      minP(size_t(S), 0.0f), uniforms(size_t(S) * rowsPerSeq);
+  std::vector<int> topK(size_t(S), 0), draftArray(size_t(S) * size_t(K), -1);
+  const std::vector<TokenId> none;
+  for (int i = 0; i < S; ++i) {
+    SamplingParams &p = params[size_t(i)];
+    p.temperature = temperature[size_t(i)] = temps[i % 5];
+    p.topK = topK[size_t(i)] = topKs[i % 5];
+    p.topP = topP[size_t(i)] = topPs[i % 5];
+    p.minP = minP[size_t(i)] = minPs[i % 5];
+    const int k = i % (K + 1);
+    for (int j = 0; j < k; ++j) {
+      const float *row = &logits[(size_t(i) * rowsPerSeq + size_t(j)) * V];
+      TokenId d = (i + j) % 3 == 2 ? TokenId(rng() % V) : firstMaximum(row, V);
+      drafts[size_t(i)].push_back(d);
+      draftArray[size_t(i * K + j)] = d;
+    }
+    core::SpecSequence &seq = seqs[size_t(i)];
+    seq.prompt = seq.output = &none;
+    seq.drafts = &drafts[size_t(i)];
+    seq.params = &p;
+    seq.seed = seed + uint64_t(i);
+    seq.position = 7;
+    core::verifyUniforms(seq, K, uniforms.data() + size_t(i) * rowsPerSeq);
+  }
+  std::vector<core::SpecOutcome> want;
+  std::vector<float> host = logits;
+  if (Status e =
+          core::verifySpeculativeOnCpu(host.data(), K, vocab, seqs, want);
+      !e)
+    return Status::internal("the CPU verifier: " + e.message());
+  std::vector<int> tokens(size_t(S) * rowsPerSeq, -2), accepted(size_t(S), -2);
+  Expected<DeviceBuffer> dl = upload(dev, logits, "logits"),
+                         dt = upload(dev, temperature, "temperatures"),
+                         dk = upload(dev, topK, "top_k"),
+                         dp = upload(dev, topP, "top_p"),
+                         dm = upload(dev, minP, "min_p"),
+                         dd = upload(dev, draftArray, "drafts"),
+                         du = upload(dev, uniforms, "uniforms"),
+                         dtok = dev.allocate(tokens.size() * 4, "tokens"),
+                         dacc = dev.allocate(accepted.size() * 4, "accepted");
+  for (Expected<DeviceBuffer> *b :
+       {&dl, &dt, &dk, &dp, &dm, &dd, &du, &dtok, &dacc})
+    if (!*b)
+      return b->status();
+  folio_cuda::SampleArgs a{};
+  a.logits = dl->as<const float>();
+  a.stride = vocab;
+  a.vocab = vocab;
+  a.tokens = dtok->as<int>();
+  a.temperature = dt->as<const float>();
+  a.topK = dk->as<const int>();
+  a.topP = dp->as<const float>();
+  a.minP = dm->as<const float>();
+  a.numDraft = K;
+  a.drafts = dd->as<const int>();
+  a.uniforms = du->as<const float>();
+  a.accepted = dacc->as<int>();
+  device::CudaLaunch l = toLaunch(cuda::sampleLaunch(s, S));
+  auto run = [&] { return dev.launch(**kernel, l, &a); };
+  if (Status e = run(); !e)
+    return e;
+  if (Status e = dev.copyToHost(tokens.data(), *dtok, 0, tokens.size() * 4); !e)
+    return e;
+  if (Status e = dev.copyToHost(accepted.data(), *dacc, 0, accepted.size() * 4);
+      !e)
+    return e;
+  std::vector<core::SpecOutcome> got;
+  if (Status e = core::verifiedOnDevice(accepted.data(), tokens.data(), K,
+                                        vocab, seqs, got);
+      !e)
+    return e;
+  for (int i = 0; i < S; ++i) {
+    const core::SpecOutcome &w = want[size_t(i)], &g = got[size_t(i)];
+    if (g.tokens != w.tokens || g.error.empty() != w.error.empty())
+      return Status::internal(
+          cuda::kernelName(s) + " sequence " + std::to_string(i) + ": kept " +
+          std::to_string(g.numAccepted) + " drafts then token " +
+          (g.tokens.empty() ? std::string("none")
+                            : std::to_string(g.tokens.back())) +
+          ", the host path " + std::to_string(w.numAccepted) + " then " +
+          (w.tokens.empty() ? std::string("none")
+                            : std::to_string(w.tokens.back())));
+  }
+  return timeRuns(dev, runs, double(logits.size()) * 4, run);
 }
 
 namespace {

@@ -267,6 +267,8 @@ int main(int argc, char **argv) {
                           tokens};
   const std::vector<SampleCase> sampleCases = {{{true, 256}, 64, 32000},
                                                {{false, 256}, 64, 32000}};
+  // The verification of one-hot (n-gram) drafts: 16 sequences of up to 4.
+  const VerifyCase verifyCase{{false, 256, true}, 16, 4, 32000};
   for (const RowCase &c : rowCases) {
     cuda::GeneratedKernel g;
     if (cpu::Status st = cuda::emitRowKernel(c.spec, g); !st.ok())
@@ -274,7 +276,7 @@ int main(int argc, char **argv) {
     sources.push_back(g);
   }
   {
-    cuda::GeneratedKernel r, e, gr, c, g0, g1;
+    cuda::GeneratedKernel r, e, gr, c, g0, g1, v;
     cpu::Status st = cuda::emitRotary(rotaryCase.spec, r);
     if (st.ok())
       st = cuda::emitGather(gatherCases[0].spec, e);
@@ -286,9 +288,11 @@ int main(int argc, char **argv) {
       st = cuda::emitSample(sampleCases[0].spec, g0);
     if (st.ok())
       st = cuda::emitSample(sampleCases[1].spec, g1);
+    if (st.ok())
+      st = cuda::emitSample(verifyCase.spec, v);
     if (!st.ok())
       return fail("emitting", Status::internal(st.message()));
-    sources.insert(sources.end(), {r, e, gr, c, g0, g1});
+    sources.insert(sources.end(), {r, e, gr, c, g0, g1, v});
   }
   LoadedKernels kernels;
   if (Status s = loadKernels(dev, sources, kernels); !s)
@@ -488,6 +492,8 @@ int main(int argc, char **argv) {
       t = measureSample(dev, kernels, c, runs);
       simple("sample", cuda::kernelName(c.spec), t);
     }
+    t = measureVerify(dev, kernels, verifyCase, runs);
+    simple("verify", cuda::kernelName(verifyCase.spec), t);
   }
   j.endArray();
 

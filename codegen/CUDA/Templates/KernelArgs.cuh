@@ -96,6 +96,14 @@ struct SampleArgs {
   const float *topP;
   const double *uniform;
   const float *minP;
+  // Verification only (verifyOneHot): one block per sequence over its
+  // numDraft + 1 logits rows ([S, numDraft + 1] rows); the arrays above are
+  // per sequence (uniform unused) and tokens is [S, numDraft + 1].
+  int numDraft;
+  const int *drafts;     // [S, numDraft], -1 padding the end
+  const float *uniforms; // [S, numDraft + 1] in [0, 1): draft j's test, then
+                         // the draw
+  int *accepted;         // [S]: drafts kept, -1 for a faulty row
 };
 
 struct LinearArgs {

@@ -10,7 +10,8 @@
 // mixing greedy and sampled requests takes one launch. A row with a NaN or
 // +inf, or with every logit -inf, gets token -1 (the CPU sampler refuses
 // such rows with an error; the runtime reports it). Penalties are not
-// applied here: rows that ask for them are sampled on the host.
+// applied here: rows that ask for them are sampled on the host. The
+// verification of one-hot drafts (verifyOneHot) uses the same pieces.
 #ifndef FOLIO_CUDA_SAMPLE
 #define FOLIO_CUDA_SAMPLE
 
@@ -60,14 +61,37 @@ __device__ __forceinline__ void betterOf(float &v, int &i, float v2, int i2) {
   }
 }
 
-template <class C>
-__device__ __forceinline__ void sampleGreedy(const SampleArgs &a) {
-  constexpr int NT = C::kThreads, NW = NT / 32;
-  const float *row = a.logits + (long long)blockIdx.x * a.stride;
+/// The largest double of the block, in every thread (`red`: 32 doubles).
+template <int NT>
+__device__ __forceinline__ double blockMaxDouble(double v, double *red) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if (threadIdx.x % 32 == 0)
+    red[threadIdx.x / 32] = v;
+  __syncthreads();
+  double best = -infinity();
+  for (int w = 0; w < NT / 32; ++w)
+    best = fmax(best, red[w]);
+  __syncthreads();
+  return best;
+}
+
+/// A row's argmax (the lowest index among the largest entries; `vocab`
+/// when every entry is -inf) and whether it holds a NaN or +inf, in every
+/// thread, from one pass over the row.
+struct RowArgmax {
+  int index;
+  bool fault;
+};
+
+template <int NT>
+__device__ __forceinline__ RowArgmax blockArgmax(const float *row, int vocab) {
+  constexpr int NW = NT / 32;
   float best = -infinity();
-  int bestIdx = a.vocab; // none yet
-  int fault = 0;         // NaN or +inf seen
-  for (int i = int(threadIdx.x); i < a.vocab; i += NT) {
+  int bestIdx = vocab; // none yet
+  int fault = 0;       // NaN or +inf seen
+  for (int i = int(threadIdx.x); i < vocab; i += NT) {
     float v = row[i];
     if (isnan(v) || v == infinity())
       fault = 1;
@@ -87,156 +111,155 @@ __device__ __forceinline__ void sampleGreedy(const SampleArgs &a) {
     warpIdx[threadIdx.x / 32] = bestIdx;
   }
   fault = __syncthreads_or(fault);
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < NW; ++w)
-      betterOf(best, bestIdx, warpBest[w], warpIdx[w]);
-    a.tokens[blockIdx.x] = fault || bestIdx == a.vocab ? -1 : bestIdx;
-  }
+  for (int w = 0; w < NW; ++w)
+    betterOf(best, bestIdx, warpBest[w], warpIdx[w]);
+  __syncthreads(); // the next call rewrites warpBest
+  return {bestIdx, fault != 0};
 }
 
 template <class C>
-__device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
-  constexpr int NT = C::kThreads;
-  const int rowIdx = int(blockIdx.x), tid = int(threadIdx.x), V = a.vocab;
-  if (a.temperature[rowIdx] == 0.0f) { // the same for the whole block
-    sampleGreedy<C>(a);
-    return;
-  }
-  const float *row = a.logits + (long long)rowIdx * a.stride;
-  __shared__ double red[32];
-  __shared__ int choice;
-  const double temp = double(a.temperature[rowIdx]);
+__device__ __forceinline__ void sampleGreedy(const SampleArgs &a) {
+  const float *row = a.logits + (long long)blockIdx.x * a.stride;
+  RowArgmax r = blockArgmax<C::kThreads>(row, a.vocab);
+  if (threadIdx.x == 0)
+    a.tokens[blockIdx.x] = r.fault || r.index == a.vocab ? -1 : r.index;
+}
 
+/// How many entries of a row are above -inf, or -1 when it holds a NaN or
+/// +inf (the rows the CPU sampler refuses, with 0), in every thread.
+template <int NT>
+__device__ __forceinline__ int rowLive(const float *row, int vocab,
+                                       double *red) {
   int fault = 0, live = 0;
-  for (int i = tid; i < V; i += NT) {
+  for (int i = int(threadIdx.x); i < vocab; i += NT) {
     float v = row[i];
     fault |= isnan(v) || v == infinity();
     live += v != -infinity();
   }
   fault = __syncthreads_or(fault);
   live = int(blockSumDouble<NT>(double(live), red));
-  if (fault || live == 0) {
-    if (tid == 0)
-      a.tokens[rowIdx] = -1;
-    return;
-  }
+  return fault ? -1 : live;
+}
 
+/// The tokens a draw keeps: runtime/Sampler's temperature, min-p, top-k
+/// and top-p over one usable row, and the largest l / temperature kept.
+struct KeepSet {
+  const float *row;
+  double temp;
+  unsigned kKey;    // top-k: keys at or above it
+  double minPFloor; // min-p: l / temperature at or above it
+  unsigned pKey;    // top-p: keys above it, and its ties up to lastTie
+  int lastTie;
+  double best;
+
+  /// After temperature, min-p and top-k.
+  __device__ __forceinline__ bool kept(int i) const {
+    return row[i] != -infinity() && orderedKey(row[i]) >= kKey &&
+           double(row[i]) / temp >= minPFloor;
+  }
+  /// After top-p too: the draw's support.
+  __device__ __forceinline__ bool keep(int i) const {
+    if (!kept(i))
+      return false;
+    unsigned key = orderedKey(row[i]);
+    return key > pKey || (key == pKey && i <= lastTie);
+  }
+};
+
+/// The keep set of a row with `live` (> 0) entries above -inf, in every
+/// thread. top_k <= 0, top_p >= 1 and min_p <= 0 are off.
+template <int NT>
+__device__ __forceinline__ KeepSet keepSet(const float *row, int V, int live,
+                                           double temp, int k, double topP,
+                                           float minP, double *red) {
+  const int tid = int(threadIdx.x);
+  KeepSet ks{row, temp, 0u, -double(infinity()), 0u, V, -double(infinity())};
   // Top-k: keep keys >= the k-th largest (ties at it all survive). The
   // host applies min-p first, but both keep an upper set of the values, so
   // the k-th largest of min-p's survivors (when more than k survive) is the
   // k-th largest of the row, and together they keep the intersection.
-  unsigned kKey = 0;
-  const int k = a.topK[rowIdx];
   if (k > 0 && k < live) {
-    kKey = radixSelect<NT>([&](unsigned cand) {
+    ks.kKey = radixSelect<NT>([&](unsigned cand) {
       int n = 0;
       for (int i = tid; i < V; i += NT)
         n += row[i] != -infinity() && orderedKey(row[i]) >= cand;
       return blockSumDouble<NT>(double(n), red) >= double(k);
     });
   }
-  // Min-p's floor on l / temperature, -inf until the largest is known
-  // (top-k always keeps the largest, so the maximum below is the row's).
-  double minPFloor = -infinity();
-  auto kept = [&](int i) {
-    return row[i] != -infinity() && orderedKey(row[i]) >= kKey &&
-           double(row[i]) / temp >= minPFloor;
-  };
+  // Top-k always keeps the largest, so this is the row's maximum.
   double best = -infinity();
   for (int i = tid; i < V; i += NT)
-    if (kept(i))
+    if (ks.kept(i))
       best = fmax(best, double(row[i]) / temp);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1)
-    best = fmax(best, __shfl_xor_sync(0xffffffffu, best, o));
-  if (tid % 32 == 0)
-    red[tid / 32] = best;
-  __syncthreads();
-  for (int w = 0; w < NT / 32; ++w)
-    best = fmax(best, red[w]);
-  __syncthreads();
+  ks.best = best = blockMaxDouble<NT>(best, red);
   // Min-p: p_i >= min_p * p_max, i.e. l_i >= l_max + log(min_p), as the
   // host compares it.
-  const float minP = a.minP ? a.minP[rowIdx] : 0.0f;
   if (minP > 0.0f)
-    minPFloor = best + log(double(minP));
-  auto weight = [&](int i) { // exp(l - best), 0 when masked
-    return kept(i) ? exp(double(row[i]) / temp - best) : 0.0;
-  };
+    ks.minPFloor = best + log(double(minP));
 
   // Top-p: the largest key whose tokens at or above it hold top_p of the
   // mass; all above it stay, and of its ties the lowest ids while the mass
   // before them is under top_p.
-  unsigned pKey = 0;
-  int lastTie = V; // ties at pKey with a higher id are dropped
-  const double topP = double(a.topP[rowIdx]);
   if (topP < 1.0) {
     double total = 0.0;
     for (int i = tid; i < V; i += NT)
-      total += weight(i);
+      if (ks.kept(i))
+        total += exp(double(row[i]) / temp - best);
     total = blockSumDouble<NT>(total, red);
     const double lse = best + log(total);
     auto mass = [&](unsigned cand, bool strict) {
       double m = 0.0;
       for (int i = tid; i < V; i += NT)
-        if (kept(i) && (strict ? orderedKey(row[i]) > cand
-                               : orderedKey(row[i]) >= cand))
+        if (ks.kept(i) && (strict ? orderedKey(row[i]) > cand
+                                  : orderedKey(row[i]) >= cand))
           m += exp(double(row[i]) / temp - lse);
       return blockSumDouble<NT>(m, red);
     };
     if (mass(0u, false) >= topP) {
-      pKey = radixSelect<NT>(
+      ks.pKey = radixSelect<NT>(
           [&](unsigned cand) { return mass(cand, false) >= topP; });
-      double above = mass(pKey, true);
+      double above = mass(ks.pKey, true);
+      __shared__ int lastTie;
       if (tid == 0) { // ties are few: one thread walks them in id order
         double before = above;
         int last = -1;
         for (int i = 0; i < V; ++i)
-          if (kept(i) && orderedKey(row[i]) == pKey) {
+          if (ks.kept(i) && orderedKey(row[i]) == ks.pKey) {
             if (!(before < topP))
               break;
             before += exp(double(row[i]) / temp - lse);
             last = i;
           }
-        choice = last;
+        lastTie = last;
       }
       __syncthreads();
-      lastTie = choice;
+      ks.lastTie = lastTie;
       __syncthreads();
     }
   }
-  auto keep = [&](int i) {
-    if (!kept(i))
-      return false;
-    unsigned key = orderedKey(row[i]);
-    return key > pKey || (key == pKey && i <= lastTie);
-  };
+  return ks;
+}
 
-  // The draw: the first token whose running sum in id order passes
-  // uniform * total, chunk by chunk with a block scan.
-  double total = 0.0;
-  int lastLive = -1;
-  for (int i = tid; i < V; i += NT)
-    if (keep(i)) {
-      total += exp(double(row[i]) / temp - best);
-      lastLive = i > lastLive ? i : lastLive;
-    }
-  total = blockSumDouble<NT>(total, red);
-  const double target = a.uniform[rowIdx] * total;
-  if (tid == 0)
-    choice = V;
+/// Inverse-CDF draw in token order, in every thread: the first token of
+/// positive weight whose running sum passes `target` (u x the weights'
+/// total), chunk by chunk with a block scan; where rounding left the
+/// target at or above the sum, the last token `live` says may be drawn.
+template <int NT, class Weight, class Live>
+__device__ __forceinline__ int drawInOrder(int V, double target, Weight weight,
+                                           Live live, double *red) {
+  const int tid = int(threadIdx.x);
+  __shared__ int hit;
   __shared__ int lastShared[32];
-  for (int o = 16; o > 0; o >>= 1) {
-    int other = __shfl_xor_sync(0xffffffffu, lastLive, o);
-    lastLive = other > lastLive ? other : lastLive;
-  }
-  if (tid % 32 == 0)
-    lastShared[tid / 32] = lastLive;
+  if (tid == 0)
+    hit = V;
   __syncthreads();
+  int lastLive = -1;
   double carry = 0.0;
   for (int c0 = 0; c0 < V; c0 += NT) {
     int i = c0 + tid;
-    double w = i < V && keep(i) ? exp(double(row[i]) / temp - best) : 0.0;
+    double w = i < V ? weight(i) : 0.0;
+    if (i < V && live(i))
+      lastLive = i;
     // Inclusive scan within the warp, then over the warps.
     double x = w;
     for (int o = 1; o < 32; o <<= 1) {
@@ -253,20 +276,151 @@ __device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
     double chunk = 0.0;
     for (int wi = 0; wi < NT / 32; ++wi)
       chunk += red[wi];
-    bool hit = w > 0.0 && offset + x > target;
-    if (hit)
-      atomicMin(&choice, i);
+    if (w > 0.0 && offset + x > target)
+      atomicMin(&hit, i);
     __syncthreads();
-    if (choice < V)
-      break; // uniform per block: every thread read the same choice
+    if (hit < V)
+      break; // uniform per block: every thread read the same hit
     carry += chunk;
   }
-  if (tid == 0) {
-    int last = -1;
+  int result = hit;
+  if (result == V) { // no chunk passed it: every chunk was scanned
+    for (int o = 16; o > 0; o >>= 1) {
+      int other = __shfl_xor_sync(0xffffffffu, lastLive, o);
+      lastLive = other > lastLive ? other : lastLive;
+    }
+    if (tid % 32 == 0)
+      lastShared[tid / 32] = lastLive;
+    __syncthreads();
+    result = -1;
     for (int wi = 0; wi < NT / 32; ++wi)
-      last = lastShared[wi] > last ? lastShared[wi] : last;
-    // Rounding left the target at or above the sum: the last live token.
-    a.tokens[rowIdx] = choice < V ? choice : last;
+      result = lastShared[wi] > result ? lastShared[wi] : result;
+  }
+  __syncthreads(); // the next call resets hit
+  return result;
+}
+
+template <class C>
+__device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
+  constexpr int NT = C::kThreads;
+  const int rowIdx = int(blockIdx.x), V = a.vocab;
+  if (a.temperature[rowIdx] == 0.0f) { // the same for the whole block
+    sampleGreedy<C>(a);
+    return;
+  }
+  const float *row = a.logits + (long long)rowIdx * a.stride;
+  __shared__ double red[32];
+  const int live = rowLive<NT>(row, V, red);
+  if (live <= 0) {
+    if (threadIdx.x == 0)
+      a.tokens[rowIdx] = -1;
+    return;
+  }
+  const KeepSet ks =
+      keepSet<NT>(row, V, live, double(a.temperature[rowIdx]), a.topK[rowIdx],
+                  double(a.topP[rowIdx]), a.minP ? a.minP[rowIdx] : 0.0f, red);
+  auto weight = [&](int i) { // exp(l - best), 0 when dropped
+    return ks.keep(i) ? exp(double(row[i]) / ks.temp - ks.best) : 0.0;
+  };
+  double total = 0.0;
+  for (int i = int(threadIdx.x); i < V; i += NT)
+    total += weight(i);
+  total = blockSumDouble<NT>(total, red);
+  int token = drawInOrder<NT>(
+      V, a.uniform[rowIdx] * total, weight, [&](int i) { return ks.keep(i); },
+      red);
+  if (threadIdx.x == 0)
+    a.tokens[rowIdx] = token;
+}
+
+/// Speculative verification of one sequence per block, as the engine's
+/// host path verifies it (runtime/Core/SpeculativeStep.h, then
+/// codegen/CPU/SpecVerify.h) for a one-hot proposer (n-gram lookup, where
+/// q is 1 at the draft): every row 0..k is checked first; a greedy
+/// sequence (temperature 0) keeps drafts while each is its row's argmax and
+/// then takes the argmax; a sampled one keeps draft x of row j when
+/// u_j < p_j(x), with p_j the row's processed logits rounded to float as
+/// the host stores them, draws a rejection's token from p_j without x
+/// renormalised (p_j where that has no mass), and the bonus from p_k. The
+/// sums are block reductions, so a choice can differ from the host only
+/// where a uniform falls within rounding of a partial sum.
+template <class C>
+__device__ __forceinline__ void verifyOneHot(const SampleArgs &a) {
+  constexpr int NT = C::kThreads;
+  const int s = int(blockIdx.x), tid = int(threadIdx.x), V = a.vocab;
+  const int K = a.numDraft;
+  const int *drafts = a.drafts + (long long)s * K;
+  const float *u = a.uniforms + (long long)s * (K + 1);
+  int *out = a.tokens + (long long)s * (K + 1);
+  auto rowOf = [&](int j) {
+    return a.logits + ((long long)s * (K + 1) + j) * a.stride;
+  };
+  int k = 0; // drafts before the -1 padding
+  while (k < K && drafts[k] >= 0)
+    ++k;
+  __shared__ double red[32];
+  // Done: `n` drafts kept, then `token`, then -1 (all -1 for a faulty row).
+  auto finish = [&](int n, int token) {
+    if (tid == 0) {
+      a.accepted[s] = token < 0 ? -1 : n;
+      for (int j = 0; j <= K; ++j)
+        out[j] = token < 0 ? -1 : j < n ? drafts[j] : j == n ? token : -1;
+    }
+  };
+  for (int j = 0; j <= k; ++j)
+    if (rowLive<NT>(rowOf(j), V, red) <= 0) {
+      finish(0, -1);
+      return;
+    }
+  const double temp = double(a.temperature[s]);
+  for (int j = 0; j <= k; ++j) {
+    const float *row = rowOf(j);
+    if (temp == 0.0) {
+      int t = blockArgmax<NT>(row, V).index;
+      if (j == k || drafts[j] != t) {
+        finish(j, t);
+        return;
+      }
+      continue;
+    }
+    const KeepSet ks = keepSet<NT>(row, V, rowLive<NT>(row, V, red), temp,
+                                   a.topK[s], double(a.topP[s]),
+                                   a.minP ? a.minP[s] : 0.0f, red);
+    // p_j as the host computes it from the float row it stores.
+    const double m = double(float(ks.best));
+    auto e = [&](int i) {
+      return ks.keep(i) ? exp(double(float(double(row[i]) / temp)) - m) : 0.0;
+    };
+    auto positive = [&](int i) { return e(i) > 0.0; };
+    double sum = 0.0;
+    for (int i = tid; i < V; i += NT)
+      sum += e(i);
+    sum = blockSumDouble<NT>(sum, red);
+    const double draw = double(u[K]);
+    if (j == k) { // every draft kept: the bonus token from p_k
+      finish(k, drawInOrder<NT>(V, draw * sum, e, positive, red));
+      return;
+    }
+    const int x = drafts[j];
+    if (double(u[j]) < e(x) / sum)
+      continue; // kept
+    // Rejected: max(0, p - q) with q one-hot at x.
+    const double invSum = 1.0 / sum;
+    auto residual = [&](int i) {
+      double r = e(i) * invSum - (i == x ? 1.0 : 0.0);
+      return r > 0.0 ? r : 0.0;
+    };
+    double mass = 0.0;
+    for (int i = tid; i < V; i += NT)
+      mass += residual(i);
+    mass = blockSumDouble<NT>(mass, red);
+    int t = mass > 0.0
+                ? drawInOrder<NT>(
+                      V, draw * mass, residual,
+                      [&](int i) { return residual(i) > 0.0; }, red)
+                : drawInOrder<NT>(V, draw * sum, e, positive, red);
+    finish(j, t);
+    return;
   }
 }
 

@@ -1110,6 +1110,162 @@ TEST(CudaExecutor, DraftsRunOnTheGpuBesideTheTarget) {
   EXPECT_GE(accepted, 6u); // the target drafting for itself
 }
 
+/// An executor that counts the engine's calls and passes them on.
+class CountingExecutor : public exec::Executor {
+public:
+  explicit CountingExecutor(std::unique_ptr<exec::Executor> inner)
+      : inner(std::move(inner)) {}
+  const char *deviceName() const override { return inner->deviceName(); }
+  Status load(std::shared_ptr<const plan::Plan> p) override {
+    return inner->load(std::move(p));
+  }
+  exec::KVCacheLayout kvCacheLayout() const override {
+    return inner->kvCacheLayout();
+  }
+  Status allocateKVCache(int64_t n) override {
+    return inner->allocateKVCache(n);
+  }
+  Status forward(const exec::ForwardBatch &b, std::vector<float> &logits,
+                 int64_t &vocab) override {
+    ++logitsCalls;
+    return inner->forward(b, logits, vocab);
+  }
+  bool greedyOnDevice() const override { return inner->greedyOnDevice(); }
+  Status forwardGreedy(const exec::ForwardBatch &b, std::vector<int32_t> &t,
+                       int64_t &vocab) override {
+    return inner->forwardGreedy(b, t, vocab);
+  }
+  bool samplesOnDevice() const override { return inner->samplesOnDevice(); }
+  Status forwardSampled(const exec::ForwardBatch &b,
+                        const std::vector<exec::DeviceDraw> &d,
+                        std::vector<int32_t> &t, int64_t &vocab) override {
+    return inner->forwardSampled(b, d, t, vocab);
+  }
+  bool verifiesOnDevice() const override { return inner->verifiesOnDevice(); }
+  Status forwardVerified(const exec::ForwardBatch &b,
+                         const exec::DeviceVerify &v,
+                         const std::vector<exec::DeviceDraw> &d,
+                         std::vector<int32_t> &accepted,
+                         std::vector<int32_t> &t, int64_t &vocab) override {
+    ++verifiedCalls;
+    verifiedSeqs += v.numSeqs;
+    return inner->forwardVerified(b, v, d, accepted, t, vocab);
+  }
+  Status verify(const exec::VerifyBatch &b, std::vector<int32_t> &accepted,
+                std::vector<int32_t> &t) override {
+    return inner->verify(b, accepted, t);
+  }
+
+  std::unique_ptr<exec::Executor> inner;
+  int logitsCalls = 0, verifiedCalls = 0;
+  int64_t verifiedSeqs = 0;
+};
+
+// n-gram speculation of greedy and sampled requests (temperature, min-p,
+// top-k, top-p) beside plain draws: the GPU verifies the drafts where the
+// logits are, no step brings its logits back, and the tokens are those of
+// the host path over the same GPU logits (a plan without the verifier, as
+// an older folioc's); the greedy request's are the CPU engine's.
+TEST(CudaExecutor, VerifiesNgramDraftsOnTheDevice) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(cudaExecutor()); // registers the kernels
+  struct Run {
+    std::map<std::string, std::vector<TokenId>> out;
+    uint64_t proposed = 0;
+    int logitsCalls = 0, verifiedCalls = 0;
+    int64_t verifiedSeqs = 0;
+  };
+  auto serve = [&](std::shared_ptr<const plan::Plan> plan,
+                   std::unique_ptr<exec::Executor> executor) {
+    Run run;
+    tools::SpeculativeFlags flags;
+    flags.method = "ngram";
+    flags.adaptive = false;
+    EXPECT_TRUE(flags.finish());
+    Expected<core::SpeculativeConfig> spec =
+        tools::makeSpeculativeConfig(flags, 3, nullptr, 4096, 96, 47 * 16);
+    EXPECT_TRUE(bool(spec)) << spec.status().message();
+    if (!spec)
+      return run;
+    auto wrapped = std::make_unique<CountingExecutor>(std::move(executor));
+    CountingExecutor *counting = wrapped.get();
+    SchedulerConfig config;
+    config.maxModelLen = 96;
+    config.vocabSize = 4096;
+    KVCacheConfig kv;
+    kv.numBlocks = 48;
+    kv.blockSize = 16;
+    kv.enablePrefixCaching = false;
+    auto engine = core::ServingEngine::create(
+        std::move(plan), std::move(wrapped), config, kv, std::move(*spec));
+    EXPECT_TRUE(bool(engine)) << engine.status().message();
+    if (!engine)
+      return run;
+    // Prompts that repeat a phrase, so the lookup finds drafts.
+    for (int i = 0; i < 4; ++i) {
+      NewRequest r;
+      r.requestId = "r" + std::to_string(i);
+      std::vector<int32_t> phrase = tokens(5, 40 + i);
+      for (int rep = 0; rep < 4; ++rep)
+        r.promptTokenIds.insert(r.promptTokenIds.end(), phrase.begin(),
+                                phrase.end());
+      SamplingParams &sp = r.samplingParams;
+      sp.temperature = i == 0 ? 0.0f : 0.6f + 0.2f * float(i);
+      sp.topK = i == 2 ? 40 : 0;
+      sp.topP = i == 3 ? 0.9f : 1.0f;
+      sp.minP = i == 1 ? 0.05f : 0.0f;
+      sp.seed = uint64_t(5 + i);
+      sp.maxTokens = 24;
+      sp.ignoreEos = true;
+      EXPECT_TRUE((*engine)->addRequest(r));
+    }
+    while ((*engine)->hasUnfinishedRequests()) {
+      auto step = (*engine)->step();
+      EXPECT_TRUE(bool(step)) << step.status().message();
+      if (!step)
+        break;
+      for (const RequestOutput &o : *step) {
+        EXPECT_TRUE(o.error.empty()) << o.error;
+        run.out[o.requestId].insert(run.out[o.requestId].end(),
+                                    o.newTokenIds.begin(), o.newTokenIds.end());
+      }
+    }
+    run.proposed = (*engine)->speculativeStats().numProposed;
+    run.logitsCalls = counting->logitsCalls;
+    run.verifiedCalls = counting->verifiedCalls;
+    run.verifiedSeqs = counting->verifiedSeqs;
+    return run;
+  };
+  Run gpu = serve(p, cudaExecutor());
+  ASSERT_EQ(gpu.out.size(), 4u);
+  EXPECT_EQ(gpu.out.at("r3").size(), 24u);
+  EXPECT_GT(gpu.proposed, 20u);
+  EXPECT_GT(gpu.verifiedCalls, 0);
+  EXPECT_GE(gpu.verifiedSeqs, 8);
+  EXPECT_EQ(gpu.logitsCalls, 0) << "no step brought its logits back";
+
+  // The same GPU logits verified on the host: the same tokens.
+  auto withoutVerifier = std::make_shared<plan::Plan>(*p);
+  auto &kernels = withoutVerifier->deviceKernels;
+  kernels.erase(std::remove_if(kernels.begin(), kernels.end(),
+                               [](const plan::DeviceKernel &k) {
+                                 return k.name.find("verify_one_hot") !=
+                                        std::string::npos;
+                               }),
+                kernels.end());
+  ASSERT_LT(kernels.size(), p->deviceKernels.size());
+  Run host = serve(withoutVerifier, cudaExecutor());
+  EXPECT_EQ(host.verifiedCalls, 0);
+  EXPECT_GT(host.logitsCalls, 0);
+  EXPECT_EQ(host.proposed, gpu.proposed);
+  EXPECT_EQ(gpu.out, host.out);
+  // The greedy request writes what the CPU engine writes.
+  Run cpu = serve(p, exec::createCPUExecutor());
+  EXPECT_EQ(cpu.verifiedCalls, 0);
+  EXPECT_EQ(gpu.out.at("r0"), cpu.out.at("r0"));
+}
+
 // The samplers run where the logits are: forwardGreedy's tokens are the
 // argmax of forward's rows (the lowest index among the largest), and
 // forwardSampled's are runtime/Sampler's draws from them, for a prefill
@@ -1184,6 +1340,51 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
                 "draw 2: temperature 1.000000, top_p 1.000000, min_p 1.5");
   bad[2].minP = 0.0f;
 
+  // Verifications the verifier cannot take are refused before anything
+  // runs: one sequence of 2 drafts takes the step's 3 rows.
+  std::vector<int32_t> accepted;
+  auto refusedVerify = [&](auto edit, const std::string &fragment) {
+    exec::DeviceVerify v;
+    v.numSeqs = 1;
+    v.numDraft = 2;
+    v.params.resize(1);
+    v.drafts = {5, 6};
+    v.uniforms = {0.1f, 0.2f, 0.3f};
+    edit(v);
+    expectRefused(gpu->forwardVerified(steps[0], v, {}, accepted, ids, vocab),
+                  fragment);
+  };
+  refusedVerify([](exec::DeviceVerify &v) { v.drafts[1] = 4096; },
+                "verified sequence 0, draft 1: token 4096 is outside the "
+                "vocabulary of 4096");
+  refusedVerify(
+      [](exec::DeviceVerify &v) {
+        v.drafts = {-1, 3};
+      },
+      "draft 1: token 3 follows -1 padding");
+  refusedVerify([](exec::DeviceVerify &v) { v.uniforms[2] = 1.0f; },
+                "verified sequence 0, uniform 2 is 1.000000");
+  refusedVerify([](exec::DeviceVerify &v) { v.params[0].topP = 0.0f; },
+                "verified sequence 0: temperature 1.000000, top_p 0.000000");
+  refusedVerify([](exec::DeviceVerify &v) { v.uniforms.pop_back(); },
+                "has 1 parameter sets, 2 drafts and 2 uniforms (want 1, 2 "
+                "and 3)");
+  refusedVerify(
+      [](exec::DeviceVerify &v) {
+        v.numSeqs = 2;
+        v.params.resize(2);
+        v.drafts = {5, 6, 7, 8};
+        v.uniforms.resize(6, 0.5f);
+      },
+      "needs 6 logits rows; the batch has 3");
+  refusedVerify(
+      [](exec::DeviceVerify &v) {
+        v.numDraft = 1; // 2 rows: the third needs a draw
+        v.drafts = {5};
+        v.uniforms = {0.1f, 0.2f};
+      },
+      "0 draws for 1 logits rows");
+
   auto older = std::make_shared<plan::Plan>(*p);
   older->deviceKernels.erase(
       std::remove_if(older->deviceKernels.begin(), older->deviceKernels.end(),
@@ -1201,6 +1402,15 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
   bad[1].uniform = 0.5;
   expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
                 "embeds no top-k / top-p sampler");
+  EXPECT_FALSE(gpu->verifiesOnDevice());
+  exec::DeviceVerify one;
+  one.numSeqs = 1;
+  one.numDraft = 2;
+  one.params.resize(1);
+  one.drafts = {5, 6};
+  one.uniforms = {0.1f, 0.2f, 0.3f};
+  expectRefused(gpu->forwardVerified(steps[0], one, {}, accepted, ids, vocab),
+                "embeds no verifier of one-hot drafts");
 
   // A kernel of the same name generated from other templates may read
   // another argument structure: the plan is refused before anything runs.

@@ -738,10 +738,19 @@ TEST_F(CudaDeviceKernels, GpuBenchRowKernelsChecksThenMeasures) {
   for (const SampleSpec &s : sampleVariants())
     for (int vocab : {1, 37, 1000}) {
       Expected<gpubench::Timing> r =
-          gpubench::measureSample(*dev, kernels, {s, 12, vocab}, 2);
+          s.verify
+              ? gpubench::measureVerify(*dev, kernels, {s, 11, 4, vocab}, 2)
+              : gpubench::measureSample(*dev, kernels, {s, 12, vocab}, 2);
       ASSERT_TRUE(bool(r)) << kernelName(s) << " vocab " << vocab << ": "
                            << r.status().message();
+      if (s.verify)
+        EXPECT_EQ(r->bytes, 11.0 * 5 * vocab * 4);
     }
+  SampleSpec verifier{false, 64, true}, draw{false, 64};
+  EXPECT_FALSE(
+      bool(gpubench::measureSample(*dev, kernels, {verifier, 2, 9}, 1)));
+  EXPECT_FALSE(
+      bool(gpubench::measureVerify(*dev, kernels, {draw, 2, 4, 9}, 1)));
 }
 
 TEST_F(CudaDeviceKernels, GpuBenchCublasLinearChecksThenMeasures) {

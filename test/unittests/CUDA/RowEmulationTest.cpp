@@ -7,7 +7,9 @@
 // elementwise stages) against codegen/CPU's norm / activation kernels;
 // rotary in both styles, partial, in place and strided, against
 // applyRotaryRows; embedding and gather_rows against the CPU gathers,
-// including refused indices; greedy sampling against runtime/Sampler.
+// including refused indices; greedy sampling and draws against
+// runtime/Sampler; the verification of one-hot drafts against the engine's
+// host path (runtime/Core/SpeculativeStep.h with the CPU verify kernels).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,7 @@
 #include "codegen/CPU/Norm.h"
 #include "codegen/CPU/Rotary.h"
 #include "codegen/CPU/WeightPack.h"
+#include "runtime/Core/SpeculativeStep.h"
 #include "runtime/Sampler/Philox.h"
 #include "runtime/Sampler/Sampler.h"
 #include "test/unittests/CUDA/EmulationLaunch.h"
@@ -484,7 +487,7 @@ TEST(CudaRowEmulation, TopKTopPSamplingMatchesTheCpuSampler) {
   // 16 settings: every one meets the plain, tied and masked rows below.
   int compared = 0;
   for (const SampleSpec &s : sampleVariants()) {
-    if (s.greedy)
+    if (s.greedy || s.verify)
       continue;
     std::string name = kernelName(s);
     SCOPED_TRACE(name);
@@ -546,6 +549,144 @@ TEST(CudaRowEmulation, TopKTopPSamplingMatchesTheCpuSampler) {
     }
   }
   EXPECT_GT(compared, 100);
+}
+
+// The verifier of one-hot drafts against the engine's host path on the
+// same rows: greedy and sampled sequences (temperature, min-p, top-k,
+// top-p) in one launch, every draft count from 0 to K, drafts that are
+// the row's argmax (kept, or kept by chance), random and masked ones
+// (rejected), tied and masked rows, and a faulty row inside a sequence's
+// rows (it fails alone) or past them (not read).
+TEST(CudaRowEmulation, VerifyOneHotMatchesTheHostPath) {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Config {
+    float temperature; // 0: greedy
+    int32_t topK;
+    float topP;
+    float minP;
+  };
+  const std::vector<Config> configs = {
+      {0.0f, 0, 1.0f, 0.0f}, {1.0f, 0, 1.0f, 0.0f},   {0.7f, 5, 1.0f, 0.0f},
+      {1.3f, 0, 0.9f, 0.0f}, {0.8f, 50, 0.95f, 0.1f}, {1.0f, 0, 0.05f, 0.0f},
+      {2.0f, 3, 1.0f, 0.02f}};
+  const int K = 4, S = 23;
+  int kept = 0, rejected = 0, bonus = 0, faulty = 0;
+  for (const SampleSpec &spec : sampleVariants()) {
+    if (!spec.verify)
+      continue;
+    std::string name = kernelName(spec);
+    SCOPED_TRACE(name);
+    const FolioTestSample *kernel =
+        findKernel(kFolioTestSample, canonicalKey(spec));
+    ASSERT_NE(kernel, nullptr) << "no generated kernel for " << name;
+    for (int vocab : {1, 37, 1000}) {
+      SCOPED_TRACE(vocab);
+      const size_t V = size_t(vocab), rowsPerSeq = size_t(K) + 1;
+      std::vector<float> logits(size_t(S) * rowsPerSeq * V);
+      std::vector<SamplingParams> params(static_cast<size_t>(S));
+      std::vector<std::vector<TokenId>> drafts(static_cast<size_t>(S));
+      std::vector<TokenId> none;
+      std::vector<core::SpecSequence> seqs(static_cast<size_t>(S));
+      std::vector<float> temperature(S), topP(S), minP(S), uniforms;
+      std::vector<int> topK(S), draftArray(size_t(S * K), -1);
+      for (int s = 0; s < S; ++s) {
+        const Config &c = configs[size_t(s) % configs.size()];
+        SamplingParams &p = params[size_t(s)];
+        p.temperature = temperature[size_t(s)] = c.temperature;
+        p.topK = topK[size_t(s)] = c.topK;
+        p.topP = topP[size_t(s)] = c.topP;
+        p.minP = minP[size_t(s)] = c.minP;
+        const int k = s % (K + 1);
+        for (size_t j = 0; j < rowsPerSeq; ++j) {
+          float *row = &logits[(size_t(s) * rowsPerSeq + j) * V];
+          for (size_t i = 0; i < V; ++i)
+            row[i] = normal(rng);
+          if (s % 3 == 1) // ties at the top, the top-k and top-p cuts
+            for (size_t i = 0; i < V; ++i)
+              row[i] = std::round(row[i]);
+          if (s % 3 == 2) // masked tokens
+            for (size_t i = 1; i < V; i += 3)
+              row[i] = -inf;
+          if (int(j) < k) {
+            TokenId d = firstMaximum(row, V);
+            if ((s + int(j)) % 4 == 1)
+              d = TokenId(rng() % V); // likely rejected
+            else if ((s + int(j)) % 4 == 3 && s % 3 == 2 && V > 1)
+              d = 1; // masked: always rejected
+            drafts[size_t(s)].push_back(d);
+            draftArray[size_t(s * K) + j] = d;
+          }
+        }
+        core::SpecSequence &seq = seqs[size_t(s)];
+        seq.prompt = seq.output = &none;
+        seq.drafts = &drafts[size_t(s)];
+        seq.params = &p;
+        seq.seed = 100 + uint64_t(s);
+        seq.position = 9 + size_t(s);
+        uniforms.resize(size_t(S) * rowsPerSeq);
+        core::verifyUniforms(seq, K, uniforms.data() + size_t(s) * rowsPerSeq);
+      }
+      // A NaN in the rows of a sequence with 2 drafts fails it; one past a
+      // sequence's rows (its padding) is not read.
+      logits[(size_t(7) * rowsPerSeq + 1) * V] = std::nanf("");
+      logits[(size_t(11) * rowsPerSeq + 4) * V] = std::nanf("");
+
+      std::vector<float> host = logits;
+      std::vector<core::SpecOutcome> want;
+      ASSERT_TRUE(
+          core::verifySpeculativeOnCpu(host.data(), K, vocab, seqs, want));
+
+      std::vector<int> tokens(size_t(S) * rowsPerSeq, -2), accepted(S, -2);
+      folio_cuda::SampleArgs a{};
+      a.logits = logits.data();
+      a.stride = vocab;
+      a.vocab = vocab;
+      a.tokens = tokens.data();
+      a.temperature = temperature.data();
+      a.topK = topK.data();
+      a.topP = topP.data();
+      a.minP = minP.data();
+      a.numDraft = K;
+      a.drafts = draftArray.data();
+      a.uniforms = uniforms.data();
+      a.accepted = accepted.data();
+      cuda_emu::LaunchConfig config =
+          emulationConfig(sampleLaunch(spec, S), name.c_str());
+      config.scheduleSeed = rng();
+      cuda_emu::launch(config, kernel->kernel, a);
+
+      std::vector<core::SpecOutcome> got;
+      ASSERT_TRUE(core::verifiedOnDevice(accepted.data(), tokens.data(), K,
+                                         vocab, seqs, got));
+      for (int s = 0; s < S; ++s) {
+        SCOPED_TRACE("sequence " + std::to_string(s));
+        const core::SpecOutcome &w = want[size_t(s)], &g = got[size_t(s)];
+        EXPECT_EQ(g.error.empty(), w.error.empty()) << w.error;
+        EXPECT_EQ(g.tokens, w.tokens);
+        EXPECT_EQ(g.numAccepted, w.numAccepted);
+        for (size_t j = 0; j < rowsPerSeq; ++j) {
+          int t = tokens[size_t(s) * rowsPerSeq + j];
+          bool written = w.error.empty() && j <= w.numAccepted;
+          if (!written)
+            EXPECT_EQ(t, -1) << "column " << j;
+        }
+        if (!w.error.empty()) {
+          ++faulty;
+          continue;
+        }
+        kept += int(w.numAccepted);
+        (w.numAccepted == drafts[size_t(s)].size() ? bonus : rejected) += 1;
+      }
+    }
+  }
+  // Every branch was taken: kept drafts, rejections, bonus tokens, and the
+  // faulty sequence (once per variant and vocabulary).
+  EXPECT_GT(kept, 40);
+  EXPECT_GT(rejected, 30);
+  EXPECT_GT(bonus, 30);
+  EXPECT_EQ(faulty, 6);
 }
 
 } // namespace
