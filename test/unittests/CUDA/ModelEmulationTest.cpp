@@ -63,7 +63,11 @@ Status runKernel(const device::CudaDevice &dev,
         } else if constexpr (std::is_same_v<S, GatherSpec>) {
           return gpubench::measureGather(dev, loaded, {s, 5, 40}, 1).status();
         } else if constexpr (std::is_same_v<S, SampleSpec>) {
-          return gpubench::measureSample(dev, loaded, {s, 6, 300}, 1).status();
+          return s.verify
+                     ? gpubench::measureVerify(dev, loaded, {s, 6, 3, 300}, 1)
+                           .status()
+                     : gpubench::measureSample(dev, loaded, {s, 6, 300}, 1)
+                           .status();
         } else if constexpr (std::is_same_v<S, LinearSpec>) {
           return gpubench::measureLinear(dev, loaded, {s, 21, 3}, 1).status();
         } else {
