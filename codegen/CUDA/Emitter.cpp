@@ -186,9 +186,10 @@ Status emitSample(const SampleSpec &s, GeneratedKernel &out) {
       templates({"Prelude.cuh", "KernelArgs.cuh", "Sample.cuh"}) +
       guarded(out.name, entryGlue(out.name, constant("kThreads", s.threads),
                                   s.threads, "SampleArgs",
-                                  s.greedy   ? "sampleGreedy"
-                                  : s.verify ? "verifyOneHot"
-                                             : "sampleTopKTopP"));
+                                  s.greedy     ? "sampleGreedy"
+                                  : s.verify   ? "verifyOneHot"
+                                  : s.penalize ? "penalizeRows"
+                                               : "sampleTopKTopP"));
   return Status::success();
 }
 

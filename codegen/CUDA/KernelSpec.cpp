@@ -424,10 +424,10 @@ Status validate(const SampleSpec &s) {
   if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
     return Status::error("sampling: threads " + std::to_string(s.threads) +
                          " must be a multiple of 32 in [32, 1024]");
-  if (s.greedy && s.verify)
-    return Status::error("sampling: verify and greedy are exclusive (the "
-                         "verify kernel takes greedy sequences as "
-                         "temperature 0)");
+  if (int(s.greedy) + int(s.verify) + int(s.penalize) > 1)
+    return Status::error("sampling: greedy, verify and penalize are "
+                         "exclusive (the verify and draw kernels take "
+                         "greedy rows as temperature 0)");
   return Status::success();
 }
 
@@ -570,7 +570,10 @@ std::string kernelName(const GatherSpec &s) {
 namespace {
 
 const char *sampleMode(const SampleSpec &s) {
-  return s.greedy ? "greedy" : s.verify ? "verify_one_hot" : "top_k_top_p";
+  return s.greedy     ? "greedy"
+         : s.verify   ? "verify_one_hot"
+         : s.penalize ? "penalize"
+                      : "top_k_top_p";
 }
 
 } // namespace

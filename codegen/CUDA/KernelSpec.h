@@ -131,11 +131,14 @@ struct GatherSpec {
 /// Sampling over logits rows: greedy argmax, or temperature, min-p, top-k
 /// and top-p, then an inverse-CDF draw with the caller's uniform (rows of
 /// temperature 0 greedy); or (verify) the speculative verification of
-/// one-hot drafts with the same processing, one block per sequence.
+/// one-hot drafts with the same processing, one block per sequence; or
+/// (penalize) the repetition, frequency and presence penalties applied to
+/// the rows in place before a draw.
 struct SampleSpec {
   bool greedy = true;
   int threads = 256;
-  bool verify = false; ///< not with greedy
+  bool verify = false;   ///< not with greedy
+  bool penalize = false; ///< not with greedy or verify
 };
 
 /// Linear over a plan's stored weights (codegen/CPU/WeightPack.h):

@@ -4,20 +4,42 @@
 
 #include "runtime/Core/BatchBuilder.h"
 #include "runtime/Core/SpeculativeStep.h"
+#include "runtime/Sampler/LogitsProcessors.h"
 #include "runtime/Sampler/Philox.h"
 #include "runtime/Sampler/Sampler.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace folio::core {
 
 namespace {
 
-/// A request's processing for a device sampler: temperature 0 for greedy
-/// (the row's argmax), else temperature, min-p, top-k and top-p with the
-/// draw's uniform.
-exec::DeviceDraw deviceDraw(const SamplingParams &params, double uniform) {
+/// A request's processing for a device sampler: its penalties over its
+/// history (`prompt` and `output`, null for none), then temperature 0 for
+/// greedy (the row's argmax), else temperature, min-p, top-k and top-p
+/// with the draw's uniform.
+exec::DeviceDraw deviceDraw(const SamplingParams &params, double uniform,
+                            const std::vector<TokenId> *prompt = nullptr,
+                            const std::vector<TokenId> *output = nullptr) {
   exec::DeviceDraw d;
+  if (hasPenalties(params) && prompt && output) {
+    d.repetitionPenalty = params.repetitionPenalty;
+    d.frequencyPenalty = params.frequencyPenalty;
+    d.presencePenalty = params.presencePenalty;
+    // Each token once, with its count in the output; the prompt's only
+    // where the repetition penalty reads them.
+    std::unordered_map<TokenId, int32_t> count;
+    for (TokenId t : *output)
+      ++count[t];
+    if (params.repetitionPenalty != 1.0f)
+      for (TokenId t : *prompt)
+        count.emplace(t, 0);
+    for (const auto &[token, n] : count) {
+      d.penaltyTokens.push_back(token);
+      d.penaltyCounts.push_back(n);
+    }
+  }
   if (params.isGreedy()) {
     d.temperature = 0.0f;
     return d;
@@ -170,10 +192,12 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
   // verification needs no more than each row's argmax.
   bool allGreedy = !sampled.empty() || !speculating.empty(),
        allDraws = !sampled.empty();
+  const bool penalizes = executor.penalizesOnDevice();
   for (const RequestId *id : sampled) {
     const SamplingParams &params = requests.at(*id).params;
     allGreedy &= plainGreedy(params);
-    allDraws &= plainGreedy(params) || plainDraw(params);
+    allDraws &= plainGreedy(params) || plainDraw(params) ||
+                (penalizes && !params.logprobs);
   }
   for (const RequestId *id : speculating)
     allGreedy &= plainGreedy(requests.at(*id).params);
@@ -222,7 +246,8 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     for (const RequestId *id : sampled) {
       const RequestState &state = requests.at(*id);
       draws.push_back(deviceDraw(state.params,
-                                 philoxUniform(state.seed, state.all.size())));
+                                 philoxUniform(state.seed, state.all.size()),
+                                 &state.prompt, &state.output));
     }
     std::vector<int32_t> accepted, ids;
     int64_t vocab = 0;
@@ -252,7 +277,8 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
       const RequestState &state = requests.at(*id);
       // The uniform the host sampler would draw with (sampleRow).
       draws.push_back(deviceDraw(state.params,
-                                 philoxUniform(state.seed, state.all.size())));
+                                 philoxUniform(state.seed, state.all.size()),
+                                 &state.prompt, &state.output));
     }
     if (Status s = greedyOnDevice
                        ? executor.forwardGreedy(*batch, ids, vocab)

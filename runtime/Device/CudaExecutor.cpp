@@ -116,7 +116,7 @@ public:
 
   Status load(std::shared_ptr<const plan::Plan> p) override {
     graphs.clear(); // before the kernels and buffers they launch with go
-    greedySampler = drawSampler = verifySampler = {};
+    greedySampler = drawSampler = verifySampler = penalizer = {};
     plan.reset();
     onDevice.reset();
     caches.clear();
@@ -159,13 +159,14 @@ public:
       }
     // The samplers, where the plan embeds them (an older plan's tokens are
     // taken on the host).
-    greedySampler = drawSampler = verifySampler = {};
+    greedySampler = drawSampler = verifySampler = penalizer = {};
     for (const PlanLaunch &l : launches.samplers) {
       const auto &spec = std::get<cuda::SampleSpec>(l.spec);
       if (Expected<const CudaKernel *> f = onDevice->kernel(l.name))
-        (spec.greedy   ? greedySampler
-         : spec.verify ? verifySampler
-                       : drawSampler) = {*f, spec};
+        (spec.greedy     ? greedySampler
+         : spec.verify   ? verifySampler
+         : spec.penalize ? penalizer
+                         : drawSampler) = {*f, spec};
     }
     if (Status s = placeValues(*p); !s)
       return s;
@@ -285,6 +286,9 @@ public:
 
   bool greedyOnDevice() const override { return greedySampler.kernel; }
   bool samplesOnDevice() const override { return drawSampler.kernel; }
+  bool penalizesOnDevice() const override {
+    return penalizer.kernel && drawSampler.kernel;
+  }
   bool verifiesOnDevice() const override {
     return verifySampler.kernel && drawSampler.kernel;
   }
@@ -311,7 +315,32 @@ public:
   /// runs. Greedy draws (temperature 0) read nothing else; `uniform`
   /// says whether the draw's uniform is read.
   static Status checkDraw(const exec::DeviceDraw &d, const std::string &what,
-                          bool uniform) {
+                          bool uniform, int64_t vocab) {
+    if (d.penalized()) {
+      if (!(d.repetitionPenalty > 0.0f) ||
+          !std::isfinite(d.repetitionPenalty) ||
+          !std::isfinite(d.frequencyPenalty) ||
+          !std::isfinite(d.presencePenalty))
+        return Status::invalidArgument(
+            what + ": repetition penalty " +
+            std::to_string(d.repetitionPenalty) + ", frequency " +
+            std::to_string(d.frequencyPenalty) + ", presence " +
+            std::to_string(d.presencePenalty) +
+            " (penalties must be finite, repetition > 0)");
+      if (d.penaltyTokens.size() != d.penaltyCounts.size())
+        return Status::invalidArgument(
+            what + ": " + std::to_string(d.penaltyTokens.size()) +
+            " penalty tokens but " + std::to_string(d.penaltyCounts.size()) +
+            " counts");
+      for (size_t i = 0; i < d.penaltyTokens.size(); ++i)
+        if (d.penaltyTokens[i] < 0 || d.penaltyTokens[i] >= vocab ||
+            d.penaltyCounts[i] < 0)
+          return Status::invalidArgument(
+              what + ": penalty token " + std::to_string(d.penaltyTokens[i]) +
+              " (count " + std::to_string(d.penaltyCounts[i]) +
+              ") is outside the vocabulary of " + std::to_string(vocab) +
+              " or counted below 0");
+    }
     if (d.temperature == 0.0f)
       return Status::ok();
     if (!(d.temperature > 0.0f) || !std::isfinite(d.temperature) ||
@@ -347,7 +376,11 @@ public:
           std::to_string(S * K) + " and " + std::to_string(S * (K + 1)) + ")");
     for (int64_t i = 0; i < S; ++i) {
       std::string seq = "verified sequence " + std::to_string(i);
-      if (Status s = checkDraw(v.params[size_t(i)], seq, false); !s)
+      if (v.params[size_t(i)].penalized())
+        return Status::invalidArgument(
+            seq + " has penalties; the verifier of one-hot drafts applies "
+                  "none (penalties take the drafts as history)");
+      if (Status s = checkDraw(v.params[size_t(i)], seq, false, vocab); !s)
         return s;
       bool padded = false;
       for (int64_t j = 0; j < K; ++j) {
@@ -411,16 +444,21 @@ public:
             " logits rows; the batch has " + std::to_string(rows));
     }
     const int64_t plainRows = rows - verifyRows;
+    bool penalties = false;
     if (draws) {
       if (int64_t(draws->size()) != plainRows)
         return Status::invalidArgument(
             std::to_string(draws->size()) + " draws for " +
             std::to_string(plainRows) + " logits rows");
-      for (size_t r = 0; r < draws->size(); ++r)
-        if (Status s =
-                checkDraw((*draws)[r], "draw " + std::to_string(r), true);
+      for (size_t r = 0; r < draws->size(); ++r) {
+        const exec::DeviceDraw &d = (*draws)[r];
+        if (Status s = checkDraw(d, "draw " + std::to_string(r), true, vocab);
             !s)
           return s;
+        penalties |= d.penalized();
+      }
+      if (penalties && !penalizer.kernel)
+        return missing("penalties kernel");
     }
     if (Status s = runForward(in); !s)
       return s;
@@ -474,6 +512,27 @@ public:
           return Status::error(s.code(), "the verifier of one-hot drafts: " +
                                              s.message());
         if (Status s = mark([] { return "verify (one-hot drafts)"; }); !s)
+          return s;
+      }
+      if (plainRows > 0 && penalties) {
+        folio_cuda::SampleArgs a{};
+        a.penalized = at<float>(logits + 4 * size_t(verifyRows * vocab));
+        a.stride = vocab;
+        a.vocab = int(vocab);
+        const uintptr_t p = base + penaltyOffset;
+        const size_t m = size_t(plainRows);
+        a.repetition = at<const float>(p);
+        a.frequency = at<const float>(p + 4 * m);
+        a.presence = at<const float>(p + 8 * m);
+        a.penaltyStart = at<const int>(p + 12 * m);
+        a.penaltyTokens = at<const int>(p + 16 * m + 4);
+        a.penaltyCounts = at<const int>(p + 16 * m + 4 + 4 * penaltyEntries);
+        if (Status s = dev->launch(
+                *penalizer.kernel,
+                toLaunch(cuda::sampleLaunch(penalizer.spec, plainRows)), &a);
+            !s)
+          return Status::error(s.code(), "the penalties: " + s.message());
+        if (Status s = mark([] { return "penalties"; }); !s)
           return s;
       }
       if (plainRows > 0) {
@@ -531,7 +590,19 @@ public:
     const size_t n = all.size();
     const size_t verifyBytes =
         verify ? 4 * (verify->drafts.size() + verify->uniforms.size()) : 0;
-    drawBytes.resize(n * (8 + 4 + 4 + 4 + 4) + verifyBytes);
+    // The plain draws' penalties, where any has them: repetition,
+    // frequency and presence per draw, the entries' starts, then their
+    // tokens and counts.
+    penaltyOffset = n * (8 + 4 + 4 + 4 + 4) + verifyBytes;
+    penaltyEntries = 0;
+    bool penalties = false;
+    for (const exec::DeviceDraw &d : *draws) {
+      penalties |= d.penalized();
+      penaltyEntries += d.penalized() ? d.penaltyTokens.size() : 0;
+    }
+    const size_t m = draws->size();
+    const size_t penaltyBytes = penalties ? 16 * m + 4 + 8 * penaltyEntries : 0;
+    drawBytes.resize(penaltyOffset + penaltyBytes);
     if (drawBytes.empty())
       return Status::ok();
     unsigned char *at0 = drawBytes.data();
@@ -548,6 +619,29 @@ public:
       std::memcpy(extra, verify->drafts.data(), 4 * verify->drafts.size());
       std::memcpy(extra + 4 * verify->drafts.size(), verify->uniforms.data(),
                   4 * verify->uniforms.size());
+    }
+    if (penalties) {
+      unsigned char *p = at0 + penaltyOffset;
+      int32_t start = 0;
+      size_t entry = 0;
+      const float off[3] = {1.0f, 0.0f, 0.0f};
+      for (size_t r = 0; r < m; ++r) {
+        const exec::DeviceDraw &d = (*draws)[r];
+        const bool on = d.penalized();
+        std::memcpy(p + 4 * r, on ? &d.repetitionPenalty : &off[0], 4);
+        std::memcpy(p + 4 * (m + r), on ? &d.frequencyPenalty : &off[1], 4);
+        std::memcpy(p + 4 * (2 * m + r), on ? &d.presencePenalty : &off[2], 4);
+        std::memcpy(p + 4 * (3 * m + r), &start, 4);
+        if (!on)
+          continue;
+        const size_t k = d.penaltyTokens.size();
+        std::memcpy(p + 16 * m + 4 + 4 * entry, d.penaltyTokens.data(), 4 * k);
+        std::memcpy(p + 16 * m + 4 + 4 * (penaltyEntries + entry),
+                    d.penaltyCounts.data(), 4 * k);
+        entry += k;
+        start += int32_t(k);
+      }
+      std::memcpy(p + 4 * (4 * m), &start, 4);
     }
     if (Status s = drawParams.reserve(*dev, drawBytes.size(), "the draws",
                                       outsideGraphs);
@@ -1642,12 +1736,15 @@ private:
   GrowBuffer sampled;    ///< the sampled tokens
   GrowBuffer drawParams; ///< the draws, as sampleOnDevice packs them
   std::vector<unsigned char> drawBytes;
+  /// Where in drawBytes the plain draws' penalties start, and how many
+  /// (token, count) entries they hold (uploadDraws).
+  size_t penaltyOffset = 0, penaltyEntries = 0;
   /// A sampler the plan embeds (a null kernel where it has none).
   struct Sampler {
     const CudaKernel *kernel = nullptr;
     cuda::SampleSpec spec;
   };
-  Sampler greedySampler, drawSampler, verifySampler;
+  Sampler greedySampler, drawSampler, verifySampler, penalizer;
 
   std::vector<RotaryTable> tables;
   std::map<int32_t, size_t> tableOf; ///< rotary step -> its table

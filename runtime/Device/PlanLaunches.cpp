@@ -755,8 +755,9 @@ Status planLaunches(const plan::Plan &plan, PlanLaunches &out) {
     out.outputs.push_back(o);
   }
   // Sampling over the logits rows (the vocabulary is an argument): greedy,
-  // temperature / min-p / top-k / top-p, and the verification of one-hot
-  // drafts, after the step that writes them.
+  // temperature / min-p / top-k / top-p, the verification of one-hot
+  // drafts, and the penalties before a draw, after the step that writes
+  // them.
   int32_t logitsStep = -1;
   if (!plan.outputs.empty())
     for (size_t i = 0; i < plan.steps.size(); ++i)
@@ -765,7 +766,8 @@ Status planLaunches(const plan::Plan &plan, PlanLaunches &out) {
           logitsStep = int32_t(i);
   for (const cuda::SampleSpec &spec :
        {cuda::SampleSpec{true, 256}, cuda::SampleSpec{false, 256},
-        cuda::SampleSpec{false, 256, true}}) {
+        cuda::SampleSpec{false, 256, true},
+        cuda::SampleSpec{false, 256, false, true}}) {
     if (Status s = check(cuda::validate(spec), "sampling"); !s)
       return s;
     PlanLaunch l;

@@ -137,8 +137,8 @@ struct PlanLaunches {
   /// value not present() with `outputsWhy` set when one is not).
   std::vector<LaunchOperand> outputs;
   std::string outputsWhy;
-  /// The samplers over the logits (greedy, top-k / top-p, then the
-  /// verifier of one-hot drafts). They run
+  /// The samplers over the logits (greedy, top-k / top-p, the verifier of
+  /// one-hot drafts, then the penalties). They run
   /// on the plan's output after the forward; `steps` names the step that
   /// writes it (empty when no step does), so a plan embeds them with the
   /// kernels its steps run.

@@ -53,6 +53,22 @@ struct DeviceDraw {
   float topP = 1.0f;        ///< >= 1: off
   float minP = 0.0f;        ///< in [0, 1]; 0: off
   double uniform = 0.0;     ///< in [0, 1)
+  /// Penalties before everything else (greedy rows too), as
+  /// runtime/Sampler's applyPenalties: the repetition penalty (> 0; 1:
+  /// off) on every token of penaltyTokens, then frequency x its count +
+  /// presence where its count is positive. penaltyTokens holds each token
+  /// once (every token of the prompt and output where the repetition
+  /// penalty is on, else the output's), penaltyCounts its count in the
+  /// output (Executor::penalizesOnDevice).
+  float repetitionPenalty = 1.0f;
+  float frequencyPenalty = 0.0f;
+  float presencePenalty = 0.0f;
+  std::vector<int32_t> penaltyTokens, penaltyCounts;
+
+  bool penalized() const {
+    return repetitionPenalty != 1.0f || frequencyPenalty != 0.0f ||
+           presencePenalty != 0.0f;
+  }
 };
 
 /// Speculative verification where the logits are
@@ -197,6 +213,8 @@ public:
   /// asks for tokens when every row it samples in a step wants only these
   /// (no penalties or logprobs).
   virtual bool samplesOnDevice() const { return false; }
+  /// Whether forwardSampled also applies draws' penalties there.
+  virtual bool penalizesOnDevice() const { return false; }
   /// forward, then each logits row's token drawn with draws[r] as
   /// runtime/Sampler's processLogits and drawProcessed draw it, or -1 for
   /// a row holding a NaN or +inf or nothing above -inf.

@@ -290,7 +290,9 @@ struct SampleCase {
 
 /// Greedy or top-k / top-p sampling of random logits rows (mixed
 /// temperatures, top_k and top_p), each token the runtime Sampler's exact
-/// choice. Bytes: the logits read.
+/// choice. Bytes: the logits read. For the penalties kernel: random
+/// histories, each row bit for bit applyPenalties' rounded to float;
+/// bytes: the entries and the logits they touch.
 Expected<Timing> measureSample(const device::CudaDevice &dev,
                                const LoadedKernels &kernels,
                                const SampleCase &c, int runs,

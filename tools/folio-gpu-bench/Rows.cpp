@@ -8,6 +8,7 @@
 #include "codegen/CPU/WeightPack.h"
 #include "codegen/CUDA/Templates/KernelArgs.cuh"
 #include "runtime/Core/SpeculativeStep.h"
+#include "runtime/Sampler/LogitsProcessors.h"
 #include "runtime/Sampler/Philox.h"
 #include "runtime/Sampler/Sampler.h"
 
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 
 namespace folio::gpubench {
@@ -403,6 +405,105 @@ Expected<Timing> measureGather(const CudaDevice &dev,
   return timeRuns(dev, runs, bytes, run);
 }
 
+namespace {
+
+/// The penalties kernel over random rows and histories (repeated tokens;
+/// repetition, frequency and presence penalties alone and together; a row
+/// without), each row bit for bit runtime/Sampler's applyPenalties rounded
+/// to float. Bytes: the entries and the logits they touch.
+Expected<Timing> measurePenalties(const CudaDevice &dev,
+                                  const LoadedKernels &kernels,
+                                  const SampleCase &c, int runs,
+                                  uint32_t seed) {
+  const cuda::SampleSpec &s = c.spec;
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const int rows = c.rows, vocab = c.vocab;
+  const size_t R = static_cast<size_t>(rows), V = size_t(vocab);
+  const float reps[] = {1.3f, 1.0f, 0.8f, 1.0f},
+              freqs[] = {0.5f, 0.4f, 0.0f, 0.0f},
+              presences[] = {0.3f, 0.0f, -0.7f, 0.0f};
+  std::vector<float> logits(R * V), want(R * V), repetition(R), frequency(R),
+      presence(R);
+  std::vector<int> start(R + 1, 0), entryTokens, entryCounts;
+  for (int r = 0; r < rows; ++r) {
+    float *row = &logits[size_t(r) * V];
+    for (size_t i = 0; i < V; ++i)
+      row[i] = normal(rng);
+    SamplingParams p;
+    p.repetitionPenalty = repetition[size_t(r)] = reps[r % 4];
+    p.frequencyPenalty = frequency[size_t(r)] = freqs[r % 4];
+    p.presencePenalty = presence[size_t(r)] = presences[r % 4];
+    std::vector<TokenId> prompt, output;
+    for (int i = 0; i < 9; ++i)
+      prompt.push_back(TokenId(rng() % V));
+    for (int i = 0; i < 12; ++i) // repeats, and tokens of the prompt
+      output.push_back(i % 3 == 0 ? prompt[size_t(i) % prompt.size()]
+                                  : TokenId(rng() % std::min<size_t>(V, 7)));
+    std::vector<double> ref(row, row + V);
+    applyPenalties(ref, p, prompt, output);
+    for (size_t i = 0; i < V; ++i)
+      want[size_t(r) * V + i] = float(ref[i]);
+    std::map<TokenId, int> count;
+    if (hasPenalties(p)) {
+      for (TokenId t : output)
+        ++count[t];
+      if (p.repetitionPenalty != 1.0f)
+        for (TokenId t : prompt)
+          count.emplace(t, 0);
+    }
+    for (const auto &[t, n] : count) {
+      entryTokens.push_back(t);
+      entryCounts.push_back(n);
+    }
+    start[size_t(r) + 1] = int(entryTokens.size());
+  }
+  entryTokens.push_back(0); // no zero-byte uploads
+  entryCounts.push_back(0);
+  Expected<DeviceBuffer> dl = upload(dev, logits, "logits"),
+                         dr = upload(dev, repetition, "repetition"),
+                         df = upload(dev, frequency, "frequency"),
+                         dp = upload(dev, presence, "presence"),
+                         ds = upload(dev, start, "starts"),
+                         dt = upload(dev, entryTokens, "tokens"),
+                         dc = upload(dev, entryCounts, "counts");
+  for (Expected<DeviceBuffer> *b : {&dl, &dr, &df, &dp, &ds, &dt, &dc})
+    if (!*b)
+      return b->status();
+  folio_cuda::SampleArgs a{};
+  a.penalized = dl->as<float>();
+  a.stride = vocab;
+  a.vocab = vocab;
+  a.repetition = dr->as<const float>();
+  a.frequency = df->as<const float>();
+  a.presence = dp->as<const float>();
+  a.penaltyStart = ds->as<const int>();
+  a.penaltyTokens = dt->as<const int>();
+  a.penaltyCounts = dc->as<const int>();
+  device::CudaLaunch l = toLaunch(cuda::sampleLaunch(s, rows));
+  auto run = [&] { return dev.launch(**kernel, l, &a); };
+  if (Status e = run(); !e)
+    return e;
+  std::vector<float> got(logits.size());
+  if (Status e = dev.copyToHost(got.data(), *dl, 0, got.size() * 4); !e)
+    return e;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], 4) != 0)
+      return Status::internal(
+          cuda::kernelName(s) + " row " + std::to_string(i / V) + ", token " +
+          std::to_string(i % V) + ": " + std::to_string(got[i]) +
+          ", applyPenalties' " + std::to_string(want[i]));
+  // Timed runs penalize the rows again (the same work on other values).
+  const double entries = double(start[R]);
+  return timeRuns(dev, runs, entries * 8 + entries * 8 + double(R) * 16, run);
+}
+
+} // namespace
+
 Expected<Timing> measureSample(const CudaDevice &dev,
                                const LoadedKernels &kernels,
                                const SampleCase &c, int runs, uint32_t seed) {
@@ -410,6 +511,8 @@ Expected<Timing> measureSample(const CudaDevice &dev,
   if (s.verify)
     return Status::invalidArgument(cuda::kernelName(s) +
                                    " verifies drafts: measureVerify times it");
+  if (s.penalize)
+    return measurePenalties(dev, kernels, c, runs, seed);
   Expected<const device::CudaKernel *> kernel =
       find(kernels, cuda::kernelName(s));
   if (!kernel)

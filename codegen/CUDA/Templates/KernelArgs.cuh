@@ -104,6 +104,18 @@ struct SampleArgs {
   const float *uniforms; // [S, numDraft + 1] in [0, 1): draft j's test, then
                          // the draw
   int *accepted;         // [S]: drafts kept, -1 for a faulty row
+  // Penalties only (penalizeRows), per row: the row rewritten in place
+  // (`logits` is not read), its entries penaltyStart[r] to
+  // penaltyStart[r + 1] of (penaltyTokens, penaltyCounts): each token the
+  // penalties touch and its count in the output; repetition (1: off),
+  // frequency and presence penalties.
+  float *penalized;
+  const int *penaltyStart; // [rows + 1]
+  const int *penaltyTokens;
+  const int *penaltyCounts;
+  const float *repetition;
+  const float *frequency;
+  const float *presence;
 };
 
 struct LinearArgs {

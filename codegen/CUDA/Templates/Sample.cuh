@@ -9,9 +9,9 @@
 // of a partial sum. Its rows of temperature 0 are greedy, so a batch
 // mixing greedy and sampled requests takes one launch. A row with a NaN or
 // +inf, or with every logit -inf, gets token -1 (the CPU sampler refuses
-// such rows with an error; the runtime reports it). Penalties are not
-// applied here: rows that ask for them are sampled on the host. The
-// verification of one-hot drafts (verifyOneHot) uses the same pieces.
+// such rows with an error; the runtime reports it). Penalties run before,
+// in place (penalizeRows). The verification of one-hot drafts
+// (verifyOneHot) uses the same pieces.
 #ifndef FOLIO_CUDA_SAMPLE
 #define FOLIO_CUDA_SAMPLE
 
@@ -421,6 +421,35 @@ __device__ __forceinline__ void verifyOneHot(const SampleArgs &a) {
                 : drawInOrder<NT>(V, draw * sum, e, positive, red);
     finish(j, t);
     return;
+  }
+}
+
+/// Penalties in place, one block per row, as runtime/Sampler's
+/// applyPenalties computes them: for each listed token, the repetition
+/// penalty where it is not 1 (a positive logit divided by it, a negative
+/// one multiplied), then, where the token's output count is positive,
+/// frequency x count + presence subtracted; in double, and rounded to
+/// float for the sampler that reads the row next (the host keeps the
+/// double, so a draw can differ only within that rounding). The list holds
+/// each token once: every token of the prompt and output where the
+/// repetition penalty is on, else the output's.
+template <class C>
+__device__ __forceinline__ void penalizeRows(const SampleArgs &a) {
+  constexpr int NT = C::kThreads;
+  const int r = int(blockIdx.x);
+  float *row = a.penalized + (long long)r * a.stride;
+  const double repetition = double(a.repetition[r]);
+  const double frequency = double(a.frequency[r]);
+  const double presence = double(a.presence[r]);
+  for (int e = a.penaltyStart[r] + int(threadIdx.x); e < a.penaltyStart[r + 1];
+       e += NT) {
+    const int token = a.penaltyTokens[e], count = a.penaltyCounts[e];
+    double l = double(row[token]);
+    if (repetition != 1.0)
+      l = l > 0 ? l / repetition : l * repetition;
+    if (count > 0)
+      l -= frequency * double(count) + presence;
+    row[token] = float(l);
   }
 }
 

@@ -1136,6 +1136,7 @@ public:
     return inner->forwardGreedy(b, t, vocab);
   }
   bool samplesOnDevice() const override { return inner->samplesOnDevice(); }
+  bool penalizesOnDevice() const override { return inner->penalizesOnDevice(); }
   Status forwardSampled(const exec::ForwardBatch &b,
                         const std::vector<exec::DeviceDraw> &d,
                         std::vector<int32_t> &t, int64_t &vocab) override {
@@ -1166,78 +1167,112 @@ public:
 // logits are, no step brings its logits back, and the tokens are those of
 // the host path over the same GPU logits (a plan without the verifier, as
 // an older folioc's); the greedy request's are the CPU engine's.
-TEST(CudaExecutor, VerifiesNgramDraftsOnTheDevice) {
-  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
-  ASSERT_TRUE(p);
-  ASSERT_TRUE(cudaExecutor()); // registers the kernels
-  struct Run {
-    std::map<std::string, std::vector<TokenId>> out;
-    uint64_t proposed = 0;
-    int logitsCalls = 0, verifiedCalls = 0;
-    int64_t verifiedSeqs = 0;
-  };
-  auto serve = [&](std::shared_ptr<const plan::Plan> plan,
-                   std::unique_ptr<exec::Executor> executor) {
-    Run run;
+/// What serveCounted's engine wrote and asked of its executor.
+struct CountedRun {
+  std::map<std::string, std::vector<TokenId>> out;
+  uint64_t proposed = 0;
+  int logitsCalls = 0, verifiedCalls = 0;
+  int64_t verifiedSeqs = 0;
+};
+
+/// Serves `requests` on `executor` (counted) to the end, with n-gram
+/// speculation of 3 drafts where `ngram`.
+CountedRun serveCounted(std::shared_ptr<const plan::Plan> plan,
+                        std::unique_ptr<exec::Executor> executor, bool ngram,
+                        const std::vector<NewRequest> &requests) {
+  CountedRun run;
+  core::SpeculativeConfig spec;
+  if (ngram) {
     tools::SpeculativeFlags flags;
     flags.method = "ngram";
     flags.adaptive = false;
     EXPECT_TRUE(flags.finish());
-    Expected<core::SpeculativeConfig> spec =
+    Expected<core::SpeculativeConfig> made =
         tools::makeSpeculativeConfig(flags, 3, nullptr, 4096, 96, 47 * 16);
-    EXPECT_TRUE(bool(spec)) << spec.status().message();
-    if (!spec)
+    EXPECT_TRUE(bool(made)) << made.status().message();
+    if (!made)
       return run;
-    auto wrapped = std::make_unique<CountingExecutor>(std::move(executor));
-    CountingExecutor *counting = wrapped.get();
-    SchedulerConfig config;
-    config.maxModelLen = 96;
-    config.vocabSize = 4096;
-    KVCacheConfig kv;
-    kv.numBlocks = 48;
-    kv.blockSize = 16;
-    kv.enablePrefixCaching = false;
-    auto engine = core::ServingEngine::create(
-        std::move(plan), std::move(wrapped), config, kv, std::move(*spec));
-    EXPECT_TRUE(bool(engine)) << engine.status().message();
-    if (!engine)
-      return run;
-    // Prompts that repeat a phrase, so the lookup finds drafts.
-    for (int i = 0; i < 4; ++i) {
-      NewRequest r;
-      r.requestId = "r" + std::to_string(i);
-      std::vector<int32_t> phrase = tokens(5, 40 + i);
-      for (int rep = 0; rep < 4; ++rep)
-        r.promptTokenIds.insert(r.promptTokenIds.end(), phrase.begin(),
-                                phrase.end());
-      SamplingParams &sp = r.samplingParams;
-      sp.temperature = i == 0 ? 0.0f : 0.6f + 0.2f * float(i);
-      sp.topK = i == 2 ? 40 : 0;
-      sp.topP = i == 3 ? 0.9f : 1.0f;
-      sp.minP = i == 1 ? 0.05f : 0.0f;
-      sp.seed = uint64_t(5 + i);
-      sp.maxTokens = 24;
-      sp.ignoreEos = true;
-      EXPECT_TRUE((*engine)->addRequest(r));
-    }
-    while ((*engine)->hasUnfinishedRequests()) {
-      auto step = (*engine)->step();
-      EXPECT_TRUE(bool(step)) << step.status().message();
-      if (!step)
-        break;
-      for (const RequestOutput &o : *step) {
-        EXPECT_TRUE(o.error.empty()) << o.error;
-        run.out[o.requestId].insert(run.out[o.requestId].end(),
-                                    o.newTokenIds.begin(), o.newTokenIds.end());
-      }
-    }
-    run.proposed = (*engine)->speculativeStats().numProposed;
-    run.logitsCalls = counting->logitsCalls;
-    run.verifiedCalls = counting->verifiedCalls;
-    run.verifiedSeqs = counting->verifiedSeqs;
+    spec = std::move(*made);
+  }
+  auto wrapped = std::make_unique<CountingExecutor>(std::move(executor));
+  CountingExecutor *counting = wrapped.get();
+  SchedulerConfig config;
+  config.maxModelLen = 96;
+  config.vocabSize = 4096;
+  KVCacheConfig kv;
+  kv.numBlocks = 48;
+  kv.blockSize = 16;
+  kv.enablePrefixCaching = false;
+  auto engine = core::ServingEngine::create(std::move(plan), std::move(wrapped),
+                                            config, kv, std::move(spec));
+  EXPECT_TRUE(bool(engine)) << engine.status().message();
+  if (!engine)
     return run;
-  };
-  Run gpu = serve(p, cudaExecutor());
+  for (const NewRequest &r : requests)
+    EXPECT_TRUE((*engine)->addRequest(r));
+  while ((*engine)->hasUnfinishedRequests()) {
+    auto step = (*engine)->step();
+    EXPECT_TRUE(bool(step)) << step.status().message();
+    if (!step)
+      break;
+    for (const RequestOutput &o : *step) {
+      EXPECT_TRUE(o.error.empty()) << o.error;
+      run.out[o.requestId].insert(run.out[o.requestId].end(),
+                                  o.newTokenIds.begin(), o.newTokenIds.end());
+    }
+  }
+  run.proposed = (*engine)->speculativeStats().numProposed;
+  run.logitsCalls = counting->logitsCalls;
+  run.verifiedCalls = counting->verifiedCalls;
+  run.verifiedSeqs = counting->verifiedSeqs;
+  return run;
+}
+
+/// Four seeded requests whose prompts repeat a phrase (so that the n-gram
+/// lookup finds drafts): greedy, min-p, top-k and top-p.
+std::vector<NewRequest> phraseRequests() {
+  std::vector<NewRequest> requests;
+  for (int i = 0; i < 4; ++i) {
+    NewRequest r;
+    r.requestId = "r" + std::to_string(i);
+    std::vector<int32_t> phrase = tokens(5, 40 + i);
+    for (int rep = 0; rep < 4; ++rep)
+      r.promptTokenIds.insert(r.promptTokenIds.end(), phrase.begin(),
+                              phrase.end());
+    SamplingParams &sp = r.samplingParams;
+    sp.temperature = i == 0 ? 0.0f : 0.6f + 0.2f * float(i);
+    sp.topK = i == 2 ? 40 : 0;
+    sp.topP = i == 3 ? 0.9f : 1.0f;
+    sp.minP = i == 1 ? 0.05f : 0.0f;
+    sp.seed = uint64_t(5 + i);
+    sp.maxTokens = 24;
+    sp.ignoreEos = true;
+    requests.push_back(r);
+  }
+  return requests;
+}
+
+/// `p` without its kernels whose names hold `fragment` (as an older
+/// folioc's plan).
+std::shared_ptr<plan::Plan> withoutKernels(const plan::Plan &p,
+                                           const std::string &fragment) {
+  auto older = std::make_shared<plan::Plan>(p);
+  auto &kernels = older->deviceKernels;
+  kernels.erase(std::remove_if(kernels.begin(), kernels.end(),
+                               [&](const plan::DeviceKernel &k) {
+                                 return k.name.find(fragment) !=
+                                        std::string::npos;
+                               }),
+                kernels.end());
+  EXPECT_LT(kernels.size(), p.deviceKernels.size()) << fragment;
+  return older;
+}
+
+TEST(CudaExecutor, VerifiesNgramDraftsOnTheDevice) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(cudaExecutor()); // registers the kernels
+  CountedRun gpu = serveCounted(p, cudaExecutor(), true, phraseRequests());
   ASSERT_EQ(gpu.out.size(), 4u);
   EXPECT_EQ(gpu.out.at("r3").size(), 24u);
   EXPECT_GT(gpu.proposed, 20u);
@@ -1246,24 +1281,45 @@ TEST(CudaExecutor, VerifiesNgramDraftsOnTheDevice) {
   EXPECT_EQ(gpu.logitsCalls, 0) << "no step brought its logits back";
 
   // The same GPU logits verified on the host: the same tokens.
-  auto withoutVerifier = std::make_shared<plan::Plan>(*p);
-  auto &kernels = withoutVerifier->deviceKernels;
-  kernels.erase(std::remove_if(kernels.begin(), kernels.end(),
-                               [](const plan::DeviceKernel &k) {
-                                 return k.name.find("verify_one_hot") !=
-                                        std::string::npos;
-                               }),
-                kernels.end());
-  ASSERT_LT(kernels.size(), p->deviceKernels.size());
-  Run host = serve(withoutVerifier, cudaExecutor());
+  CountedRun host = serveCounted(withoutKernels(*p, "verify_one_hot"),
+                                 cudaExecutor(), true, phraseRequests());
   EXPECT_EQ(host.verifiedCalls, 0);
   EXPECT_GT(host.logitsCalls, 0);
   EXPECT_EQ(host.proposed, gpu.proposed);
   EXPECT_EQ(gpu.out, host.out);
   // The greedy request writes what the CPU engine writes.
-  Run cpu = serve(p, exec::createCPUExecutor());
+  CountedRun cpu =
+      serveCounted(p, exec::createCPUExecutor(), true, phraseRequests());
   EXPECT_EQ(cpu.verifiedCalls, 0);
   EXPECT_EQ(gpu.out.at("r0"), cpu.out.at("r0"));
+}
+
+// Repetition, frequency and presence penalties are applied where the
+// logits are, for greedy and sampled requests: no step brings its logits
+// back, and the tokens are the host sampler's over the same GPU logits (a
+// plan without the penalties kernel, as an older folioc's).
+TEST(CudaExecutor, AppliesPenaltiesOnTheDevice) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(cudaExecutor()); // registers the kernels
+  std::vector<NewRequest> requests = phraseRequests();
+  requests[0].samplingParams.repetitionPenalty = 1.5f;
+  requests[1].samplingParams.frequencyPenalty = 0.7f;
+  requests[2].samplingParams.presencePenalty = 1.2f;
+  requests[2].samplingParams.repetitionPenalty = 0.9f;
+  CountedRun gpu = serveCounted(p, cudaExecutor(), false, requests);
+  EXPECT_EQ(gpu.logitsCalls, 0);
+  CountedRun host = serveCounted(withoutKernels(*p, "penalize"), cudaExecutor(),
+                                 false, requests);
+  EXPECT_GT(host.logitsCalls, 0);
+  ASSERT_EQ(gpu.out.size(), 4u);
+  EXPECT_EQ(gpu.out, host.out);
+  // The penalties change what the requests write.
+  CountedRun plain = serveCounted(p, cudaExecutor(), false, phraseRequests());
+  EXPECT_NE(plain.out.at("r0"), gpu.out.at("r0"));
+  EXPECT_NE(plain.out.at("r1"), gpu.out.at("r1"));
+  EXPECT_NE(plain.out.at("r2"), gpu.out.at("r2"));
+  EXPECT_EQ(plain.out.at("r3"), gpu.out.at("r3"));
 }
 
 // The samplers run where the logits are: forwardGreedy's tokens are the
@@ -1339,6 +1395,20 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
   expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
                 "draw 2: temperature 1.000000, top_p 1.000000, min_p 1.5");
   bad[2].minP = 0.0f;
+  bad[0].frequencyPenalty = 0.5f;
+  bad[0].penaltyTokens = {7, 4096};
+  bad[0].penaltyCounts = {1, 2};
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+                "draw 0: penalty token 4096 (count 2) is outside the "
+                "vocabulary of 4096");
+  bad[0].penaltyCounts = {1};
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+                "draw 0: 2 penalty tokens but 1 counts");
+  bad[0].penaltyTokens = {7};
+  bad[0].repetitionPenalty = 0.0f;
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+                "draw 0: repetition penalty 0.000000, frequency 0.500000");
+  bad[0] = exec::DeviceDraw();
 
   // Verifications the verifier cannot take are refused before anything
   // runs: one sequence of 2 drafts takes the step's 3 rows.

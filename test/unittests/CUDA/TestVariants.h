@@ -247,8 +247,13 @@ inline std::vector<GatherSpec> gatherVariants() {
 }
 
 inline std::vector<SampleSpec> sampleVariants() {
-  return {{true, 64},   {true, 256},       {false, 64},
-          {false, 256}, {false, 64, true}, {false, 256, true}};
+  return {{true, 64},
+          {true, 256},
+          {false, 64},
+          {false, 256},
+          {false, 64, true},
+          {false, 256, true},
+          {false, 64, false, true}};
 }
 
 /// Every weight type, rows that split into 16-byte chunks and rows that do

@@ -139,6 +139,7 @@ public:
   /// drawProcessed with the row's parameters and the engine's uniform; a
   /// row of temperature 0 takes its argmax, as the CUDA sampler does.
   bool samplesOnDevice() const override { return onDevice; }
+  bool penalizesOnDevice() const override { return onDevice && penalizes; }
   Status forwardSampled(const exec::ForwardBatch &b,
                         const std::vector<exec::DeviceDraw> &draws,
                         std::vector<int32_t> &ids, int64_t &vocab) override {
@@ -149,6 +150,35 @@ public:
     ids.clear();
     for (size_t r = 0; r < draws.size(); ++r) {
       const float *row = logits.data() + r * size_t(vocab);
+      const exec::DeviceDraw &d = draws[r];
+      if (d.penalized()) {
+        // The history the lists stand for: each token's output count,
+        // and the prompt's other tokens once.
+        ++penalizedRows;
+        SamplingParams params;
+        params.temperature = d.temperature;
+        params.topK = d.topK;
+        params.topP = d.topP;
+        params.minP = d.minP;
+        params.repetitionPenalty = d.repetitionPenalty;
+        params.frequencyPenalty = d.frequencyPenalty;
+        params.presencePenalty = d.presencePenalty;
+        std::vector<TokenId> prompt, output;
+        for (size_t i = 0; i < d.penaltyTokens.size(); ++i) {
+          for (int32_t n = 0; n < d.penaltyCounts[i]; ++n)
+            output.push_back(d.penaltyTokens[i]);
+          if (d.penaltyCounts[i] == 0)
+            prompt.push_back(d.penaltyTokens[i]);
+        }
+        SampleRow sr{&params, &prompt, &output, 0, 0};
+        Expected<std::vector<double>> processed =
+            processLogits(row, size_t(vocab), sr);
+        ids.push_back(!processed ? -1
+                      : params.isGreedy()
+                          ? argmaxProcessed(*processed)
+                          : drawProcessed(*processed, d.uniform));
+        continue;
+      }
       if (draws[r].temperature == 0.0f) {
         ++greedyRows;
         ids.push_back(checkLogitsRow(row, size_t(vocab)).ok()
@@ -168,7 +198,8 @@ public:
     return Status::ok();
   }
   bool onDevice = false;
-  int greedyCalls = 0, drawCalls = 0, greedyRows = 0;
+  bool penalizes = true;
+  int greedyCalls = 0, drawCalls = 0, greedyRows = 0, penalizedRows = 0;
 
 private:
   std::vector<Fault> faults;
@@ -348,18 +379,25 @@ TEST(NumericGuard, GreedyTokensTakenOnTheDeviceFailOnlyThatRequest) {
     EXPECT_EQ(served.tokens[r.requestId], reference.tokens[r.requestId])
         << r.requestId;
 
-  engine = makeEngine({}, false, &fake, /*greedyOnDevice=*/true);
-  requests = greedy;
-  requests.back().samplingParams.repetitionPenalty = 1.3f;
-  serve(*engine, requests);
-  EXPECT_EQ(fake->greedyCalls, 0);
-  EXPECT_EQ(fake->drawCalls, 0);
+  // A greedy request with a penalty is no plain argmax: it goes through
+  // the draw sampler's penalties where the executor applies them, else
+  // its logits come back.
+  for (bool penalizes : {true, false}) {
+    engine = makeEngine({}, false, &fake, /*greedyOnDevice=*/true);
+    fake->penalizes = penalizes;
+    requests = greedy;
+    requests.back().samplingParams.repetitionPenalty = 1.3f;
+    serve(*engine, requests);
+    EXPECT_EQ(fake->greedyCalls, 0);
+    EXPECT_EQ(fake->drawCalls > 0, penalizes);
+  }
 }
 
-// Seeded draws with temperature, top-k and top-p taken on the device use
-// the uniform the host sampler would: the same tokens. A faulty row fails
-// its request alone; a step with a greedy row beside the draws, or a
-// request with min-p, brings the logits back.
+// Seeded draws with temperature, min-p, top-k and top-p taken on the
+// device use the uniform the host sampler would: the same tokens, with a
+// greedy row beside them and with penalties. A faulty row fails its
+// request alone; logprobs, or penalties the executor cannot apply, bring
+// the logits back.
 TEST(NumericGuard, DrawsTakenOnTheDeviceAreTheHostSamplersDraws) {
   std::vector<NewRequest> drawn = {request("a", {11, 12, 13}, 0.8f),
                                    request("b", {21, 22, 23, 24, 25}, 1.3f)};
@@ -406,17 +444,34 @@ TEST(NumericGuard, DrawsTakenOnTheDeviceAreTheHostSamplersDraws) {
     EXPECT_EQ(served.tokens[r.requestId], reference.tokens[r.requestId])
         << r.requestId;
 
-  // Penalties and logprobs need the host sampler: the logits come back.
-  for (bool penalty : {true, false}) {
+  // Penalties too (a greedy request with a repetition penalty, a sampled
+  // one with frequency and presence penalties), where the executor applies
+  // them; logprobs, and penalties an executor cannot apply, need the host
+  // sampler: the logits come back.
+  requests = drawn;
+  requests[0].samplingParams.repetitionPenalty = 1.4f;
+  requests[0].samplingParams.temperature = 0.0f;
+  requests[1].samplingParams.frequencyPenalty = 0.8f;
+  requests[1].samplingParams.presencePenalty = -0.5f;
+  reference = serve(*makeEngine({}), requests);
+  engine = makeEngine({}, false, &fake, /*onDevice=*/true);
+  served = serve(*engine, requests);
+  EXPECT_GT(fake->drawCalls, 0);
+  EXPECT_GT(fake->penalizedRows, 0);
+  for (const NewRequest &r : requests)
+    EXPECT_EQ(served.tokens[r.requestId], reference.tokens[r.requestId])
+        << r.requestId;
+  for (bool logprobs : {true, false}) {
     engine = makeEngine({}, false, &fake, /*onDevice=*/true);
+    fake->penalizes = logprobs;
     requests = drawn;
-    if (penalty)
-      requests.back().samplingParams.frequencyPenalty = 0.5f;
-    else
+    if (logprobs)
       requests.back().samplingParams.logprobs = 1;
+    else
+      requests.back().samplingParams.frequencyPenalty = 0.5f;
     serve(*engine, requests);
-    EXPECT_EQ(fake->drawCalls, 0) << penalty;
-    EXPECT_EQ(fake->greedyCalls, 0) << penalty;
+    EXPECT_EQ(fake->drawCalls, 0) << logprobs;
+    EXPECT_EQ(fake->greedyCalls, 0) << logprobs;
   }
 }
 
