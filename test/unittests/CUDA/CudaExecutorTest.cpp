@@ -1008,6 +1008,24 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
 
 /// Greedy completions of two prompts on an engine over `target` on the
 /// GPU, with `speculative` (its drafts accepted in `accepted`).
+/// Steps `engine` until every request finished; each request's tokens
+/// (every step and output must succeed).
+std::map<std::string, std::vector<TokenId>> drain(core::ServingEngine &engine) {
+  std::map<std::string, std::vector<TokenId>> out;
+  while (engine.hasUnfinishedRequests()) {
+    auto step = engine.step();
+    EXPECT_TRUE(bool(step)) << step.status().message();
+    if (!step)
+      break;
+    for (const RequestOutput &o : *step) {
+      EXPECT_TRUE(o.error.empty()) << o.error;
+      out[o.requestId].insert(out[o.requestId].end(), o.newTokenIds.begin(),
+                              o.newTokenIds.end());
+    }
+  }
+  return out;
+}
+
 std::map<std::string, std::vector<TokenId>>
 serveOnGpu(std::shared_ptr<const plan::Plan> target,
            core::SpeculativeConfig speculative, uint64_t *accepted = nullptr,
@@ -1045,17 +1063,7 @@ serveOnGpu(std::shared_ptr<const plan::Plan> target,
     r.samplingParams.ignoreEos = true;
     EXPECT_TRUE((*engine)->addRequest(r));
   }
-  while ((*engine)->hasUnfinishedRequests()) {
-    auto step = (*engine)->step();
-    EXPECT_TRUE(bool(step)) << step.status().message();
-    if (!step)
-      break;
-    for (const RequestOutput &o : *step) {
-      EXPECT_TRUE(o.error.empty()) << o.error;
-      out[o.requestId].insert(out[o.requestId].end(), o.newTokenIds.begin(),
-                              o.newTokenIds.end());
-    }
-  }
+  out = drain(**engine);
   if (accepted)
     *accepted = (*engine)->speculativeStats().numAccepted;
   return out;
@@ -1210,17 +1218,7 @@ CountedRun serveCounted(std::shared_ptr<const plan::Plan> plan,
     return run;
   for (const NewRequest &r : requests)
     EXPECT_TRUE((*engine)->addRequest(r));
-  while ((*engine)->hasUnfinishedRequests()) {
-    auto step = (*engine)->step();
-    EXPECT_TRUE(bool(step)) << step.status().message();
-    if (!step)
-      break;
-    for (const RequestOutput &o : *step) {
-      EXPECT_TRUE(o.error.empty()) << o.error;
-      run.out[o.requestId].insert(run.out[o.requestId].end(),
-                                  o.newTokenIds.begin(), o.newTokenIds.end());
-    }
-  }
+  run.out = drain(**engine);
   run.proposed = (*engine)->speculativeStats().numProposed;
   run.logitsCalls = counting->logitsCalls;
   run.verifiedCalls = counting->verifiedCalls;
