@@ -100,16 +100,39 @@ __device__ __forceinline__ void pagedPrefill(const PagedPrefillArgs &a) {
       slots[j] = table[key / C::kBlockSize] * C::kBlockSize + key % C::kBlockSize;
     }
     __syncthreads();
-    // The K and V tiles, dequantized once for every row of the block.
-    for (int e = tid; e < nk * D; e += NT) {
-      int j = e / D, d = e % D;
-      long long r = (long long)slots[j] * C::kNumKvHeads + kvHead;
-      ks[j * KS + d] = loadCache<C::kType, C::kGroup>(
-          a.kCache + r * rowBytes,
-          paramsPerRow ? a.kParams + r * paramsPerRow : nullptr, d, kScale);
-      vs[j * D + d] = loadCache<C::kType, C::kGroup>(
-          a.vCache + r * rowBytes,
-          paramsPerRow ? a.vParams + r * paramsPerRow : nullptr, d, vScale);
+    // The K and V tiles, dequantized once for every row of the block:
+    // eight elements of a row per vector load where every row is aligned
+    // for it (loadCache8, bit for bit loadCache's values), else one.
+    if constexpr (D % 16 == 0) {
+      for (int e = tid; e < nk * (D / 8); e += NT) {
+        const int j = e / (D / 8), d0 = e % (D / 8) * 8;
+        const long long r = (long long)slots[j] * C::kNumKvHeads + kvHead;
+        float kv[8], vv[8];
+        loadCache8<C::kType, C::kGroup>(
+            a.kCache + r * rowBytes,
+            paramsPerRow ? a.kParams + r * paramsPerRow : nullptr, d0, kScale,
+            kv);
+        loadCache8<C::kType, C::kGroup>(
+            a.vCache + r * rowBytes,
+            paramsPerRow ? a.vParams + r * paramsPerRow : nullptr, d0, vScale,
+            vv);
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+          ks[j * KS + d0 + c] = kv[c];
+          vs[j * D + d0 + c] = vv[c];
+        }
+      }
+    } else {
+      for (int e = tid; e < nk * D; e += NT) {
+        int j = e / D, d = e % D;
+        long long r = (long long)slots[j] * C::kNumKvHeads + kvHead;
+        ks[j * KS + d] = loadCache<C::kType, C::kGroup>(
+            a.kCache + r * rowBytes,
+            paramsPerRow ? a.kParams + r * paramsPerRow : nullptr, d, kScale);
+        vs[j * D + d] = loadCache<C::kType, C::kGroup>(
+            a.vCache + r * rowBytes,
+            paramsPerRow ? a.vParams + r * paramsPerRow : nullptr, d, vScale);
+      }
     }
     __syncthreads();
     // Scores, 4 rows x 4 keys per tile; -inf where the key is not visible:
