@@ -211,7 +211,7 @@ public:
   /// Whether forwardSampled draws temperature / min-p / top-k / top-p
   /// tokens, and greedy ones, where the logits are (a GPU); the engine then
   /// asks for tokens when every row it samples in a step wants only these
-  /// (no penalties or logprobs).
+  /// (no logprobs, and penalties only where penalizesOnDevice).
   virtual bool samplesOnDevice() const { return false; }
   /// Whether forwardSampled also applies draws' penalties there.
   virtual bool penalizesOnDevice() const { return false; }
