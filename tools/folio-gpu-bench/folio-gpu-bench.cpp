@@ -9,7 +9,8 @@
 // decode attention per cache dtype at a short and a long context (GB/s and
 // the fraction of the copy) with the decode targets, prefill attention
 // (TFLOP/s), kv_write, the row kernels, rotary, the gathers, the token
-// ids' cast, the samplers, the linear kernel per weight dtype at its
+// ids' cast, the samplers, the penalties, the verifier of n-gram drafts,
+// the linear kernel per weight dtype at its
 // projection shapes and cuBLASLt's bf16 GEMM, each after its result
 // matched the CPU's. Each --plan (compiled by folioc --target=sm_XX, e.g.
 // of models/bench/make_llama_1b.py with --kv-cache-dtype fp8_e4m3 and
@@ -265,8 +266,12 @@ int main(int argc, char **argv) {
   // The token ids' widening to i64 that every plan starts with.
   const CastCase castCase{{cuda::CastType::I32, cuda::CastType::I64, 256},
                           tokens};
-  const std::vector<SampleCase> sampleCases = {{{true, 256}, 64, 32000},
-                                               {{false, 256}, 64, 32000}};
+  // Greedy, a draw, and the penalties a draw of a penalised request
+  // takes first.
+  const std::vector<SampleCase> sampleCases = {
+      {{true, 256}, 64, 32000},
+      {{false, 256}, 64, 32000},
+      {{false, 256, false, true}, 64, 32000}};
   // The verification of one-hot (n-gram) drafts: 16 sequences of up to 4.
   const VerifyCase verifyCase{{false, 256, true}, 16, 4, 32000};
   for (const RowCase &c : rowCases) {
@@ -276,7 +281,7 @@ int main(int argc, char **argv) {
     sources.push_back(g);
   }
   {
-    cuda::GeneratedKernel r, e, gr, c, g0, g1, v;
+    cuda::GeneratedKernel r, e, gr, c, g0, g1, g2, v;
     cpu::Status st = cuda::emitRotary(rotaryCase.spec, r);
     if (st.ok())
       st = cuda::emitGather(gatherCases[0].spec, e);
@@ -289,10 +294,12 @@ int main(int argc, char **argv) {
     if (st.ok())
       st = cuda::emitSample(sampleCases[1].spec, g1);
     if (st.ok())
+      st = cuda::emitSample(sampleCases[2].spec, g2);
+    if (st.ok())
       st = cuda::emitSample(verifyCase.spec, v);
     if (!st.ok())
       return fail("emitting", Status::internal(st.message()));
-    sources.insert(sources.end(), {r, e, gr, c, g0, g1, v});
+    sources.insert(sources.end(), {r, e, gr, c, g0, g1, g2, v});
   }
   LoadedKernels kernels;
   if (Status s = loadKernels(dev, sources, kernels); !s)
@@ -490,7 +497,8 @@ int main(int argc, char **argv) {
     simple("cast", cuda::kernelName(castCase.spec), t);
     for (const SampleCase &c : sampleCases) {
       t = measureSample(dev, kernels, c, runs);
-      simple("sample", cuda::kernelName(c.spec), t);
+      simple(c.spec.penalize ? "penalize" : "sample", cuda::kernelName(c.spec),
+             t);
     }
     t = measureVerify(dev, kernels, verifyCase, runs);
     simple("verify", cuda::kernelName(verifyCase.spec), t);
