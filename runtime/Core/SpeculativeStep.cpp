@@ -2,7 +2,7 @@
 
 #include "runtime/Core/SpeculativeStep.h"
 
-#include "codegen/CPU/SpecVerify.h"
+#include "runtime/Executor/RunVerify.h"
 
 #include "runtime/Sampler/LogitsProcessors.h"
 #include "runtime/Sampler/Philox.h"
@@ -38,18 +38,7 @@ public:
   }
   Status verify(const exec::VerifyBatch &b, std::vector<int32_t> &accepted,
                 std::vector<int32_t> &tokens) override {
-    accepted.assign(size_t(b.numSeqs), -1);
-    tokens.assign(size_t(b.numSeqs * (b.numDraft + 1)), -1);
-    cpu::SpecVerifyArgs a;
-    a.numSeqs = b.numSeqs;
-    a.numDraft = b.numDraft;
-    a.vocab = b.vocab;
-    a.targetLogits = b.targetLogits;
-    a.draftTokens = b.draftTokens;
-    a.draftProbs = b.draftProbs;
-    a.uniforms = b.uniforms;
-    a.accepted = accepted.data();
-    a.tokens = tokens.data();
+    cpu::SpecVerifyArgs a = exec::specVerifyArgs(b, accepted, tokens);
     cpu::Status s =
         b.sample ? cpu::specVerifySample(a) : cpu::specVerifyGreedy(a);
     return s.ok() ? Status::ok() : Status::internal(s.message());

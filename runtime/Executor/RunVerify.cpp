@@ -2,7 +2,6 @@
 
 #include "runtime/Executor/RunVerify.h"
 
-#include "codegen/CPU/SpecVerify.h"
 #include "runtime/Plan/VerifyEntries.h"
 
 #include <string>
@@ -20,6 +19,24 @@ const char *purpose(const std::string &entry) {
 }
 
 } // namespace
+
+cpu::SpecVerifyArgs specVerifyArgs(const VerifyBatch &b,
+                                   std::vector<int32_t> &accepted,
+                                   std::vector<int32_t> &tokens) {
+  accepted.assign(size_t(b.numSeqs), 0);
+  tokens.assign(size_t(b.numSeqs * (b.numDraft + 1)), -1);
+  cpu::SpecVerifyArgs args;
+  args.numSeqs = b.numSeqs;
+  args.numDraft = b.numDraft;
+  args.vocab = b.vocab;
+  args.targetLogits = b.targetLogits;
+  args.draftTokens = b.draftTokens;
+  args.draftProbs = b.draftProbs;
+  args.uniforms = b.uniforms;
+  args.accepted = accepted.data();
+  args.tokens = tokens.data();
+  return args;
+}
 
 Status runVerifyEntry(const plan::Plan &plan, const VerifyBatch &b,
                       std::vector<int32_t> &accepted,
@@ -69,20 +86,11 @@ Status runVerifyEntry(const plan::Plan &plan, const VerifyBatch &b,
                                      " is null but must hold " +
                                      std::to_string(a.elems) + " elements");
 
-  accepted.assign(size_t(b.numSeqs), 0);
-  tokens.assign(size_t(rows), -1);
-  cpu::SpecVerifyArgs args;
-  args.numSeqs = b.numSeqs;
-  args.numDraft = b.numDraft;
-  args.vocab = vocab;
-  args.targetLogits = b.targetLogits;
-  args.draftTokens = b.draftTokens;
+  cpu::SpecVerifyArgs args = specVerifyArgs(b, accepted, tokens);
   // validateEntries has matched the operands to the mode: draft_probs and
   // uniforms are bound exactly where the entry has them.
   args.draftProbs = step.operands[2] >= 0 ? b.draftProbs : nullptr;
   args.uniforms = step.operands[3] >= 0 ? b.uniforms : nullptr;
-  args.accepted = accepted.data();
-  args.tokens = tokens.data();
   std::string mode = step.getString("mode", "");
   cpu::Status st = mode == "greedy" ? cpu::specVerifyGreedy(args, pool)
                                     : cpu::specVerifySample(args, pool);

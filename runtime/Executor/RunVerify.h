@@ -9,6 +9,7 @@
 #ifndef FOLIO_RUNTIME_EXECUTOR_RUNVERIFY_H
 #define FOLIO_RUNTIME_EXECUTOR_RUNVERIFY_H
 
+#include "codegen/CPU/SpecVerify.h"
 #include "codegen/CPU/ThreadPool.h"
 #include "runtime/Executor/Executor.h"
 #include "runtime/Plan/Plan.h"
@@ -18,6 +19,13 @@
 #include <vector>
 
 namespace folio::exec {
+
+/// The CPU verify kernel's arguments for `batch` (codegen/CPU/SpecVerify.h),
+/// with `accepted` sized [S] (zeros) and `tokens` [S, K+1] (-1) as its
+/// outputs. The sizes are the caller's to have checked.
+cpu::SpecVerifyArgs specVerifyArgs(const VerifyBatch &batch,
+                                   std::vector<int32_t> &accepted,
+                                   std::vector<int32_t> &tokens);
 
 /// Runs the entry of `plan` that `batch` needs (verify_greedy,
 /// verify_sample, or verify_sample_onehot when draftProbs is null), whose
