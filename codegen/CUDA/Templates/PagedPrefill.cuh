@@ -106,16 +106,9 @@ __device__ __forceinline__ void pagedPrefill(const PagedPrefillArgs &a) {
     if constexpr (D % 16 == 0) {
       for (int e = tid; e < nk * (D / 8); e += NT) {
         const int j = e / (D / 8), d0 = e % (D / 8) * 8;
-        const long long r = (long long)slots[j] * C::kNumKvHeads + kvHead;
         float kv[8], vv[8];
-        loadCache8<C::kType, C::kGroup>(
-            a.kCache + r * rowBytes,
-            paramsPerRow ? a.kParams + r * paramsPerRow : nullptr, d0, kScale,
-            kv);
-        loadCache8<C::kType, C::kGroup>(
-            a.vCache + r * rowBytes,
-            paramsPerRow ? a.vParams + r * paramsPerRow : nullptr, d0, vScale,
-            vv);
+        loadKv8<C>(a, (long long)slots[j] * C::kNumKvHeads + kvHead, d0,
+                   kScale, vScale, kv, vv);
 #pragma unroll
         for (int c = 0; c < 8; ++c) {
           ks[j * KS + d0 + c] = kv[c];

@@ -28,8 +28,6 @@ __device__ __forceinline__ void pagedPrefillMma(const PagedPrefillArgs &a) {
   static_assert(RP >= R && RP - R < 16, "one warp per 16 rows");
   static_assert(D % 16 == 0 && N % 16 == 0, "mma.m16n8k16 tiles");
   constexpr int numHeads = C::kNumKvHeads * G;
-  constexpr int rowBytes = D * C::kBits / 8;
-  constexpr int paramsPerRow = C::kGroup > 0 ? 2 * (D / C::kGroup) : 0;
   // Shared rows 8 bf16 longer than their length: a fragment load's lanes
   // read rows g = 0..7 at words t = 0..3, which then fall in 32 banks.
   constexpr int KS = D + 8, VS = N + 8;
@@ -114,15 +112,8 @@ __device__ __forceinline__ void pagedPrefillMma(const PagedPrefillArgs &a) {
       const int j = e / (D / 8), d0 = e % (D / 8) * 8;
       float kv[8], vv[8];
       if (j < nk) {
-        const long long r = (long long)slots[j] * C::kNumKvHeads + kvHead;
-        loadCache8<C::kType, C::kGroup>(
-            a.kCache + r * rowBytes,
-            paramsPerRow ? a.kParams + r * paramsPerRow : nullptr, d0, kScale,
-            kv);
-        loadCache8<C::kType, C::kGroup>(
-            a.vCache + r * rowBytes,
-            paramsPerRow ? a.vParams + r * paramsPerRow : nullptr, d0, vScale,
-            vv);
+        loadKv8<C>(a, (long long)slots[j] * C::kNumKvHeads + kvHead, d0,
+                   kScale, vScale, kv, vv);
       } else {
         for (int c = 0; c < 8; ++c)
           kv[c] = vv[c] = 0.0f;

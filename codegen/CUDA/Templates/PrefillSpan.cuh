@@ -2,7 +2,7 @@
 // which both prefill kernels share (PagedPrefill.cuh on CUDA cores,
 // PagedPrefillMma.cuh on tensor cores), so that their causal and sliding
 // window rules are one: a sequence's new tokens are the last positions of
-// its context.
+// its context. Also their vector loads of K and V rows.
 #ifndef FOLIO_CUDA_PREFILL_SPAN
 #define FOLIO_CUDA_PREFILL_SPAN
 
@@ -39,6 +39,24 @@ __device__ __forceinline__ bool prefillSpan(const PagedPrefillArgs &a, int seq,
   const int first = t.window > 0 ? t.pos0 - t.window + 1 : 0;
   t.firstKey = first > 0 ? first : 0;
   return true;
+}
+
+/// Elements d0 .. d0 + 7 of the K and V rows of cache row `r` (slot x kv
+/// heads + kv head), dequantized as loadCache8 gives them (loadCache's
+/// values bit for bit); head_dim a multiple of 16, so every row is aligned.
+template <class C>
+__device__ __forceinline__ void loadKv8(const PagedPrefillArgs &a, long long r,
+                                        int d0, float kScale, float vScale,
+                                        float *k, float *v) {
+  constexpr int rowBytes = C::kHeadDim * C::kBits / 8;
+  constexpr int paramsPerRow =
+      C::kGroup > 0 ? 2 * (C::kHeadDim / C::kGroup) : 0;
+  loadCache8<C::kType, C::kGroup>(
+      a.kCache + r * rowBytes,
+      paramsPerRow ? a.kParams + r * paramsPerRow : nullptr, d0, kScale, k);
+  loadCache8<C::kType, C::kGroup>(
+      a.vCache + r * rowBytes,
+      paramsPerRow ? a.vParams + r * paramsPerRow : nullptr, d0, vScale, v);
 }
 
 } // namespace folio_cuda
