@@ -187,9 +187,10 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
   }
   // Where the executor samples on its device (a GPU) and every row this
   // step samples or verifies is plain greedy, or every row samples plain
-  // greedy or a plain draw (temperature, min-p, top-k, top-p) with nothing
-  // speculating, only the tokens come back, not the logits rows: greedy
-  // verification needs no more than each row's argmax.
+  // greedy or a plain draw (temperature, min-p, top-k, top-p; penalties
+  // where the executor applies them) with nothing speculating, only the
+  // tokens come back, not the logits rows: greedy verification needs no
+  // more than each row's argmax.
   bool allGreedy = !sampled.empty() || !speculating.empty(),
        allDraws = !sampled.empty();
   const bool penalizes = executor.penalizesOnDevice();

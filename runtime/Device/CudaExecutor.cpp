@@ -430,6 +430,8 @@ public:
     const int64_t rows = int64_t(in.logitsIndices.size());
     const int64_t verifyRows =
         verify ? verify->numSeqs * (verify->numDraft + 1) : 0;
+    // The vocabulary now, to check drafts and penalty tokens before anything
+    // runs; the logits' address after the forward, which may move them.
     uintptr_t logits = 0;
     if (Status s = logitsOnDevice(vocab, logits); !s)
       return s;
@@ -478,7 +480,7 @@ public:
                                      "the tokens", outsideGraphs);
           !s)
         return s;
-      if (Status s = uploadDraws(draws, verify, outsideGraphs); !s)
+      if (Status s = uploadDraws(draws, verify, penalties, outsideGraphs); !s)
         return s;
       uintptr_t base = drawParams.address();
       auto packed = [&](size_t n, size_t first, folio_cuda::SampleArgs &a) {
@@ -575,19 +577,19 @@ public:
   /// One upload per step of what the samplers read: per draw (the verified
   /// sequences' parameters first, then `draws`) the uniforms (8-byte
   /// aligned at the front), temperatures, top_k, top_p and min_p; then the
-  /// verification's drafts and uniforms. Nothing for greedy steps.
+  /// verification's drafts and uniforms; then, where `penalties` (some
+  /// draw is penalized), the plain draws' penalties. Nothing for greedy
+  /// steps.
   Status uploadDraws(const std::vector<exec::DeviceDraw> *draws,
-                     const exec::DeviceVerify *verify,
+                     const exec::DeviceVerify *verify, bool penalties,
                      uint64_t &outsideGraphs) {
     if (!draws)
       return Status::ok();
-    std::vector<const exec::DeviceDraw *> all;
-    if (verify)
-      for (const exec::DeviceDraw &d : verify->params)
-        all.push_back(&d);
-    for (const exec::DeviceDraw &d : *draws)
-      all.push_back(&d);
-    const size_t n = all.size();
+    const size_t numVerified = verify ? verify->params.size() : 0;
+    const size_t n = numVerified + draws->size();
+    auto drawAt = [&](size_t r) -> const exec::DeviceDraw & {
+      return r < numVerified ? verify->params[r] : (*draws)[r - numVerified];
+    };
     const size_t verifyBytes =
         verify ? 4 * (verify->drafts.size() + verify->uniforms.size()) : 0;
     // The plain draws' penalties, where any has them: repetition,
@@ -595,11 +597,8 @@ public:
     // tokens and counts.
     penaltyOffset = n * (8 + 4 + 4 + 4 + 4) + verifyBytes;
     penaltyEntries = 0;
-    bool penalties = false;
-    for (const exec::DeviceDraw &d : *draws) {
-      penalties |= d.penalized();
+    for (const exec::DeviceDraw &d : *draws)
       penaltyEntries += d.penalized() ? d.penaltyTokens.size() : 0;
-    }
     const size_t m = draws->size();
     const size_t penaltyBytes = penalties ? 16 * m + 4 + 8 * penaltyEntries : 0;
     drawBytes.resize(penaltyOffset + penaltyBytes);
@@ -607,7 +606,7 @@ public:
       return Status::ok();
     unsigned char *at0 = drawBytes.data();
     for (size_t r = 0; r < n; ++r) {
-      const exec::DeviceDraw &d = *all[r];
+      const exec::DeviceDraw &d = drawAt(r);
       std::memcpy(at0 + 8 * r, &d.uniform, 8);
       std::memcpy(at0 + 8 * n + 4 * r, &d.temperature, 4);
       std::memcpy(at0 + 12 * n + 4 * r, &d.topK, 4);

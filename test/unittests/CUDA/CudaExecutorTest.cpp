@@ -1434,6 +1434,10 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
                 "verified sequence 0, uniform 2 is 1.000000");
   refusedVerify([](exec::DeviceVerify &v) { v.params[0].topP = 0.0f; },
                 "verified sequence 0: temperature 1.000000, top_p 0.000000");
+  refusedVerify(
+      [](exec::DeviceVerify &v) { v.params[0].presencePenalty = 0.5f; },
+      "verified sequence 0 has penalties; the verifier of one-hot drafts "
+      "applies none");
   refusedVerify([](exec::DeviceVerify &v) { v.uniforms.pop_back(); },
                 "has 1 parameter sets, 2 drafts and 2 uniforms (want 1, 2 "
                 "and 3)");
