@@ -1008,6 +1008,27 @@ TEST(CudaExecutor, GpuBenchMeasuresAWholeModel) {
 
 /// Greedy completions of two prompts on an engine over `target` on the
 /// GPU, with `speculative` (its drafts accepted in `accepted`).
+/// A serving engine over `plan` on `executor` with a 4096 vocabulary,
+/// `maxModelLen` tokens per request and `blocks` KV blocks of 16 tokens
+/// (no prefix caching); null, with a test failure, where it cannot start.
+std::unique_ptr<core::ServingEngine>
+testEngine(std::shared_ptr<const plan::Plan> plan,
+           std::unique_ptr<exec::Executor> executor,
+           core::SpeculativeConfig speculative, int64_t maxModelLen,
+           int64_t blocks) {
+  SchedulerConfig config;
+  config.maxModelLen = maxModelLen;
+  config.vocabSize = 4096;
+  KVCacheConfig kv;
+  kv.numBlocks = blocks;
+  kv.blockSize = 16;
+  kv.enablePrefixCaching = false;
+  auto engine = core::ServingEngine::create(
+      std::move(plan), std::move(executor), config, kv, std::move(speculative));
+  EXPECT_TRUE(bool(engine)) << engine.status().message();
+  return engine ? std::move(*engine) : nullptr;
+}
+
 /// Steps `engine` until every request finished; each request's tokens
 /// (every step and output must succeed).
 std::map<std::string, std::vector<TokenId>> drain(core::ServingEngine &engine) {
@@ -1031,20 +1052,12 @@ serveOnGpu(std::shared_ptr<const plan::Plan> target,
            core::SpeculativeConfig speculative, uint64_t *accepted = nullptr,
            bool onCpu = false, float temperature = 0.0f, bool mixed = false) {
   std::map<std::string, std::vector<TokenId>> out;
-  SchedulerConfig config;
-  config.maxModelLen = 64;
-  config.vocabSize = 4096;
-  KVCacheConfig kv;
-  kv.numBlocks = 32;
-  kv.blockSize = 16;
-  kv.enablePrefixCaching = false;
   std::unique_ptr<exec::Executor> gpu =
       onCpu ? exec::createCPUExecutor() : cudaExecutor();
   if (!gpu)
     return out;
-  auto engine = core::ServingEngine::create(std::move(target), std::move(gpu),
-                                            config, kv, std::move(speculative));
-  EXPECT_TRUE(bool(engine)) << engine.status().message();
+  auto engine = testEngine(std::move(target), std::move(gpu),
+                           std::move(speculative), 64, 32);
   if (!engine)
     return out;
   for (int i = 0; i < 2; ++i) {
@@ -1061,11 +1074,11 @@ serveOnGpu(std::shared_ptr<const plan::Plan> target,
     r.samplingParams.seed = uint64_t(11 + i);
     r.samplingParams.maxTokens = 7;
     r.samplingParams.ignoreEos = true;
-    EXPECT_TRUE((*engine)->addRequest(r));
+    EXPECT_TRUE(engine->addRequest(r));
   }
-  out = drain(**engine);
+  out = drain(*engine);
   if (accepted)
-    *accepted = (*engine)->speculativeStats().numAccepted;
+    *accepted = engine->speculativeStats().numAccepted;
   return out;
 }
 
@@ -1170,11 +1183,6 @@ public:
   int64_t verifiedSeqs = 0;
 };
 
-// n-gram speculation of greedy and sampled requests (temperature, min-p,
-// top-k, top-p) beside plain draws: the GPU verifies the drafts where the
-// logits are, no step brings its logits back, and the tokens are those of
-// the host path over the same GPU logits (a plan without the verifier, as
-// an older folioc's); the greedy request's are the CPU engine's.
 /// What serveCounted's engine wrote and asked of its executor.
 struct CountedRun {
   std::map<std::string, std::vector<TokenId>> out;
@@ -1204,22 +1212,14 @@ CountedRun serveCounted(std::shared_ptr<const plan::Plan> plan,
   }
   auto wrapped = std::make_unique<CountingExecutor>(std::move(executor));
   CountingExecutor *counting = wrapped.get();
-  SchedulerConfig config;
-  config.maxModelLen = 96;
-  config.vocabSize = 4096;
-  KVCacheConfig kv;
-  kv.numBlocks = 48;
-  kv.blockSize = 16;
-  kv.enablePrefixCaching = false;
-  auto engine = core::ServingEngine::create(std::move(plan), std::move(wrapped),
-                                            config, kv, std::move(spec));
-  EXPECT_TRUE(bool(engine)) << engine.status().message();
+  auto engine =
+      testEngine(std::move(plan), std::move(wrapped), std::move(spec), 96, 48);
   if (!engine)
     return run;
   for (const NewRequest &r : requests)
-    EXPECT_TRUE((*engine)->addRequest(r));
-  run.out = drain(**engine);
-  run.proposed = (*engine)->speculativeStats().numProposed;
+    EXPECT_TRUE(engine->addRequest(r));
+  run.out = drain(*engine);
+  run.proposed = engine->speculativeStats().numProposed;
   run.logitsCalls = counting->logitsCalls;
   run.verifiedCalls = counting->verifiedCalls;
   run.verifiedSeqs = counting->verifiedSeqs;
@@ -1266,6 +1266,11 @@ std::shared_ptr<plan::Plan> withoutKernels(const plan::Plan &p,
   return older;
 }
 
+// n-gram speculation of greedy and sampled requests (temperature, min-p,
+// top-k, top-p) beside plain draws: the GPU verifies the drafts where the
+// logits are, no step brings its logits back, and the tokens are those of
+// the host path over the same GPU logits (a plan without the verifier, as
+// an older folioc's); the greedy request's are the CPU engine's.
 TEST(CudaExecutor, VerifiesNgramDraftsOnTheDevice) {
   std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
   ASSERT_TRUE(p);
