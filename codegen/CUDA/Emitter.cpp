@@ -173,6 +173,27 @@ Status emitGather(const GatherSpec &s, GeneratedKernel &out) {
   return Status::success();
 }
 
+namespace {
+
+/// The Sample.cuh template each mode's kernel runs.
+const char *sampleEntry(SampleMode mode) {
+  switch (mode) {
+  case SampleMode::Greedy:
+    return "sampleGreedy";
+  case SampleMode::Draw:
+    return "sampleTopKTopP";
+  case SampleMode::Verify:
+    return "verifyOneHot";
+  case SampleMode::Penalize:
+    return "penalizeRows";
+  case SampleMode::Logprobs:
+    return "rowLogprobs";
+  }
+  return "?";
+}
+
+} // namespace
+
 Status emitSample(const SampleSpec &s, GeneratedKernel &out) {
   if (Status st = validate(s); !st.ok())
     return st;
@@ -180,16 +201,14 @@ Status emitSample(const SampleSpec &s, GeneratedKernel &out) {
   out.key = canonicalKey(s);
   out.source =
       header(out.name, out.key,
-             std::string(s.verify ? "grid (sequences)" : "grid (rows)") +
+             std::string(s.mode == SampleMode::Verify ? "grid (sequences)"
+                                                      : "grid (rows)") +
                  ", block " + std::to_string(s.threads) +
                  ", no dynamic shared memory") +
       templates({"Prelude.cuh", "KernelArgs.cuh", "Sample.cuh"}) +
-      guarded(out.name, entryGlue(out.name, constant("kThreads", s.threads),
-                                  s.threads, "SampleArgs",
-                                  s.greedy     ? "sampleGreedy"
-                                  : s.verify   ? "verifyOneHot"
-                                  : s.penalize ? "penalizeRows"
-                                               : "sampleTopKTopP"));
+      guarded(out.name,
+              entryGlue(out.name, constant("kThreads", s.threads), s.threads,
+                        "SampleArgs", sampleEntry(s.mode)));
   return Status::success();
 }
 

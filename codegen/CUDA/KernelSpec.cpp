@@ -424,10 +424,6 @@ Status validate(const SampleSpec &s) {
   if (s.threads < 32 || s.threads > 1024 || s.threads % 32 != 0)
     return Status::error("sampling: threads " + std::to_string(s.threads) +
                          " must be a multiple of 32 in [32, 1024]");
-  if (int(s.greedy) + int(s.verify) + int(s.penalize) > 1)
-    return Status::error("sampling: greedy, verify and penalize are "
-                         "exclusive (the verify and draw kernels take "
-                         "greedy rows as temperature 0)");
   return Status::success();
 }
 
@@ -570,10 +566,19 @@ std::string kernelName(const GatherSpec &s) {
 namespace {
 
 const char *sampleMode(const SampleSpec &s) {
-  return s.greedy     ? "greedy"
-         : s.verify   ? "verify_one_hot"
-         : s.penalize ? "penalize"
-                      : "top_k_top_p";
+  switch (s.mode) {
+  case SampleMode::Greedy:
+    return "greedy";
+  case SampleMode::Draw:
+    return "top_k_top_p";
+  case SampleMode::Verify:
+    return "verify_one_hot";
+  case SampleMode::Penalize:
+    return "penalize";
+  case SampleMode::Logprobs:
+    return "logprobs";
+  }
+  return "?";
 }
 
 } // namespace

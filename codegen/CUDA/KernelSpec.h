@@ -128,17 +128,28 @@ struct GatherSpec {
   int groupSize = 0;
 };
 
-/// Sampling over logits rows: greedy argmax, or temperature, min-p, top-k
-/// and top-p, then an inverse-CDF draw with the caller's uniform (rows of
-/// temperature 0 greedy); or (verify) the speculative verification of
-/// one-hot drafts with the same processing, one block per sequence; or
-/// (penalize) the repetition, frequency and presence penalties applied to
-/// the rows in place before a draw.
+/// What a sampling kernel does over logits rows, one block per row (per
+/// sequence for Verify).
+enum class SampleMode {
+  /// The argmax.
+  Greedy,
+  /// Temperature, min-p, top-k and top-p, then an inverse-CDF draw with
+  /// the caller's uniform; rows of temperature 0 greedy.
+  Draw,
+  /// The speculative verification of one-hot drafts with Draw's
+  /// processing.
+  Verify,
+  /// The repetition, frequency and presence penalties applied to the rows
+  /// in place before a draw.
+  Penalize,
+  /// After a draw, the drawn token's logprob and the most likely tokens'
+  /// under the distribution it was drawn from.
+  Logprobs,
+};
+
 struct SampleSpec {
-  bool greedy = true;
+  SampleMode mode = SampleMode::Greedy;
   int threads = 256;
-  bool verify = false;   ///< not with greedy
-  bool penalize = false; ///< not with greedy or verify
 };
 
 /// Linear over a plan's stored weights (codegen/CPU/WeightPack.h):

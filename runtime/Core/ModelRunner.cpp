@@ -186,19 +186,21 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     specs.push_back(s);
   }
   // Where the executor samples on its device (a GPU) and every row this
-  // step samples or verifies is plain greedy, or every row samples plain
-  // greedy or a plain draw (temperature, min-p, top-k, top-p; penalties
-  // where the executor applies them) with nothing speculating, only the
-  // tokens come back, not the logits rows: greedy verification needs no
-  // more than each row's argmax.
+  // step samples or verifies is plain greedy, or every row samples greedy
+  // or a draw (temperature, min-p, top-k, top-p; penalties and logprobs
+  // where the executor takes them there) with nothing speculating, only the
+  // tokens (and logprobs) come back, not the logits rows: greedy
+  // verification needs no more than each row's argmax.
   bool allGreedy = !sampled.empty() || !speculating.empty(),
-       allDraws = !sampled.empty();
-  const bool penalizes = executor.penalizesOnDevice();
+       allDraws = !sampled.empty(), anyLogprobs = false;
+  const bool penalizes = executor.penalizesOnDevice(),
+             reportsLogprobs = executor.logprobsOnDevice();
   for (const RequestId *id : sampled) {
     const SamplingParams &params = requests.at(*id).params;
     allGreedy &= plainGreedy(params);
-    allDraws &= plainGreedy(params) || plainDraw(params) ||
-                (penalizes && !params.logprobs);
+    allDraws &= (!hasPenalties(params) || penalizes) &&
+                (!params.logprobs || reportsLogprobs);
+    anyLogprobs |= params.logprobs.has_value();
   }
   for (const RequestId *id : speculating)
     allGreedy &= plainGreedy(requests.at(*id).params);
@@ -223,9 +225,10 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
   };
   // Speculating sequences with one-hot drafts (n-gram lookup, or greedy)
   // and plain processing are verified where the logits are, beside plain
-  // rows: the device processes each row and runs the rejection sampling.
+  // rows without logprobs: the device processes each row and runs the
+  // rejection sampling.
   bool verifyOnDevice = !greedyOnDevice && !speculating.empty() &&
-                        (sampled.empty() || allDraws) &&
+                        (sampled.empty() || allDraws) && !anyLogprobs &&
                         executor.verifiesOnDevice();
   for (const SpecSequence &s : specs)
     verifyOnDevice &= oneHotOnDevice(s);
@@ -270,6 +273,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     takeDeviceTokens(ids, vocab);
   } else if (greedyOnDevice || drawsOnDevice) {
     std::vector<int32_t> ids;
+    std::vector<exec::DeviceLogprobs> logprobs;
     int64_t vocab = 0;
     std::vector<exec::DeviceDraw> draws;
     for (const RequestId *id : sampled) {
@@ -280,18 +284,41 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
       draws.push_back(deviceDraw(state.params,
                                  philoxUniform(state.seed, state.all.size()),
                                  &state.prompt, &state.output));
+      draws.back().logprobs = state.params.logprobs.value_or(-1);
     }
-    if (Status s = greedyOnDevice
-                       ? executor.forwardGreedy(*batch, ids, vocab)
-                       : executor.forwardSampled(*batch, draws, ids, vocab);
+    if (Status s = greedyOnDevice ? executor.forwardGreedy(*batch, ids, vocab)
+                                  : executor.forwardSampled(*batch, draws, ids,
+                                                            logprobs, vocab);
         !s)
       return s;
-    if (ids.size() != specRows + sampled.size())
+    if (ids.size() != specRows + sampled.size() ||
+        (!greedyOnDevice && logprobs.size() != sampled.size()))
       return Status::internal(
           "the executor returned " + std::to_string(ids.size()) +
-          " tokens for " + std::to_string(specRows + sampled.size()) + " rows");
+          " tokens and " + std::to_string(logprobs.size()) + " logprobs for " +
+          std::to_string(specRows + sampled.size()) + " rows");
     verifyGreedyTokens(ids.data(), int64_t(maxDrafts), vocab, specs, outcomes);
     takeDeviceTokens(ids, vocab);
+    // The logprobs the device reported, for the rows that asked and have
+    // a token (plain greedy rows ask for none).
+    for (size_t r = 0; !greedyOnDevice && r < sampled.size(); ++r) {
+      const std::optional<int32_t> &want =
+          requests.at(*sampled[r]).params.logprobs;
+      if (!want || !errors[r].empty())
+        continue;
+      exec::DeviceLogprobs &l = logprobs[r];
+      if (l.topTokens.size() !=
+              std::min<size_t>(size_t(*want), size_t(vocab)) ||
+          l.topLogprobs.size() != l.topTokens.size())
+        return Status::internal("the executor reported " +
+                                std::to_string(l.topTokens.size()) +
+                                " top logprobs for request '" + *sampled[r] +
+                                "', which asked for " + std::to_string(*want));
+      tokens[r].hasLogprobs = true;
+      tokens[r].logprobs.logprob = l.logprob;
+      for (size_t j = 0; j < l.topTokens.size(); ++j)
+        tokens[r].logprobs.top.emplace_back(l.topTokens[j], l.topLogprobs[j]);
+    }
   } else {
     std::vector<float> allLogits;
     int64_t vocab = 0;

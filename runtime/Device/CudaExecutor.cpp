@@ -116,7 +116,7 @@ public:
 
   Status load(std::shared_ptr<const plan::Plan> p) override {
     graphs.clear(); // before the kernels and buffers they launch with go
-    greedySampler = drawSampler = verifySampler = penalizer = {};
+    greedySampler = drawSampler = verifySampler = penalizer = logprobber = {};
     plan.reset();
     onDevice.reset();
     caches.clear();
@@ -159,14 +159,11 @@ public:
       }
     // The samplers, where the plan embeds them (an older plan's tokens are
     // taken on the host).
-    greedySampler = drawSampler = verifySampler = penalizer = {};
+    greedySampler = drawSampler = verifySampler = penalizer = logprobber = {};
     for (const PlanLaunch &l : launches.samplers) {
       const auto &spec = std::get<cuda::SampleSpec>(l.spec);
       if (Expected<const CudaKernel *> f = onDevice->kernel(l.name))
-        (spec.greedy     ? greedySampler
-         : spec.verify   ? verifySampler
-         : spec.penalize ? penalizer
-                         : drawSampler) = {*f, spec};
+        samplerFor(spec.mode) = {*f, spec};
     }
     if (Status s = placeValues(*p); !s)
       return s;
@@ -289,18 +286,25 @@ public:
   bool penalizesOnDevice() const override {
     return penalizer.kernel && drawSampler.kernel;
   }
+  bool logprobsOnDevice() const override {
+    return logprobber.kernel && drawSampler.kernel;
+  }
   bool verifiesOnDevice() const override {
     return verifySampler.kernel && drawSampler.kernel;
   }
 
   Status forwardGreedy(const ForwardBatch &in, std::vector<int32_t> &tokens,
                        int64_t &vocab) override {
-    return sampleOnDevice(in, nullptr, nullptr, nullptr, tokens, vocab);
+    return sampleOnDevice(in, nullptr, nullptr, nullptr, tokens, nullptr,
+                          vocab);
   }
   Status forwardSampled(const ForwardBatch &in,
                         const std::vector<exec::DeviceDraw> &draws,
-                        std::vector<int32_t> &tokens, int64_t &vocab) override {
-    return sampleOnDevice(in, &draws, nullptr, nullptr, tokens, vocab);
+                        std::vector<int32_t> &tokens,
+                        std::vector<exec::DeviceLogprobs> &logprobs,
+                        int64_t &vocab) override {
+    return sampleOnDevice(in, &draws, nullptr, nullptr, tokens, &logprobs,
+                          vocab);
   }
   Status forwardVerified(const ForwardBatch &in,
                          const exec::DeviceVerify &verify,
@@ -308,7 +312,8 @@ public:
                          std::vector<int32_t> &accepted,
                          std::vector<int32_t> &tokens,
                          int64_t &vocab) override {
-    return sampleOnDevice(in, &draws, &verify, &accepted, tokens, vocab);
+    return sampleOnDevice(in, &draws, &verify, &accepted, tokens, nullptr,
+                          vocab);
   }
 
   /// An error naming the first draw a sampler cannot take, before anything
@@ -316,6 +321,11 @@ public:
   /// says whether the draw's uniform is read.
   static Status checkDraw(const exec::DeviceDraw &d, const std::string &what,
                           bool uniform, int64_t vocab) {
+    if (d.logprobs < -1 || d.logprobs > folio_cuda::kMaxTopLogprobs)
+      return Status::invalidArgument(
+          what + ": " + std::to_string(d.logprobs) +
+          " top logprobs; the device reports 0 to " +
+          std::to_string(folio_cuda::kMaxTopLogprobs) + ", or -1 for none");
     if (d.penalized()) {
       if (!(d.repetitionPenalty > 0.0f) ||
           !std::isfinite(d.repetitionPenalty) ||
@@ -408,13 +418,16 @@ public:
   /// The forward, then the plan's samplers over the step's own logits rows
   /// (a padded step's extra rows are not read): the greedy one (no
   /// `draws`), or the verifier over the first S x (K + 1) rows (`verify`)
-  /// and the top-k / top-p one over the rest (`draws`). Only tokens come
-  /// back.
+  /// and the top-k / top-p one over the rest (`draws`), then the logprobs
+  /// the draws ask for (only with `logprobs`). Only tokens (and logprobs)
+  /// come back.
   Status sampleOnDevice(const ForwardBatch &in,
                         const std::vector<exec::DeviceDraw> *draws,
                         const exec::DeviceVerify *verify,
                         std::vector<int32_t> *accepted,
-                        std::vector<int32_t> &tokens, int64_t &vocab) {
+                        std::vector<int32_t> &tokens,
+                        std::vector<exec::DeviceLogprobs> *logprobs,
+                        int64_t &vocab) {
     const Sampler &sampler = draws ? drawSampler : greedySampler;
     auto missing = [&](const char *what) {
       return Status::invalidArgument(
@@ -446,7 +459,7 @@ public:
             " logits rows; the batch has " + std::to_string(rows));
     }
     const int64_t plainRows = rows - verifyRows;
-    bool penalties = false;
+    bool penalties = false, wantLogprobs = false;
     if (draws) {
       if (int64_t(draws->size()) != plainRows)
         return Status::invalidArgument(
@@ -458,9 +471,16 @@ public:
             !s)
           return s;
         penalties |= d.penalized();
+        wantLogprobs |= d.logprobs >= 0;
       }
       if (penalties && !penalizer.kernel)
         return missing("penalties kernel");
+      if (wantLogprobs && !logprobs)
+        return Status::invalidArgument(
+            "a draw asks for logprobs, which a verifying step does not "
+            "report from the device");
+      if (wantLogprobs && !logprobber.kernel)
+        return missing("logprobs kernel");
     }
     if (Status s = runForward(in); !s)
       return s;
@@ -471,16 +491,27 @@ public:
     tokens.assign(size_t(rows), -1);
     if (accepted)
       accepted->assign(size_t(verify->numSeqs), -1);
+    if (logprobs)
+      logprobs->assign(size_t(plainRows), {});
     if (rows > 0) {
       // The samplers run outside the graphs: their buffers moving drops
-      // none. Tokens, then the accepted counts.
+      // none. Tokens, then the accepted counts, then (wantLogprobs) the
+      // plain rows' logprobs: each token's, then kMaxTopLogprobs top
+      // tokens and their logprobs per row.
       const size_t numSeqs = verify ? size_t(verify->numSeqs) : 0;
+      const size_t logprobsAt = (size_t(rows) + numSeqs) * 4,
+                   topStride = size_t(folio_cuda::kMaxTopLogprobs),
+                   logprobsBytes = wantLogprobs ? size_t(plainRows) * 4 *
+                                                      (1 + 2 * topStride)
+                                                : 0;
       uint64_t outsideGraphs = 0;
-      if (Status s = sampled.reserve(*dev, (size_t(rows) + numSeqs) * 4,
+      if (Status s = sampled.reserve(*dev, logprobsAt + logprobsBytes,
                                      "the tokens", outsideGraphs);
           !s)
         return s;
-      if (Status s = uploadDraws(draws, verify, penalties, outsideGraphs); !s)
+      if (Status s = uploadDraws(draws, verify, penalties, wantLogprobs,
+                                 outsideGraphs);
+          !s)
         return s;
       uintptr_t base = drawParams.address();
       auto packed = [&](size_t n, size_t first, folio_cuda::SampleArgs &a) {
@@ -559,6 +590,27 @@ public:
             !s)
           return s;
       }
+      if (plainRows > 0 && wantLogprobs) {
+        folio_cuda::SampleArgs a{};
+        a.logits = at<const float>(logits + 4 * size_t(verifyRows * vocab));
+        a.stride = vocab;
+        a.vocab = int(vocab);
+        a.tokens = at<int>(sampled.address() + 4 * size_t(verifyRows));
+        packed(n, numSeqs, a);
+        a.numTop = at<const int>(base + logprobsOffset);
+        const uintptr_t out = sampled.address() + logprobsAt;
+        const size_t m = size_t(plainRows);
+        a.logprob = at<float>(out);
+        a.topTokens = at<int>(out + 4 * m);
+        a.topLogprobs = at<float>(out + 4 * m * (1 + topStride));
+        if (Status s = dev->launch(
+                *logprobber.kernel,
+                toLaunch(cuda::sampleLaunch(logprobber.spec, plainRows)), &a);
+            !s)
+          return Status::error(s.code(), "the logprobs: " + s.message());
+        if (Status s = mark([] { return "logprobs"; }); !s)
+          return s;
+      }
       if (Status s = dev->copyToHost(tokens.data(), sampled.buffer, 0,
                                      tokens.size() * 4);
           !s)
@@ -568,21 +620,56 @@ public:
                                        4 * size_t(rows), numSeqs * 4);
             !s)
           return s;
+      if (plainRows > 0 && wantLogprobs)
+        if (Status s = logprobsToHost(*draws, tokens.data() + verifyRows,
+                                      logprobsAt, vocab, *logprobs);
+            !s)
+          return s;
     }
     if (Status s = mark([] { return "tokens to the host"; }); !s)
       return s;
     return options.profile ? addToProfile() : Status::ok();
   }
 
+  /// The plain rows' logprobs (sampleOnDevice's layout in `sampled`, from
+  /// byte `at`) into one entry per row that asked and has a token.
+  Status logprobsToHost(const std::vector<exec::DeviceDraw> &draws,
+                        const int32_t *rowTokens, size_t at, int64_t vocab,
+                        std::vector<exec::DeviceLogprobs> &out) {
+    const size_t m = draws.size(), topStride = folio_cuda::kMaxTopLogprobs;
+    logprobBytes.resize(m * 4 * (1 + 2 * topStride));
+    if (Status s = dev->copyToHost(logprobBytes.data(), sampled.buffer, at,
+                                   logprobBytes.size());
+        !s)
+      return s;
+    const unsigned char *bytes = logprobBytes.data();
+    for (size_t r = 0; r < m; ++r) {
+      if (draws[r].logprobs < 0 || rowTokens[r] < 0)
+        continue;
+      exec::DeviceLogprobs &l = out[r];
+      std::memcpy(&l.logprob, bytes + 4 * r, 4);
+      // Never more than the vocabulary holds, as the host reports them.
+      const size_t top =
+          std::min<size_t>(size_t(draws[r].logprobs), size_t(vocab));
+      l.topTokens.resize(top);
+      l.topLogprobs.resize(top);
+      std::memcpy(l.topTokens.data(), bytes + 4 * (m + r * topStride), 4 * top);
+      std::memcpy(l.topLogprobs.data(),
+                  bytes + 4 * (m * (1 + topStride) + r * topStride), 4 * top);
+    }
+    return Status::ok();
+  }
+
   /// One upload per step of what the samplers read: per draw (the verified
   /// sequences' parameters first, then `draws`) the uniforms (8-byte
   /// aligned at the front), temperatures, top_k, top_p and min_p; then the
   /// verification's drafts and uniforms; then, where `penalties` (some
-  /// draw is penalized), the plain draws' penalties. Nothing for greedy
-  /// steps.
+  /// draw is penalized), the plain draws' penalties; then, where
+  /// `logprobs` (some draw asks for them), the plain draws' numbers of top
+  /// logprobs (-1: none). Nothing for greedy steps.
   Status uploadDraws(const std::vector<exec::DeviceDraw> *draws,
                      const exec::DeviceVerify *verify, bool penalties,
-                     uint64_t &outsideGraphs) {
+                     bool logprobs, uint64_t &outsideGraphs) {
     if (!draws)
       return Status::ok();
     const size_t numVerified = verify ? verify->params.size() : 0;
@@ -601,7 +688,8 @@ public:
       penaltyEntries += d.penalized() ? d.penaltyTokens.size() : 0;
     const size_t m = draws->size();
     const size_t penaltyBytes = penalties ? 16 * m + 4 + 8 * penaltyEntries : 0;
-    drawBytes.resize(penaltyOffset + penaltyBytes);
+    logprobsOffset = penaltyOffset + penaltyBytes;
+    drawBytes.resize(logprobsOffset + (logprobs ? 4 * m : 0));
     if (drawBytes.empty())
       return Status::ok();
     unsigned char *at0 = drawBytes.data();
@@ -642,6 +730,9 @@ public:
       }
       std::memcpy(p + 4 * (4 * m), &start, 4);
     }
+    if (logprobs)
+      for (size_t r = 0; r < m; ++r)
+        std::memcpy(at0 + logprobsOffset + 4 * r, &(*draws)[r].logprobs, 4);
     if (Status s = drawParams.reserve(*dev, drawBytes.size(), "the draws",
                                       outsideGraphs);
         !s)
@@ -1736,14 +1827,31 @@ private:
   GrowBuffer drawParams; ///< the draws, as sampleOnDevice packs them
   std::vector<unsigned char> drawBytes;
   /// Where in drawBytes the plain draws' penalties start, and how many
-  /// (token, count) entries they hold (uploadDraws).
-  size_t penaltyOffset = 0, penaltyEntries = 0;
+  /// (token, count) entries they hold; where their numbers of top
+  /// logprobs start (uploadDraws).
+  size_t penaltyOffset = 0, penaltyEntries = 0, logprobsOffset = 0;
+  std::vector<unsigned char> logprobBytes; ///< logprobsToHost's copy
   /// A sampler the plan embeds (a null kernel where it has none).
   struct Sampler {
     const CudaKernel *kernel = nullptr;
     cuda::SampleSpec spec;
   };
-  Sampler greedySampler, drawSampler, verifySampler, penalizer;
+  Sampler greedySampler, drawSampler, verifySampler, penalizer, logprobber;
+  Sampler &samplerFor(cuda::SampleMode mode) {
+    switch (mode) {
+    case cuda::SampleMode::Greedy:
+      return greedySampler;
+    case cuda::SampleMode::Draw:
+      return drawSampler;
+    case cuda::SampleMode::Verify:
+      return verifySampler;
+    case cuda::SampleMode::Penalize:
+      return penalizer;
+    case cuda::SampleMode::Logprobs:
+      break;
+    }
+    return logprobber;
+  }
 
   std::vector<RotaryTable> tables;
   std::map<int32_t, size_t> tableOf; ///< rotary step -> its table

@@ -765,9 +765,11 @@ Status planLaunches(const plan::Plan &plan, PlanLaunches &out) {
         if (r == plan.outputs[0])
           logitsStep = int32_t(i);
   for (const cuda::SampleSpec &spec :
-       {cuda::SampleSpec{true, 256}, cuda::SampleSpec{false, 256},
-        cuda::SampleSpec{false, 256, true},
-        cuda::SampleSpec{false, 256, false, true}}) {
+       {cuda::SampleSpec{cuda::SampleMode::Greedy, 256},
+        cuda::SampleSpec{cuda::SampleMode::Draw, 256},
+        cuda::SampleSpec{cuda::SampleMode::Verify, 256},
+        cuda::SampleSpec{cuda::SampleMode::Penalize, 256},
+        cuda::SampleSpec{cuda::SampleMode::Logprobs, 256}}) {
     if (Status s = check(cuda::validate(spec), "sampling"); !s)
       return s;
     PlanLaunch l;

@@ -64,11 +64,25 @@ struct DeviceDraw {
   float frequencyPenalty = 0.0f;
   float presencePenalty = 0.0f;
   std::vector<int32_t> penaltyTokens, penaltyCounts;
+  /// Top alternatives to report with the token's logprob (0 to
+  /// runtime/Sampler's kMaxLogprobs), or -1 for no logprobs
+  /// (Executor::logprobsOnDevice).
+  int32_t logprobs = -1;
 
   bool penalized() const {
     return repetitionPenalty != 1.0f || frequencyPenalty != 0.0f ||
            presencePenalty != 0.0f;
   }
+};
+
+/// The logprobs of a token drawn where the logits are (DeviceDraw::logprobs),
+/// as runtime/Sampler's logprobsProcessed reports them: under the
+/// distribution the token was drawn from, the token's and the most likely
+/// tokens' (most likely first, ties by lower token id).
+struct DeviceLogprobs {
+  float logprob = 0;
+  std::vector<int32_t> topTokens;
+  std::vector<float> topLogprobs;
 };
 
 /// Speculative verification where the logits are
@@ -211,19 +225,27 @@ public:
   /// Whether forwardSampled draws temperature / min-p / top-k / top-p
   /// tokens, and greedy ones, where the logits are (a GPU); the engine then
   /// asks for tokens when every row it samples in a step wants only these
-  /// (no logprobs, and penalties only where penalizesOnDevice).
+  /// (penalties only where penalizesOnDevice, logprobs only where
+  /// logprobsOnDevice).
   virtual bool samplesOnDevice() const { return false; }
   /// Whether forwardSampled also applies draws' penalties there.
   virtual bool penalizesOnDevice() const { return false; }
+  /// Whether forwardSampled also reports draws' logprobs from there.
+  virtual bool logprobsOnDevice() const { return false; }
   /// forward, then each logits row's token drawn with draws[r] as
   /// runtime/Sampler's processLogits and drawProcessed draw it, or -1 for
-  /// a row holding a NaN or +inf or nothing above -inf.
+  /// a row holding a NaN or +inf or nothing above -inf. `logprobs`
+  /// receives one entry per row: the token's logprobs where draws[r] asks
+  /// for them and the row has a token, else an empty entry.
   virtual Status forwardSampled(const ForwardBatch &batch,
                                 const std::vector<DeviceDraw> &draws,
-                                std::vector<int32_t> &tokens, int64_t &vocab) {
+                                std::vector<int32_t> &tokens,
+                                std::vector<DeviceLogprobs> &logprobs,
+                                int64_t &vocab) {
     (void)batch;
     (void)draws;
     (void)tokens;
+    (void)logprobs;
     (void)vocab;
     return Status::invalidArgument(std::string(deviceName()) +
                                    " executor cannot draw tokens where its "

@@ -502,17 +502,132 @@ Expected<Timing> measurePenalties(const CudaDevice &dev,
   return timeRuns(dev, runs, entries * 8 + entries * 8 + double(R) * 16, run);
 }
 
+/// The logprobs kernel over random rows after a draw (plain, top-k, top-p,
+/// min-p and greedy settings; every count of top tokens from none to the
+/// most, and rows that ask for no logprobs), each row's logprobs
+/// runtime/Sampler's for the token it drew: the same top tokens in the same
+/// order, the values within the rounding of the device's sums. Bytes: the
+/// logits read.
+Expected<Timing> measureLogprobs(const CudaDevice &dev,
+                                 const LoadedKernels &kernels,
+                                 const SampleCase &c, int runs, uint32_t seed) {
+  const cuda::SampleSpec &s = c.spec;
+  Expected<const device::CudaKernel *> kernel =
+      find(kernels, cuda::kernelName(s));
+  if (!kernel)
+    return kernel.status();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const int rows = c.rows, vocab = c.vocab;
+  const float temps[] = {1.0f, 0.7f, 1.3f, 0.0f, 0.9f, 0.8f, 1.1f};
+  const int topKs[] = {0, 5, 0, 0, 40, 0, 3};
+  const float topPs[] = {1.0f, 1.0f, 0.9f, 1.0f, 0.95f, 1.0f, 0.5f};
+  const float minPs[] = {0.0f, 0.0f, 0.0f, 0.0f, 0.05f, 0.0f, 0.0f};
+  const int tops[] = {5, 0, folio_cuda::kMaxTopLogprobs, 1, 3, -1, 7};
+  const size_t R = static_cast<size_t>(rows), W = folio_cuda::kMaxTopLogprobs;
+  std::vector<float> logits(R * size_t(vocab)), temperature(R), topP(R),
+      minP(R), logprob(R), topLogprobs(R * W);
+  std::vector<int> topK(R), numTop(R), tokens(R), topTokens(R * W);
+  std::vector<TokenLogprobs> want(R);
+  for (int r = 0; r < rows; ++r) {
+    float *row = &logits[size_t(r) * size_t(vocab)];
+    for (int i = 0; i < vocab; ++i)
+      row[i] = r % 3 == 1 ? std::round(normal(rng)) : normal(rng);
+    SamplingParams p;
+    p.temperature = temperature[size_t(r)] = temps[r % 7];
+    p.topK = topK[size_t(r)] = topKs[r % 7];
+    p.topP = topP[size_t(r)] = topPs[r % 7];
+    p.minP = minP[size_t(r)] = minPs[r % 7];
+    numTop[size_t(r)] = tops[r % 7];
+    if (tops[r % 7] >= 0)
+      p.logprobs = tops[r % 7];
+    SampleRow sr;
+    sr.params = &p;
+    sr.seed = seed + uint64_t(r);
+    sr.position = 7;
+    Expected<SampledToken> t = sampleRow(row, size_t(vocab), sr);
+    if (!t)
+      return Status::internal("the CPU sampler: " + t.status().message());
+    tokens[size_t(r)] = t->token;
+    want[size_t(r)] = t->logprobs;
+  }
+  Expected<DeviceBuffer> dl = upload(dev, logits, "logits"),
+                         dt = upload(dev, temperature, "temperatures"),
+                         dk = upload(dev, topK, "top_k"),
+                         dp = upload(dev, topP, "top_p"),
+                         dm = upload(dev, minP, "min_p"),
+                         dn = upload(dev, numTop, "top counts"),
+                         dtok = upload(dev, tokens, "tokens"),
+                         dlp = upload(dev, logprob, "logprobs"),
+                         dti = upload(dev, topTokens, "top tokens"),
+                         dtv = upload(dev, topLogprobs, "top logprobs");
+  for (Expected<DeviceBuffer> *b :
+       {&dl, &dt, &dk, &dp, &dm, &dn, &dtok, &dlp, &dti, &dtv})
+    if (!*b)
+      return b->status();
+  folio_cuda::SampleArgs a{};
+  a.logits = dl->as<const float>();
+  a.stride = vocab;
+  a.vocab = vocab;
+  a.tokens = dtok->as<int>();
+  a.temperature = dt->as<const float>();
+  a.topK = dk->as<const int>();
+  a.topP = dp->as<const float>();
+  a.minP = dm->as<const float>();
+  a.numTop = dn->as<const int>();
+  a.logprob = dlp->as<float>();
+  a.topTokens = dti->as<int>();
+  a.topLogprobs = dtv->as<float>();
+  device::CudaLaunch l = toLaunch(cuda::sampleLaunch(s, rows));
+  auto run = [&] { return dev.launch(**kernel, l, &a); };
+  if (Status e = run(); !e)
+    return e;
+  if (Status e = dev.copyToHost(logprob.data(), *dlp, 0, R * 4); !e)
+    return e;
+  if (Status e = dev.copyToHost(topTokens.data(), *dti, 0, R * W * 4); !e)
+    return e;
+  if (Status e = dev.copyToHost(topLogprobs.data(), *dtv, 0, R * W * 4); !e)
+    return e;
+  auto close = [](float got, float ref) {
+    return got == ref ||
+           std::fabs(got - ref) <= 1e-5f * std::max(1.0f, std::fabs(ref));
+  };
+  for (int r = 0; r < rows; ++r) {
+    if (numTop[size_t(r)] < 0)
+      continue;
+    const TokenLogprobs &w = want[size_t(r)];
+    std::string where = cuda::kernelName(s) + " row " + std::to_string(r);
+    if (!close(logprob[size_t(r)], w.logprob))
+      return Status::internal(
+          where + ": logprob " + std::to_string(logprob[size_t(r)]) +
+          ", the CPU sampler's " + std::to_string(w.logprob));
+    for (size_t j = 0; j < w.top.size(); ++j) {
+      int id = topTokens[size_t(r) * W + j];
+      float v = topLogprobs[size_t(r) * W + j];
+      if (id != w.top[j].first || !close(v, w.top[j].second))
+        return Status::internal(where + ", top " + std::to_string(j) +
+                                ": token " + std::to_string(id) + " (" +
+                                std::to_string(v) + "), the CPU sampler's " +
+                                std::to_string(w.top[j].first) + " (" +
+                                std::to_string(w.top[j].second) + ")");
+    }
+  }
+  return timeRuns(dev, runs, double(rows) * double(vocab) * 4, run);
+}
+
 } // namespace
 
 Expected<Timing> measureSample(const CudaDevice &dev,
                                const LoadedKernels &kernels,
                                const SampleCase &c, int runs, uint32_t seed) {
   const cuda::SampleSpec &s = c.spec;
-  if (s.verify)
+  if (s.mode == cuda::SampleMode::Verify)
     return Status::invalidArgument(cuda::kernelName(s) +
                                    " verifies drafts: measureVerify times it");
-  if (s.penalize)
+  if (s.mode == cuda::SampleMode::Penalize)
     return measurePenalties(dev, kernels, c, runs, seed);
+  if (s.mode == cuda::SampleMode::Logprobs)
+    return measureLogprobs(dev, kernels, c, runs, seed);
   Expected<const device::CudaKernel *> kernel =
       find(kernels, cuda::kernelName(s));
   if (!kernel)
@@ -536,7 +651,7 @@ Expected<Timing> measureSample(const CudaDevice &dev,
     for (int i = 0; i < vocab; ++i)
       logits[size_t(r) * size_t(vocab) + size_t(i)] = normal(rng);
     SamplingParams &p = params[size_t(r)];
-    if (!s.greedy) {
+    if (s.mode != cuda::SampleMode::Greedy) {
       p.temperature = temperature[size_t(r)] = temps[r % 6];
       p.topK = topK[size_t(r)] = topKs[r % 6];
       p.topP = topP[size_t(r)] = topPs[r % 6];
@@ -593,7 +708,7 @@ Expected<Timing> measureVerify(const CudaDevice &dev,
                                const LoadedKernels &kernels,
                                const VerifyCase &c, int runs, uint32_t seed) {
   const cuda::SampleSpec &s = c.spec;
-  if (!s.verify)
+  if (s.mode != cuda::SampleMode::Verify)
     return Status::invalidArgument(
         cuda::kernelName(s) + " is not a verifier: measureSample times it");
   Expected<const device::CudaKernel *> kernel =

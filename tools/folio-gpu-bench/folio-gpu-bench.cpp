@@ -266,14 +266,16 @@ int main(int argc, char **argv) {
   // The token ids' widening to i64 that every plan starts with.
   const CastCase castCase{{cuda::CastType::I32, cuda::CastType::I64, 256},
                           tokens};
-  // Greedy, a draw, and the penalties a draw of a penalised request
-  // takes first.
+  // Greedy, a draw, the penalties a draw of a penalised request takes
+  // first, and the logprobs after it.
+  using cuda::SampleMode;
   const std::vector<SampleCase> sampleCases = {
-      {{true, 256}, 64, 32000},
-      {{false, 256}, 64, 32000},
-      {{false, 256, false, true}, 64, 32000}};
+      {{SampleMode::Greedy, 256}, 64, 32000},
+      {{SampleMode::Draw, 256}, 64, 32000},
+      {{SampleMode::Penalize, 256}, 64, 32000},
+      {{SampleMode::Logprobs, 256}, 64, 32000}};
   // The verification of one-hot (n-gram) drafts: 16 sequences of up to 4.
-  const VerifyCase verifyCase{{false, 256, true}, 16, 4, 32000};
+  const VerifyCase verifyCase{{SampleMode::Verify, 256}, 16, 4, 32000};
   for (const RowCase &c : rowCases) {
     cuda::GeneratedKernel g;
     if (cpu::Status st = cuda::emitRowKernel(c.spec, g); !st.ok())
@@ -281,7 +283,7 @@ int main(int argc, char **argv) {
     sources.push_back(g);
   }
   {
-    cuda::GeneratedKernel r, e, gr, c, g0, g1, g2, v;
+    cuda::GeneratedKernel r, e, gr, c, v;
     cpu::Status st = cuda::emitRotary(rotaryCase.spec, r);
     if (st.ok())
       st = cuda::emitGather(gatherCases[0].spec, e);
@@ -290,16 +292,16 @@ int main(int argc, char **argv) {
     if (st.ok())
       st = cuda::emitCast(castCase.spec, c);
     if (st.ok())
-      st = cuda::emitSample(sampleCases[0].spec, g0);
-    if (st.ok())
-      st = cuda::emitSample(sampleCases[1].spec, g1);
-    if (st.ok())
-      st = cuda::emitSample(sampleCases[2].spec, g2);
-    if (st.ok())
       st = cuda::emitSample(verifyCase.spec, v);
     if (!st.ok())
       return fail("emitting", Status::internal(st.message()));
-    sources.insert(sources.end(), {r, e, gr, c, g0, g1, g2, v});
+    sources.insert(sources.end(), {r, e, gr, c, v});
+    for (const SampleCase &sc : sampleCases) {
+      cuda::GeneratedKernel g;
+      if (cpu::Status s2 = cuda::emitSample(sc.spec, g); !s2.ok())
+        return fail("emitting", Status::internal(s2.message()));
+      sources.push_back(g);
+    }
   }
   LoadedKernels kernels;
   if (Status s = loadKernels(dev, sources, kernels); !s)
@@ -497,8 +499,10 @@ int main(int argc, char **argv) {
     simple("cast", cuda::kernelName(castCase.spec), t);
     for (const SampleCase &c : sampleCases) {
       t = measureSample(dev, kernels, c, runs);
-      simple(c.spec.penalize ? "penalize" : "sample", cuda::kernelName(c.spec),
-             t);
+      simple(c.spec.mode == SampleMode::Penalize   ? "penalize"
+             : c.spec.mode == SampleMode::Logprobs ? "logprobs"
+                                                   : "sample",
+             cuda::kernelName(c.spec), t);
     }
     t = measureVerify(dev, kernels, verifyCase, runs);
     simple("verify", cuda::kernelName(verifyCase.spec), t);

@@ -82,6 +82,10 @@ struct GatherArgs {
   int numOutliers;                   // int8 only; 0 elsewhere
 };
 
+/// The most top alternatives the logprobs kernel reports per row (OpenAI's
+/// limit, runtime/Sampler's kMaxLogprobs): its output rows' stride.
+constexpr int kMaxTopLogprobs = 20;
+
 struct SampleArgs {
   const float *logits; // [rows, vocab], rows `stride` elements apart
   long long stride;
@@ -116,6 +120,16 @@ struct SampleArgs {
   const float *repetition;
   const float *frequency;
   const float *presence;
+  // Logprobs only (rowLogprobs), per row, after the draw with the
+  // settings above: `tokens` holds the drawn token (read; -1 skips the
+  // row), numTop how many top alternatives to report (-1: the row asks for
+  // no logprobs; at most kMaxTopLogprobs). Out: the token's logprob, and
+  // [rows, kMaxTopLogprobs] tokens and logprobs, the first numTop of each
+  // row written.
+  const int *numTop;
+  float *logprob;
+  int *topTokens;
+  float *topLogprobs;
 };
 
 struct LinearArgs {

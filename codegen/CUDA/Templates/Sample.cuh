@@ -11,7 +11,8 @@
 // +inf, or with every logit -inf, gets token -1 (the CPU sampler refuses
 // such rows with an error; the runtime reports it). Penalties run before,
 // in place (penalizeRows). The verification of one-hot drafts
-// (verifyOneHot) uses the same pieces.
+// (verifyOneHot) and the logprobs after a draw (rowLogprobs) use the same
+// pieces.
 #ifndef FOLIO_CUDA_SAMPLE
 #define FOLIO_CUDA_SAMPLE
 
@@ -450,6 +451,113 @@ __device__ __forceinline__ void penalizeRows(const SampleArgs &a) {
     if (count > 0)
       l -= frequency * double(count) + presence;
     row[token] = float(l);
+  }
+}
+
+/// The better of two (value, index) candidates in double: larger value,
+/// then lower index.
+__device__ __forceinline__ void betterOfDouble(double &v, int &i, double v2,
+                                               int i2) {
+  if (v2 > v || (v2 == v && i2 < i)) {
+    v = v2;
+    i = i2;
+  }
+}
+
+/// Logprobs after a draw, one block per row, as runtime/Sampler's
+/// logprobsProcessed reports them: under the distribution the token was
+/// drawn from (the kept tokens' l / temperature, the rest -inf; a greedy
+/// row's logits as they are), the drawn token's log-probability and the
+/// numTop most likely tokens', ties by lower token id (masked tokens, at
+/// -inf, last). The log-sum-exp is a block reduction in double where the
+/// host sums in order, so values can differ from the host's by its
+/// rounding; the order of the top tokens is the logits' own and does not.
+/// Each thread keeps its own best numTop of the tokens it reads, in order,
+/// and numTop block-wide rounds take the best head of those lists: one
+/// pass over the row, not one per reported token.
+template <class C>
+__device__ __forceinline__ void rowLogprobs(const SampleArgs &a) {
+  constexpr int NT = C::kThreads, NW = NT / 32;
+  const int r = int(blockIdx.x), tid = int(threadIdx.x), V = a.vocab;
+  const int token = a.tokens[r];
+  const int want = a.numTop[r] < V ? a.numTop[r] : V;
+  // The same for the whole block: rows that asked for nothing, and rows
+  // the draw refused.
+  if (want < 0 || token < 0 || token >= V)
+    return;
+  const float *row = a.logits + (long long)r * a.stride;
+  __shared__ double red[32];
+  const int live = rowLive<NT>(row, V, red);
+  if (live <= 0)
+    return;
+  const double temp = double(a.temperature[r]);
+  // A greedy row keeps every token above -inf at temperature 1.
+  const KeepSet ks =
+      temp == 0.0
+          ? KeepSet{row, 1.0, 0u, -double(infinity()), 0u, V,
+                    -double(infinity())}
+          : keepSet<NT>(row, V, live, temp, a.topK[r], double(a.topP[r]),
+                        a.minP ? a.minP[r] : 0.0f, red);
+  auto processed = [&](int i) {
+    return ks.keep(i) ? double(row[i]) / ks.temp : -double(infinity());
+  };
+  double best = -infinity();
+  for (int i = tid; i < V; i += NT)
+    best = fmax(best, processed(i));
+  best = blockMaxDouble<NT>(best, red);
+  double total = 0.0;
+  for (int i = tid; i < V; i += NT)
+    total += exp(processed(i) - best);
+  const double lse = best + log(blockSumDouble<NT>(total, red));
+  if (tid == 0)
+    a.logprob[r] = float(processed(token) - lse);
+
+  // This thread's best `want` tokens, best first. It reads its tokens in
+  // increasing id, so one equal to a listed value ranks after it.
+  double topV[kMaxTopLogprobs];
+  int topI[kMaxTopLogprobs];
+  int n = 0;
+  for (int i = tid; i < V && want > 0; i += NT) {
+    const double v = processed(i);
+    if (n == want && !(v > topV[want - 1]))
+      continue;
+    int j = n < want ? n++ : want - 1;
+    for (; j > 0 && v > topV[j - 1]; --j) {
+      topV[j] = topV[j - 1];
+      topI[j] = topI[j - 1];
+    }
+    topV[j] = v;
+    topI[j] = i;
+  }
+  // Every round takes the best head; ids are unique, so exactly one
+  // thread advances. The lists hold at least `want` tokens in all, so a
+  // real token always beats the empty lists' (-inf, V).
+  __shared__ double warpV[NW];
+  __shared__ int warpI[NW];
+  int pos = 0;
+  for (int j = 0; j < want; ++j) {
+    double v = pos < n ? topV[pos] : -double(infinity());
+    int i = pos < n ? topI[pos] : V;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      double v2 = __shfl_xor_sync(0xffffffffu, v, o);
+      int i2 = __shfl_xor_sync(0xffffffffu, i, o);
+      betterOfDouble(v, i, v2, i2);
+    }
+    if (tid % 32 == 0) {
+      warpV[tid / 32] = v;
+      warpI[tid / 32] = i;
+    }
+    __syncthreads();
+    for (int w = 0; w < NW; ++w)
+      betterOfDouble(v, i, warpV[w], warpI[w]);
+    __syncthreads(); // the next round rewrites warpV
+    if (pos < n && topI[pos] == i)
+      ++pos;
+    if (tid == 0) {
+      a.topTokens[(long long)r * kMaxTopLogprobs + j] = i;
+      a.topLogprobs[(long long)r * kMaxTopLogprobs + j] = float(v - lse);
+    }
   }
 }
 

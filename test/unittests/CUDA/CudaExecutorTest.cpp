@@ -1031,7 +1031,10 @@ testEngine(std::shared_ptr<const plan::Plan> plan,
 
 /// Steps `engine` until every request finished; each request's tokens
 /// (every step and output must succeed).
-std::map<std::string, std::vector<TokenId>> drain(core::ServingEngine &engine) {
+/// Each request's tokens, and (where `logprobs`) their logprobs.
+std::map<std::string, std::vector<TokenId>>
+drain(core::ServingEngine &engine,
+      std::map<std::string, std::vector<TokenLogprobs>> *logprobs = nullptr) {
   std::map<std::string, std::vector<TokenId>> out;
   while (engine.hasUnfinishedRequests()) {
     auto step = engine.step();
@@ -1042,6 +1045,10 @@ std::map<std::string, std::vector<TokenId>> drain(core::ServingEngine &engine) {
       EXPECT_TRUE(o.error.empty()) << o.error;
       out[o.requestId].insert(out[o.requestId].end(), o.newTokenIds.begin(),
                               o.newTokenIds.end());
+      if (logprobs)
+        (*logprobs)[o.requestId].insert((*logprobs)[o.requestId].end(),
+                                        o.newLogprobs.begin(),
+                                        o.newLogprobs.end());
     }
   }
   return out;
@@ -1158,10 +1165,14 @@ public:
   }
   bool samplesOnDevice() const override { return inner->samplesOnDevice(); }
   bool penalizesOnDevice() const override { return inner->penalizesOnDevice(); }
+  bool logprobsOnDevice() const override { return inner->logprobsOnDevice(); }
   Status forwardSampled(const exec::ForwardBatch &b,
                         const std::vector<exec::DeviceDraw> &d,
-                        std::vector<int32_t> &t, int64_t &vocab) override {
-    return inner->forwardSampled(b, d, t, vocab);
+                        std::vector<int32_t> &t,
+                        std::vector<exec::DeviceLogprobs> &l,
+                        int64_t &vocab) override {
+    ++sampledCalls;
+    return inner->forwardSampled(b, d, t, l, vocab);
   }
   bool verifiesOnDevice() const override { return inner->verifiesOnDevice(); }
   Status forwardVerified(const exec::ForwardBatch &b,
@@ -1179,15 +1190,16 @@ public:
   }
 
   std::unique_ptr<exec::Executor> inner;
-  int logitsCalls = 0, verifiedCalls = 0;
+  int logitsCalls = 0, verifiedCalls = 0, sampledCalls = 0;
   int64_t verifiedSeqs = 0;
 };
 
 /// What serveCounted's engine wrote and asked of its executor.
 struct CountedRun {
   std::map<std::string, std::vector<TokenId>> out;
+  std::map<std::string, std::vector<TokenLogprobs>> logprobs;
   uint64_t proposed = 0;
-  int logitsCalls = 0, verifiedCalls = 0;
+  int logitsCalls = 0, verifiedCalls = 0, sampledCalls = 0;
   int64_t verifiedSeqs = 0;
 };
 
@@ -1218,9 +1230,10 @@ CountedRun serveCounted(std::shared_ptr<const plan::Plan> plan,
     return run;
   for (const NewRequest &r : requests)
     EXPECT_TRUE(engine->addRequest(r));
-  run.out = drain(*engine);
+  run.out = drain(*engine, &run.logprobs);
   run.proposed = engine->speculativeStats().numProposed;
   run.logitsCalls = counting->logitsCalls;
+  run.sampledCalls = counting->sampledCalls;
   run.verifiedCalls = counting->verifiedCalls;
   run.verifiedSeqs = counting->verifiedSeqs;
   return run;
@@ -1325,6 +1338,55 @@ TEST(CudaExecutor, AppliesPenaltiesOnTheDevice) {
   EXPECT_EQ(plain.out.at("r3"), gpu.out.at("r3"));
 }
 
+// Logprobs are reported from where the logits are, for greedy and sampled
+// requests (with a penalty too) beside one that asks for none: no step
+// brings its logits back, the tokens are the host sampler's over the same
+// GPU logits (a plan without the logprobs kernel, as an older folioc's),
+// and so are the logprobs, within the rounding of the device's sums (and
+// of its penalised row, stored as float where the host keeps double).
+TEST(CudaExecutor, ReportsLogprobsFromTheDevice) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(cudaExecutor()); // registers the kernels
+  std::vector<NewRequest> requests = phraseRequests();
+  requests[0].samplingParams.logprobs = 5;
+  requests[1].samplingParams.logprobs = 0;
+  requests[2].samplingParams.logprobs = 20;
+  requests[2].samplingParams.frequencyPenalty = 0.4f;
+  for (NewRequest &r : requests)
+    r.samplingParams.maxTokens = 12;
+  CountedRun gpu = serveCounted(p, cudaExecutor(), false, requests);
+  EXPECT_EQ(gpu.logitsCalls, 0) << "no step brought its logits back";
+  EXPECT_GT(gpu.sampledCalls, 0);
+  CountedRun host = serveCounted(withoutKernels(*p, "logprobs"), cudaExecutor(),
+                                 false, requests);
+  EXPECT_GT(host.logitsCalls, 0);
+  ASSERT_EQ(gpu.out.size(), 4u);
+  EXPECT_EQ(gpu.out, host.out);
+  for (const NewRequest &r : requests) {
+    SCOPED_TRACE(r.requestId);
+    const auto &have = gpu.logprobs[r.requestId],
+               &want = host.logprobs[r.requestId];
+    ASSERT_EQ(have.size(), want.size());
+    if (!r.samplingParams.logprobs) {
+      EXPECT_TRUE(have.empty());
+      continue;
+    }
+    ASSERT_EQ(have.size(), 12u);
+    for (size_t t = 0; t < want.size(); ++t) {
+      EXPECT_NEAR(have[t].logprob, want[t].logprob, 1e-5) << "token " << t;
+      ASSERT_EQ(have[t].top.size(), size_t(*r.samplingParams.logprobs));
+      ASSERT_EQ(want[t].top.size(), have[t].top.size());
+      for (size_t j = 0; j < want[t].top.size(); ++j) {
+        EXPECT_EQ(have[t].top[j].first, want[t].top[j].first)
+            << "token " << t << ", top " << j;
+        EXPECT_NEAR(have[t].top[j].second, want[t].top[j].second, 1e-5)
+            << "token " << t << ", top " << j;
+      }
+    }
+  }
+}
+
 // The samplers run where the logits are: forwardGreedy's tokens are the
 // argmax of forward's rows (the lowest index among the largest), and
 // forwardSampled's are runtime/Sampler's draws from them, for a prefill
@@ -1339,6 +1401,7 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
   EXPECT_TRUE(gpu->greedyOnDevice());
   EXPECT_TRUE(gpu->samplesOnDevice());
   std::vector<int32_t> ids;
+  std::vector<exec::DeviceLogprobs> lp;
   int64_t vocab = 0;
   Sequences seqs;
   int a = seqs.add(), b = seqs.add(), c = seqs.add();
@@ -1367,7 +1430,7 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
       draws.push_back({r == 1 ? 0.0f : 0.7f + 0.2f * float(r),
                        int32_t(r == 2 ? 5 : 0), r == 2 ? 0.8f : 1.0f,
                        r == 0 ? 0.02f : 0.0f, 0.1 + 0.3 * double(r)});
-    ASSERT_TRUE(gpu->forwardSampled(step, draws, ids, greedyVocab));
+    ASSERT_TRUE(gpu->forwardSampled(step, draws, ids, lp, greedyVocab));
     ASSERT_EQ(ids.size(), draws.size());
     for (size_t r = 0; r < ids.size(); ++r) {
       SamplingParams params;
@@ -1391,27 +1454,31 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
             serveOnGpu(p, {}, nullptr, /*onCpu=*/true, 0.8f, true));
   std::vector<exec::DeviceDraw> bad(steps[0].logitsIndices.size());
   bad[1].uniform = 1.0;
-  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, lp, vocab),
                 "draw 1: temperature");
   bad[1].uniform = 0.5;
   bad[2].minP = 1.5f;
-  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, lp, vocab),
                 "draw 2: temperature 1.000000, top_p 1.000000, min_p 1.5");
   bad[2].minP = 0.0f;
   bad[0].frequencyPenalty = 0.5f;
   bad[0].penaltyTokens = {7, 4096};
   bad[0].penaltyCounts = {1, 2};
-  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, lp, vocab),
                 "draw 0: penalty token 4096 (count 2) is outside the "
                 "vocabulary of 4096");
   bad[0].penaltyCounts = {1};
-  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, lp, vocab),
                 "draw 0: 2 penalty tokens but 1 counts");
   bad[0].penaltyTokens = {7};
   bad[0].repetitionPenalty = 0.0f;
-  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, lp, vocab),
                 "draw 0: repetition penalty 0.000000, frequency 0.500000");
   bad[0] = exec::DeviceDraw();
+  bad[2].logprobs = 21;
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, lp, vocab),
+                "draw 2: 21 top logprobs; the device reports 0 to 20");
+  bad[2].logprobs = -1;
 
   // Verifications the verifier cannot take are refused before anything
   // runs: one sequence of 2 drafts takes the step's 3 rows.
@@ -1461,6 +1528,31 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
         v.uniforms = {0.1f, 0.2f};
       },
       "0 draws for 1 logits rows");
+  {
+    exec::DeviceVerify v;
+    v.numSeqs = 1;
+    v.numDraft = 1; // 2 rows, and a draw for the third
+    v.params.resize(1);
+    v.drafts = {5};
+    v.uniforms = {0.1f, 0.2f};
+    std::vector<exec::DeviceDraw> draw(1);
+    draw[0].logprobs = 2;
+    expectRefused(
+        gpu->forwardVerified(steps[0], v, draw, accepted, ids, vocab),
+        "a draw asks for logprobs, which a verifying step does not report");
+  }
+  {
+    std::shared_ptr<plan::Plan> noLogprobs = withoutKernels(*p, "logprobs");
+    std::unique_ptr<exec::Executor> partial = loadedGpu(noLogprobs, 16);
+    ASSERT_TRUE(partial);
+    EXPECT_TRUE(partial->samplesOnDevice());
+    EXPECT_FALSE(partial->logprobsOnDevice());
+    std::vector<exec::DeviceDraw> draws(steps[0].logitsIndices.size());
+    draws[0].logprobs = 1;
+    expectRefused(partial->forwardSampled(steps[0], draws, ids, lp, vocab),
+                  "embeds no logprobs kernel");
+  }
+  EXPECT_TRUE(gpu->logprobsOnDevice());
 
   auto older = std::make_shared<plan::Plan>(*p);
   older->deviceKernels.erase(
@@ -1477,7 +1569,7 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
   expectRefused(gpu->forwardGreedy(steps[0], ids, vocab),
                 "embeds no greedy sampler");
   bad[1].uniform = 0.5;
-  expectRefused(gpu->forwardSampled(steps[0], bad, ids, vocab),
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, lp, vocab),
                 "embeds no top-k / top-p sampler");
   EXPECT_FALSE(gpu->verifiesOnDevice());
   exec::DeviceVerify one;

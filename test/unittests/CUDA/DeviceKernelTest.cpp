@@ -738,15 +738,15 @@ TEST_F(CudaDeviceKernels, GpuBenchRowKernelsChecksThenMeasures) {
   for (const SampleSpec &s : sampleVariants())
     for (int vocab : {1, 37, 1000}) {
       Expected<gpubench::Timing> r =
-          s.verify
+          s.mode == SampleMode::Verify
               ? gpubench::measureVerify(*dev, kernels, {s, 11, 4, vocab}, 2)
               : gpubench::measureSample(*dev, kernels, {s, 12, vocab}, 2);
       ASSERT_TRUE(bool(r)) << kernelName(s) << " vocab " << vocab << ": "
                            << r.status().message();
-      if (s.verify)
+      if (s.mode == SampleMode::Verify)
         EXPECT_EQ(r->bytes, 11.0 * 5 * vocab * 4);
     }
-  SampleSpec verifier{false, 64, true}, draw{false, 64};
+  SampleSpec verifier{SampleMode::Verify, 64}, draw{SampleMode::Draw, 64};
   EXPECT_FALSE(
       bool(gpubench::measureSample(*dev, kernels, {verifier, 2, 9}, 1)));
   EXPECT_FALSE(

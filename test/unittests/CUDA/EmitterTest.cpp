@@ -240,7 +240,7 @@ TEST(CudaEmitter, RefusesRowProgramsItCannotGenerate) {
             "128)");
   EXPECT_EQ(errorOf(emitGather({true, DType::I8, 64, 32, 32}, k)),
             "embedding (dim 64): group size 32 is for int4 tables only");
-  EXPECT_EQ(errorOf(emitSample({false, 100}, k)),
+  EXPECT_EQ(errorOf(emitSample({SampleMode::Draw, 100}, k)),
             "sampling: threads 100 must be a multiple of 32 in [32, 1024]");
   EXPECT_EQ(errorOf(emitRotary({64, 63, false, 2}, k)),
             "rotary (head_dim 64, rotary_dim 63): rotary_dim must be even and "

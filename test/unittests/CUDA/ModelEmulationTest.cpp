@@ -63,7 +63,7 @@ Status runKernel(const device::CudaDevice &dev,
         } else if constexpr (std::is_same_v<S, GatherSpec>) {
           return gpubench::measureGather(dev, loaded, {s, 5, 40}, 1).status();
         } else if constexpr (std::is_same_v<S, SampleSpec>) {
-          return s.verify
+          return s.mode == SampleMode::Verify
                      ? gpubench::measureVerify(dev, loaded, {s, 6, 3, 300}, 1)
                            .status()
                      : gpubench::measureSample(dev, loaded, {s, 6, 300}, 1)

@@ -418,7 +418,7 @@ TEST(CudaRowEmulation, GreedySamplingMatchesTheCpuSampler) {
   std::normal_distribution<float> normal(0.0f, 3.0f);
   const float inf = std::numeric_limits<float>::infinity();
   for (const SampleSpec &s : sampleVariants()) {
-    if (!s.greedy)
+    if (s.mode != SampleMode::Greedy)
       continue;
     std::string name = kernelName(s);
     SCOPED_TRACE(name);
@@ -487,7 +487,7 @@ TEST(CudaRowEmulation, TopKTopPSamplingMatchesTheCpuSampler) {
   // 16 settings: every one meets the plain, tied and masked rows below.
   int compared = 0;
   for (const SampleSpec &s : sampleVariants()) {
-    if (s.greedy || s.verify || s.penalize)
+    if (s.mode != SampleMode::Draw)
       continue;
     std::string name = kernelName(s);
     SCOPED_TRACE(name);
@@ -551,6 +551,124 @@ TEST(CudaRowEmulation, TopKTopPSamplingMatchesTheCpuSampler) {
   EXPECT_GT(compared, 100);
 }
 
+// The logprobs kernel against runtime/Sampler's logprobs of the same
+// draw: greedy rows (temperature 0: the logits as they are) and draws with
+// temperature, min-p, top-k and top-p, tied and masked rows, top counts
+// from none to 20 (more than a row keeps, so masked tokens at -inf come
+// last by id; more than a vocabulary of 1 holds), rows that ask for none
+// and rows the draw refused (token -1), whose outputs stay untouched.
+TEST(CudaRowEmulation, LogprobsMatchTheCpuSampler) {
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Config {
+    float temperature; // 0: greedy
+    int32_t topK;
+    float topP;
+    float minP;
+    int numTop; // -1: no logprobs
+  };
+  const std::vector<Config> configs = {
+      {0.0f, 0, 1.0f, 0.0f, 5},   {1.0f, 0, 1.0f, 0.0f, 20},
+      {0.7f, 5, 1.0f, 0.0f, 20},  {1.3f, 0, 0.9f, 0.0f, 3},
+      {0.8f, 50, 0.95f, 0.1f, 1}, {1.0f, 0, 0.05f, 0.0f, 0},
+      {2.0f, 3, 1.0f, 0.02f, 7},  {0.0f, 0, 1.0f, 0.0f, -1},
+      {0.9f, 0, 1.0f, 0.5f, 12}};
+  const int W = folio_cuda::kMaxTopLogprobs;
+  int compared = 0, maskedInTop = 0;
+  for (const SampleSpec &s : sampleVariants()) {
+    if (s.mode != SampleMode::Logprobs)
+      continue;
+    std::string name = kernelName(s);
+    SCOPED_TRACE(name);
+    const FolioTestSample *kernel =
+        findKernel(kFolioTestSample, canonicalKey(s));
+    ASSERT_NE(kernel, nullptr) << "no generated kernel for " << name;
+    for (int vocab : {1, 37, 1000}) {
+      SCOPED_TRACE(vocab);
+      const int rows = int(configs.size()) * 3 + 1;
+      const size_t V = size_t(vocab);
+      std::vector<float> logits(size_t(rows) * V), temperature(rows),
+          topP(rows), minP(rows), logprob(rows, 7.0f),
+          topLogprobs(size_t(rows * W), 7.0f);
+      std::vector<int> topK(rows), numTop(rows), tokens(rows),
+          topTokens(size_t(rows * W), -7);
+      std::vector<Expected<SampledToken>> want;
+      for (int r = 0; r < rows; ++r) {
+        const Config &c = configs[size_t(r) % configs.size()];
+        float *row = &logits[size_t(r) * V];
+        for (size_t i = 0; i < V; ++i)
+          row[i] = normal(rng);
+        if (r % 3 == 1) // ties at the top and at the cuts
+          for (size_t i = 0; i < V; ++i)
+            row[i] = std::round(row[i]);
+        if (r % 3 == 2) // masked tokens
+          for (size_t i = 1; i < V; i += 3)
+            row[i] = -inf;
+        if (r == rows - 1) // refused by the draw
+          row[0] = std::nanf("");
+        SamplingParams p;
+        p.temperature = temperature[size_t(r)] = c.temperature;
+        p.topK = topK[size_t(r)] = c.topK;
+        p.topP = topP[size_t(r)] = c.topP;
+        p.minP = minP[size_t(r)] = c.minP;
+        numTop[size_t(r)] = c.numTop;
+        if (c.numTop >= 0)
+          p.logprobs = c.numTop;
+        SampleRow sr;
+        sr.params = &p;
+        sr.seed = 99 + uint64_t(r);
+        sr.position = 3;
+        want.push_back(sampleRow(row, V, sr));
+        tokens[size_t(r)] = want.back() ? want.back()->token : -1;
+      }
+      folio_cuda::SampleArgs a{};
+      a.logits = logits.data();
+      a.stride = vocab;
+      a.vocab = vocab;
+      a.tokens = tokens.data();
+      a.temperature = temperature.data();
+      a.topK = topK.data();
+      a.topP = topP.data();
+      a.minP = minP.data();
+      a.numTop = numTop.data();
+      a.logprob = logprob.data();
+      a.topTokens = topTokens.data();
+      a.topLogprobs = topLogprobs.data();
+      cuda_emu::LaunchConfig config =
+          emulationConfig(sampleLaunch(s, rows), name.c_str());
+      config.scheduleSeed = rng();
+      cuda_emu::launch(config, kernel->kernel, a);
+      for (int r = 0; r < rows; ++r) {
+        SCOPED_TRACE(r);
+        const size_t first = size_t(r * W);
+        if (numTop[size_t(r)] < 0 || !want[size_t(r)]) {
+          EXPECT_EQ(logprob[size_t(r)], 7.0f) << "written";
+          EXPECT_EQ(topTokens[first], -7) << "written";
+          continue;
+        }
+        const TokenLogprobs &w = want[size_t(r)]->logprobs;
+        EXPECT_NEAR(logprob[size_t(r)], w.logprob, 1e-5);
+        ASSERT_EQ(w.top.size(), std::min<size_t>(size_t(numTop[size_t(r)]), V));
+        for (size_t j = 0; j < w.top.size(); ++j) {
+          EXPECT_EQ(topTokens[first + j], w.top[j].first) << "top " << j;
+          if (std::isinf(w.top[j].second)) {
+            EXPECT_EQ(topLogprobs[first + j], w.top[j].second);
+            ++maskedInTop;
+          } else {
+            EXPECT_NEAR(topLogprobs[first + j], w.top[j].second, 1e-5);
+          }
+        }
+        if (w.top.size() < size_t(W))
+          EXPECT_EQ(topTokens[first + w.top.size()], -7) << "past the count";
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
+  EXPECT_GT(maskedInTop, 10);
+}
+
 // The verifier of one-hot drafts against the engine's host path on the
 // same rows: greedy and sampled sequences (temperature, min-p, top-k,
 // top-p) in one launch, every draft count from 0 to K, drafts that are
@@ -574,7 +692,7 @@ TEST(CudaRowEmulation, VerifyOneHotMatchesTheHostPath) {
   const int K = 4, S = 23;
   int kept = 0, rejected = 0, bonus = 0, faulty = 0;
   for (const SampleSpec &spec : sampleVariants()) {
-    if (!spec.verify)
+    if (spec.mode != SampleMode::Verify)
       continue;
     std::string name = kernelName(spec);
     SCOPED_TRACE(name);

@@ -247,13 +247,10 @@ inline std::vector<GatherSpec> gatherVariants() {
 }
 
 inline std::vector<SampleSpec> sampleVariants() {
-  return {{true, 64},
-          {true, 256},
-          {false, 64},
-          {false, 256},
-          {false, 64, true},
-          {false, 256, true},
-          {false, 64, false, true}};
+  using M = SampleMode;
+  return {{M::Greedy, 64},   {M::Greedy, 256},  {M::Draw, 64},
+          {M::Draw, 256},    {M::Verify, 64},   {M::Verify, 256},
+          {M::Penalize, 64}, {M::Logprobs, 64}, {M::Logprobs, 256}};
 }
 
 /// Every weight type, rows that split into 16-byte chunks and rows that do

@@ -140,17 +140,49 @@ public:
   /// row of temperature 0 takes its argmax, as the CUDA sampler does.
   bool samplesOnDevice() const override { return onDevice; }
   bool penalizesOnDevice() const override { return onDevice && penalizes; }
+  bool logprobsOnDevice() const override { return onDevice && reportsLogprobs; }
   Status forwardSampled(const exec::ForwardBatch &b,
                         const std::vector<exec::DeviceDraw> &draws,
-                        std::vector<int32_t> &ids, int64_t &vocab) override {
+                        std::vector<int32_t> &ids,
+                        std::vector<exec::DeviceLogprobs> &logprobs,
+                        int64_t &vocab) override {
     ++drawCalls;
     std::vector<float> logits;
     if (Status s = forward(b, logits, vocab); !s)
       return s;
     ids.clear();
+    logprobs.assign(draws.size(), {});
     for (size_t r = 0; r < draws.size(); ++r) {
       const float *row = logits.data() + r * size_t(vocab);
       const exec::DeviceDraw &d = draws[r];
+      if (d.logprobs >= 0) {
+        // Logprobs as the device reports them: drawn as below, then
+        // runtime/Sampler's logprobsProcessed of the processed row,
+        // converted, so the engine's conversion back is what is tested.
+        ++logprobRows;
+        SamplingParams params;
+        params.temperature = d.temperature;
+        params.topK = d.topK;
+        params.topP = d.topP;
+        params.minP = d.minP;
+        SampleRow sr{&params, nullptr, nullptr, 0, 0};
+        Expected<std::vector<double>> processed =
+            processLogits(row, size_t(vocab), sr);
+        if (!processed) {
+          ids.push_back(-1);
+          continue;
+        }
+        TokenId t = params.isGreedy() ? argmaxProcessed(*processed)
+                                      : drawProcessed(*processed, d.uniform);
+        ids.push_back(t);
+        TokenLogprobs l = logprobsProcessed(*processed, t, d.logprobs);
+        logprobs[r].logprob = l.logprob;
+        for (const auto &[token, value] : l.top) {
+          logprobs[r].topTokens.push_back(token);
+          logprobs[r].topLogprobs.push_back(value);
+        }
+        continue;
+      }
       if (d.penalized()) {
         // The history the lists stand for: each token's output count,
         // and the prompt's other tokens once.
@@ -198,8 +230,9 @@ public:
     return Status::ok();
   }
   bool onDevice = false;
-  bool penalizes = true;
-  int greedyCalls = 0, drawCalls = 0, greedyRows = 0, penalizedRows = 0;
+  bool penalizes = true, reportsLogprobs = false;
+  int greedyCalls = 0, drawCalls = 0, greedyRows = 0, penalizedRows = 0,
+      logprobRows = 0;
 
 private:
   std::vector<Fault> faults;
@@ -472,6 +505,56 @@ TEST(NumericGuard, DrawsTakenOnTheDeviceAreTheHostSamplersDraws) {
     serve(*engine, requests);
     EXPECT_EQ(fake->drawCalls, 0) << logprobs;
     EXPECT_EQ(fake->greedyCalls, 0) << logprobs;
+  }
+}
+
+// Logprobs are reported from the device where the executor reports them:
+// a greedy and a sampled request asking for them, beside one that does
+// not, get the host sampler's tokens and logprobs.
+TEST(NumericGuard, LogprobsReportedFromTheDeviceAreTheHostSamplers) {
+  std::vector<NewRequest> requests = {request("a", {11, 12, 13}, 0.8f),
+                                      request("b", {21, 22, 23, 24, 25}),
+                                      request("c", {31, 32}, 1.2f)};
+  requests[0].samplingParams.topK = 5;
+  requests[0].samplingParams.logprobs = 3;
+  requests[1].samplingParams.temperature = 0.0f;
+  requests[1].samplingParams.logprobs = 0;
+  requests[2].samplingParams.topP = 0.8f;
+  auto collect = [&](core::ServingEngine &engine) {
+    std::map<std::string, std::vector<TokenLogprobs>> out;
+    for (const NewRequest &r : requests)
+      EXPECT_TRUE(engine.addRequest(r)) << r.requestId;
+    while (engine.hasUnfinishedRequests()) {
+      Expected<std::vector<RequestOutput>> outs = engine.step();
+      if (!outs) {
+        ADD_FAILURE() << outs.status().message();
+        break;
+      }
+      for (const RequestOutput &o : *outs) {
+        EXPECT_TRUE(o.error.empty()) << o.requestId << ": " << o.error;
+        auto &l = out[o.requestId];
+        l.insert(l.end(), o.newLogprobs.begin(), o.newLogprobs.end());
+      }
+    }
+    return out;
+  };
+  auto reference = collect(*makeEngine({}));
+  FakeExecutor *fake = nullptr;
+  auto engine = makeEngine({}, false, &fake, /*onDevice=*/true);
+  fake->reportsLogprobs = true;
+  auto got = collect(*engine);
+  EXPECT_GT(fake->drawCalls, 0);
+  EXPECT_GT(fake->logprobRows, 0);
+  EXPECT_EQ(fake->greedyCalls, 0);
+  for (const NewRequest &r : requests) {
+    const auto &want = reference[r.requestId], &have = got[r.requestId];
+    ASSERT_EQ(have.size(), want.size()) << r.requestId;
+    EXPECT_EQ(want.empty(), !r.samplingParams.logprobs) << r.requestId;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(have[i].logprob, want[i].logprob) << r.requestId << " " << i;
+      EXPECT_EQ(have[i].top, want[i].top) << r.requestId << " " << i;
+      EXPECT_EQ(want[i].top.size(), size_t(*r.samplingParams.logprobs));
+    }
   }
 }
 
