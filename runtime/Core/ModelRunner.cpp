@@ -192,7 +192,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
   // tokens (and logprobs) come back, not the logits rows: greedy
   // verification needs no more than each row's argmax.
   bool allGreedy = !sampled.empty() || !speculating.empty(),
-       allDraws = !sampled.empty(), anyLogprobs = false;
+       allDraws = !sampled.empty();
   const bool penalizes = executor.penalizesOnDevice(),
              reportsLogprobs = executor.logprobsOnDevice();
   for (const RequestId *id : sampled) {
@@ -200,7 +200,6 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     allGreedy &= plainGreedy(params);
     allDraws &= (!hasPenalties(params) || penalizes) &&
                 (!params.logprobs || reportsLogprobs);
-    anyLogprobs |= params.logprobs.has_value();
   }
   for (const RequestId *id : speculating)
     allGreedy &= plainGreedy(requests.at(*id).params);
@@ -223,85 +222,28 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
                   std::to_string(requests.at(*sampled[r]).output.size());
     }
   };
-  // Speculating sequences with one-hot drafts (n-gram lookup, or greedy)
-  // and plain processing are verified where the logits are, beside plain
-  // rows without logprobs: the device processes each row and runs the
-  // rejection sampling.
-  bool verifyOnDevice = !greedyOnDevice && !speculating.empty() &&
-                        (sampled.empty() || allDraws) && !anyLogprobs &&
-                        executor.verifiesOnDevice();
-  for (const SpecSequence &s : specs)
-    verifyOnDevice &= oneHotOnDevice(s);
-  if (verifyOnDevice) {
-    exec::DeviceVerify verify;
-    const size_t K = maxDrafts;
-    verify.numSeqs = int64_t(specs.size());
-    verify.numDraft = int64_t(K);
-    verify.drafts.assign(specs.size() * K, -1);
-    verify.uniforms.resize(specs.size() * (K + 1));
-    for (size_t i = 0; i < specs.size(); ++i) {
-      verify.params.push_back(deviceDraw(*specs[i].params, 0.0));
-      std::copy(specs[i].drafts->begin(), specs[i].drafts->end(),
-                verify.drafts.begin() + long(i * K));
-      verifyUniforms(specs[i], int64_t(K),
-                     verify.uniforms.data() + i * (K + 1));
-    }
+  // The plain rows' draws: the uniform the host sampler would draw with
+  // (sampleRow), the penalties' lists, and how many logprobs to report.
+  auto plainDraws = [&] {
     std::vector<exec::DeviceDraw> draws;
     for (const RequestId *id : sampled) {
       const RequestState &state = requests.at(*id);
-      draws.push_back(deviceDraw(state.params,
-                                 philoxUniform(state.seed, state.all.size()),
-                                 &state.prompt, &state.output));
-    }
-    std::vector<int32_t> accepted, ids;
-    int64_t vocab = 0;
-    if (Status s = executor.forwardVerified(*batch, verify, draws, accepted,
-                                            ids, vocab);
-        !s)
-      return s;
-    if (accepted.size() != specs.size() ||
-        ids.size() != specRows + sampled.size())
-      return Status::internal(
-          "the executor returned " + std::to_string(accepted.size()) +
-          " counts and " + std::to_string(ids.size()) + " tokens for " +
-          std::to_string(specs.size()) + " sequences and " +
-          std::to_string(specRows + sampled.size()) + " rows");
-    if (Status s = verifiedOnDevice(accepted.data(), ids.data(), int64_t(K),
-                                    vocab, specs, outcomes);
-        !s)
-      return s;
-    takeDeviceTokens(ids, vocab);
-  } else if (greedyOnDevice || drawsOnDevice) {
-    std::vector<int32_t> ids;
-    std::vector<exec::DeviceLogprobs> logprobs;
-    int64_t vocab = 0;
-    std::vector<exec::DeviceDraw> draws;
-    for (const RequestId *id : sampled) {
-      if (!drawsOnDevice)
-        break;
-      const RequestState &state = requests.at(*id);
-      // The uniform the host sampler would draw with (sampleRow).
       draws.push_back(deviceDraw(state.params,
                                  philoxUniform(state.seed, state.all.size()),
                                  &state.prompt, &state.output));
       draws.back().logprobs = state.params.logprobs.value_or(-1);
     }
-    if (Status s = greedyOnDevice ? executor.forwardGreedy(*batch, ids, vocab)
-                                  : executor.forwardSampled(*batch, draws, ids,
-                                                            logprobs, vocab);
-        !s)
-      return s;
-    if (ids.size() != specRows + sampled.size() ||
-        (!greedyOnDevice && logprobs.size() != sampled.size()))
+    return draws;
+  };
+  // The logprobs the device reported for the plain rows that asked and
+  // have a token.
+  auto takeDeviceLogprobs = [&](std::vector<exec::DeviceLogprobs> &logprobs,
+                                int64_t vocab) -> Status {
+    if (logprobs.size() != sampled.size())
       return Status::internal(
-          "the executor returned " + std::to_string(ids.size()) +
-          " tokens and " + std::to_string(logprobs.size()) + " logprobs for " +
-          std::to_string(specRows + sampled.size()) + " rows");
-    verifyGreedyTokens(ids.data(), int64_t(maxDrafts), vocab, specs, outcomes);
-    takeDeviceTokens(ids, vocab);
-    // The logprobs the device reported, for the rows that asked and have
-    // a token (plain greedy rows ask for none).
-    for (size_t r = 0; !greedyOnDevice && r < sampled.size(); ++r) {
+          "the executor returned " + std::to_string(logprobs.size()) +
+          " logprobs for " + std::to_string(sampled.size()) + " rows");
+    for (size_t r = 0; r < sampled.size(); ++r) {
       const std::optional<int32_t> &want =
           requests.at(*sampled[r]).params.logprobs;
       if (!want || !errors[r].empty())
@@ -319,6 +261,77 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
       for (size_t j = 0; j < l.topTokens.size(); ++j)
         tokens[r].logprobs.top.emplace_back(l.topTokens[j], l.topLogprobs[j]);
     }
+    return Status::ok();
+  };
+  // Speculating sequences with one-hot drafts (n-gram lookup, or greedy)
+  // and plain processing are verified where the logits are, beside plain
+  // rows: the device processes each row and runs the rejection sampling.
+  bool verifyOnDevice = !greedyOnDevice && !speculating.empty() &&
+                        (sampled.empty() || allDraws) &&
+                        executor.verifiesOnDevice();
+  for (const SpecSequence &s : specs)
+    verifyOnDevice &= oneHotOnDevice(s);
+  if (verifyOnDevice) {
+    exec::DeviceVerify verify;
+    const size_t K = maxDrafts;
+    verify.numSeqs = int64_t(specs.size());
+    verify.numDraft = int64_t(K);
+    verify.drafts.assign(specs.size() * K, -1);
+    verify.uniforms.resize(specs.size() * (K + 1));
+    for (size_t i = 0; i < specs.size(); ++i) {
+      verify.params.push_back(deviceDraw(*specs[i].params, 0.0));
+      std::copy(specs[i].drafts->begin(), specs[i].drafts->end(),
+                verify.drafts.begin() + long(i * K));
+      verifyUniforms(specs[i], int64_t(K),
+                     verify.uniforms.data() + i * (K + 1));
+    }
+    std::vector<int32_t> accepted, ids;
+    std::vector<exec::DeviceLogprobs> logprobs;
+    int64_t vocab = 0;
+    if (Status s = executor.forwardVerified(*batch, verify, plainDraws(),
+                                            accepted, ids, logprobs, vocab);
+        !s)
+      return s;
+    if (accepted.size() != specs.size() ||
+        ids.size() != specRows + sampled.size())
+      return Status::internal(
+          "the executor returned " + std::to_string(accepted.size()) +
+          " counts and " + std::to_string(ids.size()) + " tokens for " +
+          std::to_string(specs.size()) + " sequences and " +
+          std::to_string(specRows + sampled.size()) + " rows");
+    if (Status s = verifiedOnDevice(accepted.data(), ids.data(), int64_t(K),
+                                    vocab, specs, outcomes);
+        !s)
+      return s;
+    takeDeviceTokens(ids, vocab);
+    if (Status s = takeDeviceLogprobs(logprobs, vocab); !s)
+      return s;
+  } else if (greedyOnDevice) {
+    std::vector<int32_t> ids;
+    int64_t vocab = 0;
+    if (Status s = executor.forwardGreedy(*batch, ids, vocab); !s)
+      return s;
+    if (ids.size() != specRows + sampled.size())
+      return Status::internal(
+          "the executor returned " + std::to_string(ids.size()) +
+          " tokens for " + std::to_string(specRows + sampled.size()) + " rows");
+    verifyGreedyTokens(ids.data(), int64_t(maxDrafts), vocab, specs, outcomes);
+    takeDeviceTokens(ids, vocab);
+  } else if (drawsOnDevice) {
+    std::vector<int32_t> ids;
+    std::vector<exec::DeviceLogprobs> logprobs;
+    int64_t vocab = 0;
+    if (Status s =
+            executor.forwardSampled(*batch, plainDraws(), ids, logprobs, vocab);
+        !s)
+      return s;
+    if (ids.size() != sampled.size())
+      return Status::internal("the executor returned " +
+                              std::to_string(ids.size()) + " tokens for " +
+                              std::to_string(sampled.size()) + " rows");
+    takeDeviceTokens(ids, vocab);
+    if (Status s = takeDeviceLogprobs(logprobs, vocab); !s)
+      return s;
   } else {
     std::vector<float> allLogits;
     int64_t vocab = 0;

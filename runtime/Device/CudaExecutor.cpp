@@ -311,8 +311,9 @@ public:
                          const std::vector<exec::DeviceDraw> &draws,
                          std::vector<int32_t> &accepted,
                          std::vector<int32_t> &tokens,
+                         std::vector<exec::DeviceLogprobs> &logprobs,
                          int64_t &vocab) override {
-    return sampleOnDevice(in, &draws, &verify, &accepted, tokens, nullptr,
+    return sampleOnDevice(in, &draws, &verify, &accepted, tokens, &logprobs,
                           vocab);
   }
 
@@ -419,8 +420,7 @@ public:
   /// (a padded step's extra rows are not read): the greedy one (no
   /// `draws`), or the verifier over the first S x (K + 1) rows (`verify`)
   /// and the top-k / top-p one over the rest (`draws`), then the logprobs
-  /// the draws ask for (only with `logprobs`). Only tokens (and logprobs)
-  /// come back.
+  /// the draws ask for. Only tokens (and logprobs) come back.
   Status sampleOnDevice(const ForwardBatch &in,
                         const std::vector<exec::DeviceDraw> *draws,
                         const exec::DeviceVerify *verify,
@@ -475,10 +475,6 @@ public:
       }
       if (penalties && !penalizer.kernel)
         return missing("penalties kernel");
-      if (wantLogprobs && !logprobs)
-        return Status::invalidArgument(
-            "a draw asks for logprobs, which a verifying step does not "
-            "report from the device");
       if (wantLogprobs && !logprobber.kernel)
         return missing("logprobs kernel");
     }

@@ -259,21 +259,22 @@ public:
   virtual bool verifiesOnDevice() const { return false; }
   /// forward, then the verification of `verify` over the first
   /// S x (K + 1) logits rows, and a token drawn for each later row with
-  /// draws[r] (as forwardSampled). `accepted` receives [S] kept drafts, or
-  /// -1 for a sequence one of whose rows 0..k holds a NaN or +inf or
-  /// nothing above -inf; `tokens` [S, K + 1] (kept drafts, then the
-  /// corrected or bonus token, then -1; all -1 for a faulty sequence), then
-  /// one per later row.
-  virtual Status forwardVerified(const ForwardBatch &batch,
-                                 const DeviceVerify &verify,
-                                 const std::vector<DeviceDraw> &draws,
-                                 std::vector<int32_t> &accepted,
-                                 std::vector<int32_t> &tokens, int64_t &vocab) {
+  /// draws[r] (as forwardSampled, logprobs too). `accepted` receives [S]
+  /// kept drafts, or -1 for a sequence one of whose rows 0..k holds a NaN
+  /// or +inf or nothing above -inf; `tokens` [S, K + 1] (kept drafts, then
+  /// the corrected or bonus token, then -1; all -1 for a faulty sequence),
+  /// then one per later row; `logprobs` one per later row.
+  virtual Status
+  forwardVerified(const ForwardBatch &batch, const DeviceVerify &verify,
+                  const std::vector<DeviceDraw> &draws,
+                  std::vector<int32_t> &accepted, std::vector<int32_t> &tokens,
+                  std::vector<DeviceLogprobs> &logprobs, int64_t &vocab) {
     (void)batch;
     (void)verify;
     (void)draws;
     (void)accepted;
     (void)tokens;
+    (void)logprobs;
     (void)vocab;
     return Status::invalidArgument(std::string(deviceName()) +
                                    " executor cannot verify drafts where its "

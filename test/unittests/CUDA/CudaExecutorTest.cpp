@@ -1179,10 +1179,14 @@ public:
                          const exec::DeviceVerify &v,
                          const std::vector<exec::DeviceDraw> &d,
                          std::vector<int32_t> &accepted,
-                         std::vector<int32_t> &t, int64_t &vocab) override {
+                         std::vector<int32_t> &t,
+                         std::vector<exec::DeviceLogprobs> &l,
+                         int64_t &vocab) override {
     ++verifiedCalls;
     verifiedSeqs += v.numSeqs;
-    return inner->forwardVerified(b, v, d, accepted, t, vocab);
+    for (const exec::DeviceDraw &draw : d)
+      verifiedLogprobRows += draw.logprobs >= 0;
+    return inner->forwardVerified(b, v, d, accepted, t, l, vocab);
   }
   Status verify(const exec::VerifyBatch &b, std::vector<int32_t> &accepted,
                 std::vector<int32_t> &t) override {
@@ -1191,7 +1195,7 @@ public:
 
   std::unique_ptr<exec::Executor> inner;
   int logitsCalls = 0, verifiedCalls = 0, sampledCalls = 0;
-  int64_t verifiedSeqs = 0;
+  int64_t verifiedSeqs = 0, verifiedLogprobRows = 0;
 };
 
 /// What serveCounted's engine wrote and asked of its executor.
@@ -1200,7 +1204,7 @@ struct CountedRun {
   std::map<std::string, std::vector<TokenLogprobs>> logprobs;
   uint64_t proposed = 0;
   int logitsCalls = 0, verifiedCalls = 0, sampledCalls = 0;
-  int64_t verifiedSeqs = 0;
+  int64_t verifiedSeqs = 0, verifiedLogprobRows = 0;
 };
 
 /// Serves `requests` on `executor` (counted) to the end, with n-gram
@@ -1236,6 +1240,7 @@ CountedRun serveCounted(std::shared_ptr<const plan::Plan> plan,
   run.sampledCalls = counting->sampledCalls;
   run.verifiedCalls = counting->verifiedCalls;
   run.verifiedSeqs = counting->verifiedSeqs;
+  run.verifiedLogprobRows = counting->verifiedLogprobRows;
   return run;
 }
 
@@ -1338,41 +1343,25 @@ TEST(CudaExecutor, AppliesPenaltiesOnTheDevice) {
   EXPECT_EQ(plain.out.at("r3"), gpu.out.at("r3"));
 }
 
-// Logprobs are reported from where the logits are, for greedy and sampled
-// requests (with a penalty too) beside one that asks for none: no step
-// brings its logits back, the tokens are the host sampler's over the same
-// GPU logits (a plan without the logprobs kernel, as an older folioc's),
-// and so are the logprobs, within the rounding of the device's sums (and
-// of its penalised row, stored as float where the host keeps double).
-TEST(CudaExecutor, ReportsLogprobsFromTheDevice) {
-  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
-  ASSERT_TRUE(p);
-  ASSERT_TRUE(cudaExecutor()); // registers the kernels
-  std::vector<NewRequest> requests = phraseRequests();
-  requests[0].samplingParams.logprobs = 5;
-  requests[1].samplingParams.logprobs = 0;
-  requests[2].samplingParams.logprobs = 20;
-  requests[2].samplingParams.frequencyPenalty = 0.4f;
-  for (NewRequest &r : requests)
-    r.samplingParams.maxTokens = 12;
-  CountedRun gpu = serveCounted(p, cudaExecutor(), false, requests);
-  EXPECT_EQ(gpu.logitsCalls, 0) << "no step brought its logits back";
-  EXPECT_GT(gpu.sampledCalls, 0);
-  CountedRun host = serveCounted(withoutKernels(*p, "logprobs"), cudaExecutor(),
-                                 false, requests);
-  EXPECT_GT(host.logitsCalls, 0);
-  ASSERT_EQ(gpu.out.size(), 4u);
+/// Expects `gpu`'s tokens to be `host`'s and its logprobs the host's within
+/// the rounding of the device's sums (and of a penalised row, stored as
+/// float where the host keeps double); `requests` say who asked for how
+/// many, each for `numTokens` tokens.
+void expectLogprobsOfHost(const CountedRun &gpu, const CountedRun &host,
+                          const std::vector<NewRequest> &requests,
+                          size_t numTokens) {
+  ASSERT_EQ(gpu.out.size(), requests.size());
   EXPECT_EQ(gpu.out, host.out);
   for (const NewRequest &r : requests) {
     SCOPED_TRACE(r.requestId);
-    const auto &have = gpu.logprobs[r.requestId],
-               &want = host.logprobs[r.requestId];
+    const auto &have = gpu.logprobs.at(r.requestId),
+               &want = host.logprobs.at(r.requestId);
     ASSERT_EQ(have.size(), want.size());
     if (!r.samplingParams.logprobs) {
       EXPECT_TRUE(have.empty());
       continue;
     }
-    ASSERT_EQ(have.size(), 12u);
+    ASSERT_EQ(have.size(), numTokens);
     for (size_t t = 0; t < want.size(); ++t) {
       EXPECT_NEAR(have[t].logprob, want[t].logprob, 1e-5) << "token " << t;
       ASSERT_EQ(have[t].top.size(), size_t(*r.samplingParams.logprobs));
@@ -1385,6 +1374,52 @@ TEST(CudaExecutor, ReportsLogprobsFromTheDevice) {
       }
     }
   }
+}
+
+// Logprobs are reported from where the logits are, for greedy and sampled
+// requests (with a penalty too) beside one that asks for none, and beside
+// n-gram speculation verified there: no step brings its logits back, and
+// the tokens and logprobs are the host sampler's over the same GPU logits
+// (a plan without the logprobs kernel, as an older folioc's).
+TEST(CudaExecutor, ReportsLogprobsFromTheDevice) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(cudaExecutor()); // registers the kernels
+  std::shared_ptr<plan::Plan> older = withoutKernels(*p, "logprobs");
+  std::vector<NewRequest> requests = phraseRequests();
+  requests[0].samplingParams.logprobs = 5;
+  requests[1].samplingParams.logprobs = 0;
+  requests[2].samplingParams.logprobs = 20;
+  requests[2].samplingParams.frequencyPenalty = 0.4f;
+  for (NewRequest &r : requests)
+    r.samplingParams.maxTokens = 12;
+  CountedRun gpu = serveCounted(p, cudaExecutor(), false, requests);
+  EXPECT_EQ(gpu.logitsCalls, 0) << "no step brought its logits back";
+  EXPECT_GT(gpu.sampledCalls, 0);
+  CountedRun host = serveCounted(older, cudaExecutor(), false, requests);
+  EXPECT_GT(host.logitsCalls, 0);
+  expectLogprobsOfHost(gpu, host, requests, 12);
+
+  // A request whose prompt repeats nothing asks for logprobs beside
+  // requests the n-gram lookup speculates for: the steps that verify
+  // drafts report its logprobs too.
+  requests = phraseRequests();
+  NewRequest plain;
+  plain.requestId = "plain";
+  plain.promptTokenIds = {101, 202, 303, 404, 505, 606};
+  plain.samplingParams.temperature = 0.9f;
+  plain.samplingParams.topK = 50;
+  plain.samplingParams.seed = 3;
+  plain.samplingParams.logprobs = 4;
+  plain.samplingParams.ignoreEos = true;
+  requests.push_back(plain);
+  for (NewRequest &r : requests)
+    r.samplingParams.maxTokens = 16;
+  gpu = serveCounted(p, cudaExecutor(), true, requests);
+  EXPECT_GT(gpu.verifiedLogprobRows, 0);
+  host = serveCounted(older, cudaExecutor(), true, requests);
+  EXPECT_EQ(host.verifiedCalls, 0);
+  expectLogprobsOfHost(gpu, host, requests, 16);
 }
 
 // The samplers run where the logits are: forwardGreedy's tokens are the
@@ -1491,8 +1526,9 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
     v.drafts = {5, 6};
     v.uniforms = {0.1f, 0.2f, 0.3f};
     edit(v);
-    expectRefused(gpu->forwardVerified(steps[0], v, {}, accepted, ids, vocab),
-                  fragment);
+    expectRefused(
+        gpu->forwardVerified(steps[0], v, {}, accepted, ids, lp, vocab),
+        fragment);
   };
   refusedVerify([](exec::DeviceVerify &v) { v.drafts[1] = 4096; },
                 "verified sequence 0, draft 1: token 4096 is outside the "
@@ -1528,19 +1564,6 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
         v.uniforms = {0.1f, 0.2f};
       },
       "0 draws for 1 logits rows");
-  {
-    exec::DeviceVerify v;
-    v.numSeqs = 1;
-    v.numDraft = 1; // 2 rows, and a draw for the third
-    v.params.resize(1);
-    v.drafts = {5};
-    v.uniforms = {0.1f, 0.2f};
-    std::vector<exec::DeviceDraw> draw(1);
-    draw[0].logprobs = 2;
-    expectRefused(
-        gpu->forwardVerified(steps[0], v, draw, accepted, ids, vocab),
-        "a draw asks for logprobs, which a verifying step does not report");
-  }
   {
     std::shared_ptr<plan::Plan> noLogprobs = withoutKernels(*p, "logprobs");
     std::unique_ptr<exec::Executor> partial = loadedGpu(noLogprobs, 16);
@@ -1578,8 +1601,9 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
   one.params.resize(1);
   one.drafts = {5, 6};
   one.uniforms = {0.1f, 0.2f, 0.3f};
-  expectRefused(gpu->forwardVerified(steps[0], one, {}, accepted, ids, vocab),
-                "embeds no verifier of one-hot drafts");
+  expectRefused(
+      gpu->forwardVerified(steps[0], one, {}, accepted, ids, lp, vocab),
+      "embeds no verifier of one-hot drafts");
 
   // A kernel of the same name generated from other templates may read
   // another argument structure: the plan is refused before anything runs.
