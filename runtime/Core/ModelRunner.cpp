@@ -235,31 +235,54 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     }
     return draws;
   };
-  // The logprobs the device reported for the plain rows that asked and
-  // have a token.
+  // Logprobs the device reported (one entry per row: the speculating
+  // sequences' K + 1 rows each, then the plain rows) into the outcomes and
+  // tokens of the rows that asked and have a token.
   auto takeDeviceLogprobs = [&](std::vector<exec::DeviceLogprobs> &logprobs,
-                                int64_t vocab) -> Status {
-    if (logprobs.size() != sampled.size())
+                                size_t K, int64_t vocab) -> Status {
+    if (logprobs.size() != specRows + sampled.size())
       return Status::internal(
           "the executor returned " + std::to_string(logprobs.size()) +
-          " logprobs for " + std::to_string(sampled.size()) + " rows");
+          " logprobs for " + std::to_string(specRows + sampled.size()) +
+          " rows");
+    auto take = [&](exec::DeviceLogprobs &l, int32_t want,
+                    const RequestId &id) -> Expected<TokenLogprobs> {
+      if (l.topTokens.size() != std::min<size_t>(size_t(want), size_t(vocab)) ||
+          l.topLogprobs.size() != l.topTokens.size())
+        return Status::internal("the executor reported " +
+                                std::to_string(l.topTokens.size()) +
+                                " top logprobs for request '" + id +
+                                "', which asked for " + std::to_string(want));
+      TokenLogprobs t;
+      t.logprob = l.logprob;
+      for (size_t j = 0; j < l.topTokens.size(); ++j)
+        t.top.emplace_back(l.topTokens[j], l.topLogprobs[j]);
+      return t;
+    };
+    for (size_t i = 0; i < speculating.size(); ++i) {
+      const std::optional<int32_t> &want = specs[i].params->logprobs;
+      SpecOutcome &o = outcomes[i];
+      if (!want || !o.error.empty())
+        continue;
+      for (size_t j = 0; j < o.tokens.size(); ++j) {
+        Expected<TokenLogprobs> t =
+            take(logprobs[i * (K + 1) + j], *want, *speculating[i]);
+        if (!t)
+          return t.status();
+        o.logprobs.push_back(std::move(*t));
+      }
+    }
     for (size_t r = 0; r < sampled.size(); ++r) {
       const std::optional<int32_t> &want =
           requests.at(*sampled[r]).params.logprobs;
       if (!want || !errors[r].empty())
         continue;
-      exec::DeviceLogprobs &l = logprobs[r];
-      if (l.topTokens.size() !=
-              std::min<size_t>(size_t(*want), size_t(vocab)) ||
-          l.topLogprobs.size() != l.topTokens.size())
-        return Status::internal("the executor reported " +
-                                std::to_string(l.topTokens.size()) +
-                                " top logprobs for request '" + *sampled[r] +
-                                "', which asked for " + std::to_string(*want));
+      Expected<TokenLogprobs> t =
+          take(logprobs[specRows + r], *want, *sampled[r]);
+      if (!t)
+        return t.status();
       tokens[r].hasLogprobs = true;
-      tokens[r].logprobs.logprob = l.logprob;
-      for (size_t j = 0; j < l.topTokens.size(); ++j)
-        tokens[r].logprobs.top.emplace_back(l.topTokens[j], l.topLogprobs[j]);
+      tokens[r].logprobs = std::move(*t);
     }
     return Status::ok();
   };
@@ -270,7 +293,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
                         (sampled.empty() || allDraws) &&
                         executor.verifiesOnDevice();
   for (const SpecSequence &s : specs)
-    verifyOnDevice &= oneHotOnDevice(s);
+    verifyOnDevice &= oneHotOnDevice(s, reportsLogprobs);
   if (verifyOnDevice) {
     exec::DeviceVerify verify;
     const size_t K = maxDrafts;
@@ -280,6 +303,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     verify.uniforms.resize(specs.size() * (K + 1));
     for (size_t i = 0; i < specs.size(); ++i) {
       verify.params.push_back(deviceDraw(*specs[i].params, 0.0));
+      verify.params.back().logprobs = specs[i].params->logprobs.value_or(-1);
       std::copy(specs[i].drafts->begin(), specs[i].drafts->end(),
                 verify.drafts.begin() + long(i * K));
       verifyUniforms(specs[i], int64_t(K),
@@ -304,7 +328,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
         !s)
       return s;
     takeDeviceTokens(ids, vocab);
-    if (Status s = takeDeviceLogprobs(logprobs, vocab); !s)
+    if (Status s = takeDeviceLogprobs(logprobs, K, vocab); !s)
       return s;
   } else if (greedyOnDevice) {
     std::vector<int32_t> ids;
@@ -330,7 +354,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
                               std::to_string(ids.size()) + " tokens for " +
                               std::to_string(sampled.size()) + " rows");
     takeDeviceTokens(ids, vocab);
-    if (Status s = takeDeviceLogprobs(logprobs, vocab); !s)
+    if (Status s = takeDeviceLogprobs(logprobs, 0, vocab); !s)
       return s;
   } else {
     std::vector<float> allLogits;

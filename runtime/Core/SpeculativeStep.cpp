@@ -241,10 +241,10 @@ void verifyUniforms(const SpecSequence &seq, int64_t maxDrafts, float *out) {
       toUnitFloat(philoxUniform(seq.seed, seq.position, kVerifyDrawStream));
 }
 
-bool oneHotOnDevice(const SpecSequence &seq) {
-  return plainGreedy(*seq.params) ||
-         (plainDraw(*seq.params) &&
-          (!seq.draftProbs || seq.draftProbs->empty()));
+bool oneHotOnDevice(const SpecSequence &seq, bool logprobs) {
+  const SamplingParams &params = *seq.params;
+  return !hasPenalties(params) && (!params.logprobs || logprobs) &&
+         (params.isGreedy() || !seq.draftProbs || seq.draftProbs->empty());
 }
 
 Status verifiedOnDevice(const int32_t *accepted, const int32_t *tokens,

@@ -84,10 +84,11 @@ void verifyGreedyTokens(const int32_t *argmax, int64_t maxDrafts, int64_t vocab,
 /// by its seed and position (runtime/Sampler/Philox.h).
 void verifyUniforms(const SpecSequence &seq, int64_t maxDrafts, float *out);
 
-/// Whether verifyOnDevice can take `seq`: plain greedy, or a plain draw
-/// (plainDraw) whose drafts are one-hot (no draft probabilities, as the
-/// n-gram proposer gives).
-bool oneHotOnDevice(const SpecSequence &seq);
+/// Whether a device's verifier of one-hot drafts can take `seq`: greedy,
+/// or a draw whose drafts are one-hot (no draft probabilities, as the
+/// n-gram proposer gives); no penalties (their history holds the drafts),
+/// and logprobs only where `logprobs` (Executor::logprobsOnDevice).
+bool oneHotOnDevice(const SpecSequence &seq, bool logprobs);
 
 /// Outcomes of a verification taken where the logits are
 /// (Executor::forwardVerified): `accepted` [seqs.size()], -1 for a

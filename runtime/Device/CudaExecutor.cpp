@@ -459,7 +459,10 @@ public:
             " logits rows; the batch has " + std::to_string(rows));
     }
     const int64_t plainRows = rows - verifyRows;
-    bool penalties = false, wantLogprobs = false;
+    bool penalties = false, verifyLogprobs = false, plainLogprobs = false;
+    if (verify)
+      for (const exec::DeviceDraw &d : verify->params)
+        verifyLogprobs |= d.logprobs >= 0;
     if (draws) {
       if (int64_t(draws->size()) != plainRows)
         return Status::invalidArgument(
@@ -471,13 +474,14 @@ public:
             !s)
           return s;
         penalties |= d.penalized();
-        wantLogprobs |= d.logprobs >= 0;
+        plainLogprobs |= d.logprobs >= 0;
       }
       if (penalties && !penalizer.kernel)
         return missing("penalties kernel");
-      if (wantLogprobs && !logprobber.kernel)
-        return missing("logprobs kernel");
     }
+    const bool wantLogprobs = verifyLogprobs || plainLogprobs;
+    if (wantLogprobs && !logprobber.kernel)
+      return missing("logprobs kernel");
     if (Status s = runForward(in); !s)
       return s;
     if (Status s = checkGatherFlag(rows); !s)
@@ -488,18 +492,18 @@ public:
     if (accepted)
       accepted->assign(size_t(verify->numSeqs), -1);
     if (logprobs)
-      logprobs->assign(size_t(plainRows), {});
+      logprobs->assign(size_t(rows), {});
     if (rows > 0) {
       // The samplers run outside the graphs: their buffers moving drops
-      // none. Tokens, then the accepted counts, then (wantLogprobs) the
-      // plain rows' logprobs: each token's, then kMaxTopLogprobs top
-      // tokens and their logprobs per row.
+      // none. Tokens, then the accepted counts, then (wantLogprobs) every
+      // row's logprobs: each row's token's, then kMaxTopLogprobs top tokens
+      // and their logprobs per row.
       const size_t numSeqs = verify ? size_t(verify->numSeqs) : 0;
       const size_t logprobsAt = (size_t(rows) + numSeqs) * 4,
                    topStride = size_t(folio_cuda::kMaxTopLogprobs),
-                   logprobsBytes = wantLogprobs ? size_t(plainRows) * 4 *
-                                                      (1 + 2 * topStride)
-                                                : 0;
+                   logprobsBytes = wantLogprobs
+                                       ? size_t(rows) * 4 * (1 + 2 * topStride)
+                                       : 0;
       uint64_t outsideGraphs = 0;
       if (Status s = sampled.reserve(*dev, logprobsAt + logprobsBytes,
                                      "the tokens", outsideGraphs);
@@ -586,27 +590,41 @@ public:
             !s)
           return s;
       }
-      if (plainRows > 0 && wantLogprobs) {
+      // The logprobs of rows [first, first + count): a verified
+      // sequence's rows take its settings (numDraft + 1 rows each), a plain
+      // row its draw's.
+      auto launchLogprobs = [&](size_t first, size_t count) -> Status {
         folio_cuda::SampleArgs a{};
-        a.logits = at<const float>(logits + 4 * size_t(verifyRows * vocab));
+        a.logits = at<const float>(logits + 4 * first * size_t(vocab));
         a.stride = vocab;
         a.vocab = int(vocab);
-        a.tokens = at<int>(sampled.address() + 4 * size_t(verifyRows));
-        packed(n, numSeqs, a);
-        a.numTop = at<const int>(base + logprobsOffset);
+        a.tokens = at<int>(sampled.address() + 4 * first);
+        const bool verified = first < size_t(verifyRows);
+        const size_t param = verified ? 0 : numSeqs + first - verifyRows;
+        packed(n, param, a);
+        a.numDraft = verified ? int(verify->numDraft) : 0;
+        a.numTop = at<const int>(base + logprobsOffset + 4 * param);
         const uintptr_t out = sampled.address() + logprobsAt;
-        const size_t m = size_t(plainRows);
-        a.logprob = at<float>(out);
-        a.topTokens = at<int>(out + 4 * m);
-        a.topLogprobs = at<float>(out + 4 * m * (1 + topStride));
+        const size_t R = size_t(rows);
+        a.logprob = at<float>(out + 4 * first);
+        a.topTokens = at<int>(out + 4 * (R + first * topStride));
+        a.topLogprobs =
+            at<float>(out + 4 * (R * (1 + topStride) + first * topStride));
         if (Status s = dev->launch(
                 *logprobber.kernel,
-                toLaunch(cuda::sampleLaunch(logprobber.spec, plainRows)), &a);
+                toLaunch(cuda::sampleLaunch(logprobber.spec, int64_t(count))),
+                &a);
             !s)
           return Status::error(s.code(), "the logprobs: " + s.message());
-        if (Status s = mark([] { return "logprobs"; }); !s)
+        return mark([] { return "logprobs"; });
+      };
+      if (verifyLogprobs && verifyRows > 0)
+        if (Status s = launchLogprobs(0, size_t(verifyRows)); !s)
           return s;
-      }
+      if (plainLogprobs && plainRows > 0)
+        if (Status s = launchLogprobs(size_t(verifyRows), size_t(plainRows));
+            !s)
+          return s;
       if (Status s = dev->copyToHost(tokens.data(), sampled.buffer, 0,
                                      tokens.size() * 4);
           !s)
@@ -616,9 +634,9 @@ public:
                                        4 * size_t(rows), numSeqs * 4);
             !s)
           return s;
-      if (plainRows > 0 && wantLogprobs)
-        if (Status s = logprobsToHost(*draws, tokens.data() + verifyRows,
-                                      logprobsAt, vocab, *logprobs);
+      if (wantLogprobs)
+        if (Status s = logprobsToHost(verify, *draws, tokens, logprobsAt, vocab,
+                                      *logprobs);
             !s)
           return s;
     }
@@ -627,31 +645,38 @@ public:
     return options.profile ? addToProfile() : Status::ok();
   }
 
-  /// The plain rows' logprobs (sampleOnDevice's layout in `sampled`, from
-  /// byte `at`) into one entry per row that asked and has a token.
-  Status logprobsToHost(const std::vector<exec::DeviceDraw> &draws,
-                        const int32_t *rowTokens, size_t at, int64_t vocab,
-                        std::vector<exec::DeviceLogprobs> &out) {
-    const size_t m = draws.size(), topStride = folio_cuda::kMaxTopLogprobs;
-    logprobBytes.resize(m * 4 * (1 + 2 * topStride));
+  /// Every row's logprobs (sampleOnDevice's layout in `sampled`, from byte
+  /// `at`) into one entry per row whose sequence or draw asked and which
+  /// has a token: the verified rows (`verify`), then the plain ones.
+  Status logprobsToHost(const exec::DeviceVerify *verify,
+                        const std::vector<exec::DeviceDraw> &draws,
+                        const std::vector<int32_t> &rowTokens, size_t at,
+                        int64_t vocab, std::vector<exec::DeviceLogprobs> &out) {
+    const size_t R = rowTokens.size(), topStride = folio_cuda::kMaxTopLogprobs;
+    const size_t verifyRows =
+        verify ? size_t(verify->numSeqs * (verify->numDraft + 1)) : 0;
+    logprobBytes.resize(R * 4 * (1 + 2 * topStride));
     if (Status s = dev->copyToHost(logprobBytes.data(), sampled.buffer, at,
                                    logprobBytes.size());
         !s)
       return s;
     const unsigned char *bytes = logprobBytes.data();
-    for (size_t r = 0; r < m; ++r) {
-      if (draws[r].logprobs < 0 || rowTokens[r] < 0)
+    for (size_t r = 0; r < R; ++r) {
+      const int32_t want =
+          r < verifyRows
+              ? verify->params[r / size_t(verify->numDraft + 1)].logprobs
+              : draws[r - verifyRows].logprobs;
+      if (want < 0 || rowTokens[r] < 0)
         continue;
       exec::DeviceLogprobs &l = out[r];
       std::memcpy(&l.logprob, bytes + 4 * r, 4);
       // Never more than the vocabulary holds, as the host reports them.
-      const size_t top =
-          std::min<size_t>(size_t(draws[r].logprobs), size_t(vocab));
+      const size_t top = std::min<size_t>(size_t(want), size_t(vocab));
       l.topTokens.resize(top);
       l.topLogprobs.resize(top);
-      std::memcpy(l.topTokens.data(), bytes + 4 * (m + r * topStride), 4 * top);
+      std::memcpy(l.topTokens.data(), bytes + 4 * (R + r * topStride), 4 * top);
       std::memcpy(l.topLogprobs.data(),
-                  bytes + 4 * (m * (1 + topStride) + r * topStride), 4 * top);
+                  bytes + 4 * (R * (1 + topStride) + r * topStride), 4 * top);
     }
     return Status::ok();
   }
@@ -661,7 +686,7 @@ public:
   /// aligned at the front), temperatures, top_k, top_p and min_p; then the
   /// verification's drafts and uniforms; then, where `penalties` (some
   /// draw is penalized), the plain draws' penalties; then, where
-  /// `logprobs` (some draw asks for them), the plain draws' numbers of top
+  /// `logprobs` (some draw asks for them), every draw's number of top
   /// logprobs (-1: none). Nothing for greedy steps.
   Status uploadDraws(const std::vector<exec::DeviceDraw> *draws,
                      const exec::DeviceVerify *verify, bool penalties,
@@ -685,7 +710,7 @@ public:
     const size_t m = draws->size();
     const size_t penaltyBytes = penalties ? 16 * m + 4 + 8 * penaltyEntries : 0;
     logprobsOffset = penaltyOffset + penaltyBytes;
-    drawBytes.resize(logprobsOffset + (logprobs ? 4 * m : 0));
+    drawBytes.resize(logprobsOffset + (logprobs ? 4 * n : 0));
     if (drawBytes.empty())
       return Status::ok();
     unsigned char *at0 = drawBytes.data();
@@ -727,8 +752,8 @@ public:
       std::memcpy(p + 4 * (4 * m), &start, 4);
     }
     if (logprobs)
-      for (size_t r = 0; r < m; ++r)
-        std::memcpy(at0 + logprobsOffset + 4 * r, &(*draws)[r].logprobs, 4);
+      for (size_t r = 0; r < n; ++r)
+        std::memcpy(at0 + logprobsOffset + 4 * r, &drawAt(r).logprobs, 4);
     if (Status s = drawParams.reserve(*dev, drawBytes.size(), "the draws",
                                       outsideGraphs);
         !s)

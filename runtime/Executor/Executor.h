@@ -93,8 +93,8 @@ struct DeviceLogprobs {
 struct DeviceVerify {
   int64_t numSeqs = 0;  ///< S
   int64_t numDraft = 0; ///< K
-  /// [S]: each sequence's processing (temperature 0: greedy); the uniform
-  /// is not read.
+  /// [S]: each sequence's processing (temperature 0: greedy) and logprobs;
+  /// the uniform is not read.
   std::vector<DeviceDraw> params;
   std::vector<int32_t> drafts; ///< [S, K], -1 padding the end
   /// [S, K + 1] in [0, 1): draft j's acceptance, then the draw (as the
@@ -263,7 +263,9 @@ public:
   /// kept drafts, or -1 for a sequence one of whose rows 0..k holds a NaN
   /// or +inf or nothing above -inf; `tokens` [S, K + 1] (kept drafts, then
   /// the corrected or bonus token, then -1; all -1 for a faulty sequence),
-  /// then one per later row; `logprobs` one per later row.
+  /// then one per later row; `logprobs` one per row as `tokens`: a
+  /// verified row's for the token it emitted, where its sequence asks
+  /// (DeviceVerify::params[i].logprobs), then the later rows'.
   virtual Status
   forwardVerified(const ForwardBatch &batch, const DeviceVerify &verify,
                   const std::vector<DeviceDraw> &draws,

@@ -125,7 +125,8 @@ struct SampleArgs {
   // row), numTop how many top alternatives to report (-1: the row asks for
   // no logprobs; at most kMaxTopLogprobs). Out: the token's logprob, and
   // [rows, kMaxTopLogprobs] tokens and logprobs, the first numTop of each
-  // row written.
+  // row written. With numDraft > 0, after a verification: the settings and
+  // numTop are per sequence of numDraft + 1 rows.
   const int *numTop;
   float *logprob;
   int *topTokens;

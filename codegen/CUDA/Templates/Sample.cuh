@@ -474,13 +474,16 @@ __device__ __forceinline__ void betterOfDouble(double &v, int &i, double v2,
 /// rounding; the order of the top tokens is the logits' own and does not.
 /// Each thread keeps its own best numTop of the tokens it reads, in order,
 /// and numTop block-wide rounds take the best head of those lists: one
-/// pass over the row, not one per reported token.
+/// pass over the row, not one per reported token. With numDraft > 0 the
+/// rows are verified sequences' (numDraft + 1 rows each, the settings per
+/// sequence, `tokens` the verifier's output: each row's emitted token).
 template <class C>
 __device__ __forceinline__ void rowLogprobs(const SampleArgs &a) {
   constexpr int NT = C::kThreads, NW = NT / 32;
   const int r = int(blockIdx.x), tid = int(threadIdx.x), V = a.vocab;
+  const int p = r / (a.numDraft + 1); // the row's settings
   const int token = a.tokens[r];
-  const int want = a.numTop[r] < V ? a.numTop[r] : V;
+  const int want = a.numTop[p] < V ? a.numTop[p] : V;
   // The same for the whole block: rows that asked for nothing, and rows
   // the draw refused.
   if (want < 0 || token < 0 || token >= V)
@@ -490,14 +493,14 @@ __device__ __forceinline__ void rowLogprobs(const SampleArgs &a) {
   const int live = rowLive<NT>(row, V, red);
   if (live <= 0)
     return;
-  const double temp = double(a.temperature[r]);
+  const double temp = double(a.temperature[p]);
   // A greedy row keeps every token above -inf at temperature 1.
   const KeepSet ks =
       temp == 0.0
           ? KeepSet{row, 1.0, 0u, -double(infinity()), 0u, V,
                     -double(infinity())}
-          : keepSet<NT>(row, V, live, temp, a.topK[r], double(a.topP[r]),
-                        a.minP ? a.minP[r] : 0.0f, red);
+          : keepSet<NT>(row, V, live, temp, a.topK[p], double(a.topP[p]),
+                        a.minP ? a.minP[p] : 0.0f, red);
   auto processed = [&](int i) {
     return ks.keep(i) ? double(row[i]) / ks.temp : -double(infinity());
   };

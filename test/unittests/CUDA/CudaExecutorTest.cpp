@@ -1377,10 +1377,10 @@ void expectLogprobsOfHost(const CountedRun &gpu, const CountedRun &host,
 }
 
 // Logprobs are reported from where the logits are, for greedy and sampled
-// requests (with a penalty too) beside one that asks for none, and beside
+// requests (with a penalty too) beside one that asks for none, and with
 // n-gram speculation verified there: no step brings its logits back, and
-// the tokens and logprobs are the host sampler's over the same GPU logits
-// (a plan without the logprobs kernel, as an older folioc's).
+// the tokens and logprobs are the host path's over the same GPU logits (a
+// plan without the logprobs kernel, as an older folioc's).
 TEST(CudaExecutor, ReportsLogprobsFromTheDevice) {
   std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
   ASSERT_TRUE(p);
@@ -1401,9 +1401,12 @@ TEST(CudaExecutor, ReportsLogprobsFromTheDevice) {
   expectLogprobsOfHost(gpu, host, requests, 12);
 
   // A request whose prompt repeats nothing asks for logprobs beside
-  // requests the n-gram lookup speculates for: the steps that verify
-  // drafts report its logprobs too.
+  // requests the n-gram lookup speculates for, a greedy and a top-p one
+  // asking too: the steps verify drafts where the logits are and report
+  // every row's logprobs, each emitted token's under its row.
   requests = phraseRequests();
+  requests[0].samplingParams.logprobs = 3;
+  requests[3].samplingParams.logprobs = 2;
   NewRequest plain;
   plain.requestId = "plain";
   plain.promptTokenIds = {101, 202, 303, 404, 505, 606};
@@ -1417,6 +1420,8 @@ TEST(CudaExecutor, ReportsLogprobsFromTheDevice) {
     r.samplingParams.maxTokens = 16;
   gpu = serveCounted(p, cudaExecutor(), true, requests);
   EXPECT_GT(gpu.verifiedLogprobRows, 0);
+  EXPECT_GT(gpu.verifiedCalls, 0);
+  EXPECT_EQ(gpu.logitsCalls, 0);
   host = serveCounted(older, cudaExecutor(), true, requests);
   EXPECT_EQ(host.verifiedCalls, 0);
   expectLogprobsOfHost(gpu, host, requests, 16);

@@ -556,7 +556,8 @@ TEST(CudaRowEmulation, TopKTopPSamplingMatchesTheCpuSampler) {
 // temperature, min-p, top-k and top-p, tied and masked rows, top counts
 // from none to 20 (more than a row keeps, so masked tokens at -inf come
 // last by id; more than a vocabulary of 1 holds), rows that ask for none
-// and rows the draw refused (token -1), whose outputs stay untouched.
+// and rows the draw refused (token -1), whose outputs stay untouched; per
+// row, and per verified sequence of three rows (numDraft 2).
 TEST(CudaRowEmulation, LogprobsMatchTheCpuSampler) {
   std::mt19937 rng(41);
   std::normal_distribution<float> normal(0.0f, 2.0f);
@@ -584,86 +585,92 @@ TEST(CudaRowEmulation, LogprobsMatchTheCpuSampler) {
     const FolioTestSample *kernel =
         findKernel(kFolioTestSample, canonicalKey(s));
     ASSERT_NE(kernel, nullptr) << "no generated kernel for " << name;
-    for (int vocab : {1, 37, 1000}) {
-      SCOPED_TRACE(vocab);
-      const int rows = int(configs.size()) * 3 + 1;
-      const size_t V = size_t(vocab);
-      std::vector<float> logits(size_t(rows) * V), temperature(rows),
-          topP(rows), minP(rows), logprob(rows, 7.0f),
-          topLogprobs(size_t(rows * W), 7.0f);
-      std::vector<int> topK(rows), numTop(rows), tokens(rows),
-          topTokens(size_t(rows * W), -7);
-      std::vector<Expected<SampledToken>> want;
-      for (int r = 0; r < rows; ++r) {
-        const Config &c = configs[size_t(r) % configs.size()];
-        float *row = &logits[size_t(r) * V];
-        for (size_t i = 0; i < V; ++i)
-          row[i] = normal(rng);
-        if (r % 3 == 1) // ties at the top and at the cuts
+    for (int vocab : {1, 37, 1000})
+      for (int numDraft : {0, 2}) {
+        SCOPED_TRACE(vocab);
+        SCOPED_TRACE(numDraft);
+        const int rows = int(configs.size()) * 3, perSeq = numDraft + 1;
+        const size_t V = size_t(vocab);
+        std::vector<float> logits(size_t(rows) * V), temperature(rows),
+            topP(rows), minP(rows), logprob(rows, 7.0f),
+            topLogprobs(size_t(rows * W), 7.0f);
+        std::vector<int> topK(rows), numTop(rows), tokens(rows),
+            topTokens(size_t(rows * W), -7);
+        std::vector<Expected<SampledToken>> want;
+        for (int r = 0; r < rows; ++r) {
+          // A verified sequence's rows share its settings (entry r / perSeq).
+          const size_t seq = size_t(r / perSeq);
+          const Config &c = configs[seq % configs.size()];
+          float *row = &logits[size_t(r) * V];
           for (size_t i = 0; i < V; ++i)
-            row[i] = std::round(row[i]);
-        if (r % 3 == 2) // masked tokens
-          for (size_t i = 1; i < V; i += 3)
-            row[i] = -inf;
-        if (r == rows - 1) // refused by the draw
-          row[0] = std::nanf("");
-        SamplingParams p;
-        p.temperature = temperature[size_t(r)] = c.temperature;
-        p.topK = topK[size_t(r)] = c.topK;
-        p.topP = topP[size_t(r)] = c.topP;
-        p.minP = minP[size_t(r)] = c.minP;
-        numTop[size_t(r)] = c.numTop;
-        if (c.numTop >= 0)
-          p.logprobs = c.numTop;
-        SampleRow sr;
-        sr.params = &p;
-        sr.seed = 99 + uint64_t(r);
-        sr.position = 3;
-        want.push_back(sampleRow(row, V, sr));
-        tokens[size_t(r)] = want.back() ? want.back()->token : -1;
-      }
-      folio_cuda::SampleArgs a{};
-      a.logits = logits.data();
-      a.stride = vocab;
-      a.vocab = vocab;
-      a.tokens = tokens.data();
-      a.temperature = temperature.data();
-      a.topK = topK.data();
-      a.topP = topP.data();
-      a.minP = minP.data();
-      a.numTop = numTop.data();
-      a.logprob = logprob.data();
-      a.topTokens = topTokens.data();
-      a.topLogprobs = topLogprobs.data();
-      cuda_emu::LaunchConfig config =
-          emulationConfig(sampleLaunch(s, rows), name.c_str());
-      config.scheduleSeed = rng();
-      cuda_emu::launch(config, kernel->kernel, a);
-      for (int r = 0; r < rows; ++r) {
-        SCOPED_TRACE(r);
-        const size_t first = size_t(r * W);
-        if (numTop[size_t(r)] < 0 || !want[size_t(r)]) {
-          EXPECT_EQ(logprob[size_t(r)], 7.0f) << "written";
-          EXPECT_EQ(topTokens[first], -7) << "written";
-          continue;
+            row[i] = normal(rng);
+          if (r % 3 == 1) // ties at the top and at the cuts
+            for (size_t i = 0; i < V; ++i)
+              row[i] = std::round(row[i]);
+          if (r % 3 == 2) // masked tokens
+            for (size_t i = 1; i < V; i += 3)
+              row[i] = -inf;
+          if (r == rows - 1) // refused by the draw
+            row[0] = std::nanf("");
+          SamplingParams p;
+          p.temperature = temperature[seq] = c.temperature;
+          p.topK = topK[seq] = c.topK;
+          p.topP = topP[seq] = c.topP;
+          p.minP = minP[seq] = c.minP;
+          numTop[seq] = c.numTop;
+          if (c.numTop >= 0)
+            p.logprobs = c.numTop;
+          SampleRow sr;
+          sr.params = &p;
+          sr.seed = 99 + uint64_t(r);
+          sr.position = 3;
+          want.push_back(sampleRow(row, V, sr));
+          tokens[size_t(r)] = want.back() ? want.back()->token : -1;
         }
-        const TokenLogprobs &w = want[size_t(r)]->logprobs;
-        EXPECT_NEAR(logprob[size_t(r)], w.logprob, 1e-5);
-        ASSERT_EQ(w.top.size(), std::min<size_t>(size_t(numTop[size_t(r)]), V));
-        for (size_t j = 0; j < w.top.size(); ++j) {
-          EXPECT_EQ(topTokens[first + j], w.top[j].first) << "top " << j;
-          if (std::isinf(w.top[j].second)) {
-            EXPECT_EQ(topLogprobs[first + j], w.top[j].second);
-            ++maskedInTop;
-          } else {
-            EXPECT_NEAR(topLogprobs[first + j], w.top[j].second, 1e-5);
+        folio_cuda::SampleArgs a{};
+        a.logits = logits.data();
+        a.stride = vocab;
+        a.vocab = vocab;
+        a.tokens = tokens.data();
+        a.temperature = temperature.data();
+        a.topK = topK.data();
+        a.topP = topP.data();
+        a.minP = minP.data();
+        a.numTop = numTop.data();
+        a.numDraft = numDraft;
+        a.logprob = logprob.data();
+        a.topTokens = topTokens.data();
+        a.topLogprobs = topLogprobs.data();
+        cuda_emu::LaunchConfig config =
+            emulationConfig(sampleLaunch(s, rows), name.c_str());
+        config.scheduleSeed = rng();
+        cuda_emu::launch(config, kernel->kernel, a);
+        for (int r = 0; r < rows; ++r) {
+          SCOPED_TRACE(r);
+          const size_t first = size_t(r * W);
+          const int asked = numTop[size_t(r / perSeq)];
+          if (asked < 0 || !want[size_t(r)]) {
+            EXPECT_EQ(logprob[size_t(r)], 7.0f) << "written";
+            EXPECT_EQ(topTokens[first], -7) << "written";
+            continue;
           }
+          const TokenLogprobs &w = want[size_t(r)]->logprobs;
+          EXPECT_NEAR(logprob[size_t(r)], w.logprob, 1e-5);
+          ASSERT_EQ(w.top.size(), std::min<size_t>(size_t(asked), V));
+          for (size_t j = 0; j < w.top.size(); ++j) {
+            EXPECT_EQ(topTokens[first + j], w.top[j].first) << "top " << j;
+            if (std::isinf(w.top[j].second)) {
+              EXPECT_EQ(topLogprobs[first + j], w.top[j].second);
+              ++maskedInTop;
+            } else {
+              EXPECT_NEAR(topLogprobs[first + j], w.top[j].second, 1e-5);
+            }
+          }
+          if (w.top.size() < size_t(W))
+            EXPECT_EQ(topTokens[first + w.top.size()], -7) << "past the count";
+          ++compared;
         }
-        if (w.top.size() < size_t(W))
-          EXPECT_EQ(topTokens[first + w.top.size()], -7) << "past the count";
-        ++compared;
       }
-    }
   }
   EXPECT_GT(compared, 100);
   EXPECT_GT(maskedInTop, 10);
