@@ -407,6 +407,47 @@ Expected<Timing> measureGather(const CudaDevice &dev,
 
 namespace {
 
+/// The draw settings the sampling kernels read, one entry per row (or per
+/// verified sequence), kept equal to the SamplingParams the host checks
+/// with.
+struct DrawSettings {
+  std::vector<float> temperature, topP, minP;
+  std::vector<int> topK;
+
+  explicit DrawSettings(size_t n) : temperature(n), topP(n), minP(n), topK(n) {}
+  void set(size_t i, SamplingParams &p, float t, int k, float tp, float mp) {
+    p.temperature = temperature[i] = t;
+    p.topK = topK[i] = k;
+    p.topP = topP[i] = tp;
+    p.minP = minP[i] = mp;
+  }
+};
+
+/// DrawSettings on the device.
+struct DeviceDrawSettings {
+  DeviceBuffer temperature, topK, topP, minP;
+
+  void fill(folio_cuda::SampleArgs &a) const {
+    a.temperature = temperature.as<const float>();
+    a.topK = topK.as<const int>();
+    a.topP = topP.as<const float>();
+    a.minP = minP.as<const float>();
+  }
+};
+
+Expected<DeviceDrawSettings> uploadSettings(const CudaDevice &dev,
+                                            const DrawSettings &s) {
+  Expected<DeviceBuffer> t = upload(dev, s.temperature, "temperatures"),
+                         k = upload(dev, s.topK, "top_k"),
+                         p = upload(dev, s.topP, "top_p"),
+                         m = upload(dev, s.minP, "min_p");
+  for (Expected<DeviceBuffer> *b : {&t, &k, &p, &m})
+    if (!*b)
+      return b->status();
+  return DeviceDrawSettings{std::move(*t), std::move(*k), std::move(*p),
+                            std::move(*m)};
+}
+
 /// The penalties kernel over random rows and histories (repeated tokens;
 /// repetition, frequency and presence penalties alone and together; a row
 /// without), each row bit for bit runtime/Sampler's applyPenalties rounded
@@ -525,19 +566,17 @@ Expected<Timing> measureLogprobs(const CudaDevice &dev,
   const float minPs[] = {0.0f, 0.0f, 0.0f, 0.0f, 0.05f, 0.0f, 0.0f};
   const int tops[] = {5, 0, folio_cuda::kMaxTopLogprobs, 1, 3, -1, 7};
   const size_t R = static_cast<size_t>(rows), W = folio_cuda::kMaxTopLogprobs;
-  std::vector<float> logits(R * size_t(vocab)), temperature(R), topP(R),
-      minP(R), logprob(R), topLogprobs(R * W);
-  std::vector<int> topK(R), numTop(R), tokens(R), topTokens(R * W);
+  std::vector<float> logits(R * size_t(vocab)), logprob(R), topLogprobs(R * W);
+  std::vector<int> numTop(R), tokens(R), topTokens(R * W);
   std::vector<TokenLogprobs> want(R);
+  DrawSettings settings(R);
   for (int r = 0; r < rows; ++r) {
     float *row = &logits[size_t(r) * size_t(vocab)];
     for (int i = 0; i < vocab; ++i)
       row[i] = r % 3 == 1 ? std::round(normal(rng)) : normal(rng);
     SamplingParams p;
-    p.temperature = temperature[size_t(r)] = temps[r % 7];
-    p.topK = topK[size_t(r)] = topKs[r % 7];
-    p.topP = topP[size_t(r)] = topPs[r % 7];
-    p.minP = minP[size_t(r)] = minPs[r % 7];
+    settings.set(size_t(r), p, temps[r % 7], topKs[r % 7], topPs[r % 7],
+                 minPs[r % 7]);
     numTop[size_t(r)] = tops[r % 7];
     if (tops[r % 7] >= 0)
       p.logprobs = tops[r % 7];
@@ -551,18 +590,16 @@ Expected<Timing> measureLogprobs(const CudaDevice &dev,
     tokens[size_t(r)] = t->token;
     want[size_t(r)] = t->logprobs;
   }
+  Expected<DeviceDrawSettings> ds = uploadSettings(dev, settings);
+  if (!ds)
+    return ds.status();
   Expected<DeviceBuffer> dl = upload(dev, logits, "logits"),
-                         dt = upload(dev, temperature, "temperatures"),
-                         dk = upload(dev, topK, "top_k"),
-                         dp = upload(dev, topP, "top_p"),
-                         dm = upload(dev, minP, "min_p"),
                          dn = upload(dev, numTop, "top counts"),
                          dtok = upload(dev, tokens, "tokens"),
                          dlp = upload(dev, logprob, "logprobs"),
                          dti = upload(dev, topTokens, "top tokens"),
                          dtv = upload(dev, topLogprobs, "top logprobs");
-  for (Expected<DeviceBuffer> *b :
-       {&dl, &dt, &dk, &dp, &dm, &dn, &dtok, &dlp, &dti, &dtv})
+  for (Expected<DeviceBuffer> *b : {&dl, &dn, &dtok, &dlp, &dti, &dtv})
     if (!*b)
       return b->status();
   folio_cuda::SampleArgs a{};
@@ -570,10 +607,7 @@ Expected<Timing> measureLogprobs(const CudaDevice &dev,
   a.stride = vocab;
   a.vocab = vocab;
   a.tokens = dtok->as<int>();
-  a.temperature = dt->as<const float>();
-  a.topK = dk->as<const int>();
-  a.topP = dp->as<const float>();
-  a.minP = dm->as<const float>();
+  ds->fill(a);
   a.numTop = dn->as<const int>();
   a.logprob = dlp->as<float>();
   a.topTokens = dti->as<int>();
@@ -642,44 +676,39 @@ Expected<Timing> measureSample(const CudaDevice &dev,
   const float topPs[] = {1.0f, 1.0f, 0.9f, 0.8f, 0.95f, 1.0f};
   const float minPs[] = {0.0f, 0.0f, 0.0f, 0.0f, 0.05f, 0.0f};
   const size_t R = static_cast<size_t>(rows);
-  std::vector<float> logits(R * size_t(vocab)), temperature(R), topP(R),
-      minP(R);
-  std::vector<int> topK(R), tokens(R, -2);
+  std::vector<float> logits(R * size_t(vocab));
+  std::vector<int> tokens(R, -2);
   std::vector<double> uniform(R);
   std::vector<SamplingParams> params(static_cast<size_t>(rows));
+  DrawSettings settings(R);
   for (int r = 0; r < rows; ++r) {
     for (int i = 0; i < vocab; ++i)
       logits[size_t(r) * size_t(vocab) + size_t(i)] = normal(rng);
     SamplingParams &p = params[size_t(r)];
     if (s.mode != cuda::SampleMode::Greedy) {
-      p.temperature = temperature[size_t(r)] = temps[r % 6];
-      p.topK = topK[size_t(r)] = topKs[r % 6];
-      p.topP = topP[size_t(r)] = topPs[r % 6];
-      p.minP = minP[size_t(r)] = minPs[r % 6];
+      settings.set(size_t(r), p, temps[r % 6], topKs[r % 6], topPs[r % 6],
+                   minPs[r % 6]);
       uniform[size_t(r)] = philoxUniform(seed + uint64_t(r), 7);
     } else {
       p.temperature = 0.0f;
     }
   }
+  Expected<DeviceDrawSettings> ds = uploadSettings(dev, settings);
+  if (!ds)
+    return ds.status();
   Expected<DeviceBuffer> dl = upload(dev, logits, "logits"),
-                         dt = upload(dev, temperature, "temperatures"),
-                         dk = upload(dev, topK, "top_k"),
-                         dp = upload(dev, topP, "top_p"),
                          du = upload(dev, uniform, "uniforms"),
-                         dm = upload(dev, minP, "min_p"),
                          dtok = dev.allocate(tokens.size() * 4, "tokens");
-  for (Expected<DeviceBuffer> *b : {&dl, &dt, &dk, &dp, &du, &dm, &dtok})
+  for (Expected<DeviceBuffer> *b : {&dl, &du, &dtok})
     if (!*b)
       return b->status();
-  folio_cuda::SampleArgs a{dl->as<const float>(),
-                           vocab,
-                           vocab,
-                           dtok->as<int>(),
-                           dt->as<const float>(),
-                           dk->as<const int>(),
-                           dp->as<const float>(),
-                           du->as<const double>(),
-                           dm->as<const float>()};
+  folio_cuda::SampleArgs a{};
+  a.logits = dl->as<const float>();
+  a.stride = vocab;
+  a.vocab = vocab;
+  a.tokens = dtok->as<int>();
+  a.uniform = du->as<const double>();
+  ds->fill(a);
   device::CudaLaunch l = toLaunch(cuda::sampleLaunch(s, rows));
   auto run = [&] { return dev.launch(**kernel, l, &a); };
   if (Status e = run(); !e)
@@ -730,16 +759,14 @@ Expected<Timing> measureVerify(const CudaDevice &dev,
   std::vector<SamplingParams> params(static_cast<size_t>(S));
   std::vector<std::vector<TokenId>> drafts(static_cast<size_t>(S));
   std::vector<core::SpecSequence> seqs(static_cast<size_t>(S));
-  std::vector<float> temperature(size_t(S), 0.0f), topP(size_t(S), 1.0f),
-      minP(size_t(S), 0.0f), uniforms(size_t(S) * rowsPerSeq);
-  std::vector<int> topK(size_t(S), 0), draftArray(size_t(S) * size_t(K), -1);
+  std::vector<float> uniforms(size_t(S) * rowsPerSeq);
+  std::vector<int> draftArray(size_t(S) * size_t(K), -1);
+  DrawSettings settings(static_cast<size_t>(S));
   const std::vector<TokenId> none;
   for (int i = 0; i < S; ++i) {
     SamplingParams &p = params[size_t(i)];
-    p.temperature = temperature[size_t(i)] = temps[i % 5];
-    p.topK = topK[size_t(i)] = topKs[i % 5];
-    p.topP = topP[size_t(i)] = topPs[i % 5];
-    p.minP = minP[size_t(i)] = minPs[i % 5];
+    settings.set(size_t(i), p, temps[i % 5], topKs[i % 5], topPs[i % 5],
+                 minPs[i % 5]);
     const int k = i % (K + 1);
     for (int j = 0; j < k; ++j) {
       const float *row = &logits[(size_t(i) * rowsPerSeq + size_t(j)) * V];
@@ -762,17 +789,15 @@ Expected<Timing> measureVerify(const CudaDevice &dev,
       !e)
     return Status::internal("the CPU verifier: " + e.message());
   std::vector<int> tokens(size_t(S) * rowsPerSeq, -2), accepted(size_t(S), -2);
+  Expected<DeviceDrawSettings> ds = uploadSettings(dev, settings);
+  if (!ds)
+    return ds.status();
   Expected<DeviceBuffer> dl = upload(dev, logits, "logits"),
-                         dt = upload(dev, temperature, "temperatures"),
-                         dk = upload(dev, topK, "top_k"),
-                         dp = upload(dev, topP, "top_p"),
-                         dm = upload(dev, minP, "min_p"),
                          dd = upload(dev, draftArray, "drafts"),
                          du = upload(dev, uniforms, "uniforms"),
                          dtok = dev.allocate(tokens.size() * 4, "tokens"),
                          dacc = dev.allocate(accepted.size() * 4, "accepted");
-  for (Expected<DeviceBuffer> *b :
-       {&dl, &dt, &dk, &dp, &dm, &dd, &du, &dtok, &dacc})
+  for (Expected<DeviceBuffer> *b : {&dl, &dd, &du, &dtok, &dacc})
     if (!*b)
       return b->status();
   folio_cuda::SampleArgs a{};
@@ -780,10 +805,7 @@ Expected<Timing> measureVerify(const CudaDevice &dev,
   a.stride = vocab;
   a.vocab = vocab;
   a.tokens = dtok->as<int>();
-  a.temperature = dt->as<const float>();
-  a.topK = dk->as<const int>();
-  a.topP = dp->as<const float>();
-  a.minP = dm->as<const float>();
+  ds->fill(a);
   a.numDraft = K;
   a.drafts = dd->as<const int>();
   a.uniforms = du->as<const float>();
