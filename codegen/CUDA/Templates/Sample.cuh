@@ -55,7 +55,8 @@ __device__ __forceinline__ unsigned radixSelect(Count atLeast) {
 
 /// (value, index) of the better of two candidates: larger value, then
 /// lower index.
-__device__ __forceinline__ void betterOf(float &v, int &i, float v2, int i2) {
+template <class T>
+__device__ __forceinline__ void betterOf(T &v, int &i, T v2, int i2) {
   if (v2 > v || (v2 == v && i2 < i)) {
     v = v2;
     i = i2;
@@ -454,16 +455,6 @@ __device__ __forceinline__ void penalizeRows(const SampleArgs &a) {
   }
 }
 
-/// The better of two (value, index) candidates in double: larger value,
-/// then lower index.
-__device__ __forceinline__ void betterOfDouble(double &v, int &i, double v2,
-                                               int i2) {
-  if (v2 > v || (v2 == v && i2 < i)) {
-    v = v2;
-    i = i2;
-  }
-}
-
 /// Logprobs after a draw, one block per row, as runtime/Sampler's
 /// logprobsProcessed reports them: under the distribution the token was
 /// drawn from (the kept tokens' l / temperature, the rest -inf; a greedy
@@ -545,7 +536,7 @@ __device__ __forceinline__ void rowLogprobs(const SampleArgs &a) {
     for (int o = 16; o > 0; o >>= 1) {
       double v2 = __shfl_xor_sync(0xffffffffu, v, o);
       int i2 = __shfl_xor_sync(0xffffffffu, i, o);
-      betterOfDouble(v, i, v2, i2);
+      betterOf(v, i, v2, i2);
     }
     if (tid % 32 == 0) {
       warpV[tid / 32] = v;
@@ -553,7 +544,7 @@ __device__ __forceinline__ void rowLogprobs(const SampleArgs &a) {
     }
     __syncthreads();
     for (int w = 0; w < NW; ++w)
-      betterOfDouble(v, i, warpV[w], warpI[w]);
+      betterOf(v, i, warpV[w], warpI[w]);
     __syncthreads(); // the next round rewrites warpV
     if (pos < n && topI[pos] == i)
       ++pos;
