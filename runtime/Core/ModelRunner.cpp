@@ -19,26 +19,42 @@ namespace {
 /// history (`prompt` and `output`, null for none), then temperature 0 for
 /// greedy (the row's argmax), else temperature, min-p, top-k and top-p
 /// with the draw's uniform.
+/// The penalties' list of one row (DeviceDraw::penaltyTokens and
+/// penaltyCounts): each token once, with its count in the output and the
+/// first `drafts` drafts after it; the prompt's only where the repetition
+/// penalty reads them.
+void penaltyList(const SamplingParams &params,
+                 const std::vector<TokenId> &prompt,
+                 const std::vector<TokenId> &output, const TokenId *drafts,
+                 size_t numDrafts, std::vector<int32_t> &tokens,
+                 std::vector<int32_t> &counts) {
+  std::unordered_map<TokenId, int32_t> count;
+  for (TokenId t : output)
+    ++count[t];
+  for (size_t j = 0; j < numDrafts; ++j)
+    ++count[drafts[j]];
+  if (params.repetitionPenalty != 1.0f)
+    for (TokenId t : prompt)
+      count.emplace(t, 0);
+  tokens.clear();
+  counts.clear();
+  for (const auto &[token, n] : count) {
+    tokens.push_back(token);
+    counts.push_back(n);
+  }
+}
+
 exec::DeviceDraw deviceDraw(const SamplingParams &params, double uniform,
                             const std::vector<TokenId> *prompt = nullptr,
                             const std::vector<TokenId> *output = nullptr) {
   exec::DeviceDraw d;
-  if (hasPenalties(params) && prompt && output) {
+  if (hasPenalties(params)) {
     d.repetitionPenalty = params.repetitionPenalty;
     d.frequencyPenalty = params.frequencyPenalty;
     d.presencePenalty = params.presencePenalty;
-    // Each token once, with its count in the output; the prompt's only
-    // where the repetition penalty reads them.
-    std::unordered_map<TokenId, int32_t> count;
-    for (TokenId t : *output)
-      ++count[t];
-    if (params.repetitionPenalty != 1.0f)
-      for (TokenId t : *prompt)
-        count.emplace(t, 0);
-    for (const auto &[token, n] : count) {
-      d.penaltyTokens.push_back(token);
-      d.penaltyCounts.push_back(n);
-    }
+    if (prompt && output)
+      penaltyList(params, *prompt, *output, nullptr, 0, d.penaltyTokens,
+                  d.penaltyCounts);
   }
   if (params.isGreedy()) {
     d.temperature = 0.0f;
@@ -293,7 +309,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
                         (sampled.empty() || allDraws) &&
                         executor.verifiesOnDevice();
   for (const SpecSequence &s : specs)
-    verifyOnDevice &= oneHotOnDevice(s, reportsLogprobs);
+    verifyOnDevice &= oneHotOnDevice(s, reportsLogprobs, penalizes);
   if (verifyOnDevice) {
     exec::DeviceVerify verify;
     const size_t K = maxDrafts;
@@ -301,13 +317,26 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     verify.numDraft = int64_t(K);
     verify.drafts.assign(specs.size() * K, -1);
     verify.uniforms.resize(specs.size() * (K + 1));
+    bool penalties = false;
+    for (const SpecSequence &s : specs)
+      penalties |= hasPenalties(*s.params);
+    if (penalties) {
+      verify.rowPenaltyTokens.resize(specs.size() * (K + 1));
+      verify.rowPenaltyCounts.resize(specs.size() * (K + 1));
+    }
     for (size_t i = 0; i < specs.size(); ++i) {
-      verify.params.push_back(deviceDraw(*specs[i].params, 0.0));
-      verify.params.back().logprobs = specs[i].params->logprobs.value_or(-1);
-      std::copy(specs[i].drafts->begin(), specs[i].drafts->end(),
+      const SpecSequence &s = specs[i];
+      verify.params.push_back(deviceDraw(*s.params, 0.0));
+      verify.params.back().logprobs = s.params->logprobs.value_or(-1);
+      std::copy(s.drafts->begin(), s.drafts->end(),
                 verify.drafts.begin() + long(i * K));
-      verifyUniforms(specs[i], int64_t(K),
-                     verify.uniforms.data() + i * (K + 1));
+      verifyUniforms(s, int64_t(K), verify.uniforms.data() + i * (K + 1));
+      // Row j's history: the output, then drafts 0..j-1.
+      for (size_t j = 0; hasPenalties(*s.params) && j <= K; ++j)
+        penaltyList(*s.params, *s.prompt, *s.output, s.drafts->data(),
+                    std::min(j, s.drafts->size()),
+                    verify.rowPenaltyTokens[i * (K + 1) + j],
+                    verify.rowPenaltyCounts[i * (K + 1) + j]);
     }
     std::vector<int32_t> accepted, ids;
     std::vector<exec::DeviceLogprobs> logprobs;

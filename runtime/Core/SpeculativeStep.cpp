@@ -241,9 +241,10 @@ void verifyUniforms(const SpecSequence &seq, int64_t maxDrafts, float *out) {
       toUnitFloat(philoxUniform(seq.seed, seq.position, kVerifyDrawStream));
 }
 
-bool oneHotOnDevice(const SpecSequence &seq, bool logprobs) {
+bool oneHotOnDevice(const SpecSequence &seq, bool logprobs, bool penalties) {
   const SamplingParams &params = *seq.params;
-  return !hasPenalties(params) && (!params.logprobs || logprobs) &&
+  return (!hasPenalties(params) || penalties) &&
+         (!params.logprobs || logprobs) &&
          (params.isGreedy() || !seq.draftProbs || seq.draftProbs->empty());
 }
 

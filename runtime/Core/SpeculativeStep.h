@@ -86,9 +86,11 @@ void verifyUniforms(const SpecSequence &seq, int64_t maxDrafts, float *out);
 
 /// Whether a device's verifier of one-hot drafts can take `seq`: greedy,
 /// or a draw whose drafts are one-hot (no draft probabilities, as the
-/// n-gram proposer gives); no penalties (their history holds the drafts),
-/// and logprobs only where `logprobs` (Executor::logprobsOnDevice).
-bool oneHotOnDevice(const SpecSequence &seq, bool logprobs);
+/// n-gram proposer gives); logprobs only where `logprobs`
+/// (Executor::logprobsOnDevice), penalties only where `penalties`
+/// (Executor::penalizesOnDevice; each row penalized with the drafts before
+/// it as history).
+bool oneHotOnDevice(const SpecSequence &seq, bool logprobs, bool penalties);
 
 /// Outcomes of a verification taken where the logits are
 /// (Executor::forwardVerified): `accepted` [seqs.size()], -1 for a

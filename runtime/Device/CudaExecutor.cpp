@@ -320,6 +320,24 @@ public:
   /// An error naming the first draw a sampler cannot take, before anything
   /// runs. Greedy draws (temperature 0) read nothing else; `uniform`
   /// says whether the draw's uniform is read.
+  /// An error naming the first entry of a penalty list outside `vocab`
+  /// or counted below 0, or lists of different lengths.
+  static Status checkPenaltyList(const std::vector<int32_t> &tokens,
+                                 const std::vector<int32_t> &counts,
+                                 const std::string &what, int64_t vocab) {
+    if (tokens.size() != counts.size())
+      return Status::invalidArgument(
+          what + ": " + std::to_string(tokens.size()) + " penalty tokens but " +
+          std::to_string(counts.size()) + " counts");
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] < 0 || tokens[i] >= vocab || counts[i] < 0)
+        return Status::invalidArgument(
+            what + ": penalty token " + std::to_string(tokens[i]) + " (count " +
+            std::to_string(counts[i]) + ") is outside the vocabulary of " +
+            std::to_string(vocab) + " or counted below 0");
+    return Status::ok();
+  }
+
   static Status checkDraw(const exec::DeviceDraw &d, const std::string &what,
                           bool uniform, int64_t vocab) {
     if (d.logprobs < -1 || d.logprobs > folio_cuda::kMaxTopLogprobs)
@@ -338,19 +356,10 @@ public:
             std::to_string(d.frequencyPenalty) + ", presence " +
             std::to_string(d.presencePenalty) +
             " (penalties must be finite, repetition > 0)");
-      if (d.penaltyTokens.size() != d.penaltyCounts.size())
-        return Status::invalidArgument(
-            what + ": " + std::to_string(d.penaltyTokens.size()) +
-            " penalty tokens but " + std::to_string(d.penaltyCounts.size()) +
-            " counts");
-      for (size_t i = 0; i < d.penaltyTokens.size(); ++i)
-        if (d.penaltyTokens[i] < 0 || d.penaltyTokens[i] >= vocab ||
-            d.penaltyCounts[i] < 0)
-          return Status::invalidArgument(
-              what + ": penalty token " + std::to_string(d.penaltyTokens[i]) +
-              " (count " + std::to_string(d.penaltyCounts[i]) +
-              ") is outside the vocabulary of " + std::to_string(vocab) +
-              " or counted below 0");
+      if (Status s =
+              checkPenaltyList(d.penaltyTokens, d.penaltyCounts, what, vocab);
+          !s)
+        return s;
     }
     if (d.temperature == 0.0f)
       return Status::ok();
@@ -385,14 +394,30 @@ public:
           " drafts and " + std::to_string(v.uniforms.size()) +
           " uniforms (want " + std::to_string(S) + ", " +
           std::to_string(S * K) + " and " + std::to_string(S * (K + 1)) + ")");
+    bool penalties = false;
+    for (const exec::DeviceDraw &d : v.params)
+      penalties |= d.penalized();
+    const size_t rows = size_t(S * (K + 1));
+    if (penalties && (v.rowPenaltyTokens.size() != rows ||
+                      v.rowPenaltyCounts.size() != rows))
+      return Status::invalidArgument(
+          "verification of " + std::to_string(S) + " sequences of " +
+          std::to_string(K) + " drafts with penalties has " +
+          std::to_string(v.rowPenaltyTokens.size()) + " and " +
+          std::to_string(v.rowPenaltyCounts.size()) +
+          " row penalty lists (want " + std::to_string(rows) +
+          " each: the drafts before a row are its history)");
     for (int64_t i = 0; i < S; ++i) {
       std::string seq = "verified sequence " + std::to_string(i);
-      if (v.params[size_t(i)].penalized())
-        return Status::invalidArgument(
-            seq + " has penalties; the verifier of one-hot drafts applies "
-                  "none (penalties take the drafts as history)");
       if (Status s = checkDraw(v.params[size_t(i)], seq, false, vocab); !s)
         return s;
+      for (int64_t j = 0; penalties && j <= K; ++j)
+        if (Status s =
+                checkPenaltyList(v.rowPenaltyTokens[size_t(i * (K + 1) + j)],
+                                 v.rowPenaltyCounts[size_t(i * (K + 1) + j)],
+                                 seq + ", row " + std::to_string(j), vocab);
+            !s)
+          return s;
       bool padded = false;
       for (int64_t j = 0; j < K; ++j) {
         int32_t t = v.drafts[size_t(i * K + j)];
@@ -459,10 +484,13 @@ public:
             " logits rows; the batch has " + std::to_string(rows));
     }
     const int64_t plainRows = rows - verifyRows;
-    bool penalties = false, verifyLogprobs = false, plainLogprobs = false;
+    bool penalties = false, verifyPenalties = false, verifyLogprobs = false,
+         plainLogprobs = false;
     if (verify)
-      for (const exec::DeviceDraw &d : verify->params)
+      for (const exec::DeviceDraw &d : verify->params) {
+        verifyPenalties |= d.penalized();
         verifyLogprobs |= d.logprobs >= 0;
+      }
     if (draws) {
       if (int64_t(draws->size()) != plainRows)
         return Status::invalidArgument(
@@ -476,9 +504,10 @@ public:
         penalties |= d.penalized();
         plainLogprobs |= d.logprobs >= 0;
       }
-      if (penalties && !penalizer.kernel)
-        return missing("penalties kernel");
     }
+    penalties |= verifyPenalties;
+    if (penalties && !penalizer.kernel)
+      return missing("penalties kernel");
     const bool wantLogprobs = verifyLogprobs || plainLogprobs;
     if (wantLogprobs && !logprobber.kernel)
       return missing("logprobs kernel");
@@ -524,6 +553,34 @@ public:
         a.minP = at<const float>(base + 20 * n + 4 * first);
       };
       const size_t n = numSeqs + (draws ? draws->size() : 0);
+      // Penalties first, in place: every row from the first verified one
+      // where a verified sequence has them (each row with its own
+      // history), else the plain rows.
+      const size_t penaltyFirst = verifyPenalties ? 0 : size_t(verifyRows);
+      if (penalties && size_t(rows) > penaltyFirst) {
+        folio_cuda::SampleArgs a{};
+        a.penalized = at<float>(logits + 4 * penaltyFirst * size_t(vocab));
+        a.stride = vocab;
+        a.vocab = int(vocab);
+        // uploadDraws' layout: repetition, frequency and presence per row,
+        // the entries' starts, then their tokens and counts.
+        const uintptr_t p = base + penaltyOffset;
+        const size_t R = size_t(rows), f = penaltyFirst;
+        a.repetition = at<const float>(p + 4 * f);
+        a.frequency = at<const float>(p + 4 * (R + f));
+        a.presence = at<const float>(p + 4 * (2 * R + f));
+        a.penaltyStart = at<const int>(p + 4 * (3 * R + f));
+        a.penaltyTokens = at<const int>(p + 16 * R + 4);
+        a.penaltyCounts = at<const int>(p + 16 * R + 4 + 4 * penaltyEntries);
+        if (Status s = dev->launch(
+                *penalizer.kernel,
+                toLaunch(cuda::sampleLaunch(penalizer.spec, int64_t(R - f))),
+                &a);
+            !s)
+          return Status::error(s.code(), "the penalties: " + s.message());
+        if (Status s = mark([] { return "penalties"; }); !s)
+          return s;
+      }
       if (verify && numSeqs > 0) {
         const size_t K = size_t(verify->numDraft);
         folio_cuda::SampleArgs a{};
@@ -545,27 +602,6 @@ public:
           return Status::error(s.code(), "the verifier of one-hot drafts: " +
                                              s.message());
         if (Status s = mark([] { return "verify (one-hot drafts)"; }); !s)
-          return s;
-      }
-      if (plainRows > 0 && penalties) {
-        folio_cuda::SampleArgs a{};
-        a.penalized = at<float>(logits + 4 * size_t(verifyRows * vocab));
-        a.stride = vocab;
-        a.vocab = int(vocab);
-        const uintptr_t p = base + penaltyOffset;
-        const size_t m = size_t(plainRows);
-        a.repetition = at<const float>(p);
-        a.frequency = at<const float>(p + 4 * m);
-        a.presence = at<const float>(p + 8 * m);
-        a.penaltyStart = at<const int>(p + 12 * m);
-        a.penaltyTokens = at<const int>(p + 16 * m + 4);
-        a.penaltyCounts = at<const int>(p + 16 * m + 4 + 4 * penaltyEntries);
-        if (Status s = dev->launch(
-                *penalizer.kernel,
-                toLaunch(cuda::sampleLaunch(penalizer.spec, plainRows)), &a);
-            !s)
-          return Status::error(s.code(), "the penalties: " + s.message());
-        if (Status s = mark([] { return "penalties"; }); !s)
           return s;
       }
       if (plainRows > 0) {
@@ -685,7 +721,8 @@ public:
   /// sequences' parameters first, then `draws`) the uniforms (8-byte
   /// aligned at the front), temperatures, top_k, top_p and min_p; then the
   /// verification's drafts and uniforms; then, where `penalties` (some
-  /// draw is penalized), the plain draws' penalties; then, where
+  /// draw or verified sequence is penalized), every row's penalties (a
+  /// verified row's with its own list); then, where
   /// `logprobs` (some draw asks for them), every draw's number of top
   /// logprobs (-1: none). Nothing for greedy steps.
   Status uploadDraws(const std::vector<exec::DeviceDraw> *draws,
@@ -700,15 +737,34 @@ public:
     };
     const size_t verifyBytes =
         verify ? 4 * (verify->drafts.size() + verify->uniforms.size()) : 0;
-    // The plain draws' penalties, where any has them: repetition,
-    // frequency and presence per draw, the entries' starts, then their
-    // tokens and counts.
+    // Every row's penalties, where any row has them: repetition,
+    // frequency and presence per row, the entries' starts, then their
+    // tokens and counts. A verified row takes its sequence's penalties
+    // and its own list.
+    const size_t perSeq = verify ? size_t(verify->numDraft) + 1 : 1;
+    const size_t R = numVerified * perSeq + draws->size();
+    struct RowPenalty {
+      const exec::DeviceDraw *values; // null: none
+      const std::vector<int32_t> *tokens, *counts;
+    };
+    auto rowPenalty = [&](size_t r) -> RowPenalty {
+      if (r < numVerified * perSeq) {
+        const exec::DeviceDraw &d = verify->params[r / perSeq];
+        if (!d.penalized())
+          return {nullptr, nullptr, nullptr};
+        return {&d, &verify->rowPenaltyTokens[r], &verify->rowPenaltyCounts[r]};
+      }
+      const exec::DeviceDraw &d = (*draws)[r - numVerified * perSeq];
+      if (!d.penalized())
+        return {nullptr, nullptr, nullptr};
+      return {&d, &d.penaltyTokens, &d.penaltyCounts};
+    };
     penaltyOffset = n * (8 + 4 + 4 + 4 + 4) + verifyBytes;
     penaltyEntries = 0;
-    for (const exec::DeviceDraw &d : *draws)
-      penaltyEntries += d.penalized() ? d.penaltyTokens.size() : 0;
-    const size_t m = draws->size();
-    const size_t penaltyBytes = penalties ? 16 * m + 4 + 8 * penaltyEntries : 0;
+    for (size_t r = 0; penalties && r < R; ++r)
+      if (RowPenalty rp = rowPenalty(r); rp.values)
+        penaltyEntries += rp.tokens->size();
+    const size_t penaltyBytes = penalties ? 16 * R + 4 + 8 * penaltyEntries : 0;
     logprobsOffset = penaltyOffset + penaltyBytes;
     drawBytes.resize(logprobsOffset + (logprobs ? 4 * n : 0));
     if (drawBytes.empty())
@@ -732,24 +788,24 @@ public:
       unsigned char *p = at0 + penaltyOffset;
       int32_t start = 0;
       size_t entry = 0;
-      const float off[3] = {1.0f, 0.0f, 0.0f};
-      for (size_t r = 0; r < m; ++r) {
-        const exec::DeviceDraw &d = (*draws)[r];
-        const bool on = d.penalized();
-        std::memcpy(p + 4 * r, on ? &d.repetitionPenalty : &off[0], 4);
-        std::memcpy(p + 4 * (m + r), on ? &d.frequencyPenalty : &off[1], 4);
-        std::memcpy(p + 4 * (2 * m + r), on ? &d.presencePenalty : &off[2], 4);
-        std::memcpy(p + 4 * (3 * m + r), &start, 4);
-        if (!on)
+      const exec::DeviceDraw off;
+      for (size_t r = 0; r < R; ++r) {
+        const RowPenalty rp = rowPenalty(r);
+        const exec::DeviceDraw &d = rp.values ? *rp.values : off;
+        std::memcpy(p + 4 * r, &d.repetitionPenalty, 4);
+        std::memcpy(p + 4 * (R + r), &d.frequencyPenalty, 4);
+        std::memcpy(p + 4 * (2 * R + r), &d.presencePenalty, 4);
+        std::memcpy(p + 4 * (3 * R + r), &start, 4);
+        if (!rp.values)
           continue;
-        const size_t k = d.penaltyTokens.size();
-        std::memcpy(p + 16 * m + 4 + 4 * entry, d.penaltyTokens.data(), 4 * k);
-        std::memcpy(p + 16 * m + 4 + 4 * (penaltyEntries + entry),
-                    d.penaltyCounts.data(), 4 * k);
+        const size_t k = rp.tokens->size();
+        std::memcpy(p + 16 * R + 4 + 4 * entry, rp.tokens->data(), 4 * k);
+        std::memcpy(p + 16 * R + 4 + 4 * (penaltyEntries + entry),
+                    rp.counts->data(), 4 * k);
         entry += k;
         start += int32_t(k);
       }
-      std::memcpy(p + 4 * (4 * m), &start, 4);
+      std::memcpy(p + 4 * (4 * R), &start, 4);
     }
     if (logprobs)
       for (size_t r = 0; r < n; ++r)

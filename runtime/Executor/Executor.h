@@ -93,9 +93,15 @@ struct DeviceLogprobs {
 struct DeviceVerify {
   int64_t numSeqs = 0;  ///< S
   int64_t numDraft = 0; ///< K
-  /// [S]: each sequence's processing (temperature 0: greedy) and logprobs;
-  /// the uniform is not read.
+  /// [S]: each sequence's processing (temperature 0: greedy), penalties
+  /// and logprobs; the uniform and the penalty lists are not read.
   std::vector<DeviceDraw> params;
+  /// Where some sequence has penalties, [S, K + 1] lists (empty for the
+  /// rows of sequences without): row j's history holds the output and
+  /// drafts 0..j-1, so each row has its own counts; as DeviceDraw's
+  /// penaltyTokens and penaltyCounts. Each row is penalized in place before
+  /// the verification.
+  std::vector<std::vector<int32_t>> rowPenaltyTokens, rowPenaltyCounts;
   std::vector<int32_t> drafts; ///< [S, K], -1 padding the end
   /// [S, K + 1] in [0, 1): draft j's acceptance, then the draw (as the
   /// host path's verify entry takes them).

@@ -17,6 +17,7 @@
 #include "test/unittests/CUDA/ModelKernels.h"
 
 #include "codegen/CPU/Gather.h"
+#include "runtime/Core/SpeculativeStep.h"
 #include "runtime/Device/CudaExecutor.h"
 #include "runtime/Executor/StoredWeightView.h"
 #include "runtime/Sampler/Sampler.h"
@@ -31,6 +32,7 @@
 #include <cstdio>
 #include <dlfcn.h>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <thread>
 
@@ -1341,8 +1343,154 @@ TEST(CudaExecutor, AppliesPenaltiesOnTheDevice) {
   EXPECT_NE(plain.out.at("r1"), gpu.out.at("r1"));
   EXPECT_NE(plain.out.at("r2"), gpu.out.at("r2"));
   EXPECT_EQ(plain.out.at("r3"), gpu.out.at("r3"));
+
+  // With n-gram speculation the drafts verified on the device are
+  // penalized row by row, each with the drafts before it as history: the
+  // tokens are the host path's. Mild penalties, so that the requests
+  // still repeat themselves and the lookup finds some drafts
+  // (VerifiesPenalizedDraftsOnTheDevice checks the rows themselves).
+  requests = phraseRequests();
+  requests[0].samplingParams.repetitionPenalty = 1.05f;
+  requests[1].samplingParams.frequencyPenalty = 0.2f;
+  requests[2].samplingParams.presencePenalty = 0.1f;
+  requests[3].samplingParams.frequencyPenalty = 0.1f;
+  for (NewRequest &r : requests)
+    r.samplingParams.maxTokens = 16;
+  gpu = serveCounted(p, cudaExecutor(), true, requests);
+  EXPECT_GT(gpu.verifiedCalls, 0);
+  EXPECT_EQ(gpu.logitsCalls, 0);
+  host = serveCounted(withoutKernels(*p, "penalize"), cudaExecutor(), true,
+                      requests);
+  EXPECT_EQ(host.verifiedCalls, 0);
+  EXPECT_GT(host.proposed, 0u);
+  EXPECT_EQ(gpu.proposed, host.proposed);
+  EXPECT_EQ(gpu.out, host.out);
 }
 
+// Drafts verified on the device with penalties: each row is penalized with
+// the output and the drafts before it as history, as the engine's host
+// path penalizes it, against that path over the same GPU logits. In the
+// greedy sequences token `a` (row 1's argmax) is made row 0's by an output
+// holding every token above it there; a presence or frequency penalty
+// then keeps it at row 0 and, with `a` as the first draft in row 1's
+// history, rejects it there as the second draft. The sampled sequences
+// (low and high temperature, top-k) repeat their first draft and an
+// output token.
+TEST(CudaExecutor, VerifiesPenalizedDraftsOnTheDevice) {
+  std::unique_ptr<exec::Executor> gpu =
+      loadedGpu(bundledPlan("sm_90a", "bf16"), 16);
+  ASSERT_TRUE(gpu);
+  Sequences seqs;
+  const int K = 3, S = 4;
+  std::vector<int> ids;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < S; ++i) {
+    ids.push_back(seqs.add());
+    prompts.push_back(tokens(6, 11 + i));
+  }
+  // Each sequence's last K + 1 tokens are its drafts' rows.
+  exec::ForwardBatch b = seqs.step(ids, prompts);
+  b.logitsIndices.clear();
+  for (int i = 0; i < S; ++i)
+    for (int j = 0; j <= K; ++j)
+      b.logitsIndices.push_back(6 * i + 2 + j);
+  std::vector<float> logits;
+  int64_t vocab = 0;
+  ASSERT_TRUE(gpu->forward(b, logits, vocab));
+  auto row = [&](int i, int j) {
+    return logits.data() + size_t(i * (K + 1) + j) * size_t(vocab);
+  };
+
+  std::vector<SamplingParams> params(S);
+  params[0].temperature = 0.0f;
+  params[0].presencePenalty = 50.0f;
+  params[0].repetitionPenalty = 1.2f;
+  params[1].temperature = 0.0f;
+  params[1].frequencyPenalty = 50.0f;
+  params[2].temperature = 0.3f;
+  params[2].frequencyPenalty = 2.5f;
+  params[2].presencePenalty = 0.5f;
+  params[3].temperature = 1.1f;
+  params[3].topK = 40;
+  params[3].frequencyPenalty = 1.5f;
+  std::vector<std::vector<TokenId>> prompt(S), output(S), drafts(S);
+  std::vector<core::SpecSequence> specs(S);
+  exec::DeviceVerify v;
+  v.numSeqs = S;
+  v.numDraft = K;
+  v.drafts.assign(size_t(S * K), -1);
+  v.uniforms.resize(size_t(S * (K + 1)));
+  v.rowPenaltyTokens.resize(size_t(S * (K + 1)));
+  v.rowPenaltyCounts.resize(size_t(S * (K + 1)));
+  for (int i = 0; i < S; ++i) {
+    prompt[i].assign(prompts[i].begin(), prompts[i].begin() + 3);
+    if (i < 2) {
+      const TokenId a = firstMaximum(row(i, 1), size_t(vocab));
+      for (int64_t t = 0; t < vocab; ++t)
+        if (t != a && row(i, 0)[t] >= row(i, 0)[a])
+          output[i].push_back(TokenId(t));
+      drafts[i] = {a, a, a};
+    } else {
+      output[i].assign(prompts[i].begin() + 3, prompts[i].end());
+      TokenId first = firstMaximum(row(i, 0), size_t(vocab));
+      drafts[i] = {first, first, output[i][0]};
+    }
+    core::SpecSequence &s = specs[size_t(i)];
+    s.prompt = &prompt[i];
+    s.output = &output[i];
+    s.drafts = &drafts[i];
+    s.params = &params[i];
+    s.seed = 40 + uint64_t(i);
+    s.position = 6;
+    exec::DeviceDraw d;
+    d.temperature = params[i].temperature;
+    d.topK = params[i].topK;
+    d.repetitionPenalty = params[i].repetitionPenalty;
+    d.frequencyPenalty = params[i].frequencyPenalty;
+    d.presencePenalty = params[i].presencePenalty;
+    v.params.push_back(d);
+    std::copy(drafts[i].begin(), drafts[i].end(), v.drafts.begin() + i * K);
+    core::verifyUniforms(s, K, v.uniforms.data() + i * (K + 1));
+    // Row j's list: the output and drafts 0..j-1 counted, the prompt's
+    // tokens at 0 where the repetition penalty reads them.
+    for (int j = 0; j <= K; ++j) {
+      std::map<int32_t, int32_t> count;
+      for (TokenId t : output[i])
+        ++count[t];
+      for (int d2 = 0; d2 < j; ++d2)
+        ++count[drafts[i][size_t(d2)]];
+      if (params[i].repetitionPenalty != 1.0f)
+        for (TokenId t : prompt[i])
+          count.emplace(t, 0);
+      for (const auto &[t, n] : count) {
+        v.rowPenaltyTokens[size_t(i * (K + 1) + j)].push_back(t);
+        v.rowPenaltyCounts[size_t(i * (K + 1) + j)].push_back(n);
+      }
+    }
+  }
+  std::vector<core::SpecOutcome> want;
+  std::vector<float> host = logits;
+  ASSERT_TRUE(core::verifySpeculativeOnCpu(host.data(), K, vocab, specs, want));
+  // The greedy sequences keep `a` at row 0 only, as the penalties decide.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(want[size_t(i)].numAccepted, 1u) << i;
+    ASSERT_EQ(want[size_t(i)].tokens.size(), 2u) << i;
+    EXPECT_NE(want[size_t(i)].tokens[1], drafts[i][1]) << i;
+  }
+
+  std::vector<int32_t> accepted, out;
+  std::vector<exec::DeviceLogprobs> lp;
+  int64_t gotVocab = 0;
+  Status st = gpu->forwardVerified(b, v, {}, accepted, out, lp, gotVocab);
+  ASSERT_TRUE(bool(st)) << st.message();
+  std::vector<core::SpecOutcome> got;
+  ASSERT_TRUE(core::verifiedOnDevice(accepted.data(), out.data(), K, gotVocab,
+                                     specs, got));
+  for (int i = 0; i < S; ++i) {
+    EXPECT_EQ(got[size_t(i)].numAccepted, want[size_t(i)].numAccepted) << i;
+    EXPECT_EQ(got[size_t(i)].tokens, want[size_t(i)].tokens) << i;
+  }
+}
 /// Expects `gpu`'s tokens to be `host`'s and its logprobs the host's within
 /// the rounding of the device's sums (and of a penalised row, stored as
 /// float where the host keeps double); `requests` say who asked for how
@@ -1549,8 +1697,14 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
                 "verified sequence 0: temperature 1.000000, top_p 0.000000");
   refusedVerify(
       [](exec::DeviceVerify &v) { v.params[0].presencePenalty = 0.5f; },
-      "verified sequence 0 has penalties; the verifier of one-hot drafts "
-      "applies none");
+      "drafts with penalties has 0 and 0 row penalty lists (want 3 each");
+  refusedVerify(
+      [](exec::DeviceVerify &v) {
+        v.params[0].presencePenalty = 0.5f;
+        v.rowPenaltyTokens = {{}, {5}, {5, 4096}};
+        v.rowPenaltyCounts = {{}, {1}, {1, 1}};
+      },
+      "verified sequence 0, row 2: penalty token 4096 (count 1) is outside");
   refusedVerify([](exec::DeviceVerify &v) { v.uniforms.pop_back(); },
                 "has 1 parameter sets, 2 drafts and 2 uniforms (want 1, 2 "
                 "and 3)");
