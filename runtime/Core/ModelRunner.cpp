@@ -19,31 +19,6 @@ namespace {
 /// history (`prompt` and `output`, null for none), then temperature 0 for
 /// greedy (the row's argmax), else temperature, min-p, top-k and top-p
 /// with the draw's uniform.
-/// The penalties' list of one row (DeviceDraw::penaltyTokens and
-/// penaltyCounts): each token once, with its count in the output and the
-/// first `drafts` drafts after it; the prompt's only where the repetition
-/// penalty reads them.
-void penaltyList(const SamplingParams &params,
-                 const std::vector<TokenId> &prompt,
-                 const std::vector<TokenId> &output, const TokenId *drafts,
-                 size_t numDrafts, std::vector<int32_t> &tokens,
-                 std::vector<int32_t> &counts) {
-  std::unordered_map<TokenId, int32_t> count;
-  for (TokenId t : output)
-    ++count[t];
-  for (size_t j = 0; j < numDrafts; ++j)
-    ++count[drafts[j]];
-  if (params.repetitionPenalty != 1.0f)
-    for (TokenId t : prompt)
-      count.emplace(t, 0);
-  tokens.clear();
-  counts.clear();
-  for (const auto &[token, n] : count) {
-    tokens.push_back(token);
-    counts.push_back(n);
-  }
-}
-
 exec::DeviceDraw deviceDraw(const SamplingParams &params, double uniform,
                             const std::vector<TokenId> *prompt = nullptr,
                             const std::vector<TokenId> *output = nullptr) {
@@ -331,12 +306,9 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
       std::copy(s.drafts->begin(), s.drafts->end(),
                 verify.drafts.begin() + long(i * K));
       verifyUniforms(s, int64_t(K), verify.uniforms.data() + i * (K + 1));
-      // Row j's history: the output, then drafts 0..j-1.
-      for (size_t j = 0; hasPenalties(*s.params) && j <= K; ++j)
-        penaltyList(*s.params, *s.prompt, *s.output, s.drafts->data(),
-                    std::min(j, s.drafts->size()),
-                    verify.rowPenaltyTokens[i * (K + 1) + j],
-                    verify.rowPenaltyCounts[i * (K + 1) + j]);
+      if (hasPenalties(*s.params))
+        verifyPenaltyLists(s, int64_t(K), &verify.rowPenaltyTokens[i * (K + 1)],
+                           &verify.rowPenaltyCounts[i * (K + 1)]);
     }
     std::vector<int32_t> accepted, ids;
     std::vector<exec::DeviceLogprobs> logprobs;

@@ -241,6 +241,14 @@ void verifyUniforms(const SpecSequence &seq, int64_t maxDrafts, float *out) {
       toUnitFloat(philoxUniform(seq.seed, seq.position, kVerifyDrawStream));
 }
 
+void verifyPenaltyLists(const SpecSequence &seq, int64_t maxDrafts,
+                        std::vector<int32_t> *tokens,
+                        std::vector<int32_t> *counts) {
+  for (size_t j = 0; j <= size_t(maxDrafts); ++j)
+    penaltyList(*seq.params, *seq.prompt, *seq.output, seq.drafts->data(),
+                std::min(j, seq.drafts->size()), tokens[j], counts[j]);
+}
+
 bool oneHotOnDevice(const SpecSequence &seq, bool logprobs, bool penalties) {
   const SamplingParams &params = *seq.params;
   return (!hasPenalties(params) || penalties) &&

@@ -84,6 +84,14 @@ void verifyGreedyTokens(const int32_t *argmax, int64_t maxDrafts, int64_t vocab,
 /// by its seed and position (runtime/Sampler/Philox.h).
 void verifyUniforms(const SpecSequence &seq, int64_t maxDrafts, float *out);
 
+/// The penalties' lists of `seq`'s maxDrafts + 1 verified rows (tokens[j],
+/// counts[j]), as exec::DeviceVerify::rowPenaltyTokens takes them: row j's
+/// history holds the output and drafts 0..j-1 (rows past the drafts, all
+/// of them), as verifySpeculative penalizes each row (penaltyList).
+void verifyPenaltyLists(const SpecSequence &seq, int64_t maxDrafts,
+                        std::vector<int32_t> *tokens,
+                        std::vector<int32_t> *counts);
+
 /// Whether a device's verifier of one-hot drafts can take `seq`: greedy,
 /// or a draw whose drafts are one-hot (no draft probabilities, as the
 /// n-gram proposer gives); logprobs only where `logprobs`

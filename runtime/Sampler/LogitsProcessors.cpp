@@ -59,6 +59,41 @@ void folio::applyPenalties(std::vector<double> &logits,
   }
 }
 
+void folio::penaltyList(const SamplingParams &params,
+                        const std::vector<TokenId> &promptTokenIds,
+                        const std::vector<TokenId> &outputTokenIds,
+                        const TokenId *drafts, size_t numDrafts,
+                        std::vector<int32_t> &tokens,
+                        std::vector<int32_t> &counts) {
+  // Sorted runs, not a hash map: the lists come out in id order, and a
+  // long history costs one sort.
+  std::vector<TokenId> history(outputTokenIds);
+  history.insert(history.end(), drafts, drafts + numDrafts);
+  std::sort(history.begin(), history.end());
+  std::vector<TokenId> prompt;
+  if (params.repetitionPenalty != 1.0f) {
+    prompt = promptTokenIds;
+    std::sort(prompt.begin(), prompt.end());
+    prompt.erase(std::unique(prompt.begin(), prompt.end()), prompt.end());
+  }
+  tokens.clear();
+  counts.clear();
+  size_t h = 0, p = 0;
+  while (h < history.size() || p < prompt.size()) {
+    TokenId t =
+        h < history.size() && (p == prompt.size() || history[h] <= prompt[p])
+            ? history[h]
+            : prompt[p];
+    int32_t n = 0;
+    for (; h < history.size() && history[h] == t; ++h)
+      ++n;
+    for (; p < prompt.size() && prompt[p] == t; ++p) {
+    }
+    tokens.push_back(t);
+    counts.push_back(n);
+  }
+}
+
 void folio::applyTemperature(std::vector<double> &logits, double temperature) {
   assert(temperature > 0 && "greedy rows are not temperature-scaled");
   for (double &l : logits)

@@ -392,6 +392,30 @@ TEST(SpecDecode, GreedyTokensVerifyAsTheVerifyEntry) {
   EXPECT_EQ(out[1].numAccepted, 1u);
 }
 
+// A device's verifier penalizes row j with the output and drafts 0..j-1
+// as history, as verifySpeculative does: one list per row, past the drafts
+// every draft.
+TEST(SpecDecode, VerifiedRowsPenaltyListsHoldTheDraftsBeforeThem) {
+  SamplingParams params;
+  params.presencePenalty = 0.4f;
+  std::vector<TokenId> prompt = {5}, output = {3, 3}, drafts = {3, 8};
+  core::SpecSequence seq;
+  seq.prompt = &prompt;
+  seq.output = &output;
+  seq.drafts = &drafts;
+  seq.params = &params;
+  std::vector<int32_t> tokens[4], counts[4];
+  core::verifyPenaltyLists(seq, 3, tokens, counts);
+  EXPECT_EQ(tokens[0], (std::vector<int32_t>{3}));
+  EXPECT_EQ(counts[0], (std::vector<int32_t>{2}));
+  EXPECT_EQ(tokens[1], (std::vector<int32_t>{3}));
+  EXPECT_EQ(counts[1], (std::vector<int32_t>{3}));
+  for (int j : {2, 3}) {
+    EXPECT_EQ(tokens[j], (std::vector<int32_t>{3, 8})) << j;
+    EXPECT_EQ(counts[j], (std::vector<int32_t>{3, 1})) << j;
+  }
+}
+
 TEST(SpecDecode, PenaltiesAndLogprobsMatchTheTargetAlone) {
   // Penalties see the drafts before each verified row as history, and
   // logprobs come from the same processed rows: both as without drafts.
