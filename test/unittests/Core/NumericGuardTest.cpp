@@ -279,6 +279,7 @@ std::vector<NewRequest> others() {
 
 struct Served {
   std::map<std::string, std::vector<TokenId>> tokens;
+  std::map<std::string, std::vector<TokenLogprobs>> logprobs;
   std::map<std::string, RequestOutput> finished;
   /// Free KV blocks after each step.
   std::vector<size_t> freeBlocks;
@@ -299,6 +300,8 @@ Served serve(core::ServingEngine &engine,
     for (const RequestOutput &o : *outs) {
       auto &t = served.tokens[o.requestId];
       t.insert(t.end(), o.newTokenIds.begin(), o.newTokenIds.end());
+      auto &l = served.logprobs[o.requestId];
+      l.insert(l.end(), o.newLogprobs.begin(), o.newLogprobs.end());
       if (o.finished)
         served.finished[o.requestId] = o;
     }
@@ -520,34 +523,19 @@ TEST(NumericGuard, LogprobsReportedFromTheDeviceAreTheHostSamplers) {
   requests[1].samplingParams.temperature = 0.0f;
   requests[1].samplingParams.logprobs = 0;
   requests[2].samplingParams.topP = 0.8f;
-  auto collect = [&](core::ServingEngine &engine) {
-    std::map<std::string, std::vector<TokenLogprobs>> out;
-    for (const NewRequest &r : requests)
-      EXPECT_TRUE(engine.addRequest(r)) << r.requestId;
-    while (engine.hasUnfinishedRequests()) {
-      Expected<std::vector<RequestOutput>> outs = engine.step();
-      if (!outs) {
-        ADD_FAILURE() << outs.status().message();
-        break;
-      }
-      for (const RequestOutput &o : *outs) {
-        EXPECT_TRUE(o.error.empty()) << o.requestId << ": " << o.error;
-        auto &l = out[o.requestId];
-        l.insert(l.end(), o.newLogprobs.begin(), o.newLogprobs.end());
-      }
-    }
-    return out;
-  };
-  auto reference = collect(*makeEngine({}));
+  Served reference = serve(*makeEngine({}), requests);
   FakeExecutor *fake = nullptr;
   auto engine = makeEngine({}, false, &fake, /*onDevice=*/true);
   fake->reportsLogprobs = true;
-  auto got = collect(*engine);
+  Served got = serve(*engine, requests);
   EXPECT_GT(fake->drawCalls, 0);
   EXPECT_GT(fake->logprobRows, 0);
   EXPECT_EQ(fake->greedyCalls, 0);
   for (const NewRequest &r : requests) {
-    const auto &want = reference[r.requestId], &have = got[r.requestId];
+    EXPECT_TRUE(got.finished[r.requestId].error.empty()) << r.requestId;
+    EXPECT_EQ(got.tokens[r.requestId], reference.tokens[r.requestId]);
+    const auto &want = reference.logprobs[r.requestId],
+               &have = got.logprobs[r.requestId];
     ASSERT_EQ(have.size(), want.size()) << r.requestId;
     EXPECT_EQ(want.empty(), !r.samplingParams.logprobs) << r.requestId;
     for (size_t i = 0; i < want.size(); ++i) {
