@@ -146,6 +146,8 @@ enum class SampleMode {
   /// under the distribution it was drawn from.
   Logprobs,
 };
+/// How many SampleModes there are (Logprobs is the last).
+inline constexpr size_t kNumSampleModes = size_t(SampleMode::Logprobs) + 1;
 
 struct SampleSpec {
   SampleMode mode = SampleMode::Greedy;

@@ -15,6 +15,7 @@
 #include "runtime/Plan/VerifyWeights.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -116,7 +117,7 @@ public:
 
   Status load(std::shared_ptr<const plan::Plan> p) override {
     graphs.clear(); // before the kernels and buffers they launch with go
-    greedySampler = drawSampler = verifySampler = penalizer = logprobber = {};
+    samplers = {};
     plan.reset();
     onDevice.reset();
     caches.clear();
@@ -159,11 +160,10 @@ public:
       }
     // The samplers, where the plan embeds them (an older plan's tokens are
     // taken on the host).
-    greedySampler = drawSampler = verifySampler = penalizer = logprobber = {};
     for (const PlanLaunch &l : launches.samplers) {
       const auto &spec = std::get<cuda::SampleSpec>(l.spec);
       if (Expected<const CudaKernel *> f = onDevice->kernel(l.name))
-        samplerFor(spec.mode) = {*f, spec};
+        samplers[size_t(spec.mode)] = {*f, spec};
     }
     if (Status s = placeValues(*p); !s)
       return s;
@@ -281,16 +281,23 @@ public:
     return options.profile ? addToProfile() : Status::ok();
   }
 
-  bool greedyOnDevice() const override { return greedySampler.kernel; }
-  bool samplesOnDevice() const override { return drawSampler.kernel; }
+  bool greedyOnDevice() const override {
+    return sampler(cuda::SampleMode::Greedy).kernel;
+  }
+  bool samplesOnDevice() const override {
+    return sampler(cuda::SampleMode::Draw).kernel;
+  }
   bool penalizesOnDevice() const override {
-    return penalizer.kernel && drawSampler.kernel;
+    return sampler(cuda::SampleMode::Penalize).kernel &&
+           sampler(cuda::SampleMode::Draw).kernel;
   }
   bool logprobsOnDevice() const override {
-    return logprobber.kernel && drawSampler.kernel;
+    return sampler(cuda::SampleMode::Logprobs).kernel &&
+           sampler(cuda::SampleMode::Draw).kernel;
   }
   bool verifiesOnDevice() const override {
-    return verifySampler.kernel && drawSampler.kernel;
+    return sampler(cuda::SampleMode::Verify).kernel &&
+           sampler(cuda::SampleMode::Draw).kernel;
   }
 
   Status forwardGreedy(const ForwardBatch &in, std::vector<int32_t> &tokens,
@@ -317,9 +324,6 @@ public:
                           vocab);
   }
 
-  /// An error naming the first draw a sampler cannot take, before anything
-  /// runs. Greedy draws (temperature 0) read nothing else; `uniform`
-  /// says whether the draw's uniform is read.
   /// An error naming the first entry of a penalty list outside `vocab`
   /// or counted below 0, or lists of different lengths.
   static Status checkPenaltyList(const std::vector<int32_t> &tokens,
@@ -338,6 +342,9 @@ public:
     return Status::ok();
   }
 
+  /// An error naming the first draw a sampler cannot take, before anything
+  /// runs. Greedy draws (temperature 0) read nothing else; `uniform`
+  /// says whether the draw's uniform is read.
   static Status checkDraw(const exec::DeviceDraw &d, const std::string &what,
                           bool uniform, int64_t vocab) {
     if (d.logprobs < -1 || d.logprobs > folio_cuda::kMaxTopLogprobs)
@@ -453,7 +460,8 @@ public:
                         std::vector<int32_t> &tokens,
                         std::vector<exec::DeviceLogprobs> *logprobs,
                         int64_t &vocab) {
-    const Sampler &sampler = draws ? drawSampler : greedySampler;
+    const Sampler &sampleWith =
+        sampler(draws ? cuda::SampleMode::Draw : cuda::SampleMode::Greedy);
     auto missing = [&](const char *what) {
       return Status::invalidArgument(
           std::string("the plan embeds no ") + what +
@@ -461,9 +469,9 @@ public:
           "recompile it with folioc --target=" +
           dev->arch() + ")");
     };
-    if (verify && !verifySampler.kernel)
+    if (verify && !sampler(cuda::SampleMode::Verify).kernel)
       return missing("verifier of one-hot drafts");
-    if (!sampler.kernel)
+    if (!sampleWith.kernel)
       return missing(draws ? "top-k / top-p sampler" : "greedy sampler");
     const int64_t rows = int64_t(in.logitsIndices.size());
     const int64_t verifyRows =
@@ -506,10 +514,10 @@ public:
       }
     }
     penalties |= verifyPenalties;
-    if (penalties && !penalizer.kernel)
+    if (penalties && !sampler(cuda::SampleMode::Penalize).kernel)
       return missing("penalties kernel");
     const bool wantLogprobs = verifyLogprobs || plainLogprobs;
-    if (wantLogprobs && !logprobber.kernel)
+    if (wantLogprobs && !sampler(cuda::SampleMode::Logprobs).kernel)
       return missing("logprobs kernel");
     if (Status s = runForward(in); !s)
       return s;
@@ -573,8 +581,9 @@ public:
         a.penaltyTokens = at<const int>(p + 16 * R + 4);
         a.penaltyCounts = at<const int>(p + 16 * R + 4 + 4 * penaltyEntries);
         if (Status s = dev->launch(
-                *penalizer.kernel,
-                toLaunch(cuda::sampleLaunch(penalizer.spec, int64_t(R - f))),
+                *sampler(cuda::SampleMode::Penalize).kernel,
+                toLaunch(cuda::sampleLaunch(
+                    sampler(cuda::SampleMode::Penalize).spec, int64_t(R - f))),
                 &a);
             !s)
           return Status::error(s.code(), "the penalties: " + s.message());
@@ -594,10 +603,11 @@ public:
         a.drafts = at<const int>(extra);
         a.uniforms = at<const float>(extra + 4 * numSeqs * K);
         a.accepted = at<int>(sampled.address() + 4 * size_t(rows));
-        if (Status s = dev->launch(*verifySampler.kernel,
-                                   toLaunch(cuda::sampleLaunch(
-                                       verifySampler.spec, int64_t(numSeqs))),
-                                   &a);
+        if (Status s = dev->launch(
+                *sampler(cuda::SampleMode::Verify).kernel,
+                toLaunch(cuda::sampleLaunch(
+                    sampler(cuda::SampleMode::Verify).spec, int64_t(numSeqs))),
+                &a);
             !s)
           return Status::error(s.code(), "the verifier of one-hot drafts: " +
                                              s.message());
@@ -613,8 +623,8 @@ public:
         if (draws)
           packed(n, numSeqs, a);
         if (Status s = dev->launch(
-                *sampler.kernel,
-                toLaunch(cuda::sampleLaunch(sampler.spec, plainRows)), &a);
+                *sampleWith.kernel,
+                toLaunch(cuda::sampleLaunch(sampleWith.spec, plainRows)), &a);
             !s)
           return Status::error(
               s.code(),
@@ -647,8 +657,9 @@ public:
         a.topLogprobs =
             at<float>(out + 4 * (R * (1 + topStride) + first * topStride));
         if (Status s = dev->launch(
-                *logprobber.kernel,
-                toLaunch(cuda::sampleLaunch(logprobber.spec, int64_t(count))),
+                *sampler(cuda::SampleMode::Logprobs).kernel,
+                toLaunch(cuda::sampleLaunch(
+                    sampler(cuda::SampleMode::Logprobs).spec, int64_t(count))),
                 &a);
             !s)
           return Status::error(s.code(), "the logprobs: " + s.message());
@@ -1903,9 +1914,9 @@ private:
   GrowBuffer sampled;    ///< the sampled tokens
   GrowBuffer drawParams; ///< the draws, as sampleOnDevice packs them
   std::vector<unsigned char> drawBytes;
-  /// Where in drawBytes the plain draws' penalties start, and how many
-  /// (token, count) entries they hold; where their numbers of top
-  /// logprobs start (uploadDraws).
+  /// Where in drawBytes the rows' penalties start, and how many (token,
+  /// count) entries they hold; where the draws' numbers of top logprobs
+  /// start (uploadDraws).
   size_t penaltyOffset = 0, penaltyEntries = 0, logprobsOffset = 0;
   std::vector<unsigned char> logprobBytes; ///< logprobsToHost's copy
   /// A sampler the plan embeds (a null kernel where it has none).
@@ -1913,21 +1924,10 @@ private:
     const CudaKernel *kernel = nullptr;
     cuda::SampleSpec spec;
   };
-  Sampler greedySampler, drawSampler, verifySampler, penalizer, logprobber;
-  Sampler &samplerFor(cuda::SampleMode mode) {
-    switch (mode) {
-    case cuda::SampleMode::Greedy:
-      return greedySampler;
-    case cuda::SampleMode::Draw:
-      return drawSampler;
-    case cuda::SampleMode::Verify:
-      return verifySampler;
-    case cuda::SampleMode::Penalize:
-      return penalizer;
-    case cuda::SampleMode::Logprobs:
-      break;
-    }
-    return logprobber;
+  /// Per cuda::SampleMode.
+  std::array<Sampler, cuda::kNumSampleModes> samplers;
+  const Sampler &sampler(cuda::SampleMode mode) const {
+    return samplers[size_t(mode)];
   }
 
   std::vector<RotaryTable> tables;
