@@ -227,10 +227,10 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     return draws;
   };
   // Logprobs the device reported (one entry per row: the speculating
-  // sequences' K + 1 rows each, then the plain rows) into the outcomes and
-  // tokens of the rows that asked and have a token.
+  // sequences' maxDrafts + 1 rows each, then the plain rows) into the
+  // outcomes and tokens of the rows that asked and have a token.
   auto takeDeviceLogprobs = [&](std::vector<exec::DeviceLogprobs> &logprobs,
-                                size_t K, int64_t vocab) -> Status {
+                                int64_t vocab) -> Status {
     if (logprobs.size() != specRows + sampled.size())
       return Status::internal(
           "the executor returned " + std::to_string(logprobs.size()) +
@@ -257,7 +257,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
         continue;
       for (size_t j = 0; j < o.tokens.size(); ++j) {
         Expected<TokenLogprobs> t =
-            take(logprobs[i * (K + 1) + j], *want, *speculating[i]);
+            take(logprobs[i * (maxDrafts + 1) + j], *want, *speculating[i]);
         if (!t)
           return t.status();
         o.logprobs.push_back(std::move(*t));
@@ -329,7 +329,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
         !s)
       return s;
     takeDeviceTokens(ids, vocab);
-    if (Status s = takeDeviceLogprobs(logprobs, K, vocab); !s)
+    if (Status s = takeDeviceLogprobs(logprobs, vocab); !s)
       return s;
   } else if (greedyOnDevice) {
     std::vector<int32_t> ids;
@@ -355,7 +355,7 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
                               std::to_string(ids.size()) + " tokens for " +
                               std::to_string(sampled.size()) + " rows");
     takeDeviceTokens(ids, vocab);
-    if (Status s = takeDeviceLogprobs(logprobs, 0, vocab); !s)
+    if (Status s = takeDeviceLogprobs(logprobs, vocab); !s)
       return s;
   } else {
     std::vector<float> allLogits;
