@@ -244,9 +244,25 @@ void verifyUniforms(const SpecSequence &seq, int64_t maxDrafts, float *out) {
 void verifyPenaltyLists(const SpecSequence &seq, int64_t maxDrafts,
                         std::vector<int32_t> *tokens,
                         std::vector<int32_t> *counts) {
-  for (size_t j = 0; j <= size_t(maxDrafts); ++j)
-    penaltyList(*seq.params, *seq.prompt, *seq.output, seq.drafts->data(),
-                std::min(j, seq.drafts->size()), tokens[j], counts[j]);
+  // Row 0's from the history, then each row's from the row before it and
+  // one more draft: one sort of the history per sequence, not one per row.
+  penaltyList(*seq.params, *seq.prompt, *seq.output, nullptr, 0, tokens[0],
+              counts[0]);
+  for (size_t j = 1; j <= size_t(maxDrafts); ++j) {
+    tokens[j] = tokens[j - 1];
+    counts[j] = counts[j - 1];
+    if (j > seq.drafts->size())
+      continue;
+    const TokenId t = (*seq.drafts)[j - 1];
+    auto at = std::lower_bound(tokens[j].begin(), tokens[j].end(), t);
+    const long i = at - tokens[j].begin();
+    if (at != tokens[j].end() && *at == t) {
+      ++counts[j][size_t(i)];
+    } else {
+      tokens[j].insert(at, t);
+      counts[j].insert(counts[j].begin() + i, 1);
+    }
+  }
 }
 
 bool oneHotOnDevice(const SpecSequence &seq, bool logprobs, bool penalties) {

@@ -13,6 +13,7 @@
 #include "runtime/Core/Engine.h"
 #include "runtime/Core/ServingEngine.h"
 #include "runtime/Core/SpeculativeStep.h"
+#include "runtime/Sampler/LogitsProcessors.h"
 #include "runtime/Sampler/Sampler.h"
 #include "runtime/SpecDecode/DraftProposer.h"
 #include "runtime/SpecDecode/NgramProposer.h"
@@ -414,6 +415,21 @@ TEST(SpecDecode, VerifiedRowsPenaltyListsHoldTheDraftsBeforeThem) {
     EXPECT_EQ(tokens[j], (std::vector<int32_t>{3, 8})) << j;
     EXPECT_EQ(counts[j], (std::vector<int32_t>{3, 1})) << j;
   }
+  // With the repetition penalty the prompt's tokens are listed at 0 until
+  // a draft repeats one; each row's list is what penaltyList gives for
+  // its history.
+  params.repetitionPenalty = 1.2f;
+  drafts = {5, 1, 5};
+  core::verifyPenaltyLists(seq, 3, tokens, counts);
+  EXPECT_EQ(tokens[0], (std::vector<int32_t>{3, 5}));
+  EXPECT_EQ(counts[0], (std::vector<int32_t>{2, 0}));
+  for (size_t j = 0; j <= 3; ++j) {
+    std::vector<int32_t> t, c;
+    penaltyList(params, prompt, output, drafts.data(), j, t, c);
+    EXPECT_EQ(tokens[j], t) << j;
+    EXPECT_EQ(counts[j], c) << j;
+  }
+  EXPECT_EQ(counts[3], (std::vector<int32_t>{1, 2, 2}));
 }
 
 TEST(SpecDecode, PenaltiesAndLogprobsMatchTheTargetAlone) {
