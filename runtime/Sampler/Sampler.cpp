@@ -157,10 +157,6 @@ bool folio::plainGreedy(const SamplingParams &params) {
   return params.isGreedy() && !hasPenalties(params) && !params.logprobs;
 }
 
-bool folio::plainDraw(const SamplingParams &params) {
-  return !params.isGreedy() && !hasPenalties(params) && !params.logprobs;
-}
-
 Expected<TokenId> folio::drawWithUniform(const float *logits, size_t vocabSize,
                                          const SamplingParams &params,
                                          double uniform) {

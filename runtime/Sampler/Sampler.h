@@ -80,11 +80,9 @@ Status checkSampleRow(const float *logits, size_t vocabSize,
 /// maximum as the model gave it (firstMaximum, after checkSampleRow), what
 /// argmaxProcessed of the processed row gives without making it.
 bool plainGreedy(const SamplingParams &params);
-/// A draw with temperature, min-p, top-k and top-p alone (no penalties or
-/// logprobs): what a device's sampler draws (Executor::forwardSampled).
-bool plainDraw(const SamplingParams &params);
-/// The token a plain draw (plainDraw) of one row takes with `uniform`:
-/// processLogits, then drawProcessed. sampleRow draws the same with
+/// The token a draw with temperature, min-p, top-k and top-p alone (no
+/// penalties) takes from one row with `uniform`: processLogits, then
+/// drawProcessed. sampleRow draws the same with
 /// philoxUniform(seed, position); a device sampler is held to this.
 Expected<TokenId> drawWithUniform(const float *logits, size_t vocabSize,
                                   const SamplingParams &params, double uniform);
