@@ -135,9 +135,10 @@ public:
     }
     return Status::ok();
   }
-  /// Draws "on the device": runtime/Sampler's processLogits and
-  /// drawProcessed with the row's parameters and the engine's uniform; a
-  /// row of temperature 0 takes its argmax, as the CUDA sampler does.
+  /// Draws "on the device": runtime/Sampler's processLogits (penalties
+  /// from the row's lists) and drawProcessed with the row's parameters and
+  /// the engine's uniform, or argmaxProcessed for a row of temperature 0,
+  /// as the CUDA sampler does; then the logprobs the row asks for.
   bool samplesOnDevice() const override { return onDevice; }
   bool penalizesOnDevice() const override { return onDevice && penalizes; }
   bool logprobsOnDevice() const override { return onDevice && reportsLogprobs; }
@@ -155,77 +156,47 @@ public:
     for (size_t r = 0; r < draws.size(); ++r) {
       const float *row = logits.data() + r * size_t(vocab);
       const exec::DeviceDraw &d = draws[r];
-      if (d.logprobs >= 0) {
-        // Logprobs as the device reports them: drawn as below, then
-        // runtime/Sampler's logprobsProcessed of the processed row,
-        // converted, so the engine's conversion back is what is tested.
-        ++logprobRows;
-        SamplingParams params;
-        params.temperature = d.temperature;
-        params.topK = d.topK;
-        params.topP = d.topP;
-        params.minP = d.minP;
-        SampleRow sr{&params, nullptr, nullptr, 0, 0};
-        Expected<std::vector<double>> processed =
-            processLogits(row, size_t(vocab), sr);
-        if (!processed) {
-          ids.push_back(-1);
-          continue;
-        }
-        TokenId t = params.isGreedy() ? argmaxProcessed(*processed)
-                                      : drawProcessed(*processed, d.uniform);
-        ids.push_back(t);
-        TokenLogprobs l = logprobsProcessed(*processed, t, d.logprobs);
-        logprobs[r].logprob = l.logprob;
-        for (const auto &[token, value] : l.top) {
-          logprobs[r].topTokens.push_back(token);
-          logprobs[r].topLogprobs.push_back(value);
-        }
-        continue;
-      }
-      if (d.penalized()) {
-        // The history the lists stand for: each token's output count,
-        // and the prompt's other tokens once.
-        ++penalizedRows;
-        SamplingParams params;
-        params.temperature = d.temperature;
-        params.topK = d.topK;
-        params.topP = d.topP;
-        params.minP = d.minP;
-        params.repetitionPenalty = d.repetitionPenalty;
-        params.frequencyPenalty = d.frequencyPenalty;
-        params.presencePenalty = d.presencePenalty;
-        std::vector<TokenId> prompt, output;
-        for (size_t i = 0; i < d.penaltyTokens.size(); ++i) {
-          for (int32_t n = 0; n < d.penaltyCounts[i]; ++n)
-            output.push_back(d.penaltyTokens[i]);
-          if (d.penaltyCounts[i] == 0)
-            prompt.push_back(d.penaltyTokens[i]);
-        }
-        SampleRow sr{&params, &prompt, &output, 0, 0};
-        Expected<std::vector<double>> processed =
-            processLogits(row, size_t(vocab), sr);
-        ids.push_back(!processed ? -1
-                      : params.isGreedy()
-                          ? argmaxProcessed(*processed)
-                          : drawProcessed(*processed, d.uniform));
-        continue;
-      }
-      if (draws[r].temperature == 0.0f) {
-        ++greedyRows;
-        ids.push_back(checkLogitsRow(row, size_t(vocab)).ok()
-                          ? firstMaximum(row, size_t(vocab))
-                          : -1);
-        continue;
-      }
+      greedyRows += d.temperature == 0.0f;
+      penalizedRows += d.penalized();
+      logprobRows += d.logprobs >= 0;
       SamplingParams params;
-      params.temperature = draws[r].temperature;
-      params.topK = draws[r].topK;
-      params.topP = draws[r].topP;
-      params.minP = draws[r].minP;
-      Expected<TokenId> token =
-          drawWithUniform(row, size_t(vocab), params, draws[r].uniform);
-      ids.push_back(token ? *token : -1);
+      params.temperature = d.temperature;
+      params.topK = d.topK;
+      params.topP = d.topP;
+      params.minP = d.minP;
+      params.repetitionPenalty = d.repetitionPenalty;
+      params.frequencyPenalty = d.frequencyPenalty;
+      params.presencePenalty = d.presencePenalty;
+      // The history the penalty lists stand for: each token's output
+      // count, and the prompt's other tokens once.
+      std::vector<TokenId> prompt, output;
+      for (size_t i = 0; i < d.penaltyTokens.size(); ++i) {
+        for (int32_t n = 0; n < d.penaltyCounts[i]; ++n)
+          output.push_back(d.penaltyTokens[i]);
+        if (d.penaltyCounts[i] == 0)
+          prompt.push_back(d.penaltyTokens[i]);
+      }
+      SampleRow sr{&params, &prompt, &output, 0, 0};
+      Expected<std::vector<double>> processed =
+          processLogits(row, size_t(vocab), sr);
+      if (!processed) {
+        ids.push_back(-1);
+        continue;
+      }
+      const TokenId t = params.isGreedy()
+                            ? argmaxProcessed(*processed)
+                            : drawProcessed(*processed, d.uniform);
+      ids.push_back(t);
+      if (d.logprobs < 0)
+        continue;
+      // Converted as the device reports them, so that the engine's
+      // conversion back is what is tested.
+      TokenLogprobs l = logprobsProcessed(*processed, t, d.logprobs);
+      logprobs[r].logprob = l.logprob;
+      for (const auto &[token, value] : l.top) {
+        logprobs[r].topTokens.push_back(token);
+        logprobs[r].topLogprobs.push_back(value);
+      }
     }
     return Status::ok();
   }
