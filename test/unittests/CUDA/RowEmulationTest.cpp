@@ -627,15 +627,10 @@ TEST(CudaRowEmulation, LogprobsMatchTheCpuSampler) {
           want.push_back(sampleRow(row, V, sr));
           tokens[size_t(r)] = want.back() ? want.back()->token : -1;
         }
-        folio_cuda::SampleArgs a{};
-        a.logits = logits.data();
-        a.stride = vocab;
-        a.vocab = vocab;
-        a.tokens = tokens.data();
-        a.temperature = temperature.data();
-        a.topK = topK.data();
-        a.topP = topP.data();
-        a.minP = minP.data();
+        folio_cuda::SampleArgs a{
+            logits.data(),      vocab,       vocab,       tokens.data(),
+            temperature.data(), topK.data(), topP.data(), nullptr,
+            minP.data()};
         a.numTop = numTop.data();
         a.numDraft = numDraft;
         a.logprob = logprob.data();
@@ -764,15 +759,10 @@ TEST(CudaRowEmulation, VerifyOneHotMatchesTheHostPath) {
           core::verifySpeculativeOnCpu(host.data(), K, vocab, seqs, want));
 
       std::vector<int> tokens(size_t(S) * rowsPerSeq, -2), accepted(S, -2);
-      folio_cuda::SampleArgs a{};
-      a.logits = logits.data();
-      a.stride = vocab;
-      a.vocab = vocab;
-      a.tokens = tokens.data();
-      a.temperature = temperature.data();
-      a.topK = topK.data();
-      a.topP = topP.data();
-      a.minP = minP.data();
+      folio_cuda::SampleArgs a{
+          logits.data(),      vocab,       vocab,       tokens.data(),
+          temperature.data(), topK.data(), topP.data(), nullptr,
+          minP.data()};
       a.numDraft = K;
       a.drafts = draftArray.data();
       a.uniforms = uniforms.data();
