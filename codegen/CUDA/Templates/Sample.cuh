@@ -18,9 +18,11 @@
 
 namespace folio_cuda {
 
-/// An unsigned key ordered as the floats are (for radix selection).
+/// An unsigned key ordered as the floats are (for radix selection). -0
+/// takes +0's key: they compare equal, so the host's samplers count them
+/// as ties at a top-k or top-p cut, not as two values.
 __device__ __forceinline__ unsigned orderedKey(float x) {
-  unsigned b = __float_as_uint(x);
+  unsigned b = x == 0.0f ? 0u : __float_as_uint(x);
   return (b & 0x80000000u) ? ~b : b | 0x80000000u;
 }
 

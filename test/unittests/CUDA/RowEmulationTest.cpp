@@ -671,6 +671,54 @@ TEST(CudaRowEmulation, LogprobsMatchTheCpuSampler) {
   EXPECT_GT(maskedInTop, 10);
 }
 
+// Logits of -0 and +0 compare equal, so the host's top-k and top-p count
+// them as ties at a cut, kept by lower id; the kernels' keep sets (read
+// through the logprobs, which list the kept tokens before the masked
+// ones) must too, not order -0 below +0.
+TEST(CudaRowEmulation, SignedZerosTieAtTheCuts) {
+  // p(1.0) = 0.40 and 0.15 per zero: top_p 0.6 keeps the largest and two
+  // zeros; top_k 2 keeps every token tied at the second largest value.
+  std::vector<float> logits = {1.0f, -0.0f, 0.0f, -0.0f, 0.0f, -5.0f};
+  const int V = int(logits.size());
+  for (const SampleSpec &s : sampleVariants()) {
+    if (s.mode != SampleMode::Logprobs)
+      continue;
+    const FolioTestSample *kernel =
+        findKernel(kFolioTestSample, canonicalKey(s));
+    ASSERT_NE(kernel, nullptr);
+    for (auto [topK, topP] : {std::pair{0, 0.6f}, std::pair{2, 1.0f}}) {
+      SCOPED_TRACE(kernelName(s) + ", top_k " + std::to_string(topK) +
+                   ", top_p " + std::to_string(topP));
+      float temperature = 1.0f, minP = 0.0f, logprob = 0.0f;
+      int numTop = V, token = 0;
+      std::vector<int> ids(folio_cuda::kMaxTopLogprobs, -7);
+      std::vector<float> values(folio_cuda::kMaxTopLogprobs);
+      folio_cuda::SampleArgs a{logits.data(), V,     V,     &token,
+                               &temperature,  &topK, &topP, nullptr,
+                               &minP};
+      a.numTop = &numTop;
+      a.logprob = &logprob;
+      a.topTokens = ids.data();
+      a.topLogprobs = values.data();
+      cuda_emu::launch(emulationConfig(sampleLaunch(s, 1), "logprobs"),
+                       kernel->kernel, a);
+      SamplingParams p;
+      p.topK = topK;
+      p.topP = topP;
+      p.logprobs = V;
+      SampleRow sr;
+      sr.params = &p;
+      Expected<std::vector<double>> processed =
+          processLogits(logits.data(), size_t(V), sr);
+      ASSERT_TRUE(processed);
+      TokenLogprobs want = logprobsProcessed(*processed, 0, V);
+      ASSERT_EQ(want.top.size(), size_t(V));
+      for (int j = 0; j < V; ++j)
+        EXPECT_EQ(ids[size_t(j)], want.top[size_t(j)].first) << "top " << j;
+    }
+  }
+}
+
 // The verifier of one-hot drafts against the engine's host path on the
 // same rows: greedy and sampled sequences (temperature, min-p, top-k,
 // top-p) in one launch, every draft count from 0 to K, drafts that are
