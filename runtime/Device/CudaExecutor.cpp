@@ -541,9 +541,19 @@ public:
                    logprobsBytes = wantLogprobs
                                        ? size_t(rows) * 4 * (1 + 2 * topStride)
                                        : 0;
+      // Then the keep sets the draw and the verifier record for the
+      // logprobs kernel, one per row.
+      constexpr size_t keepSize = sizeof(folio_cuda::RowKeep);
+      const size_t keepAt = (logprobsAt + logprobsBytes + 15) / 16 * 16,
+                   keepBytes = wantLogprobs ? size_t(rows) * keepSize : 0;
+      auto keepOf = [&](size_t first) {
+        return wantLogprobs ? at<folio_cuda::RowKeep>(sampled.address() +
+                                                      keepAt + first * keepSize)
+                            : nullptr;
+      };
       uint64_t outsideGraphs = 0;
-      if (Status s = sampled.reserve(*dev, logprobsAt + logprobsBytes,
-                                     "the tokens", outsideGraphs);
+      if (Status s = sampled.reserve(*dev, keepAt + keepBytes, "the tokens",
+                                     outsideGraphs);
           !s)
         return s;
       if (Status s = uploadDraws(draws, verify, penalties, wantLogprobs,
@@ -603,6 +613,7 @@ public:
         a.drafts = at<const int>(extra);
         a.uniforms = at<const float>(extra + 4 * numSeqs * K);
         a.accepted = at<int>(sampled.address() + 4 * size_t(rows));
+        a.keep = verifyLogprobs ? keepOf(0) : nullptr;
         if (Status s = dev->launch(
                 *sampler(cuda::SampleMode::Verify).kernel,
                 toLaunch(cuda::sampleLaunch(
@@ -622,6 +633,8 @@ public:
         a.tokens = at<int>(sampled.address() + 4 * size_t(verifyRows));
         if (draws)
           packed(n, numSeqs, a);
+        if (draws && plainLogprobs)
+          a.keep = keepOf(size_t(verifyRows));
         if (Status s = dev->launch(
                 *sampleWith.kernel,
                 toLaunch(cuda::sampleLaunch(sampleWith.spec, plainRows)), &a);
@@ -656,6 +669,7 @@ public:
         a.topTokens = at<int>(out + 4 * (R + first * topStride));
         a.topLogprobs =
             at<float>(out + 4 * (R * (1 + topStride) + first * topStride));
+        a.keep = keepOf(first);
         if (Status s = dev->launch(
                 *sampler(cuda::SampleMode::Logprobs).kernel,
                 toLaunch(cuda::sampleLaunch(

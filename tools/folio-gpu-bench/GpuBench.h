@@ -286,13 +286,18 @@ struct SampleCase {
   cuda::SampleSpec spec;
   int rows = 1;
   int vocab = 1;
+  /// The logprobs kernel only: read the keep sets the draw kernel (of the
+  /// same block size) recorded, as the executor runs it, instead of
+  /// rebuilding them.
+  bool afterDraw = false;
 };
 
 /// Greedy or top-k / top-p sampling of random logits rows (mixed
 /// temperatures, top_k and top_p), each token the runtime Sampler's exact
 /// choice. Bytes: the logits read. For the penalties kernel: random
 /// histories, each row bit for bit applyPenalties' rounded to float;
-/// bytes: the entries and the logits they touch.
+/// bytes: the entries and the logits they touch. For the logprobs kernel:
+/// each row's logprobs the CPU sampler's for its draw.
 Expected<Timing> measureSample(const device::CudaDevice &dev,
                                const LoadedKernels &kernels,
                                const SampleCase &c, int runs,

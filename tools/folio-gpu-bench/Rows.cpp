@@ -547,8 +547,9 @@ Expected<Timing> measurePenalties(const CudaDevice &dev,
 /// min-p and greedy settings; every count of top tokens from none to the
 /// most, and rows that ask for no logprobs), each row's logprobs
 /// runtime/Sampler's for the token it drew: the same top tokens in the same
-/// order, the values within the rounding of the device's sums. Bytes: the
-/// logits read.
+/// order, the values within the rounding of the device's sums. With
+/// `afterDraw` the draw kernel runs first, on the device, and the logprobs
+/// kernel reads its tokens and keep sets. Bytes: the logits read.
 Expected<Timing> measureLogprobs(const CudaDevice &dev,
                                  const LoadedKernels &kernels,
                                  const SampleCase &c, int runs, uint32_t seed) {
@@ -593,13 +594,20 @@ Expected<Timing> measureLogprobs(const CudaDevice &dev,
   Expected<DeviceDrawSettings> ds = uploadSettings(dev, settings);
   if (!ds)
     return ds.status();
+  std::vector<double> uniform(R);
+  for (size_t r = 0; r < R; ++r)
+    uniform[r] = philoxUniform(seed + uint64_t(r), 7);
   Expected<DeviceBuffer> dl = upload(dev, logits, "logits"),
                          dn = upload(dev, numTop, "top counts"),
                          dtok = upload(dev, tokens, "tokens"),
                          dlp = upload(dev, logprob, "logprobs"),
                          dti = upload(dev, topTokens, "top tokens"),
-                         dtv = upload(dev, topLogprobs, "top logprobs");
-  for (Expected<DeviceBuffer> *b : {&dl, &dn, &dtok, &dlp, &dti, &dtv})
+                         dtv = upload(dev, topLogprobs, "top logprobs"),
+                         du = upload(dev, uniform, "uniforms"),
+                         dk = dev.allocate(R * sizeof(folio_cuda::RowKeep),
+                                           "keep sets");
+  for (Expected<DeviceBuffer> *b :
+       {&dl, &dn, &dtok, &dlp, &dti, &dtv, &du, &dk})
     if (!*b)
       return b->status();
   folio_cuda::SampleArgs a{};
@@ -608,6 +616,29 @@ Expected<Timing> measureLogprobs(const CudaDevice &dev,
   a.vocab = vocab;
   a.tokens = dtok->as<int>();
   ds->fill(a);
+  if (c.afterDraw) {
+    // The draw overwrites the host's tokens with its own (checked below
+    // through the logprobs, which are the CPU sampler's for its tokens).
+    cuda::SampleSpec drawSpec{cuda::SampleMode::Draw, s.threads};
+    Expected<const device::CudaKernel *> draw =
+        find(kernels, cuda::kernelName(drawSpec));
+    if (!draw)
+      return draw.status();
+    folio_cuda::SampleArgs d = a;
+    d.uniform = du->as<const double>();
+    d.keep = dk->as<folio_cuda::RowKeep>();
+    if (Status e = dev.launch(**draw,
+                              toLaunch(cuda::sampleLaunch(drawSpec, rows)), &d);
+        !e)
+      return e;
+    std::vector<int> drawn(R);
+    if (Status e = dev.copyToHost(drawn.data(), *dtok, 0, R * 4); !e)
+      return e;
+    if (drawn != tokens)
+      return Status::internal(cuda::kernelName(drawSpec) +
+                              " drew other tokens than the CPU sampler");
+    a.keep = d.keep;
+  }
   a.numTop = dn->as<const int>();
   a.logprob = dlp->as<float>();
   a.topTokens = dti->as<int>();

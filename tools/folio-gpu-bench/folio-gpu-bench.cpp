@@ -267,13 +267,15 @@ int main(int argc, char **argv) {
   const CastCase castCase{{cuda::CastType::I32, cuda::CastType::I64, 256},
                           tokens};
   // Greedy, a draw, the penalties a draw of a penalised request takes
-  // first, and the logprobs after it.
+  // first, and the logprobs after it: rebuilding the draw's keep sets, and
+  // reading them as the executor runs it.
   using cuda::SampleMode;
   const std::vector<SampleCase> sampleCases = {
       {{SampleMode::Greedy, 256}, 64, 32000},
       {{SampleMode::Draw, 256}, 64, 32000},
       {{SampleMode::Penalize, 256}, 64, 32000},
-      {{SampleMode::Logprobs, 256}, 64, 32000}};
+      {{SampleMode::Logprobs, 256}, 64, 32000},
+      {{SampleMode::Logprobs, 256}, 64, 32000, true}};
   // The verification of one-hot (n-gram) drafts: 16 sequences of up to 4.
   const VerifyCase verifyCase{{SampleMode::Verify, 256}, 16, 4, 32000};
   for (const RowCase &c : rowCases) {
@@ -500,8 +502,9 @@ int main(int argc, char **argv) {
     for (const SampleCase &c : sampleCases) {
       t = measureSample(dev, kernels, c, runs);
       simple(c.spec.mode == SampleMode::Penalize   ? "penalize"
-             : c.spec.mode == SampleMode::Logprobs ? "logprobs"
-                                                   : "sample",
+             : c.spec.mode != SampleMode::Logprobs ? "sample"
+             : c.afterDraw                         ? "logprobs (keep sets read)"
+                           : "logprobs (keep sets rebuilt)",
              cuda::kernelName(c.spec), t);
     }
     t = measureVerify(dev, kernels, verifyCase, runs);

@@ -86,6 +86,24 @@ struct GatherArgs {
 /// limit, runtime/Sampler's kMaxLogprobs): its output rows' stride.
 constexpr int kMaxTopLogprobs = 20;
 
+/// What a draw or a verification decided about one row, for the logprobs
+/// kernel after it: the keep set of temperature, min-p, top-k and top-p
+/// (Sample.cuh's KeepSet) and, after a draw, the log-sum-exp of the kept
+/// l / temperature. Rebuilding the keep set takes a radix selection (32
+/// passes over the row) each for top-k and top-p, so the sampler records it
+/// once for both kernels.
+struct RowKeep {
+  double best;      // the largest kept l / temperature
+  double minPFloor; // min-p: l / temperature at or above it
+  double lse;       // kRowKeepLse only
+  unsigned kKey;    // top-k: ordered keys at or above it
+  unsigned pKey;    // top-p: keys above it, and its ties up to lastTie
+  int lastTie;
+  int flags; // kRowKeepSet | kRowKeepLse, 0: nothing (greedy, refused)
+};
+constexpr int kRowKeepSet = 1;
+constexpr int kRowKeepLse = 2;
+
 struct SampleArgs {
   const float *logits; // [rows, vocab], rows `stride` elements apart
   long long stride;
@@ -131,6 +149,12 @@ struct SampleArgs {
   float *logprob;
   int *topTokens;
   float *topLogprobs;
+  // Where set, one entry per row: the draw (top-k / top-p) and the
+  // verifier write every row's (their rows' layout; flags 0 where they
+  // kept no set), and the logprobs kernel reads them instead of rebuilding
+  // the keep sets. Null: the draw and verifier write none, and the logprobs
+  // kernel rebuilds them.
+  RowKeep *keep;
 };
 
 struct LinearArgs {

@@ -12,7 +12,8 @@
 // such rows with an error; the runtime reports it). Penalties run before,
 // in place (penalizeRows). The verification of one-hot drafts
 // (verifyOneHot) and the logprobs after a draw (rowLogprobs) use the same
-// pieces.
+// pieces; the draw and the verifier can record each row's keep set
+// (RowKeep) for the logprobs kernel to read.
 #ifndef FOLIO_CUDA_SAMPLE
 #define FOLIO_CUDA_SAMPLE
 
@@ -244,6 +245,27 @@ __device__ __forceinline__ KeepSet keepSet(const float *row, int V, int live,
   return ks;
 }
 
+/// Records a row's keep set (and, with kRowKeepLse, the log-sum-exp of its
+/// kept l / temperature) for the logprobs kernel; thread 0 writes.
+__device__ __forceinline__ void storeKeep(RowKeep *out, const KeepSet &ks,
+                                          double lse, int flags) {
+  if (out && threadIdx.x == 0)
+    *out = RowKeep{ks.best, ks.minPFloor, lse, ks.kKey, ks.pKey, ks.lastTie,
+                   flags};
+}
+
+/// A row the sampler kept no set for (greedy, refused, not verified).
+__device__ __forceinline__ void storeNoKeep(RowKeep *out) {
+  if (out && threadIdx.x == 0)
+    out->flags = 0;
+}
+
+/// The keep set storeKeep recorded for `row`.
+__device__ __forceinline__ KeepSet loadKeep(const RowKeep &k, const float *row,
+                                            double temp) {
+  return KeepSet{row, temp, k.kKey, k.minPFloor, k.pKey, k.lastTie, k.best};
+}
+
 /// Inverse-CDF draw in token order, in every thread: the first token of
 /// positive weight whose running sum passes `target` (u x the weights'
 /// total), chunk by chunk with a block scan; where rounding left the
@@ -308,7 +330,9 @@ template <class C>
 __device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
   constexpr int NT = C::kThreads;
   const int rowIdx = int(blockIdx.x), V = a.vocab;
+  RowKeep *keepOut = a.keep ? a.keep + rowIdx : nullptr;
   if (a.temperature[rowIdx] == 0.0f) { // the same for the whole block
+    storeNoKeep(keepOut);
     sampleGreedy<C>(a);
     return;
   }
@@ -316,6 +340,7 @@ __device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
   __shared__ double red[32];
   const int live = rowLive<NT>(row, V, red);
   if (live <= 0) {
+    storeNoKeep(keepOut);
     if (threadIdx.x == 0)
       a.tokens[rowIdx] = -1;
     return;
@@ -330,6 +355,8 @@ __device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
   for (int i = int(threadIdx.x); i < V; i += NT)
     total += weight(i);
   total = blockSumDouble<NT>(total, red);
+  // The logprobs kernel's normaliser, summed as it would sum it.
+  storeKeep(keepOut, ks, ks.best + log(total), kRowKeepSet | kRowKeepLse);
   int token = drawInOrder<NT>(
       V, a.uniform[rowIdx] * total, weight, [&](int i) { return ks.keep(i); },
       red);
@@ -362,6 +389,10 @@ __device__ __forceinline__ void verifyOneHot(const SampleArgs &a) {
   int k = 0; // drafts before the -1 padding
   while (k < K && drafts[k] >= 0)
     ++k;
+  RowKeep *keepOut = a.keep ? a.keep + (long long)s * (K + 1) : nullptr;
+  if (keepOut) // rows below set theirs
+    for (int j = 0; j <= K; ++j)
+      storeNoKeep(keepOut + j);
   __shared__ double red[32];
   // Done: `n` drafts kept, then `token`, then -1 (all -1 for a faulty row).
   auto finish = [&](int n, int token) {
@@ -390,6 +421,9 @@ __device__ __forceinline__ void verifyOneHot(const SampleArgs &a) {
     const KeepSet ks = keepSet<NT>(row, V, rowLive<NT>(row, V, red), temp,
                                    a.topK[s], double(a.topP[s]),
                                    a.minP ? a.minP[s] : 0.0f, red);
+    // Its log-sum-exp is not the verifier's sum below (that one is over
+    // the values rounded to float): the logprobs kernel sums its own.
+    storeKeep(keepOut ? keepOut + j : nullptr, ks, 0.0, kRowKeepSet);
     // p_j as the host computes it from the float row it stores.
     const double m = double(float(ks.best));
     auto e = [&](int i) {
@@ -470,6 +504,9 @@ __device__ __forceinline__ void penalizeRows(const SampleArgs &a) {
 /// pass over the row, not one per reported token. With numDraft > 0 the
 /// rows are verified sequences' (numDraft + 1 rows each, the settings per
 /// sequence, `tokens` the verifier's output: each row's emitted token).
+/// Where the draw or the verifier recorded a row's keep set (`keep`), it is
+/// read instead of rebuilt, and a draw's log-sum-exp too: such a row takes
+/// one pass, for the top tokens.
 template <class C>
 __device__ __forceinline__ void rowLogprobs(const SampleArgs &a) {
   constexpr int NT = C::kThreads, NW = NT / 32;
@@ -483,28 +520,41 @@ __device__ __forceinline__ void rowLogprobs(const SampleArgs &a) {
     return;
   const float *row = a.logits + (long long)r * a.stride;
   __shared__ double red[32];
-  const int live = rowLive<NT>(row, V, red);
-  if (live <= 0)
-    return;
   const double temp = double(a.temperature[p]);
-  // A greedy row keeps every token above -inf at temperature 1.
-  const KeepSet ks =
-      temp == 0.0
-          ? KeepSet{row, 1.0, 0u, -double(infinity()), 0u, V,
-                    -double(infinity())}
-          : keepSet<NT>(row, V, live, temp, a.topK[p], double(a.topP[p]),
-                        a.minP ? a.minP[p] : 0.0f, red);
+  // What the draw or the verifier recorded (a row with a set was usable),
+  // else the set rebuilt; a greedy row keeps every token above -inf at
+  // temperature 1.
+  const RowKeep *stored = a.keep && temp != 0.0 ? a.keep + r : nullptr;
+  const int flags = stored ? stored->flags : 0;
+  KeepSet ks;
+  if (flags & kRowKeepSet) {
+    ks = loadKeep(*stored, row, temp);
+  } else {
+    const int live = rowLive<NT>(row, V, red);
+    if (live <= 0)
+      return;
+    ks = temp == 0.0 ? KeepSet{row, 1.0, 0u, -double(infinity()), 0u, V,
+                               -double(infinity())}
+                     : keepSet<NT>(row, V, live, temp, a.topK[p],
+                                   double(a.topP[p]),
+                                   a.minP ? a.minP[p] : 0.0f, red);
+  }
   auto processed = [&](int i) {
     return ks.keep(i) ? double(row[i]) / ks.temp : -double(infinity());
   };
-  double best = -infinity();
-  for (int i = tid; i < V; i += NT)
-    best = fmax(best, processed(i));
-  best = blockMaxDouble<NT>(best, red);
-  double total = 0.0;
-  for (int i = tid; i < V; i += NT)
-    total += exp(processed(i) - best);
-  const double lse = best + log(blockSumDouble<NT>(total, red));
+  double lse;
+  if (flags & kRowKeepLse) {
+    lse = stored->lse;
+  } else {
+    double best = -infinity();
+    for (int i = tid; i < V; i += NT)
+      best = fmax(best, processed(i));
+    best = blockMaxDouble<NT>(best, red);
+    double total = 0.0;
+    for (int i = tid; i < V; i += NT)
+      total += exp(processed(i) - best);
+    lse = best + log(blockSumDouble<NT>(total, red));
+  }
   if (tid == 0)
     a.logprob[r] = float(processed(token) - lse);
 

@@ -745,6 +745,11 @@ TEST_F(CudaDeviceKernels, GpuBenchRowKernelsChecksThenMeasures) {
                            << r.status().message();
       if (s.mode == SampleMode::Verify)
         EXPECT_EQ(r->bytes, 11.0 * 5 * vocab * 4);
+      if (s.mode == SampleMode::Logprobs) { // reading the draw's keep sets
+        r = gpubench::measureSample(*dev, kernels, {s, 12, vocab, true}, 2);
+        ASSERT_TRUE(bool(r)) << kernelName(s) << " after the draw, vocab "
+                             << vocab << ": " << r.status().message();
+      }
     }
   SampleSpec verifier{SampleMode::Verify, 64}, draw{SampleMode::Draw, 64};
   EXPECT_FALSE(

@@ -719,6 +719,203 @@ TEST(CudaRowEmulation, SignedZerosTieAtTheCuts) {
   }
 }
 
+// The keep sets the draw and the verifier record (RowKeep) and the
+// logprobs kernel reads: after a draw of greedy, sampled (temperature,
+// min-p, top-k, top-p) and refused rows, and after verifying sequences of
+// three rows, the logprobs read from them are bit for bit the ones the
+// kernel computes rebuilding the sets, and the CPU sampler's for the draw.
+// Every entry is written: each starts as a full record of another row's
+// set, so an entry left unwritten would mislead the logprobs kernel. The
+// rounded rows hold logits of +0 and -0, which the host counts as ties at
+// a cut (the device once ordered -0 below +0).
+TEST(CudaRowEmulation, LogprobsReadTheSamplersKeepSets) {
+  std::mt19937 rng(43);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  struct Config {
+    float temperature; // 0: greedy
+    int32_t topK;
+    float topP;
+    float minP;
+  };
+  const std::vector<Config> configs = {
+      {0.0f, 0, 1.0f, 0.0f},  {1.0f, 0, 1.0f, 0.0f},   {0.7f, 5, 1.0f, 0.0f},
+      {1.3f, 0, 0.9f, 0.0f},  {0.8f, 50, 0.95f, 0.1f}, {1.0f, 0, 0.05f, 0.0f},
+      {2.0f, 3, 1.0f, 0.02f}, {0.9f, 0, 1.0f, 0.5f}};
+  const int W = folio_cuda::kMaxTopLogprobs, K = 2, perSeq = K + 1;
+  const int numConfigs = int(configs.size());
+  auto find = [](SampleMode m, int threads) {
+    const FolioTestSample *k =
+        findKernel(kFolioTestSample, canonicalKey(SampleSpec{m, threads}));
+    EXPECT_NE(k, nullptr) << "no generated kernel, " << threads << " threads";
+    return k;
+  };
+  int fromDraws = 0, fromVerifier = 0;
+  for (int threads : {64, 256})
+    for (int vocab : {37, 1000})
+      for (bool verified : {false, true}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads, vocab " +
+                     std::to_string(vocab) + (verified ? ", verified" : ""));
+        const FolioTestSample *logprobsKernel =
+            find(SampleMode::Logprobs, threads);
+        const FolioTestSample *sampler =
+            find(verified ? SampleMode::Verify : SampleMode::Draw, threads);
+        ASSERT_TRUE(logprobsKernel && sampler);
+        const int seqs = numConfigs * 2, rows = verified ? seqs * perSeq : seqs;
+        const size_t V = size_t(vocab);
+        std::vector<float> logits(size_t(rows) * V), temperature(seqs),
+            topP(seqs), minP(seqs), uniforms(size_t(seqs * perSeq));
+        std::vector<int> topK(seqs), numTop(seqs, W), tokens(rows, -2),
+            accepted(seqs), drafts(size_t(seqs * K));
+        std::vector<double> uniform(seqs);
+        std::vector<SamplingParams> params(static_cast<size_t>(seqs));
+        for (int q = 0; q < seqs; ++q) {
+          const Config &c = configs[size_t(q % numConfigs)];
+          SamplingParams &p = params[size_t(q)];
+          p.temperature = temperature[size_t(q)] = c.temperature;
+          p.topK = topK[size_t(q)] = c.topK;
+          p.topP = topP[size_t(q)] = c.topP;
+          p.minP = minP[size_t(q)] = c.minP;
+          p.logprobs = W;
+          uniform[size_t(q)] = philoxUniform(500 + uint64_t(q), 7);
+          for (int j = 0; j < perSeq; ++j)
+            uniforms[size_t(q * perSeq + j)] = float(rng() % 1000) / 1000.0f;
+        }
+        for (int r = 0; r < rows; ++r) {
+          float *row = &logits[size_t(r) * V];
+          for (size_t i = 0; i < V; ++i)
+            row[i] = normal(rng);
+          if (r % 2 == 1) // ties at the top and at the cuts
+            for (size_t i = 0; i < V; ++i)
+              row[i] = std::round(row[i]);
+        }
+        for (int q = 0; q < (verified ? seqs : 0); ++q)
+          for (int j = 0; j < K; ++j) // kept (the argmax) or likely not
+            drafts[size_t(q * K + j)] =
+                (q + j) % 3 == 0
+                    ? TokenId(rng() % V)
+                    : firstMaximum(&logits[size_t(q * perSeq + j) * V], V);
+        // A refused row: a plain draw's, or the first of a verified
+        // sequence's rows (the verifier then emits nothing for it).
+        logits[size_t(numConfigs + 1) * size_t(verified ? perSeq : 1) * V] =
+            std::nanf("");
+        // Poison: every entry a full record of another row's set.
+        folio_cuda::RowKeep poison{0.5, -1.0, 0.25, 1u, 2u, 3, 3};
+        std::vector<folio_cuda::RowKeep> keep(size_t(rows), poison);
+
+        folio_cuda::SampleArgs a{
+            logits.data(),      vocab,       vocab,       tokens.data(),
+            temperature.data(), topK.data(), topP.data(), uniform.data(),
+            minP.data()};
+        a.keep = keep.data();
+        if (verified) {
+          a.numDraft = K;
+          a.drafts = drafts.data();
+          a.uniforms = uniforms.data();
+          a.accepted = accepted.data();
+        }
+        std::string samplerName = verified ? "verify" : "draw";
+        cuda_emu::LaunchConfig config = emulationConfig(
+            sampleLaunch(
+                SampleSpec{verified ? SampleMode::Verify : SampleMode::Draw,
+                           threads},
+                seqs),
+            samplerName.c_str());
+        config.scheduleSeed = rng();
+        cuda_emu::launch(config, sampler->kernel, a);
+
+        // The logprobs twice: reading the sets, and rebuilding them.
+        struct Out {
+          std::vector<float> logprob, top;
+          std::vector<int> ids;
+        };
+        auto logprobsOf = [&](folio_cuda::RowKeep *sets) {
+          Out o{std::vector<float>(size_t(rows), 7.0f),
+                std::vector<float>(size_t(rows * W), 7.0f),
+                std::vector<int>(size_t(rows * W), -7)};
+          folio_cuda::SampleArgs l{
+              logits.data(),      vocab,       vocab,       tokens.data(),
+              temperature.data(), topK.data(), topP.data(), nullptr,
+              minP.data()};
+          l.numDraft = verified ? K : 0;
+          l.numTop = numTop.data();
+          l.logprob = o.logprob.data();
+          l.topTokens = o.ids.data();
+          l.topLogprobs = o.top.data();
+          l.keep = sets;
+          cuda_emu::LaunchConfig lc = emulationConfig(
+              sampleLaunch(SampleSpec{SampleMode::Logprobs, threads}, rows),
+              "logprobs");
+          lc.scheduleSeed = rng();
+          cuda_emu::launch(lc, logprobsKernel->kernel, l);
+          return o;
+        };
+        const Out read = logprobsOf(keep.data()), rebuilt = logprobsOf(nullptr);
+        for (int r = 0; r < rows; ++r) {
+          SCOPED_TRACE("row " + std::to_string(r));
+          const int q = verified ? r / perSeq : r;
+          const bool sampled = temperature[size_t(q)] != 0.0f;
+          const bool emitted = tokens[size_t(r)] >= 0;
+          // A set where a sampled row was drawn or verified; the draw's
+          // also carries its log-sum-exp.
+          int wantFlags = 0;
+          if (sampled && emitted)
+            wantFlags = verified
+                            ? folio_cuda::kRowKeepSet
+                            : folio_cuda::kRowKeepSet | folio_cuda::kRowKeepLse;
+          EXPECT_EQ(keep[size_t(r)].flags, wantFlags);
+          if (wantFlags)
+            ++(verified ? fromVerifier : fromDraws);
+          EXPECT_EQ(0, std::memcmp(&read.logprob[size_t(r)],
+                                   &rebuilt.logprob[size_t(r)], 4));
+          for (int j = 0; j < W; ++j) {
+            const size_t at = size_t(r * W + j);
+            EXPECT_EQ(read.ids[at], rebuilt.ids[at]) << "top " << j;
+            EXPECT_EQ(0, std::memcmp(&read.top[at], &rebuilt.top[at], 4))
+                << "top " << j;
+          }
+          if (verified || !emitted)
+            continue;
+          // The CPU sampler drew the same token and reports the same.
+          SampleRow sr;
+          sr.params = &params[size_t(q)];
+          sr.seed = 500 + uint64_t(q);
+          sr.position = 7;
+          Expected<SampledToken> cpu = sampleRow(&logits[size_t(r) * V], V, sr);
+          ASSERT_TRUE(cpu) << cpu.status().message();
+          ASSERT_EQ(tokens[size_t(r)], cpu->token);
+          EXPECT_NEAR(read.logprob[size_t(r)], cpu->logprobs.logprob, 1e-5);
+          for (size_t j = 0; j < cpu->logprobs.top.size(); ++j)
+            EXPECT_EQ(read.ids[size_t(r * W) + j], cpu->logprobs.top[j].first);
+        }
+        // The kernel reads what is recorded: a log-sum-exp of 0 leaves each
+        // token's l / temperature; a top-k key above every key keeps none.
+        std::vector<folio_cuda::RowKeep> probe = keep;
+        for (folio_cuda::RowKeep &k : probe)
+          if (k.flags) {
+            k.flags = folio_cuda::kRowKeepSet | folio_cuda::kRowKeepLse;
+            k.lse = 0.0;
+          }
+        const Out shifted = logprobsOf(probe.data());
+        for (folio_cuda::RowKeep &k : probe)
+          k.kKey = ~0u;
+        const Out none = logprobsOf(probe.data());
+        for (int r = 0; r < rows; ++r) {
+          if (!keep[size_t(r)].flags)
+            continue;
+          const int q = verified ? r / perSeq : r;
+          const double l = double(logits[size_t(r) * V + size_t(tokens[r])]);
+          EXPECT_EQ(shifted.logprob[size_t(r)],
+                    float(l / double(temperature[size_t(q)])))
+              << "row " << r;
+          EXPECT_EQ(none.logprob[size_t(r)],
+                    -std::numeric_limits<float>::infinity())
+              << "row " << r;
+        }
+      }
+  EXPECT_GT(fromDraws, 40);
+  EXPECT_GT(fromVerifier, 40);
+}
+
 // The verifier of one-hot drafts against the engine's host path on the
 // same rows: greedy and sampled sequences (temperature, min-p, top-k,
 // top-p) in one launch, every draft count from 0 to K, drafts that are
