@@ -183,7 +183,7 @@ const char *sampleEntry(SampleMode mode) {
   case SampleMode::Draw:
     return "sampleTopKTopP";
   case SampleMode::Verify:
-    return "verifyOneHot";
+    return "verifyDrafts";
   case SampleMode::Penalize:
     return "penalizeRows";
   case SampleMode::Logprobs:

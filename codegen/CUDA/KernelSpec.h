@@ -136,8 +136,8 @@ enum class SampleMode {
   /// Temperature, min-p, top-k and top-p, then an inverse-CDF draw with
   /// the caller's uniform; rows of temperature 0 greedy.
   Draw,
-  /// The speculative verification of one-hot drafts with Draw's
-  /// processing.
+  /// The speculative verification of drafts (one-hot, or a draft model's
+  /// distributions) with Draw's processing.
   Verify,
   /// The repetition, frequency and presence penalties applied to the rows
   /// in place before a draw.

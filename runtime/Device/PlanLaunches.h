@@ -138,7 +138,7 @@ struct PlanLaunches {
   std::vector<LaunchOperand> outputs;
   std::string outputsWhy;
   /// The samplers over the logits (greedy, top-k / top-p, the verifier of
-  /// one-hot drafts, then the penalties). They run
+  /// drafts, the penalties, the logprobs). They run
   /// on the plan's output after the forward; `steps` names the step that
   /// writes it (empty when no step does), so a plan embeds them with the
   /// kernels its steps run.

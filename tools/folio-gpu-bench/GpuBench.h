@@ -308,10 +308,14 @@ struct VerifyCase {
   int seqs = 1;
   int drafts = 4; ///< K: sequences have 0 to K drafts
   int vocab = 1;
+  /// The sampled sequences' drafts come with a draft model's
+  /// distributions (rows on the device), not one-hot.
+  bool draftProbs = false;
 };
 
-/// Verification of one-hot drafts over random rows (greedy and sampled
-/// settings in one launch, drafts the row's argmax or random), each
+/// Verification of drafts over random rows (greedy and sampled settings
+/// in one launch, drafts the row's argmax or random; one-hot, or with a
+/// draft model's distributions: softmaxes of nearby rows), each
 /// sequence's outcome the engine's host path's
 /// (core::verifySpeculativeOnCpu). Bytes: the logits rows read once.
 Expected<Timing> measureVerify(const device::CudaDevice &dev,

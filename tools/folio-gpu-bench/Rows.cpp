@@ -813,6 +813,34 @@ Expected<Timing> measureVerify(const CudaDevice &dev,
     seq.position = 7;
     core::verifyUniforms(seq, K, uniforms.data() + size_t(i) * rowsPerSeq);
   }
+  // A draft model's q: each sampled sequence's rows a softmax of its
+  // target row moved by noise, the draft given its share (at least the
+  // smallest normal float, as a draw leaves it).
+  std::vector<std::vector<float>> q(static_cast<size_t>(S));
+  std::vector<int> probRows(size_t(S), -1);
+  std::vector<float> qRows;
+  for (int i = 0; c.draftProbs && i < S; ++i) {
+    if (temps[i % 5] == 0.0f || drafts[size_t(i)].empty())
+      continue;
+    probRows[size_t(i)] = int(qRows.size() / V);
+    for (size_t j = 0; j < drafts[size_t(i)].size(); ++j) {
+      const float *row = &logits[(size_t(i) * rowsPerSeq + j) * V];
+      std::vector<double> e(V);
+      double total = 0.0;
+      for (size_t v = 0; v < V; ++v)
+        total += e[v] = std::exp(double(row[v]) + 0.5 * normal(rng));
+      for (size_t v = 0; v < V; ++v) {
+        float x = float(e[v] / total);
+        if (TokenId(v) == drafts[size_t(i)][j])
+          x = std::max(x, std::numeric_limits<float>::min());
+        q[size_t(i)].push_back(x);
+      }
+    }
+    qRows.insert(qRows.end(), q[size_t(i)].begin(), q[size_t(i)].end());
+    seqs[size_t(i)].draftProbs = &q[size_t(i)];
+  }
+  const size_t qElems = qRows.size();
+  qRows.resize(std::max<size_t>(qElems, 1)); // no zero-byte uploads
   std::vector<core::SpecOutcome> want;
   std::vector<float> host = logits;
   if (Status e =
@@ -827,8 +855,10 @@ Expected<Timing> measureVerify(const CudaDevice &dev,
                          dd = upload(dev, draftArray, "drafts"),
                          du = upload(dev, uniforms, "uniforms"),
                          dtok = dev.allocate(tokens.size() * 4, "tokens"),
-                         dacc = dev.allocate(accepted.size() * 4, "accepted");
-  for (Expected<DeviceBuffer> *b : {&dl, &dd, &du, &dtok, &dacc})
+                         dacc = dev.allocate(accepted.size() * 4, "accepted"),
+                         dq = upload(dev, qRows, "draft distributions"),
+                         dqr = upload(dev, probRows, "draft rows");
+  for (Expected<DeviceBuffer> *b : {&dl, &dd, &du, &dtok, &dacc, &dq, &dqr})
     if (!*b)
       return b->status();
   folio_cuda::SampleArgs a{};
@@ -841,6 +871,10 @@ Expected<Timing> measureVerify(const CudaDevice &dev,
   a.drafts = dd->as<const int>();
   a.uniforms = du->as<const float>();
   a.accepted = dacc->as<int>();
+  if (c.draftProbs) {
+    a.probs = dq->as<float>();
+    a.probRows = dqr->as<const int>();
+  }
   device::CudaLaunch l = toLaunch(cuda::sampleLaunch(s, S));
   auto run = [&] { return dev.launch(**kernel, l, &a); };
   if (Status e = run(); !e)
@@ -867,7 +901,8 @@ Expected<Timing> measureVerify(const CudaDevice &dev,
           (w.tokens.empty() ? std::string("none")
                             : std::to_string(w.tokens.back())));
   }
-  return timeRuns(dev, runs, double(logits.size()) * 4, run);
+  // The logits rows, and the q rows, read once.
+  return timeRuns(dev, runs, double(logits.size() + qElems) * 4, run);
 }
 
 namespace {

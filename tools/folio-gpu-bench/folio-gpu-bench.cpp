@@ -276,8 +276,10 @@ int main(int argc, char **argv) {
       {{SampleMode::Penalize, 256}, 64, 32000},
       {{SampleMode::Logprobs, 256}, 64, 32000},
       {{SampleMode::Logprobs, 256}, 64, 32000, true}};
-  // The verification of one-hot (n-gram) drafts: 16 sequences of up to 4.
-  const VerifyCase verifyCase{{SampleMode::Verify, 256}, 16, 4, 32000};
+  // The verification of 16 sequences of up to 4 drafts: one-hot (n-gram
+  // lookup), and with a draft model's distributions.
+  const VerifyCase verifyCase{{SampleMode::Verify, 256}, 16, 4, 32000},
+      draftVerifyCase{{SampleMode::Verify, 256}, 16, 4, 32000, true};
   for (const RowCase &c : rowCases) {
     cuda::GeneratedKernel g;
     if (cpu::Status st = cuda::emitRowKernel(c.spec, g); !st.ok())
@@ -509,6 +511,9 @@ int main(int argc, char **argv) {
     }
     t = measureVerify(dev, kernels, verifyCase, runs);
     simple("verify", cuda::kernelName(verifyCase.spec), t);
+    t = measureVerify(dev, kernels, draftVerifyCase, runs);
+    simple("verify (draft distributions)", cuda::kernelName(verifyCase.spec),
+           t);
   }
   j.endArray();
 

@@ -126,6 +126,13 @@ struct SampleArgs {
   const float *uniforms; // [S, numDraft + 1] in [0, 1): draft j's test, then
                          // the draw
   int *accepted;         // [S]: drafts kept, -1 for a faulty row
+  // A draft model's probabilities q, rows of `vocab`: the draw writes row
+  // r's q (the distribution it drew from, as runtime/Sampler's draft
+  // proposer reports it) to row probRows[r] where that is >= 0; the
+  // verifier reads sequence s's q_j at row probRows[s] + j where that is
+  // >= 0 (else q_j is one-hot at the draft). Null: none written or read.
+  float *probs;
+  const int *probRows;
   // Penalties only (penalizeRows), per row: the row rewritten in place
   // (`logits` is not read), its entries penaltyStart[r] to
   // penaltyStart[r + 1] of (penaltyTokens, penaltyCounts): each token the

@@ -10,8 +10,8 @@
 // mixing greedy and sampled requests takes one launch. A row with a NaN or
 // +inf, or with every logit -inf, gets token -1 (the CPU sampler refuses
 // such rows with an error; the runtime reports it). Penalties run before,
-// in place (penalizeRows). The verification of one-hot drafts
-// (verifyOneHot) and the logprobs after a draw (rowLogprobs) use the same
+// in place (penalizeRows). The verification of drafts (verifyDrafts)
+// and the logprobs after a draw (rowLogprobs) use the same
 // pieces; the draw and the verifier can record each row's keep set
 // (RowKeep) for the logprobs kernel to read.
 #ifndef FOLIO_CUDA_SAMPLE
@@ -362,21 +362,34 @@ __device__ __forceinline__ void sampleTopKTopP(const SampleArgs &a) {
       red);
   if (threadIdx.x == 0)
     a.tokens[rowIdx] = token;
+  // A draft model's q: the distribution the token was drawn from, rounded
+  // to float, the drawn token's at least the smallest normal float (the
+  // verifier divides by it), as the host's proposer writes it.
+  const int qRow = a.probs && a.probRows ? a.probRows[rowIdx] : -1;
+  if (qRow >= 0) {
+    float *q = a.probs + (long long)qRow * V;
+    const float smallest = __int_as_float(0x00800000); // FLT_MIN
+    for (int i = int(threadIdx.x); i < V; i += NT) {
+      float v = float(weight(i) / total);
+      q[i] = i == token && v < smallest ? smallest : v;
+    }
+  }
 }
 
 /// Speculative verification of one sequence per block, as the engine's
 /// host path verifies it (runtime/Core/SpeculativeStep.h, then
-/// codegen/CPU/SpecVerify.h) for a one-hot proposer (n-gram lookup, where
-/// q is 1 at the draft): every row 0..k is checked first; a greedy
+/// codegen/CPU/SpecVerify.h): every row 0..k is checked first; a greedy
 /// sequence (temperature 0) keeps drafts while each is its row's argmax and
 /// then takes the argmax; a sampled one keeps draft x of row j when
-/// u_j < p_j(x), with p_j the row's processed logits rounded to float as
-/// the host stores them, draws a rejection's token from p_j without x
-/// renormalised (p_j where that has no mass), and the bonus from p_k. The
-/// sums are block reductions, so a choice can differ from the host only
-/// where a uniform falls within rounding of a partial sum.
+/// u_j q_j(x) < p_j(x), with p_j the row's processed logits rounded to float
+/// as the host stores them and q_j the draft model's row (probRows) or,
+/// for a deterministic proposer (n-gram lookup), 1 at the draft; it draws
+/// a rejection's token from max(0, p_j - q_j) renormalised (p_j where that
+/// has no mass), and the bonus from p_k. The sums are block reductions, so
+/// a choice can differ from the host only where a uniform falls within
+/// rounding of a partial sum.
 template <class C>
-__device__ __forceinline__ void verifyOneHot(const SampleArgs &a) {
+__device__ __forceinline__ void verifyDrafts(const SampleArgs &a) {
   constexpr int NT = C::kThreads;
   const int s = int(blockIdx.x), tid = int(threadIdx.x), V = a.vocab;
   const int K = a.numDraft;
@@ -389,6 +402,8 @@ __device__ __forceinline__ void verifyOneHot(const SampleArgs &a) {
   int k = 0; // drafts before the -1 padding
   while (k < K && drafts[k] >= 0)
     ++k;
+  // The draft model's q rows of this sequence, or -1: one-hot drafts.
+  const int qRow0 = a.probs && a.probRows ? a.probRows[s] : -1;
   RowKeep *keepOut = a.keep ? a.keep + (long long)s * (K + 1) : nullptr;
   if (keepOut) // rows below set theirs
     for (int j = 0; j <= K; ++j)
@@ -440,12 +455,22 @@ __device__ __forceinline__ void verifyOneHot(const SampleArgs &a) {
       return;
     }
     const int x = drafts[j];
-    if (double(u[j]) < e(x) / sum)
+    // q_j: the draft model's row, or one-hot at x. Keep x iff
+    // u < min(1, p/q), tested as u q(x) < p(x) as the host tests it.
+    const float *q = qRow0 >= 0 ? a.probs + (long long)(qRow0 + j) * V
+                                : nullptr;
+    const double qx = q ? double(q[x]) : 1.0;
+    if (!(qx > 0.0) || qx == double(infinity())) {
+      finish(0, -1); // a q the draw cannot have written: refused
+      return;
+    }
+    if (double(u[j]) * qx < e(x) / sum)
       continue; // kept
-    // Rejected: max(0, p - q) with q one-hot at x.
+    // Rejected: max(0, p - q).
     const double invSum = 1.0 / sum;
     auto residual = [&](int i) {
-      double r = e(i) * invSum - (i == x ? 1.0 : 0.0);
+      double qi = q ? double(q[i]) : (i == x ? 1.0 : 0.0);
+      double r = e(i) * invSum - qi;
       return r > 0.0 ? r : 0.0;
     };
     double mass = 0.0;

@@ -743,8 +743,13 @@ TEST_F(CudaDeviceKernels, GpuBenchRowKernelsChecksThenMeasures) {
               : gpubench::measureSample(*dev, kernels, {s, 12, vocab}, 2);
       ASSERT_TRUE(bool(r)) << kernelName(s) << " vocab " << vocab << ": "
                            << r.status().message();
-      if (s.mode == SampleMode::Verify)
+      if (s.mode == SampleMode::Verify) {
         EXPECT_EQ(r->bytes, 11.0 * 5 * vocab * 4);
+        r = gpubench::measureVerify(*dev, kernels, {s, 11, 4, vocab, true}, 2);
+        ASSERT_TRUE(bool(r))
+            << kernelName(s) << " with draft distributions, "
+            << "vocab " << vocab << ": " << r.status().message();
+      }
       if (s.mode == SampleMode::Logprobs) { // reading the draw's keep sets
         r = gpubench::measureSample(*dev, kernels, {s, 12, vocab, true}, 2);
         ASSERT_TRUE(bool(r)) << kernelName(s) << " after the draw, vocab "

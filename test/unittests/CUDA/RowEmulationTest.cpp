@@ -8,8 +8,11 @@
 // rotary in both styles, partial, in place and strided, against
 // applyRotaryRows; embedding and gather_rows against the CPU gathers,
 // including refused indices; greedy sampling and draws against
-// runtime/Sampler; the verification of one-hot drafts against the engine's
-// host path (runtime/Core/SpeculativeStep.h with the CPU verify kernels).
+// runtime/Sampler; the verification of drafts (one-hot, or a draft model's
+// distributions written by the draw) against the engine's host path
+// (runtime/Core/SpeculativeStep.h with the CPU verify kernels); the
+// logprobs against runtime/Sampler, with and without the samplers' keep
+// sets.
 //
 //===----------------------------------------------------------------------===//
 
@@ -1047,6 +1050,204 @@ TEST(CudaRowEmulation, VerifyOneHotMatchesTheHostPath) {
   EXPECT_GT(rejected, 30);
   EXPECT_GT(bonus, 30);
   EXPECT_EQ(faulty, 6);
+}
+
+// A draft model's distributions on the device: the draw writes each
+// drafted row's q where probRows says (the distribution it drew from, as
+// the host's draft proposer writes it), and the verifier reads each
+// sequence's q rows from its own probRows entry (here in reverse order of
+// the sequences, and one-hot sequences and greedy ones beside them) and
+// decides as the engine's host path with those distributions.
+TEST(CudaRowEmulation, DraftDistributionsMatchTheHostPath) {
+  std::mt19937 rng(47);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  struct Config {
+    float temperature; // 0: greedy
+    int32_t topK;
+    float topP;
+    float minP;
+  };
+  const std::vector<Config> configs = {
+      {1.0f, 0, 1.0f, 0.0f},   {0.7f, 5, 1.0f, 0.0f}, {1.3f, 0, 0.9f, 0.0f},
+      {0.8f, 50, 0.95f, 0.1f}, {0.0f, 0, 1.0f, 0.0f}, {2.0f, 3, 1.0f, 0.02f}};
+  const int K = 3, S = 24, perSeq = K + 1;
+  int kept = 0, rejected = 0, bonus = 0, oneHot = 0, drawnRows = 0;
+  for (int threads : {64, 256})
+    for (int vocab : {1, 37, 1000}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, vocab " +
+                   std::to_string(vocab));
+      const FolioTestSample *draw =
+          findKernel(kFolioTestSample,
+                     canonicalKey(SampleSpec{SampleMode::Draw, threads}));
+      const FolioTestSample *verifier =
+          findKernel(kFolioTestSample,
+                     canonicalKey(SampleSpec{SampleMode::Verify, threads}));
+      ASSERT_TRUE(draw && verifier);
+      const size_t V = size_t(vocab);
+      std::vector<SamplingParams> params(static_cast<size_t>(S));
+      std::vector<float> temperature(S), topP(S), minP(S);
+      std::vector<int> topK(S);
+      for (int s = 0; s < S; ++s) {
+        const Config &c = configs[size_t(s) % configs.size()];
+        SamplingParams &p = params[size_t(s)];
+        p.temperature = temperature[size_t(s)] = c.temperature;
+        p.topK = topK[size_t(s)] = c.topK;
+        p.topP = topP[size_t(s)] = c.topP;
+        p.minP = minP[size_t(s)] = c.minP;
+      }
+      // The draft model's rows: draft j of sequence s is drawn from row
+      // s * K + j, with the sequence's settings, into q row
+      // (S - 1 - s) * K + j; every third sampled sequence is one-hot
+      // (an n-gram proposer's) and writes none.
+      auto isOneHot = [&](int s) {
+        return s % 3 == 2 && temperature[size_t(s)] != 0.0f;
+      };
+      const int draftRows = S * K;
+      std::vector<float> draftLogits(size_t(draftRows) * V);
+      for (size_t i = 0; i < draftLogits.size(); ++i)
+        draftLogits[i] = (i / V) % 2 ? std::round(normal(rng)) : normal(rng);
+      std::vector<float> rowTemp(draftRows), rowTopP(draftRows),
+          rowMinP(draftRows);
+      std::vector<int> rowTopK(draftRows), qRowOf(draftRows, -1),
+          drawn(draftRows, -2);
+      std::vector<double> rowUniform(draftRows);
+      for (int r = 0; r < draftRows; ++r) {
+        const int s = r / K;
+        rowTemp[size_t(r)] = temperature[size_t(s)];
+        rowTopK[size_t(r)] = topK[size_t(s)];
+        rowTopP[size_t(r)] = topP[size_t(s)];
+        rowMinP[size_t(r)] = minP[size_t(s)];
+        rowUniform[size_t(r)] = philoxUniform(700 + uint64_t(r), 3);
+        if (temperature[size_t(s)] != 0.0f && !isOneHot(s))
+          qRowOf[size_t(r)] = (S - 1 - s) * K + r % K;
+      }
+      std::vector<float> q(size_t(draftRows) * V, -3.0f);
+      folio_cuda::SampleArgs d{
+          draftLogits.data(), vocab,          vocab,          drawn.data(),
+          rowTemp.data(),     rowTopK.data(), rowTopP.data(), rowUniform.data(),
+          rowMinP.data()};
+      d.probs = q.data();
+      d.probRows = qRowOf.data();
+      cuda_emu::LaunchConfig dc = emulationConfig(
+          sampleLaunch(SampleSpec{SampleMode::Draw, threads}, draftRows),
+          "draw");
+      dc.scheduleSeed = rng();
+      cuda_emu::launch(dc, draw->kernel, d);
+
+      // Each drawn row against the host: the token, and q as the draft
+      // proposer computes it from the processed row.
+      std::vector<std::vector<float>> hostQ(static_cast<size_t>(S));
+      std::vector<std::vector<TokenId>> drafts(static_cast<size_t>(S));
+      for (int r = 0; r < draftRows; ++r) {
+        const int s = r / K;
+        const float *row = &draftLogits[size_t(r) * V];
+        Expected<TokenId> token =
+            params[size_t(s)].isGreedy()
+                ? Expected<TokenId>(firstMaximum(row, V))
+                : drawWithUniform(row, V, params[size_t(s)],
+                                  rowUniform[size_t(r)]);
+        ASSERT_TRUE(token) << token.status().message();
+        ASSERT_EQ(drawn[size_t(r)], *token) << "draft row " << r;
+        drafts[size_t(s)].push_back(*token);
+        if (qRowOf[size_t(r)] < 0)
+          continue;
+        SampleRow sr;
+        sr.params = &params[size_t(s)];
+        Expected<std::vector<double>> proc = processLogits(row, V, sr);
+        ASSERT_TRUE(proc);
+        double best = *std::max_element(proc->begin(), proc->end());
+        double total = 0;
+        for (double l : *proc)
+          total += std::exp(l - best);
+        const float *got = &q[size_t(qRowOf[size_t(r)]) * V];
+        for (size_t i = 0; i < V; ++i) {
+          float want = float(std::exp((*proc)[i] - best) / total);
+          if (TokenId(i) == *token)
+            want = std::max(want, std::numeric_limits<float>::min());
+          ASSERT_NEAR(got[i], want, 1e-6f * want) << "row " << r << ", " << i;
+          hostQ[size_t(s)].push_back(got[i]);
+        }
+        ++drawnRows;
+      }
+      // A sequence's drafts stop at random: 0 to K of them.
+      for (int s = 0; s < S; ++s) {
+        drafts[size_t(s)].resize(size_t(s % (K + 1)));
+        hostQ[size_t(s)].resize(
+            std::min(hostQ[size_t(s)].size(), drafts[size_t(s)].size() * V));
+      }
+
+      // The target's rows: near the draft's (so drafts are often kept),
+      // or random.
+      std::vector<float> logits(size_t(S * perSeq) * V);
+      std::vector<TokenId> none;
+      std::vector<core::SpecSequence> seqs(static_cast<size_t>(S));
+      std::vector<float> uniforms(size_t(S * perSeq));
+      std::vector<int> draftArray(size_t(S * K), -1), probRows(S, -1);
+      for (int s = 0; s < S; ++s) {
+        for (int j = 0; j < perSeq; ++j) {
+          float *row = &logits[size_t(s * perSeq + j) * V];
+          const float *near =
+              &draftLogits[size_t(s * K + std::min(j, K - 1)) * V];
+          for (size_t i = 0; i < V; ++i)
+            row[i] = s % 4 == 3 ? normal(rng) : near[i] + 0.3f * normal(rng);
+        }
+        std::copy(drafts[size_t(s)].begin(), drafts[size_t(s)].end(),
+                  draftArray.begin() + s * K);
+        core::SpecSequence &seq = seqs[size_t(s)];
+        seq.prompt = seq.output = &none;
+        seq.drafts = &drafts[size_t(s)];
+        seq.params = &params[size_t(s)];
+        if (!hostQ[size_t(s)].empty()) {
+          seq.draftProbs = &hostQ[size_t(s)];
+          probRows[size_t(s)] = (S - 1 - s) * K;
+        }
+        oneHot += isOneHot(s) && !drafts[size_t(s)].empty();
+        seq.seed = 300 + uint64_t(s);
+        seq.position = 5 + size_t(s);
+        core::verifyUniforms(seq, K, uniforms.data() + size_t(s * perSeq));
+      }
+      std::vector<float> host = logits;
+      std::vector<core::SpecOutcome> want;
+      ASSERT_TRUE(
+          core::verifySpeculativeOnCpu(host.data(), K, vocab, seqs, want));
+
+      std::vector<int> tokens(size_t(S * perSeq), -2), accepted(S, -2);
+      folio_cuda::SampleArgs a{
+          logits.data(),      vocab,       vocab,       tokens.data(),
+          temperature.data(), topK.data(), topP.data(), nullptr,
+          minP.data()};
+      a.numDraft = K;
+      a.drafts = draftArray.data();
+      a.uniforms = uniforms.data();
+      a.accepted = accepted.data();
+      a.probs = q.data();
+      a.probRows = probRows.data();
+      cuda_emu::LaunchConfig vc = emulationConfig(
+          sampleLaunch(SampleSpec{SampleMode::Verify, threads}, S), "verify");
+      vc.scheduleSeed = rng();
+      cuda_emu::launch(vc, verifier->kernel, a);
+      std::vector<core::SpecOutcome> got;
+      ASSERT_TRUE(core::verifiedOnDevice(accepted.data(), tokens.data(), K,
+                                         vocab, seqs, got));
+      for (int s = 0; s < S; ++s) {
+        SCOPED_TRACE("sequence " + std::to_string(s));
+        const core::SpecOutcome &w = want[size_t(s)], &g = got[size_t(s)];
+        ASSERT_TRUE(w.error.empty()) << w.error;
+        EXPECT_EQ(g.tokens, w.tokens);
+        EXPECT_EQ(g.numAccepted, w.numAccepted);
+        if (temperature[size_t(s)] == 0.0f || !seqs[size_t(s)].draftProbs)
+          continue;
+        kept += int(w.numAccepted);
+        (w.numAccepted == drafts[size_t(s)].size() ? bonus : rejected) += 1;
+      }
+    }
+  // Every branch was taken with the draft's q: kept drafts, rejections
+  // (drawn from the residual), bonus tokens; one-hot sequences beside.
+  EXPECT_GT(drawnRows, 100);
+  EXPECT_GT(kept, 30);
+  EXPECT_GT(rejected, 10);
+  EXPECT_GT(bonus, 10);
+  EXPECT_GT(oneHot, 5);
 }
 
 } // namespace
