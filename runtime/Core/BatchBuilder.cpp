@@ -2,6 +2,8 @@
 
 #include "runtime/Core/BatchBuilder.h"
 
+#include "runtime/Sampler/LogitsProcessors.h"
+
 #include <algorithm>
 
 namespace folio::core {
@@ -46,6 +48,30 @@ buildForwardBatch(const std::vector<ScheduledSequence> &seqs,
       b.logitsIndices.push_back(int32_t(b.tokens.size()) - 1);
   }
   return b;
+}
+
+exec::DeviceDraw deviceDraw(const SamplingParams &params, double uniform,
+                            const std::vector<TokenId> *prompt,
+                            const std::vector<TokenId> *output) {
+  exec::DeviceDraw d;
+  if (hasPenalties(params)) {
+    d.repetitionPenalty = params.repetitionPenalty;
+    d.frequencyPenalty = params.frequencyPenalty;
+    d.presencePenalty = params.presencePenalty;
+    if (prompt && output)
+      penaltyList(params, *prompt, *output, nullptr, 0, d.penaltyTokens,
+                  d.penaltyCounts);
+  }
+  if (params.isGreedy()) {
+    d.temperature = 0.0f;
+    return d;
+  }
+  d.temperature = params.temperature;
+  d.topK = params.topK;
+  d.topP = params.topP;
+  d.minP = params.minP;
+  d.uniform = uniform;
+  return d;
 }
 
 } // namespace folio::core

@@ -13,6 +13,7 @@
 #define FOLIO_RUNTIME_CORE_BATCHBUILDER_H
 
 #include "runtime/Executor/Executor.h"
+#include "runtime/Sampler/SamplingParams.h"
 #include "runtime/Support/Status.h"
 #include "runtime/Support/Types.h"
 
@@ -37,6 +38,14 @@ struct ScheduledSequence {
 Expected<exec::ForwardBatch>
 buildForwardBatch(const std::vector<ScheduledSequence> &seqs,
                   int64_t blockSize);
+
+/// A request's processing for a device sampler: its penalties over its
+/// history (`prompt` and `output`, null for none), then temperature 0 for
+/// greedy (the row's argmax), else temperature, min-p, top-k and top-p
+/// with the draw's uniform.
+exec::DeviceDraw deviceDraw(const SamplingParams &params, double uniform,
+                            const std::vector<TokenId> *prompt = nullptr,
+                            const std::vector<TokenId> *output = nullptr);
 
 } // namespace folio::core
 

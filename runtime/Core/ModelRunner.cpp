@@ -13,41 +13,9 @@
 
 namespace folio::core {
 
-namespace {
-
-/// A request's processing for a device sampler: its penalties over its
-/// history (`prompt` and `output`, null for none), then temperature 0 for
-/// greedy (the row's argmax), else temperature, min-p, top-k and top-p
-/// with the draw's uniform.
-exec::DeviceDraw deviceDraw(const SamplingParams &params, double uniform,
-                            const std::vector<TokenId> *prompt = nullptr,
-                            const std::vector<TokenId> *output = nullptr) {
-  exec::DeviceDraw d;
-  if (hasPenalties(params)) {
-    d.repetitionPenalty = params.repetitionPenalty;
-    d.frequencyPenalty = params.frequencyPenalty;
-    d.presencePenalty = params.presencePenalty;
-    if (prompt && output)
-      penaltyList(params, *prompt, *output, nullptr, 0, d.penaltyTokens,
-                  d.penaltyCounts);
-  }
-  if (params.isGreedy()) {
-    d.temperature = 0.0f;
-    return d;
-  }
-  d.temperature = params.temperature;
-  d.topK = params.topK;
-  d.topP = params.topP;
-  d.minP = params.minP;
-  d.uniform = uniform;
-  return d;
-}
-
-} // namespace
-
-Expected<ModelRunnerOutput> ModelRunner::execute(
-    const SchedulerOutput &step,
-    const std::unordered_map<RequestId, std::vector<float>> *draftProbs) {
+Expected<ModelRunnerOutput>
+ModelRunner::execute(const SchedulerOutput &step,
+                     const DraftDistributions *draftProbs) {
   for (const RequestId &id : step.finishedRequestIds)
     requests.erase(id);
   for (const RequestId &id : step.preemptedRequestIds)
@@ -167,9 +135,12 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     s.output = &state.output;
     s.drafts = specDrafts[i];
     if (draftProbs) {
-      auto it = draftProbs->find(*speculating[i]);
-      if (it != draftProbs->end())
+      auto it = draftProbs->host.find(*speculating[i]);
+      if (it != draftProbs->host.end())
         s.draftProbs = &it->second;
+      auto row = draftProbs->deviceRow.find(*speculating[i]);
+      if (row != draftProbs->deviceRow.end())
+        s.draftProbsRow = row->second;
     }
     s.params = &state.params;
     s.seed = state.seed;
@@ -278,13 +249,17 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
     return Status::ok();
   };
   // Speculating sequences with one-hot drafts (n-gram lookup, or greedy)
+  // or a draft model's distributions kept where the executor reads them,
   // and plain processing are verified where the logits are, beside plain
   // rows: the device processes each row and runs the rejection sampling.
   bool verifyOnDevice = !greedyOnDevice && !speculating.empty() &&
                         (sampled.empty() || allDraws) &&
                         executor.verifiesOnDevice();
+  const bool deviceProbs =
+      draftProbs && executor.verifiesDraftProbs(draftProbs->device);
   for (const SpecSequence &s : specs)
-    verifyOnDevice &= oneHotOnDevice(s, reportsLogprobs, penalizes);
+    verifyOnDevice &=
+        verifiableOnDevice(s, reportsLogprobs, penalizes, deviceProbs);
   if (verifyOnDevice) {
     exec::DeviceVerify verify;
     const size_t K = maxDrafts;
@@ -309,6 +284,12 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
       if (hasPenalties(*s.params))
         verifyPenaltyLists(s, int64_t(K), &verify.rowPenaltyTokens[i * (K + 1)],
                            &verify.rowPenaltyCounts[i * (K + 1)]);
+      // A draft model's q rows where it kept them on the device.
+      if (s.draftProbsRow >= 0 && !s.params->isGreedy()) {
+        verify.probRows.resize(specs.size(), -1);
+        verify.probRows[i] = s.draftProbsRow;
+        verify.draftProbs = draftProbs->device;
+      }
     }
     std::vector<int32_t> accepted, ids;
     std::vector<exec::DeviceLogprobs> logprobs;
@@ -367,6 +348,27 @@ Expected<ModelRunnerOutput> ModelRunner::execute(
           "the executor returned " + std::to_string(allLogits.size()) +
           " logits for " + std::to_string(specRows + sampled.size()) +
           " rows of " + std::to_string(vocab));
+    // Distributions a draft model kept on the device, verified here after
+    // all (a step the device cannot verify): copied over.
+    std::vector<std::vector<float>> copied(speculating.size());
+    for (size_t i = 0; i < speculating.size(); ++i) {
+      SpecSequence &s = specs[i];
+      if (s.draftProbsRow < 0 || s.params->isGreedy() ||
+          (s.draftProbs && !s.draftProbs->empty()))
+        continue;
+      const int64_t k = int64_t(specDrafts[i]->size());
+      if (draftProbs->device.vocab != vocab)
+        return Status::internal(
+            "the draft distributions kept on the device have " +
+            std::to_string(draftProbs->device.vocab) + " tokens per row; " +
+            "the target's vocabulary has " + std::to_string(vocab));
+      copied[i].resize(size_t(k * vocab));
+      if (Status st = executor.readDraftProbs(
+              draftProbs->device, s.draftProbsRow, k, copied[i].data());
+          !st)
+        return st;
+      s.draftProbs = &copied[i];
+    }
     for (size_t i = 0; i < speculating.size(); ++i) {
       const std::vector<float> *probs = specs[i].draftProbs;
       if (probs && !probs->empty() &&

@@ -23,6 +23,22 @@
 
 namespace folio::core {
 
+/// The distributions a draft model drew its drafts from, per request with
+/// drafts scheduled: on the host ([k, vocab] for at least the scheduled
+/// drafts), or kept where the draft ran (a GPU) in `device`'s rows, from
+/// the request's `deviceRow` on.
+struct DraftDistributions {
+  std::unordered_map<RequestId, std::vector<float>> host;
+  std::unordered_map<RequestId, int32_t> deviceRow;
+  exec::DeviceProbRows device;
+
+  void clear() {
+    host.clear();
+    deviceRow.clear();
+    device = {};
+  }
+};
+
 class ModelRunner {
 public:
   ModelRunner(exec::Executor &executor, int64_t blockSize)
@@ -39,12 +55,11 @@ public:
   /// messages name that step and the output token that was being sampled.
   ///
   /// `draftProbs` gives, per request with drafts scheduled, the draft's
-  /// distributions ([k, vocab] for at least the scheduled drafts); a
-  /// request not in it (or no map) was proposed deterministically.
+  /// distributions; a request in neither of its maps (or no draftProbs)
+  /// was proposed deterministically.
   Expected<ModelRunnerOutput>
   execute(const SchedulerOutput &step,
-          const std::unordered_map<RequestId, std::vector<float>> *draftProbs =
-              nullptr);
+          const DraftDistributions *draftProbs = nullptr);
 
   /// Requests the runner currently holds state for.
   size_t numTrackedRequests() const { return requests.size(); }

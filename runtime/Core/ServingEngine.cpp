@@ -53,9 +53,12 @@ ServingEngine::create(std::shared_ptr<const plan::Plan> plan,
   engine->scheduler = std::move(*scheduler);
   engine->runner =
       std::make_unique<ModelRunner>(*engine->executor, layout.blockSize);
-  if (speculative.proposer)
+  if (speculative.proposer) {
     engine->controller = std::make_unique<spec::SpecController>(
         speculative.numSpeculativeTokens, speculative.adaptive);
+    // A draft model on the target's GPU keeps its distributions there.
+    speculative.proposer->keepProbsFor(*engine->executor);
+  }
   engine->speculative = std::move(speculative);
   return engine;
 }
@@ -230,8 +233,12 @@ Status ServingEngine::propose(const SchedulerOutput &scheduled,
         !s)
       return s;
     if (!p.probs.empty())
-      draftProbs[*inputs[i].requestId] = std::move(p.probs);
+      draftProbs.host[*inputs[i].requestId] = std::move(p.probs);
+    if (p.probsRow >= 0)
+      draftProbs.deviceRow[*inputs[i].requestId] = p.probsRow;
   }
+  if (!draftProbs.deviceRow.empty())
+    draftProbs.device = proposer.deviceProbs();
   // Sequences one token from their limit cannot take a draft: not a miss.
   size_t eligible = 0;
   for (const spec::ProposeInput &in : inputs)

@@ -135,7 +135,7 @@ private:
   SpeculativeConfig speculative;
   std::unique_ptr<spec::SpecController> controller;
   SpeculativeStats specStats;
-  std::unordered_map<RequestId, std::vector<float>> draftProbs;
+  DraftDistributions draftProbs;
   /// The most drafts a request took in the last proposing step, and
   /// whether every request took the controller's k (the step's time is
   /// then the cost of lastK).

@@ -71,6 +71,11 @@ Status verifySpeculative(exec::Executor &executor, float *logits,
   for (const SpecSequence &s : seqs) {
     sample |= !s.params->isGreedy();
     anyProbs |= s.draftProbs && !s.draftProbs->empty();
+    // Read as one-hot, a draft model's drafts would be kept too often.
+    if (s.draftProbsRow >= 0 && !s.params->isGreedy() &&
+        (!s.draftProbs || s.draftProbs->empty()))
+      return Status::internal("draft distributions kept on a device reached "
+                              "the host's verification without a copy");
   }
 
   std::vector<int32_t> drafts(numSeqs * K, -1);
@@ -265,11 +270,14 @@ void verifyPenaltyLists(const SpecSequence &seq, int64_t maxDrafts,
   }
 }
 
-bool oneHotOnDevice(const SpecSequence &seq, bool logprobs, bool penalties) {
+bool verifiableOnDevice(const SpecSequence &seq, bool logprobs, bool penalties,
+                        bool deviceProbs) {
   const SamplingParams &params = *seq.params;
+  const bool oneHot = !seq.draftProbs || seq.draftProbs->empty();
   return (!hasPenalties(params) || penalties) &&
          (!params.logprobs || logprobs) &&
-         (params.isGreedy() || !seq.draftProbs || seq.draftProbs->empty());
+         (params.isGreedy() ||
+          (seq.draftProbsRow >= 0 ? deviceProbs && oneHot : oneHot));
 }
 
 Status verifiedOnDevice(const int32_t *accepted, const int32_t *tokens,

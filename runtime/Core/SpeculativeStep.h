@@ -33,6 +33,9 @@ struct SpecSequence {
   /// [k', V] with k' >= k: the draft's distributions, or null/empty for a
   /// deterministic proposer (one-hot).
   const std::vector<float> *draftProbs = nullptr;
+  /// Where the draft model kept them on the device instead (the first of
+  /// k rows of its exec::DeviceProbRows), or -1.
+  int32_t draftProbsRow = -1;
   const SamplingParams *params = nullptr;
   uint64_t seed = 0;
   /// Position of the first draft (the sequence's known length).
@@ -92,13 +95,16 @@ void verifyPenaltyLists(const SpecSequence &seq, int64_t maxDrafts,
                         std::vector<int32_t> *tokens,
                         std::vector<int32_t> *counts);
 
-/// Whether a device's verifier of one-hot drafts can take `seq`: greedy,
-/// or a draw whose drafts are one-hot (no draft probabilities, as the
-/// n-gram proposer gives); logprobs only where `logprobs`
+/// Whether a device's verifier can take `seq`: greedy, or a draw whose
+/// drafts are one-hot (no draft probabilities, as the n-gram proposer
+/// gives) or whose distributions a draft model kept where the verifier
+/// reads them (draftProbsRow, where `deviceProbs`:
+/// Executor::verifiesDraftProbs); logprobs only where `logprobs`
 /// (Executor::logprobsOnDevice), penalties only where `penalties`
 /// (Executor::penalizesOnDevice; each row penalized with the drafts before
 /// it as history).
-bool oneHotOnDevice(const SpecSequence &seq, bool logprobs, bool penalties);
+bool verifiableOnDevice(const SpecSequence &seq, bool logprobs, bool penalties,
+                        bool deviceProbs);
 
 /// Outcomes of a verification taken where the logits are
 /// (Executor::forwardVerified): `accepted` [seqs.size()], -1 for a

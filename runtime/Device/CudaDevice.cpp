@@ -239,15 +239,19 @@ Status CudaDevice::copyToHost(void *dst, const DeviceBuffer &src, size_t offset,
                               size_t bytes) const {
   if (offset > src.bytes() || bytes > src.bytes() - offset)
     return outOfRange("copyToHost", offset, bytes, src.bytes());
+  return copyToHostFrom(dst, src.ptr() + offset, bytes);
+}
+
+Status CudaDevice::copyToHostFrom(void *dst, cu::DevicePtr src,
+                                  size_t bytes) const {
   if (bytes == 0)
     return Status::ok();
   if (Status s = notWhileCapturing("copyToHost"); !s)
     return s;
   if (Status s = makeCurrent(); !s)
     return s;
-  if (Status s =
-          check(api_->memcpyDtoHAsync(dst, src.ptr() + offset, bytes, stream_),
-                "cuMemcpyDtoHAsync", std::to_string(bytes) + " bytes");
+  if (Status s = check(api_->memcpyDtoHAsync(dst, src, bytes, stream_),
+                       "cuMemcpyDtoHAsync", std::to_string(bytes) + " bytes");
       !s)
     return s;
   return check(api_->streamSynchronize(stream_), "cuStreamSynchronize",

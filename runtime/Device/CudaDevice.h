@@ -153,6 +153,9 @@ public:
                       size_t bytes) const;
   Status copyToHost(void *dst, const DeviceBuffer &src, size_t offset,
                     size_t bytes) const;
+  /// Copies from device memory at `src` that another device of this
+  /// context allocated (contextId); the caller vouches for its bounds.
+  Status copyToHostFrom(void *dst, cu::DevicePtr src, size_t bytes) const;
   Status copyOnDevice(const DeviceBuffer &dst, const DeviceBuffer &src,
                       size_t bytes) const;
   Status fill(const DeviceBuffer &dst, unsigned char byte) const;
@@ -192,6 +195,10 @@ public:
   /// Milliseconds the device spends on what `body` enqueues, from events
   /// recorded around it.
   Expected<double> time(const std::function<Status()> &body) const;
+
+  /// Identifies the context: devices opened on the same ordinal share its
+  /// primary context, and so each other's device addresses.
+  const void *contextId() const { return context_; }
 
   /// Makes the context current on this thread (every call above does); a
   /// driver call only when the thread's current context is another.

@@ -299,6 +299,50 @@ public:
     return sampler(cuda::SampleMode::Verify).kernel &&
            sampler(cuda::SampleMode::Draw).kernel;
   }
+  bool verifiesDraftProbs(const exec::DeviceProbRows &rows) const override {
+    int64_t vocab = 0;
+    uintptr_t logits = 0;
+    return dev && rows.owner == dev->contextId() && rows.address != 0 &&
+           logitsOnDevice(vocab, logits) && rows.vocab == vocab &&
+           verifiesOnDevice() && penalizesOnDevice() && logprobsOnDevice();
+  }
+  Status readDraftProbs(const exec::DeviceProbRows &rows, int64_t first,
+                        int64_t count, float *out) const override {
+    if (!dev || rows.owner != dev->contextId() || rows.address == 0)
+      return Status::invalidArgument(
+          "the draft distributions to read are not on this executor's device");
+    if (first < 0 || count < 0 || first > rows.rows ||
+        count > rows.rows - first)
+      return Status::invalidArgument(
+          "draft distribution rows [" + std::to_string(first) + ", +" +
+          std::to_string(count) + ") are outside the " +
+          std::to_string(rows.rows) + " reserved");
+    return dev->copyToHostFrom(
+        out, cu::DevicePtr(rows.address + size_t(first * rows.vocab) * 4),
+        size_t(count * rows.vocab) * 4);
+  }
+  Expected<exec::DeviceProbRows> reserveDraftProbs(int64_t rows) override {
+    if (!dev || !plan)
+      return Status::invalidArgument("no plan is loaded");
+    int64_t vocab = 0;
+    uintptr_t logits = 0;
+    if (Status s = logitsOnDevice(vocab, logits); !s)
+      return s;
+    if (rows < 1 || rows > (int64_t(1) << 31) / vocab)
+      return Status::invalidArgument(
+          std::to_string(rows) + " rows of draft distributions of " +
+          std::to_string(vocab) + " tokens: want 1 to " +
+          std::to_string((int64_t(1) << 31) / vocab));
+    // Outside the graphs: no captured launch reads them.
+    uint64_t outsideGraphs = 0;
+    if (Status s = draftProbs.reserve(*dev, size_t(rows * vocab) * 4,
+                                      "the draft distributions", outsideGraphs);
+        !s)
+      return s;
+    draftProbRows = rows;
+    return exec::DeviceProbRows{draftProbs.address(), rows, vocab,
+                                dev->contextId()};
+  }
 
   Status forwardGreedy(const ForwardBatch &in, std::vector<int32_t> &tokens,
                        int64_t &vocab) override {
@@ -448,6 +492,64 @@ public:
     return Status::ok();
   }
 
+  /// An error naming the first draw or verified sequence whose q rows
+  /// cannot be written or read, before anything runs: a draw keeps its q
+  /// (`keep`) in a row reserveDraftProbs reserved, only where it samples;
+  /// a sampled verified sequence reads its drafts' q (`read`) from rows of
+  /// a draft executor's reservation on this device.
+  Status checkProbRows(const std::vector<exec::DeviceDraw> *draws,
+                       const exec::DeviceVerify *verify, int64_t vocab,
+                       bool &keep, bool &read) const {
+    for (size_t r = 0; draws && r < draws->size(); ++r) {
+      const exec::DeviceDraw &d = (*draws)[r];
+      if (d.probsRow == -1)
+        continue;
+      if (d.probsRow < -1 || d.probsRow >= draftProbRows ||
+          d.temperature == 0.0f)
+        return Status::invalidArgument(
+            "draw " + std::to_string(r) + ": distribution row " +
+            std::to_string(d.probsRow) +
+            (d.temperature == 0.0f
+                 ? " for a greedy draw (it has no distribution to keep)"
+                 : " is outside the " + std::to_string(draftProbRows) +
+                       " rows reserveDraftProbs reserved"));
+      keep = true;
+    }
+    if (!verify || verify->probRows.empty())
+      return Status::ok();
+    const exec::DeviceVerify &v = *verify;
+    const exec::DeviceProbRows &q = v.draftProbs;
+    if (int64_t(v.probRows.size()) != v.numSeqs)
+      return Status::invalidArgument(
+          "verification of " + std::to_string(v.numSeqs) + " sequences has " +
+          std::to_string(v.probRows.size()) + " draft distribution rows");
+    if (q.address == 0 || q.owner != dev->contextId() || q.vocab != vocab)
+      return Status::invalidArgument(
+          "the draft distributions to verify against are not on this "
+          "executor's device, or not of its vocabulary of " +
+          std::to_string(vocab) + " (they hold " + std::to_string(q.vocab) +
+          ")");
+    for (int64_t i = 0; i < v.numSeqs; ++i) {
+      const int32_t first = v.probRows[size_t(i)];
+      if (first == -1)
+        continue;
+      int64_t k = 0;
+      while (k < v.numDraft && v.drafts[size_t(i * v.numDraft + k)] >= 0)
+        ++k;
+      if (first < -1 || v.params[size_t(i)].temperature == 0.0f ||
+          int64_t(first) + k > q.rows)
+        return Status::invalidArgument(
+            "verified sequence " + std::to_string(i) +
+            ": draft distribution rows from " + std::to_string(first) +
+            (v.params[size_t(i)].temperature == 0.0f
+                 ? " for a greedy sequence (it reads none)"
+                 : " for " + std::to_string(k) + " drafts, past the " +
+                       std::to_string(q.rows) + " rows reserved"));
+      read = true;
+    }
+    return Status::ok();
+  }
+
   /// The forward, then the plan's samplers over the step's own logits rows
   /// (a padded step's extra rows are not read): the greedy one (no
   /// `draws`), or the verifier over the first S x (K + 1) rows (`verify`)
@@ -470,7 +572,7 @@ public:
           dev->arch() + ")");
     };
     if (verify && !sampler(cuda::SampleMode::Verify).kernel)
-      return missing("verifier of one-hot drafts");
+      return missing("verifier of drafts");
     if (!sampleWith.kernel)
       return missing(draws ? "top-k / top-p sampler" : "greedy sampler");
     const int64_t rows = int64_t(in.logitsIndices.size());
@@ -516,6 +618,10 @@ public:
     penalties |= verifyPenalties;
     if (penalties && !sampler(cuda::SampleMode::Penalize).kernel)
       return missing("penalties kernel");
+    bool keepProbs = false, readProbs = false;
+    if (Status s = checkProbRows(draws, verify, vocab, keepProbs, readProbs);
+        !s)
+      return s;
     const bool wantLogprobs = verifyLogprobs || plainLogprobs;
     if (wantLogprobs && !sampler(cuda::SampleMode::Logprobs).kernel)
       return missing("logprobs kernel");
@@ -557,7 +663,7 @@ public:
           !s)
         return s;
       if (Status s = uploadDraws(draws, verify, penalties, wantLogprobs,
-                                 outsideGraphs);
+                                 keepProbs || readProbs, outsideGraphs);
           !s)
         return s;
       uintptr_t base = drawParams.address();
@@ -614,15 +720,19 @@ public:
         a.uniforms = at<const float>(extra + 4 * numSeqs * K);
         a.accepted = at<int>(sampled.address() + 4 * size_t(rows));
         a.keep = verifyLogprobs ? keepOf(0) : nullptr;
+        if (readProbs) {
+          a.probs = at<float>(verify->draftProbs.address);
+          a.probRows = at<const int>(base + probRowsOffset);
+        }
         if (Status s = dev->launch(
                 *sampler(cuda::SampleMode::Verify).kernel,
                 toLaunch(cuda::sampleLaunch(
                     sampler(cuda::SampleMode::Verify).spec, int64_t(numSeqs))),
                 &a);
             !s)
-          return Status::error(s.code(), "the verifier of one-hot drafts: " +
+          return Status::error(s.code(), "the verifier of drafts: " +
                                              s.message());
-        if (Status s = mark([] { return "verify (one-hot drafts)"; }); !s)
+        if (Status s = mark([] { return "verify (drafts)"; }); !s)
           return s;
       }
       if (plainRows > 0) {
@@ -635,6 +745,10 @@ public:
           packed(n, numSeqs, a);
         if (draws && plainLogprobs)
           a.keep = keepOf(size_t(verifyRows));
+        if (keepProbs) {
+          a.probs = at<float>(draftProbs.address());
+          a.probRows = at<const int>(base + probRowsOffset + 4 * numSeqs);
+        }
         if (Status s = dev->launch(
                 *sampleWith.kernel,
                 toLaunch(cuda::sampleLaunch(sampleWith.spec, plainRows)), &a);
@@ -752,7 +866,7 @@ public:
   /// logprobs (-1: none). Nothing for greedy steps.
   Status uploadDraws(const std::vector<exec::DeviceDraw> *draws,
                      const exec::DeviceVerify *verify, bool penalties,
-                     bool logprobs, uint64_t &outsideGraphs) {
+                     bool logprobs, bool probRows, uint64_t &outsideGraphs) {
     if (!draws)
       return Status::ok();
     const size_t numVerified = verify ? verify->params.size() : 0;
@@ -791,7 +905,8 @@ public:
         penaltyEntries += rp.tokens->size();
     const size_t penaltyBytes = penalties ? 16 * R + 4 + 8 * penaltyEntries : 0;
     logprobsOffset = penaltyOffset + penaltyBytes;
-    drawBytes.resize(logprobsOffset + (logprobs ? 4 * n : 0));
+    probRowsOffset = logprobsOffset + (logprobs ? 4 * n : 0);
+    drawBytes.resize(probRowsOffset + (probRows ? 4 * n : 0));
     if (drawBytes.empty())
       return Status::ok();
     unsigned char *at0 = drawBytes.data();
@@ -835,6 +950,14 @@ public:
     if (logprobs)
       for (size_t r = 0; r < n; ++r)
         std::memcpy(at0 + logprobsOffset + 4 * r, &drawAt(r).logprobs, 4);
+    // Each verified sequence's first q row (-1: one-hot), then each draw's
+    // row to keep its q in (-1: none).
+    for (size_t r = 0; probRows && r < n; ++r) {
+      int32_t row = r < numVerified
+                        ? (verify->probRows.empty() ? -1 : verify->probRows[r])
+                        : (*draws)[r - numVerified].probsRow;
+      std::memcpy(at0 + probRowsOffset + 4 * r, &row, 4);
+    }
     if (Status s = drawParams.reserve(*dev, drawBytes.size(), "the draws",
                                       outsideGraphs);
         !s)
@@ -1932,7 +2055,13 @@ private:
   /// count) entries they hold; where the draws' numbers of top logprobs
   /// start (uploadDraws).
   size_t penaltyOffset = 0, penaltyEntries = 0, logprobsOffset = 0;
+  /// Where the q rows of the verified sequences and then of the draws
+  /// start, when any is kept or read (0: none).
+  size_t probRowsOffset = 0;
   std::vector<unsigned char> logprobBytes; ///< logprobsToHost's copy
+  /// A draft model's distributions its draws keep (reserveDraftProbs).
+  GrowBuffer draftProbs;
+  int64_t draftProbRows = 0;
   /// A sampler the plan embeds (a null kernel where it has none).
   struct Sampler {
     const CudaKernel *kernel = nullptr;

@@ -68,11 +68,27 @@ struct DeviceDraw {
   /// runtime/Sampler's kMaxLogprobs), or -1 for no logprobs
   /// (Executor::logprobsOnDevice).
   int32_t logprobs = -1;
+  /// A draft model's row: where among the rows reserveDraftProbs reserved
+  /// the distribution the token was drawn from goes (as the draft
+  /// proposer's host path computes q), or -1 to keep none. Only sampled
+  /// rows (temperature > 0) write it.
+  int32_t probsRow = -1;
 
   bool penalized() const {
     return repetitionPenalty != 1.0f || frequencyPenalty != 0.0f ||
            presencePenalty != 0.0f;
   }
+};
+
+/// Rows of a draft model's distributions (q, [rows, vocab] f32) an
+/// executor keeps where its logits are, for a target's executor on the
+/// same device to verify against (DeviceVerify::draftProbs). Valid until
+/// the next reserveDraftProbs of the executor that made them.
+struct DeviceProbRows {
+  uintptr_t address = 0; ///< row 0, in the owner's device address space
+  int64_t rows = 0;
+  int64_t vocab = 0;
+  const void *owner = nullptr; ///< identifies the device context
 };
 
 /// The logprobs of a token drawn where the logits are (DeviceDraw::logprobs),
@@ -86,10 +102,11 @@ struct DeviceLogprobs {
 };
 
 /// Speculative verification where the logits are
-/// (Executor::forwardVerified), for one-hot proposers (n-gram lookup: q is
-/// 1 at each draft) and greedy sequences: the batch's first
-/// numSeqs x (numDraft + 1) logits rows are each sequence's draft rows and
-/// the row after them.
+/// (Executor::forwardVerified): the batch's first numSeqs x (numDraft + 1)
+/// logits rows are each sequence's draft rows and the row after them. A
+/// sampled sequence's q is a draft model's rows kept on the device
+/// (draftProbs, probRows) or, for a deterministic proposer (n-gram lookup),
+/// 1 at each draft; greedy sequences read no q.
 struct DeviceVerify {
   int64_t numSeqs = 0;  ///< S
   int64_t numDraft = 0; ///< K
@@ -106,6 +123,12 @@ struct DeviceVerify {
   /// [S, K + 1] in [0, 1): draft j's acceptance, then the draw (as the
   /// host path's verify entry takes them).
   std::vector<float> uniforms;
+  /// A draft model's distributions (another executor's reserveDraftProbs,
+  /// on the same device; Executor::verifiesDraftProbs) and, where set, [S]
+  /// rows: sequence s's draft j has q at row probRows[s] + j, or -1 for a
+  /// one-hot sequence. Empty: every sequence is one-hot.
+  DeviceProbRows draftProbs;
+  std::vector<int32_t> probRows;
 };
 
 /// One verification of speculative tokens (the plan's `verify` entry, see
@@ -258,11 +281,41 @@ public:
                                    "logits are (samplesOnDevice)");
   }
 
-  /// Whether forwardVerified verifies one-hot drafts where the logits are
-  /// (a GPU); the engine then asks for tokens when every speculating
-  /// sequence of a step has one-hot drafts and plain greedy or plain draw
-  /// sampling, and every other row a plain draw.
+  /// Whether forwardVerified verifies drafts where the logits are (a GPU);
+  /// the engine then asks for tokens when every speculating sequence of a
+  /// step has one-hot drafts (or a draft model's distributions kept where
+  /// this executor reads them: verifiesDraftProbs) and plain greedy or
+  /// plain draw sampling, and every other row a plain draw.
   virtual bool verifiesOnDevice() const { return false; }
+  /// Whether forwardVerified also takes a draft model's distributions kept
+  /// in `rows` (they are on this executor's device), with everything a
+  /// speculating sequence may ask for there: penalties and logprobs.
+  virtual bool verifiesDraftProbs(const DeviceProbRows &rows) const {
+    (void)rows;
+    return false;
+  }
+  /// Copies rows [first, first + count) of `rows` (a draft executor's
+  /// reservation on this executor's device) to `out` ([count, vocab]): for
+  /// a step that verifies them on the host after all.
+  virtual Status readDraftProbs(const DeviceProbRows &rows, int64_t first,
+                                int64_t count, float *out) const {
+    (void)rows;
+    (void)first;
+    (void)count;
+    (void)out;
+    return Status::invalidArgument(std::string(deviceName()) +
+                                   " executor cannot read draft "
+                                   "distributions kept on a device");
+  }
+  /// Reserves `rows` rows of draft distributions where the logits are,
+  /// for forwardSampled's draws to write (DeviceDraw::probsRow); what the
+  /// previous reservation held is gone.
+  virtual Expected<DeviceProbRows> reserveDraftProbs(int64_t rows) {
+    (void)rows;
+    return Status::invalidArgument(std::string(deviceName()) +
+                                   " executor keeps no draft distributions "
+                                   "where its logits are");
+  }
   /// forward, then the verification of `verify` over the first
   /// S x (K + 1) logits rows, and a token drawn for each later row with
   /// draws[r] (as forwardSampled, logprobs too). `accepted` receives [S]

@@ -44,6 +44,16 @@ DraftProposer::create(std::shared_ptr<const plan::Plan> plan,
   return proposer;
 }
 
+bool DraftProposer::keepProbsFor(const exec::Executor &verifier) {
+  if (!executor->samplesOnDevice())
+    return false;
+  Expected<exec::DeviceProbRows> probe = executor->reserveDraftProbs(1);
+  keepOnDevice = probe && verifier.verifiesDraftProbs(*probe);
+  if (keepOnDevice)
+    probRows = *probe;
+  return keepOnDevice;
+}
+
 void DraftProposer::release(const RequestId &requestId) {
   seqs.erase(requestId);
   kv->freeRequest(requestId);
@@ -67,6 +77,7 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
     SeqState *state;
     size_t numDrafts; ///< drafts wanted
     size_t numNew;    ///< tokens this round computes
+    int32_t qRow;     ///< deviceDraws: the first q row, -1 for greedy
   };
   std::vector<Active> active;
   steady = true;
@@ -93,11 +104,36 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
     st.tokens = tokens;
     st.numComputed = common;
     steady = steady && tokens.size() - common <= 2;
-    active.push_back({i, &st, want, tokens.size() - common});
+    active.push_back({i, &st, want, tokens.size() - common, -1});
+  }
+
+  // Where the target verifies what the draft's device keeps
+  // (keepProbsFor) and that device takes every sequence's processing, each
+  // round draws there and sampled drafts keep their q there: only tokens
+  // come back. One reservation holds every q row of this call.
+  bool deviceDraws = keepOnDevice;
+  int64_t qRows = 0;
+  for (Active &a : active) {
+    const SamplingParams &params = *inputs[a.input].params;
+    deviceDraws &= !hasPenalties(params) || executor->penalizesOnDevice();
+    if (!params.isGreedy()) {
+      a.qRow = int32_t(qRows);
+      qRows += int64_t(a.numDrafts);
+    }
+  }
+  deviceDraws &= qRows > 0;
+  if (deviceDraws) {
+    Expected<exec::DeviceProbRows> reserved =
+        executor->reserveDraftProbs(qRows);
+    if (!reserved)
+      return Status::internal("the speculative model: " +
+                              reserved.status().message());
+    probRows = *reserved;
   }
 
   std::vector<float> logits;
-  std::vector<int32_t> argmax;
+  std::vector<int32_t> deviceTokens;
+  std::vector<exec::DeviceLogprobs> noLogprobs;
   std::vector<double> processed;
   for (size_t round = 0; !active.empty(); ++round) {
     std::vector<core::ScheduledSequence> batch;
@@ -116,17 +152,43 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
     // Where the draft's executor takes greedy tokens on its device (a GPU)
     // and every sequence drafts greedily without penalties, only each
     // row's argmax comes back, not the row.
-    bool onDevice = executor->greedyOnDevice();
+    bool greedyOnDevice = !deviceDraws && executor->greedyOnDevice();
     for (const Active &a : active) {
       const SamplingParams &params = *inputs[a.input].params;
-      onDevice = onDevice && params.isGreedy() && !hasPenalties(params);
+      greedyOnDevice &= params.isGreedy() && !hasPenalties(params);
     }
+    const bool onDevice = deviceDraws || greedyOnDevice;
     int64_t rowVocab = 0;
-    if (Status s = onDevice ? executor->forwardGreedy(*fb, argmax, rowVocab)
-                            : executor->forward(*fb, logits, rowVocab);
-        !s)
-      return Status::internal("the speculative model: " + s.message());
-    const size_t got = onDevice ? argmax.size() : logits.size() / size_t(vocab);
+    Status ran = Status::ok();
+    if (deviceDraws) {
+      std::vector<exec::DeviceDraw> draws;
+      for (const Active &a : active) {
+        const ProposeInput &in = inputs[a.input];
+        const std::vector<TokenId> &all = a.state->tokens;
+        // History for penalties: the prompt, then the output and the
+        // drafts so far, as the target's verification will see them.
+        std::vector<TokenId> prompt, output;
+        if (hasPenalties(*in.params)) {
+          prompt.assign(all.begin(), all.begin() + long(in.numPromptTokens));
+          output.assign(all.begin() + long(in.numPromptTokens), all.end());
+        }
+        draws.push_back(core::deviceDraw(
+            *in.params, philoxUniform(in.seed, all.size(), kDraftStream),
+            &prompt, &output));
+        if (a.qRow >= 0)
+          draws.back().probsRow = a.qRow + int32_t(out[a.input].tokens.size());
+      }
+      ran = executor->forwardSampled(*fb, draws, deviceTokens, noLogprobs,
+                                     rowVocab);
+    } else {
+      ran = greedyOnDevice
+                ? executor->forwardGreedy(*fb, deviceTokens, rowVocab)
+                : executor->forward(*fb, logits, rowVocab);
+    }
+    if (!ran)
+      return Status::internal("the speculative model: " + ran.message());
+    const size_t got =
+        onDevice ? deviceTokens.size() : logits.size() / size_t(vocab);
     if (rowVocab != vocab || got != active.size() ||
         (!onDevice && logits.size() != got * size_t(vocab)))
       return Status::internal(
@@ -161,9 +223,12 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
       if (onDevice) {
         // -1: a row the device's sampler refused (NaN, +inf or only -inf),
         // which ends this sequence's guesses as below.
-        if (argmax[r] < 0 || argmax[r] >= vocab)
+        if (deviceTokens[r] < 0 || deviceTokens[r] >= vocab)
           continue;
-        token = argmax[r];
+        token = deviceTokens[r];
+        // q of a sampled draft stays where the draw wrote it.
+        if (deviceDraws && a.qRow >= 0)
+          p.probsRow = a.qRow;
       } else if (in.params->isGreedy() && !hasPenalties(*in.params)) {
         // The row's first maximum as it is: the processed copy's argmax
         // without the copy. A broken draft row ends this sequence's

@@ -48,6 +48,11 @@ public:
   /// verification adds beyond the draft's own (the last kept draft and the
   /// target's bonus token).
   bool lastProposalSteady() const override { return steady; }
+  /// Where the draft executor draws on its device and `verifier` reads
+  /// what it keeps there: sampled drafts then keep q on the device (one
+  /// reservation of rows per propose()).
+  bool keepProbsFor(const exec::Executor &verifier) override;
+  exec::DeviceProbRows deviceProbs() const override { return probRows; }
 
   int64_t blockSize() const { return blockSize_; }
   /// Where the draft runs ("cpu", "cuda").
@@ -79,6 +84,9 @@ private:
   int64_t numBlocks = 0;
   std::unordered_map<RequestId, SeqState> seqs;
   bool steady = true;
+  /// keepProbsFor accepted: the last reservation of q rows.
+  bool keepOnDevice = false;
+  exec::DeviceProbRows probRows;
 };
 
 } // namespace folio::spec

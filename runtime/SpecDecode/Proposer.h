@@ -12,6 +12,7 @@
 #ifndef FOLIO_RUNTIME_SPECDECODE_PROPOSER_H
 #define FOLIO_RUNTIME_SPECDECODE_PROPOSER_H
 
+#include "runtime/Executor/Executor.h"
 #include "runtime/Sampler/SamplingParams.h"
 #include "runtime/Support/Status.h"
 #include "runtime/Support/Types.h"
@@ -48,6 +49,10 @@ struct Proposal {
   /// deterministic guess (n-gram lookup, or a greedy request), which
   /// verification treats as one-hot.
   std::vector<float> probs;
+  /// Where a draft model kept those distributions on its device instead
+  /// (Proposer::keepProbsFor): the first of tokens.size() rows of
+  /// deviceProbs(), or -1.
+  int32_t probsRow = -1;
 };
 
 class Proposer {
@@ -63,6 +68,15 @@ public:
   /// Forgets a sequence (finished, aborted or preempted) and frees what it
   /// held. Unknown ids are ignored.
   virtual void release(const RequestId &requestId) = 0;
+  /// Offers to keep the draft's distributions where `verifier` reads them
+  /// (a draft model on the target's GPU) instead of bringing them to the
+  /// host (Proposal::probsRow); returns whether it will.
+  virtual bool keepProbsFor(const exec::Executor &verifier) {
+    (void)verifier;
+    return false;
+  }
+  /// The rows the last propose() kept distributions in (keepProbsFor).
+  virtual exec::DeviceProbRows deviceProbs() const { return {}; }
   /// Bytes of KV cache the proposer allocated for itself (0 for none).
   virtual int64_t kvCacheBytes() const { return 0; }
   /// Whether the last propose() cost what proposing costs step after step:

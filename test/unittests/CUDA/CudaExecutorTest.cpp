@@ -1176,7 +1176,9 @@ public:
     ++sampledCalls;
     return inner->forwardSampled(b, d, t, l, vocab);
   }
-  bool verifiesOnDevice() const override { return inner->verifiesOnDevice(); }
+  bool verifiesOnDevice() const override {
+    return !hideVerifier && inner->verifiesOnDevice();
+  }
   Status forwardVerified(const exec::ForwardBatch &b,
                          const exec::DeviceVerify &v,
                          const std::vector<exec::DeviceDraw> &d,
@@ -1194,9 +1196,25 @@ public:
                 std::vector<int32_t> &t) override {
     return inner->verify(b, accepted, t);
   }
+  bool verifiesDraftProbs(const exec::DeviceProbRows &rows) const override {
+    return !hideDraftProbs && inner->verifiesDraftProbs(rows);
+  }
+  Status readDraftProbs(const exec::DeviceProbRows &rows, int64_t first,
+                        int64_t count, float *out) const override {
+    ++readProbRows;
+    return inner->readDraftProbs(rows, first, count, out);
+  }
+  Expected<exec::DeviceProbRows> reserveDraftProbs(int64_t rows) override {
+    return inner->reserveDraftProbs(rows);
+  }
 
   std::unique_ptr<exec::Executor> inner;
+  /// Says it cannot verify a draft's distributions kept on the device
+  /// (hideDraftProbs), or anything there (hideVerifier, while it still
+  /// reads such distributions).
+  bool hideDraftProbs = false, hideVerifier = false;
   int logitsCalls = 0, verifiedCalls = 0, sampledCalls = 0;
+  mutable int readProbRows = 0;
   int64_t verifiedSeqs = 0, verifiedLogprobRows = 0;
 };
 
@@ -1315,6 +1333,108 @@ TEST(CudaExecutor, VerifiesNgramDraftsOnTheDevice) {
       serveCounted(p, exec::createCPUExecutor(), true, phraseRequests());
   EXPECT_EQ(cpu.verifiedCalls, 0);
   EXPECT_EQ(gpu.out.at("r0"), cpu.out.at("r0"));
+}
+
+/// Serves `requests` on the GPU with the bundled model drafting for
+/// itself with int4 weights (3 drafts per step), both executors counted.
+struct DraftRun {
+  std::map<std::string, std::vector<TokenId>> out;
+  std::map<std::string, std::vector<TokenLogprobs>> logprobs;
+  uint64_t proposed = 0, accepted = 0;
+  int targetLogits = 0, draftLogits = 0, verifiedCalls = 0, readProbRows = 0;
+  bool keptOnDevice = false;
+};
+DraftRun serveWithDraft(std::shared_ptr<const plan::Plan> target,
+                        const std::vector<NewRequest> &requests,
+                        bool hideDraftProbs, bool hideVerifier) {
+  DraftRun run;
+  auto draftExec = std::make_unique<CountingExecutor>(cudaExecutor());
+  CountingExecutor *draftCounts = draftExec.get();
+  Expected<std::unique_ptr<spec::DraftProposer>> proposer =
+      spec::DraftProposer::create(bundledPlan("sm_90a", "int4"),
+                                  std::move(draftExec), 48, 4096, 96);
+  EXPECT_TRUE(bool(proposer)) << proposer.status().message();
+  if (!proposer)
+    return run;
+  spec::DraftProposer *draft = proposer->get();
+  core::SpeculativeConfig spec;
+  spec.proposer = std::move(*proposer);
+  spec.numSpeculativeTokens = 3;
+  spec.adaptive = false;
+  auto wrapped = std::make_unique<CountingExecutor>(cudaExecutor());
+  wrapped->hideDraftProbs = hideDraftProbs;
+  wrapped->hideVerifier = hideVerifier;
+  CountingExecutor *counting = wrapped.get();
+  auto engine = testEngine(std::move(target), std::move(wrapped),
+                           std::move(spec), 96, 48);
+  if (!engine)
+    return run;
+  run.keptOnDevice = draft->deviceProbs().address != 0;
+  for (const NewRequest &r : requests)
+    EXPECT_TRUE(engine->addRequest(r));
+  run.out = drain(*engine, &run.logprobs);
+  run.proposed = engine->speculativeStats().numProposed;
+  run.accepted = engine->speculativeStats().numAccepted;
+  run.targetLogits = counting->logitsCalls;
+  run.verifiedCalls = counting->verifiedCalls;
+  run.readProbRows = counting->readProbRows;
+  run.draftLogits = draftCounts->logitsCalls;
+  return run;
+}
+
+// A draft model on the GPU keeps the distributions it drew its drafts from
+// there, and the target's verifier reads them where they are: sampled
+// requests (top-k with logprobs, top-p with a frequency penalty, min-p
+// with a repetition penalty) beside a greedy one, with the bundled model
+// in int4 drafting for itself in bf16 (so some drafts are rejected). No
+// step of either model brings logits back, and the tokens and logprobs
+// are the host path's: the same GPU logits, the distributions processed
+// and verified on the host (a target that says it cannot read them). A
+// target that reads them but cannot verify a step on the device copies
+// them over and verifies on the host, to the same tokens.
+TEST(CudaExecutor, VerifiesDraftModelDistributionsOnTheDevice) {
+  std::shared_ptr<plan::Plan> p = bundledPlan("sm_90a", "bf16");
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(cudaExecutor()); // registers the kernels
+  std::vector<NewRequest> requests = phraseRequests();
+  requests[1].samplingParams.logprobs = 2;
+  requests[2].samplingParams.frequencyPenalty = 0.3f;
+  requests[3].samplingParams.repetitionPenalty = 1.1f;
+  for (NewRequest &r : requests)
+    r.samplingParams.maxTokens = 16;
+  DraftRun gpu = serveWithDraft(p, requests, false, false);
+  ASSERT_EQ(gpu.out.size(), 4u);
+  EXPECT_TRUE(gpu.keptOnDevice);
+  EXPECT_GT(gpu.proposed, 20u);
+  EXPECT_LT(gpu.accepted, gpu.proposed) << "some drafts rejected";
+  EXPECT_GT(gpu.accepted, 0u);
+  EXPECT_GT(gpu.verifiedCalls, 0);
+  EXPECT_EQ(gpu.targetLogits, 0) << "no target step brought its logits back";
+  EXPECT_EQ(gpu.draftLogits, 0) << "no draft step brought its logits back";
+  EXPECT_EQ(gpu.readProbRows, 0);
+
+  DraftRun host = serveWithDraft(p, requests, true, false);
+  EXPECT_FALSE(host.keptOnDevice);
+  EXPECT_GT(host.targetLogits, 0);
+  EXPECT_GT(host.draftLogits, 0);
+  EXPECT_EQ(host.proposed, gpu.proposed);
+  EXPECT_EQ(host.accepted, gpu.accepted);
+  EXPECT_EQ(gpu.out, host.out);
+  ASSERT_EQ(gpu.logprobs.at("r1").size(), host.logprobs.at("r1").size());
+  for (size_t i = 0; i < gpu.logprobs.at("r1").size(); ++i) {
+    const TokenLogprobs &g = gpu.logprobs.at("r1")[i],
+                        &h = host.logprobs.at("r1")[i];
+    EXPECT_NEAR(g.logprob, h.logprob, 1e-4) << "token " << i;
+    ASSERT_EQ(g.top.size(), h.top.size());
+    for (size_t j = 0; j < g.top.size(); ++j)
+      EXPECT_EQ(g.top[j].first, h.top[j].first) << "token " << i;
+  }
+
+  DraftRun copied = serveWithDraft(p, requests, false, true);
+  EXPECT_TRUE(copied.keptOnDevice);
+  EXPECT_EQ(copied.verifiedCalls, 0);
+  EXPECT_GT(copied.readProbRows, 0);
+  EXPECT_EQ(copied.out, host.out);
 }
 
 // Repetition, frequency and presence penalties are applied where the
@@ -1667,6 +1787,30 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
   expectRefused(gpu->forwardSampled(steps[0], bad, ids, lp, vocab),
                 "draw 2: 21 top logprobs; the device reports 0 to 20");
   bad[2].logprobs = -1;
+  // A draft's distribution rows: only within what reserveDraftProbs
+  // reserved, and only for sampled draws.
+  Expected<exec::DeviceProbRows> qRows = gpu->reserveDraftProbs(2);
+  ASSERT_TRUE(bool(qRows)) << qRows.status().message();
+  EXPECT_EQ(qRows->vocab, 4096);
+  EXPECT_TRUE(gpu->verifiesDraftProbs(*qRows));
+  bad[1].probsRow = 2;
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, lp, vocab),
+                "draw 1: distribution row 2 is outside the 2 rows "
+                "reserveDraftProbs reserved");
+  bad[1].probsRow = 1;
+  bad[1].temperature = 0.0f;
+  expectRefused(gpu->forwardSampled(steps[0], bad, ids, lp, vocab),
+                "draw 1: distribution row 1 for a greedy draw");
+  bad[1] = exec::DeviceDraw();
+  exec::DeviceProbRows elsewhere = *qRows;
+  elsewhere.owner = &elsewhere; // another device's context
+  EXPECT_FALSE(gpu->verifiesDraftProbs(elsewhere));
+  std::vector<float> q(4096);
+  expectRefused(gpu->readDraftProbs(elsewhere, 0, 1, q.data()),
+                "not on this executor's device");
+  expectRefused(gpu->readDraftProbs(*qRows, 1, 2, q.data()),
+                "rows [1, +2) are outside the 2 reserved");
+  EXPECT_FALSE(exec::createCPUExecutor()->verifiesDraftProbs(*qRows));
 
   // Verifications the verifier cannot take are refused before anything
   // runs: one sequence of 2 drafts takes the step's 3 rows.
@@ -1705,6 +1849,34 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
         v.rowPenaltyCounts = {{}, {1}, {1, 1}};
       },
       "verified sequence 0, row 2: penalty token 4096 (count 1) is outside");
+  refusedVerify(
+      [&](exec::DeviceVerify &v) {
+        v.draftProbs = *qRows;
+        v.probRows = {1}; // 2 drafts from row 1 of 2
+      },
+      "verified sequence 0: draft distribution rows from 1 for 2 drafts, "
+      "past the 2 rows reserved");
+  refusedVerify(
+      [&](exec::DeviceVerify &v) {
+        v.draftProbs = elsewhere;
+        v.probRows = {0};
+      },
+      "the draft distributions to verify against are not on this "
+      "executor's device");
+  refusedVerify(
+      [&](exec::DeviceVerify &v) {
+        v.draftProbs = *qRows;
+        v.probRows = {0};
+        v.params[0].temperature = 0.0f;
+      },
+      "verified sequence 0: draft distribution rows from 0 for a greedy "
+      "sequence");
+  refusedVerify(
+      [&](exec::DeviceVerify &v) {
+        v.draftProbs = *qRows;
+        v.probRows = {0, 0};
+      },
+      "verification of 1 sequences has 2 draft distribution rows");
   refusedVerify([](exec::DeviceVerify &v) { v.uniforms.pop_back(); },
                 "has 1 parameter sets, 2 drafts and 2 uniforms (want 1, 2 "
                 "and 3)");
@@ -1762,7 +1934,7 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
   one.uniforms = {0.1f, 0.2f, 0.3f};
   expectRefused(
       gpu->forwardVerified(steps[0], one, {}, accepted, ids, lp, vocab),
-      "embeds no verifier of one-hot drafts");
+      "embeds no verifier of drafts");
 
   // A kernel of the same name generated from other templates may read
   // another argument structure: the plan is refused before anything runs.
