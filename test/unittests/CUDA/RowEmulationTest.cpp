@@ -466,18 +466,21 @@ TEST(CudaRowEmulation, GreedySamplingMatchesTheCpuSampler) {
   }
 }
 
+/// One request's draw settings in the sampler tests.
+struct DrawSettings {
+  float temperature; ///< 0: greedy
+  int32_t topK;
+  float topP;
+  float minP;
+};
+
 // The draw sampler against runtime/Sampler's exact tokens: temperature,
 // min-p, top-k and top-p, with greedy rows (temperature 0) in the same
 // launch, as the engine sends a step mixing greedy and sampled requests.
 TEST(CudaRowEmulation, TopKTopPSamplingMatchesTheCpuSampler) {
   std::mt19937 rng(17);
   std::normal_distribution<float> normal(0.0f, 2.0f);
-  struct Config {
-    float temperature; // 0: a greedy row in the same launch
-    int32_t topK;
-    float topP;
-    float minP;
-  };
+  using Config = DrawSettings; // temperature 0: a greedy row in the launch
   const std::vector<Config> configs = {
       {1.0f, 0, 1.0f, 0.0f},    {0.7f, 5, 1.0f, 0.0f},
       {1.3f, 0, 0.9f, 0.0f},    {0.5f, 50, 0.8f, 0.0f},
@@ -734,12 +737,7 @@ TEST(CudaRowEmulation, SignedZerosTieAtTheCuts) {
 TEST(CudaRowEmulation, LogprobsReadTheSamplersKeepSets) {
   std::mt19937 rng(43);
   std::normal_distribution<float> normal(0.0f, 2.0f);
-  struct Config {
-    float temperature; // 0: greedy
-    int32_t topK;
-    float topP;
-    float minP;
-  };
+  using Config = DrawSettings;
   const std::vector<Config> configs = {
       {0.0f, 0, 1.0f, 0.0f},  {1.0f, 0, 1.0f, 0.0f},   {0.7f, 5, 1.0f, 0.0f},
       {1.3f, 0, 0.9f, 0.0f},  {0.8f, 50, 0.95f, 0.1f}, {1.0f, 0, 0.05f, 0.0f},
@@ -929,12 +927,7 @@ TEST(CudaRowEmulation, VerifyOneHotMatchesTheHostPath) {
   std::mt19937 rng(29);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   const float inf = std::numeric_limits<float>::infinity();
-  struct Config {
-    float temperature; // 0: greedy
-    int32_t topK;
-    float topP;
-    float minP;
-  };
+  using Config = DrawSettings;
   const std::vector<Config> configs = {
       {0.0f, 0, 1.0f, 0.0f}, {1.0f, 0, 1.0f, 0.0f},   {0.7f, 5, 1.0f, 0.0f},
       {1.3f, 0, 0.9f, 0.0f}, {0.8f, 50, 0.95f, 0.1f}, {1.0f, 0, 0.05f, 0.0f},
@@ -1061,12 +1054,7 @@ TEST(CudaRowEmulation, VerifyOneHotMatchesTheHostPath) {
 TEST(CudaRowEmulation, DraftDistributionsMatchTheHostPath) {
   std::mt19937 rng(47);
   std::normal_distribution<float> normal(0.0f, 2.0f);
-  struct Config {
-    float temperature; // 0: greedy
-    int32_t topK;
-    float topP;
-    float minP;
-  };
+  using Config = DrawSettings;
   const std::vector<Config> configs = {
       {1.0f, 0, 1.0f, 0.0f},   {0.7f, 5, 1.0f, 0.0f}, {1.3f, 0, 0.9f, 0.0f},
       {0.8f, 50, 0.95f, 0.1f}, {0.0f, 0, 1.0f, 0.0f}, {2.0f, 3, 1.0f, 0.02f}};
