@@ -936,9 +936,9 @@ public:
         std::memcpy(p + 4 * (R + r), &d.frequencyPenalty, 4);
         std::memcpy(p + 4 * (2 * R + r), &d.presencePenalty, 4);
         std::memcpy(p + 4 * (3 * R + r), &start, 4);
-        if (!rp.values)
+        const size_t k = rp.values ? rp.tokens->size() : 0;
+        if (k == 0) // (an empty list's data() may be null)
           continue;
-        const size_t k = rp.tokens->size();
         std::memcpy(p + 16 * R + 4 + 4 * entry, rp.tokens->data(), 4 * k);
         std::memcpy(p + 16 * R + 4 + 4 * (penaltyEntries + entry),
                     rp.counts->data(), 4 * k);
