@@ -47,7 +47,8 @@ struct Proposal {
   /// [tokens.size(), vocab] row-major: the distribution each token was
   /// drawn from, after the request's logits processing. Empty for a
   /// deterministic guess (n-gram lookup, or a greedy request), which
-  /// verification treats as one-hot.
+  /// verification treats as one-hot, and where probsRow says where they
+  /// are kept instead.
   std::vector<float> probs;
   /// Where a draft model kept those distributions on its device instead
   /// (Proposer::keepProbsFor): the first of tokens.size() rows of
