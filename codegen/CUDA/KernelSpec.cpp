@@ -572,7 +572,7 @@ const char *sampleMode(const SampleSpec &s) {
   case SampleMode::Draw:
     return "top_k_top_p";
   case SampleMode::Verify:
-    return "verify_one_hot";
+    return "verify_drafts";
   case SampleMode::Penalize:
     return "penalize";
   case SampleMode::Logprobs:

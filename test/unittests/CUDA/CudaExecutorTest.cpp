@@ -1322,7 +1322,7 @@ TEST(CudaExecutor, VerifiesNgramDraftsOnTheDevice) {
   EXPECT_EQ(gpu.logitsCalls, 0) << "no step brought its logits back";
 
   // The same GPU logits verified on the host: the same tokens.
-  CountedRun host = serveCounted(withoutKernels(*p, "verify_one_hot"),
+  CountedRun host = serveCounted(withoutKernels(*p, "verify_drafts"),
                                  cudaExecutor(), true, phraseRequests());
   EXPECT_EQ(host.verifiedCalls, 0);
   EXPECT_GT(host.logitsCalls, 0);
