@@ -59,8 +59,7 @@ exec::DeviceDraw deviceDraw(const SamplingParams &params, double uniform,
     d.frequencyPenalty = params.frequencyPenalty;
     d.presencePenalty = params.presencePenalty;
     if (prompt && output)
-      penaltyList(params, *prompt, *output, nullptr, 0, d.penaltyTokens,
-                  d.penaltyCounts);
+      penaltyList(params, *prompt, *output, d.penaltyTokens, d.penaltyCounts);
   }
   if (params.isGreedy()) {
     d.temperature = 0.0f;

@@ -251,8 +251,7 @@ void verifyPenaltyLists(const SpecSequence &seq, int64_t maxDrafts,
                         std::vector<int32_t> *counts) {
   // Row 0's from the history, then each row's from the row before it and
   // one more draft: one sort of the history per sequence, not one per row.
-  penaltyList(*seq.params, *seq.prompt, *seq.output, nullptr, 0, tokens[0],
-              counts[0]);
+  penaltyList(*seq.params, *seq.prompt, *seq.output, tokens[0], counts[0]);
   for (size_t j = 1; j <= size_t(maxDrafts); ++j) {
     tokens[j] = tokens[j - 1];
     counts[j] = counts[j - 1];

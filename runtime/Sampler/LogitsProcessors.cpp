@@ -62,13 +62,11 @@ void folio::applyPenalties(std::vector<double> &logits,
 void folio::penaltyList(const SamplingParams &params,
                         const std::vector<TokenId> &promptTokenIds,
                         const std::vector<TokenId> &outputTokenIds,
-                        const TokenId *drafts, size_t numDrafts,
                         std::vector<int32_t> &tokens,
                         std::vector<int32_t> &counts) {
   // Sorted runs, not a hash map: the lists come out in id order, and a
   // long history costs one sort.
   std::vector<TokenId> history(outputTokenIds);
-  history.insert(history.end(), drafts, drafts + numDrafts);
   std::sort(history.begin(), history.end());
   std::vector<TokenId> prompt;
   if (params.repetitionPenalty != 1.0f) {

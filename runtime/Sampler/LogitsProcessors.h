@@ -34,14 +34,13 @@ void applyPenalties(std::vector<double> &logits, const SamplingParams &params,
                     const std::vector<TokenId> &outputTokenIds);
 
 /// The tokens applyPenalties touches, each once in increasing id, with its
-/// count in the output followed by `numDrafts` more tokens: every token of
-/// that history, and the prompt's (count 0 where only there) where the
-/// repetition penalty reads them. What a device applies the same
-/// penalties from (exec::DeviceDraw::penaltyTokens, penaltyCounts).
+/// count in the output: every token of the output, and the prompt's (count
+/// 0 where only there) where the repetition penalty reads them. What a
+/// device applies the same penalties from (exec::DeviceDraw::penaltyTokens,
+/// penaltyCounts).
 void penaltyList(const SamplingParams &params,
                  const std::vector<TokenId> &promptTokenIds,
                  const std::vector<TokenId> &outputTokenIds,
-                 const TokenId *drafts, size_t numDrafts,
                  std::vector<int32_t> &tokens, std::vector<int32_t> &counts);
 
 /// Divides by the temperature. Precondition: temperature > 0.

@@ -381,24 +381,22 @@ TEST(RuntimeSampler, PenaltiesFollowOpenAISemantics) {
   EXPECT_DOUBLE_EQ(logits[3], 2.0);
 }
 
-// The list a device applies the penalties from: each token of the history
-// (the output, then drafts) once with its count, the prompt's at 0 where
-// only the repetition penalty reads them, in id order; applying the list's
-// history gives applyPenalties' row.
+// The list a device applies the penalties from: each token of the output
+// once with its count, the prompt's at 0 where only the repetition penalty
+// reads them, in id order.
 TEST(RuntimeSampler, PenaltyListHoldsWhatThePenaltiesTouch) {
   SamplingParams params;
   params.frequencyPenalty = 0.5f;
   std::vector<int32_t> tokens, counts;
-  const std::vector<TokenId> prompt = {9, 1, 9}, output = {4, 2, 4};
-  const TokenId drafts[] = {2, 7, 4};
-  penaltyList(params, prompt, output, drafts, 2, tokens, counts);
+  const std::vector<TokenId> prompt = {9, 1, 9};
+  penaltyList(params, prompt, {4, 2, 4, 2, 7}, tokens, counts);
   EXPECT_EQ(tokens, (std::vector<int32_t>{2, 4, 7}));
   EXPECT_EQ(counts, (std::vector<int32_t>{2, 2, 1}));
   params.repetitionPenalty = 1.3f; // the prompt's tokens too
-  penaltyList(params, prompt, output, drafts, 3, tokens, counts);
+  penaltyList(params, prompt, {4, 2, 4, 2, 7, 4}, tokens, counts);
   EXPECT_EQ(tokens, (std::vector<int32_t>{1, 2, 4, 7, 9}));
   EXPECT_EQ(counts, (std::vector<int32_t>{0, 2, 3, 1, 0}));
-  penaltyList(params, {}, {}, nullptr, 0, tokens, counts);
+  penaltyList(params, {}, {}, tokens, counts);
   EXPECT_TRUE(tokens.empty());
   EXPECT_TRUE(counts.empty());
 }

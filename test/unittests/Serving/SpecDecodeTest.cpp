@@ -425,7 +425,9 @@ TEST(SpecDecode, VerifiedRowsPenaltyListsHoldTheDraftsBeforeThem) {
   EXPECT_EQ(counts[0], (std::vector<int32_t>{2, 0}));
   for (size_t j = 0; j <= 3; ++j) {
     std::vector<int32_t> t, c;
-    penaltyList(params, prompt, output, drafts.data(), j, t, c);
+    std::vector<TokenId> history = output; // then drafts 0..j-1
+    history.insert(history.end(), drafts.begin(), drafts.begin() + long(j));
+    penaltyList(params, prompt, history, t, c);
     EXPECT_EQ(tokens[j], t) << j;
     EXPECT_EQ(counts[j], c) << j;
   }
