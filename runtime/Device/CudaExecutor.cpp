@@ -562,8 +562,9 @@ public:
                         std::vector<int32_t> &tokens,
                         std::vector<exec::DeviceLogprobs> *logprobs,
                         int64_t &vocab) {
-    const Sampler &sampleWith =
-        sampler(draws ? cuda::SampleMode::Draw : cuda::SampleMode::Greedy);
+    // The plain rows' sampler.
+    const cuda::SampleMode plainMode =
+        draws ? cuda::SampleMode::Draw : cuda::SampleMode::Greedy;
     auto missing = [&](const char *what) {
       return Status::invalidArgument(
           std::string("the plan embeds no ") + what +
@@ -573,7 +574,7 @@ public:
     };
     if (verify && !sampler(cuda::SampleMode::Verify).kernel)
       return missing("verifier of drafts");
-    if (!sampleWith.kernel)
+    if (!sampler(plainMode).kernel)
       return missing(draws ? "top-k / top-p sampler" : "greedy sampler");
     const int64_t rows = int64_t(in.logitsIndices.size());
     const int64_t verifyRows =
@@ -696,14 +697,9 @@ public:
         a.penaltyStart = at<const int>(p + 4 * (3 * R + f));
         a.penaltyTokens = at<const int>(p + 16 * R + 4);
         a.penaltyCounts = at<const int>(p + 16 * R + 4 + 4 * penaltyEntries);
-        if (Status s = dev->launch(
-                *sampler(cuda::SampleMode::Penalize).kernel,
-                toLaunch(cuda::sampleLaunch(
-                    sampler(cuda::SampleMode::Penalize).spec, int64_t(R - f))),
-                &a);
+        if (Status s = launchSampler(cuda::SampleMode::Penalize, int64_t(R - f),
+                                     a, "the penalties", "penalties");
             !s)
-          return Status::error(s.code(), "the penalties: " + s.message());
-        if (Status s = mark([] { return "penalties"; }); !s)
           return s;
       }
       if (verify && numSeqs > 0) {
@@ -724,15 +720,10 @@ public:
           a.probs = at<float>(verify->draftProbs.address);
           a.probRows = at<const int>(base + probRowsOffset);
         }
-        if (Status s = dev->launch(
-                *sampler(cuda::SampleMode::Verify).kernel,
-                toLaunch(cuda::sampleLaunch(
-                    sampler(cuda::SampleMode::Verify).spec, int64_t(numSeqs))),
-                &a);
+        if (Status s =
+                launchSampler(cuda::SampleMode::Verify, int64_t(numSeqs), a,
+                              "the verifier of drafts", "verify (drafts)");
             !s)
-          return Status::error(s.code(), "the verifier of drafts: " +
-                                             s.message());
-        if (Status s = mark([] { return "verify (drafts)"; }); !s)
           return s;
       }
       if (plainRows > 0) {
@@ -749,17 +740,10 @@ public:
           a.probs = at<float>(draftProbs.address());
           a.probRows = at<const int>(base + probRowsOffset + 4 * numSeqs);
         }
-        if (Status s = dev->launch(
-                *sampleWith.kernel,
-                toLaunch(cuda::sampleLaunch(sampleWith.spec, plainRows)), &a);
-            !s)
-          return Status::error(
-              s.code(),
-              std::string(draws ? "the top-k / top-p " : "the greedy ") +
-                  "sampler: " + s.message());
-        if (Status s = mark([&] {
-              return draws ? "sample (top-k / top-p)" : "sample (greedy)";
-            });
+        if (Status s = launchSampler(
+                plainMode, plainRows, a,
+                draws ? "the top-k / top-p sampler" : "the greedy sampler",
+                draws ? "sample (top-k / top-p)" : "sample (greedy)");
             !s)
           return s;
       }
@@ -784,14 +768,8 @@ public:
         a.topLogprobs =
             at<float>(out + 4 * (R * (1 + topStride) + first * topStride));
         a.keep = keepOf(first);
-        if (Status s = dev->launch(
-                *sampler(cuda::SampleMode::Logprobs).kernel,
-                toLaunch(cuda::sampleLaunch(
-                    sampler(cuda::SampleMode::Logprobs).spec, int64_t(count))),
-                &a);
-            !s)
-          return Status::error(s.code(), "the logprobs: " + s.message());
-        return mark([] { return "logprobs"; });
+        return launchSampler(cuda::SampleMode::Logprobs, int64_t(count), a,
+                             "the logprobs", "logprobs");
       };
       if (verifyLogprobs && verifyRows > 0)
         if (Status s = launchLogprobs(0, size_t(verifyRows)); !s)
@@ -818,6 +796,20 @@ public:
     if (Status s = mark([] { return "tokens to the host"; }); !s)
       return s;
     return options.profile ? addToProfile() : Status::ok();
+  }
+
+  /// Launches the plan's sampler of `mode` over `blocks` rows (or
+  /// sequences) with `a`, then marks the profile's `kind`; a failure is
+  /// named `what`.
+  Status launchSampler(cuda::SampleMode mode, int64_t blocks,
+                       const folio_cuda::SampleArgs &a, const char *what,
+                       const char *kind) {
+    const Sampler &s = sampler(mode);
+    if (Status st = dev->launch(
+            *s.kernel, toLaunch(cuda::sampleLaunch(s.spec, blocks)), &a);
+        !st)
+      return Status::error(st.code(), std::string(what) + ": " + st.message());
+    return mark([kind] { return kind; });
   }
 
   /// Every row's logprobs (sampleOnDevice's layout in `sampled`, from byte

@@ -131,6 +131,15 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
     probRows = *reserved;
   }
 
+  // History for penalties: the prompt, then the output and the drafts so
+  // far, as the target's verification will see them.
+  auto history = [&](const Active &a, std::vector<TokenId> &prompt,
+                     std::vector<TokenId> &output) {
+    const std::vector<TokenId> &all = a.state->tokens;
+    const long split = long(inputs[a.input].numPromptTokens);
+    prompt.assign(all.begin(), all.begin() + split);
+    output.assign(all.begin() + split, all.end());
+  };
   std::vector<float> logits;
   std::vector<int32_t> deviceTokens;
   std::vector<exec::DeviceLogprobs> noLogprobs;
@@ -164,16 +173,12 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
       std::vector<exec::DeviceDraw> draws;
       for (const Active &a : active) {
         const ProposeInput &in = inputs[a.input];
-        const std::vector<TokenId> &all = a.state->tokens;
-        // History for penalties: the prompt, then the output and the
-        // drafts so far, as the target's verification will see them.
         std::vector<TokenId> prompt, output;
-        if (hasPenalties(*in.params)) {
-          prompt.assign(all.begin(), all.begin() + long(in.numPromptTokens));
-          output.assign(all.begin() + long(in.numPromptTokens), all.end());
-        }
+        if (hasPenalties(*in.params))
+          history(a, prompt, output);
         draws.push_back(core::deviceDraw(
-            *in.params, philoxUniform(in.seed, all.size(), kDraftStream),
+            *in.params,
+            philoxUniform(in.seed, a.state->tokens.size(), kDraftStream),
             &prompt, &output));
         if (a.qRow >= 0)
           draws.back().probsRow = a.qRow + int32_t(out[a.input].tokens.size());
@@ -204,16 +209,12 @@ Status DraftProposer::propose(const std::vector<ProposeInput> &inputs, size_t k,
       st.numComputed += a.numNew;
       Proposal &p = out[a.input];
       const float *row = onDevice ? nullptr : logits.data() + r * size_t(vocab);
-      // History for penalties: the prompt, then the output and the drafts
-      // so far, as the target's verification will see them.
+      // A row sampled here takes the history too (a device's draw had it).
       std::vector<TokenId> prompt, output;
       SampleRow sr;
       sr.params = in.params;
-      if (hasPenalties(*in.params)) {
-        prompt.assign(st.tokens.begin(),
-                      st.tokens.begin() + long(in.numPromptTokens));
-        output.assign(st.tokens.begin() + long(in.numPromptTokens),
-                      st.tokens.end());
+      if (!onDevice && hasPenalties(*in.params)) {
+        history(a, prompt, output);
         sr.promptTokenIds = &prompt;
         sr.outputTokenIds = &output;
       }
