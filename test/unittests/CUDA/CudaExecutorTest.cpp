@@ -1789,6 +1789,10 @@ TEST(CudaExecutor, TakesTokensOnTheDevice) {
   bad[2].logprobs = -1;
   // A draft's distribution rows: only within what reserveDraftProbs
   // reserved, and only for sampled draws.
+  expectRefused(gpu->reserveDraftProbs(0).status(),
+                "0 rows of draft distributions of 4096 tokens: want 1 to");
+  expectRefused(exec::createCPUExecutor()->reserveDraftProbs(2).status(),
+                "keeps no draft distributions where its logits are");
   Expected<exec::DeviceProbRows> qRows = gpu->reserveDraftProbs(2);
   ASSERT_TRUE(bool(qRows)) << qRows.status().message();
   EXPECT_EQ(qRows->vocab, 4096);
