@@ -315,11 +315,15 @@ Status linearGemv(const float *x, int64_t numTokens, const PackedWeight &w,
   if (isa != Isa::Scalar && a.bf16) {
     // Per calling thread: the executor runs one layer at a time, and the
     // pool's workers only read it.
+    // 64-byte aligned (and kPairs is a multiple of 32): every x load of
+    // the tiles is one cache line. malloc's 16-byte alignment split each
+    // across two, and at 5-8 rows, with the weights in cache, the loads
+    // cost a quarter of the time (docs/cpu-kernels.md, Linear).
     thread_local std::vector<float> pairs;
     a.kPairs = pairSplitLength(a.k);
-    pairs.resize(size_t(a.m * a.kPairs));
-    splitPairs(x, a.m, a.k, pairs.data());
-    a.xPairs = pairs.data();
+    float *xPairs = alignedScratch(pairs, size_t(a.m * a.kPairs));
+    splitPairs(x, a.m, a.k, xPairs);
+    a.xPairs = xPairs;
   }
   // Guided chunks: the first grabs take about a quarter of the rows each (2
   // threads), later ones shrink to 32 KiB of weights. Each chunk costs a
