@@ -111,9 +111,16 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
         xOut[size_t(m * v.numOutliers + j)] = x[m * v.k + v.outlierCols[j]];
     a.xOut = xOut.data();
   }
-  if (Bf16Gemm gemm = bf16GemmFor(numTokens, AmxCodes::Int8))
-    return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Int8, a.xOut, y,
-                          pool);
+  a.kPadded = int8XPaddedLength(v.k);
+  // A verify step's or a batched decode's rows on AMX-INT8: the GEMV's
+  // bits (Gemv.h, kInt8AmxMaxRows).
+  const bool amxRows = numTokens >= kInt8AmxMinRows &&
+                       numTokens <= kInt8AmxMaxRows && a.kPadded > 0 &&
+                       a.kPadded <= kInt8AmxMaxCodes && amxInt8Active();
+  if (!amxRows)
+    if (Bf16Gemm gemm = bf16GemmFor(numTokens, AmxCodes::Int8))
+      return linearBf16Gemm(gemm, x, numTokens, w, AmxCodes::Int8, a.xOut, y,
+                            pool);
   const Isa isa = activeIsa();
   // x in 16-bit fixed point (Gemv.h), per calling thread as xOut. The
   // outlier columns' codes are 0 in w, so they are zeroed in a copy of x
@@ -129,15 +136,32 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
         xNoOut[size_t(m * v.k + v.outlierCols[j])] = 0.0f;
     src = xNoOut.data();
   }
-  a.kPadded = int8XPaddedLength(v.k);
-  xq.resize(size_t(numTokens * a.kPadded));
+  // Aligned as the pair-split x (kPadded is a multiple of 64 codes).
+  int16_t *codes = alignedScratch(xq, size_t(numTokens * a.kPadded));
   steps.resize(size_t(numTokens));
   (isa == Isa::Avx512 ? quantizeXInt16Avx512
    : isa == Isa::Avx2 ? quantizeXInt16Avx2
-                      : quantizeXInt16Scalar)(src, numTokens, v.k, xq.data(),
+                      : quantizeXInt16Scalar)(src, numTokens, v.k, codes,
                                               a.kPadded, steps.data());
-  a.xq = xq.data();
+  a.xq = codes;
   a.xSteps = steps.data();
+  if (amxRows) {
+    thread_local std::vector<uint8_t> tiles;
+    uint8_t *xAmx =
+        alignedScratch(tiles, size_t(int8AmxXBytes(numTokens, a.kPadded)));
+    packXInt8ForAmx(codes, numTokens, a.kPadded, xAmx);
+    a.xAmx = xAmx;
+    // A small weight on the calling thread alone: splitting it cost more
+    // than it saved (kInt8AmxSerialBytes). Else whole groups of 32 weight
+    // rows (two A tiles) per chunk.
+    if (a.n * a.k < kInt8AmxSerialBytes)
+      gemvInt8Amx(a, 0, a.n);
+    else
+      pool.parallelForGuided(a.n, 32, /*align=*/32, [&](int64_t b, int64_t e) {
+        gemvInt8Amx(a, b, e);
+      });
+    return Status::success();
+  }
   const bool avx512 = isa == Isa::Avx512;
   if (isa != Isa::Scalar &&
       numTokens > (avx512 ? kInt8GemvMaxRowsAvx512 : kInt8GemvMaxRowsAvx2)) {

@@ -34,6 +34,7 @@ std::vector<float> reference(const std::vector<float> &x, int64_t m,
 /// takes the rows above them (the GEMV, then the int16 GEMM).
 bool int16X(const KernelPath &path, int64_t m) {
   return path.isa == Isa::Scalar || m <= detail::kConvertTileRows ||
+         (path.amx && hostFeatures().amxInt8 && m <= detail::kInt8AmxMaxRows) ||
          !path.bf16Prefill(DType::I8);
 }
 
@@ -573,6 +574,122 @@ TEST(Int8LinearTest, PrefillRowsAreExactIntegerSums) {
                 << "without vnni " << what;
           }
         }
+  }
+}
+
+TEST(Int8LinearTest, AmxTilesGiveTheGemvBits) {
+  // gemvInt8Amx against the AVX-512 GEMV on the same codes: K on and off
+  // its 64-code steps (the last step read through a padded copy), N on and
+  // off its groups of 32 weight rows and ranges that start mid-group (the
+  // rows copied with padding), M from 2 to past one pass of 16 rows of x,
+  // outlier columns, and the largest products over the longest K it
+  // takes. Every output must be the GEMV's bits.
+  if (!hostFeatures().avx512 || !amxSupported() || !hostFeatures().amxInt8)
+    GTEST_SKIP() << "no AMX-INT8 here";
+  PathScope scope(KernelPath{Isa::Avx512, true});
+  ASSERT_TRUE(amxInt8Active());
+  auto run = [](const std::vector<float> &x, int64_t m, const WeightView &v,
+                const float *bias,
+                const std::vector<std::pair<int64_t, int64_t>> &ranges) {
+    detail::GemvInt8Args a;
+    a.m = m;
+    a.k = v.k;
+    a.w = static_cast<const int8_t *>(v.data);
+    a.scales = v.scales;
+    a.numOutliers = v.numOutliers;
+    a.outliers = v.outliers;
+    a.bias = bias;
+    a.n = v.n;
+    std::vector<float> xOut(size_t(m * v.numOutliers)), src = x;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < v.numOutliers; ++j) {
+        xOut[size_t(i * v.numOutliers + j)] =
+            x[size_t(i * v.k + v.outlierCols[j])];
+        src[size_t(i * v.k + v.outlierCols[j])] = 0.0f;
+      }
+    a.xOut = xOut.data();
+    a.kPadded = detail::int8XPaddedLength(v.k);
+    std::vector<int16_t> xq(size_t(m * a.kPadded));
+    std::vector<float> steps(static_cast<size_t>(m));
+    detail::quantizeXInt16Avx512(src.data(), m, v.k, xq.data(), a.kPadded,
+                                 steps.data());
+    a.xq = xq.data();
+    a.xSteps = steps.data();
+    std::vector<float> want(size_t(m * v.n), NAN), got(want);
+    a.y = want.data();
+    detail::gemvInt8Avx512(a, 0, v.n);
+    std::vector<uint8_t> tiles;
+    a.xAmx = detail::alignedScratch(
+        tiles, size_t(detail::int8AmxXBytes(m, a.kPadded)));
+    detail::packXInt8ForAmx(xq.data(), m, a.kPadded,
+                            const_cast<uint8_t *>(a.xAmx));
+    a.y = got.data();
+    for (auto [b, e] : ranges)
+      detail::gemvInt8Amx(a, b, e);
+    return std::make_pair(got, want);
+  };
+  for (int64_t k : {1, 63, 64, 65, 200, 688, 4097})
+    for (int64_t n : {1, 17, 32, 33, 70})
+      for (int64_t m : {2, 3, 5, 8, 16, 17, 33}) {
+        std::vector<float> w = weights(n, k, uint32_t(k + 3 * n + m), 9);
+        std::vector<float> bias = randomVector(size_t(n), uint32_t(k + n));
+        std::vector<float> x = randomVector(size_t(m * k), uint32_t(k + m));
+        x[size_t((m - 1) * k)] *= 40.0f;
+        PackedWeight pw;
+        ASSERT_TRUE(PackedWeight::pack(w.data(), DType::F32, n, k, bias.data(),
+                                       DType::I8, pw)
+                        .ok());
+        const std::string what =
+            "k=" + std::to_string(k) + " n=" + std::to_string(n) +
+            " m=" + std::to_string(m) +
+            " outliers=" + std::to_string(pw.view().numOutliers);
+        // All rows at once, and in ranges that split the groups of 32.
+        for (const auto &ranges :
+             {std::vector<std::pair<int64_t, int64_t>>{{0, n}},
+              std::vector<std::pair<int64_t, int64_t>>{
+                  {0, n / 3}, {n / 3, n / 2}, {n / 2, n}}}) {
+          auto [got, want] = run(x, m, pw.view(), bias.data(), ranges);
+          EXPECT_TRUE(bitwiseEqual(got, want)) << what;
+        }
+      }
+  // Every product at its largest magnitude, 127 x 32767, all positive,
+  // over the longest K the tiles take: the hi and lo sums at their
+  // int32 bounds.
+  const int64_t k = detail::kInt8AmxMaxCodes, n = 33, m = 3;
+  std::vector<float> w(size_t(n * k)), x(size_t(m * k));
+  for (int64_t c = 0; c < k; ++c) {
+    float sign = c % 2 ? -1.0f : 1.0f;
+    for (int64_t r = 0; r < n; ++r)
+      w[size_t(r * k + c)] = sign * float(r + 1);
+    for (int64_t i = 0; i < m; ++i)
+      x[size_t(i * k + c)] = sign * float(i + 2);
+  }
+  PackedWeight pw;
+  ASSERT_TRUE(
+      PackedWeight::pack(w.data(), DType::F32, n, k, nullptr, DType::I8, pw)
+          .ok());
+  auto [got, want] = run(x, m, pw.view(), nullptr, {{0, n}});
+  EXPECT_TRUE(bitwiseEqual(got, want)) << "k=" << k;
+  EXPECT_TRUE(bitwiseEqual(got, integerDefinition(x, m, pw.view(), nullptr)));
+
+  // Through linear(): a weight large enough to be split over the pool
+  // (kInt8AmxSerialBytes), every row count the tiles take, each row the
+  // definition's bits.
+  const int64_t bigN = 600, bigK = 520;
+  ASSERT_GE(bigN * bigK, detail::kInt8AmxSerialBytes);
+  std::vector<float> bw = weights(bigN, bigK, 77);
+  PackedWeight big;
+  ASSERT_TRUE(PackedWeight::pack(bw.data(), DType::F32, bigN, bigK, nullptr,
+                                 DType::I8, big)
+                  .ok());
+  for (int64_t rows = detail::kInt8AmxMinRows; rows <= detail::kInt8AmxMaxRows;
+       rows += 13) {
+    std::vector<float> bx = randomVector(size_t(rows * bigK), uint32_t(rows));
+    std::vector<float> y(size_t(rows * bigN), NAN);
+    ASSERT_TRUE(linear(bx.data(), rows, big, y.data(), parallelPool()).ok());
+    EXPECT_TRUE(
+        bitwiseEqual(y, integerDefinition(bx, rows, big.view(), nullptr)))
+        << "linear() m=" << rows;
   }
 }
 
