@@ -231,22 +231,25 @@ constexpr int64_t kInt8AmxPassRows = 16;
 /// The longest K (padded) gemvInt8Amx sums in its int32 tiles: 65,536
 /// products of at most 128 x 255 stay below 2^31.
 constexpr int64_t kInt8AmxMaxCodes = 65536;
-/// From kInt8AmxMinRows to kInt8AmxMaxRows rows of x, linear() runs int8
-/// weights through gemvInt8Amx on AMX-INT8 hosts. Its rows are the GEMV's
-/// bits, so a verify step or a batched decode of up to kInt8AmxMaxRows
-/// rows gives every row what it gets decoded alone (above, the bf16 GEMM
-/// rounds x to bf16). The kernel alone on the Intel Xeon (AMX), 1 thread, GEMV
-/// / tiles, us: [1408, 256] in L2 8.9 / 8.5 at M = 1, 34.8 / 11.8 at 5, 52.2
-/// / 13.6 at 8, 106 / 22.7 at 16; from L3 (16 copies) 12.6 / 15.6 at 1, 35.7
-/// / 19.1 at 5; [4096, 768] from memory (32 copies) 227 / 213 at 1, 246 / 215
-/// at 5, 351 / 218 at 8. One 110M token's linears through linear()
-/// (folio-linear-bench 3 2 verify, 2 threads, two runs each), GEMV / tiles,
-/// ms: 2.7-3.0 / 3.8-4.5 at M = 3, 3.1-3.3 / 3.8-4.2 at 4, 4.0-4.2 / 3.8-4.3 at
-/// 5, 5.3-6.1 / 4.3-4.8 at 8, and against the bf16 GEMM 8.8-9.1 / 4.8-5.5 at
-/// 12, 9.1-9.6 / 6.2-7.1 at 16. Up to 4 rows the GEMV's 4-row tile reads the
-/// weights once, as fast, so the tiles start at 5.
+/// From kInt8AmxMinRows rows of x on, linear() runs int8 weights through
+/// gemvInt8Amx on AMX-INT8 hosts (rows of up to kInt8AmxMaxCodes codes).
+/// Its rows are the GEMV's bits, so a verify step, a batched decode and a
+/// prefill give every row what it gets decoded alone, as the int16 GEMM
+/// does without AMX (the bf16 GEMM it replaces rounded x to bf16 above 8
+/// rows). The kernel alone on the Intel Xeon (AMX), 1 thread, GEMV /
+/// tiles, us: [1408, 256] in L2 8.9 / 8.5 at M = 1, 34.8 / 11.8 at 5,
+/// 52.2 / 13.6 at 8, 106 / 22.7 at 16; from L3 (16 copies) 12.6 / 15.6 at
+/// 1, 35.7 / 19.1 at 5; [4096, 768] from memory (32 copies) 227 / 213 at
+/// 1, 246 / 215 at 5, 351 / 218 at 8. One 110M token's linears through
+/// linear() (folio-linear-bench 3 2 verify, 2 threads, two runs each),
+/// GEMV / tiles, ms: 2.7-3.0 / 3.8-4.5 at M = 3, 3.1-3.3 / 3.8-4.2 at 4,
+/// 4.0-4.2 / 3.8-4.3 at 5, 5.3-6.1 / 4.3-4.8 at 8; bf16 GEMM / tiles
+/// 8.0-8.7 / 4.1-4.4 at 12, 10.4-11.0 / 7.1-7.8 at 32, 15.7-17.2 /
+/// 12.3-13.5 at 64; at 512 rows (folio-linear-bench 5 2 prefill, both in
+/// one binary) within the runs' noise of each other on every 110M shape.
+/// Up to 4 rows the GEMV's 4-row tile reads the weights once, as fast, so
+/// the tiles start at 5.
 constexpr int64_t kInt8AmxMinRows = 5;
-constexpr int64_t kInt8AmxMaxRows = 16;
 /// Weights of fewer codes run gemvInt8Amx on the calling thread alone: at
 /// 2 threads, splitting [256, 688] cost 12.4 us at 5 rows against 7.9 on
 /// one thread, while [1376, 256] took 14.2 split against 20.0.
@@ -257,8 +260,8 @@ int64_t int8AmxXBytes(int64_t m, int64_t kPadded);
 /// Writes x's codes xq [m, kPadded] as gemvInt8Amx's B tiles: per pass of
 /// kInt8AmxPassRows rows of x, per 64 codes, a tile of the codes' high
 /// bytes (code >> 8, signed) and one of their low bytes (code & 255), each
-/// 16 rows of 4-code quads by 16 rows of x. dst is 64-byte aligned;
-/// columns past m are left as they are (the kernel does not read them).
+/// 16 rows of 4-code quads by 16 rows of x, the last pass's columns past
+/// m zero. dst is 64-byte aligned.
 void packXInt8ForAmx(const int16_t *xq, int64_t m, int64_t kPadded,
                      uint8_t *dst);
 /// The GEMV's product on AMX-INT8 tiles (GemvInt8Amx.cpp), from a.xAmx:

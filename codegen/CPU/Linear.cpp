@@ -112,10 +112,9 @@ Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
     a.xOut = xOut.data();
   }
   a.kPadded = int8XPaddedLength(v.k);
-  // A verify step's or a batched decode's rows on AMX-INT8: the GEMV's
-  // bits (Gemv.h, kInt8AmxMaxRows).
-  const bool amxRows = numTokens >= kInt8AmxMinRows &&
-                       numTokens <= kInt8AmxMaxRows && a.kPadded > 0 &&
+  // From a verify step's few rows up to a prefill's, on AMX-INT8: the
+  // GEMV's bits at every M (Gemv.h, kInt8AmxMinRows).
+  const bool amxRows = numTokens >= kInt8AmxMinRows && a.kPadded > 0 &&
                        a.kPadded <= kInt8AmxMaxCodes && amxInt8Active();
   if (!amxRows)
     if (Bf16Gemm gemm = bf16GemmFor(numTokens, AmxCodes::Int8))

@@ -34,8 +34,7 @@ std::vector<float> reference(const std::vector<float> &x, int64_t m,
 /// takes the rows above them (the GEMV, then the int16 GEMM).
 bool int16X(const KernelPath &path, int64_t m) {
   return path.isa == Isa::Scalar || m <= detail::kConvertTileRows ||
-         (path.amx && hostFeatures().amxInt8 && m <= detail::kInt8AmxMaxRows) ||
-         !path.bf16Prefill(DType::I8);
+         (path.amx && hostFeatures().amxInt8) || !path.bf16Prefill(DType::I8);
 }
 
 /// |got - want| <= 2e-6 k sum_c |x_c w_c| + tiny: f32 accumulation only;
@@ -451,11 +450,14 @@ TEST(Int8LinearTest, DecodeRowsAreExactIntegerSums) {
 TEST(Int8LinearTest, BatchesAreExactIntegerSums) {
   // Without AMX or the vdpbf16ps GEMM, AVX2 and AVX-512 run the GEMV for
   // a batched decode or a verify step and their int16 GEMMs for more rows
-  // (a prefill chunk): each row is the definition's bits, as alone.
+  // (a prefill chunk); with AMX-INT8 the tiles take them: each row is the
+  // definition's bits, as alone.
   std::vector<KernelPath> paths;
   for (Isa isa : hostIsas())
     if (isa != Isa::Scalar)
       paths.push_back({isa});
+  if (hostFeatures().avx512 && amxSupported() && hostFeatures().amxInt8)
+    paths.push_back({Isa::Avx512, true});
   if (paths.empty())
     GTEST_SKIP() << "no AVX2 here";
   for (const KernelPath &path : paths)
@@ -528,15 +530,22 @@ TEST(Int8LinearTest, PrefillRowsAreExactIntegerSums) {
   // transposes and their int32 chunks of 512 codes; N on and off their
   // panels of 32 and 16 rows (several panels per thread with the parallel
   // pool); M around their 6-row tiles. Every output is the definition's
-  // bits, on both levels, and on AVX-512 with VNNI and without.
+  // bits, on both levels, on AVX-512 with VNNI and without, and on the
+  // AMX-INT8 tiles.
   std::vector<Isa> isas;
   for (Isa isa : hostIsas())
     if (isa != Isa::Scalar)
       isas.push_back(isa);
   if (isas.empty())
     GTEST_SKIP() << "no AVX2 here";
-  for (Isa isa : isas) {
-    const KernelPath path{isa};
+  std::vector<KernelPath> paths;
+  for (Isa isa : isas)
+    paths.push_back({isa});
+  // And the AMX-INT8 tiles, which take every row count from 5.
+  if (hostFeatures().avx512 && amxSupported() && hostFeatures().amxInt8)
+    paths.push_back({Isa::Avx512, true});
+  for (const KernelPath &path : paths) {
+    const Isa isa = path.isa;
     const int64_t rowsAbove =
         (isa == Isa::Avx512 ? detail::kInt8GemvMaxRowsAvx512
                             : detail::kInt8GemvMaxRowsAvx2) +
@@ -568,7 +577,7 @@ TEST(Int8LinearTest, PrefillRowsAreExactIntegerSums) {
             ASSERT_TRUE(linear(x.data(), m, pw, y.data(), *pool).ok());
             EXPECT_TRUE(bitwiseEqual(y, want)) << what;
           }
-          if (isa == Isa::Avx512) {
+          if (isa == Isa::Avx512 && !path.amx) {
             EXPECT_TRUE(
                 bitwiseEqual(runMaddKernel(x, m, pw.view(), bias.data()), want))
                 << "without vnni " << what;
@@ -673,8 +682,8 @@ TEST(Int8LinearTest, AmxTilesGiveTheGemvBits) {
   EXPECT_TRUE(bitwiseEqual(got, integerDefinition(x, m, pw.view(), nullptr)));
 
   // Through linear(): a weight large enough to be split over the pool
-  // (kInt8AmxSerialBytes), every row count the tiles take, each row the
-  // definition's bits.
+  // (kInt8AmxSerialBytes), the fewest rows the tiles take and one, two
+  // and three passes of x, each row the definition's bits.
   const int64_t bigN = 600, bigK = 520;
   ASSERT_GE(bigN * bigK, detail::kInt8AmxSerialBytes);
   std::vector<float> bw = weights(bigN, bigK, 77);
@@ -682,8 +691,8 @@ TEST(Int8LinearTest, AmxTilesGiveTheGemvBits) {
   ASSERT_TRUE(PackedWeight::pack(bw.data(), DType::F32, bigN, bigK, nullptr,
                                  DType::I8, big)
                   .ok());
-  for (int64_t rows = detail::kInt8AmxMinRows; rows <= detail::kInt8AmxMaxRows;
-       rows += 13) {
+  for (int64_t rows :
+       {detail::kInt8AmxMinRows, int64_t(16), int64_t(17), int64_t(40)}) {
     std::vector<float> bx = randomVector(size_t(rows * bigK), uint32_t(rows));
     std::vector<float> y(size_t(rows * bigN), NAN);
     ASSERT_TRUE(linear(bx.data(), rows, big, y.data(), parallelPool()).ok());
