@@ -2,8 +2,8 @@
 //
 // Included only by the files compiled with -mamx-tile and -mamx-bf16 or
 // -mamx-int8 (the attention tile, the quantized-weight GEMMs); their
-// functions carry FOLIO_AMX (or the int4 GEMM's FOLIO_AMX_INT8) so that GCC
-// emits AVX-512 BF16 and AMX there and nowhere else, and callers check
+// functions carry FOLIO_AMX (or, for the integer tiles, FOLIO_AMX_INT8) so that
+// GCC emits AVX-512 BF16 and AMX there and nowhere else, and callers check
 // amxActive() or amxInt8Active() (CPUFeatures.h) first. The GEMM's
 // FOLIO_BF16_AVX512 functions use no tiles; its vdpbf16ps path runs them
 // after bf16DotActive() instead.
@@ -19,6 +19,11 @@
 #define FOLIO_AMX                                                              \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,"         \
                         "avx512bf16,amx-tile,amx-bf16")))
+
+/// The integer tiles (AMX-INT8): the int4 int8-x GEMM and the int8 tiles.
+#define FOLIO_AMX_INT8                                                         \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,"         \
+                        "amx-tile,amx-int8")))
 
 /// AVX-512 with AVX512-BF16 and no tiles: code shared by the AMX GEMM and
 /// its vdpbf16ps twin, which also runs on CPUs without AMX (Zen 4).

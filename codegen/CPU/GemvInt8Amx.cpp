@@ -32,10 +32,6 @@
 #include <cstring>
 #include <vector>
 
-#define FOLIO_AMX_INT8                                                         \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c,"         \
-                        "amx-tile,amx-int8")))
-
 namespace folio::cpu::detail {
 
 namespace {

@@ -488,7 +488,10 @@ TEST(Int8LinearTest, LongRowsSumPastInt32) {
   // in both operands, so every product is positive.
   // M = 30 runs the int16 GEMMs, whose lanes go into 64 bits every 512
   // codes.
-  for (int64_t k : {int64_t(520), int64_t(8192 + 64), int64_t(20000)})
+  // On AMX-INT8, M = 30 runs the tiles, whose hi and lo sums reach their
+  // int32 bounds at K = kInt8AmxMaxCodes.
+  for (int64_t k : {int64_t(520), int64_t(8192 + 64), int64_t(20000),
+                    detail::kInt8AmxMaxCodes})
     for (int64_t m : {int64_t(2), int64_t(30)}) {
       int64_t n = 5;
       std::vector<float> w(size_t(n * k)), x(size_t(m * k));
@@ -591,8 +594,8 @@ TEST(Int8LinearTest, AmxTilesGiveTheGemvBits) {
   // its 64-code steps (the last step read through a padded copy), N on and
   // off its groups of 32 weight rows and ranges that start mid-group (the
   // rows copied with padding), M from 2 to past one pass of 16 rows of x,
-  // outlier columns, and the largest products over the longest K it
-  // takes. Every output must be the GEMV's bits.
+  // and outlier columns (LongRowsSumPastInt32 has the largest products
+  // over the longest K). Every output must be the GEMV's bits.
   if (!hostFeatures().avx512 || !amxSupported() || !hostFeatures().amxInt8)
     GTEST_SKIP() << "no AMX-INT8 here";
   PathScope scope(KernelPath{Isa::Avx512, true});
@@ -661,26 +664,6 @@ TEST(Int8LinearTest, AmxTilesGiveTheGemvBits) {
           EXPECT_TRUE(bitwiseEqual(got, want)) << what;
         }
       }
-  // Every product at its largest magnitude, 127 x 32767, all positive,
-  // over the longest K the tiles take: the hi and lo sums at their
-  // int32 bounds.
-  const int64_t k = detail::kInt8AmxMaxCodes, n = 33, m = 3;
-  std::vector<float> w(size_t(n * k)), x(size_t(m * k));
-  for (int64_t c = 0; c < k; ++c) {
-    float sign = c % 2 ? -1.0f : 1.0f;
-    for (int64_t r = 0; r < n; ++r)
-      w[size_t(r * k + c)] = sign * float(r + 1);
-    for (int64_t i = 0; i < m; ++i)
-      x[size_t(i * k + c)] = sign * float(i + 2);
-  }
-  PackedWeight pw;
-  ASSERT_TRUE(
-      PackedWeight::pack(w.data(), DType::F32, n, k, nullptr, DType::I8, pw)
-          .ok());
-  auto [got, want] = run(x, m, pw.view(), nullptr, {{0, n}});
-  EXPECT_TRUE(bitwiseEqual(got, want)) << "k=" << k;
-  EXPECT_TRUE(bitwiseEqual(got, integerDefinition(x, m, pw.view(), nullptr)));
-
   // Through linear(): a weight large enough to be split over the pool
   // (kInt8AmxSerialBytes), the fewest rows the tiles take and one, two
   // and three passes of x, each row the definition's bits.
