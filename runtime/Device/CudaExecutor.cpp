@@ -299,16 +299,21 @@ public:
     return sampler(cuda::SampleMode::Verify).kernel &&
            sampler(cuda::SampleMode::Draw).kernel;
   }
+  /// Whether `rows` are a reservation on this executor's device (its
+  /// context's addresses).
+  bool onThisDevice(const exec::DeviceProbRows &rows) const {
+    return dev && rows.owner == dev->contextId() && rows.address != 0;
+  }
   bool verifiesDraftProbs(const exec::DeviceProbRows &rows) const override {
     int64_t vocab = 0;
     uintptr_t logits = 0;
-    return dev && rows.owner == dev->contextId() && rows.address != 0 &&
-           logitsOnDevice(vocab, logits) && rows.vocab == vocab &&
-           verifiesOnDevice() && penalizesOnDevice() && logprobsOnDevice();
+    return onThisDevice(rows) && logitsOnDevice(vocab, logits) &&
+           rows.vocab == vocab && verifiesOnDevice() && penalizesOnDevice() &&
+           logprobsOnDevice();
   }
   Status readDraftProbs(const exec::DeviceProbRows &rows, int64_t first,
                         int64_t count, float *out) const override {
-    if (!dev || rows.owner != dev->contextId() || rows.address == 0)
+    if (!onThisDevice(rows))
       return Status::invalidArgument(
           "the draft distributions to read are not on this executor's device");
     if (first < 0 || count < 0 || first > rows.rows ||
@@ -429,8 +434,10 @@ public:
 
   /// An error naming what of `v` the verifier cannot take (counts, sizes,
   /// a sequence's processing, a draft outside `vocab` or after -1 padding,
-  /// a uniform outside [0, 1)), before anything runs.
-  static Status checkVerify(const exec::DeviceVerify &v, int64_t vocab) {
+  /// a uniform outside [0, 1), q rows not in a draft executor's
+  /// reservation on this device or for a greedy sequence), before anything
+  /// runs.
+  Status checkVerify(const exec::DeviceVerify &v, int64_t vocab) const {
     const int64_t S = v.numSeqs, K = v.numDraft;
     if (S < 0 || K < 0)
       return Status::invalidArgument("verification of " + std::to_string(S) +
@@ -458,6 +465,19 @@ public:
           std::to_string(v.rowPenaltyCounts.size()) +
           " row penalty lists (want " + std::to_string(rows) +
           " each: the drafts before a row are its history)");
+    const exec::DeviceProbRows &q = v.draftProbs;
+    if (!v.probRows.empty()) {
+      if (int64_t(v.probRows.size()) != S)
+        return Status::invalidArgument(
+            "verification of " + std::to_string(S) + " sequences has " +
+            std::to_string(v.probRows.size()) + " draft distribution rows");
+      if (!onThisDevice(q) || q.vocab != vocab)
+        return Status::invalidArgument(
+            "the draft distributions to verify against are not on this "
+            "executor's device, or not of its vocabulary of " +
+            std::to_string(vocab) + " (they hold " + std::to_string(q.vocab) +
+            ")");
+    }
     for (int64_t i = 0; i < S; ++i) {
       std::string seq = "verified sequence " + std::to_string(i);
       if (Status s = checkDraw(v.params[size_t(i)], seq, false, vocab); !s)
@@ -469,9 +489,10 @@ public:
                                  seq + ", row " + std::to_string(j), vocab);
             !s)
           return s;
-      bool padded = false;
+      int64_t k = K; // drafts before the -1 padding
       for (int64_t j = 0; j < K; ++j) {
         int32_t t = v.drafts[size_t(i * K + j)];
+        const bool padded = j > k;
         if (t < -1 || t >= vocab || (padded && t != -1))
           return Status::invalidArgument(
               seq + ", draft " + std::to_string(j) + ": token " +
@@ -479,8 +500,17 @@ public:
               (padded && t != -1
                    ? " follows -1 padding"
                    : " is outside the vocabulary of " + std::to_string(vocab)));
-        padded |= t == -1;
+        if (t == -1 && k == K)
+          k = j;
       }
+      const int32_t first = v.probRows.empty() ? -1 : v.probRows[size_t(i)];
+      const bool greedy = v.params[size_t(i)].temperature == 0.0f;
+      if (first != -1 && (first < -1 || greedy || int64_t(first) + k > q.rows))
+        return Status::invalidArgument(
+            seq + ": draft distribution rows from " + std::to_string(first) +
+            (greedy ? " for a greedy sequence (it reads none)"
+                    : " for " + std::to_string(k) + " drafts, past the " +
+                          std::to_string(q.rows) + " rows reserved"));
       for (int64_t j = 0; j <= K; ++j) {
         float u = v.uniforms[size_t(i * (K + 1) + j)];
         if (!(u >= 0.0f && u < 1.0f))
@@ -488,64 +518,6 @@ public:
               seq + ", uniform " + std::to_string(j) + " is " +
               std::to_string(u) + "; uniforms must be in [0, 1)");
       }
-    }
-    return Status::ok();
-  }
-
-  /// An error naming the first draw or verified sequence whose q rows
-  /// cannot be written or read, before anything runs: a draw keeps its q
-  /// (`keep`) in a row reserveDraftProbs reserved, only where it samples;
-  /// a sampled verified sequence reads its drafts' q (`read`) from rows of
-  /// a draft executor's reservation on this device.
-  Status checkProbRows(const std::vector<exec::DeviceDraw> *draws,
-                       const exec::DeviceVerify *verify, int64_t vocab,
-                       bool &keep, bool &read) const {
-    for (size_t r = 0; draws && r < draws->size(); ++r) {
-      const exec::DeviceDraw &d = (*draws)[r];
-      if (d.probsRow == -1)
-        continue;
-      if (d.probsRow < -1 || d.probsRow >= draftProbRows ||
-          d.temperature == 0.0f)
-        return Status::invalidArgument(
-            "draw " + std::to_string(r) + ": distribution row " +
-            std::to_string(d.probsRow) +
-            (d.temperature == 0.0f
-                 ? " for a greedy draw (it has no distribution to keep)"
-                 : " is outside the " + std::to_string(draftProbRows) +
-                       " rows reserveDraftProbs reserved"));
-      keep = true;
-    }
-    if (!verify || verify->probRows.empty())
-      return Status::ok();
-    const exec::DeviceVerify &v = *verify;
-    const exec::DeviceProbRows &q = v.draftProbs;
-    if (int64_t(v.probRows.size()) != v.numSeqs)
-      return Status::invalidArgument(
-          "verification of " + std::to_string(v.numSeqs) + " sequences has " +
-          std::to_string(v.probRows.size()) + " draft distribution rows");
-    if (q.address == 0 || q.owner != dev->contextId() || q.vocab != vocab)
-      return Status::invalidArgument(
-          "the draft distributions to verify against are not on this "
-          "executor's device, or not of its vocabulary of " +
-          std::to_string(vocab) + " (they hold " + std::to_string(q.vocab) +
-          ")");
-    for (int64_t i = 0; i < v.numSeqs; ++i) {
-      const int32_t first = v.probRows[size_t(i)];
-      if (first == -1)
-        continue;
-      int64_t k = 0;
-      while (k < v.numDraft && v.drafts[size_t(i * v.numDraft + k)] >= 0)
-        ++k;
-      if (first < -1 || v.params[size_t(i)].temperature == 0.0f ||
-          int64_t(first) + k > q.rows)
-        return Status::invalidArgument(
-            "verified sequence " + std::to_string(i) +
-            ": draft distribution rows from " + std::to_string(first) +
-            (v.params[size_t(i)].temperature == 0.0f
-                 ? " for a greedy sequence (it reads none)"
-                 : " for " + std::to_string(k) + " drafts, past the " +
-                       std::to_string(q.rows) + " rows reserved"));
-      read = true;
     }
     return Status::ok();
   }
@@ -597,11 +569,17 @@ public:
     const int64_t plainRows = rows - verifyRows;
     bool penalties = false, verifyPenalties = false, verifyLogprobs = false,
          plainLogprobs = false;
-    if (verify)
+    // Whether the verifier reads a draft model's q rows (checkVerify
+    // checked them), and whether the draws keep theirs.
+    bool readProbs = false, keepProbs = false;
+    if (verify) {
       for (const exec::DeviceDraw &d : verify->params) {
         verifyPenalties |= d.penalized();
         verifyLogprobs |= d.logprobs >= 0;
       }
+      for (int32_t row : verify->probRows)
+        readProbs |= row >= 0;
+    }
     if (draws) {
       if (int64_t(draws->size()) != plainRows)
         return Status::invalidArgument(
@@ -609,20 +587,28 @@ public:
             std::to_string(plainRows) + " logits rows");
       for (size_t r = 0; r < draws->size(); ++r) {
         const exec::DeviceDraw &d = (*draws)[r];
-        if (Status s = checkDraw(d, "draw " + std::to_string(r), true, vocab);
-            !s)
+        const std::string what = "draw " + std::to_string(r);
+        if (Status s = checkDraw(d, what, true, vocab); !s)
           return s;
+        // A q row to keep: within what reserveDraftProbs reserved, and
+        // only where the draw samples.
+        if (d.probsRow != -1 &&
+            (d.probsRow < -1 || d.probsRow >= draftProbRows ||
+             d.temperature == 0.0f))
+          return Status::invalidArgument(
+              what + ": distribution row " + std::to_string(d.probsRow) +
+              (d.temperature == 0.0f
+                   ? " for a greedy draw (it has no distribution to keep)"
+                   : " is outside the " + std::to_string(draftProbRows) +
+                         " rows reserveDraftProbs reserved"));
         penalties |= d.penalized();
         plainLogprobs |= d.logprobs >= 0;
+        keepProbs |= d.probsRow >= 0;
       }
     }
     penalties |= verifyPenalties;
     if (penalties && !sampler(cuda::SampleMode::Penalize).kernel)
       return missing("penalties kernel");
-    bool keepProbs = false, readProbs = false;
-    if (Status s = checkProbRows(draws, verify, vocab, keepProbs, readProbs);
-        !s)
-      return s;
     const bool wantLogprobs = verifyLogprobs || plainLogprobs;
     if (wantLogprobs && !sampler(cuda::SampleMode::Logprobs).kernel)
       return missing("logprobs kernel");
