@@ -353,8 +353,7 @@ ModelRunner::execute(const SchedulerOutput &step,
     std::vector<std::vector<float>> copied(speculating.size());
     for (size_t i = 0; i < speculating.size(); ++i) {
       SpecSequence &s = specs[i];
-      if (s.draftProbsRow < 0 || s.params->isGreedy() ||
-          (s.draftProbs && !s.draftProbs->empty()))
+      if (!draftProbsOnlyOnDevice(s))
         continue;
       const int64_t k = int64_t(specDrafts[i]->size());
       if (draftProbs->device.vocab != vocab)

@@ -71,9 +71,7 @@ Status verifySpeculative(exec::Executor &executor, float *logits,
   for (const SpecSequence &s : seqs) {
     sample |= !s.params->isGreedy();
     anyProbs |= s.draftProbs && !s.draftProbs->empty();
-    // Read as one-hot, a draft model's drafts would be kept too often.
-    if (s.draftProbsRow >= 0 && !s.params->isGreedy() &&
-        (!s.draftProbs || s.draftProbs->empty()))
+    if (draftProbsOnlyOnDevice(s))
       return Status::internal("draft distributions kept on a device reached "
                               "the host's verification without a copy");
   }
@@ -276,7 +274,7 @@ bool verifiableOnDevice(const SpecSequence &seq, bool logprobs, bool penalties,
   return (!hasPenalties(params) || penalties) &&
          (!params.logprobs || logprobs) &&
          (params.isGreedy() ||
-          (seq.draftProbsRow >= 0 ? deviceProbs && oneHot : oneHot));
+          (oneHot && (seq.draftProbsRow < 0 || deviceProbs)));
 }
 
 Status verifiedOnDevice(const int32_t *accepted, const int32_t *tokens,

@@ -42,6 +42,15 @@ struct SpecSequence {
   size_t position = 0;
 };
 
+/// Whether `seq` is sampled and its draft distributions are only where the
+/// draft model kept them on a device (draftProbsRow, no host copy): a host
+/// verification must copy them first, or it would read the drafts as
+/// one-hot and keep them too often.
+inline bool draftProbsOnlyOnDevice(const SpecSequence &seq) {
+  return seq.draftProbsRow >= 0 && !seq.params->isGreedy() &&
+         (!seq.draftProbs || seq.draftProbs->empty());
+}
+
 struct SpecOutcome {
   /// The kept drafts, then the corrected or bonus token.
   std::vector<TokenId> tokens;

@@ -393,6 +393,49 @@ TEST(SpecDecode, GreedyTokensVerifyAsTheVerifyEntry) {
   EXPECT_EQ(out[1].numAccepted, 1u);
 }
 
+// A sampled sequence whose draft distributions a draft model kept on a
+// device: a device verifier that reads them takes it, one that does not
+// leaves it to the host, and the host refuses it until they are copied
+// over (read as one-hot, its drafts would be kept too often).
+TEST(SpecDecode, DraftDistributionsKeptOnADeviceAreNotReadAsOneHot) {
+  const int64_t vocab = 8, maxDrafts = 2;
+  SamplingParams sampled;
+  sampled.temperature = 1.0f;
+  std::vector<TokenId> none, drafts = {3, 5};
+  core::SpecSequence seq;
+  seq.prompt = seq.output = &none;
+  seq.drafts = &drafts;
+  seq.params = &sampled;
+  seq.draftProbsRow = 4;
+  EXPECT_TRUE(core::draftProbsOnlyOnDevice(seq));
+  EXPECT_TRUE(core::verifiableOnDevice(seq, true, true, /*deviceProbs=*/true));
+  EXPECT_FALSE(core::verifiableOnDevice(seq, true, true, false));
+  auto cpu = exec::createCPUExecutor();
+  std::vector<float> logits(size_t((maxDrafts + 1) * vocab), 0.0f);
+  std::vector<core::SpecOutcome> out;
+  Status s = core::verifySpeculative(*cpu, logits.data(), maxDrafts, vocab,
+                                     {seq}, out);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("without a copy"), std::string::npos)
+      << s.message();
+  // Copied over, the host verifies it and the device's verifier reads the
+  // copy no more than it reads any host distribution.
+  std::vector<float> copy(size_t(maxDrafts * vocab), 1.0f / float(vocab));
+  seq.draftProbs = &copy;
+  EXPECT_FALSE(core::draftProbsOnlyOnDevice(seq));
+  EXPECT_FALSE(core::verifiableOnDevice(seq, true, true, true));
+  // Greedy sequences and one-hot drafts read no distribution.
+  seq.draftProbs = nullptr;
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  seq.params = &greedy;
+  EXPECT_FALSE(core::draftProbsOnlyOnDevice(seq));
+  EXPECT_TRUE(core::verifiableOnDevice(seq, true, true, false));
+  seq.params = &sampled;
+  seq.draftProbsRow = -1;
+  EXPECT_TRUE(core::verifiableOnDevice(seq, true, true, false));
+}
+
 // A device's verifier penalizes row j with the output and drafts 0..j-1
 // as history, as verifySpeculative does: one list per row, past the drafts
 // every draft.
