@@ -382,29 +382,53 @@ std::vector<float> integerDefinition(const std::vector<float> &x, int64_t m,
   return y;
 }
 
+/// The int8 kernels' arguments for x[m, k] and `v`, as linear() prepares
+/// them: x's outlier columns gathered, and x's 16-bit codes (outlier
+/// columns zeroed) with their steps, all owned here; `args.y` is `y`.
+struct Int8KernelInputs {
+  Int8KernelInputs(const std::vector<float> &x, int64_t m, const WeightView &v,
+                   const float *bias, std::vector<float> &y) {
+    args.m = m;
+    args.k = v.k;
+    args.w = static_cast<const int8_t *>(v.data);
+    args.scales = v.scales;
+    args.numOutliers = v.numOutliers;
+    args.outliers = v.outliers;
+    args.bias = bias;
+    args.n = v.n;
+    xOut.resize(size_t(m * v.numOutliers));
+    std::vector<float> src = x;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < v.numOutliers; ++j) {
+        xOut[size_t(i * v.numOutliers + j)] =
+            x[size_t(i * v.k + v.outlierCols[j])];
+        src[size_t(i * v.k + v.outlierCols[j])] = 0.0f;
+      }
+    args.xOut = xOut.data();
+    args.kPadded = detail::int8XPaddedLength(v.k);
+    xq.resize(size_t(m * args.kPadded));
+    steps.resize(static_cast<size_t>(m));
+    detail::quantizeXInt16Avx512(src.data(), m, v.k, xq.data(), args.kPadded,
+                                 steps.data());
+    args.xq = xq.data();
+    args.xSteps = steps.data();
+    args.y = y.data();
+  }
+  detail::GemvInt8Args args;
+  std::vector<float> xOut, steps;
+  std::vector<int16_t> xq;
+};
+
 /// gemvInt8Avx512Madd, or gemmInt8X16Avx512Madd for more rows than the
 /// GEMV takes, over every output: the AVX-512 kernels of hosts without
 /// VNNI, which linear() never picks on a host that has it.
 std::vector<float> runMaddKernel(const std::vector<float> &x, int64_t m,
                                  const WeightView &v, const float *bias) {
-  detail::GemvInt8Args a;
-  a.m = m;
-  a.k = v.k;
-  a.w = static_cast<const int8_t *>(v.data);
-  a.scales = v.scales;
-  a.kPadded = detail::int8XPaddedLength(v.k);
-  std::vector<int16_t> xq(size_t(m * a.kPadded));
-  std::vector<float> steps(static_cast<size_t>(m));
-  detail::quantizeXInt16Avx512(x.data(), m, v.k, xq.data(), a.kPadded,
-                               steps.data());
-  a.xq = xq.data();
-  a.xSteps = steps.data();
-  a.bias = bias;
   std::vector<float> y(size_t(m * v.n), NAN);
-  a.y = y.data();
-  a.n = v.n;
-  (m > detail::kInt8GemvMaxRowsAvx512 ? detail::gemmInt8X16Avx512Madd
-                                      : detail::gemvInt8Avx512Madd)(a, 0, v.n);
+  Int8KernelInputs in(x, m, v, bias, y);
+  (m > detail::kInt8GemvMaxRowsAvx512
+       ? detail::gemmInt8X16Avx512Madd
+       : detail::gemvInt8Avx512Madd)(in.args, 0, v.n);
   return y;
 }
 
@@ -603,38 +627,15 @@ TEST(Int8LinearTest, AmxTilesGiveTheGemvBits) {
   auto run = [](const std::vector<float> &x, int64_t m, const WeightView &v,
                 const float *bias,
                 const std::vector<std::pair<int64_t, int64_t>> &ranges) {
-    detail::GemvInt8Args a;
-    a.m = m;
-    a.k = v.k;
-    a.w = static_cast<const int8_t *>(v.data);
-    a.scales = v.scales;
-    a.numOutliers = v.numOutliers;
-    a.outliers = v.outliers;
-    a.bias = bias;
-    a.n = v.n;
-    std::vector<float> xOut(size_t(m * v.numOutliers)), src = x;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < v.numOutliers; ++j) {
-        xOut[size_t(i * v.numOutliers + j)] =
-            x[size_t(i * v.k + v.outlierCols[j])];
-        src[size_t(i * v.k + v.outlierCols[j])] = 0.0f;
-      }
-    a.xOut = xOut.data();
-    a.kPadded = detail::int8XPaddedLength(v.k);
-    std::vector<int16_t> xq(size_t(m * a.kPadded));
-    std::vector<float> steps(static_cast<size_t>(m));
-    detail::quantizeXInt16Avx512(src.data(), m, v.k, xq.data(), a.kPadded,
-                                 steps.data());
-    a.xq = xq.data();
-    a.xSteps = steps.data();
     std::vector<float> want(size_t(m * v.n), NAN), got(want);
-    a.y = want.data();
+    Int8KernelInputs in(x, m, v, bias, want);
+    detail::GemvInt8Args &a = in.args;
     detail::gemvInt8Avx512(a, 0, v.n);
-    std::vector<uint8_t> tiles;
-    a.xAmx = detail::alignedScratch(
-        tiles, size_t(detail::int8AmxXBytes(m, a.kPadded)));
-    detail::packXInt8ForAmx(xq.data(), m, a.kPadded,
-                            const_cast<uint8_t *>(a.xAmx));
+    std::vector<uint8_t> storage;
+    uint8_t *tiles = detail::alignedScratch(
+        storage, size_t(detail::int8AmxXBytes(m, a.kPadded)));
+    detail::packXInt8ForAmx(in.xq.data(), m, a.kPadded, tiles);
+    a.xAmx = tiles;
     a.y = got.data();
     for (auto [b, e] : ranges)
       detail::gemvInt8Amx(a, b, e);
