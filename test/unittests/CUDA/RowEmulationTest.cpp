@@ -474,6 +474,33 @@ struct DrawSettings {
   float minP;
 };
 
+/// n rows' or sequences' settings as the kernels read them (SampleArgs'
+/// arrays) and as the host does (SamplingParams), each set from one
+/// DrawSettings so that the two cannot disagree.
+struct SettingArrays {
+  explicit SettingArrays(size_t n)
+      : params(n), temperature(n), topP(n), minP(n), topK(n) {}
+  SamplingParams &set(size_t i, const DrawSettings &c) {
+    SamplingParams &p = params[i];
+    p.temperature = temperature[i] = c.temperature;
+    p.topK = topK[i] = c.topK;
+    p.topP = topP[i] = c.topP;
+    p.minP = minP[i] = c.minP;
+    return p;
+  }
+  /// A launch's arguments over `logits` ([rows, vocab]) into `tokens`
+  /// with these settings (and a draw's `uniform`, or null).
+  folio_cuda::SampleArgs args(const float *logits, int vocab, int *tokens,
+                              const double *uniform = nullptr) const {
+    return folio_cuda::SampleArgs{
+        logits,      vocab,       vocab,   tokens,     temperature.data(),
+        topK.data(), topP.data(), uniform, minP.data()};
+  }
+  std::vector<SamplingParams> params;
+  std::vector<float> temperature, topP, minP;
+  std::vector<int> topK;
+};
+
 // The draw sampler against runtime/Sampler's exact tokens: temperature,
 // min-p, top-k and top-p, with greedy rows (temperature 0) in the same
 // launch, as the engine sends a step mixing greedy and sampled requests.
@@ -763,19 +790,16 @@ TEST(CudaRowEmulation, LogprobsReadTheSamplersKeepSets) {
         ASSERT_TRUE(logprobsKernel && sampler);
         const int seqs = numConfigs * 2, rows = verified ? seqs * perSeq : seqs;
         const size_t V = size_t(vocab);
-        std::vector<float> logits(size_t(rows) * V), temperature(seqs),
-            topP(seqs), minP(seqs), uniforms(size_t(seqs * perSeq));
-        std::vector<int> topK(seqs), numTop(seqs, W), tokens(rows, -2),
-            accepted(seqs), drafts(size_t(seqs * K));
+        std::vector<float> logits(size_t(rows) * V),
+            uniforms(size_t(seqs * perSeq));
+        std::vector<int> numTop(seqs, W), tokens(rows, -2), accepted(seqs),
+            drafts(size_t(seqs * K));
         std::vector<double> uniform(seqs);
-        std::vector<SamplingParams> params(static_cast<size_t>(seqs));
+        SettingArrays settings(static_cast<size_t>(seqs));
+        std::vector<SamplingParams> &params = settings.params;
         for (int q = 0; q < seqs; ++q) {
-          const Config &c = configs[size_t(q % numConfigs)];
-          SamplingParams &p = params[size_t(q)];
-          p.temperature = temperature[size_t(q)] = c.temperature;
-          p.topK = topK[size_t(q)] = c.topK;
-          p.topP = topP[size_t(q)] = c.topP;
-          p.minP = minP[size_t(q)] = c.minP;
+          SamplingParams &p =
+              settings.set(size_t(q), configs[size_t(q % numConfigs)]);
           p.logprobs = W;
           uniform[size_t(q)] = philoxUniform(500 + uint64_t(q), 7);
           for (int j = 0; j < perSeq; ++j)
@@ -803,10 +827,8 @@ TEST(CudaRowEmulation, LogprobsReadTheSamplersKeepSets) {
         folio_cuda::RowKeep poison{0.5, -1.0, 0.25, 1u, 2u, 3, 3};
         std::vector<folio_cuda::RowKeep> keep(size_t(rows), poison);
 
-        folio_cuda::SampleArgs a{
-            logits.data(),      vocab,       vocab,       tokens.data(),
-            temperature.data(), topK.data(), topP.data(), uniform.data(),
-            minP.data()};
+        folio_cuda::SampleArgs a =
+            settings.args(logits.data(), vocab, tokens.data(), uniform.data());
         a.keep = keep.data();
         if (verified) {
           a.numDraft = K;
@@ -833,10 +855,8 @@ TEST(CudaRowEmulation, LogprobsReadTheSamplersKeepSets) {
           Out o{std::vector<float>(size_t(rows), 7.0f),
                 std::vector<float>(size_t(rows * W), 7.0f),
                 std::vector<int>(size_t(rows * W), -7)};
-          folio_cuda::SampleArgs l{
-              logits.data(),      vocab,       vocab,       tokens.data(),
-              temperature.data(), topK.data(), topP.data(), nullptr,
-              minP.data()};
+          folio_cuda::SampleArgs l =
+              settings.args(logits.data(), vocab, tokens.data());
           l.numDraft = verified ? K : 0;
           l.numTop = numTop.data();
           l.logprob = o.logprob.data();
@@ -854,7 +874,7 @@ TEST(CudaRowEmulation, LogprobsReadTheSamplersKeepSets) {
         for (int r = 0; r < rows; ++r) {
           SCOPED_TRACE("row " + std::to_string(r));
           const int q = verified ? r / perSeq : r;
-          const bool sampled = temperature[size_t(q)] != 0.0f;
+          const bool sampled = settings.temperature[size_t(q)] != 0.0f;
           const bool emitted = tokens[size_t(r)] >= 0;
           // A set where a sampled row was drawn or verified; the draw's
           // also carries its log-sum-exp.
@@ -906,7 +926,7 @@ TEST(CudaRowEmulation, LogprobsReadTheSamplersKeepSets) {
           const int q = verified ? r / perSeq : r;
           const double l = double(logits[size_t(r) * V + size_t(tokens[r])]);
           EXPECT_EQ(shifted.logprob[size_t(r)],
-                    float(l / double(temperature[size_t(q)])))
+                    float(l / double(settings.temperature[size_t(q)])))
               << "row " << r;
           EXPECT_EQ(none.logprob[size_t(r)],
                     -std::numeric_limits<float>::infinity())
@@ -915,6 +935,37 @@ TEST(CudaRowEmulation, LogprobsReadTheSamplersKeepSets) {
       }
   EXPECT_GT(fromDraws, 40);
   EXPECT_GT(fromVerifier, 40);
+}
+
+/// Runs the verifier `kernel` (of `spec`) over `seqs` (one sequence per
+/// block, the rows of sequence s from row s * (k + 1) of `logits`) with
+/// their `settings`, drafts (-1 padded, [S, k]) and uniforms, and a draft
+/// model's q rows where `probs` is set; `tokens` receives the rows'
+/// tokens, `got` the outcomes as the engine reads them.
+Status runVerifier(const FolioTestSample &kernel, const SampleSpec &spec,
+                   const char *name, unsigned scheduleSeed,
+                   const SettingArrays &settings,
+                   const std::vector<float> &logits, int vocab, int k,
+                   const std::vector<int> &drafts,
+                   const std::vector<float> &uniforms,
+                   const std::vector<core::SpecSequence> &seqs, float *probs,
+                   const int *probRows, std::vector<int> &tokens,
+                   std::vector<core::SpecOutcome> &got) {
+  const int S = int(seqs.size());
+  tokens.assign(size_t(S * (k + 1)), -2);
+  std::vector<int> accepted(static_cast<size_t>(S), -2);
+  folio_cuda::SampleArgs a = settings.args(logits.data(), vocab, tokens.data());
+  a.numDraft = k;
+  a.drafts = drafts.data();
+  a.uniforms = uniforms.data();
+  a.accepted = accepted.data();
+  a.probs = probs;
+  a.probRows = probRows;
+  cuda_emu::LaunchConfig config = emulationConfig(sampleLaunch(spec, S), name);
+  config.scheduleSeed = scheduleSeed;
+  cuda_emu::launch(config, kernel.kernel, a);
+  return core::verifiedOnDevice(accepted.data(), tokens.data(), k, vocab, seqs,
+                                got);
 }
 
 // The verifier of one-hot drafts against the engine's host path on the
@@ -946,19 +997,15 @@ TEST(CudaRowEmulation, VerifyOneHotMatchesTheHostPath) {
       SCOPED_TRACE(vocab);
       const size_t V = size_t(vocab), rowsPerSeq = size_t(K) + 1;
       std::vector<float> logits(size_t(S) * rowsPerSeq * V);
-      std::vector<SamplingParams> params(static_cast<size_t>(S));
       std::vector<std::vector<TokenId>> drafts(static_cast<size_t>(S));
       std::vector<TokenId> none;
       std::vector<core::SpecSequence> seqs(static_cast<size_t>(S));
-      std::vector<float> temperature(S), topP(S), minP(S), uniforms;
-      std::vector<int> topK(S), draftArray(size_t(S * K), -1);
+      std::vector<float> uniforms;
+      std::vector<int> draftArray(size_t(S * K), -1);
+      SettingArrays settings(static_cast<size_t>(S));
       for (int s = 0; s < S; ++s) {
-        const Config &c = configs[size_t(s) % configs.size()];
-        SamplingParams &p = params[size_t(s)];
-        p.temperature = temperature[size_t(s)] = c.temperature;
-        p.topK = topK[size_t(s)] = c.topK;
-        p.topP = topP[size_t(s)] = c.topP;
-        p.minP = minP[size_t(s)] = c.minP;
+        SamplingParams &p =
+            settings.set(size_t(s), configs[size_t(s) % configs.size()]);
         const int k = s % (K + 1);
         for (size_t j = 0; j < rowsPerSeq; ++j) {
           float *row = &logits[(size_t(s) * rowsPerSeq + j) * V];
@@ -999,23 +1046,11 @@ TEST(CudaRowEmulation, VerifyOneHotMatchesTheHostPath) {
       ASSERT_TRUE(
           core::verifySpeculativeOnCpu(host.data(), K, vocab, seqs, want));
 
-      std::vector<int> tokens(size_t(S) * rowsPerSeq, -2), accepted(S, -2);
-      folio_cuda::SampleArgs a{
-          logits.data(),      vocab,       vocab,       tokens.data(),
-          temperature.data(), topK.data(), topP.data(), nullptr,
-          minP.data()};
-      a.numDraft = K;
-      a.drafts = draftArray.data();
-      a.uniforms = uniforms.data();
-      a.accepted = accepted.data();
-      cuda_emu::LaunchConfig config =
-          emulationConfig(sampleLaunch(spec, S), name.c_str());
-      config.scheduleSeed = rng();
-      cuda_emu::launch(config, kernel->kernel, a);
-
+      std::vector<int> tokens;
       std::vector<core::SpecOutcome> got;
-      ASSERT_TRUE(core::verifiedOnDevice(accepted.data(), tokens.data(), K,
-                                         vocab, seqs, got));
+      ASSERT_TRUE(runVerifier(*kernel, spec, name.c_str(), rng(), settings,
+                              logits, vocab, K, draftArray, uniforms, seqs,
+                              nullptr, nullptr, tokens, got));
       for (int s = 0; s < S; ++s) {
         SCOPED_TRACE("sequence " + std::to_string(s));
         const core::SpecOutcome &w = want[size_t(s)], &g = got[size_t(s)];
@@ -1072,17 +1107,11 @@ TEST(CudaRowEmulation, DraftDistributionsMatchTheHostPath) {
                      canonicalKey(SampleSpec{SampleMode::Verify, threads}));
       ASSERT_TRUE(draw && verifier);
       const size_t V = size_t(vocab);
-      std::vector<SamplingParams> params(static_cast<size_t>(S));
-      std::vector<float> temperature(S), topP(S), minP(S);
-      std::vector<int> topK(S);
-      for (int s = 0; s < S; ++s) {
-        const Config &c = configs[size_t(s) % configs.size()];
-        SamplingParams &p = params[size_t(s)];
-        p.temperature = temperature[size_t(s)] = c.temperature;
-        p.topK = topK[size_t(s)] = c.topK;
-        p.topP = topP[size_t(s)] = c.topP;
-        p.minP = minP[size_t(s)] = c.minP;
-      }
+      SettingArrays settings(static_cast<size_t>(S));
+      for (int s = 0; s < S; ++s)
+        settings.set(size_t(s), configs[size_t(s) % configs.size()]);
+      const std::vector<SamplingParams> &params = settings.params;
+      const std::vector<float> &temperature = settings.temperature;
       // The draft model's rows: draft j of sequence s is drawn from row
       // s * K + j, with the sequence's settings, into q row
       // (S - 1 - s) * K + j; every third sampled sequence is one-hot
@@ -1102,9 +1131,9 @@ TEST(CudaRowEmulation, DraftDistributionsMatchTheHostPath) {
       for (int r = 0; r < draftRows; ++r) {
         const int s = r / K;
         rowTemp[size_t(r)] = temperature[size_t(s)];
-        rowTopK[size_t(r)] = topK[size_t(s)];
-        rowTopP[size_t(r)] = topP[size_t(s)];
-        rowMinP[size_t(r)] = minP[size_t(s)];
+        rowTopK[size_t(r)] = settings.topK[size_t(s)];
+        rowTopP[size_t(r)] = settings.topP[size_t(s)];
+        rowMinP[size_t(r)] = settings.minP[size_t(s)];
         rowUniform[size_t(r)] = philoxUniform(700 + uint64_t(r), 3);
         if (temperature[size_t(s)] != 0.0f && !isOneHot(s))
           qRowOf[size_t(r)] = (S - 1 - s) * K + r % K;
@@ -1199,24 +1228,12 @@ TEST(CudaRowEmulation, DraftDistributionsMatchTheHostPath) {
       ASSERT_TRUE(
           core::verifySpeculativeOnCpu(host.data(), K, vocab, seqs, want));
 
-      std::vector<int> tokens(size_t(S * perSeq), -2), accepted(S, -2);
-      folio_cuda::SampleArgs a{
-          logits.data(),      vocab,       vocab,       tokens.data(),
-          temperature.data(), topK.data(), topP.data(), nullptr,
-          minP.data()};
-      a.numDraft = K;
-      a.drafts = draftArray.data();
-      a.uniforms = uniforms.data();
-      a.accepted = accepted.data();
-      a.probs = q.data();
-      a.probRows = probRows.data();
-      cuda_emu::LaunchConfig vc = emulationConfig(
-          sampleLaunch(SampleSpec{SampleMode::Verify, threads}, S), "verify");
-      vc.scheduleSeed = rng();
-      cuda_emu::launch(vc, verifier->kernel, a);
+      std::vector<int> tokens;
       std::vector<core::SpecOutcome> got;
-      ASSERT_TRUE(core::verifiedOnDevice(accepted.data(), tokens.data(), K,
-                                         vocab, seqs, got));
+      ASSERT_TRUE(
+          runVerifier(*verifier, SampleSpec{SampleMode::Verify, threads},
+                      "verify", rng(), settings, logits, vocab, K, draftArray,
+                      uniforms, seqs, q.data(), probRows.data(), tokens, got));
       for (int s = 0; s < S; ++s) {
         SCOPED_TRACE("sequence " + std::to_string(s));
         const core::SpecOutcome &w = want[size_t(s)], &g = got[size_t(s)];
