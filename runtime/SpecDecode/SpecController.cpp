@@ -10,9 +10,6 @@ namespace folio::spec {
 
 namespace {
 
-/// Weight of a new timing in its moving average: a few steps follow a
-/// change in load, one noisy step does not swing the choice.
-constexpr double kTimeWeight = 0.25;
 /// Acceptance counts decay by this per step, remembering roughly the last
 /// few hundred steps.
 constexpr double kAcceptDecay = 0.995;
@@ -30,6 +27,18 @@ SpecController::SpecController(size_t maxK, bool adaptive)
   rejectedDecayed = 1;
   triedAt.assign(maxK, 0.0);
   keptAt.assign(maxK, 0.0);
+}
+
+void SpecController::Timing::record(double seconds) {
+  recent[samples % kTimingWindow] = seconds;
+  ++samples;
+}
+
+double SpecController::Timing::seconds() const {
+  unsigned n = std::min(samples, kTimingWindow);
+  std::array<double, kTimingWindow> kept = recent;
+  std::sort(kept.begin(), kept.begin() + n);
+  return kept[(n - 1) / 2];
 }
 
 SpecController::Bucket &SpecController::bucketFor(size_t batchSize) {
@@ -68,7 +77,7 @@ double SpecController::expectedTokens(size_t k) const {
 
 double SpecController::estimate(const Bucket &b, size_t k) const {
   if (b.byK[k].samples)
-    return b.byK[k].seconds;
+    return b.byK[k].seconds();
   // Linear through the nearest timed k below and above; with one side
   // only, through the two nearest on that side; with a single timed k,
   // nothing to go on (negative).
@@ -90,10 +99,10 @@ double SpecController::estimate(const Bucket &b, size_t k) const {
     lo = *(above - 1);
     hi = *above;
   }
-  double slope = (b.byK[hi].seconds - b.byK[lo].seconds) / double(hi - lo);
+  double slope = (b.byK[hi].seconds() - b.byK[lo].seconds()) / double(hi - lo);
   // A step never gets cheaper with more drafts; noise can say otherwise.
   slope = std::max(slope, 0.0);
-  return b.byK[lo].seconds + slope * (double(k) - double(lo));
+  return b.byK[lo].seconds() + slope * (double(k) - double(lo));
 }
 
 double SpecController::predictedSeconds(size_t batchSize, size_t k) {
@@ -180,9 +189,7 @@ void SpecController::recordTime(size_t batchSize, size_t k, double seconds) {
     return;
   Bucket &b = bucketFor(batchSize);
   Timing &t = b.byK[k];
-  t.seconds =
-      t.samples ? t.seconds + kTimeWeight * (seconds - t.seconds) : seconds;
-  ++t.samples;
+  t.record(seconds);
   t.lastStep = b.steps;
 }
 

@@ -18,17 +18,19 @@
 // the model's own text is kept whole, one outside it rarely past its first
 // token, so a single rate undervalues deep drafts). A position not tried
 // yet takes the estimate of the one before. step time(B, k) is the wall
-// time of a decode step
-// (proposing included) over about B sequences, kept per power-of-two batch
-// bucket and per k. Where a k has not been timed in a bucket, its time is
-// extrapolated linearly from the ks that have (a step's cost grows about
-// linearly in k: k draft forwards and k more target tokens per sequence);
-// the best k by this model is taken, so an untimed k gets timed exactly
-// when the model says it could win. Every kRefreshInterval steps the
-// least recently timed of k = 0 and the choice's neighbours is timed
-// again, so a changing machine load or workload moves it; while k = 0 is
-// the choice, its neighbour k = 1 runs two steps, since a draft model's
-// first step after steps without speculation catches up on the tokens
+// time of a decode step (proposing included) over about B sequences, kept
+// per power-of-two batch bucket and per k as the lower median of its last
+// few timings: one step that another process stretched five-fold must not
+// price its k out of the choice (a moving average did, and a k that is
+// neither the choice nor its neighbour is never timed again). Where a k
+// has not been timed in a bucket, its time is extrapolated linearly from the ks
+// that have (a step's cost grows about linearly in k: k draft forwards and k
+// more target tokens per sequence); the best k by this model is taken, so an
+// untimed k gets timed exactly when the model says it could win. Every
+// kRefreshInterval steps the least recently timed of k = 0 and the choice's
+// neighbours is timed again, so a changing machine load or workload moves it;
+// while k = 0 is the choice, its neighbour k = 1 runs two steps, since a draft
+// model's first step after steps without speculation catches up on the tokens
 // decoded meanwhile and is not timed. k = 0 turns speculation off.
 //
 //===----------------------------------------------------------------------===//
@@ -36,6 +38,7 @@
 #ifndef FOLIO_RUNTIME_SPECDECODE_SPECCONTROLLER_H
 #define FOLIO_RUNTIME_SPECDECODE_SPECCONTROLLER_H
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -87,10 +90,17 @@ public:
   static constexpr unsigned kRefreshInterval = 32;
 
 private:
+  /// How many of a k's latest timings its estimate is taken from.
+  static constexpr unsigned kTimingWindow = 5;
   struct Timing {
-    double seconds = 0; ///< exponential moving average
-    unsigned samples = 0;
+    /// The latest timings, oldest overwritten first.
+    std::array<double, kTimingWindow> recent{};
+    unsigned samples = 0;  ///< all timings so far
     uint64_t lastStep = 0; ///< bucket step when last measured
+    void record(double seconds);
+    /// The lower median of the kept timings: a single slow step (of the
+    /// two after a k's first, of three from five) does not move it.
+    double seconds() const;
   };
   struct Bucket {
     std::vector<Timing> byK; ///< [maxK + 1]

@@ -155,6 +155,27 @@ TEST(RuntimeSpecController, ComesBackOnOnceSpeculationPaysAgain) {
   EXPECT_GE(k, 4u);
 }
 
+// Tests that one step stretched by something else on the machine does not
+// move the choice: k = 1 wins here by 7 % (1.5 tokens in 14 ms against 1
+// in 10 ms), and one of its steps takes six times as long.
+TEST(RuntimeSpecController, OneSlowStepDoesNotMoveTheChoice) {
+  SpecController c(4, true);
+  auto cost = [](size_t, size_t k) { return 0.010 + 0.004 * double(k); };
+  ASSERT_EQ(settle(c, 16, 0.5, cost, 100), 1u);
+  c.recordCoverage(16, 16);
+  for (size_t s = 0; s < 16; ++s)
+    c.recordSequence(1, s % 2);
+  c.recordAcceptance(16, 8, 8);
+  c.recordTime(16, 1, 6 * cost(16, 1));
+  EXPECT_NEAR(c.predictedSeconds(16, 1), cost(16, 1), 1e-12);
+  EXPECT_EQ(c.chooseK(16), 1u);
+  // Three slow steps of the last five are the machine's new speed.
+  for (int i = 0; i < 2; ++i)
+    c.recordTime(16, 1, 6 * cost(16, 1));
+  EXPECT_NEAR(c.predictedSeconds(16, 1), 6 * cost(16, 1), 1e-12);
+  EXPECT_EQ(c.chooseK(16), 0u);
+}
+
 TEST(RuntimeSpecController, ExtrapolatesUntimedK) {
   SpecController c(6, true);
   c.recordTime(1, 0, 0.010);
