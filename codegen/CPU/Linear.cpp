@@ -27,11 +27,16 @@ Status checkLinear(const float *x, int64_t numTokens, const PackedWeight &w,
 }
 
 /// Runs `kernel` over the output rows in guided chunks that shrink to about
-/// 32 KiB of weights (`rowBytes` per row; linearGemv says why).
+/// 32 KiB of weights (`rowBytes` per row; linearGemv says why), or in one
+/// call on this thread when the whole GEMV is small (kSerialMacs).
 template <typename Args>
 Status forOutputRows(const Args &a,
                      void (*kernel)(const Args &, int64_t, int64_t),
                      int64_t rowBytes, ThreadPool &pool) {
+  if (a.m * a.n * a.k < kSerialMacs) {
+    kernel(a, 0, a.n);
+    return Status::success();
+  }
   int64_t minRows = ((int64_t(32) << 10) / rowBytes + 3) / 4 * 4;
   pool.parallelForGuided(a.n, minRows > 4 ? minRows : 4, /*align=*/4,
                          [&](int64_t b, int64_t e) { kernel(a, b, e); });

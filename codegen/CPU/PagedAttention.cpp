@@ -284,7 +284,14 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
                                               ? attendTileAvx512
                                           : isa == Isa::Avx2 ? attendTileAvx2
                                                              : attendTileScalar;
-  pool.parallelFor(int64_t(items.size()), 1, [&](int64_t b, int64_t e) {
+  // q.k and p.V over every sequence's context: a small model's decode
+  // step runs on this thread (kSerialMacs).
+  int64_t macs = 0;
+  for (int64_t s = 0; s < batch.numSeqs; ++s)
+    macs += 2 * (batch.queryStartLoc[s + 1] - batch.queryStartLoc[s]) *
+            batch.seqLens[s] * params.numHeads * cache.headDim;
+  const int64_t grain = macs < kSerialMacs ? int64_t(items.size()) : 1;
+  pool.parallelFor(int64_t(items.size()), grain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const Item &it = items[size_t(i)];
       AttentionTile tile = base;
