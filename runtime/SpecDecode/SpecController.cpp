@@ -124,19 +124,33 @@ size_t SpecController::chooseK(size_t batchSize) {
     for (size_t k : {size_t(0), size_t(1)})
       if (b.byK[k].samples < round)
         return k;
+  auto rateOf = [&](size_t k) {
+    double seconds = estimate(b, k);
+    return seconds > 0 ? expectedTokens(k) / seconds : -1.0;
+  };
   size_t best = 0;
   double bestRate = -1;
   for (size_t k = 0; k <= maxK_; ++k) {
-    double seconds = estimate(b, k);
-    if (seconds <= 0)
-      continue;
-    double rate = expectedTokens(k) / seconds;
+    double rate = rateOf(k);
     if (rate > bestRate * (1 + 1e-9)) {
       bestRate = rate;
       best = k;
     }
   }
-  if (b.steps % kRefreshInterval == 0) {
+  // On to off or off to on only for a clear gain (kSwitchMargin).
+  if (b.chosen && (best == 0) != (b.choice == 0)) {
+    double current = rateOf(b.choice);
+    if (current > 0 && bestRate < current * (1 + kSwitchMargin))
+      best = b.choice;
+  }
+  b.choice = best;
+  b.chosen = true;
+  if (b.steps >= b.nextRefresh) {
+    b.interval = best == b.choiceAtRefresh
+                     ? std::min(2 * b.interval, kMaxRefreshInterval)
+                     : kRefreshInterval;
+    b.choiceAtRefresh = best;
+    b.nextRefresh = b.steps + b.interval;
     // Re-time the stalest of the baseline and the choice's neighbours:
     // the linear model is only as good as the points next to the optimum,
     // and a baseline timed once, slowly, must not keep speculation on.

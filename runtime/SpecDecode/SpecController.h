@@ -23,14 +23,21 @@
 // few timings: one step that another process stretched five-fold must not
 // price its k out of the choice (a moving average did, and a k that is
 // neither the choice nor its neighbour is never timed again). Where a k
-// has not been timed in a bucket, its time is extrapolated linearly from the ks
-// that have (a step's cost grows about linearly in k: k draft forwards and k
-// more target tokens per sequence); the best k by this model is taken, so an
-// untimed k gets timed exactly when the model says it could win. Every
-// kRefreshInterval steps the least recently timed of k = 0 and the choice's
-// neighbours is timed again, so a changing machine load or workload moves it;
-// while k = 0 is the choice, its neighbour k = 1 runs two steps, since a draft
-// model's first step after steps without speculation catches up on the tokens
+// has not been timed in a bucket, its time is extrapolated linearly from
+// the ks that have (a step's cost grows about linearly in k: k draft
+// forwards and k more target tokens per sequence); the best k by this
+// model is taken, so an untimed k gets timed exactly when the model says
+// it could win. Turning speculation on or off takes a gain of
+// kSwitchMargin over the current choice: a draft model turned on catches
+// up on the tokens decoded while it was off, a cost no timing sees, and
+// where speculating is a near tie (batch 16: k = 1 priced 2 % over k = 0,
+// then 2 % under) the choice otherwise followed the noise of single steps.
+// Every refresh interval (kRefreshInterval steps, doubled up to
+// kMaxRefreshInterval while the choice holds from one refresh to the next)
+// the least recently timed of k = 0 and the choice's neighbours is timed
+// again, so a changing machine load or workload moves it; while k = 0 is
+// the choice, its neighbour k = 1 runs two steps, since a draft model's
+// first step after steps without speculation catches up on the tokens
 // decoded meanwhile and is not timed. k = 0 turns speculation off.
 //
 //===----------------------------------------------------------------------===//
@@ -86,8 +93,13 @@ public:
   double predictedSeconds(size_t batchSize, size_t k);
 
   /// After how many steps in a bucket k = 0 or a neighbour of the choice
-  /// is timed again.
+  /// is timed again, at first and whenever the choice changed since the
+  /// refresh before; the interval doubles up to kMaxRefreshInterval while
+  /// it holds.
   static constexpr unsigned kRefreshInterval = 32;
+  static constexpr unsigned kMaxRefreshInterval = 128;
+  /// The gain in tokens per second that turns speculation on or off.
+  static constexpr double kSwitchMargin = 0.03;
 
 private:
   /// How many of a k's latest timings its estimate is taken from.
@@ -109,6 +121,14 @@ private:
     /// catches a draft model up (not timed, ServingEngine), the second is
     /// what the k costs.
     size_t repeatK = 0;
+    /// The k chosen last (not a re-timed one), once there is one.
+    size_t choice = 0;
+    bool chosen = false;
+    /// The refresh schedule: the next one's step, the interval to it, and
+    /// the choice at the one before.
+    uint64_t nextRefresh = kRefreshInterval;
+    unsigned interval = kRefreshInterval;
+    size_t choiceAtRefresh = 0;
   };
   Bucket &bucketFor(size_t batchSize);
   double estimate(const Bucket &b, size_t k) const;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <vector>
 
 using namespace folio::spec;
 
@@ -174,6 +175,46 @@ TEST(RuntimeSpecController, OneSlowStepDoesNotMoveTheChoice) {
     c.recordTime(16, 1, 6 * cost(16, 1));
   EXPECT_NEAR(c.predictedSeconds(16, 1), 6 * cost(16, 1), 1e-12);
   EXPECT_EQ(c.chooseK(16), 0u);
+}
+
+// Tests that speculation is turned on (or off) only for a clear gain: with
+// no acceptance measured a draft counts half a token, so k = 1 makes 1.5
+// tokens in 19.5 ms against k = 0's one in 10 ms; then k = 0 slows down
+// until k = 1 is 1.5 % ahead (within 0.03), then 15 %.
+TEST(RuntimeSpecController, TurnsOnOnlyForAClearGain) {
+  SpecController c(4, true);
+  auto time = [&](size_t k, double seconds, int times = 1) {
+    for (int i = 0; i < times; ++i)
+      c.recordTime(1, k, seconds);
+  };
+  for (int i = 0; i < 2; ++i) { // the first timings: k = 0, 1, 0, 1
+    ASSERT_EQ(c.chooseK(1), 0u);
+    time(0, 0.010);
+    ASSERT_EQ(c.chooseK(1), 1u);
+    time(1, 0.0195);
+  }
+  ASSERT_NEAR(c.expectedTokens(1), 1.5, 1e-12);
+  EXPECT_EQ(c.chooseK(1), 0u);
+  time(0, 0.0132, 3);
+  EXPECT_EQ(c.chooseK(1), 0u) << "k = 1 gains 1.5 %";
+  time(0, 0.0150, 3);
+  EXPECT_EQ(c.chooseK(1), 1u) << "k = 1 gains 15 %";
+}
+
+// Tests that while the choice holds, k = 0's neighbour is re-timed less
+// and less often: the first refresh after 32 steps, then 64 and 128 steps
+// apart (each re-timing two steps while speculation is off).
+TEST(RuntimeSpecController, ReTimesLessOftenWhileTheChoiceHolds) {
+  SpecController c(4, true);
+  auto cost = [](size_t, size_t k) { return 0.010 + 0.010 * double(k); };
+  std::vector<int> retimed;
+  for (int step = 1; step <= 300; ++step) {
+    size_t k = c.chooseK(1);
+    if (step > 4 && k != 0)
+      retimed.push_back(step);
+    c.recordTime(1, k, cost(1, k));
+  }
+  EXPECT_EQ(retimed, (std::vector<int>{32, 33, 96, 97, 224, 225}));
 }
 
 TEST(RuntimeSpecController, ExtrapolatesUntimedK) {
