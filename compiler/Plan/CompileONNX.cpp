@@ -159,6 +159,10 @@ mlir::folio::loadOrCompilePlan(const std::string &path,
             ::folio::checkPlanKVCacheDType(*p, path, options.kvCacheDtype);
         !s)
       return s;
+    if (::folio::Status s =
+            ::folio::checkPlanBlockSize(*p, path, options.blockSize);
+        !s)
+      return s;
     std::string stored = planWeightDType(*p);
     if (options.weightDtype != "none" && stored != options.weightDtype)
       return fixedAtCompile("--weight-dtype", options.weightDtype, path,

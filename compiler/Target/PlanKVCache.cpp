@@ -38,4 +38,17 @@ Status checkPlanKVCacheDType(const plan::Plan &plan, const std::string &path,
       ", or pass the .onnx model)");
 }
 
+Status checkPlanBlockSize(const plan::Plan &plan, const std::string &path,
+                          int64_t requested) {
+  int64_t compiled = plan.configValue("block_size", 16);
+  if (requested == 0 || requested == compiled)
+    return Status::ok();
+  return Status::invalidArgument(
+      "--block-size " + std::to_string(requested) + ": '" + path +
+      "' was compiled with KV blocks of " + std::to_string(compiled) +
+      " tokens; a plan's block size is fixed when it is compiled (recompile "
+      "with folioc --block-size=" +
+      std::to_string(requested) + ", or pass the .onnx model)");
+}
+
 } // namespace folio

@@ -27,6 +27,11 @@ std::string planKVCacheDType(const plan::Plan &plan);
 Status checkPlanKVCacheDType(const plan::Plan &plan, const std::string &path,
                              const std::string &requested);
 
+/// Refuses a requested KV block size (`--block-size`; 0: none asked for)
+/// other than the one `plan` (read from `path`) was compiled with.
+Status checkPlanBlockSize(const plan::Plan &plan, const std::string &path,
+                          int64_t requested);
+
 } // namespace folio
 
 #endif // FOLIO_TARGET_PLANKVCACHE_H

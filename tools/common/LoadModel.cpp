@@ -211,6 +211,8 @@ Expected<plan::Plan> loadOrCompileModel(const std::string &path,
     return p;
   if (Status s = checkPlanKVCacheDType(*p, path, options.kvCacheDtype); !s)
     return s;
+  if (Status s = checkPlanBlockSize(*p, path, options.blockSize); !s)
+    return s;
   return p;
 }
 

@@ -47,7 +47,7 @@ const char *const kUsage =
     "  --threads         kernel threads, oneDNN's OpenMP team included "
     "(default: FOLIO_NUM_THREADS or every core)\n"
     "  --block-size      KV block size when compiling an .onnx (default 16, "
-    "or 32 for int2 caches)\n"
+    "or 32 for int2 caches); with a .folio, what it was compiled with\n"
     "  --kv-cache-dtype  KV-cache storage when compiling an .onnx: auto "
     "(default: int8 on the CPU), f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, "
     "int4, int2; with a .folio plan it must be what the plan was compiled "
@@ -116,6 +116,12 @@ Expected<Options> parseOptions(int argc, char **argv) {
   Options o;
   bool sawModel = false;
   bool sawSampling = false;
+  // Flags that run the model: --print-kernels lists its kernels instead.
+  static const char *const kRunFlags[] = {
+      "--prompt-ids", "--max-new-tokens", "--temperature",   "--top-k",
+      "--top-p",      "--seed",           "--threads",       "--dump-logits",
+      "--json",       "--device",         "--enforce-eager", "--max-model-len"};
+  std::string runFlag;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -147,17 +153,34 @@ Expected<Options> parseOptions(int argc, char **argv) {
             std::to_string(min) + " to " + std::to_string(max));
       return Status::ok();
     };
+    // A flag without a value must not be given one: --json=0 would
+    // otherwise mean --json.
+    auto noValue = [&]() -> Status {
+      if (hasInline)
+        return Status::invalidArgument(arg + " takes no value (got '" + arg +
+                                       "=" + value + "')");
+      return Status::ok();
+    };
+    for (const char *flag : kRunFlags)
+      if (arg == flag && runFlag.empty())
+        runFlag = arg;
     Status s;
     if (arg == "--help" || arg == "-h") {
+      if (Status v = noValue(); !v)
+        return v;
       o.help = true;
       return o;
     } else if (arg == "--json") {
+      s = noValue();
       o.json = true;
     } else if (arg == "--no-verify-weights") {
+      s = noValue();
       o.verifyWeights = false;
     } else if (arg == "--enforce-eager") {
+      s = noValue();
       o.enforceEager = true;
     } else if (arg == "--print-kernels") {
+      s = noValue();
       o.printKernels = true;
     } else if (arg == "--device") {
       if (s = needValue(); s)
@@ -210,7 +233,8 @@ Expected<Options> parseOptions(int argc, char **argv) {
     } else if (arg == "--threads") {
       s = intFlag(o.threads, 1, 1024);
     } else if (arg == "--dump-logits") {
-      s = needValue();
+      if (s = needValue(); s && value.empty())
+        return Status::invalidArgument("--dump-logits needs a file name");
       o.dumpLogits = value;
     } else if (arg == "--weight-dtype") {
       if (s = needValue(); s) {
@@ -231,6 +255,10 @@ Expected<Options> parseOptions(int argc, char **argv) {
   if (!sawModel || o.model.empty())
     return Status::invalidArgument(
         "--model is required (an .onnx or .folio file)");
+  if (o.printKernels && !runFlag.empty())
+    return Status::invalidArgument(
+        runFlag + " runs the model, and --print-kernels lists its kernels "
+                  "instead (give one or the other)");
   if (o.prompts.empty() && !o.printKernels)
     return Status::invalidArgument("at least one --prompt-ids is required");
   // Silently ignoring them would look like a broken seed or top-k.

@@ -39,6 +39,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <memory>
 
 using namespace mlir;
 using namespace llvm;
@@ -661,6 +662,64 @@ LogicalResult calibrate(ModuleOp module,
   return success();
 }
 
+/// The flags that act on the compile after import: refused when
+/// --stop-after ends it before they act, rather than ignored. The target,
+/// the cache dtype and the block size are recorded by folio-set-target (the
+/// first pass after import), the KV quantizer's flags and the calibration
+/// act at page-kv.
+LogicalResult checkPhaseOptions(mlir::folio::FolioPhase stopAfter) {
+  using mlir::folio::FolioPhase;
+  auto refuse = [&](StringRef flag, StringRef acts) {
+    errs() << "folioc: error: " << flag << " acts " << acts
+           << ", and --stop-after="
+           << (stopAfter == FolioPhase::Import ? "import" : "raise")
+           << " stops before it\n";
+    return failure();
+  };
+  const cl::Option *const atRaise[] = {&target, &kvCacheDtype, &blockSize};
+  const cl::Option *const atPageKV[] = {std::addressof(kvCacheSkipLayers),
+                                        &kvCacheGroupSize, &kvCacheResidual,
+                                        &calibrationData};
+  if (stopAfter == FolioPhase::Import)
+    for (const cl::Option *o : atRaise)
+      if (o->getNumOccurrences())
+        return refuse("--" + o->ArgStr.str(),
+                      "at raise (folio-set-target records it)");
+  if (stopAfter == FolioPhase::Import || stopAfter == FolioPhase::Raise)
+    for (const cl::Option *o : atPageKV)
+      if (o->getNumOccurrences())
+        return refuse("--" + o->ArgStr.str(), "at page-kv (folio-quantize-kv)");
+  return success();
+}
+
+/// Sizes given as 0 would silently mean the default.
+LogicalResult checkSizeOptions() {
+  for (const cl::opt<int64_t> *o :
+       {&blockSize, &kvCacheGroupSize, &kvCacheResidual})
+    if (o->getNumOccurrences() && o->getValue() <= 0) {
+      errs() << "folioc: error: --" << o->ArgStr << "=" << o->getValue()
+             << " is not a size; give a positive value, or leave the flag "
+                "out for the default\n";
+      return failure();
+    }
+  return success();
+}
+
+/// -o x.folio names a plan; an explicit --emit of IR would be overridden.
+LogicalResult checkOutputName() {
+  if (emit.getNumOccurrences() &&
+      (emit == Emit::MLIR || emit == Emit::Bytecode) &&
+      StringRef(outputPath).ends_with(".folio")) {
+    errs() << "folioc: error: --emit="
+           << (emit == Emit::MLIR ? "mlir" : "mlirbc") << " writes IR, and -o "
+           << outputPath
+           << " names a plan (.folio); use --emit=plan, or another file "
+              "name for the IR\n";
+    return failure();
+  }
+  return success();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -700,6 +759,9 @@ int main(int argc, char **argv) {
   if (failed(checkCudaOptions(*stopAfter)))
     return 1;
   if (failed(checkKernelCacheOptions()))
+    return 1;
+  if (failed(checkPhaseOptions(*stopAfter)) || failed(checkSizeOptions()) ||
+      failed(checkOutputName()))
     return 1;
 
   bool showProgress = progress == ProgressMode::Always ||
