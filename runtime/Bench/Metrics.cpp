@@ -69,17 +69,23 @@ double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 } // namespace
 
-std::string toJson(const PolicyMetrics &continuous,
-                   const PolicyMetrics &staticBatching) {
-  return "{\"continuous\": " + policyJson(continuous) +
-         ", \"static\": " + policyJson(staticBatching) +
-         ", \"ratio\": {\"output_tokens_per_s\": " +
-         number(ratio(continuous.outputTokensPerS,
-                      staticBatching.outputTokensPerS)) +
-         ", \"max_resident_seqs\": " +
-         number(ratio(double(continuous.maxResidentSeqs),
-                      double(staticBatching.maxResidentSeqs))) +
-         "}}";
+std::string toJson(const PolicyMetrics *continuous,
+                   const PolicyMetrics *staticBatching) {
+  std::string out = "{";
+  if (continuous)
+    out += "\"continuous\": " + policyJson(*continuous);
+  if (staticBatching)
+    out += std::string(continuous ? ", " : "") +
+           "\"static\": " + policyJson(*staticBatching);
+  if (continuous && staticBatching)
+    out += ", \"ratio\": {\"output_tokens_per_s\": " +
+           number(ratio(continuous->outputTokensPerS,
+                        staticBatching->outputTokensPerS)) +
+           ", \"max_resident_seqs\": " +
+           number(ratio(double(continuous->maxResidentSeqs),
+                        double(staticBatching->maxResidentSeqs))) +
+           "}";
+  return out + "}";
 }
 
 } // namespace folio::bench

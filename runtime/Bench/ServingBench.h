@@ -74,10 +74,10 @@ Expected<PolicyMetrics> runStatic(std::shared_ptr<const plan::Plan> plan,
                                   const std::vector<BenchRequest> &work,
                                   const ServingBenchOptions &options);
 
-/// {"continuous": {...}, "static": {...}, "ratio": {...}} as the issue's
-/// folio-bench contract spells it.
-std::string toJson(const PolicyMetrics &continuous,
-                   const PolicyMetrics &staticBatching);
+/// {"continuous": {...}, "static": {...}, "ratio": {...}}: each policy
+/// that ran (non-null), and the ratio when both did.
+std::string toJson(const PolicyMetrics *continuous,
+                   const PolicyMetrics *staticBatching);
 
 } // namespace folio::bench
 

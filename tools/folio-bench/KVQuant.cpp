@@ -40,6 +40,8 @@
 #include <memory>
 #include <random>
 
+#include <unistd.h>
+
 namespace folio::bench {
 namespace {
 
@@ -138,11 +140,16 @@ Expected<std::string> runKVQuant(const std::string &model,
     return std::make_shared<const plan::Plan>(std::move(*p));
   };
 
+  // At most one prompt per token asked for: --agreement-tokens 8 compares
+  // 8 tokens, not one per window.
   Seqs prompts;
-  int64_t perPrompt = (o.agreementTokens + int64_t(windows->size()) - 1) /
-                      int64_t(windows->size());
-  for (const std::vector<TokenId> &w : *windows)
-    prompts.emplace_back(w.begin(), w.begin() + std::ptrdiff_t(o.promptTokens));
+  size_t numPrompts = std::min(windows->size(), size_t(o.agreementTokens));
+  int64_t perPrompt =
+      (o.agreementTokens + int64_t(numPrompts) - 1) / int64_t(numPrompts);
+  for (size_t i = 0; i < numPrompts; ++i)
+    prompts.emplace_back((*windows)[i].begin(),
+                         (*windows)[i].begin() +
+                             std::ptrdiff_t(o.promptTokens));
 
   std::shared_ptr<const plan::Plan> f32Plan;
   double f32Ppl = 0, f32Bytes = 1;
@@ -173,6 +180,25 @@ Expected<std::string> runKVQuant(const std::string &model,
     if (Status s = probe->load(*plan); !s)
       return s;
     exec::KVCacheLayout layout = probe->kvCacheLayout();
+    // The decode timing's cache holds every sequence's whole context: a
+    // batch past the machine's memory would only thrash or be killed.
+    {
+      int64_t len = o.context + o.decodeSteps * o.repeats;
+      double need = double(o.decodeBatch) *
+                    double((len + layout.blockSize - 1) / layout.blockSize) *
+                    double(layout.bytesPerBlock);
+      double have =
+          double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+      if (have > 0 && need > have / 2)
+        return Status::invalidArgument(
+            "--decode-batch " + std::to_string(o.decodeBatch) + " at " +
+            std::to_string(len) + " tokens each needs " +
+            std::to_string(int64_t(need / double(1 << 20))) + " MiB of " +
+            dtype +
+            " KV cache, more than half of this "
+            "machine's " +
+            std::to_string(int64_t(have / double(1 << 20))) + " MiB");
+    }
     // Every run stays inside what the plan was compiled to serve.
     for (const char *limit : {"max_positions", "max_context"}) {
       int64_t most = (*plan)->configValue(limit, 0);

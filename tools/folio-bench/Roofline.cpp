@@ -274,6 +274,11 @@ Expected<std::string> runRoofline(const PlanForDtype &planFor,
     Probes probes;
     probes.bandwidth =
         BandwidthProbe::create(size_t(o.bandwidthMiB) << 20, pool);
+    // Without its buffer the roofline would read as 0 GB/s.
+    if (!probes.bandwidth)
+      return Status::invalidArgument(
+          "--bandwidth-mib " + std::to_string(o.bandwidthMiB) +
+          ": cannot allocate the read-bandwidth probe's buffer of that size");
     for (int64_t n : o.gemmSizes)
       if (auto g = GemmProbe::create(n, /*bf16=*/true, int(t)))
         probes.gemm.push_back(std::move(g));

@@ -286,7 +286,11 @@ runSpecBench(std::shared_ptr<const plan::Plan> plan,
   j.field("method", o.speculative.method);
   j.field("workload", o.workload);
   j.field("new_tokens", o.newTokens);
-  j.field("weight_dtype", o.weightDtype);
+  // A plan's stored weights run as stored; constants are packed as
+  // --weight-dtype says.
+  j.field("weight_dtype", plan->weights.empty()
+                              ? o.weightDtype
+                              : mlir::folio::planWeightDType(*plan));
   // What the draft stores (a .folio draft as it was compiled).
   if (s.draft)
     j.field("draft_weight_dtype", mlir::folio::planWeightDType(*s.draft));

@@ -59,7 +59,7 @@ const char *const kUsage =
     "  --weight-dtype L    comma-separated stored weight dtypes, one plan\n"
     "                      each: f32|bf16|f16|int8|fp8_e4m3|int4 (default\n"
     "                      bf16,f32); a .folio plan takes only the dtype\n"
-    "                      it stores\n"
+    "                      it stores (its default)\n"
     "  --weight-group-size N  int4's group along K, 32|64|128 (default 128),\n"
     "                      compiling an .onnx; also in weight-quant mode\n"
     "  --repeats N         timed repeats per configuration, after a warm-up\n"
@@ -71,7 +71,8 @@ const char *const kUsage =
     "                      (default 2048,4096)\n"
     "  --block-size B      KV block size when compiling an .onnx (default "
     "16,\n"
-    "                      or 32 for int2 caches)\n"
+    "                      or 32 for int2 caches); with a .folio, what it\n"
+    "                      was compiled with\n"
     "  --kv-cache-dtype D  KV-cache storage when compiling an .onnx (default\n"
     "                      auto: int8 on the CPU); with a .folio, what it was\n"
     "                      compiled with\n"
@@ -114,7 +115,9 @@ const char *const kUsage =
     "  --eval-window N             tokens per window (default 256)\n"
     "  --prompt-tokens N           greedy prompts: each window's first N\n"
     "                              tokens (default 32)\n"
-    "  --agreement-tokens N        greedy tokens compared (default 1024)\n"
+    "  --agreement-tokens N        greedy tokens compared, spread over the\n"
+    "                              windows (default 1024; rounded up to a\n"
+    "                              whole number per prompt)\n"
     "  --context N                 decode context (default 2048)\n"
     "  --decode-batch N            decode sequences (default 4)\n"
     "  --decode-tokens N           timed decode steps (default 16)\n"
@@ -145,7 +148,9 @@ const char *const kUsage =
     "                              max-model-len sequences)\n"
     "  --enable-prefix-caching\n"
     "  --json                      (JSON is the only output format)\n"
-    "  --threads N / --weight-dtype D  as above, one value each\n"
+    "  --threads N                 as above, one value\n"
+    "  --weight-dtype D            how the executor packs the plan's weights:\n"
+    "                              f32 (default), bf16 or f16\n"
     "\n"
     "usage: folio-bench --mode=spec --model T (--speculative-model D |\n"
     "                   --speculative-method ngram) [options]\n"
@@ -296,6 +301,24 @@ Status parse(int argc, char **argv, Options &o) {
       value = argv[++i];
       return Status::ok();
     };
+    // A flag without a value must not be given one: --drop-caches=no
+    // would otherwise drop the caches.
+    auto noValue = [&]() -> Status {
+      if (inlineValue)
+        return Status::invalidArgument(arg + " takes no value (got '" + arg +
+                                       "=" + value + "')");
+      return Status::ok();
+    };
+    // A list naming an item twice would run it twice and print its key
+    // twice.
+    auto unique = [&](const std::vector<std::string> &items) -> Status {
+      for (size_t a = 0; a < items.size(); ++a)
+        for (size_t b = 0; b < a; ++b)
+          if (items[a] == items[b])
+            return Status::invalidArgument(arg + ": '" + items[a] +
+                                           "' is listed twice");
+      return Status::ok();
+    };
     auto positive = [&](int64_t &out) -> Status {
       if (Status s = need(); !s)
         return s;
@@ -307,6 +330,9 @@ Status parse(int argc, char **argv, Options &o) {
     Status s;
     o.given.push_back(arg);
     if (tools::SpeculativeFlags::isFlag(arg)) {
+      if (arg == "--no-adaptive-speculation")
+        if (Status st = noValue(); !st)
+          return st;
       bool consumed = false;
       const char *next = inlineValue    ? value.c_str()
                          : i + 1 < argc ? argv[i + 1]
@@ -323,6 +349,8 @@ Status parse(int argc, char **argv, Options &o) {
       if (!(s = need()))
         return s;
       o.spec.batchSizes.clear();
+      if (!(s = unique(split(value))))
+        return s;
       for (const std::string &t : split(value)) {
         int64_t n;
         if (!parseInt(t, n) || n < 1 || n > 1024)
@@ -359,6 +387,8 @@ Status parse(int argc, char **argv, Options &o) {
         return s;
       o.roofline.threads.clear();
       o.threadsGiven = true;
+      if (!(s = unique(split(value))))
+        return s;
       for (const std::string &t : split(value)) {
         int64_t n;
         if (!parseInt(t, n) || n < 1 || n > 1024)
@@ -371,6 +401,7 @@ Status parse(int argc, char **argv, Options &o) {
         return s;
       o.weightsGiven = true;
       o.weightDtypes = split(value);
+      s = unique(o.weightDtypes);
     } else if (arg == "--weight-group-size") {
       s = positive(o.weightGroupSize);
     } else if (arg == "--repeats") {
@@ -387,6 +418,8 @@ Status parse(int argc, char **argv, Options &o) {
       if (!(s = need()))
         return s;
       o.roofline.gemmSizes.clear();
+      if (!(s = unique(split(value))))
+        return s;
       for (const std::string &t : split(value)) {
         int64_t n;
         if (!parseInt(t, n) || n < 64 || n > 16384)
@@ -400,6 +433,8 @@ Status parse(int argc, char **argv, Options &o) {
       if (!(s = need()))
         return s;
       o.kvCacheDtypes.clear();
+      if (!(s = unique(split(value))))
+        return s;
       for (const std::string &t : split(value)) {
         if (!parseKVCacheDType(t))
           return Status::invalidArgument("--kv-cache-dtype: '" + t +
@@ -464,6 +499,8 @@ Status parse(int argc, char **argv, Options &o) {
       if (!(s = need()))
         return s;
       o.runContinuous = o.runStatic = false;
+      if (!(s = unique(split(value))))
+        return s;
       for (const std::string &p : split(value)) {
         if (p == "continuous")
           o.runContinuous = true;
@@ -489,6 +526,7 @@ Status parse(int argc, char **argv, Options &o) {
       o.kvMemoryGiven = true;
     } else if (arg == "--enable-prefix-caching" ||
                arg == "--no-enable-prefix-caching") {
+      s = noValue();
       o.serving.enablePrefixCaching = arg == "--enable-prefix-caching";
       o.prefixCachingGiven = true;
     } else if (arg == "--url" || arg == "--api-key" ||
@@ -507,20 +545,24 @@ Status parse(int argc, char **argv, Options &o) {
         return Status::invalidArgument("--runner must not be empty");
       o.load.runner = value;
     } else if (arg == "--drop-caches") {
+      s = noValue();
       o.load.dropCaches = true;
     } else if (arg == "--profile") {
+      s = noValue();
       o.spec.profile = true;
     } else if (arg == "--max-concurrency") {
       int64_t n = 0;
       s = positive(n);
       o.serving.maxConcurrency = size_t(n);
     } else if (arg == "--no-verify-weights") {
+      s = noValue();
       o.verifyWeights = false;
     } else if (arg == "--device") {
       if (s = need(); s)
         s = tools::parseDeviceFlag(value, o.device);
     } else if (arg == "--json") {
       // JSON is what folio-bench prints; accepted for the usual spelling.
+      s = noValue();
     } else {
       return Status::invalidArgument("unknown argument '" +
                                      std::string(argv[i]) + "'");
@@ -612,6 +654,9 @@ Status parse(int argc, char **argv, Options &o) {
       {"--no-adaptive-speculation", "spec"},
       {"--batch-sizes", "spec"},
       {"--new-tokens", "spec"},
+      // --mode=load times folio-run on the plan as it was compiled.
+      {"--block-size", "roofline,kv-quant,weight-quant,serving,spec,serve"},
+      {"--kv-cache-dtype", "roofline,kv-quant,weight-quant,serving,spec,serve"},
   };
   for (const std::string &flag : o.given)
     for (const auto &[name, modes] : modesOf) {
@@ -709,6 +754,12 @@ Status parse(int argc, char **argv, Options &o) {
       o.spec.threads = o.roofline.threads[0];
     }
     o.spec.seed = o.workload.seed;
+    // Greedy runs draw nothing: a seed would change nothing.
+    if (o.spec.temperature == 0 &&
+        std::find(o.given.begin(), o.given.end(), "--seed") != o.given.end())
+      return Status::invalidArgument(
+          "--seed seeds sampled runs; spec mode is greedy unless "
+          "--temperature > 0");
     if (o.weightsGiven) {
       if (o.weightDtypes.size() != 1)
         return Status::invalidArgument("spec mode takes one --weight-dtype");
@@ -829,7 +880,9 @@ Expected<std::string> runServing(std::shared_ptr<const plan::Plan> plan,
       return m.status();
     batched = *m;
   }
-  return bench::toJson(continuous, batched) + "\n";
+  return bench::toJson(o.runContinuous ? &continuous : nullptr,
+                       o.runStatic ? &batched : nullptr) +
+         "\n";
 }
 
 /// --mode=serve: the server is probed before the baseline model loads, so
@@ -946,8 +999,24 @@ int main(int argc, char **argv) {
   if (o.mode == "weight-quant" || o.mode == "roofline") {
     // One plan per stored weight dtype: compiled from an .onnx, or the
     // .folio as given when it stores that dtype.
-    bench::PlanForDtype planFor = [&o](const std::string &dtype)
+    // A plan without --weight-dtype: the dtype it stores (the defaults,
+    // bf16 and f32, would each need a plan of its own).
+    std::shared_ptr<const plan::Plan> given;
+    if (o.mode == "roofline" && !o.weightsGiven && tools::isPlanPath(o.model)) {
+      mlir::folio::CompileToPlanOptions c = compileOptions(o);
+      c.weightDtype = "none";
+      Expected<plan::Plan> p = mlir::folio::loadOrCompilePlan(o.model, c);
+      if (!p) {
+        std::cerr << "folio-bench: error: " << p.status().message() << "\n";
+        return 1;
+      }
+      given = std::make_shared<const plan::Plan>(std::move(*p));
+      o.roofline.weightDtypes = {mlir::folio::planWeightDType(*given)};
+    }
+    bench::PlanForDtype planFor = [&o, given](const std::string &dtype)
         -> Expected<std::shared_ptr<const plan::Plan>> {
+      if (given)
+        return given;
       mlir::folio::CompileToPlanOptions c = compileOptions(o);
       c.weightDtype = dtype;
       c.weightGroupSize = dtype == "int4" ? o.weightGroupSize : 0;

@@ -131,13 +131,21 @@ TEST(ServingBench, BothPoliciesServeTheWholeWorkload) {
   EXPECT_GT(batched->kvUtilizationPeak, 0.0);
   EXPECT_LE(batched->kvUtilizationPeak, 1.0);
 
-  std::string json = toJson(*continuous, *batched);
+  std::string json = toJson(&*continuous, &*batched);
   for (const char *key :
        {"\"continuous\"", "\"static\"", "\"ratio\"", "\"output_tokens_per_s\"",
         "\"requests_per_s\"", "\"ttft_ms\"", "\"tpot_ms\"", "\"p50\"",
         "\"p99\"", "\"kv_utilization\"", "\"mean\"", "\"peak\"",
         "\"preemptions\"", "\"max_resident_seqs\""})
     EXPECT_NE(json.find(key), std::string::npos) << key;
+  // One policy run: only its object, no ratio against a policy that did
+  // not run.
+  std::string one = toJson(&*continuous, nullptr);
+  EXPECT_NE(one.find("\"continuous\""), std::string::npos);
+  EXPECT_EQ(one.find("\"static\""), std::string::npos);
+  EXPECT_EQ(one.find("\"ratio\""), std::string::npos);
+  EXPECT_EQ(toJson(nullptr, &*batched).find("\"continuous\""),
+            std::string::npos);
 }
 
 TEST(ServingBench, ConcurrencyLimitAndWarmup) {
