@@ -22,6 +22,7 @@
 #include "tools/common/LoadModel.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -89,12 +90,18 @@ struct Options {
   std::vector<TokenId> stopTokenIds;
   bool ignoreEos = false;
   uint64_t seed = 0;
+  bool topPGiven = false, seedGiven = false;
+  bool help = false;
   tools::EngineFlags engine = defaultEngineFlags();
 };
 
 Status parse(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      return Status::ok();
+    }
     bool handled = false;
     if (Status s = o.engine.parse(argc, argv, i, handled); !s)
       return s;
@@ -108,17 +115,28 @@ Status parse(int argc, char **argv, Options &o) {
       return Status::invalidArgument(arg + " needs a value");
     std::string value = argv[++i];
     char *end = nullptr;
+    // Digits only, and no wrap past the type: strto* would skip blanks,
+    // take a sign and clamp an overflow to the largest value.
+    auto digits = [&](unsigned long long &out) {
+      if (value.empty() ||
+          value.find_first_not_of("0123456789") != std::string::npos)
+        return false;
+      errno = 0;
+      out = std::strtoull(value.c_str(), &end, 10);
+      return errno != ERANGE;
+    };
     auto count = [&](size_t &out) {
-      long long v = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end || v < 1)
+      unsigned long long v = 0;
+      if (!digits(v) || v < 1 || v > INT64_MAX)
         return Status::invalidArgument(arg + ": '" + value +
-                                       "' is not an integer >= 1");
+                                       "' is not an integer from 1 to " +
+                                       std::to_string(INT64_MAX));
       out = size_t(v);
       return Status::ok();
     };
     auto real = [&](float &out, float lo, float hi) {
       double v = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end || v < lo || v > hi)
+      if (value.empty() || *end || !(v >= lo && v <= hi))
         return Status::invalidArgument(
             arg + ": '" + value + "' is not a number in [" +
             std::to_string(lo) + ", " + std::to_string(hi) + "]");
@@ -136,9 +154,10 @@ Status parse(int argc, char **argv, Options &o) {
       s = count(o.maxNewTokens);
     else if (arg == "--temperature")
       s = real(o.temperature, 0, 100);
-    else if (arg == "--top-p")
+    else if (arg == "--top-p") {
       s = real(o.topP, 1e-6f, 1);
-    else if (arg == "--min-p")
+      o.topPGiven = true;
+    } else if (arg == "--min-p")
       s = real(o.minP, 0, 1);
     else if (arg == "--repetition-penalty")
       s = real(o.repetitionPenalty, 1e-6f, 100);
@@ -180,11 +199,13 @@ Status parse(int argc, char **argv, Options &o) {
         start = comma + 1;
       }
     } else if (arg == "--seed") {
-      unsigned long long seed = std::strtoull(value.c_str(), &end, 10);
-      if (value.empty() || *end || value[0] == '-')
+      unsigned long long seed = 0;
+      if (!digits(seed))
         return Status::invalidArgument("--seed: '" + value +
-                                       "' is not an integer >= 0");
+                                       "' is not an integer from 0 to " +
+                                       std::to_string(UINT64_MAX));
       o.seed = seed;
+      o.seedGiven = true;
     } else
       return Status::invalidArgument("unknown argument '" + arg + "'");
     if (!s)
@@ -205,12 +226,12 @@ int fail(const Status &s) {
 
 int main(int argc, char **argv) {
   Options o;
-  if (argc == 2 &&
-      (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+  Status parsed = parse(argc, argv, o);
+  if (o.help) {
     std::cout << kUsage << o.engine.usage(kKVDtype);
     return 0;
   }
-  if (Status s = parse(argc, argv, o); !s) {
+  if (Status s = parsed; !s) {
     std::cerr << "folio-generate: error: " << s.message() << "\n"
               << kUsage << o.engine.usage(kKVDtype);
     return 2;
@@ -266,10 +287,10 @@ int main(int argc, char **argv) {
       sp.topK = o.topK;
       sp.minP = o.minP;
       sp.seed = o.seed + i * size_t(o.n);
-    } else if (o.topK != 0 || o.minP != 0) {
+    } else if (o.topK != 0 || o.minP != 0 || o.topPGiven || o.seedGiven) {
       return fail(Status::invalidArgument(
-          "--top-k and --min-p shape sampling; with --temperature 0 "
-          "(greedy) they would be ignored"));
+          "--top-k, --top-p, --min-p and --seed shape sampling; with "
+          "--temperature 0 (greedy) they would be ignored"));
     }
     sp.repetitionPenalty = o.repetitionPenalty;
     sp.presencePenalty = o.presencePenalty;
