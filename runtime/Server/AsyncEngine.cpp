@@ -32,14 +32,44 @@ AsyncEngine::~AsyncEngine() {
 
 Expected<std::shared_ptr<RequestStream>>
 AsyncEngine::submit(NewRequest request) {
-  size_t numSamples = size_t(std::max<int32_t>(request.samplingParams.n, 1));
-  auto command = std::make_unique<Command>();
-  command->kind = Command::Add;
-  command->stream = std::make_shared<RequestStream>(
-      request.requestId, numSamples, request.promptTokenIds.size());
-  command->request = std::move(request);
-  std::shared_ptr<RequestStream> stream = command->stream;
-  std::future<Status> admitted = command->admitted.get_future();
+  std::vector<NewRequest> one;
+  one.push_back(std::move(request));
+  Expected<std::vector<std::shared_ptr<RequestStream>>> streams =
+      submitAll(std::move(one));
+  if (!streams)
+    return streams.status();
+  return std::move(streams->front());
+}
+
+Expected<std::vector<std::shared_ptr<RequestStream>>>
+AsyncEngine::submitAll(std::vector<NewRequest> requests) {
+  size_t numSamples = 0;
+  std::vector<std::unique_ptr<Command>> commands;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<std::future<Status>> admitted;
+  for (NewRequest &request : requests) {
+    size_t n = size_t(std::max<int32_t>(request.samplingParams.n, 1));
+    numSamples += n;
+    auto command = std::make_unique<Command>();
+    command->kind = Command::Add;
+    command->stream = std::make_shared<RequestStream>(
+        request.requestId, n, request.promptTokenIds.size());
+    command->request = std::move(request);
+    streams.push_back(command->stream);
+    admitted.push_back(command->admitted.get_future());
+    commands.push_back(std::move(command));
+  }
+  std::string what = requests.size() > 1
+                         ? "this batch of " + std::to_string(requests.size()) +
+                               " prompts needs " + std::to_string(numSamples)
+                         : "this request needs " + std::to_string(numSamples);
+  if (numSamples > maxInFlight_)
+    return Status::invalidArgument(
+        what +
+        " sequences at once (n for each prompt), and the server "
+        "admits at most " +
+        std::to_string(maxInFlight_) +
+        " (max-num-seqs plus max-queued-requests)");
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (draining_ || stopping_)
@@ -50,15 +80,28 @@ AsyncEngine::submit(NewRequest request) {
           "the server holds " + std::to_string(inFlight_) +
           " unfinished sequences and admits at most " +
           std::to_string(maxInFlight_) +
-          " (max-num-seqs plus max-queued-requests); this request needs " +
-          std::to_string(numSamples) + "; retry later");
+          " (max-num-seqs plus max-queued-requests); " + what +
+          "; retry later");
     inFlight_ += numSamples;
-    commands_.push_back(std::move(command));
+    for (std::unique_ptr<Command> &command : commands)
+      commands_.push_back(std::move(command));
   }
   wake_.notify_all();
-  if (Status status = admitted.get(); !status)
-    return status;
-  return stream;
+  Status refused = Status::ok();
+  std::vector<bool> ok(streams.size(), false);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    Status status = admitted[i].get();
+    ok[i] = status.isOk();
+    if (!status && refused.isOk())
+      refused = status;
+  }
+  if (!refused.isOk()) {
+    for (size_t i = 0; i < streams.size(); ++i)
+      if (ok[i])
+        abort(streams[i]->id(), FinishReason::Abort);
+    return refused;
+  }
+  return streams;
 }
 
 void AsyncEngine::abort(const RequestId &id, FinishReason reason) {

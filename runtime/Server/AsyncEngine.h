@@ -57,6 +57,14 @@ public:
   /// own refusal (InvalidArgument, AlreadyExists) otherwise.
   Expected<std::shared_ptr<RequestStream>> submit(NewRequest request);
 
+  /// submit() for a batch admitted whole or not at all: room for all of
+  /// its sequences is taken at once (else ResourceExhausted, nothing
+  /// queued; InvalidArgument when they could never fit, more than
+  /// maxInFlight()), and when the engine refuses one request the ones it
+  /// admitted are aborted. The streams come back in the requests' order.
+  Expected<std::vector<std::shared_ptr<RequestStream>>>
+  submitAll(std::vector<NewRequest> requests);
+
   /// Ends request `id` (all of its samples) or one sample `id#i`, from any
   /// thread: its blocks are freed before the engine's next step, and its
   /// stream gets a final event with `reason` (Abort for a client that went

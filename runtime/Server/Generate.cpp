@@ -197,7 +197,8 @@ private:
     for (size_t j = 0; j < event.tokens.size() && !s.done; ++j) {
       TokenId token = event.tokens[j];
       ++s.numTokens;
-      size_t offset = s.text.text().size();
+      // In characters, as OpenAI's and vLLM's text_offset count.
+      size_t offset = utf8Characters(s.text.text());
       if (!(hideLast && j + 1 == event.tokens.size())) {
         Expected<std::string> piece = s.text.append(token);
         if (!piece) {
@@ -244,7 +245,7 @@ private:
     if (!request_.params.logprobs)
       return nullptr;
     const Sample &s = samples_[g];
-    size_t base = echo(g).size();
+    size_t base = utf8Characters(echo(g));
     if (chat()) {
       Json content = Json::array();
       for (size_t k = from; k < s.logprobs.size(); ++k) {
@@ -464,6 +465,17 @@ void folio::server::handleGenerate(ServerContext &c, Endpoint endpoint,
     return sendError(res, e);
   }
 
+  // The engine would refuse them too, but with its own request id in the
+  // message and no field named.
+  for (TokenId t : request.params.stopTokenIds)
+    if (size_t(t) >= c.tokenizer->vocabSize())
+      return sendError(res,
+                       badRequest("stop_token_ids",
+                                  "stop_token_ids: " + std::to_string(t) +
+                                      " is outside the vocabulary (" +
+                                      std::to_string(c.tokenizer->vocabSize()) +
+                                      " tokens)"));
+
   // Every prompt is built and checked before any is submitted: a batch
   // is admitted whole or refused.
   bool chat = endpoint == Endpoint::ChatCompletions;
@@ -482,28 +494,24 @@ void folio::server::handleGenerate(ServerContext &c, Endpoint endpoint,
   std::string id = std::string(chat ? "chatcmpl-" : "cmpl-") +
                    std::to_string(c.started) + "-" +
                    std::to_string(c.nextRequest++);
-  std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<NewRequest> newRequests(numPrompts);
   for (size_t p = 0; p < numPrompts; ++p) {
-    NewRequest newRequest;
+    NewRequest &newRequest = newRequests[p];
     // The engine's id of each prompt of a batch; the response has one id.
     newRequest.requestId = numPrompts == 1 ? id : id + "-p" + std::to_string(p);
     newRequest.promptTokenIds = std::move(promptIds[p]);
     newRequest.samplingParams = request.params;
-    Expected<std::shared_ptr<RequestStream>> stream =
-        c.engine->submit(std::move(newRequest));
-    if (!stream) {
-      // The prompts already admitted go too: no partial batch runs.
-      for (const std::shared_ptr<RequestStream> &admitted : streams)
-        c.engine->abort(admitted->id(), FinishReason::Abort);
-      ApiError e;
-      e.status = c.engine->isDraining() ? 503 : statusFor(stream.status());
-      e.message = (numPrompts > 1 ? "prompt[" + std::to_string(p) + "]: "
-                                  : std::string()) +
-                  stream.status().message();
-      return sendError(res, e);
-    }
-    streams.push_back(std::move(*stream));
   }
+  // The whole batch is admitted or none of it: no partial batch runs.
+  Expected<std::vector<std::shared_ptr<RequestStream>>> admitted =
+      c.engine->submitAll(std::move(newRequests));
+  if (!admitted) {
+    ApiError e;
+    e.status = c.engine->isDraining() ? 503 : statusFor(admitted.status());
+    e.message = admitted.status().message();
+    return sendError(res, e);
+  }
+  std::vector<std::shared_ptr<RequestStream>> streams = std::move(*admitted);
 
   bool streaming = request.stream;
   auto generation = std::make_shared<Generation>(

@@ -104,7 +104,16 @@ HttpServer::HttpServer(HttpServerOptions options,
           return;
         ApiError e;
         e.status = res.status;
-        if (res.status == 413)
+        bool form = req.get_header_value("Content-Type")
+                        .rfind("application/x-www-form-urlencoded", 0) == 0;
+        if (res.status == 413 && form)
+          // cpp-httplib reads form bodies only up to 8 KiB, whatever the
+          // payload limit: curl -d sends this type unless told otherwise.
+          e.message = "the request body is sent as "
+                      "application/x-www-form-urlencoded (curl -d's "
+                      "default), which is read only up to 8192 bytes; send "
+                      "\"Content-Type: application/json\"";
+        else if (res.status == 413)
           e.message = "the request body is larger than " +
                       std::to_string(c.options.maxRequestBytes) +
                       " bytes (--max-request-bytes)";
@@ -113,6 +122,10 @@ HttpServer::HttpServer(HttpServerOptions options,
                       "; endpoints: POST /v1/completions, POST "
                       "/v1/chat/completions, GET /v1/models, GET /health, GET "
                       "/metrics";
+        else if (res.status == 400)
+          e.message = "the HTTP request could not be read (a body needs a "
+                      "Content-Length or chunked transfer encoding, and no "
+                      "Content-Encoding)";
         else
           e.message = "HTTP error " + std::to_string(res.status);
         res.set_content(errorBody(e), "application/json");

@@ -129,6 +129,8 @@ std::optional<ApiError> parseMessages(const Json &v,
       return invalid("messages", where + " must be an object");
     ChatMessage message;
     for (const auto &[key, value] : m.items()) {
+      if (value.is_null()) // as absent, like the request's own fields
+        continue;
       if (key == "role") {
         if (!value.is_string() || value.get<std::string>().empty())
           return invalid("messages", where + ".role must be a non-empty "
@@ -151,8 +153,6 @@ std::optional<ApiError> parseMessages(const Json &v,
           return invalid("messages", where + ".content must be a string or "
                                              "an array of text parts");
         }
-      } else if (key == "name" && value.is_null()) {
-        continue;
       } else {
         return invalid("messages", where + "." + key +
                                        " is not supported (supported: role, "
@@ -217,6 +217,7 @@ folio::server::parseGenerateRequest(Endpoint endpoint, const std::string &body,
   bool chatLogprobs = false;
   std::optional<int64_t> topLogprobs;
   const Json *streamOptions = nullptr;
+  bool maxCompletionTokens = false;
 
   for (const auto &[key, v] : root.items()) {
     if (v.is_null())
@@ -233,8 +234,13 @@ folio::server::parseGenerateRequest(Endpoint endpoint, const std::string &body,
       e = parseMessages(v, out.messages);
     } else if (key == "max_tokens" ||
                (chat && key == "max_completion_tokens")) {
-      if (!(e = asInt(key, v, 1, std::numeric_limits<int32_t>::max(), i)))
+      // max_completion_tokens replaces the deprecated max_tokens and wins
+      // when both are given (keys arrive sorted, not as sent).
+      if (!(e = asInt(key, v, 1, std::numeric_limits<int32_t>::max(), i)) &&
+          (key == "max_completion_tokens" || !maxCompletionTokens))
         p.maxTokens = size_t(i);
+      if (key == "max_completion_tokens")
+        maxCompletionTokens = true;
     } else if (key == "temperature") {
       e = asFloat(key, v, p.temperature);
     } else if (key == "top_p") {
@@ -312,6 +318,8 @@ folio::server::parseGenerateRequest(Endpoint endpoint, const std::string &body,
     if (!streamOptions->is_object())
       return invalid("stream_options", "stream_options must be an object");
     for (const auto &[key, v] : streamOptions->items()) {
+      if (v.is_null()) // as absent, like the request's own fields
+        continue;
       if (key != "include_usage")
         return invalid("stream_options",
                        "stream_options." + key +

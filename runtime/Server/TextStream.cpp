@@ -22,6 +22,13 @@ bool isContinuationByte(char c) { return (uint8_t(c) & 0xC0) == 0x80; }
 
 } // namespace
 
+size_t folio::server::utf8Characters(const std::string &s) {
+  size_t n = 0;
+  for (char c : s)
+    n += !isContinuationByte(c);
+  return n;
+}
+
 TextStream::TextStream(const Tokenizer &tokenizer,
                        std::vector<std::string> stop)
     : tokenizer_(tokenizer), stop_(std::move(stop)) {}

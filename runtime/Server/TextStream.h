@@ -58,6 +58,10 @@ private:
   bool stopped_ = false;
 };
 
+/// The characters of UTF-8 text `s` (its bytes that start one; an
+/// unfinished character counts once).
+size_t utf8Characters(const std::string &s);
+
 } // namespace folio::server
 
 #endif // FOLIO_RUNTIME_SERVER_TEXTSTREAM_H

@@ -52,11 +52,15 @@ class Server:
             h["Authorization"] = "Bearer " + self.key
         return h
 
-    def request(self, method, path, body=None, key=True, raw=None):
+    def request(self, method, path, body=None, key=True, raw=None,
+                content_type=None):
         conn = self.connect()
         data = raw if raw is not None else (
             None if body is None else json.dumps(body).encode())
-        conn.request(method, path, body=data, headers=self.headers(key))
+        headers = self.headers(key)
+        if content_type:
+            headers["Content-Type"] = content_type
+        conn.request(method, path, body=data, headers=headers)
         resp = conn.getresponse()
         text = resp.read().decode()
         conn.close()
@@ -348,6 +352,35 @@ def test_errors(s, limit):
                  "temperature", "bad temperature")
     expect_error(*s.post("/v1/chat/completions", dict(ok)), 400,
                  "'prompt' is not supported", "prompt on chat")
+    # curl -d's default type: cpp-httplib reads such bodies only to 8 KiB.
+    form = json.dumps(dict(ok, prompt="a" * 9000)).encode()
+    st, body = s.request("POST", "/v1/completions", raw=form,
+                         content_type="application/x-www-form-urlencoded")
+    expect_error(st, json.loads(body), 413, "Content-Type: application/json",
+                 "form-encoded body")
+    # Out of the vocabulary: refused by the field, before the engine.
+    st, body = s.post("/v1/completions", dict(ok, stop_token_ids=[5000]))
+    expect_error(st, body, 400, "stop_token_ids: 5000 is outside the "
+                 "vocabulary", "stop token outside the vocabulary")
+    check(body["error"]["param"] == "stop_token_ids", f"param: {body}")
+    # 16 running + 64 queued: more than 80 sequences can never be admitted.
+    expect_error(*s.post("/v1/completions", dict(ok, n=81, temperature=1)),
+                 400, "needs 81 sequences at once", "n over the capacity")
+    expect_error(*s.post("/v1/completions", dict(ok, prompt=["a", "b", "c"],
+                                                 n=30, temperature=1)),
+                 400, "batch of 3 prompts needs 90 sequences",
+                 "batch over the capacity")
+    # max_completion_tokens wins over max_tokens, whatever their order.
+    chat = {"model": NAME, "messages": [{"role": "user", "content": "x"}],
+            "temperature": 0, "ignore_eos": True}
+    for first, second in ((4, 8), (8, 4)):
+        body = s.post("/v1/chat/completions", dict(
+            chat, max_completion_tokens=4 if first == 4 else 8,
+            max_tokens=8 if first == 4 else 4))[1]
+        want = 4 if first == 4 else 8
+        check(body["usage"]["completion_tokens"] == want,
+              f"max_completion_tokens {want}: {body['usage']}")
+    print("max_completion_tokens wins")
 
 
 def test_concurrent(s, count=64):
@@ -413,7 +446,16 @@ def test_disconnect(s):
 
 
 def test_queue_and_drain(s):
-    # One sequence at most: a second request while one runs gets 429.
+    # One sequence at most: a batch of two prompts could never run, so it
+    # is refused (400) without any of it being admitted.
+    expect_error(*s.post("/v1/completions", {"model": NAME,
+                                             "prompt": ["a", "b"],
+                                             "max_tokens": 2}),
+                 400, "needs 2 sequences at once", "batch never admissible")
+    aborted = s.metrics().get(
+        'folio_requests_finished_total{finish_reason="abort"}', 0)
+    check(aborted == 0, f"nothing of the refused batch ran: {aborted}")
+    # A second request while one runs gets 429.
     conn = s.connect()
     conn.request("POST", "/v1/completions", body=json.dumps({
         "model": NAME, "prompt": "x = 1\n", "max_tokens": 200,

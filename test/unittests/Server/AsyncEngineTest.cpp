@@ -256,6 +256,61 @@ TEST(AsyncEngine, FullQueueRefuses) {
   engine.abort("b");
 }
 
+// Tests that a batch is admitted whole or not at all: one that could never
+// fit is InvalidArgument, one that does not fit now is ResourceExhausted
+// with nothing of it queued, and one the engine refuses a request of has
+// the others aborted.
+TEST(AsyncEngine, BatchesAreAdmittedWholeOrNotAtAll) {
+  AsyncEngineOptions options;
+  options.maxQueuedRequests = 1;
+  auto metrics = std::make_shared<ServerMetrics>();
+  AsyncEngine engine(makeEngine(/*maxNumSeqs=*/2), metrics, options);
+  ASSERT_EQ(engine.maxInFlight(), 3u);
+  std::vector<NewRequest> never;
+  never.push_back(request("n1", 4, 1, /*n=*/2));
+  never.push_back(request("n2", 4, 2, /*n=*/2));
+  auto tooMany = engine.submitAll(std::move(never));
+  ASSERT_FALSE(tooMany);
+  EXPECT_EQ(tooMany.status().code(), StatusCode::InvalidArgument);
+  EXPECT_NE(tooMany.status().message().find(
+                "this batch of 2 prompts needs 4 sequences at once"),
+            std::string::npos)
+      << tooMany.status().message();
+
+  auto running = engine.submit(request("run", 400));
+  ASSERT_TRUE(running);
+  std::vector<NewRequest> later;
+  later.push_back(request("l1", 4));
+  later.push_back(request("l2", 4));
+  later.push_back(request("l3", 4));
+  auto full = engine.submitAll(std::move(later));
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.status().code(), StatusCode::ResourceExhausted);
+  EXPECT_EQ(engine.numInFlight(), 1u) << "nothing of the batch was queued";
+
+  std::vector<NewRequest> mixed;
+  mixed.push_back(request("ok", 400));
+  mixed.push_back(request("bad", 4));
+  mixed.back().promptTokenIds.push_back(5000); // outside the vocabulary
+  auto refused = engine.submitAll(std::move(mixed));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.status().code(), StatusCode::InvalidArgument);
+  engine.abort("run");
+  for (int i = 0; i < 500 && engine.numInFlight() > 0; ++i)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(engine.numInFlight(), 0u) << "the admitted one was aborted";
+  std::vector<NewRequest> fits;
+  fits.push_back(request("f1", 4));
+  fits.push_back(request("f2", 4));
+  auto both = engine.submitAll(std::move(fits));
+  ASSERT_TRUE(both) << both.status().message();
+  ASSERT_EQ(both->size(), 2u);
+  EXPECT_EQ((*both)[0]->id(), "f1");
+  EXPECT_EQ((*both)[1]->id(), "f2");
+  for (const auto &s : *both)
+    EXPECT_EQ(collect(*s).tokens[0].size(), 4u);
+}
+
 TEST(AsyncEngine, EngineRefusalsComeBackFromSubmit) {
   AsyncEngine engine(makeEngine(), nullptr);
   NewRequest r = request("bad", 4);

@@ -109,6 +109,26 @@ TEST(OpenAIRequest, ChatLogprobsAndContentParts) {
   EXPECT_FALSE(none.params.logprobs);
 }
 
+// Tests that max_completion_tokens, which replaces max_tokens on chat, wins
+// when both are given, in either order in the body (the JSON object's keys
+// are walked sorted), and that null inside a message or stream_options is
+// absent as at the top level.
+TEST(OpenAIRequest, MaxCompletionTokensWinsAndNullsAreAbsent) {
+  for (const char *body :
+       {R"({"model":"m","max_tokens":8,"max_completion_tokens":4,
+            "messages":[{"role":"user","content":"x"}]})",
+        R"({"model":"m","max_completion_tokens":4,"max_tokens":8,
+            "messages":[{"role":"user","content":"x"}]})"})
+    EXPECT_EQ(parseOk(kChat, body).params.maxTokens, std::optional<size_t>(4));
+  GenerateRequest r = parseOk(
+      kChat,
+      R"({"model":"m","stream":true,"stream_options":{"include_usage":null},
+                 "messages":[{"role":"user","content":null,"name":null}]})");
+  EXPECT_FALSE(r.includeUsage);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].content, "");
+}
+
 TEST(OpenAIRequest, RefusalsNameTheField) {
   struct Case {
     Endpoint endpoint;

@@ -92,6 +92,16 @@ TEST(TextStream, PiecesAreWholeCharactersAndJoinToTheText) {
   EXPECT_FALSE(ts.stopped());
 }
 
+// Tests the character count text_offset is given in: code points, an
+// unfinished character once.
+TEST(TextStream, Utf8CharactersCountsCodePoints) {
+  EXPECT_EQ(utf8Characters(""), 0u);
+  EXPECT_EQ(utf8Characters("abc"), 3u);
+  EXPECT_EQ(utf8Characters("\xc3\xa9t\xc3\xa9"), 3u);            // été
+  EXPECT_EQ(utf8Characters("\xe6\x97\xa5\xf0\x9f\x98\x80"), 2u); // 日😀
+  EXPECT_EQ(utf8Characters("a\xe6\x97"), 2u); // an unfinished 日
+}
+
 TEST(TextStream, StopStringAcrossTokensCutsBeforeIt) {
   const std::string text = "import os\nimport sys\n\ndef main():\n    pass\n";
   std::vector<TokenId> ids = encode(text);
