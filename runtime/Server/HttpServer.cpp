@@ -120,8 +120,8 @@ HttpServer::HttpServer(HttpServerOptions options,
         else if (res.status == 404)
           e.message = "no endpoint " + req.method + " " + req.path +
                       "; endpoints: POST /v1/completions, POST "
-                      "/v1/chat/completions, GET /v1/models, GET /health, GET "
-                      "/metrics";
+                      "/v1/chat/completions, GET /v1/models, GET "
+                      "/v1/models/{model}, GET /health, GET /metrics";
         else if (res.status == 400)
           e.message = "the HTTP request could not be read (a body needs a "
                       "Content-Length or chunked transfer encoding, and no "
@@ -150,15 +150,33 @@ HttpServer::HttpServer(HttpServerOptions options,
     res.set_content(c.metrics->render(), "text/plain; version=0.0.4");
   });
 
-  s.Get("/v1/models", [&c](const httplib::Request &, httplib::Response &res) {
-    Json model = {{"id", c.options.servedModelName},
-                  {"object", "model"},
-                  {"created", int64_t(c.started)},
-                  {"owned_by", "folio"},
-                  {"max_model_len", c.options.maxModelLen}};
-    Json body = {{"object", "list"}, {"data", Json::array({model})}};
+  auto modelObject = [&c] {
+    return Json{{"id", c.options.servedModelName},
+                {"object", "model"},
+                {"created", int64_t(c.started)},
+                {"owned_by", "folio"},
+                {"max_model_len", c.options.maxModelLen}};
+  };
+  s.Get("/v1/models", [modelObject](const httplib::Request &,
+                                    httplib::Response &res) {
+    Json body = {{"object", "list"}, {"data", Json::array({modelObject()})}};
     res.set_content(body.dump(), "application/json");
   });
+  // One model, as OpenAI's retrieve-model endpoint gives it.
+  s.Get(R"(/v1/models/(.+))",
+        [&c, modelObject](const httplib::Request &req, httplib::Response &res) {
+          std::string id = req.matches[1];
+          if (id != c.options.servedModelName) {
+            ApiError e;
+            e.status = 404;
+            e.code = "model_not_found";
+            e.message = "the model '" + id +
+                        "' does not exist; this server serves '" +
+                        c.options.servedModelName + "'";
+            return sendError(res, e);
+          }
+          res.set_content(modelObject().dump(), "application/json");
+        });
 
   s.Post("/v1/completions",
          [&c](const httplib::Request &req, httplib::Response &res) {
@@ -168,6 +186,15 @@ HttpServer::HttpServer(HttpServerOptions options,
          [&c](const httplib::Request &req, httplib::Response &res) {
            handleGenerate(c, Endpoint::ChatCompletions, req, res);
          });
+  // The generating endpoints exist, for POST: 405, not "no endpoint".
+  for (const char *path : {"/v1/completions", "/v1/chat/completions"})
+    s.Get(path, [](const httplib::Request &req, httplib::Response &res) {
+      ApiError e;
+      e.status = 405;
+      e.message = req.path + " takes POST with a JSON body, not GET";
+      res.set_header("Allow", "POST");
+      sendError(res, e);
+    });
 }
 
 HttpServer::~HttpServer() { stop(); }

@@ -11,6 +11,24 @@
 
 namespace folio::tools {
 
+namespace {
+
+/// ", speculative decoding: ..." for the startup line; empty when off.
+std::string speculationSummary(const SpeculativeFlags &f) {
+  if (!f.enabled() || f.numTokens.empty())
+    return "";
+  std::string k = std::to_string(f.numTokens.front());
+  std::string what = f.method == "draft"
+                         ? "draft model " + f.model
+                         : "n-gram lookup (" + std::to_string(f.ngramMin) +
+                               " to " + std::to_string(f.ngramMax) + ")";
+  return ", speculative decoding: " + what + ", " +
+         (f.adaptive ? "up to " + k + " drafts chosen per step"
+                     : k + " drafts per step");
+}
+
+} // namespace
+
 Status ServeFlags::parse(int argc, char **argv, int &i, bool &handled) {
   if (Status s = engine.parse(argc, argv, i, handled); !s || handled)
     return s;
@@ -162,7 +180,7 @@ int runServer(const std::string &tool, const ServeFlags &flags,
                 : !http.chatTemplateError.empty()
                     ? ", chat disabled: " + http.chatTemplateError
                     : std::string(", default chat format"))
-            << ")" << std::endl;
+            << speculationSummary(flags.engine.speculative) << ")" << std::endl;
   Status served = httpServer.listen();
   if (!served) {
     pthread_kill(signalThread.native_handle(), SIGTERM);

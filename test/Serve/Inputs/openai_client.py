@@ -157,6 +157,15 @@ def test_basics(s):
         conn.close()
         check(resp.getheader("Content-Type") == "application/json",
               f"{path}: Content-Type {resp.getheader('Content-Type')!r}")
+    status, body = s.request("GET", "/v1/models/" + NAME)
+    check(status == 200 and json.loads(body)["id"] == NAME,
+          f"one model: {status} {body}")
+    status, body = s.request("GET", "/v1/models/nope")
+    expect_error(status, json.loads(body), 404, "does not exist",
+                 "retrieve an unknown model")
+    status, body = s.request("GET", "/v1/completions")
+    expect_error(status, json.loads(body), 405, "takes POST",
+                 "GET on a POST endpoint")
     print("health and models")
 
 
