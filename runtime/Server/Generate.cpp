@@ -310,6 +310,10 @@ private:
         s.done ? Json(finishReasonName(s.reason)) : Json(nullptr);
     Json c = chunkHeader();
     c["choices"] = Json::array({std::move(choice)});
+    // With include_usage every chunk has the field, null but the last
+    // (OpenAI's stream_options contract).
+    if (request_.includeUsage)
+      c["usage"] = nullptr;
     return c;
   }
 

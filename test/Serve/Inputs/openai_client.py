@@ -200,6 +200,8 @@ def test_completions(s):
         req, stream_options={"include_usage": True}))
     check(events[-1]["choices"] == [] and
           events[-1]["usage"]["completion_tokens"] == 24, "include_usage")
+    check(all("usage" in e and e["usage"] is None for e in events[:-1]),
+          "the other chunks carry usage: null")
     print("stream usage")
     return text
 
