@@ -35,6 +35,7 @@ void SpecController::Timing::record(double seconds) {
 }
 
 double SpecController::Timing::seconds() const {
+  assert(samples > 0 && "a k not timed has no median");
   unsigned n = std::min(samples, kTimingWindow);
   std::array<double, kTimingWindow> kept = recent;
   std::sort(kept.begin(), kept.begin() + n);
@@ -128,21 +129,24 @@ size_t SpecController::chooseK(size_t batchSize) {
     double seconds = estimate(b, k);
     return seconds > 0 ? expectedTokens(k) / seconds : -1.0;
   };
-  size_t best = 0;
-  double bestRate = -1;
-  for (size_t k = 0; k <= maxK_; ++k) {
+  // The best k with speculation on, and off (k = 0).
+  size_t bestOn = 0;
+  double bestOnRate = -1;
+  for (size_t k = 1; k <= maxK_; ++k) {
     double rate = rateOf(k);
-    if (rate > bestRate * (1 + 1e-9)) {
-      bestRate = rate;
-      best = k;
+    if (rate > bestOnRate * (1 + 1e-9)) {
+      bestOnRate = rate;
+      bestOn = k;
     }
   }
-  // On to off or off to on only for a clear gain (kSwitchMargin).
-  if (b.chosen && (best == 0) != (b.choice == 0)) {
-    double current = rateOf(b.choice);
-    if (current > 0 && bestRate < current * (1 + kSwitchMargin))
-      best = b.choice;
-  }
+  double offRate = rateOf(0);
+  bool on = bestOnRate > offRate * (1 + 1e-9);
+  // On to off or off to on only for a clear gain (kSwitchMargin); on the
+  // side kept, its best k.
+  if (b.chosen && on != (b.choice != 0) && offRate > 0 && bestOnRate > 0)
+    on = on ? bestOnRate >= offRate * (1 + kSwitchMargin)
+            : offRate < bestOnRate * (1 + kSwitchMargin);
+  size_t best = on ? bestOn : 0;
   b.choice = best;
   b.chosen = true;
   if (b.steps >= b.nextRefresh) {
@@ -203,6 +207,11 @@ void SpecController::recordTime(size_t batchSize, size_t k, double seconds) {
     return;
   Bucket &b = bucketFor(batchSize);
   Timing &t = b.byK[k];
+  // Timings from before the longest refresh interval no longer describe
+  // the machine: the new one starts the window afresh rather than waiting
+  // for three more (a k not chosen is timed once per refresh).
+  if (t.samples && b.steps - t.lastStep > kMaxRefreshInterval)
+    t.samples = 0;
   t.record(seconds);
   t.lastStep = b.steps;
 }

@@ -17,28 +17,29 @@
 // position because acceptance is bursty: an n-gram guess inside a loop of
 // the model's own text is kept whole, one outside it rarely past its first
 // token, so a single rate undervalues deep drafts). A position not tried
-// yet takes the estimate of the one before. step time(B, k) is the wall
-// time of a decode step (proposing included) over about B sequences, kept
-// per power-of-two batch bucket and per k as the lower median of its last
-// few timings: one step that another process stretched five-fold must not
-// price its k out of the choice (a moving average did, and a k that is
-// neither the choice nor its neighbour is never timed again). Where a k
-// has not been timed in a bucket, its time is extrapolated linearly from
-// the ks that have (a step's cost grows about linearly in k: k draft
-// forwards and k more target tokens per sequence); the best k by this
-// model is taken, so an untimed k gets timed exactly when the model says
-// it could win. Turning speculation on or off takes a gain of
-// kSwitchMargin over the current choice: a draft model turned on catches
-// up on the tokens decoded while it was off, a cost no timing sees, and
-// where speculating is a near tie (batch 16: k = 1 priced 2 % over k = 0,
-// then 2 % under) the choice otherwise followed the noise of single steps.
-// Every refresh interval (kRefreshInterval steps, doubled up to
-// kMaxRefreshInterval while the choice holds from one refresh to the next)
-// the least recently timed of k = 0 and the choice's neighbours is timed
-// again, so a changing machine load or workload moves it; while k = 0 is
-// the choice, its neighbour k = 1 runs two steps, since a draft model's
-// first step after steps without speculation catches up on the tokens
-// decoded meanwhile and is not timed. k = 0 turns speculation off.
+// yet takes the estimate of the one before. step time(B, k) is the wall time of
+// a decode step (proposing included) over about B sequences, kept per
+// power-of-two batch bucket and per k as the lower median of its last few
+// timings: one step that another process stretched five-fold must not price its
+// k out of the choice (a moving average did, and a k that is neither the choice
+// nor its neighbour is never timed again); timings older than
+// kMaxRefreshInterval steps are dropped when the k is timed again, since they
+// no longer describe the machine. Where a k has not been timed in a bucket, its
+// time is extrapolated linearly from the ks that have (a step's cost grows
+// about linearly in k: k draft forwards and k more target tokens per sequence);
+// the best k by this model is taken, so an untimed k gets timed exactly when
+// the model says it could win. Turning speculation on or off takes a gain of
+// kSwitchMargin over the best k of the side in use (k = 0, or the best k >= 1):
+// a draft model turned on catches up on the tokens decoded while it was off, a
+// cost no timing sees, and where speculating is a near tie (batch 16: k = 1
+// priced 2 % over k = 0, then 2 % under) the choice otherwise followed the
+// noise of single steps. Every refresh interval (kRefreshInterval steps,
+// doubled up to kMaxRefreshInterval while the choice holds from one refresh to
+// the next) the least recently timed of k = 0 and the choice's neighbours is
+// timed again, so a changing machine load or workload moves it; while k = 0 is
+// the choice, its neighbour k = 1 runs two steps, since a draft model's first
+// step after steps without speculation catches up on the tokens decoded
+// meanwhile and is not timed. k = 0 turns speculation off.
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,7 +129,7 @@ private:
     /// the choice at the one before.
     uint64_t nextRefresh = kRefreshInterval;
     unsigned interval = kRefreshInterval;
-    size_t choiceAtRefresh = 0;
+    size_t choiceAtRefresh = SIZE_MAX; ///< none before the first
   };
   Bucket &bucketFor(size_t batchSize);
   double estimate(const Bucket &b, size_t k) const;
