@@ -288,8 +288,8 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
   // step runs on this thread (kSerialMacs).
   int64_t macs = 0;
   for (int64_t s = 0; s < batch.numSeqs; ++s)
-    macs += 2 * (batch.queryStartLoc[s + 1] - batch.queryStartLoc[s]) *
-            batch.seqLens[s] * params.numHeads * cache.headDim;
+    macs += 2 * int64_t(batch.queryStartLoc[s + 1] - batch.queryStartLoc[s]) *
+            int64_t(batch.seqLens[s]) * params.numHeads * cache.headDim;
   const int64_t grain = macs < kSerialMacs ? int64_t(items.size()) : 1;
   pool.parallelFor(int64_t(items.size()), grain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {

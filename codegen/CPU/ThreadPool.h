@@ -41,8 +41,9 @@ namespace folio::cpu {
 /// A kernel call of fewer multiply-adds than this runs on the calling
 /// thread: that is about a microsecond on one core, and handing part of it
 /// to a worker and joining it costs about as much. (A draft model of
-/// hidden size 64 is all such calls: its gated MLPs took 6-9 us per 2-thread
-/// decode step split over the pool, 4 us on the calling thread.)
+/// hidden size 64 makes such calls in its MLPs and short-context
+/// attention: its gated MLPs took 6-9 us per 2-thread decode step split
+/// over the pool, 4 us on the calling thread.)
 constexpr int64_t kSerialMacs = int64_t(32) << 10;
 
 /// A fixed set of worker threads plus the calling thread.
