@@ -42,7 +42,7 @@ AsyncEngine::submit(NewRequest request) {
 }
 
 Expected<std::vector<std::shared_ptr<RequestStream>>>
-AsyncEngine::submitAll(std::vector<NewRequest> requests) {
+AsyncEngine::submitAll(std::vector<NewRequest> requests, size_t *refusedIndex) {
   size_t numSamples = 0;
   std::vector<std::unique_ptr<Command>> commands;
   std::vector<std::shared_ptr<RequestStream>> streams;
@@ -92,8 +92,11 @@ AsyncEngine::submitAll(std::vector<NewRequest> requests) {
   for (size_t i = 0; i < streams.size(); ++i) {
     Status status = admitted[i].get();
     ok[i] = status.isOk();
-    if (!status && refused.isOk())
+    if (!status && refused.isOk()) {
       refused = status;
+      if (refusedIndex)
+        *refusedIndex = i;
+    }
   }
   if (!refused.isOk()) {
     for (size_t i = 0; i < streams.size(); ++i)

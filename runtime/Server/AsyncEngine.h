@@ -62,8 +62,10 @@ public:
   /// queued; InvalidArgument when they could never fit, more than
   /// maxInFlight()), and when the engine refuses one request the ones it
   /// admitted are aborted. The streams come back in the requests' order.
+  /// `refusedIndex`, when given, gets the index of the request the engine
+  /// refused (the first, when several were).
   Expected<std::vector<std::shared_ptr<RequestStream>>>
-  submitAll(std::vector<NewRequest> requests);
+  submitAll(std::vector<NewRequest> requests, size_t *refusedIndex = nullptr);
 
   /// Ends request `id` (all of its samples) or one sample `id#i`, from any
   /// thread: its blocks are freed before the engine's next step, and its

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <string_view>
 #include <unordered_set>
 
 using namespace folio;
@@ -45,6 +47,17 @@ struct Sample {
   std::vector<size_t> textOffsets;
   size_t logprobsSent = 0;
   bool headerSent = false; ///< chat: the role; completions: the echo
+  /// The text's characters so far: counted once each as the text grows
+  /// (text_offset is in characters).
+  size_t countedBytes = 0, countedChars = 0;
+  size_t characters() {
+    const std::string &t = text.text();
+    if (t.size() < countedBytes) // cut before a stop string
+      countedBytes = countedChars = 0;
+    countedChars += utf8Characters(std::string_view(t).substr(countedBytes));
+    countedBytes = t.size();
+    return countedChars;
+  }
 };
 
 /// A request from submission to its last byte; shared by the handler and
@@ -198,7 +211,7 @@ private:
       TokenId token = event.tokens[j];
       ++s.numTokens;
       // In characters, as OpenAI's and vLLM's text_offset count.
-      size_t offset = utf8Characters(s.text.text());
+      size_t offset = request_.params.logprobs ? s.characters() : 0;
       if (!(hideLast && j + 1 == event.tokens.size())) {
         Expected<std::string> piece = s.text.append(token);
         if (!piece) {
@@ -418,9 +431,9 @@ std::optional<ApiError> checkPromptLength(const ServerContext &c,
                                  std::to_string(limit) +
                                  " tokens, prompt and completion together");
   if (request.params.maxTokens && numTokens + *request.params.maxTokens > limit)
-    return badRequest("max_tokens",
+    return badRequest(request.maxTokensField,
                       where + " has " + std::to_string(numTokens) +
-                          " tokens and max_tokens is " +
+                          " tokens and " + request.maxTokensField + " is " +
                           std::to_string(*request.params.maxTokens) +
                           ", more than the maximum context length "
                           "(max-model-len) of " +
@@ -507,12 +520,16 @@ void folio::server::handleGenerate(ServerContext &c, Endpoint endpoint,
     newRequest.samplingParams = request.params;
   }
   // The whole batch is admitted or none of it: no partial batch runs.
+  size_t refused = SIZE_MAX;
   Expected<std::vector<std::shared_ptr<RequestStream>>> admitted =
-      c.engine->submitAll(std::move(newRequests));
+      c.engine->submitAll(std::move(newRequests), &refused);
   if (!admitted) {
     ApiError e;
     e.status = c.engine->isDraining() ? 503 : statusFor(admitted.status());
-    e.message = admitted.status().message();
+    e.message = (numPrompts > 1 && refused != SIZE_MAX
+                     ? "prompt[" + std::to_string(refused) + "]: "
+                     : std::string()) +
+                admitted.status().message();
     return sendError(res, e);
   }
   std::vector<std::shared_ptr<RequestStream>> streams = std::move(*admitted);

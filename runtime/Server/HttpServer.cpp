@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -98,38 +99,42 @@ HttpServer::HttpServer(HttpServerOptions options,
 
   // httplib's own refusals (no route, body too large) get OpenAI's shape
   // too; handlers' errors already have a body.
-  s.set_error_handler(
-      [&c](const httplib::Request &req, httplib::Response &res) {
-        if (!res.body.empty())
-          return;
-        ApiError e;
-        e.status = res.status;
-        bool form = req.get_header_value("Content-Type")
-                        .rfind("application/x-www-form-urlencoded", 0) == 0;
-        if (res.status == 413 && form)
-          // cpp-httplib reads form bodies only up to 8 KiB, whatever the
-          // payload limit: curl -d sends this type unless told otherwise.
-          e.message = "the request body is sent as "
-                      "application/x-www-form-urlencoded (curl -d's "
-                      "default), which is read only up to 8192 bytes; send "
-                      "\"Content-Type: application/json\"";
-        else if (res.status == 413)
-          e.message = "the request body is larger than " +
-                      std::to_string(c.options.maxRequestBytes) +
-                      " bytes (--max-request-bytes)";
-        else if (res.status == 404)
-          e.message = "no endpoint " + req.method + " " + req.path +
-                      "; endpoints: POST /v1/completions, POST "
-                      "/v1/chat/completions, GET /v1/models, GET "
-                      "/v1/models/{model}, GET /health, GET /metrics";
-        else if (res.status == 400)
-          e.message = "the HTTP request could not be read (a body needs a "
-                      "Content-Length or chunked transfer encoding, and no "
-                      "Content-Encoding)";
-        else
-          e.message = "HTTP error " + std::to_string(res.status);
-        res.set_content(errorBody(e), "application/json");
-      });
+  s.set_error_handler([&c](const httplib::Request &req,
+                           httplib::Response &res) {
+    if (!res.body.empty())
+      return;
+    ApiError e;
+    e.status = res.status;
+    // A form body within --max-request-bytes was refused for being
+    // a form; one over it for its size.
+    bool form = req.get_header_value("Content-Type")
+                        .rfind("application/x-www-form-urlencoded", 0) == 0 &&
+                std::strtoull(req.get_header_value("Content-Length").c_str(),
+                              nullptr, 10) <= c.options.maxRequestBytes;
+    if (res.status == 413 && form)
+      // cpp-httplib reads form bodies only up to 8 KiB, whatever the
+      // payload limit: curl -d sends this type unless told otherwise.
+      e.message = "the request body is sent as "
+                  "application/x-www-form-urlencoded (curl -d's "
+                  "default), which is read only up to 8192 bytes; send "
+                  "\"Content-Type: application/json\"";
+    else if (res.status == 413)
+      e.message = "the request body is larger than " +
+                  std::to_string(c.options.maxRequestBytes) +
+                  " bytes (--max-request-bytes)";
+    else if (res.status == 404)
+      e.message = "no endpoint " + req.method + " " + req.path +
+                  "; endpoints: POST /v1/completions, POST "
+                  "/v1/chat/completions, GET /v1/models, GET "
+                  "/v1/models/{model}, GET /health, GET /metrics";
+    else if (res.status == 400)
+      e.message = "the HTTP request could not be read (a malformed "
+                  "request line or header, a body without Content-Length "
+                  "or chunked encoding, or a Content-Encoding)";
+    else
+      e.message = "HTTP error " + std::to_string(res.status);
+    res.set_content(errorBody(e), "application/json");
+  });
 
   s.set_logger([&c](const httplib::Request &req, const httplib::Response &res) {
     c.metrics->recordHttpResponse(endpointLabel(req.path), res.status);

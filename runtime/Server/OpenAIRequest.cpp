@@ -239,8 +239,10 @@ folio::server::parseGenerateRequest(Endpoint endpoint, const std::string &body,
       if (!(e = asInt(key, v, 1, std::numeric_limits<int32_t>::max(), i)) &&
           (key == "max_completion_tokens" || !maxCompletionTokens))
         p.maxTokens = size_t(i);
-      if (key == "max_completion_tokens")
+      if (key == "max_completion_tokens") {
         maxCompletionTokens = true;
+        out.maxTokensField = key;
+      }
     } else if (key == "temperature") {
       e = asFloat(key, v, p.temperature);
     } else if (key == "top_p") {

@@ -59,6 +59,8 @@ struct GenerateRequest {
   bool includeUsage = false;
   /// Completions: the prompt's text precedes each choice's text.
   bool echo = false;
+  /// The field params.maxTokens came from, for the errors that name it.
+  std::string maxTokensField = "max_tokens";
 };
 
 /// Parses `body` for `endpoint` into `out`, or says what is wrong with it.

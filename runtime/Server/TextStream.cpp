@@ -22,7 +22,7 @@ bool isContinuationByte(char c) { return (uint8_t(c) & 0xC0) == 0x80; }
 
 } // namespace
 
-size_t folio::server::utf8Characters(const std::string &s) {
+size_t folio::server::utf8Characters(std::string_view s) {
   size_t n = 0;
   for (char c : s)
     n += !isContinuationByte(c);

@@ -19,6 +19,7 @@
 #include "runtime/Tokenizer/Tokenizer.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace folio::server {
@@ -60,7 +61,7 @@ private:
 
 /// The characters of UTF-8 text `s` (its bytes that start one; an
 /// unfinished character counts once).
-size_t utf8Characters(const std::string &s);
+size_t utf8Characters(std::string_view s);
 
 } // namespace folio::server
 

@@ -381,7 +381,7 @@ def test_errors(s, limit):
                                                  n=30, temperature=1)),
                  400, "batch of 3 prompts needs 90 sequences",
                  "batch over the capacity")
-    # max_completion_tokens wins over max_tokens, whatever their order.
+    # max_completion_tokens wins over max_tokens, the larger or the smaller.
     chat = {"model": NAME, "messages": [{"role": "user", "content": "x"}],
             "temperature": 0, "ignore_eos": True}
     for first, second in ((4, 8), (8, 4)):

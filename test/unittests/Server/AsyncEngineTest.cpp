@@ -292,13 +292,21 @@ TEST(AsyncEngine, BatchesAreAdmittedWholeOrNotAtAll) {
   mixed.push_back(request("ok", 400));
   mixed.push_back(request("bad", 4));
   mixed.back().promptTokenIds.push_back(5000); // outside the vocabulary
-  auto refused = engine.submitAll(std::move(mixed));
+  size_t which = 0;
+  auto refused = engine.submitAll(std::move(mixed), &which);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.status().code(), StatusCode::InvalidArgument);
-  engine.abort("run");
-  for (int i = 0; i < 500 && engine.numInFlight() > 0; ++i)
+  EXPECT_EQ(which, 1u);
+  // "ok" (400 tokens) was admitted, then aborted; "run" still runs.
+  for (int i = 0; i < 2000 && metrics->numFinished(FinishReason::Abort) == 0;
+       ++i)
     std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(engine.numInFlight(), 0u) << "the admitted one was aborted";
+  EXPECT_EQ(metrics->numFinished(FinishReason::Abort), 1u);
+  EXPECT_EQ(metrics->numFinished(FinishReason::Length), 0u);
+  engine.abort("run");
+  for (int i = 0; i < 2000 && engine.numInFlight() > 0; ++i)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(engine.numInFlight(), 0u);
   std::vector<NewRequest> fits;
   fits.push_back(request("f1", 4));
   fits.push_back(request("f2", 4));
