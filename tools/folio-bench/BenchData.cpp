@@ -26,7 +26,14 @@ std::string cpuName() {
 
 Expected<std::vector<std::vector<TokenId>>>
 readWindows(const std::string &path, int64_t window, const std::string &flag) {
-  Expected<std::vector<TokenId>> ids = core::readTokenFile(path, {}, flag);
+  // Held-out data is read as ids only: no --tokenizer would encode it.
+  auto idsOnly = [&](const std::string &) -> Expected<std::vector<TokenId>> {
+    return Status::invalidArgument(flag + ": '" + path + "' is text; " + flag +
+                                   " takes .i32 token ids (int32 "
+                                   "little-endian) only");
+  };
+  Expected<std::vector<TokenId>> ids =
+      core::readTokenFile(path, idsOnly, flag);
   if (!ids)
     return ids.status();
   if (ids->size() < size_t(window))
