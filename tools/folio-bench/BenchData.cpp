@@ -5,6 +5,7 @@
 #include "runtime/Core/KVCalibration.h"
 #include "runtime/Tokenizer/Tokenizer.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -32,8 +33,7 @@ readWindows(const std::string &path, int64_t window, const std::string &flag) {
                                    " takes .i32 token ids (int32 "
                                    "little-endian) only");
   };
-  Expected<std::vector<TokenId>> ids =
-      core::readTokenFile(path, idsOnly, flag);
+  Expected<std::vector<TokenId>> ids = core::readTokenFile(path, idsOnly, flag);
   if (!ids)
     return ids.status();
   if (ids->size() < size_t(window))
@@ -45,6 +45,19 @@ readWindows(const std::string &path, int64_t window, const std::string &flag) {
     windows.emplace_back(ids->begin() + std::ptrdiff_t(b),
                          ids->begin() + std::ptrdiff_t(b + size_t(window)));
   return windows;
+}
+
+std::vector<std::vector<TokenId>>
+agreementPrompts(const std::vector<std::vector<TokenId>> &windows,
+                 int64_t agreementTokens, int64_t promptTokens,
+                 int64_t &perPrompt) {
+  size_t numPrompts = std::min(windows.size(), size_t(agreementTokens));
+  perPrompt = (agreementTokens + int64_t(numPrompts) - 1) / int64_t(numPrompts);
+  std::vector<std::vector<TokenId>> prompts;
+  for (size_t i = 0; i < numPrompts; ++i)
+    prompts.emplace_back(windows[i].begin(),
+                         windows[i].begin() + std::ptrdiff_t(promptTokens));
+  return prompts;
 }
 
 Expected<std::vector<TokenId>>

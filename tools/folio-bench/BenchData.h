@@ -21,6 +21,14 @@ std::string cpuName();
 Expected<std::vector<std::vector<TokenId>>>
 readWindows(const std::string &path, int64_t window, const std::string &flag);
 
+/// The greedy-agreement prompts: the first `promptTokens` of at most one
+/// window per token asked for (--agreement-tokens 8 compares 8 tokens, not
+/// one per window), and in `perPrompt` the tokens each is continued by.
+std::vector<std::vector<TokenId>>
+agreementPrompts(const std::vector<std::vector<TokenId>> &windows,
+                 int64_t agreementTokens, int64_t promptTokens,
+                 int64_t &perPrompt);
+
 /// Refuses --calibration-data that is the --eval-data file: calibrating on
 /// the evaluation text would flatter `what` (the quantized dtype).
 Status checkCalibrationNotEval(const std::string &calibration,

@@ -140,16 +140,9 @@ Expected<std::string> runKVQuant(const std::string &model,
     return std::make_shared<const plan::Plan>(std::move(*p));
   };
 
-  // At most one prompt per token asked for: --agreement-tokens 8 compares
-  // 8 tokens, not one per window.
-  Seqs prompts;
-  size_t numPrompts = std::min(windows->size(), size_t(o.agreementTokens));
-  int64_t perPrompt =
-      (o.agreementTokens + int64_t(numPrompts) - 1) / int64_t(numPrompts);
-  for (size_t i = 0; i < numPrompts; ++i)
-    prompts.emplace_back((*windows)[i].begin(),
-                         (*windows)[i].begin() +
-                             std::ptrdiff_t(o.promptTokens));
+  int64_t perPrompt = 0;
+  Seqs prompts =
+      agreementPrompts(*windows, o.agreementTokens, o.promptTokens, perPrompt);
 
   std::shared_ptr<const plan::Plan> f32Plan;
   double f32Ppl = 0, f32Bytes = 1;

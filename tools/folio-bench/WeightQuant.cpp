@@ -102,16 +102,9 @@ Expected<std::string> runWeightQuant(const std::string &model,
         "--tokenizer only encodes text --calibration-data, and none was given");
   }
 
-  // At most one prompt per token asked for: --agreement-tokens 8 compares
-  // 8 tokens, not one per window.
-  Seqs prompts;
-  size_t numPrompts = std::min(windows->size(), size_t(o.agreementTokens));
-  int64_t perPrompt =
-      (o.agreementTokens + int64_t(numPrompts) - 1) / int64_t(numPrompts);
-  for (size_t i = 0; i < numPrompts; ++i)
-    prompts.emplace_back((*windows)[i].begin(),
-                         (*windows)[i].begin() +
-                             std::ptrdiff_t(o.promptTokens));
+  int64_t perPrompt = 0;
+  Seqs prompts =
+      agreementPrompts(*windows, o.agreementTokens, o.promptTokens, perPrompt);
 
   double f32Ppl = 0;
   int64_t f32Bytes = 1;
