@@ -286,6 +286,11 @@ private:
       Json alternatives = Json::object();
       for (const auto &[t, lp] : s.logprobs[k].top)
         alternatives[tokenText(t)] = lp;
+      // OpenAI's completions always list the sampled token too: up to
+      // logprobs + 1 entries (logprobs 0 gives just the sampled one).
+      std::string sampled = tokenText(s.lpTokens[k]);
+      if (!alternatives.contains(sampled))
+        alternatives[sampled] = s.logprobs[k].logprob;
       top.push_back(std::move(alternatives));
       offsets.push_back(base + s.textOffsets[k]);
     }

@@ -64,7 +64,7 @@ std::optional<ApiError> asInt(const std::string &key, const Json &v, int64_t lo,
   if (v.is_number_unsigned() &&
       v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
     return invalid(key, key + " must be in [" + std::to_string(lo) + ", " +
-                            std::to_string(hi) + "]");
+                            std::to_string(hi) + "], got " + v.dump());
   out = v.get<int64_t>();
   if (out < lo || out > hi)
     return invalid(key, key + " must be in [" + std::to_string(lo) + ", " +

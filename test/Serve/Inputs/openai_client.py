@@ -299,6 +299,17 @@ def test_logprobs(s):
         check(abs(chosen - max(top.values())) < 1e-5, f"greedy {chosen} {top}")
     check(lp["text_offset"][0] == 0 and lp["text_offset"] ==
           sorted(lp["text_offset"]), "text offsets")
+    # The sampled token is always among top_logprobs, even at logprobs 0
+    # and when sampling picks a token outside the top ones.
+    for n in (0, 1):
+        body = s.post("/v1/completions", dict(
+            req, logprobs=n, temperature=1.5, seed=3))[1]
+        lp = body["choices"][0]["logprobs"]
+        for token, chosen, top in zip(lp["tokens"], lp["token_logprobs"],
+                                      lp["top_logprobs"]):
+            check(token in top and abs(top[token] - chosen) < 1e-5 and
+                  len(top) <= n + 1,
+                  f"logprobs {n}: sampled {token!r} {chosen} in {top}")
     chat = {"model": NAME, "messages": [{"role": "user", "content": "hi"}],
             "max_tokens": 6, "temperature": 0, "ignore_eos": True,
             "logprobs": True, "top_logprobs": 2}
