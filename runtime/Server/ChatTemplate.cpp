@@ -98,7 +98,9 @@ Expected<TokenizerConfig> folio::server::parseTokenizerConfig(
       }
     }
   }
-  if (config.chatTemplate.empty() && jinjaText) {
+  // The file wins over the config's template, as in transformers (which
+  // writes its templates there since 4.47).
+  if (jinjaText) {
     config.chatTemplate = *jinjaText;
     config.chatTemplatePath = jinjaPath;
   }
@@ -129,6 +131,11 @@ folio::server::findEosToken(const Tokenizer &tokenizer,
 
 Expected<std::shared_ptr<const ChatTemplate>>
 ChatTemplate::create(const TokenizerConfig &config) {
+  // An empty file renders every conversation as nothing: say so at start
+  // rather than serve prompts of no tokens.
+  if (config.chatTemplate.find_first_not_of(" \t\r\n") == std::string::npos)
+    return Status::invalidArgument(config.chatTemplatePath +
+                                   ": the chat template is empty");
   Expected<jinja::Template> parsed =
       jinja::Template::parse(config.chatTemplate);
   if (!parsed)

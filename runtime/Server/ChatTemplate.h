@@ -42,7 +42,8 @@ struct TokenizerConfig {
   /// text: the variables a chat template sees.
   std::vector<std::pair<std::string, std::string>> specialTokens;
 
-  bool hasChatTemplate() const { return !chatTemplate.empty(); }
+  /// A template was given (an empty one too, which is an error later).
+  bool hasChatTemplate() const { return !chatTemplatePath.empty(); }
 };
 
 /// Reads the tokenizer_config.json (and chat_template.jinja) in the

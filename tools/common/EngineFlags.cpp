@@ -126,7 +126,8 @@ std::string EngineFlags::usage(const std::string &kvDtype) const {
          "their checksum (the metadata is always checked); a corrupt weight "
          "then gives wrong text, not an error\n" +
          deviceFlagUsage() + enforceEagerUsage() +
-         "Speculative decoding (off by default):\n" + SpeculativeFlags::usage();
+         "Speculative decoding (off by default):\n" +
+         SpeculativeFlags::usage(compiledDraftsOnly);
 }
 
 size_t modelLengthLimit(const plan::Plan &plan) {

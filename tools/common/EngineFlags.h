@@ -39,6 +39,8 @@ struct EngineFlags {
   device::DeviceKind device = device::DeviceKind::Cpu;
   /// --enforce-eager: no CUDA graphs (ExecutorOptions::cudaGraphs).
   bool enforceEager = false;
+  /// The tool takes a compiled (.folio) draft only: its usage says so.
+  bool compiledDraftsOnly = false;
   SpeculativeFlags speculative;
 
   /// Parses argv[i] when it is one of these flags (then `handled`),

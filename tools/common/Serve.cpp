@@ -55,6 +55,13 @@ Status ServeFlags::parse(int argc, char **argv, int &i, bool &handled) {
   } else if (arg == "--api-key") {
     if (value.empty())
       return Status::invalidArgument("--api-key must not be empty");
+    // HTTP trims a header value's surrounding blanks, so a key with them
+    // could never be sent; and a control character cannot be sent at all.
+    for (char ch : value)
+      if (static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f)
+        return Status::invalidArgument(
+            "--api-key: a key sent in an Authorization header cannot hold "
+            "spaces or control characters");
     http.apiKey = value;
   } else if (arg == "--served-model-name") {
     if (value.empty())

@@ -166,18 +166,25 @@ Status SpeculativeFlags::finish() {
   return Status::ok();
 }
 
-const char *SpeculativeFlags::usage() {
-  return "  --speculative-model M       a draft model (.onnx or .folio) with "
-         "the\n"
-         "                              target's vocabulary: speculative "
-         "decoding\n"
-         "  --speculative-weight-dtype D\n"
-         "                              how folioc stores an .onnx draft's\n"
-         "                              weights: f32, bf16, f16, int8, "
-         "fp8_e4m3,\n"
-         "                              int4 (default: as the target's); "
-         "the\n"
-         "                              output stays the target's\n"
+std::string SpeculativeFlags::usage(bool compiledDraftsOnly) {
+  std::string draft =
+      compiledDraftsOnly
+          ? "  --speculative-model M       a compiled draft (.folio) with the\n"
+            "                              target's vocabulary: speculative\n"
+            "                              decoding\n"
+          : "  --speculative-model M       a draft model (.onnx or .folio) "
+            "with the\n"
+            "                              target's vocabulary: speculative "
+            "decoding\n"
+            "  --speculative-weight-dtype D\n"
+            "                              how folioc stores an .onnx "
+            "draft's\n"
+            "                              weights: f32, bf16, f16, int8, "
+            "fp8_e4m3,\n"
+            "                              int4 (default: as the target's); "
+            "the\n"
+            "                              output stays the target's\n";
+  return draft +
          "  --speculative-method D      draft (with --speculative-model) or "
          "ngram\n"
          "                              (prompt lookup, no model)\n"

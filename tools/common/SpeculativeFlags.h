@@ -46,8 +46,9 @@ struct SpeculativeFlags {
   Status finish();
   bool enabled() const { return !method.empty(); }
 
-  /// The usage lines of these flags.
-  static const char *usage();
+  /// The usage lines of these flags; `compiledDraftsOnly` for a tool that
+  /// takes a .folio draft only (a model binary carries no compiler).
+  static std::string usage(bool compiledDraftsOnly = false);
 };
 
 /// The engine's speculative configuration with `k` drafts at most: a fresh

@@ -88,6 +88,7 @@ int main(int argc, char **argv) {
     return code;
   };
   tools::ServeFlags flags;
+  flags.engine.compiledDraftsOnly = true;
   const std::string self = selfPath();
   Expected<tools::EmbeddedModel> embedded = tools::readEmbeddedModel(self);
   if (!embedded)
@@ -97,8 +98,8 @@ int main(int argc, char **argv) {
                       "' (compiled from " + manifest.source + " for " +
                       manifest.target + ")";
 
-  if (argc == 2 &&
-      (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+  // --help as any argument of the command line (before one that fails).
+  auto printHelp = [&]() -> int {
     // The metadata's checksum only: hashing the weights is for serving.
     Expected<plan::Plan> plan =
         tools::loadEmbeddedPlan(self, *embedded, plan::ReadPlanOptions{false});
@@ -118,9 +119,11 @@ int main(int argc, char **argv) {
               << "' unless --served-model-name.\n"
               << usage(tool, flags);
     return 0;
-  }
+  };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h")
+      return printHelp();
     if (arg == "--model" || arg == "--tokenizer")
       return fail(Status::invalidArgument(
                       arg + ": this binary serves the model embedded in it ('" +

@@ -32,11 +32,16 @@ const char *const kKVDtype =
 struct Options {
   std::string model, tokenizer;
   tools::ServeFlags serve;
+  bool help = false;
 };
 
 Status parse(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      return Status::ok();
+    }
     bool handled = false;
     if (Status s = o.serve.parse(argc, argv, i, handled); !s)
       return s;
@@ -70,12 +75,12 @@ std::string stem(const std::string &path) {
 
 int main(int argc, char **argv) {
   Options o;
-  if (argc == 2 &&
-      (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+  Status parsed = parse(argc, argv, o);
+  if (o.help) {
     std::cout << kUsage << o.serve.usage(kKVDtype);
     return 0;
   }
-  if (Status s = parse(argc, argv, o); !s) {
+  if (Status s = parsed; !s) {
     std::cerr << "folio-serve: error: " << s.message() << "\n"
               << kUsage << o.serve.usage(kKVDtype);
     return 2;

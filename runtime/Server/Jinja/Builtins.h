@@ -53,6 +53,9 @@ bool applyTest(const std::string &name, const Value &value,
 /// `value | name(args, kwargs)`.
 Value applyFilter(const std::string &name, const Value &value,
                   const ValueList &args, const KeywordArgs &kwargs);
+/// Whether applyFilter knows filter `name`, so that a template using one
+/// it does not is refused when it is parsed, not at its first render.
+bool isFilter(const std::string &name);
 
 /// Python's json.dumps(v, ensure_ascii=False, indent=indent, sort_keys=...)
 /// with indent < 0 for None.

@@ -373,6 +373,19 @@ bool applyTest(const std::string &name, const Value &value,
   fail("unknown test '" + name + "'");
 }
 
+bool isFilter(const std::string &name) {
+  // Asked of applyFilter itself, so that no second list of names can
+  // drift from it: filters are pure, and on an undefined value with no
+  // arguments every known one returns or fails on its value or its
+  // arguments, only an unknown name with this message.
+  try {
+    applyFilter(name, Value(), {}, {});
+  } catch (const TemplateError &e) {
+    return std::string(e.what()).rfind("unknown filter '", 0) != 0;
+  }
+  return true;
+}
+
 Value applyFilter(const std::string &name, const Value &value,
                   const ValueList &args, const KeywordArgs &kwargs) {
   if (name == "default" || name == "d") {

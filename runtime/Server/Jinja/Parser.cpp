@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Server/Jinja/Ast.h"
+#include "runtime/Server/Jinja/Builtins.h"
 #include "runtime/Server/Jinja/Lexer.h"
 
 #include <algorithm>
@@ -422,6 +423,13 @@ private:
     ExprPtr left = parsePow();
     while (atOp("*") || atOp("/") || atOp("//") || atOp("%")) {
       const Token &op = next();
+      // Python's %-formatting of a string: refused when the template is
+      // parsed where the string is written out, as at render elsewhere.
+      if (op.text == "%" && left->kind == Expr::Kind::Literal &&
+          left->literal.isString())
+        fail("string formatting with '%' is not supported; use '~' or the "
+             "format-free filters",
+             op);
       left = binary(op, std::move(left), parsePow());
     }
     return left;
@@ -621,8 +629,11 @@ private:
   ExprPtr parseFiltersAndTests(ExprPtr value) {
     for (;;) {
       if (atOp("|")) {
-        ExprPtr n = make(Expr::Kind::Filter, next());
+        const Token &bar = next();
+        ExprPtr n = make(Expr::Kind::Filter, bar);
         n->name = expectName("a filter name after '|'");
+        if (!detail::isFilter(n->name))
+          fail("unknown filter '" + n->name + "'", bar);
         n->args.push_back(std::move(value));
         if (acceptOp("("))
           parseArguments(*n);

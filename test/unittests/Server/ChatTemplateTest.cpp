@@ -87,6 +87,32 @@ TEST(ChatTemplateTest, ChatTemplateJinjaFileBesideTheTokenizer) {
   EXPECT_EQ(*text, "xy");
 }
 
+// Tests that chat_template.jinja wins over the config's chat_template, as
+// in transformers, and that an empty one is an error, not the default
+// format.
+TEST(ChatTemplateTest, TheJinjaFileWinsAndMustNotBeEmpty) {
+  ModelDir d;
+  d.write("tokenizer_config.json", R"({"chat_template": "from the config"})");
+  d.write("chat_template.jinja", "from the file");
+  Expected<TokenizerConfig> config = readTokenizerConfig(d.tokenizer());
+  ASSERT_TRUE(config) << config.status().message();
+  Expected<std::shared_ptr<const ChatTemplate>> chat =
+      ChatTemplate::create(*config);
+  ASSERT_TRUE(chat);
+  Expected<std::string> text = (*chat)->render({{"user", "x"}});
+  ASSERT_TRUE(text);
+  EXPECT_EQ(*text, "from the file");
+
+  d.write("chat_template.jinja", " \n");
+  config = readTokenizerConfig(d.tokenizer());
+  ASSERT_TRUE(config) << config.status().message();
+  EXPECT_TRUE(config->hasChatTemplate());
+  chat = ChatTemplate::create(*config);
+  ASSERT_FALSE(chat);
+  EXPECT_THAT(chat.status().message(),
+              HasSubstr("chat_template.jinja: the chat template is empty"));
+}
+
 TEST(ChatTemplateTest, ErrorsNameTheFile) {
   ModelDir d;
   d.write("tokenizer_config.json", R"({"chat_template": "{% if %}"})");

@@ -142,6 +142,37 @@ TEST(JinjaTemplateTest, SyntaxErrorsNameLineAndColumn) {
             "';' in a tag");
 }
 
+// Tests that what the renderer does not support and can see in the text
+// refuses the template when it is parsed (a server reports it at start),
+// not at its first render: an unknown filter anywhere, even in a branch
+// never taken, and %-formatting of a string literal; and that a filter
+// name is still checked at render where only a value names it (map).
+TEST(JinjaTemplateTest, UnsupportedFiltersAndFormattingFailTheParse) {
+  for (const char *source :
+       {"{{ x | nosuch }}", "{% if false %}{{ x | wordwrap(5) }}{% endif %}"}) {
+    Expected<Template> t = Template::parse(source);
+    ASSERT_FALSE(t) << source;
+    EXPECT_NE(t.status().message().find("unknown filter '"), std::string::npos)
+        << t.status().message();
+  }
+  EXPECT_EQ(render("{{ x | nosuch }}", {{"x", 1}}),
+            "error: chat template line 1, column 6: unknown filter 'nosuch'");
+  Expected<Template> format = Template::parse("{{ '%s!' % x }}");
+  ASSERT_FALSE(format);
+  EXPECT_NE(format.status().message().find("column 10: string formatting"),
+            std::string::npos)
+      << format.status().message();
+  // Numbers and values not known to be strings parse.
+  EXPECT_EQ(render("{{ 7 % 3 }}"), "1");
+  EXPECT_TRUE(Template::parse("{{ x % 2 }}"));
+  // Every filter the renderer has parses.
+  for (const char *f : {"default", "length", "tojson", "trim", "join", "map",
+                        "selectattr", "dictsort", "indent", "wordcount"})
+    EXPECT_TRUE(Template::parse(std::string("{{ x | ") + f + " }}")) << f;
+  EXPECT_EQ(render("{{ [1] | map('nosuch') | list }}"),
+            "error: chat template line 1, column 8: unknown filter 'nosuch'");
+}
+
 TEST(JinjaTemplateTest, RuntimeErrorsNameTheExpression) {
   EXPECT_EQ(render("{{ messages[0].content }}"),
             "error: chat template line 1, column 4: 'messages' is undefined");
@@ -151,8 +182,6 @@ TEST(JinjaTemplateTest, RuntimeErrorsNameTheExpression) {
   EXPECT_EQ(render("{{ 'a' + 1 }}"),
             "error: chat template line 1, column 8: unsupported operand "
             "types for +: 'str' and 'int'");
-  EXPECT_EQ(render("{{ x | nosuch }}", {{"x", 1}}),
-            "error: chat template line 1, column 6: unknown filter 'nosuch'");
   EXPECT_EQ(render("{{ x is nosuch }}", {{"x", 1}}),
             "error: chat template line 1, column 6: unknown test 'nosuch'");
   EXPECT_EQ(render("{{ 1 // 0 }}"),
