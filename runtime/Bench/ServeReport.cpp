@@ -6,6 +6,7 @@ namespace folio::bench {
 
 LatencyStats latencyStats(const std::vector<double> &values) {
   LatencyStats s;
+  s.samples = values.size();
   if (values.empty())
     return s;
   double sum = 0;

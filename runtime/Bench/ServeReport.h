@@ -23,6 +23,8 @@ namespace folio::bench {
 /// Milliseconds.
 struct LatencyStats {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+  /// How many values they summarise; 0: none (no latency, not 0 ms).
+  size_t samples = 0;
 };
 
 struct ServeRunMetrics {

@@ -13,6 +13,12 @@ namespace folio::bench {
 namespace {
 
 void latencyJson(Json &j, const std::string &key, const LatencyStats &s) {
+  // No sample (every request made one token: no inter-token time) is no
+  // latency, not one of 0 ms.
+  if (s.samples == 0) {
+    j.key(key).null();
+    return;
+  }
   j.key(key)
       .beginObject()
       .field("mean", s.mean)
