@@ -22,12 +22,14 @@ using avx512::tailMask;
 
 constexpr float kLog2e = 1.44269504088896341f;
 
-/// 2^x with about 2.5e-7 relative error, 0 for x below -150. Scores are
-/// kept in log2 units (log2 e folded into the query scale), which spares
-/// exp's multiply and two-step range reduction.
+/// 2^x with about 2.5e-7 relative error, 0 for x below -150, NaN for NaN.
+/// Scores are kept in log2 units (log2 e folded into the query scale),
+/// which spares exp's multiply and two-step range reduction.
 FOLIO_AVX512 static inline __m512 exp2(__m512 x) {
-  // The clamp keeps -inf (and hence -inf - -inf) out of the reduction.
-  x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
+  // The clamp keeps -inf out of the reduction; the bound is the first
+  // operand so that a NaN score (maxps returns the second operand then)
+  // stays NaN rather than becoming a weight of 0.
+  x = _mm512_max_ps(_mm512_set1_ps(-160.0f), x);
   __m512 n =
       _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_sub_ps(x, n); // exact, in [-0.5, 0.5]

@@ -75,10 +75,14 @@ FOLIO_AVX512 static inline __m512i transposeBytes4x4(__m512i v) {
   return _mm512_shuffle_epi8(v, ctrl);
 }
 
-/// e^x with about 2 ulp error; underflows to 0 below -104, inf above 89.
+/// e^x with about 2 ulp error; underflows to 0 below -104, inf above 89;
+/// NaN stays NaN.
 FOLIO_AVX512 static inline __m512 exp(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  x = _mm512_min_ps(x, _mm512_set1_ps(89.0f));
+  // The bound first: maxps/minps return their second operand when either
+  // is NaN, so a NaN x passes through (with x first it became the bound,
+  // e^-104 = 0, and a NaN score turned into a weight of 0).
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
   __m512 n = _mm512_roundscale_ps(
       _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -755,6 +755,54 @@ TEST(PagedAttentionQuant, NonFiniteRowsStayVisible) {
   }
 }
 
+// Tests that a NaN key row (what a NaN hidden state writes: every element)
+// and a NaN query row make the outputs that see them non-finite, decoding,
+// verifying and prefilling, on every path and cache type, so the engine's
+// check refuses the step. On AVX-512 the exponential once clamped NaN to
+// its lower bound: the NaN key's weight became 0, the int8 row tile
+// skipped it, and decoded rows came out finite and wrong.
+TEST(PagedAttention, NaNKeysAndQueriesReachTheOutputs) {
+  for (DType t :
+       {DType::F32, DType::BF16, DType::FP8E4M3, DType::I8, DType::I4})
+    for (int32_t queryLen : {1, 5, 20})
+      for (bool nanKey : {true, false}) {
+        Case c;
+        c.dtype = t;
+        c.seqLens = {20};
+        c.queryLens = {queryLen};
+        c.numKvHeads = 2;
+        c.group = 2;
+        Scenario s;
+        build(c, s);
+        const int64_t rowFloats = c.numKvHeads * c.group * c.headDim;
+        const int64_t lastToken = queryLen - 1;
+        if (nanKey) { // position 2
+          std::vector<float> kRow(size_t(c.numKvHeads * c.headDim), NAN);
+          int64_t slot = int64_t(s.blockTables[0]) * c.blockSize + 2;
+          ASSERT_TRUE(kvWrite(s.cache, kRow.data(), int64_t(kRow.size()),
+                              kRow.data(), int64_t(kRow.size()), &slot, 1));
+        } else {
+          for (int64_t d = 0; d < rowFloats; ++d)
+            s.q[size_t(lastToken * rowFloats + d)] = NAN;
+        }
+        for (Isa isa : hostIsas()) {
+          IsaScope scope(isa);
+          std::vector<float> out(s.q.size());
+          ASSERT_TRUE(pagedAttention(s.q.data(), s.cache, s.batch, s.params,
+                                     out.data()));
+          // Tokens at positions 2 on see the key (causal).
+          const int64_t firstSeeing = std::max<int64_t>(0, 2 - (20 - queryLen));
+          for (int64_t tok = nanKey ? firstSeeing : lastToken; tok <= lastToken;
+               ++tok)
+            for (int64_t d = 0; d < rowFloats; ++d)
+              ASSERT_FALSE(std::isfinite(out[size_t(tok * rowFloats + d)]))
+                  << dtypeName(t) << " " << isaName(isa) << " query length "
+                  << queryLen << (nanKey ? " NaN key" : " NaN query")
+                  << " token " << tok << " element " << d;
+        }
+      }
+}
+
 /// Forces the AMX tile's mode for the scope.
 class AmxScope {
 public:
