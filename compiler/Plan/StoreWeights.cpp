@@ -469,6 +469,10 @@ llvm::Error storePackedWeights(plan::Plan &p,
   std::vector<float> rows;
   for (const Group &g : groups) {
     const plan::Step &s = p.steps[size_t(g.step)];
+    // A step raised from several ONNX nodes (a gated MLP) has no node name.
+    const std::string where =
+        s.kind + (s.name.empty() ? " (plan step " + std::to_string(g.step) + ")"
+                                 : " '" + s.name + "'");
     int64_t n = 0, k = 0;
     for (const plan::Constant *c : g.constants) {
       const plan::ValueInfo &v = p.values[size_t(c->value)];
@@ -503,8 +507,7 @@ llvm::Error storePackedWeights(plan::Plan &p,
         auto it = options.inputAbsMax->find({g.step, g.operand});
         if (it != options.inputAbsMax->end()) {
           if (int64_t(it->second.size()) != k)
-            return error(s.kind + " '" + s.name + "': operand " +
-                         std::to_string(g.operand) +
+            return error(where + ": operand " + std::to_string(g.operand) +
                          ": the calibration "
                          "recorded " +
                          std::to_string(it->second.size()) +
@@ -516,9 +519,9 @@ llvm::Error storePackedWeights(plan::Plan &p,
       cpu::Status st = cpu::packWeightRows(rows.data(), n, k, storage, packing,
                                            *group, inputs);
       if (!st.ok())
-        return error(s.kind + " '" + s.name + "': operand " +
-                     std::to_string(g.operand) + " (weight " +
-                     std::to_string(n) + " x " + std::to_string(k) +
+        return error(where + ": operand " + std::to_string(g.operand) +
+                     " (weight " + std::to_string(n) + " x " +
+                     std::to_string(k) +
                      ", out x in features): " + st.message());
     }
     plan::StoredWeight w;

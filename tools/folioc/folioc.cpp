@@ -685,6 +685,19 @@ LogicalResult checkPhaseOptions(mlir::folio::FolioPhase stopAfter) {
       if (o->getNumOccurrences())
         return refuse("--" + o->ArgStr.str(),
                       "at raise (folio-set-target records it)");
+  // A plan is the whole pipeline's (fuse is its last phase): the IR of an
+  // earlier phase lowered to a plan would be a plan of other kernels, or
+  // none.
+  bool planOutput =
+      emit == Emit::Plan ||
+      (!emit.getNumOccurrences() && StringRef(outputPath).ends_with(".folio"));
+  if (planOutput && stopAfter != FolioPhase::Fuse &&
+      stopAfter != FolioPhase::Compile) {
+    errs() << "folioc: error: --stop-after writes a phase's IR (--emit=mlir "
+              "or mlirbc), and a plan (--emit=plan, or -o *.folio) is the "
+              "whole pipeline's\n";
+    return failure();
+  }
   if (stopAfter == FolioPhase::Import || stopAfter == FolioPhase::Raise)
     for (const cl::Option *o : atPageKV)
       if (o->getNumOccurrences())
@@ -727,6 +740,10 @@ int main(int argc, char **argv) {
   std::optional<mlir::folio::FolioPhase> stopAfter = takeStopAfter(argc, argv);
   if (!stopAfter)
     return 1;
+  // --mlir-print-ir-after=<pass> and the like name passes by their
+  // registered argument; their parser lists the passes registered when
+  // the option is created.
+  mlir::folio::registerFolioPassesAndPipelines();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
