@@ -351,6 +351,14 @@ LogicalResult inferMatMulNBits(ONNXInferenceContext &ctx) {
                            << " is not supported; supported: 4, 8";
   if (failed(checkBlockSize(ctx, *blockSize)))
     return failure();
+  // ONNX Runtime's levels: 0 unset, 1 f32, 2 f16, 3 bf16, 4 int8.
+  FailureOr<int64_t> accuracy = ctx.getInt("accuracy_level", 0);
+  if (failed(accuracy))
+    return failure();
+  if (*accuracy < 0 || *accuracy > 4)
+    return ctx.emitError() << "accuracy_level " << *accuracy
+                           << " is not a level; ONNX Runtime's are 0 (unset), "
+                              "1 (f32), 2 (f16), 3 (bf16) and 4 (int8)";
   if (ctx.hasInput(4))
     return ctx.emitError() << "g_idx (input 4, act-order weights) is not "
                               "supported; export without act-order";

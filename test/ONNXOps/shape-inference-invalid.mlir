@@ -240,6 +240,14 @@ func.func @matmul_nbits_bits(%a: tensor<2x32xf32>, %b: tensor<2x2x6xui8>, %s: te
 
 // -----
 
+func.func @matmul_nbits_accuracy(%a: tensor<2x32xf32>, %b: tensor<2x2x8xui8>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{MatMulNBits: accuracy_level 9 is not a level; ONNX Runtime's are 0 (unset), 1 (f32), 2 (f16), 3 (bf16) and 4 (int8)}}
+  %0 = folio.onnx_node "MatMulNBits"(%a, %b, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, block_size = 16 : i64, accuracy_level = 9 : i64}} : (tensor<2x32xf32>, tensor<2x2x8xui8>, tensor<4xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_nbits_block(%a: tensor<2x32xf32>, %b: tensor<2x2x8xui8>, %s: tensor<4xf32>) {
   // expected-error @+1 {{MatMulNBits: block_size 24 must be a power of 2 >= 16}}
   %0 = folio.onnx_node "MatMulNBits"(%a, %b, %s) {domain = "com.microsoft", opset = 1 : i64, onnx_attributes = {K = 32 : i64, N = 2 : i64, block_size = 24 : i64}} : (tensor<2x32xf32>, tensor<2x2x8xui8>, tensor<4xf32>) -> tensor<2x2xf32>

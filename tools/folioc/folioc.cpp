@@ -96,6 +96,7 @@ constexpr StringLiteral kStopAfterHelp =
 /// message) on a bad value.
 std::optional<mlir::folio::FolioPhase> takeStopAfter(int &argc, char **argv) {
   mlir::folio::FolioPhase phase = mlir::folio::FolioPhase::Compile;
+  bool given = false;
   int out = 1;
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];
@@ -114,6 +115,11 @@ std::optional<mlir::folio::FolioPhase> takeStopAfter(int &argc, char **argv) {
       argv[out++] = argv[i];
       continue;
     }
+    if (given) {
+      errs() << "folioc: error: --stop-after is given twice\n";
+      return std::nullopt;
+    }
+    given = true;
     std::optional<mlir::folio::FolioPhase> parsed =
         mlir::folio::parseFolioPhase(value);
     if (!parsed) {
@@ -330,6 +336,13 @@ LogicalResult checkKVOptions() {
   if (!kvCacheSkipLayers.empty() && !quantized)
     return refuse("--kv-cache-dtype-skip-layers",
                   "keeps layers of a quantized cache at 16 bits");
+  for (size_t i = 0; i < kvCacheSkipLayers.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (kvCacheSkipLayers[i] == kvCacheSkipLayers[j]) {
+        errs() << "folioc: error: --kv-cache-dtype-skip-layers lists layer "
+               << kvCacheSkipLayers[i] << " twice\n";
+        return failure();
+      }
   if (kvCacheGroupSize.getNumOccurrences() &&
       resolved != ::folio::KVCacheDType::Int4 &&
       resolved != ::folio::KVCacheDType::Int2)
