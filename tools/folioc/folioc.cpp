@@ -718,6 +718,27 @@ LogicalResult checkPhaseOptions(mlir::folio::FolioPhase stopAfter) {
   return success();
 }
 
+/// The IR printer's options shape IR text only: with a plan, a binary or
+/// CUDA sources as the output they would change nothing.
+LogicalResult checkPrinterOptions() {
+  if (emit == Emit::MLIR || emit == Emit::Bytecode) {
+    if (emit.getNumOccurrences() || !StringRef(outputPath).ends_with(".folio"))
+      return success();
+  }
+  StringMap<cl::Option *> &registered = cl::getRegisteredOptions();
+  for (StringRef name :
+       {"mlir-elide-resource-strings-if-larger",
+        "mlir-elide-elementsattrs-if-larger", "mlir-print-debuginfo"})
+    if (auto it = registered.find(name);
+        it != registered.end() && it->second->getNumOccurrences()) {
+      errs() << "folioc: error: --" << name
+             << " shapes the IR text folioc writes, and this output is not IR "
+                "(--emit=mlir or mlirbc)\n";
+      return failure();
+    }
+  return success();
+}
+
 /// Sizes given as 0 would silently mean the default.
 LogicalResult checkSizeOptions() {
   for (const cl::opt<int64_t> *o :
@@ -791,7 +812,7 @@ int main(int argc, char **argv) {
   if (failed(checkKernelCacheOptions()))
     return 1;
   if (failed(checkPhaseOptions(*stopAfter)) || failed(checkSizeOptions()) ||
-      failed(checkOutputName()))
+      failed(checkOutputName()) || failed(checkPrinterOptions()))
     return 1;
 
   bool showProgress = progress == ProgressMode::Always ||
