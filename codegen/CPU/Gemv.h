@@ -9,6 +9,8 @@
 #ifndef FOLIO_CODEGEN_CPU_GEMV_H
 #define FOLIO_CODEGEN_CPU_GEMV_H
 
+#include "codegen/CPU/WeightPack.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -63,6 +65,24 @@ struct GemvInt8Args {
   float *y = nullptr;          ///< [M, N]
   int64_t n = 0;
 };
+
+/// The weight's part of the int8 kernels' arguments for `m` rows of x into
+/// y: codes, scales, outlier columns, shape and bias. x's codes, steps and
+/// outlier values are the caller's (linear(), and tests as it does).
+inline GemvInt8Args int8WeightArgs(const WeightView &v, int64_t m,
+                                   const float *bias, float *y) {
+  GemvInt8Args a;
+  a.m = m;
+  a.k = v.k;
+  a.w = static_cast<const int8_t *>(v.data);
+  a.scales = v.scales;
+  a.numOutliers = v.numOutliers;
+  a.outliers = v.outliers;
+  a.bias = bias;
+  a.y = y;
+  a.n = v.n;
+  return a;
+}
 
 /// The largest |code| of x's 16-bit fixed point: a row's largest element
 /// becomes +-32767, so every element is within step / 2 of code * step.

@@ -97,16 +97,7 @@ Status linearBf16Gemm(Bf16Gemm gemm, const float *x, int64_t numTokens,
 Status linearGemvInt8(const float *x, int64_t numTokens, const PackedWeight &w,
                       float *y, ThreadPool &pool) {
   const WeightView &v = w.view();
-  GemvInt8Args a;
-  a.m = numTokens;
-  a.k = v.k;
-  a.w = static_cast<const int8_t *>(v.data);
-  a.scales = v.scales;
-  a.numOutliers = v.numOutliers;
-  a.outliers = v.outliers;
-  a.bias = w.bias();
-  a.y = y;
-  a.n = v.n;
+  GemvInt8Args a = int8WeightArgs(v, numTokens, w.bias(), y);
   // Per calling thread, as the pair-split x below.
   thread_local std::vector<float> xOut;
   if (v.numOutliers) {

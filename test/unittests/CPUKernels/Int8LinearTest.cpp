@@ -388,14 +388,7 @@ std::vector<float> integerDefinition(const std::vector<float> &x, int64_t m,
 struct Int8KernelInputs {
   Int8KernelInputs(const std::vector<float> &x, int64_t m, const WeightView &v,
                    const float *bias, std::vector<float> &y) {
-    args.m = m;
-    args.k = v.k;
-    args.w = static_cast<const int8_t *>(v.data);
-    args.scales = v.scales;
-    args.numOutliers = v.numOutliers;
-    args.outliers = v.outliers;
-    args.bias = bias;
-    args.n = v.n;
+    args = detail::int8WeightArgs(v, m, bias, y.data());
     xOut.resize(size_t(m * v.numOutliers));
     std::vector<float> src = x;
     for (int64_t i = 0; i < m; ++i)
@@ -412,7 +405,6 @@ struct Int8KernelInputs {
                                  steps.data());
     args.xq = xq.data();
     args.xSteps = steps.data();
-    args.y = y.data();
   }
   detail::GemvInt8Args args;
   std::vector<float> xOut, steps;
