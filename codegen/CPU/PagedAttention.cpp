@@ -208,8 +208,11 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
   std::vector<Item> items;
   const bool amx = amxAttentionUsable(cache.headDim, params.allowBf16);
   int64_t perTile = tileTokens(base.groupSize, amx);
+  int64_t macs = 0; // q.k and p.V over every sequence's context
   for (int64_t s = 0; s < batch.numSeqs; ++s) {
     int64_t qBegin = batch.queryStartLoc[s], qEnd = batch.queryStartLoc[s + 1];
+    macs += 2 * (qEnd - qBegin) * int64_t(batch.seqLens[s]) * params.numHeads *
+            cache.headDim;
     for (int64_t end = qEnd; end > qBegin; end -= perTile) {
       int64_t begin = end - perTile > qBegin ? end - perTile : qBegin;
       for (int64_t h = 0; h < cache.numKvHeads; ++h)
@@ -284,12 +287,7 @@ Status pagedAttention(const float *q, const KVCacheView &cache,
                                               ? attendTileAvx512
                                           : isa == Isa::Avx2 ? attendTileAvx2
                                                              : attendTileScalar;
-  // q.k and p.V over every sequence's context: a small model's decode
-  // step runs on this thread (kSerialMacs).
-  int64_t macs = 0;
-  for (int64_t s = 0; s < batch.numSeqs; ++s)
-    macs += 2 * int64_t(batch.queryStartLoc[s + 1] - batch.queryStartLoc[s]) *
-            int64_t(batch.seqLens[s]) * params.numHeads * cache.headDim;
+  // A small model's decode step runs on this thread (kSerialMacs).
   const int64_t grain = macs < kSerialMacs ? int64_t(items.size()) : 1;
   pool.parallelFor(int64_t(items.size()), grain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
