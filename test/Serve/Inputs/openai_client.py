@@ -40,6 +40,7 @@ class Server:
             raise RuntimeError("folio-serve did not start: " + line +
                                self.proc.stdout.read())
         self.port = int(m.group(1))
+        self.start_line = line
         self.key = KEY if "--api-key" in flags else None
 
     def connect(self, timeout=60):
@@ -402,6 +403,12 @@ def test_errors(s, limit):
         want = 4 if first == 4 else 8
         check(body["usage"]["completion_tokens"] == want,
               f"max_completion_tokens {want}: {body['usage']}")
+    # The length error names the field the value came from.
+    st, body = s.post("/v1/chat/completions",
+                      dict(chat, max_completion_tokens=limit))
+    expect_error(st, body, 400, f"max_completion_tokens is {limit}",
+                 "max_completion_tokens over the context")
+    check(body["error"]["param"] == "max_completion_tokens", f"param: {body}")
     print("max_completion_tokens wins")
 
 
@@ -511,6 +518,9 @@ def test_speculative(s, reference):
     check(streamed[0] == reference and finish[0] == "length",
           f"speculative stream {streamed!r}")
     check(len(events) > 3, "one chunk per step")
+    check("speculative decoding: draft model" in s.start_line and
+          "3 drafts per step" in s.start_line,
+          f"the start line says how it speculates: {s.start_line!r}")
     m = s.metrics()
     check(m["folio_spec_decode_num_draft_tokens_total"] > 0, "drafts verified")
     check(0 <= m["folio_spec_decode_draft_acceptance_rate"] <= 1,
